@@ -1,17 +1,40 @@
 //! # tally-graph
 //!
-//! The graph algorithms of tally, with no LLVM in them: typed ids, the control-flow graph with
-//! its virtual EXIT vertex, and (in modules of their own) depth-first search, loops, the
-//! heuristic weighting, spanning trees, counter placement and count reconstruction of
-//! Ball & Larus, *Optimally Profiling and Tracing Programs* (TOPLAS 1994; `papers/000`).
+//! The graph algorithms of tally, with no LLVM in them, after Ball & Larus, *Optimally
+//! Profiling and Tracing Programs* (TOPLAS 1994; `papers/000`):
+//!
+//! - [`ids`]: typed ids and dense side tables;
+//! - [`cfg`](mod@cfg): the control-flow graph with its virtual EXIT vertex (§2, §3.2 Fig. 7);
+//! - [`dfs`]: depth-first search from the entry, back edges, topological order (§5);
+//! - [`loops`]: natural loops and loop-exit edges from the back edges (§5);
+//! - [`weight`]: the heuristic edge weighting (§5);
+//! - [`mst`]: maximum spanning forests by Kruskal (§2, §3.2);
+//! - [`placement`]: edge counters on the chords of a maximum spanning tree (§3.2);
+//! - [`propagate`](mod@propagate): count reconstruction (§3.2 Fig. 6) and flow checks, and edge counts from
+//!   block counts;
+//! - [`hash`]: FNV-1a fingerprints;
+//! - [`testing`]: test support (random graphs, an execution simulator) for this and other crates.
 //!
 //! Everything here works on [`Cfg`] values that a front end (tally-llvm) builds; nothing here
 //! knows what a basic block contains.
 #![deny(missing_docs)]
 
 pub mod cfg;
+pub mod dfs;
 pub mod hash;
 pub mod ids;
+pub mod loops;
+pub mod mst;
+pub mod placement;
+pub mod propagate;
+pub mod testing;
+pub mod weight;
 
 pub use cfg::{Cfg, CfgError, Edge, EdgeKind};
+pub use dfs::Dfs;
 pub use ids::{CounterId, EdgeId, IdVec, NodeId};
+pub use loops::Loops;
+pub use mst::{max_spanning_tree, SpanningTree, TreeClass};
+pub use placement::{place_edge_counters, placement_cost, EdgePlacement};
+pub use propagate::{block_counts, check_flow, propagate, solve_from_blocks, FlowError, Side};
+pub use weight::{heuristic_weights, heuristic_weights_with, LOOP_MULTIPLIER};

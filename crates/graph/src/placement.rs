@@ -1,0 +1,113 @@
+//! Edge-counter placement for edge profiling, `Eprof(Ecnt)` of paper 000 §3.2: counters go on
+//! the chords of a maximum spanning tree, the edges whose counts the flow law cannot derive from
+//! the others (Knuth: a set of counted edges determines every edge count iff the uncounted edges
+//! contain no undirected cycle).
+//!
+//! The tree is seeded with `e0` (`EXIT -> entry`, never counted; its derived count is the number
+//! of calls) and with the edges that cannot carry a counter (`unsplittable`); the `EarlyExit` and
+//! `Reentry` edges, counted by the runtime, are kept out of it (§3.2, Fig. 7). Every other edge
+//! competes by its weight, so that counters land where the weighting predicts few executions.
+
+use crate::cfg::Cfg;
+use crate::ids::{EdgeId, IdVec};
+use crate::mst::{max_spanning_tree, SpanningTree, TreeClass};
+
+/// Where the edge counters of one function go.
+///
+/// Invariant: `chords` lists, in id order, exactly the edges not in `tree`; they include every
+/// `EarlyExit` and `Reentry` edge and every entry of `tree.failed_forced`.
+#[derive(Clone, PartialEq, Debug)]
+pub struct EdgePlacement {
+    /// The spanning forest of uncounted edges.
+    pub tree: SpanningTree,
+    /// The edges that need a count: all non-tree edges, in id order.
+    pub chords: Vec<EdgeId>,
+}
+
+/// Places edge counters on the chords of a maximum spanning tree of `cfg` under `weights`.
+/// `unsplittable` edges are forced into the tree (if they would close a cycle they are listed in
+/// `tree.failed_forced` and remain chords).
+pub fn place_edge_counters(
+    cfg: &Cfg,
+    weights: &IdVec<EdgeId, f64>,
+    unsplittable: impl Fn(EdgeId) -> bool,
+) -> EdgePlacement {
+    assert_eq!(
+        weights.len(),
+        cfg.num_edges(),
+        "weighting has {} entries for a graph with {} edges",
+        weights.len(),
+        cfg.num_edges()
+    );
+    let tree = max_spanning_tree(cfg, |e| {
+        if unsplittable(e) {
+            TreeClass::Forced
+        } else {
+            TreeClass::Weighted(weights[e])
+        }
+    });
+    let chords = tree.chords().collect();
+    EdgePlacement { tree, chords }
+}
+
+/// The cost of a placement under a weighting: the sum of its chords' weights (§2: "the cost of
+/// a set of edges is the sum of the weights of the edges in the set").
+pub fn placement_cost(placement: &EdgePlacement, weights: &IdVec<EdgeId, f64>) -> f64 {
+    placement.chords.iter().map(|&e| weights[e]).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cfg::EdgeKind::{self, *};
+    use crate::ids::NodeId;
+    use crate::weight::heuristic_weights;
+
+    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
+        let edges = edges
+            .iter()
+            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
+        match Cfg::new(blocks, edges) {
+            Ok(g) => g,
+            Err(err) => panic!("bad test graph: {err}"),
+        }
+    }
+
+    #[test]
+    fn while_loop_counts_the_rare_edges() {
+        // The Fig. 17(a) shape (see weight.rs): `while (c) { if (p) A else B }`.
+        //   e1 n0->n1  e2 n1->n2  e3 n1->n6  e4 n2->n3  e5 n2->n4
+        //   e6 n3->n5  e7 n4->n5  e8 n5->n1  e9 n6->EXIT
+        let g = cfg(
+            7,
+            &[
+                (0, 1, Flow),
+                (1, 2, Flow),
+                (1, 6, Flow),
+                (2, 3, Flow),
+                (2, 4, Flow),
+                (3, 5, Flow),
+                (4, 5, Flow),
+                (5, 1, Flow),
+                (6, 7, Return),
+            ],
+        );
+        let w = heuristic_weights(&g);
+        let p = place_edge_counters(&g, &w, |_| false);
+        // |E| - |V| + 1 = 10 - 8 + 1 = 3 counters: both arms of the if (weight 4.5 each, the
+        // heavier loop edges stay in the tree) and one of the weight-1 edges e1, e3, e9 outside
+        // the loop, the one with the highest id losing the tie.
+        let chords: Vec<usize> = p.chords.iter().map(|e| e.index()).collect();
+        assert_eq!(chords, vec![6, 7, 9]);
+        assert_eq!(placement_cost(&p, &w), 4.5 + 4.5 + 1.0);
+    }
+
+    #[test]
+    fn unsplittable_edge_stays_uncounted() {
+        let g = cfg(2, &[(0, 1, Flow), (0, 1, Flow), (1, 2, Return)]);
+        let w = IdVec::from_vec(vec![1.0, 0.5, 0.25, 1.0]);
+        let p = place_edge_counters(&g, &w, |e| e == EdgeId::new(2));
+        assert_eq!(p.chords, vec![EdgeId::new(1), EdgeId::new(3)]);
+        assert!(p.tree.failed_forced.is_empty());
+    }
+}

@@ -1,0 +1,366 @@
+//! Test support, shared with the tests of other crates: a seeded random-number generator, a
+//! random control-flow-graph generator and an execution simulator that produces the true count
+//! of every edge. Everything is deterministic in its seed.
+//!
+//! The generated graphs exercise what real functions contain: self loops, back edges that make
+//! loops irreducible, parallel edges, several returning blocks, blocks with an early-exit edge
+//! (some with nothing else, like a block ending in a call to `exit`), re-entry edges and dead
+//! blocks. Every block can reach a `Return` or `EarlyExit` edge, so simulated calls terminate.
+//!
+//! The simulator walks each call from the entry along random structural edges until it takes a
+//! `Return` edge. At a block with an early-exit edge it sometimes abandons the frame; control
+//! then sometimes comes back through a random re-entry edge (a `longjmp` to a `setjmp` in the
+//! same frame) and the walk goes on. Once a step budget is spent the walk steers along a
+//! shortest path to a `Return` or early-exit edge. The resulting counts satisfy Kirchhoff's law
+//! at every vertex, `e0` being the number of calls.
+
+use crate::cfg::{Cfg, EdgeKind};
+use crate::ids::{EdgeId, IdVec, NodeId};
+use std::collections::VecDeque;
+
+/// SplitMix64: a tiny, good-enough pseudo-random generator for tests.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0 .. n` (`0` if `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next_u64() % n as u64) as usize
+        }
+    }
+
+    /// True with probability `percent` / 100.
+    pub fn percent(&mut self, percent: u32) -> bool {
+        self.below(100) < percent as usize
+    }
+
+    /// A random element of `items`, `None` if it is empty.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> Option<T> {
+        if items.is_empty() {
+            None
+        } else {
+            Some(items[self.below(items.len())])
+        }
+    }
+
+    /// Shuffles `items` in place (Fisher-Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
+/// Shape parameters of [`random_cfg`].
+#[derive(Clone, Debug)]
+pub struct GenConfig {
+    /// The graph has `1 ..= max_blocks` blocks.
+    pub max_blocks: usize,
+    /// Each block gets `0 ..= max_extra_edges` edges besides the one that guarantees it can
+    /// reach a return.
+    pub max_extra_edges: usize,
+    /// Chance (%) that a block has an early-exit edge.
+    pub early_exit_percent: u32,
+    /// Chance (%) that a block with an early-exit edge has no other successor.
+    pub noreturn_percent: u32,
+    /// Chance (%) that a block has a re-entry edge.
+    pub reentry_percent: u32,
+    /// Chance (%) that an extra edge is a `Return` rather than a `Flow` edge.
+    pub return_percent: u32,
+}
+
+impl Default for GenConfig {
+    fn default() -> Self {
+        GenConfig {
+            max_blocks: 24,
+            max_extra_edges: 2,
+            early_exit_percent: 20,
+            noreturn_percent: 25,
+            reentry_percent: 10,
+            return_percent: 10,
+        }
+    }
+}
+
+/// A random graph with the default shape parameters and up to `max_blocks` blocks.
+pub fn random_cfg(seed: u64, max_blocks: usize) -> Cfg {
+    let config = GenConfig {
+        max_blocks,
+        ..GenConfig::default()
+    };
+    random_cfg_with(&mut Rng::new(seed), &config)
+}
+
+/// A random graph drawn from `rng` (see the module doc for what it contains).
+pub fn random_cfg_with(rng: &mut Rng, config: &GenConfig) -> Cfg {
+    use EdgeKind::*;
+    let n = 1 + rng.below(config.max_blocks.max(1));
+    let exit = NodeId::new(n);
+    let block = |i: usize| NodeId::new(i);
+    let mut edges: Vec<(NodeId, NodeId, EdgeKind)> = Vec::new();
+    for i in 0..n {
+        let early = rng.percent(config.early_exit_percent);
+        if early {
+            edges.push((block(i), exit, EarlyExit));
+        }
+        let noreturn = early && rng.percent(config.noreturn_percent);
+        if noreturn {
+            // Like a block ending in `exit(0); unreachable`.
+        } else if i + 1 == n || rng.percent(config.return_percent) {
+            edges.push((block(i), exit, Return));
+        } else {
+            // A forward edge: by induction every block can reach a terminating edge.
+            let j = i + 1 + rng.below(n - i - 1);
+            edges.push((block(i), block(j), Flow));
+        }
+        if !noreturn {
+            for _ in 0..rng.below(config.max_extra_edges + 1) {
+                if rng.percent(config.return_percent) {
+                    edges.push((block(i), exit, Return));
+                } else {
+                    // Any target: self loops, back edges, parallel edges all occur.
+                    edges.push((block(i), block(rng.below(n)), Flow));
+                }
+            }
+        }
+        if rng.percent(config.reentry_percent) {
+            edges.push((exit, block(i), Reentry));
+        }
+    }
+    rng.shuffle(&mut edges);
+    match Cfg::new(n, edges) {
+        Ok(cfg) => cfg,
+        // The generator only builds edges of the right shapes, one early exit and one re-entry
+        // per block; anything else is a bug here.
+        Err(err) => panic!("random_cfg built an invalid graph: {err}"),
+    }
+}
+
+/// Parameters of [`simulate`].
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Number of calls of the function.
+    pub calls: u64,
+    /// Steps per call before the walk steers to the nearest exit.
+    pub step_budget: usize,
+    /// Chance (%) of abandoning the frame at a block that has an early-exit edge.
+    pub early_exit_percent: u32,
+    /// Chance (%) that control re-enters the frame after an early exit (if the graph has
+    /// re-entry edges and the step budget is not spent).
+    pub reentry_percent: u32,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            calls: 10,
+            step_budget: 200,
+            early_exit_percent: 10,
+            reentry_percent: 50,
+        }
+    }
+}
+
+/// For each block, the length of a shortest structural path to a block with a `Return` or
+/// `EarlyExit` edge (0 for such blocks), `None` if there is none.
+fn distance_to_exit(cfg: &Cfg) -> IdVec<NodeId, Option<usize>> {
+    let mut dist = IdVec::filled(cfg.num_nodes(), None);
+    let mut queue = VecDeque::new();
+    for v in cfg.blocks() {
+        let leaves = cfg
+            .succs(v)
+            .iter()
+            .any(|&e| matches!(cfg.edge(e).kind, EdgeKind::Return | EdgeKind::EarlyExit));
+        if leaves {
+            dist[v] = Some(0);
+            queue.push_back(v);
+        }
+    }
+    while let Some(w) = queue.pop_front() {
+        let d = dist[w].map_or(0, |d| d + 1);
+        for &e in cfg.preds(w) {
+            let edge = cfg.edge(e);
+            if edge.kind == EdgeKind::Flow && dist[edge.src].is_none() {
+                dist[edge.src] = Some(d);
+                queue.push_back(edge.src);
+            }
+        }
+    }
+    dist
+}
+
+/// Simulates `config.calls` calls of the function and returns the true count of every edge.
+///
+/// # Panics
+/// If the walk reaches a block that cannot reach a `Return` or `EarlyExit` edge (graphs from
+/// [`random_cfg`] have none).
+pub fn simulate(cfg: &Cfg, rng: &mut Rng, config: &SimConfig) -> IdVec<EdgeId, u64> {
+    let dist = distance_to_exit(cfg);
+    let structural: IdVec<NodeId, Vec<EdgeId>> = IdVec::from_vec(
+        cfg.nodes()
+            .map(|v| {
+                cfg.succs(v)
+                    .iter()
+                    .copied()
+                    .filter(|&e| cfg.edge(e).kind.is_structural())
+                    .collect()
+            })
+            .collect(),
+    );
+    let reentries: Vec<EdgeId> = cfg
+        .succs(cfg.exit())
+        .iter()
+        .copied()
+        .filter(|&e| cfg.edge(e).kind == EdgeKind::Reentry)
+        .collect();
+
+    let mut count = IdVec::filled(cfg.num_edges(), 0u64);
+    count[cfg.entry_edge()] = config.calls;
+    for _ in 0..config.calls {
+        let mut v = cfg.entry();
+        let mut steps = 0usize;
+        loop {
+            steps += 1;
+            let steering = steps > config.step_budget;
+            let outs = &structural[v];
+            let early = cfg.early_exit(v);
+            if steering {
+                let ret = outs
+                    .iter()
+                    .copied()
+                    .find(|&e| cfg.edge(e).kind == EdgeKind::Return);
+                if let Some(e) = ret.or(early) {
+                    count[e] += 1;
+                    break;
+                }
+                let next = outs
+                    .iter()
+                    .copied()
+                    .filter_map(|e| dist[cfg.edge(e).dst].map(|d| (d, e)))
+                    .min();
+                let Some((_, e)) = next else {
+                    panic!("block {v} cannot reach a return or early exit");
+                };
+                count[e] += 1;
+                v = cfg.edge(e).dst;
+                continue;
+            }
+            if let Some(ee) = early {
+                if outs.is_empty() || rng.percent(config.early_exit_percent) {
+                    count[ee] += 1;
+                    match rng.pick(&reentries) {
+                        Some(re) if rng.percent(config.reentry_percent) => {
+                            count[re] += 1;
+                            v = cfg.edge(re).dst;
+                            continue;
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            let Some(e) = rng.pick(outs) else {
+                panic!("block {v} has no successor and no early exit");
+            };
+            count[e] += 1;
+            let edge = cfg.edge(e);
+            if edge.kind == EdgeKind::Return {
+                break;
+            }
+            v = edge.dst;
+        }
+    }
+    count
+}
+
+/// True counts of one random execution: `random_cfg` with `seed`, simulated with a number of
+/// calls drawn from the same seed. A convenience for property tests.
+pub fn random_run(seed: u64, max_blocks: usize) -> (Cfg, IdVec<EdgeId, u64>) {
+    let mut rng = Rng::new(seed);
+    let cfg = random_cfg_with(
+        &mut rng,
+        &GenConfig {
+            max_blocks,
+            ..GenConfig::default()
+        },
+    );
+    let sim = SimConfig {
+        calls: 1 + rng.below(20) as u64,
+        ..SimConfig::default()
+    };
+    let count = simulate(&cfg, &mut rng, &sim);
+    (cfg, count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::propagate::check_flow;
+
+    #[test]
+    fn simulated_counts_conserve_flow() {
+        for seed in 0..300 {
+            let (cfg, count) = random_run(seed, 30);
+            assert_eq!(check_flow(&cfg, &count), Ok(()), "seed {seed}");
+            assert!(count[cfg.entry_edge()] >= 1, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn generator_covers_the_interesting_shapes() {
+        let (mut early, mut reentry, mut self_loop, mut parallel) = (0, 0, 0, 0);
+        let (mut dead, mut irreducible) = (0, 0);
+        for seed in 0..300 {
+            let cfg = random_cfg(seed, 30);
+            let dfs = crate::dfs::Dfs::compute(&cfg);
+            let mut seen = std::collections::HashSet::new();
+            for (_, e) in cfg.edges() {
+                early += usize::from(e.kind == EdgeKind::EarlyExit);
+                reentry += usize::from(e.kind == EdgeKind::Reentry);
+                self_loop += usize::from(e.src == e.dst);
+                parallel += usize::from(e.kind == EdgeKind::Flow && !seen.insert((e.src, e.dst)));
+            }
+            dead += usize::from(cfg.blocks().any(|b| !dfs.is_reachable(b)));
+            // A loop member before its entry in topological order: the entry does not dominate
+            // the loop, so the graph is irreducible.
+            let loops = crate::loops::Loops::compute(&cfg, &dfs);
+            let mut pos = IdVec::filled(cfg.num_nodes(), 0);
+            for (i, &v) in dfs.topo_order().iter().enumerate() {
+                pos[v] = i;
+            }
+            irreducible += usize::from(
+                loops
+                    .entries()
+                    .iter()
+                    .any(|&y| loops.nat_loop(y).iter().any(|&w| pos[w] < pos[y])),
+            );
+        }
+        for (what, n) in [
+            ("early exits", early),
+            ("re-entries", reentry),
+            ("self loops", self_loop),
+            ("parallel edges", parallel),
+            ("graphs with dead blocks", dead),
+            ("irreducible graphs", irreducible),
+        ] {
+            assert!(n >= 10, "only {n} {what} in 300 graphs");
+        }
+    }
+}
