@@ -1,1 +1,768 @@
-//! placeholder
+//! The profile container: what an instrumented program writes at exit (`runtime.c` in
+//! tally-runtime) and what `tally merge` writes back.
+//!
+//! All integers are little-endian:
+//!
+//! ```text
+//! header   "TALLYPRF"  u32 container_version (=1)  u32 flags (=0)  u64 module_count  u64 pid
+//! module*  "TALLYMOD"  u64 module_hash  u64 meta_len  u64 num_counters
+//!          meta bytes, zero-padded to a multiple of 8
+//!          num_counters x u64 counters
+//! trailer  "TALLYEND"  u64 total file length in bytes (trailer included)
+//! ```
+//!
+//! `module_hash` is the FNV-1a 64 hash ([`tally_graph::hash::fnv64`]) of the metadata blob. The
+//! reader checks every magic, the version, every length, the trailer, each module's hash, that
+//! its metadata decodes and that the number of counters agrees with the metadata; it never
+//! panics, whatever the input.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use tally_graph::hash::fnv64;
+use thiserror::Error;
+
+use crate::meta::{MetaError, ModuleMeta};
+
+/// Magic bytes at the start of a profile.
+pub const PROFILE_MAGIC: &[u8; 8] = b"TALLYPRF";
+/// Magic bytes at the start of each module record.
+pub const MODULE_MAGIC: &[u8; 8] = b"TALLYMOD";
+/// Magic bytes at the start of the trailer.
+pub const TRAILER_MAGIC: &[u8; 8] = b"TALLYEND";
+/// The container version this build reads and writes.
+pub const PROFILE_VERSION: u32 = 1;
+
+/// Bytes in the header.
+const HEADER_LEN: usize = 32;
+/// Bytes in a module record before the metadata.
+const MODULE_HEADER_LEN: usize = 32;
+/// Bytes in the trailer.
+const TRAILER_LEN: usize = 16;
+
+/// The counters one run (or a merge of runs) recorded for all instrumented modules.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Profile {
+    /// Process id of the run that wrote the profile (0 for merged profiles, by convention).
+    pub pid: u64,
+    /// The modules, in registration order.
+    pub modules: Vec<ProfileModule>,
+}
+
+/// One module of a profile: its metadata and its counter array.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ProfileModule {
+    /// FNV-1a 64 of [`ProfileModule::meta_blob`].
+    pub hash: u64,
+    /// The decoded metadata.
+    pub meta: ModuleMeta,
+    /// The metadata blob exactly as stored (what [`Profile::write`] writes back).
+    pub meta_blob: Vec<u8>,
+    /// The counters; `counters.len() == meta.num_counters`.
+    pub counters: Vec<u64>,
+}
+
+impl ProfileModule {
+    /// A module record for `meta` with the given counters; encodes the blob and its hash.
+    pub fn new(meta: ModuleMeta, counters: Vec<u64>) -> ProfileModule {
+        let meta_blob = meta.encode();
+        ProfileModule {
+            hash: fnv64(&meta_blob),
+            meta,
+            meta_blob,
+            counters,
+        }
+    }
+
+    /// A module record from a stored metadata blob, checked like a record read from a file
+    /// (`index` only names the module in errors).
+    pub fn from_blob(
+        index: usize,
+        meta_blob: Vec<u8>,
+        counters: Vec<u64>,
+    ) -> Result<ProfileModule, ProfileError> {
+        let hash = fnv64(&meta_blob);
+        let meta = ModuleMeta::decode(&meta_blob)
+            .map_err(|source| ProfileError::BadMetadata { index, source })?;
+        if counters.len() as u64 != u64::from(meta.num_counters) {
+            return Err(ProfileError::CounterCount {
+                index,
+                source_file: meta.source.clone(),
+                found: counters.len() as u64,
+                expected: meta.num_counters,
+            });
+        }
+        Ok(ProfileModule {
+            hash,
+            meta,
+            meta_blob,
+            counters,
+        })
+    }
+}
+
+/// What can be wrong with a profile. Every message is one line.
+#[derive(Debug, Error)]
+pub enum ProfileError {
+    /// The file has no bytes at all.
+    #[error("empty profile (0 bytes): the program wrote nothing")]
+    Empty,
+    /// The file does not start with `TALLYPRF`.
+    #[error("not a tally profile (bad magic)")]
+    BadMagic,
+    /// A container version this build cannot read.
+    #[error(
+        "profile container version {found} is not supported (this tally reads version {PROFILE_VERSION})"
+    )]
+    Version {
+        /// The version found.
+        found: u32,
+    },
+    /// Header flags this build does not know (version 1 defines none).
+    #[error("profile flags {found:#x} are not supported (this tally reads flags 0)")]
+    Flags {
+        /// The flags found.
+        found: u32,
+    },
+    /// Something runs past the end of the file, or the trailer is missing or wrong.
+    #[error("truncated profile: {0}")]
+    Truncated(Truncation),
+    /// A module record does not start with `TALLYMOD`.
+    #[error("corrupt profile: module record #{index} at byte {offset} has a bad magic")]
+    BadModuleMagic {
+        /// Position of the module in the file (0-based).
+        index: usize,
+        /// Byte offset of the record.
+        offset: usize,
+    },
+    /// A module's stored hash is not the hash of its metadata blob.
+    #[error(
+        "corrupt profile: module record #{index} metadata hash mismatch (stored {stored:016x}, computed {computed:016x})"
+    )]
+    HashMismatch {
+        /// Position of the module in the file (0-based).
+        index: usize,
+        /// The hash stored in the record.
+        stored: u64,
+        /// FNV-1a 64 of the stored blob.
+        computed: u64,
+    },
+    /// A module's metadata blob does not decode.
+    #[error("corrupt profile: module record #{index} metadata: {source}")]
+    BadMetadata {
+        /// Position of the module in the file (0-based).
+        index: usize,
+        /// Why the blob does not decode.
+        source: MetaError,
+    },
+    /// A module stores a different number of counters than its metadata declares.
+    #[error(
+        "corrupt profile: module record #{index} ({source_file}) has {found} counters but its metadata declares {expected}"
+    )]
+    CounterCount {
+        /// Position of the module in the file (0-based).
+        index: usize,
+        /// The module's source file, from its metadata.
+        source_file: String,
+        /// Counters stored.
+        found: u64,
+        /// `num_counters` of the metadata.
+        expected: u32,
+    },
+    /// Bytes follow a valid trailer.
+    #[error("corrupt profile: {extra} bytes of trailing garbage after the trailer at byte {end}")]
+    TrailingGarbage {
+        /// Number of extra bytes.
+        extra: usize,
+        /// Where the profile proper ends.
+        end: usize,
+    },
+    /// The file cannot be read.
+    #[error("cannot read profile {}: {source}", path.display())]
+    Io {
+        /// The path given.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// How a profile is truncated (the detail of [`ProfileError::Truncated`]).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Truncation {
+    /// `what`, `need` bytes starting at byte `at`, runs past the end (`len` bytes).
+    PastEnd {
+        /// The part that does not fit.
+        what: &'static str,
+        /// Where it starts.
+        at: usize,
+        /// How many bytes it needs (saturated).
+        need: u64,
+        /// The file length.
+        len: usize,
+    },
+    /// No `TALLYEND` where the trailer should start.
+    MissingTrailer {
+        /// Where the trailer should start.
+        at: usize,
+    },
+    /// The trailer's total length disagrees with where it actually ends.
+    WrongLength {
+        /// The length recorded in the trailer.
+        recorded: u64,
+        /// The actual end of the trailer.
+        actual: usize,
+    },
+}
+
+impl fmt::Display for Truncation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Truncation::PastEnd {
+                what,
+                at,
+                need,
+                len,
+            } => write!(
+                f,
+                "{what} at byte {at} needs {need} bytes but the file has {len} bytes"
+            ),
+            Truncation::MissingTrailer { at } => {
+                write!(f, "no TALLYEND trailer at byte {at}")
+            }
+            Truncation::WrongLength { recorded, actual } => write!(
+                f,
+                "the trailer records a length of {recorded} bytes but the profile ends at byte {actual}"
+            ),
+        }
+    }
+}
+
+/// A bounds-checked cursor over the input.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, what: &'static str, n: u64) -> Result<&'a [u8], ProfileError> {
+        let at = self.pos;
+        let past_end = || {
+            ProfileError::Truncated(Truncation::PastEnd {
+                what,
+                at,
+                need: n,
+                len: self.bytes.len(),
+            })
+        };
+        let n = usize::try_from(n).map_err(|_| past_end())?;
+        let end = at.checked_add(n).ok_or_else(past_end)?;
+        let slice = self.bytes.get(at..end).ok_or_else(past_end)?;
+        self.pos = end;
+        Ok(slice)
+    }
+
+    fn u32(&mut self, what: &'static str) -> Result<u32, ProfileError> {
+        let b = self.take(what, 4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self, what: &'static str) -> Result<u64, ProfileError> {
+        let b = self.take(what, 8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
+
+/// `len` rounded up to a multiple of 8, if that fits.
+fn pad8(len: u64) -> Option<u64> {
+    len.checked_add(7).map(|l| l & !7)
+}
+
+impl Profile {
+    /// Parses and checks a profile.
+    pub fn read(bytes: &[u8]) -> Result<Profile, ProfileError> {
+        if bytes.is_empty() {
+            return Err(ProfileError::Empty);
+        }
+        let prefix = bytes.len().min(PROFILE_MAGIC.len());
+        if bytes[..prefix] != PROFILE_MAGIC[..prefix] {
+            return Err(ProfileError::BadMagic);
+        }
+        let mut r = Reader { bytes, pos: 0 };
+        r.take("the header", HEADER_LEN as u64)?;
+        r.pos = PROFILE_MAGIC.len();
+        let version = r.u32("the container version")?;
+        if version != PROFILE_VERSION {
+            return Err(ProfileError::Version { found: version });
+        }
+        let flags = r.u32("the flags")?;
+        if flags != 0 {
+            return Err(ProfileError::Flags { found: flags });
+        }
+        let module_count = r.u64("the module count")?;
+        let pid = r.u64("the pid")?;
+
+        // Each module takes at least MODULE_HEADER_LEN bytes: never reserve more than fits.
+        let fits = (bytes.len() - r.pos) / MODULE_HEADER_LEN;
+        let cap = usize::try_from(module_count)
+            .unwrap_or(usize::MAX)
+            .min(fits);
+        let mut modules = Vec::with_capacity(cap);
+        for index in 0..module_count {
+            let index = usize::try_from(index).unwrap_or(usize::MAX);
+            let offset = r.pos;
+            let magic = r.take("a module record", MODULE_MAGIC.len() as u64)?;
+            if magic != MODULE_MAGIC {
+                return Err(ProfileError::BadModuleMagic { index, offset });
+            }
+            let stored = r.u64("the module hash")?;
+            let meta_len = r.u64("the metadata length")?;
+            let num_counters = r.u64("the counter count")?;
+            let blob = r.take("the module metadata", meta_len)?;
+            let padded = pad8(meta_len).unwrap_or(u64::MAX);
+            r.take("the metadata padding", padded - meta_len)?;
+            let counter_bytes = num_counters.saturating_mul(8);
+            let raw = r.take("the module counters", counter_bytes)?;
+            let computed = fnv64(blob);
+            if computed != stored {
+                return Err(ProfileError::HashMismatch {
+                    index,
+                    stored,
+                    computed,
+                });
+            }
+            let counters = raw
+                .chunks_exact(8)
+                .map(|c| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(c);
+                    u64::from_le_bytes(a)
+                })
+                .collect();
+            modules.push(ProfileModule::from_blob(index, blob.to_vec(), counters)?);
+        }
+
+        let at = r.pos;
+        let magic = r.take("the trailer", TRAILER_MAGIC.len() as u64)?;
+        if magic != TRAILER_MAGIC {
+            return Err(ProfileError::Truncated(Truncation::MissingTrailer { at }));
+        }
+        let recorded = r.u64("the total length")?;
+        let end = r.pos;
+        if recorded != end as u64 {
+            return Err(ProfileError::Truncated(Truncation::WrongLength {
+                recorded,
+                actual: end,
+            }));
+        }
+        if end != bytes.len() {
+            return Err(ProfileError::TrailingGarbage {
+                extra: bytes.len() - end,
+                end,
+            });
+        }
+        Ok(Profile { pid, modules })
+    }
+
+    /// Reads and parses a profile file.
+    pub fn read_file(path: impl AsRef<Path>) -> Result<Profile, ProfileError> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|source| ProfileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Profile::read(&bytes)
+    }
+
+    /// Serializes in exactly the layout the runtime writes. Each module is written with its
+    /// `hash` and `meta_blob` as they are.
+    pub fn write(&self) -> Vec<u8> {
+        let body: usize = self
+            .modules
+            .iter()
+            .map(|m| {
+                MODULE_HEADER_LEN + m.meta_blob.len().next_multiple_of(8) + 8 * m.counters.len()
+            })
+            .sum();
+        let mut out = Vec::with_capacity(HEADER_LEN + body + TRAILER_LEN);
+        out.extend_from_slice(PROFILE_MAGIC);
+        out.extend_from_slice(&PROFILE_VERSION.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(self.modules.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.pid.to_le_bytes());
+        for m in &self.modules {
+            out.extend_from_slice(MODULE_MAGIC);
+            out.extend_from_slice(&m.hash.to_le_bytes());
+            out.extend_from_slice(&(m.meta_blob.len() as u64).to_le_bytes());
+            out.extend_from_slice(&(m.counters.len() as u64).to_le_bytes());
+            out.extend_from_slice(&m.meta_blob);
+            out.resize(out.len().next_multiple_of(8), 0);
+            for c in &m.counters {
+                out.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(TRAILER_MAGIC);
+        let total = (out.len() + 8) as u64;
+        out.extend_from_slice(&total.to_le_bytes());
+        out
+    }
+
+    /// Writes the profile to `path` (through a temporary file renamed into place).
+    pub fn write_file(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        let path = path.as_ref();
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(".tmp.{}", std::process::id()));
+        std::fs::write(&tmp, self.write())?;
+        std::fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::{FunctionMeta, Linkage, Loc, Mode, Probe, StoredKind};
+
+    fn meta(source: &str, num_counters: u32) -> ModuleMeta {
+        ModuleMeta {
+            source: source.into(),
+            producer: "tally test".into(),
+            mode: Mode::Edge,
+            num_counters,
+            files: vec![source.into()],
+            functions: vec![],
+            skipped: vec![],
+        }
+    }
+
+    /// A metadata blob with one real function: n0 -> n1 -> EXIT, counter on e1.
+    fn meta_with_function() -> ModuleMeta {
+        let mut f = FunctionMeta {
+            name: "f".into(),
+            linkage: Linkage::External,
+            loc: Loc {
+                file: Some(0),
+                line: 3,
+            },
+            num_blocks: 2,
+            edges: vec![(0, 1, StoredKind::Flow), (1, 2, StoredKind::Return)],
+            blocks: vec![Loc::default(); 2],
+            cfg_hash: 0,
+            counter_base: 0,
+            counters: vec![Probe::Edge(1)],
+        };
+        f.cfg_hash = f.cfg().unwrap().shape_hash();
+        ModuleMeta {
+            functions: vec![f],
+            ..meta("f.c", 1)
+        }
+    }
+
+    fn sample() -> Profile {
+        Profile {
+            pid: 4242,
+            modules: vec![
+                ProfileModule::new(meta("a.c", 3), vec![1, 2, u64::MAX]),
+                ProfileModule::new(meta_with_function(), vec![7]),
+                ProfileModule::new(meta("empty.c", 0), vec![]),
+            ],
+        }
+    }
+
+    fn err(bytes: &[u8]) -> String {
+        Profile::read(bytes).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn roundtrip() {
+        let p = sample();
+        let bytes = p.write();
+        assert_eq!(bytes.len() % 8, 0);
+        assert_eq!(Profile::read(&bytes).unwrap(), p);
+    }
+
+    #[test]
+    fn layout() {
+        let m = meta("a.c", 2);
+        let blob = m.encode();
+        let p = Profile {
+            pid: 9,
+            modules: vec![ProfileModule::new(m, vec![5, 6])],
+        };
+        let b = p.write();
+        assert_eq!(&b[0..8], b"TALLYPRF");
+        assert_eq!(&b[8..12], &1u32.to_le_bytes());
+        assert_eq!(&b[12..16], &0u32.to_le_bytes());
+        assert_eq!(&b[16..24], &1u64.to_le_bytes());
+        assert_eq!(&b[24..32], &9u64.to_le_bytes());
+        assert_eq!(&b[32..40], b"TALLYMOD");
+        assert_eq!(&b[40..48], &fnv64(&blob).to_le_bytes());
+        assert_eq!(&b[48..56], &(blob.len() as u64).to_le_bytes());
+        assert_eq!(&b[56..64], &2u64.to_le_bytes());
+        let c = 64 + blob.len().next_multiple_of(8);
+        assert_eq!(&b[64..64 + blob.len()], &blob[..]);
+        assert!(b[64 + blob.len()..c].iter().all(|&x| x == 0));
+        assert_eq!(&b[c..c + 8], &5u64.to_le_bytes());
+        assert_eq!(&b[c + 8..c + 16], &6u64.to_le_bytes());
+        assert_eq!(&b[c + 16..c + 24], b"TALLYEND");
+        assert_eq!(&b[c + 24..c + 32], &((c + 32) as u64).to_le_bytes());
+        assert_eq!(b.len(), c + 32);
+    }
+
+    #[test]
+    fn empty() {
+        assert_eq!(
+            err(b""),
+            "empty profile (0 bytes): the program wrote nothing"
+        );
+    }
+
+    #[test]
+    fn bad_magic() {
+        assert_eq!(
+            err(b"hello world, this is not it"),
+            "not a tally profile (bad magic)"
+        );
+        assert_eq!(err(b"TALLYMD\0xxxx"), "not a tally profile (bad magic)");
+        assert_eq!(err(b"X"), "not a tally profile (bad magic)");
+    }
+
+    #[test]
+    fn short_magic_is_truncated() {
+        assert_eq!(
+            err(b"TALLY"),
+            "truncated profile: the header at byte 0 needs 32 bytes but the file has 5 bytes"
+        );
+    }
+
+    #[test]
+    fn version() {
+        let mut b = sample().write();
+        b[8..12].copy_from_slice(&7u32.to_le_bytes());
+        assert_eq!(
+            err(&b),
+            "profile container version 7 is not supported (this tally reads version 1)"
+        );
+    }
+
+    #[test]
+    fn flags() {
+        let mut b = sample().write();
+        b[12] = 2;
+        assert_eq!(
+            err(&b),
+            "profile flags 0x2 are not supported (this tally reads flags 0)"
+        );
+    }
+
+    #[test]
+    fn truncated_everywhere() {
+        let b = sample().write();
+        for len in 1..b.len() {
+            let e = Profile::read(&b[..len]).unwrap_err();
+            assert!(matches!(e, ProfileError::Truncated(_)), "length {len}: {e}");
+        }
+    }
+
+    #[test]
+    fn truncated_counters_message() {
+        let b = Profile {
+            pid: 1,
+            modules: vec![ProfileModule::new(meta("a.c", 2), vec![5, 6])],
+        }
+        .write();
+        let cut = b.len() - 16 - 4;
+        let counters_at = b.len() - 16 - 16;
+        assert_eq!(
+            err(&b[..cut]),
+            format!(
+                "truncated profile: the module counters at byte {counters_at} needs 16 bytes but the file has {cut} bytes"
+            )
+        );
+    }
+
+    #[test]
+    fn huge_lengths_are_truncation_not_panic() {
+        let mut b = sample().write();
+        // module_count = u64::MAX
+        b[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            Profile::read(&b),
+            Err(ProfileError::BadModuleMagic { .. })
+        ));
+        let mut b = sample().write();
+        // meta_len of module 0 = u64::MAX
+        b[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(err(&b).starts_with(
+            "truncated profile: the module metadata at byte 64 needs 18446744073709551615 bytes"
+        ));
+        let mut b = sample().write();
+        // num_counters of module 0 = u64::MAX / 4
+        b[56..64].copy_from_slice(&(u64::MAX / 4).to_le_bytes());
+        assert!(err(&b).starts_with("truncated profile: the module counters at byte"));
+        let mut b = sample().write();
+        b[48..56].copy_from_slice(&(u64::MAX - 3).to_le_bytes());
+        assert!(matches!(Profile::read(&b), Err(ProfileError::Truncated(_))));
+    }
+
+    #[test]
+    fn missing_trailer() {
+        let mut b = sample().write();
+        let n = b.len();
+        b[n - 16..n - 8].copy_from_slice(b"TALLYXXX");
+        assert_eq!(
+            err(&b),
+            format!("truncated profile: no TALLYEND trailer at byte {}", n - 16)
+        );
+    }
+
+    #[test]
+    fn wrong_total_length() {
+        let mut b = sample().write();
+        let n = b.len();
+        b[n - 8..].copy_from_slice(&1000u64.to_le_bytes());
+        assert_eq!(
+            err(&b),
+            format!(
+                "truncated profile: the trailer records a length of 1000 bytes but the profile ends at byte {n}"
+            )
+        );
+    }
+
+    #[test]
+    fn fewer_modules_than_declared() {
+        let mut b = sample().write();
+        b[16..24].copy_from_slice(&4u64.to_le_bytes());
+        let n = b.len();
+        assert_eq!(
+            err(&b),
+            format!(
+                "corrupt profile: module record #3 at byte {} has a bad magic",
+                n - 16
+            )
+        );
+    }
+
+    #[test]
+    fn bad_module_magic() {
+        let mut b = sample().write();
+        b[32] = b'X';
+        assert_eq!(
+            err(&b),
+            "corrupt profile: module record #0 at byte 32 has a bad magic"
+        );
+    }
+
+    #[test]
+    fn hash_mismatch() {
+        let p = sample();
+        let mut b = p.write();
+        b[40] ^= 1;
+        let h = p.modules[0].hash;
+        assert_eq!(
+            err(&b),
+            format!(
+                "corrupt profile: module record #0 metadata hash mismatch (stored {:016x}, computed {h:016x})",
+                h ^ 1
+            )
+        );
+    }
+
+    #[test]
+    fn metadata_does_not_decode() {
+        let blob = b"TALLYMD\0\x09\0\0\0".to_vec();
+        let p = Profile {
+            pid: 1,
+            modules: vec![ProfileModule {
+                hash: fnv64(&blob),
+                meta: meta("x.c", 0),
+                meta_blob: blob,
+                counters: vec![],
+            }],
+        };
+        assert_eq!(
+            err(&p.write()),
+            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 1)"
+        );
+        let blob = b"garbage!".to_vec();
+        let p = Profile {
+            pid: 1,
+            modules: vec![ProfileModule {
+                hash: fnv64(&blob),
+                meta: meta("x.c", 0),
+                meta_blob: blob,
+                counters: vec![],
+            }],
+        };
+        assert_eq!(
+            err(&p.write()),
+            "corrupt profile: module record #0 metadata: not tally metadata (bad magic)"
+        );
+    }
+
+    #[test]
+    fn counter_count() {
+        let mut m = ProfileModule::new(meta("a.c", 3), vec![1, 2, 3]);
+        m.counters.push(4);
+        let p = Profile {
+            pid: 1,
+            modules: vec![m],
+        };
+        assert_eq!(
+            err(&p.write()),
+            "corrupt profile: module record #0 (a.c) has 4 counters but its metadata declares 3"
+        );
+    }
+
+    #[test]
+    fn trailing_garbage() {
+        let mut b = sample().write();
+        let n = b.len();
+        b.extend_from_slice(b"xyz");
+        assert_eq!(
+            err(&b),
+            format!("corrupt profile: 3 bytes of trailing garbage after the trailer at byte {n}")
+        );
+    }
+
+    #[test]
+    fn io_error() {
+        let e = Profile::read_file("/nonexistent/dir/p.tally").unwrap_err();
+        assert!(matches!(e, ProfileError::Io { .. }));
+        assert!(e
+            .to_string()
+            .starts_with("cannot read profile /nonexistent/dir/p.tally: "));
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn file_roundtrip() {
+        let dir = std::env::temp_dir().join(format!("tally-format-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.tally");
+        let p = sample();
+        p.write_file(&path).unwrap();
+        assert_eq!(Profile::read_file(&path).unwrap(), p);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn every_message_is_one_line() {
+        let b = sample().write();
+        let mut inputs: Vec<Vec<u8>> = vec![vec![], b"nope".to_vec(), b[..b.len() - 1].to_vec()];
+        for i in 0..b.len() {
+            let mut m = b.clone();
+            m[i] ^= 0x55;
+            inputs.push(m);
+        }
+        for input in inputs {
+            if let Err(e) = Profile::read(&input) {
+                let s = e.to_string();
+                assert!(!s.contains('\n') && !s.is_empty(), "{s:?}");
+            }
+        }
+    }
+}

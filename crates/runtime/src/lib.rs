@@ -1,1 +1,36 @@
-//! placeholder
+//! # tally-runtime
+//!
+//! The C runtime linked into every program built by `tally cc` / `tally c++`: it registers the
+//! instrumented modules, charges the early-exit counters of frames abandoned by `exit`, `longjmp`
+//! or C++ unwinding, and writes the profile at exit. The C sources are `runtime.c` and
+//! `include/tally.h`; this crate only carries the built archive and the header as bytes (the
+//! archive is never linked into a Rust binary).
+#![deny(missing_docs)]
+
+/// `libtally_rt.a`, built from `runtime.c` with `-O2 -fPIC`.
+pub const ARCHIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtally_rt.a"));
+
+/// The contents of `tally.h`, the C declarations of the runtime ABI.
+pub const HEADER: &str = include_str!("../include/tally.h");
+
+/// Version of the runtime ABI (`TALLY_ABI_VERSION` in `tally.h`; `abi_version` of every
+/// `struct tally_module`).
+pub const ABI_VERSION: u32 = 1;
+
+/// The file name the archive conventionally has on disk.
+pub const ARCHIVE_NAME: &str = "libtally_rt.a";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archive_is_an_ar_file() {
+        assert!(ARCHIVE.starts_with(b"!<arch>\n"));
+    }
+
+    #[test]
+    fn header_matches_abi_version() {
+        assert!(HEADER.contains(&format!("#define TALLY_ABI_VERSION {ABI_VERSION}")));
+    }
+}

@@ -1,0 +1,184 @@
+//! Fuzz-style property tests: no input makes `Profile::read` panic, and valid profiles
+//! round-trip.
+
+use proptest::prelude::*;
+use tally_format::profile::{Profile, ProfileError, ProfileModule};
+use tally_format::{FunctionMeta, Linkage, Loc, Mode, ModuleMeta, Probe, StoredKind};
+
+fn function(name: &str, base: u32) -> FunctionMeta {
+    // n0 -> n1, n0 -> n2, n1 -> n2, n2 -> EXIT, n1 -> EXIT (early exit)
+    let mut f = FunctionMeta {
+        name: name.into(),
+        linkage: Linkage::Linkonce,
+        loc: Loc {
+            file: Some(0),
+            line: 10,
+        },
+        num_blocks: 3,
+        edges: vec![
+            (0, 1, StoredKind::Flow),
+            (0, 2, StoredKind::Flow),
+            (1, 2, StoredKind::Flow),
+            (2, 3, StoredKind::Return),
+            (1, 3, StoredKind::EarlyExit),
+        ],
+        blocks: vec![
+            Loc {
+                file: Some(0),
+                line: 11,
+            },
+            Loc::default(),
+            Loc {
+                file: Some(0),
+                line: 13,
+            },
+        ],
+        cfg_hash: 0,
+        counter_base: base,
+        counters: vec![Probe::Edge(1), Probe::Edge(5), Probe::Block(2)],
+    };
+    f.cfg_hash = f.cfg().unwrap().shape_hash();
+    f
+}
+
+fn module(source: &str, nfun: u32, counters: &[u64]) -> ProfileModule {
+    let functions: Vec<_> = (0..nfun)
+        .map(|i| function(&format!("f{i}"), 3 * i))
+        .collect();
+    let num_counters = 3 * nfun;
+    let meta = ModuleMeta {
+        source: source.into(),
+        producer: "tally fuzz".into(),
+        mode: Mode::Edge,
+        num_counters,
+        files: vec![source.into()],
+        functions,
+        skipped: vec![],
+    };
+    let cs = (0..num_counters as usize)
+        .map(|i| counters.get(i).copied().unwrap_or(i as u64))
+        .collect();
+    ProfileModule::new(meta, cs)
+}
+
+fn valid(counters: &[u64], pid: u64) -> Profile {
+    Profile {
+        pid,
+        modules: vec![
+            module("a.c", 2, counters),
+            module("bb.cc", 1, counters),
+            module("empty.c", 0, counters),
+        ],
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Flip { at: usize, xor: u8 },
+    Set { at: usize, byte: u8 },
+    SetU64 { at: usize, value: u64 },
+    Insert { at: usize, bytes: Vec<u8> },
+    Remove { at: usize, len: usize },
+    Truncate { len: usize },
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let special = prop_oneof![
+        Just(0u64),
+        Just(1u64),
+        Just(7u64),
+        Just(u64::MAX),
+        Just(u64::MAX / 8),
+        Just(u64::MAX - 7),
+        Just(1u64 << 32),
+        any::<u64>(),
+    ];
+    prop_oneof![
+        (any::<usize>(), 1u8..=255).prop_map(|(at, xor)| Mutation::Flip { at, xor }),
+        (any::<usize>(), any::<u8>()).prop_map(|(at, byte)| Mutation::Set { at, byte }),
+        (any::<usize>(), special).prop_map(|(at, value)| Mutation::SetU64 { at, value }),
+        (any::<usize>(), prop::collection::vec(any::<u8>(), 1..24))
+            .prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
+        (any::<usize>(), 1usize..40).prop_map(|(at, len)| Mutation::Remove { at, len }),
+        any::<usize>().prop_map(|len| Mutation::Truncate { len }),
+    ]
+}
+
+fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
+    let n = bytes.len();
+    match *m {
+        Mutation::Flip { at, xor } if n > 0 => bytes[at % n] ^= xor,
+        Mutation::Set { at, byte } if n > 0 => bytes[at % n] = byte,
+        Mutation::SetU64 { at, value } if n >= 8 => {
+            // Mostly hit the 8-aligned fields of the container.
+            let at = (at % (n / 8)) * 8;
+            bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        }
+        Mutation::Insert { at, bytes: ref ins } => {
+            let at = at % (n + 1);
+            bytes.splice(at..at, ins.iter().copied());
+        }
+        Mutation::Remove { at, len } if n > 0 => {
+            let at = at % n;
+            let end = (at + len).min(n);
+            bytes.drain(at..end);
+        }
+        Mutation::Truncate { len } => bytes.truncate(len % (n + 1)),
+        _ => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_profiles_never_panic(
+        counters in prop::collection::vec(any::<u64>(), 0..8),
+        pid in any::<u64>(),
+        muts in prop::collection::vec(mutation(), 1..5),
+    ) {
+        let mut bytes = valid(&counters, pid).write();
+        for m in &muts {
+            apply(&mut bytes, m);
+        }
+        match Profile::read(&bytes) {
+            Ok(p) => {
+                // Whatever was accepted writes back to bytes that read back the same
+                // (padding bytes are not kept).
+                let again = p.write();
+                prop_assert_eq!(again.len(), bytes.len());
+                prop_assert_eq!(Profile::read(&again).unwrap(), p);
+            }
+            Err(e) => {
+                let s = e.to_string();
+                prop_assert!(!s.is_empty() && !s.contains('\n'));
+            }
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        let _ = Profile::read(&bytes);
+        let mut with_magic = b"TALLYPRF\x01\0\0\0".to_vec();
+        with_magic.extend_from_slice(&bytes);
+        let _ = Profile::read(&with_magic);
+    }
+
+    #[test]
+    fn valid_profiles_roundtrip(
+        counters in prop::collection::vec(any::<u64>(), 0..8),
+        pid in any::<u64>(),
+    ) {
+        let p = valid(&counters, pid);
+        let bytes = p.write();
+        prop_assert_eq!(Profile::read(&bytes).unwrap(), p);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error(cut in any::<usize>()) {
+        let bytes = valid(&[1, 2, 3], 77).write();
+        let cut = cut % bytes.len();
+        let truncated = matches!(Profile::read(&bytes[..cut]), Err(ProfileError::Truncated(_)) | Err(ProfileError::Empty));
+        prop_assert!(truncated);
+    }
+}

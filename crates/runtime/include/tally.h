@@ -1,0 +1,80 @@
+/*
+ * tally.h -- the C ABI between code instrumented by `tally cc` / `tally c++` and the tally
+ * runtime (libtally_rt.a). See ARCHITECTURE.md, "Runtime ABI" and "Profile container".
+ *
+ * Programs normally never include this header: the instrumenter emits the descriptors, the
+ * frame records and the calls itself. Include it to call tally_write_profile() or
+ * tally_reset_counters() by hand.
+ *
+ * Environment:
+ *   TALLY_PROFILE=path   where the profile is written; "%p" expands to the pid, "%%" to "%".
+ *                        Default: "<basename of the executable>.tally" in the current directory.
+ *   TALLY_PROFILE=off    write nothing.
+ */
+#ifndef TALLY_H
+#define TALLY_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of this ABI; struct tally_module.abi_version must equal it. */
+#define TALLY_ABI_VERSION 1
+
+/* Value of struct tally_frame.site meaning "no early-exit counter". */
+#define TALLY_NO_SITE UINT64_MAX
+
+/* One per instrumented module (translation unit); emitted by the instrumenter. */
+struct tally_module {
+    uint32_t abi_version;      /* TALLY_ABI_VERSION */
+    uint32_t flags;            /* 0 */
+    uint64_t hash;             /* FNV-1a 64 of the metadata blob */
+    const uint8_t *meta;       /* metadata blob (tally-format meta) */
+    uint64_t meta_len;
+    uint64_t *counters;        /* the module's counter array */
+    uint64_t num_counters;
+    struct tally_module *next; /* owned by the runtime */
+};
+
+/* A frame record: an alloca in each instrumented frame that needs one, linked through
+ * __tally_top (innermost first; addresses strictly increase along `prev`). */
+struct tally_frame {
+    struct tally_frame *prev;
+    uint64_t *counters;        /* the module's counter array */
+    uint64_t site;             /* early-exit counter index; TALLY_NO_SITE = none */
+};
+
+/* The innermost frame record of the calling thread (initial-exec TLS). */
+extern __thread struct tally_frame *__tally_top __attribute__((tls_model("initial-exec")));
+
+/* Registers a module (called by each instrumented module's constructor). The first successful
+ * registration installs the exit handler, which charges the calling thread's frame records
+ * and writes the profile. */
+void __tally_register(struct tally_module *m);
+
+/* Removes a module before its memory goes away (e.g. from a destructor of a dlclose'd object).
+ * Optional: modules that live until exit need not call it. */
+void __tally_unregister(struct tally_module *m);
+
+/* Called first thing in a landing pad of the frame owning `f`: charges every record above `f`
+ * (frames discarded by the unwinder) and makes `f` the innermost record. */
+void __tally_unwound(struct tally_frame *f);
+
+/* Called right after every setjmp/sigsetjmp call in the frame owning `f`, with setjmp's result.
+ * When ret != 0, charges every record above `f` and `f` itself, and makes `f` innermost. */
+void __tally_longjmp_landed(int32_t ret, struct tally_frame *f);
+
+/* Writes a profile of the current counter values now (e.g. before _exit or execve). Does not
+ * touch the frame records. Safe to call from several threads. */
+void tally_write_profile(void);
+
+/* Sets every counter of every registered module to zero. */
+void tally_reset_counters(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TALLY_H */
