@@ -1,1 +1,182 @@
-fn main() {}
+//! `tally`: an exact profiler for C and C++.
+//!
+//! `tally cc` / `tally c++` are drop-in compilers; `tally report` turns the profile a run
+//! wrote into exact counts. `main` is a thin shell: it parses the command line into options and
+//! hands them to the library crates; errors print one line and exit with status 2.
+
+mod args;
+mod driver;
+
+use anyhow::{Context as _, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::PathBuf;
+use tally_format::profile::Profile;
+
+#[derive(Parser)]
+#[command(
+    name = "tally",
+    version,
+    about = "An exact profiler for C and C++",
+    long_about = "An exact profiler for C and C++.\n\n\
+    Build with `tally cc` / `tally c++` in place of your compiler (they take clang's options; \
+    `--tally-mode=edge|edges-naive|blocks-naive` or TALLY_MODE picks the instrumentation), \
+    run the program (it writes <program>.tally, or $TALLY_PROFILE with %p for the pid), \
+    then `tally report <program>.tally`."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Compile and link C like clang-19, with instrumentation (all arguments go to the driver).
+    Cc {
+        /// clang arguments
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        args: Vec<OsString>,
+    },
+    /// Compile and link C++ like clang++-19, with instrumentation.
+    #[command(name = "c++")]
+    Cxx {
+        /// clang++ arguments
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        args: Vec<OsString>,
+    },
+    /// Exact block and edge counts from one or more profiles of the same build.
+    Report(ReportArgs),
+    /// Add profiles of the same build into one.
+    Merge {
+        /// Output file.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Profiles to add.
+        #[arg(required = true)]
+        profiles: Vec<PathBuf>,
+    },
+    /// Print the C header of the runtime API (tally_write_profile, ...).
+    Header,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Profiles (several are added; they must come from the same build).
+    #[arg(required = true)]
+    profiles: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Functions in the summary table (0 = all).
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Functions shown with their blocks and edges (0 = all).
+    #[arg(long, default_value_t = 5)]
+    detail: usize,
+    /// Blocks and edges shown per detailed function (0 = all).
+    #[arg(long, default_value_t = 10)]
+    blocks: usize,
+    /// Show everything: all functions, all blocks, functions that never ran.
+    #[arg(long)]
+    all: bool,
+    /// Write to this file instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
+    let mut loaded = Vec::new();
+    for p in paths {
+        let prof = Profile::read_file(p).with_context(|| format!("{}", p.display()))?;
+        loaded.push((p.display().to_string(), prof));
+    }
+    let (first, rest) = loaded.split_first().expect("clap requires one profile");
+    let rest: Vec<(&str, &Profile)> = rest.iter().map(|(n, p)| (n.as_str(), p)).collect();
+    Ok(tally_report::combine((&first.0, &first.1), &rest)?)
+}
+
+fn report(a: ReportArgs) -> Result<()> {
+    let profile = read_profiles(&a.profiles)?;
+    let title = a
+        .profiles
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let r = tally_report::analyze(&profile)?;
+    let out = match a.format {
+        Format::Json => tally_report::render::json(&r, &title),
+        Format::Text => {
+            let mut o = tally_report::render::TextOptions {
+                top: a.top,
+                detail: a.detail,
+                blocks: a.blocks,
+                show_unexecuted: false,
+            };
+            if a.all {
+                o = tally_report::render::TextOptions {
+                    top: 0,
+                    detail: 0,
+                    blocks: 0,
+                    show_unexecuted: true,
+                };
+            }
+            tally_report::render::text(&r, &title, &o)
+        }
+    };
+    write_out(a.output.as_ref(), out.as_bytes())
+}
+
+fn write_out(path: Option<&PathBuf>, bytes: &[u8]) -> Result<()> {
+    match path {
+        Some(p) => {
+            std::fs::write(p, bytes).with_context(|| format!("cannot write {}", p.display()))
+        }
+        None => {
+            let mut o = std::io::stdout().lock();
+            match o.write_all(bytes) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.context("cannot write to stdout"),
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Cmd::Cc { args } => driver::main(false, &args),
+        Cmd::Cxx { args } => driver::main(true, &args),
+        Cmd::Report(a) => report(a).map(|()| 0),
+        Cmd::Merge { output, profiles } => {
+            let p = read_profiles(&profiles)?;
+            write_out(Some(&output), &p.write()).map(|()| 0)
+        }
+        Cmd::Header => write_out(None, tally_runtime::HEADER.as_bytes()).map(|()| 0),
+    }
+}
+
+fn main() {
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    // The compiler drivers take clang's command line verbatim: bypass clap so that options
+    // such as --help or -v reach clang.
+    let code = match argv.get(1).and_then(|a| a.to_str()) {
+        Some("cc") | Some("clang") => driver::main(false, &argv[2..]),
+        Some("c++") | Some("clang++") => driver::main(true, &argv[2..]),
+        _ => run(Cli::parse()),
+    };
+    match code {
+        Ok(c) => std::process::exit(c),
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("tally: error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}

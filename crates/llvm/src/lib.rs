@@ -1,1 +1,215 @@
-//! placeholder
+//! # tally-llvm
+//!
+//! The LLVM 19 front end of tally and the only crate that touches inkwell / llvm-sys. It takes
+//! an *optimized* module (bitcode or text IR), and for every defined function:
+//!
+//! 1. [`lower`](lower): builds the function's [`tally_graph::Cfg`] (paper 000 §2) with the
+//!    early-termination edges of §3.2, and remembers the IR position of every vertex and edge;
+//! 2. [`plan`](plan): decides which edges or blocks get counters for the chosen mode (Eprof(Ecnt)
+//!    on the chords of a maximum spanning tree for `edge`, every edge / every block for the
+//!    naive oracles);
+//! 3. [`apply`](apply): inserts the increments, splits edges where needed, and maintains the
+//!    shadow-stack frame record that makes early termination exact (§3.2, Fig. 7);
+//!
+//! then emits the module's counter array, metadata blob and registration constructor
+//! ([`module`]), verifies the module, and returns bitcode.
+#![deny(missing_docs)]
+
+mod apply;
+mod ir;
+mod lower;
+mod module;
+mod plan;
+
+pub use module::ABI_VERSION;
+
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use ir::Val;
+use llvm_sys::core as c;
+use llvm_sys::LLVMLinkage;
+use std::collections::HashMap;
+use tally_format::{FunctionMeta, Linkage, Loc, Mode, ModuleMeta, SkippedFunction};
+use thiserror::Error;
+
+/// What to instrument and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Instrumentation mode.
+    pub mode: Mode,
+    /// The source file the module was compiled from (recorded in the metadata).
+    pub source: String,
+    /// Use atomic counter increments (for multi-threaded programs).
+    pub atomic: bool,
+}
+
+/// Numbers describing one instrumented module.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Functions instrumented.
+    pub functions: usize,
+    /// Defined functions left alone.
+    pub skipped: usize,
+    /// Blocks (graph vertices) of the instrumented functions.
+    pub blocks: usize,
+    /// Edges of the instrumented functions.
+    pub edges: usize,
+    /// Counters placed.
+    pub counters: usize,
+    /// Functions that keep a shadow-stack frame record.
+    pub shadow_frames: usize,
+}
+
+/// The result of instrumenting a module.
+pub struct Instrumented {
+    /// The instrumented module as bitcode.
+    pub bitcode: Vec<u8>,
+    /// The metadata embedded in it.
+    pub meta: ModuleMeta,
+    /// Summary numbers.
+    pub stats: Stats,
+}
+
+/// Instrumentation failures.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// The input is not LLVM IR this LLVM can read.
+    #[error("cannot read LLVM IR: {0}")]
+    Parse(String),
+    /// The instrumented module is invalid: a tally bug, reported instead of emitting bad code.
+    #[error("instrumented module of {source_file} does not verify (a tally bug): {message}")]
+    Verify {
+        /// The source file.
+        source_file: String,
+        /// LLVM's verifier message.
+        message: String,
+    },
+}
+
+fn linkage_of(f: Val) -> Linkage {
+    use LLVMLinkage::*;
+    match f.linkage() {
+        LLVMInternalLinkage | LLVMPrivateLinkage => Linkage::Internal,
+        LLVMLinkOnceAnyLinkage
+        | LLVMLinkOnceODRLinkage
+        | LLVMWeakAnyLinkage
+        | LLVMWeakODRLinkage
+        | LLVMCommonLinkage
+        | LLVMExternalWeakLinkage => Linkage::Linkonce,
+        _ => Linkage::External,
+    }
+}
+
+/// File table for [`Loc`]s.
+#[derive(Default)]
+struct Files {
+    names: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Files {
+    fn loc(&mut self, p: &ir::SrcPos) -> Loc {
+        let file = p.file.as_ref().map(|f| {
+            if let Some(&i) = self.index.get(f) {
+                i
+            } else {
+                let i = self.names.len() as u32;
+                self.names.push(f.clone());
+                self.index.insert(f.clone(), i);
+                i
+            }
+        });
+        Loc { file, line: p.line }
+    }
+}
+
+/// Instruments an optimized module given as bitcode or textual IR.
+pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
+    let context = Context::create();
+    let buf = MemoryBuffer::create_from_memory_range_copy(input, "input");
+    let module = context
+        .create_module_from_ir(buf)
+        .map_err(|e| Error::Parse(e.to_string()))?;
+    let ctx = context.raw();
+    let m = module.as_mut_ptr();
+    let kinds = lower::AttrKinds::lookup();
+
+    // Lower and plan every function first: the counter array size must be known before
+    // any increment is emitted.
+    let mut work = Vec::new();
+    let mut skipped = Vec::new();
+    let mut f = unsafe { c::LLVMGetFirstFunction(m) };
+    while !f.is_null() {
+        let fv = Val(f);
+        f = unsafe { c::LLVMGetNextFunction(f) };
+        let name = fv.name();
+        if fv.is_declaration()
+            || fv.linkage() == LLVMLinkage::LLVMAvailableExternallyLinkage
+            || name.starts_with("__tally_")
+        {
+            continue;
+        }
+        match lower::lower(fv, &kinds) {
+            Ok(l) => {
+                let p = plan::plan(&l, opts.mode);
+                work.push((fv, name, l, p));
+            }
+            Err(reason) => skipped.push(SkippedFunction { name, reason }),
+        }
+    }
+    let total: usize = work.iter().map(|w| w.3.counters.len()).sum();
+    let globals = module::make_globals(ctx, m, total as u64, opts.atomic);
+
+    let mut files = Files::default();
+    let mut functions = Vec::with_capacity(work.len());
+    let mut stats = Stats {
+        skipped: skipped.len(),
+        ..Stats::default()
+    };
+    let mut base = 0usize;
+    for (fv, name, l, p) in &work {
+        apply::apply(&globals, *fv, l, p, base as u64);
+        let loc = files.loc(&ir::function_pos(*fv));
+        let blocks = l.nodes.iter().map(|n| files.loc(&n.pos)).collect();
+        functions.push(FunctionMeta {
+            name: name.clone(),
+            linkage: linkage_of(*fv),
+            loc,
+            num_blocks: l.cfg.num_blocks() as u32,
+            edges: FunctionMeta::edges_of(&l.cfg),
+            blocks,
+            cfg_hash: l.cfg.shape_hash(),
+            counter_base: base as u32,
+            counters: p.counters.iter().map(|(probe, _)| *probe).collect(),
+        });
+        stats.functions += 1;
+        stats.blocks += l.cfg.num_blocks();
+        stats.edges += l.cfg.num_edges();
+        stats.counters += p.counters.len();
+        stats.shadow_frames += usize::from(p.shadow);
+        base += p.counters.len();
+    }
+    let meta = ModuleMeta {
+        source: opts.source.clone(),
+        producer: format!("tally {}", env!("CARGO_PKG_VERSION")),
+        mode: opts.mode,
+        num_counters: total as u32,
+        files: files.names,
+        functions,
+        skipped,
+    };
+    let blob = meta.encode();
+    let hash = tally_graph::hash::fnv64(&blob);
+    module::emit_registration(&globals, &blob, hash, total as u64);
+
+    module.verify().map_err(|e| Error::Verify {
+        source_file: opts.source.clone(),
+        message: e.to_string(),
+    })?;
+    let bitcode = module.write_bitcode_to_memory().as_slice().to_vec();
+    Ok(Instrumented {
+        bitcode,
+        meta,
+        stats,
+    })
+}

@@ -1,0 +1,220 @@
+//! Shared helpers for the end-to-end tests: build programs with plain clang-19 and with
+//! `tally cc` in each mode, run them, and compare the exact counts of two profiles.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `tally` binary under test.
+pub fn tally() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_tally"))
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A fresh scratch directory under cargo's target tmpdir (kept for inspection on failure).
+pub fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create scratch dir");
+    d
+}
+
+/// Locates a vendored C code base in the cargo registry (`testdata/locate.sh`).
+pub fn locate(what: &str) -> PathBuf {
+    let out = Command::new("bash")
+        .arg(repo().join("testdata/locate.sh"))
+        .arg(what)
+        .output()
+        .expect("run testdata/locate.sh");
+    assert!(
+        out.status.success(),
+        "locate.sh {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// How to build: plain clang, or tally in a mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    Plain,
+    Tally(&'static str),
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Plain => "plain",
+            Variant::Tally(m) => m,
+        }
+    }
+}
+
+pub const MODES: [Variant; 3] = [
+    Variant::Tally("edge"),
+    Variant::Tally("edges-naive"),
+    Variant::Tally("blocks-naive"),
+];
+
+/// Builds `out` from `args` (sources and flags) as clang would.
+pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
+    let mut cmd = match v {
+        Variant::Plain => Command::new(if cxx { "clang++-19" } else { "clang-19" }),
+        Variant::Tally(mode) => {
+            let mut c = Command::new(tally());
+            c.arg(if cxx { "c++" } else { "cc" });
+            c.arg(format!("--tally-mode={mode}"));
+            c
+        }
+    };
+    cmd.args(args).arg("-o").arg(out).current_dir(cwd);
+    cmd.env_remove("TALLY_MODE");
+    let o = cmd.output().expect("run compiler");
+    assert!(
+        o.status.success(),
+        "{} build of {} failed:\n{}",
+        v.name(),
+        out.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Runs a program with its profile going to `profile`.
+pub fn run(bin: &Path, args: &[&str], cwd: &Path, profile: &Path) -> Output {
+    let _ = std::fs::remove_file(profile);
+    Command::new(bin)
+        .args(args)
+        .current_dir(cwd)
+        .env("TALLY_PROFILE", profile)
+        .output()
+        .expect("run program")
+}
+
+/// `tally report --format json` of a profile, parsed.
+pub fn report_json(profile: &Path) -> Value {
+    let o = Command::new(tally())
+        .args(["report", "--format", "json"])
+        .arg(profile)
+        .output()
+        .expect("run tally report");
+    assert!(
+        o.status.success(),
+        "tally report {} failed: {}",
+        profile.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("report JSON parses")
+}
+
+/// An edge as listed in the report: from, to, kind, count.
+pub type EdgeRow = (Option<u64>, Option<u64>, String, Option<u64>);
+
+/// Counts of one function, by block and edge id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FnCounts {
+    pub entry: u64,
+    pub blocks: Vec<Option<u64>>,
+    pub edges: Vec<EdgeRow>,
+}
+
+/// Functions of a report keyed by (module, name, cfg hash).
+pub fn counts(report: &Value) -> BTreeMap<(String, String, String), FnCounts> {
+    let mut m = BTreeMap::new();
+    for f in report["functions"].as_array().expect("functions[]") {
+        let key = (
+            f["module"].as_str().unwrap().to_string(),
+            f["name"].as_str().unwrap().to_string(),
+            f["cfg_hash"].as_str().unwrap().to_string(),
+        );
+        let blocks = f["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["count"].as_u64())
+            .collect();
+        let edges = f["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["from"].as_u64(),
+                    e["to"].as_u64(),
+                    e["kind"].as_str().unwrap().to_string(),
+                    e["count"].as_u64(),
+                )
+            })
+            .collect();
+        let c = FnCounts {
+            entry: f["entry_count"].as_u64().unwrap(),
+            blocks,
+            edges,
+        };
+        assert!(
+            m.insert(key.clone(), c).is_none(),
+            "function {key:?} listed twice"
+        );
+    }
+    m
+}
+
+/// Asserts that two profiles of builds of the same sources have equal counts: every block of
+/// every function, and (when `edges`) every edge. Returns the number of functions compared and
+/// the number of executed blocks seen.
+pub fn assert_same_counts(
+    what: &str,
+    a_name: &str,
+    a: &Value,
+    b_name: &str,
+    b: &Value,
+    edges: bool,
+) -> (usize, usize) {
+    let ca = counts(a);
+    let cb = counts(b);
+    assert_eq!(
+        ca.keys().collect::<Vec<_>>(),
+        cb.keys().collect::<Vec<_>>(),
+        "{what}: {a_name} and {b_name} list different functions or graphs"
+    );
+    let mut executed = 0;
+    for (k, fa) in &ca {
+        let fb = &cb[k];
+        assert_eq!(fa.blocks.len(), fb.blocks.len(), "{what}: {k:?}");
+        for (i, (x, y)) in fa.blocks.iter().zip(&fb.blocks).enumerate() {
+            assert!(
+                x.is_some() && y.is_some(),
+                "{what}: {k:?} block n{i} undetermined ({a_name} {x:?}, {b_name} {y:?})"
+            );
+            assert_eq!(
+                x, y,
+                "{what}: {k:?} block n{i}: {a_name} says {x:?}, {b_name} says {y:?}"
+            );
+            if x.unwrap_or(0) > 0 {
+                executed += 1;
+            }
+        }
+        if edges {
+            assert_eq!(fa.edges.len(), fb.edges.len(), "{what}: {k:?}");
+            for (i, (x, y)) in fa.edges.iter().zip(&fb.edges).enumerate() {
+                assert_eq!(x.0, y.0, "{what}: {k:?} e{i} endpoints");
+                assert_eq!(x.1, y.1, "{what}: {k:?} e{i} endpoints");
+                assert!(
+                    x.3.is_some() && y.3.is_some(),
+                    "{what}: {k:?} edge e{i} undetermined"
+                );
+                assert_eq!(
+                    x.3, y.3,
+                    "{what}: {k:?} edge e{i} ({:?} -> {:?}, {}): {a_name} says {:?}, {b_name} says {:?}",
+                    x.0, x.1, x.2, x.3, y.3
+                );
+            }
+        }
+    }
+    (ca.len(), executed)
+}

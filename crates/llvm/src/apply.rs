@@ -1,0 +1,357 @@
+//! Applying a [`Plan`] to one function's IR: counter increments, edge splitting, predecessor
+//! tags, and the shadow-stack frame record that makes early termination exact (paper 000 §3.2,
+//! Fig. 7: "for each procedure X on the activation stack that exits early an edge v -> EXIT
+//! with a count of 1 is added", recorded here as the early-exit counter of the block `v` that
+//! is executing a call).
+
+use crate::ir::{self, Bb, Val};
+use crate::lower::{EdgeIr, Lowered};
+use crate::plan::{Plan, Realize};
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMIntPredicate, LLVMTailCallKind};
+use std::ffi::CString;
+use tally_graph::NodeId;
+
+/// Module-level declarations the instrumentation refers to.
+pub(crate) struct Globals {
+    pub ctx: LLVMContextRef,
+    pub module: LLVMModuleRef,
+    pub i64t: LLVMTypeRef,
+    pub i32t: LLVMTypeRef,
+    pub ptrt: LLVMTypeRef,
+    pub voidt: LLVMTypeRef,
+    /// `{ ptr prev, ptr counters, i64 site }`
+    pub frame_ty: LLVMTypeRef,
+    /// The module's counter array.
+    pub counters: LLVMValueRef,
+    /// `__tally_top`, thread-local.
+    pub tls_top: LLVMValueRef,
+    pub unwound: (LLVMValueRef, LLVMTypeRef),
+    pub longjmp_landed: (LLVMValueRef, LLVMTypeRef),
+    /// Use atomic increments.
+    pub atomic: bool,
+}
+
+struct Emitter<'a> {
+    g: &'a Globals,
+    b: LLVMBuilderRef,
+    /// Debug location for calls in functions with debug info.
+    fn_scope: Option<LLVMMetadataRef>,
+    func: Val,
+}
+
+fn cname(s: &str) -> CString {
+    CString::new(s).expect("no NUL in internal names")
+}
+
+impl Emitter<'_> {
+    fn at(&self, before: Val) {
+        unsafe {
+            c::LLVMPositionBuilderBefore(self.b, before.0);
+            c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
+        }
+    }
+    fn at_end(&self, bb: Bb) {
+        unsafe {
+            c::LLVMPositionBuilderAtEnd(self.b, bb.0);
+            c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
+        }
+    }
+    fn i64c(&self, v: u64) -> LLVMValueRef {
+        unsafe { c::LLVMConstInt(self.g.i64t, v, 0) }
+    }
+    fn i32c(&self, v: u64) -> LLVMValueRef {
+        unsafe { c::LLVMConstInt(self.g.i32t, v, 0) }
+    }
+    /// Pointer to counter `idx` (module-relative) as a constant expression.
+    fn counter_ptr(&self, idx: u64) -> LLVMValueRef {
+        let mut i = [self.i64c(idx)];
+        unsafe { c::LLVMConstInBoundsGEP2(self.g.i64t, self.g.counters, i.as_mut_ptr(), 1) }
+    }
+    /// `*ptr += delta` at the builder position.
+    fn add_to(&self, ptr: LLVMValueRef, delta: LLVMValueRef) {
+        let empty = cname("");
+        unsafe {
+            if self.g.atomic {
+                c::LLVMBuildAtomicRMW(
+                    self.b,
+                    llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                    ptr,
+                    delta,
+                    llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                    0,
+                );
+            } else {
+                let v = c::LLVMBuildLoad2(self.b, self.g.i64t, ptr, empty.as_ptr());
+                let v1 = c::LLVMBuildAdd(self.b, v, delta, empty.as_ptr());
+                c::LLVMBuildStore(self.b, v1, ptr);
+            }
+        }
+    }
+    fn increment(&self, idx: u64) {
+        self.add_to(self.counter_ptr(idx), self.i64c(1));
+    }
+    fn call_loc(&self, near: Val) -> Option<LLVMMetadataRef> {
+        let scope = self.fn_scope?;
+        Some(
+            near.debug_loc()
+                .unwrap_or_else(|| ir::artificial_loc(self.g.ctx, scope)),
+        )
+    }
+    fn call(&self, f: (LLVMValueRef, LLVMTypeRef), args: &mut [LLVMValueRef], near: Val) {
+        let empty = cname("");
+        let call = unsafe {
+            c::LLVMBuildCall2(
+                self.b,
+                f.1,
+                f.0,
+                args.as_mut_ptr(),
+                args.len() as u32,
+                empty.as_ptr(),
+            )
+        };
+        Val(call).set_debug_loc(self.call_loc(near));
+    }
+    fn field(&self, rec: LLVMValueRef, i: u32) -> LLVMValueRef {
+        let empty = cname("");
+        unsafe { c::LLVMBuildStructGEP2(self.b, self.g.frame_ty, rec, i, empty.as_ptr()) }
+    }
+}
+
+/// Splits edge `e` (successor `index` of `term`) with a new block; returns the new block.
+/// PHIs of the target get the new block in place of exactly one entry for the old source.
+fn split_edge(em: &Emitter, term: Val, index: u32) -> Bb {
+    let target = term.successor(index);
+    let src = term.parent();
+    let name = cname("tally.split");
+    let nb = Bb(unsafe { c::LLVMAppendBasicBlockInContext(em.g.ctx, em.func.0, name.as_ptr()) });
+    unsafe { c::LLVMMoveBasicBlockAfter(nb.0, src.0) };
+    em.at_end(nb);
+    unsafe { c::LLVMBuildBr(em.b, target.0) };
+    term.set_successor(index, nb);
+    for phi in target.phis() {
+        rebuild_phi_moving_one(em, phi, src, nb);
+    }
+    nb
+}
+
+/// Replaces `phi` by a copy in which the first incoming entry from `from` comes from `to`.
+fn rebuild_phi_moving_one(em: &Emitter, phi: Val, from: Bb, to: Bb) {
+    unsafe {
+        let n = c::LLVMCountIncoming(phi.0);
+        let mut vals = Vec::with_capacity(n as usize);
+        let mut blocks = Vec::with_capacity(n as usize);
+        let mut moved = false;
+        for i in 0..n {
+            vals.push(c::LLVMGetIncomingValue(phi.0, i));
+            let b = c::LLVMGetIncomingBlock(phi.0, i);
+            if !moved && b == from.0 {
+                blocks.push(to.0);
+                moved = true;
+            } else {
+                blocks.push(b);
+            }
+        }
+        assert!(
+            moved,
+            "PHI in split target has no entry for the source block"
+        );
+        c::LLVMPositionBuilderBefore(em.b, phi.0);
+        c::LLVMSetCurrentDebugLocation2(em.b, std::ptr::null_mut());
+        let mut len = 0usize;
+        let nm = c::LLVMGetValueName2(phi.0, &mut len);
+        let name = CString::new(std::slice::from_raw_parts(nm as *const u8, len).to_vec())
+            .unwrap_or_default();
+        let new = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(phi.0), name.as_ptr());
+        c::LLVMAddIncoming(new, vals.as_mut_ptr(), blocks.as_mut_ptr(), n);
+        ir::Val(new).set_debug_loc(phi.debug_loc());
+        // Fast-math flags and other per-instruction state of PHIs are not used by codegen of
+        // the integer/pointer PHIs we rebuild; floating-point PHIs keep their flags:
+        if c::LLVMCanValueUseFastMathFlags(phi.0) != 0 {
+            c::LLVMSetFastMathFlags(new, c::LLVMGetFastMathFlags(phi.0));
+        }
+        c::LLVMReplaceAllUsesWith(phi.0, new);
+        c::LLVMInstructionEraseFromParent(phi.0);
+    }
+}
+
+/// Instruments one function. `base` is the module index of the function's first counter.
+pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64) {
+    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
+    let em = Emitter {
+        g,
+        b,
+        fn_scope: ir::subprogram(func),
+        func,
+    };
+    let empty = cname("");
+    let entry_first = func
+        .first_block()
+        .and_then(|bb| bb.first())
+        .expect("lowered functions have an entry instruction");
+
+    // Frame record and tag slots live in the entry block.
+    em.at(entry_first);
+    let rec = plan.shadow.then(|| {
+        let n = cname("tally.frame");
+        unsafe { c::LLVMBuildAlloca(b, g.frame_ty, n.as_ptr()) }
+    });
+    let slots: Vec<(NodeId, LLVMValueRef)> = plan
+        .tag_targets
+        .iter()
+        .map(|t| {
+            let n = cname("tally.tag");
+            (t.node, unsafe { c::LLVMBuildAlloca(b, g.i32t, n.as_ptr()) })
+        })
+        .collect();
+    let slot_of = |n: NodeId| {
+        slots
+            .iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, s)| *s)
+            .expect("tag target has a slot")
+    };
+
+    if let Some(rec) = rec {
+        // Push: rec = { top, counters, none }; top = &rec.
+        unsafe {
+            let top = c::LLVMBuildLoad2(b, g.ptrt, g.tls_top, empty.as_ptr());
+            c::LLVMBuildStore(b, top, em.field(rec, 0));
+            c::LLVMBuildStore(b, g.counters, em.field(rec, 1));
+            c::LLVMBuildStore(b, em.i64c(u64::MAX), em.field(rec, 2));
+            c::LLVMBuildStore(b, rec, g.tls_top);
+        }
+        for (i, node) in l.nodes.iter().enumerate() {
+            let n = NodeId::new(i);
+            if let Some(site) = node.first_site {
+                let ee = l
+                    .cfg
+                    .early_exit(n)
+                    .expect("a vertex with a site has an early-exit edge");
+                let idx = plan
+                    .counters
+                    .iter()
+                    .position(|(p, _)| *p == tally_format::Probe::Edge(ee.index() as u32))
+                    .expect("early-exit edges are chords");
+                em.at(site);
+                unsafe { c::LLVMBuildStore(b, em.i64c(base + idx as u64), em.field(rec, 2)) };
+            }
+            for &t in &node.tail_sites {
+                unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };
+            }
+            if node.returns {
+                em.at(node.end);
+                unsafe {
+                    let prev = c::LLVMBuildLoad2(b, g.ptrt, em.field(rec, 0), empty.as_ptr());
+                    c::LLVMBuildStore(b, prev, g.tls_top);
+                }
+            }
+            if node.landing_pad {
+                em.at(node.start);
+                em.call(g.unwound, &mut [rec], node.start);
+            }
+            if let Some(sj) = node.after_setjmp {
+                em.at(node.start);
+                em.call(g.longjmp_landed, &mut [sj.0, rec], sj);
+            }
+        }
+    }
+
+    // Counters with direct sites.
+    for (i, &(_, r)) in plan.counters.iter().enumerate() {
+        let idx = base + i as u64;
+        match r {
+            Realize::Runtime | Realize::Tagged { .. } => {}
+            Realize::NodeEnd(n) => {
+                em.at(l.nodes[n.index()].end);
+                em.increment(idx);
+            }
+            Realize::NodeStart(n) => {
+                em.at(l.nodes[n.index()].start);
+                em.increment(idx);
+            }
+            Realize::Reentry(n) => {
+                let node = &l.nodes[n.index()];
+                let sj = node
+                    .after_setjmp
+                    .expect("re-entry vertex follows a setjmp call");
+                em.at(node.start);
+                unsafe {
+                    let ret = sj.0;
+                    let zero = c::LLVMConstInt(c::LLVMTypeOf(ret), 0, 0);
+                    let ne =
+                        c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, ret, zero, empty.as_ptr());
+                    let d = c::LLVMBuildZExt(b, ne, g.i64t, empty.as_ptr());
+                    em.add_to(em.counter_ptr(idx), d);
+                }
+            }
+            Realize::Split(e) => {
+                let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
+                    unreachable!("only terminator edges are split")
+                };
+                let nb = split_edge(&em, term, index);
+                em.at(nb.terminator().expect("split block has its branch"));
+                em.increment(idx);
+            }
+        }
+    }
+
+    // Predecessor tags.
+    for t in &plan.tag_targets {
+        let slot = slot_of(t.node);
+        for (j, &e) in l.cfg.preds(t.node).iter().enumerate() {
+            let tag = em.i32c(j as u64);
+            let src = l.cfg.edge(e).src;
+            let src_node = &l.nodes[src.index()];
+            match l.edges[e.index()] {
+                EdgeIr::Succ {
+                    term,
+                    index,
+                    splittable,
+                } => {
+                    let term_edges = l
+                        .cfg
+                        .succs(src)
+                        .iter()
+                        .filter(|&&s| l.cfg.edge(s).kind != tally_graph::EdgeKind::EarlyExit)
+                        .count();
+                    if term_edges == 1 || !splittable {
+                        // Identifies the source; parallel unsplittable edges from one source are
+                        // indistinguishable and all count on the first of them.
+                        let first_from_src = l.cfg.preds(t.node)[..j]
+                            .iter()
+                            .all(|&p| l.cfg.edge(p).src != src);
+                        if first_from_src {
+                            em.at(src_node.end);
+                            unsafe { c::LLVMBuildStore(b, tag, slot) };
+                        }
+                    } else {
+                        let nb = split_edge(&em, term, index);
+                        em.at(nb.terminator().expect("split block has its branch"));
+                        unsafe { c::LLVMBuildStore(b, tag, slot) };
+                    }
+                }
+                other => unreachable!("tag target with a non-terminator incoming edge {other:?}"),
+            }
+        }
+        let node = &l.nodes[t.node.index()];
+        em.at(node.start);
+        unsafe {
+            let v = c::LLVMBuildLoad2(b, g.i32t, slot, empty.as_ptr());
+            let v = c::LLVMBuildZExt(b, v, g.i64t, empty.as_ptr());
+            let i = c::LLVMBuildAdd(b, v, em.i64c(base + t.first_counter as u64), empty.as_ptr());
+            let mut idx = [i];
+            let p = c::LLVMBuildInBoundsGEP2(
+                b,
+                g.i64t,
+                g.counters,
+                idx.as_mut_ptr(),
+                1,
+                empty.as_ptr(),
+            );
+            em.add_to(p, em.i64c(1));
+        }
+    }
+    unsafe { c::LLVMDisposeBuilder(b) };
+}

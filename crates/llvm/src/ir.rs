@@ -1,0 +1,266 @@
+//! Thin, crate-private wrappers over the LLVM-C calls that inkwell does not offer (successors,
+//! call attributes, PHI incoming lists, debug locations, raw positioning).
+//!
+//! `Val` and `Bb` are plain copies of LLVM handles. They stay valid while the module that owns
+//! them lives and the value is not erased; every function in this crate works inside one
+//! `instrument` call, during which the module is alive and only this crate edits it.
+
+use llvm_sys::core as c;
+use llvm_sys::debuginfo as di;
+use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMContextRef, LLVMMetadataRef, LLVMValueRef};
+use llvm_sys::LLVMOpcode;
+use std::ffi::CStr;
+
+/// An LLVM value handle (instruction, function, constant ...).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct Val(pub LLVMValueRef);
+
+/// An LLVM basic block handle.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct Bb(pub LLVMBasicBlockRef);
+
+impl Val {
+    pub fn is_null(self) -> bool {
+        self.0.is_null()
+    }
+    fn opt(v: LLVMValueRef) -> Option<Val> {
+        (!v.is_null()).then_some(Val(v))
+    }
+    /// Opcode of an instruction.
+    pub fn opcode(self) -> LLVMOpcode {
+        unsafe { c::LLVMGetInstructionOpcode(self.0) }
+    }
+    pub fn next(self) -> Option<Val> {
+        Val::opt(unsafe { c::LLVMGetNextInstruction(self.0) })
+    }
+    pub fn prev(self) -> Option<Val> {
+        Val::opt(unsafe { c::LLVMGetPreviousInstruction(self.0) })
+    }
+    pub fn parent(self) -> Bb {
+        Bb(unsafe { c::LLVMGetInstructionParent(self.0) })
+    }
+    /// The name of a global value (function, variable); empty if unnamed.
+    pub fn name(self) -> String {
+        let mut len = 0usize;
+        let p = unsafe { c::LLVMGetValueName2(self.0, &mut len) };
+        if p.is_null() {
+            return String::new();
+        }
+        let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+    pub fn num_successors(self) -> u32 {
+        unsafe { c::LLVMGetNumSuccessors(self.0) }
+    }
+    pub fn successor(self, i: u32) -> Bb {
+        Bb(unsafe { c::LLVMGetSuccessor(self.0, i) })
+    }
+    pub fn set_successor(self, i: u32, bb: Bb) {
+        unsafe { c::LLVMSetSuccessor(self.0, i, bb.0) }
+    }
+    pub fn is_call_like(self) -> bool {
+        matches!(
+            self.opcode(),
+            LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr
+        )
+    }
+    /// The called operand of a call/invoke/callbr.
+    pub fn called_value(self) -> Val {
+        Val(unsafe { c::LLVMGetCalledValue(self.0) })
+    }
+    /// The called function if the callee is a function (not a pointer or inline asm).
+    pub fn called_function(self) -> Option<Val> {
+        let v = self.called_value();
+        if v.is_null() {
+            return None;
+        }
+        Val::opt(unsafe { c::LLVMIsAFunction(v.0) })
+    }
+    pub fn calls_inline_asm(self) -> bool {
+        let v = self.called_value();
+        !v.is_null() && !unsafe { c::LLVMIsAInlineAsm(v.0) }.is_null()
+    }
+    pub fn intrinsic_id(self) -> u32 {
+        unsafe { c::LLVMGetIntrinsicID(self.0) }
+    }
+    /// Tail-call marker of a call instruction.
+    pub fn tail_kind(self) -> llvm_sys::LLVMTailCallKind {
+        unsafe { c::LLVMGetTailCallKind(self.0) }
+    }
+    /// Whether a call site or its callee carries the function attribute `kind`.
+    pub fn call_has_fn_attr(self, kind: u32) -> bool {
+        let idx = llvm_sys::LLVMAttributeFunctionIndex;
+        if !unsafe { c::LLVMGetCallSiteEnumAttribute(self.0, idx, kind) }.is_null() {
+            return true;
+        }
+        match self.called_function() {
+            Some(f) => f.fn_has_attr(kind),
+            None => false,
+        }
+    }
+    /// Whether a function carries the function attribute `kind`.
+    pub fn fn_has_attr(self, kind: u32) -> bool {
+        let idx = llvm_sys::LLVMAttributeFunctionIndex;
+        !unsafe { c::LLVMGetEnumAttributeAtIndex(self.0, idx, kind) }.is_null()
+    }
+    pub fn is_declaration(self) -> bool {
+        unsafe { c::LLVMIsDeclaration(self.0) != 0 }
+    }
+    pub fn linkage(self) -> llvm_sys::LLVMLinkage {
+        unsafe { c::LLVMGetLinkage(self.0) }
+    }
+    pub fn first_block(self) -> Option<Bb> {
+        let b = unsafe { c::LLVMGetFirstBasicBlock(self.0) };
+        (!b.is_null()).then_some(Bb(b))
+    }
+    pub fn blocks(self) -> Vec<Bb> {
+        let mut out = Vec::new();
+        let mut b = unsafe { c::LLVMGetFirstBasicBlock(self.0) };
+        while !b.is_null() {
+            out.push(Bb(b));
+            b = unsafe { c::LLVMGetNextBasicBlock(b) };
+        }
+        out
+    }
+    /// Debug location attached to an instruction, if any.
+    pub fn debug_loc(self) -> Option<LLVMMetadataRef> {
+        let m = unsafe { di::LLVMInstructionGetDebugLoc(self.0) };
+        (!m.is_null()).then_some(m)
+    }
+    pub fn set_debug_loc(self, loc: Option<LLVMMetadataRef>) {
+        unsafe { di::LLVMInstructionSetDebugLoc(self.0, loc.unwrap_or(std::ptr::null_mut())) }
+    }
+    pub fn num_operands(self) -> u32 {
+        unsafe { c::LLVMGetNumOperands(self.0) as u32 }
+    }
+    pub fn operand(self, i: u32) -> Val {
+        Val(unsafe { c::LLVMGetOperand(self.0, i) })
+    }
+}
+
+impl Bb {
+    pub fn first(self) -> Option<Val> {
+        Val::opt(unsafe { c::LLVMGetFirstInstruction(self.0) })
+    }
+    pub fn terminator(self) -> Option<Val> {
+        Val::opt(unsafe { c::LLVMGetBasicBlockTerminator(self.0) })
+    }
+    pub fn instructions(self) -> Vec<Val> {
+        let mut out = Vec::new();
+        let mut i = self.first();
+        while let Some(v) = i {
+            out.push(v);
+            i = v.next();
+        }
+        out
+    }
+    /// First instruction that is not a PHI and not an EH pad (landingpad): where code
+    /// inserted "at the start of the block" goes.
+    pub fn insertion_start(self) -> Option<Val> {
+        let mut i = self.first();
+        while let Some(v) = i {
+            match v.opcode() {
+                LLVMOpcode::LLVMPHI | LLVMOpcode::LLVMLandingPad => i = v.next(),
+                _ => return Some(v),
+            }
+        }
+        None
+    }
+    pub fn phis(self) -> Vec<Val> {
+        self.instructions()
+            .into_iter()
+            .take_while(|v| v.opcode() == LLVMOpcode::LLVMPHI)
+            .collect()
+    }
+    pub fn is_landing_pad(self) -> bool {
+        self.instructions()
+            .into_iter()
+            .find(|v| v.opcode() != LLVMOpcode::LLVMPHI)
+            .is_some_and(|v| v.opcode() == LLVMOpcode::LLVMLandingPad)
+    }
+}
+
+/// The attribute kind id for an attribute name such as `"nounwind"`.
+pub(crate) fn attr_kind(name: &str) -> u32 {
+    unsafe { c::LLVMGetEnumAttributeKindForName(name.as_ptr() as *const _, name.len()) }
+}
+
+/// A resolved source position.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SrcPos {
+    pub file: Option<String>,
+    pub line: u32,
+}
+
+/// Joins a DIFile's directory and file name.
+fn difile_path(file: LLVMMetadataRef) -> Option<String> {
+    if file.is_null() {
+        return None;
+    }
+    let mut len = 0u32;
+    let name = unsafe { di::LLVMDIFileGetFilename(file, &mut len) };
+    if name.is_null() || len == 0 {
+        return None;
+    }
+    let name = String::from_utf8_lossy(unsafe {
+        std::slice::from_raw_parts(name as *const u8, len as usize)
+    })
+    .into_owned();
+    if name.starts_with('/') {
+        return Some(name);
+    }
+    let mut dlen = 0u32;
+    let dir = unsafe { di::LLVMDIFileGetDirectory(file, &mut dlen) };
+    if dir.is_null() || dlen == 0 {
+        return Some(name);
+    }
+    let dir = String::from_utf8_lossy(unsafe {
+        std::slice::from_raw_parts(dir as *const u8, dlen as usize)
+    })
+    .into_owned();
+    Some(format!("{}/{}", dir.trim_end_matches('/'), name))
+}
+
+/// Source position of a DILocation (innermost: where the code was written, inlined or not).
+pub(crate) fn location_pos(loc: LLVMMetadataRef) -> SrcPos {
+    let line = unsafe { di::LLVMDILocationGetLine(loc) };
+    let scope = unsafe { di::LLVMDILocationGetScope(loc) };
+    let file = if scope.is_null() {
+        None
+    } else {
+        difile_path(unsafe { di::LLVMDIScopeGetFile(scope) })
+    };
+    SrcPos { file, line }
+}
+
+/// Source position of a function's DISubprogram.
+pub(crate) fn function_pos(f: Val) -> SrcPos {
+    let sp = unsafe { di::LLVMGetSubprogram(f.0) };
+    if sp.is_null() {
+        return SrcPos::default();
+    }
+    let line = unsafe { di::LLVMDISubprogramGetLine(sp) };
+    let file = difile_path(unsafe { di::LLVMDIScopeGetFile(sp) });
+    SrcPos { file, line }
+}
+
+/// The DISubprogram of a function, if it has debug info.
+pub(crate) fn subprogram(f: Val) -> Option<LLVMMetadataRef> {
+    let sp = unsafe { di::LLVMGetSubprogram(f.0) };
+    (!sp.is_null()).then_some(sp)
+}
+
+/// A line-0 location in `scope`, for instrumentation calls in functions with debug info
+/// (the verifier wants every inlinable call there to have one).
+pub(crate) fn artificial_loc(ctx: LLVMContextRef, scope: LLVMMetadataRef) -> LLVMMetadataRef {
+    unsafe { di::LLVMDIBuilderCreateDebugLocation(ctx, 0, 0, scope, std::ptr::null_mut()) }
+}
+
+/// Reads a NUL-terminated C string owned by LLVM.
+#[allow(dead_code)]
+pub(crate) fn cstr(p: *const std::ffi::c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}

@@ -1,0 +1,325 @@
+//! Lowering an optimized LLVM function to a [`Cfg`] (paper 000 §2, with the early-termination
+//! edges of §3.2 / Fig. 7), plus the IR positions needed to instrument each vertex and edge.
+//!
+//! Vertices are the IR blocks in layout order, except that a block is cut after every call to a
+//! `setjmp`-like function: the code after the call becomes a vertex of its own, entered by a
+//! `Flow` fall-through edge (first return) and a `Reentry` edge from EXIT (return via
+//! `longjmp`). Every vertex containing a call that may leave the frame without returning gets
+//! an `EarlyExit` edge. Ids are assigned deterministically from the IR, so every mode built from
+//! the same source and flags sees the same graph.
+
+use crate::ir::{self, Bb, SrcPos, Val};
+use llvm_sys::{LLVMOpcode, LLVMTailCallKind};
+use std::collections::HashMap;
+use tally_graph::{Cfg, EdgeKind, NodeId};
+
+/// Names of the functions whose second return re-enters a frame (`longjmp` targets).
+const SETJMP_NAMES: &[&str] = &["setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp"];
+
+/// Attribute kind ids looked up once per module.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AttrKinds {
+    pub nounwind: u32,
+    pub willreturn: u32,
+    pub naked: u32,
+}
+
+impl AttrKinds {
+    pub fn lookup() -> AttrKinds {
+        AttrKinds {
+            nounwind: ir::attr_kind("nounwind"),
+            willreturn: ir::attr_kind("willreturn"),
+            naked: ir::attr_kind("naked"),
+        }
+    }
+}
+
+/// IR facts about one vertex (a block, or the part of a block after a setjmp call).
+#[derive(Clone, Debug)]
+pub(crate) struct NodeIr {
+    /// Code "at the start of the vertex" is inserted before this instruction.
+    pub start: Val,
+    /// Code "at the end of the vertex" is inserted before this instruction: the terminator, the
+    /// `tail` call preceding a `ret` (so it stays a tail call), or the setjmp call that ends
+    /// the vertex.
+    pub end: Val,
+    /// The first call of the vertex that may end the frame early.
+    pub first_site: Option<Val>,
+    /// Calls marked `tail` that stay sites (their marker must be dropped: the runtime reads the
+    /// frame record while they run).
+    pub tail_sites: Vec<Val>,
+    /// The setjmp call this vertex follows, if any.
+    pub after_setjmp: Option<Val>,
+    /// The vertex starts a landing pad.
+    pub landing_pad: bool,
+    /// The vertex ends the function normally (`ret` / `resume`): the frame record is popped.
+    pub returns: bool,
+    /// Source position of the vertex.
+    pub pos: SrcPos,
+}
+
+/// IR facts about one edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EdgeIr {
+    /// `EXIT -> entry`.
+    Entry,
+    /// Successor `index` of terminator `term`; `splittable` when a block can be inserted on it.
+    Succ {
+        term: Val,
+        index: u32,
+        splittable: bool,
+    },
+    /// From the part of a block before a setjmp call to the part after it.
+    Fallthrough,
+    /// `ret` / `resume`.
+    Return,
+    /// Frame abandoned inside the vertex.
+    EarlyExit,
+    /// Second return of the setjmp call that starts the vertex.
+    Reentry,
+}
+
+/// A function lowered to a graph.
+pub(crate) struct Lowered {
+    pub cfg: Cfg,
+    pub nodes: Vec<NodeIr>,
+    pub edges: Vec<EdgeIr>,
+    pub has_landing_pads: bool,
+    pub has_setjmp: bool,
+}
+
+/// Why a function is left uninstrumented.
+pub(crate) type Skip = String;
+
+fn is_setjmp(call: Val) -> bool {
+    call.called_function()
+        .is_some_and(|f| SETJMP_NAMES.contains(&f.name().as_str()))
+}
+
+/// True when the call may leave the calling frame without returning to it (exit, longjmp,
+/// unwinding, a signal handler's escape): everything but intrinsics, inline asm, setjmp
+/// itself, and calls known `nounwind` and `willreturn`.
+pub(crate) fn may_end_frame(call: Val, kinds: &AttrKinds) -> bool {
+    if !matches!(call.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke) {
+        return false;
+    }
+    if call.calls_inline_asm() {
+        return false;
+    }
+    if let Some(f) = call.called_function() {
+        if f.intrinsic_id() != 0 || SETJMP_NAMES.contains(&f.name().as_str()) {
+            return false;
+        }
+    }
+    !(call.call_has_fn_attr(kinds.nounwind) && call.call_has_fn_attr(kinds.willreturn))
+}
+
+fn is_tail_marked(v: Val) -> bool {
+    v.opcode() == LLVMOpcode::LLVMCall
+        && matches!(
+            v.tail_kind(),
+            LLVMTailCallKind::LLVMTailCallKindTail | LLVMTailCallKind::LLVMTailCallKindMustTail
+        )
+}
+
+/// The call a `ret` returns the result of, if it is marked `tail`/`musttail` and sits right
+/// before the `ret`.
+fn tail_call_before_ret(term: Val) -> Option<Val> {
+    let prev = term.prev()?;
+    if !is_tail_marked(prev) {
+        return None;
+    }
+    if term.num_operands() == 1 && term.operand(0) != prev {
+        return None;
+    }
+    Some(prev)
+}
+
+fn first_pos(instrs: &[Val]) -> SrcPos {
+    for v in instrs {
+        if let Some(loc) = v.debug_loc() {
+            let p = ir::location_pos(loc);
+            if p.line != 0 {
+                return p;
+            }
+        }
+    }
+    SrcPos::default()
+}
+
+/// One vertex under construction: the IR block and the instruction range it covers.
+struct Seg {
+    bb: Bb,
+    /// Instructions of the segment (PHIs and landingpad included for the first segment).
+    instrs: Vec<Val>,
+    after_setjmp: Option<Val>,
+    /// True for the last segment of its block (the one holding the terminator).
+    last: bool,
+}
+
+/// Lowers `f` (a defined function) to its graph.
+pub(crate) fn lower(f: Val, kinds: &AttrKinds) -> Result<Lowered, Skip> {
+    if f.fn_has_attr(kinds.naked) {
+        return Err("naked function".into());
+    }
+    let blocks = f.blocks();
+    let mut segs: Vec<Seg> = Vec::new();
+    let mut first_node: HashMap<Bb, usize> = HashMap::new();
+    let mut has_landing_pads = false;
+    let mut has_setjmp = false;
+    for &bb in &blocks {
+        let instrs = bb.instructions();
+        let Some(&term) = instrs.last() else {
+            return Err("block without instructions".into());
+        };
+        if !matches!(
+            term.opcode(),
+            LLVMOpcode::LLVMRet
+                | LLVMOpcode::LLVMBr
+                | LLVMOpcode::LLVMSwitch
+                | LLVMOpcode::LLVMIndirectBr
+                | LLVMOpcode::LLVMInvoke
+                | LLVMOpcode::LLVMUnreachable
+                | LLVMOpcode::LLVMCallBr
+                | LLVMOpcode::LLVMResume
+        ) {
+            return Err(format!("unsupported terminator {:?}", term.opcode()));
+        }
+        first_node.insert(bb, segs.len());
+        let mut cur: Vec<Val> = Vec::new();
+        let mut after: Option<Val> = None;
+        for &v in &instrs {
+            match v.opcode() {
+                LLVMOpcode::LLVMCatchPad | LLVMOpcode::LLVMCleanupPad => {
+                    return Err("funclet-based exception handling".into())
+                }
+                LLVMOpcode::LLVMLandingPad => has_landing_pads = true,
+                _ => {}
+            }
+            cur.push(v);
+            if v.is_call_like() && is_setjmp(v) {
+                if v.opcode() != LLVMOpcode::LLVMCall {
+                    return Err("setjmp called through invoke".into());
+                }
+                has_setjmp = true;
+                segs.push(Seg {
+                    bb,
+                    instrs: std::mem::take(&mut cur),
+                    after_setjmp: after,
+                    last: false,
+                });
+                after = Some(v);
+            }
+        }
+        segs.push(Seg {
+            bb,
+            instrs: cur,
+            after_setjmp: after,
+            last: true,
+        });
+    }
+
+    let num_blocks = segs.len();
+    let exit = NodeId::new(num_blocks);
+    let mut nodes = Vec::with_capacity(num_blocks);
+    let mut edge_list: Vec<(NodeId, NodeId, EdgeKind)> = Vec::new();
+    let mut edges = vec![EdgeIr::Entry];
+
+    for (i, seg) in segs.iter().enumerate() {
+        let me = NodeId::new(i);
+        let term = *seg.instrs.last().expect("a segment is never empty");
+        // Start: first instruction that is neither PHI nor landingpad (first segment), or the
+        // instruction after the setjmp call.
+        let start = match seg.after_setjmp {
+            Some(_) => seg.instrs[0],
+            None => seg
+                .bb
+                .insertion_start()
+                .ok_or_else(|| "block without a non-PHI instruction".to_string())?,
+        };
+        let (end, body_end) = if !seg.last {
+            (term, seg.instrs.len() - 1)
+        } else if term.opcode() == LLVMOpcode::LLVMRet {
+            match tail_call_before_ret(term) {
+                Some(tc) => (tc, seg.instrs.len() - 2),
+                None => (term, seg.instrs.len() - 1),
+            }
+        } else if term.opcode() == LLVMOpcode::LLVMInvoke {
+            // The invoke itself is a call of the vertex.
+            (term, seg.instrs.len())
+        } else {
+            (term, seg.instrs.len() - 1)
+        };
+        let body = &seg.instrs[..body_end];
+        let mut first_site = None;
+        let mut tail_sites = Vec::new();
+        for &v in body {
+            if v.is_call_like() && may_end_frame(v, kinds) {
+                if first_site.is_none() {
+                    first_site = Some(v);
+                }
+                if is_tail_marked(v) {
+                    tail_sites.push(v);
+                }
+            }
+        }
+        let landing_pad = seg.after_setjmp.is_none() && seg.bb.is_landing_pad();
+        let returns =
+            seg.last && matches!(term.opcode(), LLVMOpcode::LLVMRet | LLVMOpcode::LLVMResume);
+
+        if seg.after_setjmp.is_some() {
+            edge_list.push((exit, me, EdgeKind::Reentry));
+            edges.push(EdgeIr::Reentry);
+        }
+        if !seg.last {
+            edge_list.push((me, NodeId::new(i + 1), EdgeKind::Flow));
+            edges.push(EdgeIr::Fallthrough);
+        } else {
+            let op = term.opcode();
+            for k in 0..term.num_successors() {
+                let succ = term.successor(k);
+                let Some(&t) = first_node.get(&succ) else {
+                    return Err("successor outside the function".into());
+                };
+                let splittable = match op {
+                    LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch => true,
+                    LLVMOpcode::LLVMInvoke => k == 0,
+                    _ => false,
+                };
+                edge_list.push((me, NodeId::new(t), EdgeKind::Flow));
+                edges.push(EdgeIr::Succ {
+                    term,
+                    index: k,
+                    splittable,
+                });
+            }
+            if returns {
+                edge_list.push((me, exit, EdgeKind::Return));
+                edges.push(EdgeIr::Return);
+            }
+        }
+        if first_site.is_some() {
+            edge_list.push((me, exit, EdgeKind::EarlyExit));
+            edges.push(EdgeIr::EarlyExit);
+        }
+        nodes.push(NodeIr {
+            start,
+            end,
+            first_site,
+            tail_sites,
+            after_setjmp: seg.after_setjmp,
+            landing_pad,
+            returns,
+            pos: first_pos(&seg.instrs),
+        });
+    }
+    let cfg = Cfg::new(num_blocks, edge_list).map_err(|e| format!("bad graph: {e}"))?;
+    debug_assert_eq!(cfg.num_edges(), edges.len());
+    Ok(Lowered {
+        cfg,
+        nodes,
+        edges,
+        has_landing_pads,
+        has_setjmp,
+    })
+}

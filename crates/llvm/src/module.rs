@@ -1,0 +1,196 @@
+//! Module-level pieces of an instrumented module: the counter array, the runtime declarations,
+//! the embedded metadata blob, the `struct tally_module` descriptor and the constructor that
+//! registers it (ABI in ARCHITECTURE.md, "Runtime ABI").
+
+use crate::apply::Globals;
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
+use std::ffi::CString;
+
+/// Version of `struct tally_module` / `struct tally_frame` the emitted code follows.
+pub const ABI_VERSION: u32 = 1;
+
+fn cs(s: &str) -> CString {
+    CString::new(s).expect("no NUL in internal names")
+}
+
+/// Declares a function `void name(args...)` unless it exists.
+fn declare_void_fn(
+    m: LLVMModuleRef,
+    voidt: LLVMTypeRef,
+    name: &str,
+    args: &mut [LLVMTypeRef],
+) -> (LLVMValueRef, LLVMTypeRef) {
+    let n = cs(name);
+    unsafe {
+        let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), args.len() as u32, 0);
+        let mut f = c::LLVMGetNamedFunction(m, n.as_ptr());
+        if f.is_null() {
+            f = c::LLVMAddFunction(m, n.as_ptr(), ty);
+            let nounwind = crate::ir::attr_kind("nounwind");
+            let ctx = c::LLVMGetModuleContext(m);
+            let a = c::LLVMCreateEnumAttribute(ctx, nounwind, 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, a);
+        }
+        (f, ty)
+    }
+}
+
+/// Creates the declarations and the counter array (of `num_counters` entries).
+pub(crate) fn make_globals(
+    ctx: LLVMContextRef,
+    m: LLVMModuleRef,
+    num_counters: u64,
+    atomic: bool,
+) -> Globals {
+    unsafe {
+        let i64t = c::LLVMInt64TypeInContext(ctx);
+        let i32t = c::LLVMInt32TypeInContext(ctx);
+        let ptrt = c::LLVMPointerTypeInContext(ctx, 0);
+        let voidt = c::LLVMVoidTypeInContext(ctx);
+        let mut fields = [ptrt, ptrt, i64t];
+        let frame_ty = c::LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), 3, 0);
+
+        let arr_ty = c::LLVMArrayType2(i64t, num_counters.max(1));
+        let name = cs("__tally_counters");
+        let counters = c::LLVMAddGlobal(m, arr_ty, name.as_ptr());
+        c::LLVMSetLinkage(counters, LLVMLinkage::LLVMInternalLinkage);
+        c::LLVMSetInitializer(counters, c::LLVMConstNull(arr_ty));
+        c::LLVMSetAlignment(counters, 8);
+
+        let name = cs("__tally_top");
+        let mut tls_top = c::LLVMGetNamedGlobal(m, name.as_ptr());
+        if tls_top.is_null() {
+            tls_top = c::LLVMAddGlobal(m, ptrt, name.as_ptr());
+            c::LLVMSetLinkage(tls_top, LLVMLinkage::LLVMExternalLinkage);
+            c::LLVMSetThreadLocalMode(tls_top, LLVMThreadLocalMode::LLVMInitialExecTLSModel);
+        }
+        let unwound = declare_void_fn(m, voidt, "__tally_unwound", &mut [ptrt]);
+        let longjmp_landed = declare_void_fn(m, voidt, "__tally_longjmp_landed", &mut [i32t, ptrt]);
+        Globals {
+            ctx,
+            module: m,
+            i64t,
+            i32t,
+            ptrt,
+            voidt,
+            frame_ty,
+            counters,
+            tls_top,
+            unwound,
+            longjmp_landed,
+            atomic,
+        }
+    }
+}
+
+/// Emits the metadata blob, the descriptor and the registering constructor.
+pub(crate) fn emit_registration(g: &Globals, meta: &[u8], hash: u64, num_counters: u64) {
+    unsafe {
+        let ctx = g.ctx;
+        let m = g.module;
+        let i8t = c::LLVMInt8TypeInContext(ctx);
+        let blob = c::LLVMConstStringInContext2(ctx, meta.as_ptr() as *const _, meta.len(), 1);
+        let blob_ty = c::LLVMArrayType2(i8t, meta.len() as u64);
+        let name = cs("__tally_meta");
+        let gmeta = c::LLVMAddGlobal(m, blob_ty, name.as_ptr());
+        c::LLVMSetLinkage(gmeta, LLVMLinkage::LLVMPrivateLinkage);
+        c::LLVMSetInitializer(gmeta, blob);
+        c::LLVMSetGlobalConstant(gmeta, 1);
+
+        // struct tally_module { u32 abi; u32 flags; u64 hash; ptr meta; u64 meta_len;
+        //                       ptr counters; u64 num_counters; ptr next; }
+        let mut ftys = [
+            g.i32t, g.i32t, g.i64t, g.ptrt, g.i64t, g.ptrt, g.i64t, g.ptrt,
+        ];
+        let desc_ty = c::LLVMStructTypeInContext(ctx, ftys.as_mut_ptr(), ftys.len() as u32, 0);
+        let mut vals = [
+            c::LLVMConstInt(g.i32t, ABI_VERSION as u64, 0),
+            c::LLVMConstInt(g.i32t, 0, 0),
+            c::LLVMConstInt(g.i64t, hash, 0),
+            gmeta,
+            c::LLVMConstInt(g.i64t, meta.len() as u64, 0),
+            g.counters,
+            c::LLVMConstInt(g.i64t, num_counters, 0),
+            c::LLVMConstNull(g.ptrt),
+        ];
+        let init = c::LLVMConstNamedStruct(desc_ty, vals.as_mut_ptr(), vals.len() as u32);
+        let name = cs("__tally_module");
+        let desc = c::LLVMAddGlobal(m, desc_ty, name.as_ptr());
+        c::LLVMSetLinkage(desc, LLVMLinkage::LLVMInternalLinkage);
+        c::LLVMSetInitializer(desc, init);
+        c::LLVMSetAlignment(desc, 8);
+
+        // void __tally_ctor(void) { __tally_register(&__tally_module); }
+        let register = declare_void_fn(m, g.voidt, "__tally_register", &mut [g.ptrt]);
+        let ctor_ty = c::LLVMFunctionType(g.voidt, std::ptr::null_mut(), 0, 0);
+        let name = cs("__tally_ctor");
+        let ctor = c::LLVMAddFunction(m, name.as_ptr(), ctor_ty);
+        c::LLVMSetLinkage(ctor, LLVMLinkage::LLVMInternalLinkage);
+        let entry = cs("entry");
+        let bb = c::LLVMAppendBasicBlockInContext(ctx, ctor, entry.as_ptr());
+        let b = c::LLVMCreateBuilderInContext(ctx);
+        c::LLVMPositionBuilderAtEnd(b, bb);
+        let mut args = [desc];
+        let empty = cs("");
+        c::LLVMBuildCall2(
+            b,
+            register.1,
+            register.0,
+            args.as_mut_ptr(),
+            1,
+            empty.as_ptr(),
+        );
+        c::LLVMBuildRetVoid(b);
+        c::LLVMDisposeBuilder(b);
+
+        append_global_ctor(g, ctor, 0);
+    }
+}
+
+/// Appends `{ priority, f, null }` to `@llvm.global_ctors`, rebuilding the array.
+unsafe fn append_global_ctor(g: &Globals, f: LLVMValueRef, priority: u64) {
+    let ctx = g.ctx;
+    let m = g.module;
+    let mut etys = [g.i32t, g.ptrt, g.ptrt];
+    let elem_ty = c::LLVMStructTypeInContext(ctx, etys.as_mut_ptr(), 3, 0);
+    let name = cs("llvm.global_ctors");
+    let old = c::LLVMGetNamedGlobal(m, name.as_ptr());
+    let mut elems: Vec<LLVMValueRef> = Vec::new();
+    let mut elem_ty_used = elem_ty;
+    if !old.is_null() {
+        let init = c::LLVMGetInitializer(old);
+        if !init.is_null() {
+            let n = c::LLVMGetNumOperands(init);
+            for i in 0..n {
+                elems.push(c::LLVMGetOperand(init, i as u32));
+            }
+            if let Some(&first) = elems.first() {
+                elem_ty_used = c::LLVMTypeOf(first);
+            }
+        }
+    }
+    let mut fields = [
+        c::LLVMConstInt(g.i32t, priority, 0),
+        f,
+        c::LLVMConstNull(g.ptrt),
+    ];
+    let ours = if elem_ty_used == elem_ty {
+        c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), 3, 0)
+    } else {
+        c::LLVMConstNamedStruct(elem_ty_used, fields.as_mut_ptr(), 3)
+    };
+    elems.push(ours);
+    let arr = c::LLVMConstArray2(elem_ty_used, elems.as_mut_ptr(), elems.len() as u64);
+    if !old.is_null() {
+        let tmp = cs("llvm.global_ctors.old");
+        c::LLVMSetValueName2(old, tmp.as_ptr(), tmp.as_bytes().len());
+    }
+    let newg = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), name.as_ptr());
+    c::LLVMSetLinkage(newg, LLVMLinkage::LLVMAppendingLinkage);
+    c::LLVMSetInitializer(newg, arr);
+    if !old.is_null() {
+        c::LLVMDeleteGlobal(old);
+    }
+}

@@ -1,0 +1,159 @@
+//! Counter plans: which edge or block each counter of a function measures, and where in the IR
+//! the increment goes.
+//!
+//! - `edge` mode: Eprof(Ecnt) of paper 000 §3.2 — counters on the chords of a maximum spanning
+//!   tree under the heuristic weighting of §5. Early-exit edges are always chords and are counted
+//!   by the runtime (the exit counters of Fig. 7); re-entry edges are always chords.
+//! - `edges-naive`: a counter on every edge but the early-exit edges (derived at report time).
+//! - `blocks-naive`: a counter at the start of every block (the "redundant" placement of §6.1).
+//!
+//! Where an edge `u -> v` is counted: at the end of `u` if it is `u`'s only terminator edge;
+//! else at the start of `v` if it is `v`'s only incoming edge; else on a block splitting it.
+//! An edge that allows none of these (an unwind edge into a shared landing pad, an `indirectbr`
+//! or `callbr` edge) is kept in the spanning tree; when that is impossible, or in
+//! `edges-naive`, its target is counted with predecessor tags: every incoming edge of the target
+//! stores its index in a per-target frame slot, and the target increments `counter[base + tag]`.
+
+use crate::lower::{EdgeIr, Lowered};
+use tally_format::{Mode, Probe};
+use tally_graph::{EdgeId, EdgeKind, NodeId};
+
+/// Where one counter's increment goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Realize {
+    /// Counted by the runtime when the frame is abandoned (early-exit edge).
+    Runtime,
+    /// At the end of the vertex.
+    NodeEnd(NodeId),
+    /// At the start of the vertex.
+    NodeStart(NodeId),
+    /// On a new block inserted on the edge.
+    Split(EdgeId),
+    /// After the setjmp call that starts the vertex: `counter += (ret != 0)`.
+    Reentry(NodeId),
+    /// Incremented at the start of `target` through its tag slot; tag value = position of the
+    /// edge among the target's incoming edges.
+    Tagged { target: NodeId },
+}
+
+/// A vertex counted through predecessor tags.
+#[derive(Clone, Debug)]
+pub(crate) struct TagTarget {
+    /// The vertex.
+    pub node: NodeId,
+    /// Function-relative index of the counter of its first incoming edge; incoming edge `j`
+    /// (in `cfg.preds(node)` order) has counter `first_counter + j`.
+    pub first_counter: usize,
+}
+
+/// The counter plan of one function.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Counter `i` (function-relative) measures `counters[i].0` and is realized as `.1`.
+    pub counters: Vec<(Probe, Realize)>,
+    /// Vertices counted through tags.
+    pub tag_targets: Vec<TagTarget>,
+    /// The function keeps a shadow-stack frame record (edge mode, may end early).
+    pub shadow: bool,
+}
+
+/// How an edge can be counted directly, or `None` if it needs tags.
+pub(crate) fn direct_site(l: &Lowered, e: EdgeId) -> Option<Realize> {
+    let cfg = &l.cfg;
+    let edge = cfg.edge(e);
+    match l.edges[e.index()] {
+        EdgeIr::Entry => Some(Realize::NodeStart(cfg.entry())),
+        EdgeIr::Reentry => Some(Realize::Reentry(edge.dst)),
+        EdgeIr::EarlyExit => Some(Realize::Runtime),
+        EdgeIr::Fallthrough | EdgeIr::Return => Some(Realize::NodeEnd(edge.src)),
+        EdgeIr::Succ { splittable, .. } => {
+            let term_edges = cfg
+                .succs(edge.src)
+                .iter()
+                .filter(|&&s| cfg.edge(s).kind != EdgeKind::EarlyExit)
+                .count();
+            if term_edges == 1 {
+                Some(Realize::NodeEnd(edge.src))
+            } else if cfg.preds(edge.dst).len() == 1 {
+                Some(Realize::NodeStart(edge.dst))
+            } else if splittable {
+                Some(Realize::Split(e))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// Builds the plan of one function for `mode`.
+pub(crate) fn plan(l: &Lowered, mode: Mode) -> Plan {
+    let cfg = &l.cfg;
+    let mut measured: Vec<EdgeId> = Vec::new();
+    let mut shadow = false;
+    match mode {
+        Mode::BlocksNaive => {
+            let counters = cfg
+                .blocks()
+                .map(|n| (Probe::Block(n.index() as u32), Realize::NodeStart(n)))
+                .collect();
+            return Plan {
+                counters,
+                tag_targets: Vec::new(),
+                shadow: false,
+            };
+        }
+        Mode::EdgesNaive => {
+            measured.extend(
+                cfg.edges()
+                    .filter(|(_, e)| e.kind != EdgeKind::EarlyExit)
+                    .map(|(id, _)| id),
+            );
+        }
+        Mode::Edge => {
+            let weights = tally_graph::weight::heuristic_weights(cfg);
+            let placement = tally_graph::placement::place_edge_counters(cfg, &weights, |e| {
+                direct_site(l, e).is_none()
+            });
+            measured = placement.chords;
+            shadow = cfg.edges().any(|(_, e)| e.kind == EdgeKind::EarlyExit)
+                || l.has_landing_pads
+                || l.has_setjmp;
+        }
+    }
+
+    // Targets that need tags: every measured edge without a direct site.
+    let mut tag_nodes: Vec<NodeId> = measured
+        .iter()
+        .filter(|&&e| direct_site(l, e).is_none())
+        .map(|&e| cfg.edge(e).dst)
+        .collect();
+    tag_nodes.sort();
+    tag_nodes.dedup();
+
+    let mut counters: Vec<(Probe, Realize)> = Vec::new();
+    for &e in &measured {
+        if tag_nodes.contains(&cfg.edge(e).dst) {
+            continue; // counted with the target's tags below
+        }
+        let r = direct_site(l, e).expect("edges without a direct site are tagged");
+        counters.push((Probe::Edge(e.index() as u32), r));
+    }
+    let mut tag_targets = Vec::new();
+    for &node in &tag_nodes {
+        tag_targets.push(TagTarget {
+            node,
+            first_counter: counters.len(),
+        });
+        for &e in cfg.preds(node) {
+            counters.push((
+                Probe::Edge(e.index() as u32),
+                Realize::Tagged { target: node },
+            ));
+        }
+    }
+    Plan {
+        counters,
+        tag_targets,
+        shadow,
+    }
+}

@@ -1,0 +1,281 @@
+//! Rendering a [`Report`] as text for people and as JSON for tools
+//! (schema: `docs/report-json.md`, `"schema": "tally-report/1"`).
+
+use crate::{FunctionReport, Report};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Text rendering options.
+#[derive(Clone, Debug)]
+pub struct TextOptions {
+    /// How many functions to list in the summary table (0 = all).
+    pub top: usize,
+    /// How many functions to detail with blocks and edges (0 = all).
+    pub detail: usize,
+    /// How many blocks to show per detailed function (0 = all).
+    pub blocks: usize,
+    /// Show functions that never ran.
+    pub show_unexecuted: bool,
+}
+
+impl Default for TextOptions {
+    fn default() -> Self {
+        TextOptions {
+            top: 20,
+            detail: 5,
+            blocks: 10,
+            show_unexecuted: false,
+        }
+    }
+}
+
+fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn where_(file: &Option<String>, line: u32) -> String {
+    match (file, line) {
+        (Some(f), 0) => short(f).to_string(),
+        (Some(f), l) => format!("{}:{l}", short(f)),
+        (None, 0) => "?".into(),
+        (None, l) => format!("?:{l}"),
+    }
+}
+
+fn num(v: Option<u64>) -> String {
+    match v {
+        Some(v) => v.to_string(),
+        None => "?".into(),
+    }
+}
+
+/// Renders the report as text.
+pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
+    let mut s = String::new();
+    let modes: Vec<_> = r.modes.iter().map(|m| m.name()).collect();
+    let executed = r.functions.iter().filter(|f| f.entry_count > 0).count();
+    let _ = writeln!(
+        s,
+        "tally report: {title}\nmode {}, {} modules, {} functions ({} executed, {} not instrumented), {} counters",
+        modes.join("+"),
+        r.modules.len(),
+        r.functions.len(),
+        executed,
+        r.skipped.len(),
+        r.counters
+    );
+    let total: u64 = r
+        .functions
+        .iter()
+        .fold(0u64, |a, f| a.saturating_add(f.block_executions));
+    let _ = writeln!(s, "block executions: {total}\n");
+
+    let shown: Vec<&FunctionReport> = r
+        .functions
+        .iter()
+        .filter(|f| o.show_unexecuted || f.entry_count > 0)
+        .collect();
+    let n = if o.top == 0 {
+        shown.len()
+    } else {
+        o.top.min(shown.len())
+    };
+    let _ = writeln!(s, "Functions, hottest first:");
+    let _ = writeln!(
+        s,
+        "{:>14} {:>16} {:>6}  {:<40} location",
+        "entries", "block execs", "%", "function"
+    );
+    for f in &shown[..n] {
+        let pct = if total == 0 {
+            0.0
+        } else {
+            100.0 * f.block_executions as f64 / total as f64
+        };
+        let _ = writeln!(
+            s,
+            "{:>14} {:>16} {:>6.2}  {:<40} {}",
+            f.entry_count,
+            f.block_executions,
+            pct,
+            f.demangled,
+            where_(&f.file, f.line)
+        );
+    }
+    if shown.len() > n {
+        let _ = writeln!(s, "  ... {} more (--top 0 shows all)", shown.len() - n);
+    }
+
+    let d = if o.detail == 0 {
+        shown.len()
+    } else {
+        o.detail.min(shown.len())
+    };
+    for f in &shown[..d] {
+        let _ = writeln!(
+            s,
+            "\n== {}  ({})  entries {}  blocks {}  edges {}  counters {}",
+            f.demangled,
+            where_(&f.file, f.line),
+            f.entry_count,
+            f.blocks.len(),
+            f.edges.len(),
+            f.counters
+        );
+        let mut blocks: Vec<_> = f.blocks.iter().collect();
+        blocks.sort_by(|a, b| b.count.cmp(&a.count).then(a.id.cmp(&b.id)));
+        let nb = if o.blocks == 0 {
+            blocks.len()
+        } else {
+            o.blocks.min(blocks.len())
+        };
+        let _ = writeln!(s, "   {:>8} {:>14}  line", "block", "count");
+        for b in &blocks[..nb] {
+            let _ = writeln!(
+                s,
+                "   {:>8} {:>14}  {}",
+                format!("n{}", b.id),
+                num(b.count),
+                where_(&b.file, b.line)
+            );
+        }
+        if blocks.len() > nb {
+            let _ = writeln!(s, "   ... {} more blocks", blocks.len() - nb);
+        }
+        let mut edges: Vec<_> = f.edges.iter().collect();
+        edges.sort_by(|a, b| b.count.cmp(&a.count).then(a.id.cmp(&b.id)));
+        let ne = if o.blocks == 0 {
+            edges.len()
+        } else {
+            o.blocks.min(edges.len())
+        };
+        let _ = writeln!(s, "   {:>18} {:>14}  kind", "edge", "count");
+        for e in &edges[..ne] {
+            let end = |v: Option<u32>| v.map_or("EXIT".to_string(), |b| format!("n{b}"));
+            let _ = writeln!(
+                s,
+                "   {:>18} {:>14}  {}",
+                format!("{} -> {}", end(e.from), end(e.to)),
+                num(e.count),
+                e.kind
+            );
+        }
+        if edges.len() > ne {
+            let _ = writeln!(s, "   ... {} more edges", edges.len() - ne);
+        }
+    }
+    s
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    schema: &'static str,
+    profile: &'a str,
+    modes: Vec<&'static str>,
+    modules: &'a [String],
+    counters: usize,
+    functions: Vec<JsonFunction<'a>>,
+    skipped: Vec<JsonSkipped<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFunction<'a> {
+    name: &'a str,
+    demangled: &'a str,
+    file: Option<&'a str>,
+    line: u32,
+    module: &'a str,
+    mode: &'static str,
+    cfg_hash: String,
+    entry_count: u64,
+    block_executions: u64,
+    counters: usize,
+    copies: usize,
+    blocks: Vec<JsonBlock<'a>>,
+    edges: Vec<JsonEdge>,
+}
+
+#[derive(Serialize)]
+struct JsonBlock<'a> {
+    id: u32,
+    count: Option<u64>,
+    file: Option<&'a str>,
+    line: u32,
+}
+
+#[derive(Serialize)]
+struct JsonEdge {
+    id: u32,
+    from: Option<u32>,
+    to: Option<u32>,
+    kind: &'static str,
+    count: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct JsonSkipped<'a> {
+    name: &'a str,
+    module: &'a str,
+    reason: &'a str,
+}
+
+/// Renders the report as JSON (schema `tally-report/1`).
+pub fn json(r: &Report, profile: &str) -> String {
+    let doc = JsonReport {
+        schema: "tally-report/1",
+        profile,
+        modes: r.modes.iter().map(|m| m.name()).collect(),
+        modules: &r.modules,
+        counters: r.counters,
+        functions: r
+            .functions
+            .iter()
+            .map(|f| JsonFunction {
+                name: &f.name,
+                demangled: &f.demangled,
+                file: f.file.as_deref(),
+                line: f.line,
+                module: &f.module,
+                mode: f.mode.name(),
+                cfg_hash: format!("{:016x}", f.cfg_hash),
+                entry_count: f.entry_count,
+                block_executions: f.block_executions,
+                counters: f.counters,
+                copies: f.copies,
+                blocks: f
+                    .blocks
+                    .iter()
+                    .map(|b| JsonBlock {
+                        id: b.id,
+                        count: b.count,
+                        file: b.file.as_deref(),
+                        line: b.line,
+                    })
+                    .collect(),
+                edges: f
+                    .edges
+                    .iter()
+                    .map(|e| JsonEdge {
+                        id: e.id,
+                        from: e.from,
+                        to: e.to,
+                        kind: e.kind,
+                        count: e.count,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        skipped: r
+            .skipped
+            .iter()
+            .map(|s| JsonSkipped {
+                name: &s.name,
+                module: &s.module,
+                reason: &s.reason,
+            })
+            .collect(),
+    };
+    let mut out = serde_json::to_string_pretty(&doc).expect("report serializes");
+    out.push('\n');
+    out
+}
