@@ -8,7 +8,8 @@
  *
  * It creates a state, opens the standard libraries, sets the global `arg`
  * like the reference interpreter does (arg[0] = SCRIPT, arg[1..] = ARGS,
- * arg[-1] = program name), runs SCRIPT with ARGS also passed as varargs,
+ * arg[-1] = "lua" rather than the program path, so that differently named builds run the
+ * exact same Lua code), runs SCRIPT with ARGS also passed as varargs,
  * reports an error (with a traceback) on stderr and exits 1 on error.
  * The state is closed on success and on error, so pending finalizers
  * (__gc) and to-be-closed variables run before exit.
@@ -55,7 +56,7 @@ int main(int argc, char **argv) {
   /* global 'arg' table, as in lua.c */
   lua_createtable(L, argc - 2 > 0 ? argc - 2 : 0, 2);
   for (i = 0; i < argc; i++) {
-    lua_pushstring(L, argv[i]);
+    lua_pushstring(L, i == 0 ? "lua" : argv[i]);
     lua_rawseti(L, -2, (lua_Integer)i - 1);
   }
   lua_setglobal(L, "arg");

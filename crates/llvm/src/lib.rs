@@ -169,8 +169,21 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let mut base = 0usize;
     for (fv, name, l, p) in &work {
         apply::apply(&globals, *fv, l, p, base as u64);
-        let loc = files.loc(&ir::function_pos(*fv));
-        let blocks = l.nodes.iter().map(|n| files.loc(&n.pos)).collect();
+        let fpos = ir::function_pos(*fv);
+        let loc = files.loc(&fpos);
+        // A block without any located instruction: the entry block takes the function's line.
+        let blocks = l
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if i == 0 && n.pos.line == 0 {
+                    files.loc(&fpos)
+                } else {
+                    files.loc(&n.pos)
+                }
+            })
+            .collect();
         functions.push(FunctionMeta {
             name: name.clone(),
             linkage: linkage_of(*fv),

@@ -25,19 +25,60 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// Locates a vendored C code base in the cargo registry (`testdata/locate.sh`).
+/// Locates a vendored C code base in the cargo registry: `cargo metadata` on
+/// `testdata/vendor/Cargo.toml` (downloading the crates if needed) gives each package's
+/// directory; the C sources are in a fixed subdirectory of it.
 pub fn locate(what: &str) -> PathBuf {
-    let out = Command::new("bash")
-        .arg(repo().join("testdata/locate.sh"))
-        .arg(what)
+    let (package, sub) = match what {
+        "lua" => ("lua-src", "lua-5.4"),
+        "sqlite" => ("libsqlite3-sys", "sqlite3"),
+        "zlib" => ("libz-sys", "src/zlib"),
+        "bzip2" => ("bzip2-sys", "bzip2-1.0.8"),
+        "zstd" => ("zstd-sys", "zstd/lib"),
+        other => panic!("unknown code base {other}"),
+    };
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--locked",
+            "--manifest-path",
+        ])
+        .arg(repo().join("testdata/vendor/Cargo.toml"))
         .output()
-        .expect("run testdata/locate.sh");
+        .expect("run cargo metadata");
     assert!(
         out.status.success(),
-        "locate.sh {what}: {}",
+        "cargo metadata: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata JSON");
+    let manifest = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == package)
+        .unwrap_or_else(|| panic!("{package} not in testdata/vendor"))["manifest_path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let root = Path::new(&manifest).parent().unwrap().to_path_buf();
+    if sub == "lua-5.4" {
+        // the newest lua-5.4.x directory
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("lua-5.4"))
+            })
+            .collect();
+        dirs.sort();
+        return dirs.pop().expect("lua-5.4.x sources in lua-src");
+    }
+    root.join(sub)
 }
 
 /// How to build: plain clang, or tally in a mode.

@@ -1,0 +1,197 @@
+//! `tally cc` / `tally c++` drop into real builds: make with CC="tally cc", separate compile
+//! and link steps, several sources, static archives, objects not built by tally, dependency
+//! files, -S, pass-through invocations, compile errors, and mode selection.
+
+mod support;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use support::*;
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+fn sh(dir: &Path, cmd: &str) -> std::process::Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .env("TALLY", tally())
+        .env_remove("TALLY_MODE")
+        .output()
+        .unwrap()
+}
+
+fn ok(dir: &Path, cmd: &str) -> String {
+    let o = sh(dir, cmd);
+    assert!(
+        o.status.success(),
+        "`{cmd}` failed:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn function<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
+    r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+}
+
+const MAKEFILE: &str = r#"
+CFLAGS ?= -O2 -g
+all: app
+util.o: util.c util.h
+plain.o: plain.c
+	clang-19 -O2 -c plain.c -o plain.o
+libshape.a: shape.o
+	ar rcs $@ $^
+app: main.o util.o libshape.a plain.o
+	$(CC) $(CFLAGS) -o $@ main.o util.o plain.o -L. -lshape
+clean:
+	rm -f *.o *.a *.d app
+-include *.d
+"#;
+
+#[test]
+fn make_with_tally_cc_archives_and_foreign_objects() {
+    let dir = scratch("driver-make");
+    write(&dir, "Makefile", MAKEFILE);
+    write(
+        &dir,
+        "util.h",
+        "int util(int);\nint area(int,int);\nint plain_fn(int);\n",
+    );
+    write(
+        &dir,
+        "util.c",
+        "#include \"util.h\"\nint util(int x){ int s=0; for(int i=0;i<x;i++) s += (i&1)? i : -i; return s; }\n",
+    );
+    write(
+        &dir,
+        "shape.c",
+        "int area(int w,int h){ return w>h ? w*h : h*w+1; }\n",
+    );
+    write(&dir, "plain.c", "int plain_fn(int x){ return x*2; }\n");
+    write(
+        &dir,
+        "main.c",
+        "#include <stdio.h>\n#include \"util.h\"\nint main(int c, char **v){ int t=0; for(int i=0;i<25;i++) t += util(i) + area(i,3) + plain_fn(i); printf(\"%d\\n\", t); return 0; }\n",
+    );
+    ok(&dir, "make CC=\"$TALLY cc\" CFLAGS='-O2 -g -MD' app");
+    // Dependency files name the real object and the header.
+    let deps = std::fs::read_to_string(dir.join("util.d")).expect("util.d written by -MD");
+    assert!(deps.starts_with("util.o:"), "{deps}");
+    assert!(deps.contains("util.h"), "{deps}");
+    let out = ok(&dir, "TALLY_PROFILE=app.tally ./app");
+    let plain = {
+        ok(
+            &dir,
+            "clang-19 -O2 main.c util.c shape.c plain.c -o app-plain",
+        );
+        ok(&dir, "./app-plain")
+    };
+    assert_eq!(out, plain);
+    let r = report_json(&dir.join("app.tally"));
+    assert_eq!(function(&r, "main").unwrap()["entry_count"], 1);
+    assert_eq!(function(&r, "util").unwrap()["entry_count"], 25);
+    assert_eq!(
+        function(&r, "area").unwrap()["entry_count"],
+        25,
+        "archive member"
+    );
+    assert!(
+        function(&r, "plain_fn").is_none(),
+        "plain.o was not built by tally"
+    );
+    assert!(
+        function(&r, "main").unwrap()["blocks"][0]["line"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "-g gives lines"
+    );
+}
+
+#[test]
+fn passthrough_errors_and_assembly() {
+    let dir = scratch("driver-misc");
+    let v = ok(&dir, "$TALLY cc --version");
+    assert!(v.contains("clang version 19"), "{v}");
+    write(&dir, "bad.c", "int main(void){ return nope; }\n");
+    let o = sh(&dir, "$TALLY cc -c bad.c -o bad.o");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nope"));
+    write(&dir, "a.c", "int f(int x){ return x>3 ? x : -x; }\n");
+    ok(&dir, "$TALLY cc -O2 -S a.c");
+    let asm = std::fs::read_to_string(dir.join("a.s")).unwrap();
+    assert!(asm.contains("__tally_register"), "instrumented assembly");
+    ok(&dir, "$TALLY cc -O2 -E a.c -o a.i");
+    assert!(std::fs::read_to_string(dir.join("a.i"))
+        .unwrap()
+        .contains("int f"));
+    // compile-only without -o names the object after the source
+    ok(&dir, "$TALLY cc -O1 -c a.c");
+    assert!(dir.join("a.o").is_file());
+}
+
+#[test]
+fn mode_flag_wins_over_environment() {
+    let dir = scratch("driver-mode");
+    write(&dir, "m.c", "int main(void){ return 0; }\n");
+    let mode_of = |env: &str, flag: &str| -> String {
+        ok(
+            &dir,
+            &format!("{env} $TALLY cc {flag} m.c -o m && TALLY_PROFILE=m.tally ./m"),
+        );
+        let r = report_json(&dir.join("m.tally"));
+        r["modes"][0].as_str().unwrap().to_string()
+    };
+    assert_eq!(mode_of("", ""), "edge");
+    assert_eq!(mode_of("TALLY_MODE=blocks-naive", ""), "blocks-naive");
+    assert_eq!(
+        mode_of("TALLY_MODE=blocks-naive", "--tally-mode=edges-naive"),
+        "edges-naive"
+    );
+    let o = sh(&dir, "$TALLY cc --tally-mode=bogus m.c -o m");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bogus"));
+}
+
+#[test]
+fn cxx_inline_functions_in_several_units_are_merged() {
+    let dir = scratch("driver-cxx");
+    write(
+        &dir,
+        "shared.h",
+        "#pragma once\n#include <vector>\ntemplate <class T> T total(const std::vector<T>& v){ T s{}; for (auto x : v) if (x > 0) s += x; return s; }\n",
+    );
+    write(
+        &dir,
+        "a.cpp",
+        "#include \"shared.h\"\nint fa(){ std::vector<int> v{1,-2,3}; return total(v); }\n",
+    );
+    write(
+        &dir,
+        "b.cpp",
+        "#include \"shared.h\"\n#include <cstdio>\nint fa();\nint main(){ std::vector<int> v{4,5,-6}; int r = 0; for (int i = 0; i < 10; i++) r += total(v) + fa(); std::printf(\"%d\\n\", r); }\n",
+    );
+    for mode in ["edge", "edges-naive"] {
+        ok(
+            &dir,
+            &format!("$TALLY c++ --tally-mode={mode} -O0 -g -c a.cpp && $TALLY c++ --tally-mode={mode} -O0 -g -c b.cpp && $TALLY c++ --tally-mode={mode} a.o b.o -o app-{mode}"),
+        );
+        let out = ok(&dir, &format!("TALLY_PROFILE={mode}.tally ./app-{mode}"));
+        assert_eq!(out.trim(), "130");
+    }
+    let e = report_json(&dir.join("edge.tally"));
+    let n = report_json(&dir.join("edges-naive.tally"));
+    let t = function(&e, "_Z5totalIiET_RKSt6vectorIS0_SaIS0_EE").expect("template instance");
+    assert_eq!(t["entry_count"], 20);
+    assert_eq!(t["copies"], 2, "one copy per translation unit, summed");
+    assert_same_counts("c++ linkonce", "edge", &e, "edges-naive", &n, true);
+}

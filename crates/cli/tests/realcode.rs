@@ -1,0 +1,163 @@
+//! Exactness on real code bases from crates.io packages that vendor C sources (located in the
+//! cargo registry, never copied): Lua 5.4 (as C, where errors are longjmps, and as C++, where
+//! they are exceptions) running `testdata/lua/workload.lua`, and the SQLite amalgamation running
+//! `testdata/sqlite/driver.c`. Each is built plain and in `edge`, `edges-naive` and
+//! `blocks-naive` mode; the instrumented programs must print exactly what the plain one prints and
+//! exit with its status, and every block and edge count of every function must be equal across
+//! the modes.
+
+mod support;
+use std::path::Path;
+use support::*;
+
+/// Builds every variant, runs each with `run_args` in its own directory under the same program
+/// name (so argv[0] is the same), and compares outputs and counts.
+fn check(name: &str, cxx: bool, build_args: &[String], run_args: &[&str], want_status: i32) {
+    let dir = scratch(name);
+    let args: Vec<&str> = build_args.iter().map(String::as_str).collect();
+    let mut outputs = Vec::new();
+    let mut reports = Vec::new();
+    for v in std::iter::once(Variant::Plain).chain(MODES) {
+        let vdir = dir.join(v.name());
+        std::fs::create_dir_all(&vdir).unwrap();
+        let bin = vdir.join("prog");
+        build(v, cxx, &args, &bin, &dir);
+        let prof = vdir.join("prog.tally");
+        let out = run(Path::new("./prog"), run_args, &vdir, &prof);
+        assert_eq!(
+            out.status.code(),
+            Some(want_status),
+            "{name} {}: exit status; stderr: {}",
+            v.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push((v.name(), out.stdout, out.stderr));
+        if v != Variant::Plain {
+            reports.push(report_json(&prof));
+        }
+    }
+    for (vname, o, e) in &outputs[1..] {
+        assert!(
+            o == &outputs[0].1,
+            "{name}: {vname} stdout differs from plain"
+        );
+        assert!(
+            e == &outputs[0].2,
+            "{name}: {vname} stderr differs from plain"
+        );
+    }
+    let (nf, executed) =
+        assert_same_counts(name, "edge", &reports[0], "edges-naive", &reports[1], true);
+    assert_same_counts(
+        name,
+        "edge",
+        &reports[0],
+        "blocks-naive",
+        &reports[2],
+        false,
+    );
+    eprintln!("{name}: {nf} functions, {executed} executed blocks compared");
+    assert!(nf > 100 && executed > 1000, "{name}: too little compared");
+}
+
+fn lua_args(opt: &str) -> Vec<String> {
+    let l = locate("lua");
+    let mut a = vec![
+        opt.to_string(),
+        "-g".into(),
+        "-DLUA_USE_LINUX".into(),
+        "-Dluai_makeseed(L)=0x5eedu".into(),
+        format!("-I{}", l.display()),
+        "-include".into(),
+        repo()
+            .join("testdata/lua/deterministic.h")
+            .display()
+            .to_string(),
+        repo().join("testdata/lua/driver.c").display().to_string(),
+    ];
+    let list = std::fs::read_to_string(repo().join("testdata/lua/SOURCES")).unwrap();
+    a.extend(
+        list.lines()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| l.join(s.trim()).display().to_string()),
+    );
+    a.push("-lm".into());
+    a
+}
+
+#[test]
+fn lua_as_c_o2() {
+    let script = repo().join("testdata/lua/workload.lua");
+    check(
+        "lua-c-O2",
+        false,
+        &lua_args("-O2"),
+        &[script.to_str().unwrap(), "1"],
+        0,
+    );
+}
+
+#[test]
+fn lua_as_c_o0() {
+    let script = repo().join("testdata/lua/workload.lua");
+    check(
+        "lua-c-O0",
+        false,
+        &lua_args("-O0"),
+        &[script.to_str().unwrap(), "1"],
+        0,
+    );
+}
+
+#[test]
+fn lua_as_cxx_o2() {
+    // Compiled as C++, Lua raises errors with throw/catch instead of longjmp.
+    let mut args = vec!["-x".to_string(), "c++".to_string()];
+    args.extend(lua_args("-O2"));
+    // -lm must stay an input after the sources; "-x c++" applies to the sources only.
+    let script = repo().join("testdata/lua/workload.lua");
+    check(
+        "lua-cxx-O2",
+        true,
+        &args,
+        &[script.to_str().unwrap(), "1"],
+        0,
+    );
+}
+
+#[test]
+fn lua_script_error_exit_status() {
+    let dir = scratch("lua-err-script");
+    let script = dir.join("fail.lua");
+    std::fs::write(
+        &script,
+        "local function f(n) if n == 0 then error('boom') end return f(n - 1) + 1 end\nprint('start')\nprint(f(50))\n",
+    )
+    .unwrap();
+    check(
+        "lua-err",
+        false,
+        &lua_args("-O2"),
+        &[script.to_str().unwrap()],
+        1,
+    );
+}
+
+#[test]
+fn sqlite_o2() {
+    let s = locate("sqlite");
+    let args = vec![
+        "-O2".to_string(),
+        "-g".into(),
+        "-DSQLITE_THREADSAFE=0".into(),
+        "-DSQLITE_OMIT_LOAD_EXTENSION".into(),
+        format!("-I{}", s.display()),
+        repo()
+            .join("testdata/sqlite/driver.c")
+            .display()
+            .to_string(),
+        s.join("sqlite3.c").display().to_string(),
+        "-lm".into(),
+    ];
+    check("sqlite-O2", false, &args, &["1"], 0);
+}

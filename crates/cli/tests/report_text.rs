@@ -1,0 +1,83 @@
+//! The text and JSON reports of a small deterministic program, as snapshots (insta; a missing
+//! or changed snapshot fails under INSTA_UPDATE=no, which scripts/test.sh sets).
+
+mod support;
+use std::path::Path;
+use support::*;
+
+const PROG: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+
+static int collatz_steps(unsigned n) {
+    int steps = 0;
+    while (n != 1) {
+        if (n % 2 == 0)
+            n /= 2;
+        else
+            n = 3 * n + 1;
+        steps++;
+    }
+    return steps;
+}
+
+static void check(int v) {
+    if (v > 100) {
+        printf("too long: %d\n", v);
+        exit(0);
+    }
+}
+
+int main(void) {
+    int best = 0;
+    for (unsigned i = 1; i < 100; i++) {
+        int s = collatz_steps(i);
+        if (s > best)
+            best = s;
+        check(s);
+    }
+    printf("best %d\n", best);
+    return 0;
+}
+"#;
+
+#[test]
+fn report_text_and_json_snapshots() {
+    let dir = scratch("report-text");
+    std::fs::write(dir.join("collatz.c"), PROG).unwrap();
+    build(
+        Variant::Tally("edge"),
+        false,
+        &["-O1", "-g", "collatz.c"],
+        &dir.join("collatz"),
+        &dir,
+    );
+    let out = run(
+        Path::new("./collatz"),
+        &[],
+        &dir,
+        &dir.join("collatz.tally"),
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "too long: 111\n");
+    let text = std::process::Command::new(tally())
+        .args(["report", "--detail", "2", "collatz.tally"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    insta::assert_snapshot!("collatz_text", String::from_utf8_lossy(&text.stdout));
+
+    let mut json = report_json(&dir.join("collatz.tally"));
+    // Absolute paths depend on the checkout: keep file names only.
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) if s.contains('/') => {
+                *s = s.rsplit('/').next().unwrap().to_string();
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            serde_json::Value::Object(o) => o.values_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut json);
+    insta::assert_json_snapshot!("collatz_json", json);
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what tally needs on Debian 12 (bookworm) if it is missing: clang-19 and LLVM 19
+# (libraries for building tally), make and binutils (tests), valgrind (benchmarks).
+# Safe to run repeatedly; uses sudo when not root.
+set -euo pipefail
+pkgs=(clang-19 llvm-19-dev libpolly-19-dev libclang-rt-19-dev zlib1g-dev libzstd-dev
+      libffi-dev libxml2-dev make binutils gcc g++ valgrind python3 ca-certificates)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (https://rustup.rs)" >&2; exit 1; }
