@@ -85,6 +85,8 @@ pub enum Lang {
     Cxx,
     /// Objective-C / Objective-C++.
     ObjC,
+    /// LLVM IR (`.ll` text or `.bc` bitcode): optimized at the -O level, then instrumented.
+    Ir,
 }
 
 /// One word of the command line, classified.
@@ -137,6 +139,7 @@ fn lang_of_x(x: &str) -> Option<Lang> {
         "objective-c" | "objective-c++" | "objc-cpp-output" | "objective-c-cpp-output" => {
             Some(Lang::ObjC)
         }
+        "ir" => Some(Lang::Ir),
         _ => None,
     }
 }
@@ -147,6 +150,7 @@ fn lang_of_ext(path: &Path) -> Option<Lang> {
         "c" | "i" => Some(Lang::C),
         "cc" | "cp" | "cxx" | "cpp" | "CPP" | "c++" | "C" | "ii" => Some(Lang::Cxx),
         "m" | "mm" | "mi" | "mii" => Some(Lang::ObjC),
+        "ll" | "bc" => Some(Lang::Ir),
         _ => None,
     }
 }
@@ -368,6 +372,7 @@ mod tests {
             assert_eq!(parse(&v(line)).action, Action::PassThrough, "{line}");
         }
         assert_eq!(parse(&v("-c a.s")).action, Action::PassThrough);
+        assert_eq!(parse(&v("-c a.ll")).action, Action::Compile);
     }
 
     #[test]

@@ -170,7 +170,7 @@ fn compile_one(
     if s.verbose {
         let st = &done.stats;
         eprintln!(
-            "tally: {} [{}]: {} functions ({} skipped), {} blocks, {} edges, {} counters, {} shadow frames, {:.0} ms",
+            "tally: {} [{}]: {} functions ({} skipped), {} blocks, {} edges, {} counters ({} tagged), {} shadow frames, {:.0} ms",
             Path::new(src).display(),
             s.mode.name(),
             st.functions,
@@ -178,6 +178,7 @@ fn compile_one(
             st.blocks,
             st.edges,
             st.counters,
+            st.tagged,
             st.shadow_frames,
             t0.elapsed().as_secs_f64() * 1000.0
         );

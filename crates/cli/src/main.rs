@@ -86,6 +86,9 @@ struct ReportArgs {
     /// Show everything: all functions, all blocks, functions that never ran.
     #[arg(long)]
     all: bool,
+    /// Do not quote source lines next to blocks.
+    #[arg(long)]
+    no_source: bool,
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -119,14 +122,13 @@ fn report(a: ReportArgs) -> Result<()> {
                 detail: a.detail,
                 blocks: a.blocks,
                 show_unexecuted: false,
+                source: !a.no_source,
             };
             if a.all {
-                o = tally_report::render::TextOptions {
-                    top: 0,
-                    detail: 0,
-                    blocks: 0,
-                    show_unexecuted: true,
-                };
+                o.top = 0;
+                o.detail = 0;
+                o.blocks = 0;
+                o.show_unexecuted = true;
             }
             tally_report::render::text(&r, &title, &o)
         }

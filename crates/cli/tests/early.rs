@@ -23,56 +23,9 @@ fn expected() -> Vec<(String, i32)> {
         .collect()
 }
 
-fn check_program(file: &str, status: i32, opt: &str) {
-    let src = repo().join("testdata/early").join(file);
-    let cxx = file.ends_with(".cpp");
-    let stem = file.split('.').next().unwrap();
-    let dir = scratch(&format!("early-{stem}{opt}"));
-    let src_s = src.to_str().unwrap();
-    let mut outputs = Vec::new();
-    let mut reports = Vec::new();
-    for v in std::iter::once(Variant::Plain).chain(MODES) {
-        let bin = dir.join(format!("{stem}-{}", v.name()));
-        build(v, cxx, &[opt, "-g", src_s], &bin, &dir);
-        let prof = dir.join(format!("{stem}-{}.tally", v.name()));
-        let out = run(&bin, &[], &dir, &prof);
-        assert_eq!(
-            out.status.code(),
-            Some(status),
-            "{file} {opt} {}: exit status (stderr: {})",
-            v.name(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        outputs.push((v.name(), out.stdout));
-        if v != Variant::Plain {
-            assert!(
-                prof.is_file(),
-                "{file} {opt} {}: no profile written",
-                v.name()
-            );
-            reports.push((v.name(), report_json(&prof)));
-        }
-    }
-    for (name, o) in &outputs[1..] {
-        assert_eq!(
-            String::from_utf8_lossy(o),
-            String::from_utf8_lossy(&outputs[0].1),
-            "{file} {opt}: {name} output differs from plain"
-        );
-    }
-    let what = format!("{file} {opt}");
-    let (edge, naive, blocks) = (&reports[0].1, &reports[1].1, &reports[2].1);
-    let (nf, executed) = assert_same_counts(&what, "edge", edge, "edges-naive", naive, true);
-    assert_same_counts(&what, "edge", edge, "blocks-naive", blocks, false);
-    assert!(
-        nf >= 3 && executed >= 10,
-        "{what}: too little was compared ({nf} functions, {executed} blocks)"
-    );
-}
-
 fn check_all(opt: &str) {
     for (file, status) in expected() {
-        check_program(&file, status, opt);
+        check_program(&repo().join("testdata/early").join(&file), status, opt);
     }
 }
 

@@ -58,6 +58,9 @@ pub struct Stats {
     pub counters: usize,
     /// Functions that keep a shadow-stack frame record.
     pub shadow_frames: usize,
+    /// Counters incremented through predecessor tags (edges that could be neither split nor
+    /// kept in the spanning tree).
+    pub tagged: usize,
 }
 
 /// The result of instrumenting a module.
@@ -200,6 +203,11 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         stats.edges += l.cfg.num_edges();
         stats.counters += p.counters.len();
         stats.shadow_frames += usize::from(p.shadow);
+        stats.tagged += p
+            .counters
+            .iter()
+            .filter(|(_, r)| matches!(r, plan::Realize::Tagged { .. }))
+            .count();
         base += p.counters.len();
     }
     let meta = ModuleMeta {

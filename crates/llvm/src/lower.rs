@@ -147,6 +147,14 @@ fn first_pos(instrs: &[Val]) -> SrcPos {
     SrcPos::default()
 }
 
+/// Position of the last instruction with a line.
+fn last_line(instrs: &[Val]) -> Option<SrcPos> {
+    instrs.iter().rev().find_map(|v| {
+        let p = ir::location_pos(v.debug_loc()?);
+        (p.line != 0).then_some(p)
+    })
+}
+
 /// One vertex under construction: the IR block and the instruction range it covers.
 struct Seg {
     bb: Bb,
@@ -225,6 +233,7 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds) -> Result<Lowered, Skip> {
     let mut edge_list: Vec<(NodeId, NodeId, EdgeKind)> = Vec::new();
     let mut edges = vec![EdgeIr::Entry];
 
+    let mut last_pos = SrcPos::default();
     for (i, seg) in segs.iter().enumerate() {
         let me = NodeId::new(i);
         let term = *seg.instrs.last().expect("a segment is never empty");
@@ -310,7 +319,18 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds) -> Result<Lowered, Skip> {
             after_setjmp: seg.after_setjmp,
             landing_pad,
             returns,
-            pos: first_pos(&seg.instrs),
+            pos: {
+                // A vertex without any located instruction (a dispatch block made of an
+                // indirectbr, say) is shown at the last line before it in layout order, as a
+                // line table would.
+                let p = first_pos(&seg.instrs);
+                if p.line != 0 {
+                    last_pos = last_line(&seg.instrs).unwrap_or_else(|| p.clone());
+                    p
+                } else {
+                    last_pos.clone()
+                }
+            },
         });
     }
     let cfg = Cfg::new(num_blocks, edge_list).map_err(|e| format!("bad graph: {e}"))?;

@@ -16,6 +16,8 @@ pub struct TextOptions {
     pub blocks: usize,
     /// Show functions that never ran.
     pub show_unexecuted: bool,
+    /// Quote the source line of each block when the file can be read.
+    pub source: bool,
 }
 
 impl Default for TextOptions {
@@ -25,6 +27,7 @@ impl Default for TextOptions {
             detail: 5,
             blocks: 10,
             show_unexecuted: false,
+            source: true,
         }
     }
 }
@@ -39,6 +42,33 @@ fn where_(file: &Option<String>, line: u32) -> String {
         (Some(f), l) => format!("{}:{l}", short(f)),
         (None, 0) => "?".into(),
         (None, l) => format!("?:{l}"),
+    }
+}
+
+/// Source files read for quoting, by path (`None` when unreadable).
+#[derive(Default)]
+struct Sources(std::collections::HashMap<String, Option<Vec<String>>>);
+
+impl Sources {
+    fn line(&mut self, file: &Option<String>, line: u32) -> Option<String> {
+        let f = file.as_ref()?;
+        if line == 0 {
+            return None;
+        }
+        let lines = self.0.entry(f.clone()).or_insert_with(|| {
+            std::fs::read(f).ok().map(|b| {
+                String::from_utf8_lossy(&b)
+                    .lines()
+                    .map(str::to_string)
+                    .collect()
+            })
+        });
+        let text = lines.as_ref()?.get(line as usize - 1)?.trim();
+        let mut t: String = text.chars().take(60).collect();
+        if text.chars().count() > 60 {
+            t.push_str("...");
+        }
+        Some(t)
     }
 }
 
@@ -106,6 +136,7 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
         let _ = writeln!(s, "  ... {} more (--top 0 shows all)", shown.len() - n);
     }
 
+    let mut sources = Sources::default();
     let d = if o.detail == 0 {
         shown.len()
     } else {
@@ -131,12 +162,21 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
         };
         let _ = writeln!(s, "   {:>8} {:>14}  line", "block", "count");
         for b in &blocks[..nb] {
+            let quote = if o.source {
+                sources
+                    .line(&b.file, b.line)
+                    .map(|t| format!("  | {t}"))
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "   {:>8} {:>14}  {}",
+                "   {:>8} {:>14}  {:<24}{}",
                 format!("n{}", b.id),
                 num(b.count),
-                where_(&b.file, b.line)
+                where_(&b.file, b.line),
+                quote
             );
         }
         if blocks.len() > nb {

@@ -259,3 +259,53 @@ pub fn assert_same_counts(
     }
     (ca.len(), executed)
 }
+
+/// Builds one source file plain and in every mode with `opt -g`, runs each build, and checks
+/// the exit status, that every build prints what the plain one prints, and that `edge` counts
+/// equal the `edges-naive` oracle (blocks and edges) and the `blocks-naive` oracle (blocks).
+pub fn check_program(src: &Path, status: i32, opt: &str) {
+    let file = src.file_name().unwrap().to_str().unwrap();
+    let cxx = file.ends_with(".cpp");
+    let stem = file.split('.').next().unwrap();
+    let dir = scratch(&format!("prog-{stem}{opt}"));
+    let src_s = src.to_str().unwrap();
+    let mut outputs = Vec::new();
+    let mut reports = Vec::new();
+    for v in std::iter::once(Variant::Plain).chain(MODES) {
+        let bin = dir.join(format!("{stem}-{}", v.name()));
+        build(v, cxx, &[opt, "-g", src_s], &bin, &dir);
+        let prof = dir.join(format!("{stem}-{}.tally", v.name()));
+        let out = run(&bin, &[], &dir, &prof);
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{file} {opt} {}: exit status (stderr: {})",
+            v.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push((v.name(), out.stdout));
+        if v != Variant::Plain {
+            assert!(
+                prof.is_file(),
+                "{file} {opt} {}: no profile written",
+                v.name()
+            );
+            reports.push((v.name(), report_json(&prof)));
+        }
+    }
+    for (name, o) in &outputs[1..] {
+        assert_eq!(
+            String::from_utf8_lossy(o),
+            String::from_utf8_lossy(&outputs[0].1),
+            "{file} {opt}: {name} output differs from plain"
+        );
+    }
+    let what = format!("{file} {opt}");
+    let (edge, naive, blocks) = (&reports[0].1, &reports[1].1, &reports[2].1);
+    let (nf, executed) = assert_same_counts(&what, "edge", edge, "edges-naive", naive, true);
+    assert_same_counts(&what, "edge", edge, "blocks-naive", blocks, false);
+    assert!(
+        nf >= 2 && executed >= 8,
+        "{what}: too little was compared ({nf} functions, {executed} blocks)"
+    );
+}
