@@ -16,6 +16,7 @@ use tally_format::Mode;
 struct Settings {
     mode: Mode,
     atomic: bool,
+    shadow: bool,
     verbose: bool,
     clang: PathBuf,
 }
@@ -49,6 +50,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
         _ => Mode::Edge,
     };
     let mut atomic = false;
+    let mut shadow = true;
     let mut verbose = std::env::var_os("TALLY_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
     for o in &cl.tally_opts {
         if let Some(m) = o.strip_prefix("mode=") {
@@ -57,6 +59,9 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
             })?;
         } else if o == "atomic" {
             atomic = true;
+        } else if o == "no-shadow" {
+            // Benchmarks only: measures what the early-exit frame records cost.
+            shadow = false;
         } else if o == "verbose" {
             verbose = true;
         } else {
@@ -66,6 +71,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     Ok(Settings {
         mode,
         atomic,
+        shadow,
         verbose,
         clang: find_clang(cxx),
     })
@@ -164,6 +170,7 @@ fn compile_one(
         mode: s.mode,
         source: source.to_string_lossy().into_owned(),
         atomic: s.atomic,
+        shadow: s.shadow,
     };
     let t0 = std::time::Instant::now();
     let done = tally_llvm::instrument(&input, &opts)?;

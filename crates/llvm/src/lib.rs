@@ -41,6 +41,10 @@ pub struct Options {
     pub source: String,
     /// Use atomic counter increments (for multi-threaded programs).
     pub atomic: bool,
+    /// Keep shadow-stack frame records in edge mode (default). Turning them off is only for
+    /// measuring their cost: early exits are then not counted and counts of frames that end
+    /// early come out wrong.
+    pub shadow: bool,
 }
 
 /// Numbers describing one instrumented module.
@@ -154,7 +158,10 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         }
         match lower::lower(fv, &kinds) {
             Ok(l) => {
-                let p = plan::plan(&l, opts.mode);
+                let mut p = plan::plan(&l, opts.mode);
+                if !opts.shadow {
+                    p.shadow = false;
+                }
                 work.push((fv, name, l, p));
             }
             Err(reason) => skipped.push(SkippedFunction { name, reason }),

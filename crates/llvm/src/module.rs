@@ -145,17 +145,41 @@ pub(crate) fn emit_registration(g: &Globals, meta: &[u8], hash: u64, num_counter
         c::LLVMBuildRetVoid(b);
         c::LLVMDisposeBuilder(b);
 
-        append_global_ctor(g, ctor, 0);
+        append_to_global_array(g, "llvm.global_ctors", ctor, 0);
+
+        // void __tally_dtor(void) { __tally_unregister(&__tally_module); } -- so that a
+        // dlclose'd object never leaves a dangling module behind. In executables destructors
+        // run after the exit handler has written the profile.
+        let unregister = declare_void_fn(m, g.voidt, "__tally_unregister", &mut [g.ptrt]);
+        let name = cs("__tally_dtor");
+        let dtor = c::LLVMAddFunction(m, name.as_ptr(), ctor_ty);
+        c::LLVMSetLinkage(dtor, LLVMLinkage::LLVMInternalLinkage);
+        let bb = c::LLVMAppendBasicBlockInContext(ctx, dtor, entry.as_ptr());
+        let b = c::LLVMCreateBuilderInContext(ctx);
+        c::LLVMPositionBuilderAtEnd(b, bb);
+        let mut args = [desc];
+        c::LLVMBuildCall2(
+            b,
+            unregister.1,
+            unregister.0,
+            args.as_mut_ptr(),
+            1,
+            empty.as_ptr(),
+        );
+        c::LLVMBuildRetVoid(b);
+        c::LLVMDisposeBuilder(b);
+        append_to_global_array(g, "llvm.global_dtors", dtor, 0);
     }
 }
 
-/// Appends `{ priority, f, null }` to `@llvm.global_ctors`, rebuilding the array.
-unsafe fn append_global_ctor(g: &Globals, f: LLVMValueRef, priority: u64) {
+/// Appends `{ priority, f, null }` to `@llvm.global_ctors` / `@llvm.global_dtors`, rebuilding
+/// the array.
+unsafe fn append_to_global_array(g: &Globals, array: &str, f: LLVMValueRef, priority: u64) {
     let ctx = g.ctx;
     let m = g.module;
     let mut etys = [g.i32t, g.ptrt, g.ptrt];
     let elem_ty = c::LLVMStructTypeInContext(ctx, etys.as_mut_ptr(), 3, 0);
-    let name = cs("llvm.global_ctors");
+    let name = cs(array);
     let old = c::LLVMGetNamedGlobal(m, name.as_ptr());
     let mut elems: Vec<LLVMValueRef> = Vec::new();
     let mut elem_ty_used = elem_ty;
@@ -184,7 +208,7 @@ unsafe fn append_global_ctor(g: &Globals, f: LLVMValueRef, priority: u64) {
     elems.push(ours);
     let arr = c::LLVMConstArray2(elem_ty_used, elems.as_mut_ptr(), elems.len() as u64);
     if !old.is_null() {
-        let tmp = cs("llvm.global_ctors.old");
+        let tmp = cs(&format!("{array}.old"));
         c::LLVMSetValueName2(old, tmp.as_ptr(), tmp.as_bytes().len());
     }
     let newg = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), name.as_ptr());

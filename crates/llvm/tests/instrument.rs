@@ -84,6 +84,7 @@ fn check(src: &str, lang: &str) {
                     mode,
                     source: "t".into(),
                     atomic: false,
+                    shadow: true,
                 },
             )
             .unwrap_or_else(|e| panic!("{lang} {opt} {mode:?}: {e}"));
