@@ -129,13 +129,17 @@ static void unlock_registry(void) {
     __atomic_clear(&reg_lock, __ATOMIC_RELEASE);
 }
 
-static const struct tally_module *find_module(const uint64_t *counters) {
-    if (!counters)
+/* True when `p` points at a counter of a registered module (8-aligned, inside its array). */
+static int is_counter(const uint64_t *p) {
+    uintptr_t a = (uintptr_t)p;
+    if (!p || (a & 7) != 0)
         return 0;
     for (const struct tally_module *m = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); m;
          m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE)) {
-        if (m->counters == counters)
-            return m;
+        uintptr_t lo = (uintptr_t)m->counters;
+        if (lo && a >= lo && m->num_counters <= (UINTPTR_MAX - lo) / 8 &&
+            a < lo + m->num_counters * 8)
+            return 1;
     }
     return 0;
 }
@@ -246,9 +250,9 @@ static int record_readable(struct walker *w, uintptr_t a) {
 
 /* Walks the records from `r` up the `prev` chain. A record is valid when its address is
  * 8-aligned, above `above` and above the previous record (the stack grows down), not past `end`,
- * readable, its counters are the counter array of a registered module and its site is
- * TALLY_NO_SITE or inside that array. Stops before `end` (returning 1), at the first invalid
- * record, at NULL or after WALK_CAP records. With `charge`, adds 1 to counters[site] of every
+ * readable, and its site is TALLY_NO_SITE or points at a counter of a registered module. Stops
+ * before `end` (returning 1), at the first invalid record, at NULL or after WALK_CAP records.
+ * With `charge`, adds 1 to the site counter of every
  * valid record passed. Without `end`, returns 1 when the walk ended at NULL. */
 static int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame *end,
                 struct walker *w, int charge) {
@@ -265,13 +269,11 @@ static int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame
         if (!record_readable(w, a))
             return 0;
         struct tally_frame *prev = r->prev;
-        uint64_t *counters = r->counters;
-        uint64_t site = r->site;
-        const struct tally_module *m = find_module(counters);
-        if (!m || (site != TALLY_NO_SITE && site >= m->num_counters))
+        uint64_t *site = r->site;
+        if (site != TALLY_NO_SITE && !is_counter(site))
             return 0;
         if (charge && site != TALLY_NO_SITE)
-            counters[site]++;
+            (*site)++;
         above = a;
         r = prev;
     }
@@ -283,11 +285,9 @@ static void landed_common(struct tally_frame *f, int lj, struct tally_frame *top
     if (top && top != f && walk(top, 0, f, w, 0))
         walk(top, 0, f, w, 1);
     if (lj && f && ((uintptr_t)f & 7) == 0) {
-        uint64_t *counters = f->counters;
-        uint64_t site = f->site;
-        const struct tally_module *m = find_module(counters);
-        if (m && site < m->num_counters)
-            counters[site]++;
+        uint64_t *site = f->site;
+        if (is_counter(site))
+            (*site)++;
     }
     __tally_top = f;
 }
@@ -380,7 +380,7 @@ __asm__(
     "    jnz .Ltally_plain\n"
     "    cmpq %rdi, %rdx\n"
     "    jae .Ltally_plain\n"                  /* top >= f (or NULL f): nothing above f */
-    "    leaq 24(%rdx), %rax\n"
+    "    leaq 16(%rdx), %rax\n"
     "    cmpq %rsp, %rax\n"
     "    ja .Ltally_plain\n"                   /* a dead record must lie below sp */
     "    movq %rdi, %rax\n"

@@ -195,3 +195,8 @@ fn cxx_inline_functions_in_several_units_are_merged() {
     assert_eq!(t["copies"], 2, "one copy per translation unit, summed");
     assert_same_counts("c++ linkonce", "edge", &e, "edges-naive", &n, true);
 }
+
+#[test]
+fn runtime_and_instrumenter_agree_on_the_abi() {
+    assert_eq!(tally_llvm::ABI_VERSION, tally_runtime::ABI_VERSION);
+}

@@ -21,7 +21,7 @@ pub(crate) struct Globals {
     pub i32t: LLVMTypeRef,
     pub ptrt: LLVMTypeRef,
     pub voidt: LLVMTypeRef,
-    /// `{ ptr prev, ptr counters, i64 site }`
+    /// `{ ptr prev, ptr site }`
     pub frame_ty: LLVMTypeRef,
     /// The module's counter array.
     pub counters: LLVMValueRef,
@@ -214,12 +214,11 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
     };
 
     if let Some(rec) = rec {
-        // Push: rec = { top, counters, none }; top = &rec.
+        // Push: rec = { top, none }; top = &rec.
         unsafe {
             let top = c::LLVMBuildLoad2(b, g.ptrt, g.tls_top, empty.as_ptr());
             c::LLVMBuildStore(b, top, em.field(rec, 0));
-            c::LLVMBuildStore(b, g.counters, em.field(rec, 1));
-            c::LLVMBuildStore(b, em.i64c(u64::MAX), em.field(rec, 2));
+            c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), em.field(rec, 1));
             c::LLVMBuildStore(b, rec, g.tls_top);
         }
         for (i, node) in l.nodes.iter().enumerate() {
@@ -235,7 +234,8 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
                     .position(|(p, _)| *p == tally_format::Probe::Edge(ee.index() as u32))
                     .expect("early-exit edges are chords");
                 em.at(site);
-                unsafe { c::LLVMBuildStore(b, em.i64c(base + idx as u64), em.field(rec, 2)) };
+                let ctr = em.counter_ptr(base + idx as u64);
+                unsafe { c::LLVMBuildStore(b, ctr, em.field(rec, 1)) };
             }
             for &t in &node.tail_sites {
                 unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };

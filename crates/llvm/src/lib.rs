@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 mod apply;
+mod ends;
 mod ir;
 mod lower;
 mod module;
@@ -140,6 +141,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let ctx = context.raw();
     let m = module.as_mut_ptr();
     let kinds = lower::AttrKinds::lookup();
+    let safe = ends::analyze(m, &kinds);
 
     // Lower and plan every function first: the counter array size must be known before
     // any increment is emitted.
@@ -156,7 +158,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         {
             continue;
         }
-        match lower::lower(fv, &kinds) {
+        match lower::lower(fv, &kinds, &safe) {
             Ok(l) => {
                 let mut p = plan::plan(&l, opts.mode);
                 if !opts.shadow {

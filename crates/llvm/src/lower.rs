@@ -8,6 +8,7 @@
 //! an `EarlyExit` edge. Ids are assigned deterministically from the IR, so every mode built from
 //! the same source and flags sees the same graph.
 
+use crate::ends::NeverEndsCaller;
 use crate::ir::{self, Bb, SrcPos, Val};
 use llvm_sys::{LLVMOpcode, LLVMTailCallKind};
 use std::collections::HashMap;
@@ -96,10 +97,10 @@ fn is_setjmp(call: Val) -> bool {
         .is_some_and(|f| SETJMP_NAMES.contains(&f.name().as_str()))
 }
 
-/// True when the call may leave the calling frame without returning to it (exit, longjmp,
-/// unwinding, a signal handler's escape): everything but intrinsics, inline asm, setjmp
-/// itself, and calls known `nounwind` and `willreturn`.
-pub(crate) fn may_end_frame(call: Val, kinds: &AttrKinds) -> bool {
+/// True when, judging by the call alone, it may leave the calling frame without returning
+/// to it (exit, longjmp, unwinding, a signal handler's escape): everything but intrinsics, inline
+/// asm, setjmp itself, and calls known `nounwind` and `willreturn`.
+pub(crate) fn may_end_frame_by_attrs(call: Val, kinds: &AttrKinds) -> bool {
     if !matches!(call.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke) {
         return false;
     }
@@ -112,6 +113,12 @@ pub(crate) fn may_end_frame(call: Val, kinds: &AttrKinds) -> bool {
         }
     }
     !(call.call_has_fn_attr(kinds.nounwind) && call.call_has_fn_attr(kinds.willreturn))
+}
+
+/// True when the call may leave the calling frame without returning: by its attributes, unless
+/// the callee is a function of this module known never to end its caller's frame early.
+pub(crate) fn may_end_frame(call: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> bool {
+    may_end_frame_by_attrs(call, kinds) && !call.called_function().is_some_and(|f| safe.contains(f))
 }
 
 fn is_tail_marked(v: Val) -> bool {
@@ -166,7 +173,7 @@ struct Seg {
 }
 
 /// Lowers `f` (a defined function) to its graph.
-pub(crate) fn lower(f: Val, kinds: &AttrKinds) -> Result<Lowered, Skip> {
+pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result<Lowered, Skip> {
     if f.fn_has_attr(kinds.naked) {
         return Err("naked function".into());
     }
@@ -263,7 +270,7 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds) -> Result<Lowered, Skip> {
         let mut first_site = None;
         let mut tail_sites = Vec::new();
         for &v in body {
-            if v.is_call_like() && may_end_frame(v, kinds) {
+            if v.is_call_like() && may_end_frame(v, kinds, safe) {
                 if first_site.is_none() {
                     first_site = Some(v);
                 }

@@ -9,7 +9,7 @@ use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
 use std::ffi::CString;
 
 /// Version of `struct tally_module` / `struct tally_frame` the emitted code follows.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 fn cs(s: &str) -> CString {
     CString::new(s).expect("no NUL in internal names")
@@ -49,8 +49,8 @@ pub(crate) fn make_globals(
         let i32t = c::LLVMInt32TypeInContext(ctx);
         let ptrt = c::LLVMPointerTypeInContext(ctx, 0);
         let voidt = c::LLVMVoidTypeInContext(ctx);
-        let mut fields = [ptrt, ptrt, i64t];
-        let frame_ty = c::LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), 3, 0);
+        let mut fields = [ptrt, ptrt];
+        let frame_ty = c::LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), 2, 0);
 
         let arr_ty = c::LLVMArrayType2(i64t, num_counters.max(1));
         let name = cs("__tally_counters");

@@ -21,10 +21,10 @@ extern "C" {
 #endif
 
 /* Version of this ABI; struct tally_module.abi_version must equal it. */
-#define TALLY_ABI_VERSION 1
+#define TALLY_ABI_VERSION 2
 
 /* Value of struct tally_frame.site meaning "no early-exit counter". */
-#define TALLY_NO_SITE UINT64_MAX
+#define TALLY_NO_SITE ((uint64_t *)0)
 
 /* One per instrumented module (translation unit); emitted by the instrumenter. */
 struct tally_module {
@@ -42,8 +42,8 @@ struct tally_module {
  * __tally_top (innermost first; addresses strictly increase along `prev`). */
 struct tally_frame {
     struct tally_frame *prev;
-    uint64_t *counters;        /* the module's counter array */
-    uint64_t site;             /* early-exit counter index; TALLY_NO_SITE = none */
+    uint64_t *site;            /* the early-exit counter of the block executing a call;
+                                  TALLY_NO_SITE = none */
 };
 
 /* The innermost frame record of the calling thread (initial-exec TLS). */

@@ -481,7 +481,7 @@ int main(void) { good_ctr[0] = 3; bad_ctr[0] = 4; return 0; }
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "tally: ignoring a module descriptor with ABI version 7 (this runtime implements version 1)\n\
+        "tally: ignoring a module descriptor with ABI version 7 (this runtime implements version 2)\n\
          tally: ignoring a null module descriptor\n"
     );
     assert_eq!(
@@ -536,8 +536,7 @@ static int mode_unmapped;
 static void *thread_main(void *arg) {
     (void)arg;
     struct tally_frame *rec = (struct tally_frame *)(region + stack_size);
-    rec->counters = m_ctr;
-    rec->site = 2;
+    rec->site = m_ctr + 2;
     rec->prev = (struct tally_frame *)(region + stack_size + page + 64);
     if (mode_unmapped) munmap(region + stack_size + page, page);
     else mprotect(region + stack_size + page, page, PROT_NONE);

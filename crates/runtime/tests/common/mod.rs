@@ -28,9 +28,9 @@ pub struct Module {
 
 /// Frame macros the way instrumented code maintains `struct tally_frame` records.
 pub const FRAME_MACROS: &str = r#"
-#define ENTER(rec, ctrs) struct tally_frame rec; rec.prev = __tally_top; rec.counters = (ctrs); \
-    rec.site = TALLY_NO_SITE; __tally_top = &rec
-#define SITE(rec, s) (rec.site = (s))
+#define ENTER(rec, ctrs) struct tally_frame rec; uint64_t *rec##_ctrs = (ctrs); (void)rec##_ctrs; \
+    rec.prev = __tally_top; rec.site = TALLY_NO_SITE; __tally_top = &rec
+#define SITE(rec, s) (rec.site = rec##_ctrs + (s))
 #define LEAVE(rec) (__tally_top = rec.prev)
 #define NOINLINE __attribute__((noinline))
 "#;

@@ -1,0 +1,107 @@
+//! Which functions of a module can end their caller's frame early (paper 000 §3.2).
+//!
+//! A call needs a frame record in its caller only if control may leave the caller through it
+//! without returning: `exit`, `longjmp`, an exception, or a call that reaches one of those.
+//! Attributes decide for declarations (`nounwind` + `willreturn`). For functions defined in the
+//! module whose definition is the one that runs (local, ODR, or not interposable), the module's
+//! call graph decides: such a function ends its caller's frame early only if one of its own calls
+//! may. This is a least fixpoint over the call graph, so recursion alone never makes a function
+//! unsafe. A function stuck in an infinite loop never ends its caller early either; signals that
+//! escape asynchronously are outside what records can make exact anyway (README, Limits).
+
+use crate::ir::{Bb, Val};
+use crate::lower::{may_end_frame_by_attrs, AttrKinds};
+use llvm_sys::core as c;
+use llvm_sys::prelude::LLVMModuleRef;
+use llvm_sys::{LLVMLinkage, LLVMVisibility};
+use std::collections::{HashMap, HashSet};
+
+/// Functions defined in the module whose calls never end the caller's frame early.
+#[derive(Default, Debug)]
+pub(crate) struct NeverEndsCaller(HashSet<Val>);
+
+impl NeverEndsCaller {
+    pub fn contains(&self, f: Val) -> bool {
+        self.0.contains(&f)
+    }
+}
+
+/// True when the module is built for an executable (PIE or not PIC): its external definitions
+/// cannot be interposed.
+fn module_is_executable(m: LLVMModuleRef) -> bool {
+    let has = |name: &str| unsafe {
+        !c::LLVMGetModuleFlag(m, name.as_ptr() as *const _, name.len()).is_null()
+    };
+    has("PIE Level") || !has("PIC Level")
+}
+
+/// True when calls to `f` run `f`'s body as defined in this module (or an ODR-equivalent one).
+fn binds_locally(f: Val, executable: bool) -> bool {
+    use LLVMLinkage::*;
+    if f.is_declaration() {
+        return false;
+    }
+    match f.linkage() {
+        LLVMInternalLinkage | LLVMPrivateLinkage | LLVMLinkOnceODRLinkage | LLVMWeakODRLinkage => {
+            true
+        }
+        LLVMExternalLinkage => {
+            executable
+                || matches!(
+                    unsafe { c::LLVMGetVisibility(f.0) },
+                    LLVMVisibility::LLVMHiddenVisibility | LLVMVisibility::LLVMProtectedVisibility
+                )
+        }
+        _ => false,
+    }
+}
+
+/// Computes the functions of `m` that never end their caller's frame early.
+pub(crate) fn analyze(m: LLVMModuleRef, kinds: &AttrKinds) -> NeverEndsCaller {
+    let executable = module_is_executable(m);
+    let mut funcs = Vec::new();
+    let mut f = unsafe { c::LLVMGetFirstFunction(m) };
+    while !f.is_null() {
+        let v = Val(f);
+        if binds_locally(v, executable) {
+            funcs.push(v);
+        }
+        f = unsafe { c::LLVMGetNextFunction(f) };
+    }
+    let candidate: HashSet<Val> = funcs.iter().copied().collect();
+    let mut unsafe_set: HashSet<Val> = HashSet::new();
+    let mut callers: HashMap<Val, Vec<Val>> = HashMap::new();
+    let mut work = Vec::new();
+    for &func in &funcs {
+        let mut hard = false;
+        for bb in func.blocks() {
+            for inst in Bb::instructions(bb) {
+                if !inst.is_call_like() || !may_end_frame_by_attrs(inst, kinds) {
+                    continue;
+                }
+                match inst.called_function() {
+                    Some(callee) if candidate.contains(&callee) => {
+                        callers.entry(callee).or_default().push(func);
+                    }
+                    _ => hard = true,
+                }
+            }
+        }
+        if hard && unsafe_set.insert(func) {
+            work.push(func);
+        }
+    }
+    while let Some(g) = work.pop() {
+        for &caller in callers.get(&g).map(Vec::as_slice).unwrap_or(&[]) {
+            if unsafe_set.insert(caller) {
+                work.push(caller);
+            }
+        }
+    }
+    NeverEndsCaller(
+        funcs
+            .into_iter()
+            .filter(|f| !unsafe_set.contains(f))
+            .collect(),
+    )
+}
