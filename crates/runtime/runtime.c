@@ -250,9 +250,8 @@ static int record_readable(struct walker *w, uintptr_t a) {
 
 /* Walks the records from `r` up the `prev` chain. A record is valid when its address is
  * 8-aligned, above `above` and above the previous record (the stack grows down), not past `end`,
- * readable, and its site is TALLY_NO_SITE or points at a counter of a registered module. Stops
- * before `end` (returning 1), at the first invalid record, at NULL or after WALK_CAP records.
- * With `charge`, adds 1 to the site counter of every
+ * and readable. Stops before `end` (returning 1), at the first invalid record, at NULL or after
+ * WALK_CAP records. With `charge`, adds 1 to the site counter of every
  * valid record passed. Without `end`, returns 1 when the walk ended at NULL. */
 static int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame *end,
                 struct walker *w, int charge) {
@@ -269,10 +268,10 @@ static int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame
         if (!record_readable(w, a))
             return 0;
         struct tally_frame *prev = r->prev;
+        /* A record whose site is not (yet) a counter -- instrumented code sets it only before
+         * the first call that may end the frame -- is passed over, not charged. */
         uint64_t *site = r->site;
-        if (site != TALLY_NO_SITE && !is_counter(site))
-            return 0;
-        if (charge && site != TALLY_NO_SITE)
+        if (charge && site != TALLY_NO_SITE && is_counter(site))
             (*site)++;
         above = a;
         r = prev;

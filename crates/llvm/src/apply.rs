@@ -214,28 +214,35 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
     };
 
     if let Some(rec) = rec {
-        // Push: rec = { top, none }; top = &rec.
+        let site_ptr = |n: NodeId| {
+            let ee = l
+                .cfg
+                .early_exit(n)
+                .expect("a vertex with a site has an early-exit edge");
+            let idx = plan
+                .counters
+                .iter()
+                .position(|(p, _)| *p == tally_format::Probe::Edge(ee.index() as u32))
+                .expect("early-exit edges are chords");
+            em.counter_ptr(base + idx as u64)
+        };
+        // Push: rec.prev = top; top = &rec. The site is set before the first call that may end
+        // the frame (no call can before that, so it need not be initialized); when the entry
+        // block has such a call its site is stored here, once.
+        let entry_site = l.nodes[0].first_site.is_some();
         unsafe {
             let top = c::LLVMBuildLoad2(b, g.ptrt, g.tls_top, empty.as_ptr());
             c::LLVMBuildStore(b, top, em.field(rec, 0));
-            c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), em.field(rec, 1));
+            if entry_site {
+                c::LLVMBuildStore(b, site_ptr(NodeId::new(0)), em.field(rec, 1));
+            }
             c::LLVMBuildStore(b, rec, g.tls_top);
         }
         for (i, node) in l.nodes.iter().enumerate() {
             let n = NodeId::new(i);
-            if let Some(site) = node.first_site {
-                let ee = l
-                    .cfg
-                    .early_exit(n)
-                    .expect("a vertex with a site has an early-exit edge");
-                let idx = plan
-                    .counters
-                    .iter()
-                    .position(|(p, _)| *p == tally_format::Probe::Edge(ee.index() as u32))
-                    .expect("early-exit edges are chords");
+            if let (Some(site), false) = (node.first_site, i == 0 && entry_site) {
                 em.at(site);
-                let ctr = em.counter_ptr(base + idx as u64);
-                unsafe { c::LLVMBuildStore(b, ctr, em.field(rec, 1)) };
+                unsafe { c::LLVMBuildStore(b, site_ptr(n), em.field(rec, 1)) };
             }
             for &t in &node.tail_sites {
                 unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };

@@ -28,7 +28,7 @@ impl NeverEndsCaller {
 
 /// True when the module is built for an executable (PIE or not PIC): its external definitions
 /// cannot be interposed.
-fn module_is_executable(m: LLVMModuleRef) -> bool {
+pub(crate) fn module_is_executable(m: LLVMModuleRef) -> bool {
     let has = |name: &str| unsafe {
         !c::LLVMGetModuleFlag(m, name.as_ptr() as *const _, name.len()).is_null()
     };

@@ -64,7 +64,15 @@ pub(crate) fn make_globals(
         if tls_top.is_null() {
             tls_top = c::LLVMAddGlobal(m, ptrt, name.as_ptr());
             c::LLVMSetLinkage(tls_top, LLVMLinkage::LLVMExternalLinkage);
-            c::LLVMSetThreadLocalMode(tls_top, LLVMThreadLocalMode::LLVMInitialExecTLSModel);
+            // Code that ends up in an executable can reach the runtime's thread-local with
+            // local-exec (one %fs-relative access, no register for the offset); code that may
+            // go into a shared library uses initial-exec.
+            let model = if crate::ends::module_is_executable(m) {
+                LLVMThreadLocalMode::LLVMLocalExecTLSModel
+            } else {
+                LLVMThreadLocalMode::LLVMInitialExecTLSModel
+            };
+            c::LLVMSetThreadLocalMode(tls_top, model);
         }
         let unwound = declare_void_fn(m, voidt, "__tally_unwound", &mut [ptrt]);
         let longjmp_landed = declare_void_fn(m, voidt, "__tally_longjmp_landed", &mut [i32t, ptrt]);
