@@ -18,6 +18,7 @@ struct Settings {
     atomic: bool,
     shadow: bool,
     verbose: bool,
+    weights: Option<std::sync::Arc<tally_llvm::Weights>>,
     clang: PathBuf,
 }
 
@@ -44,21 +45,22 @@ fn find_clang(cxx: bool) -> PathBuf {
 
 fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     let mut mode = match std::env::var("TALLY_MODE") {
-        Ok(m) if !m.is_empty() => Mode::from_name(&m).with_context(|| {
-            format!("TALLY_MODE={m} is not a mode (edge, edges-naive, blocks-naive)")
-        })?,
+        Ok(m) if !m.is_empty() => Mode::from_name(&m)
+            .with_context(|| format!("TALLY_MODE={m} is not a mode ({})", Mode::NAMES))?,
         _ => Mode::Edge,
     };
     let mut atomic = false;
     let mut shadow = true;
+    let mut weights = None;
     let mut verbose = std::env::var_os("TALLY_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
     for o in &cl.tally_opts {
         if let Some(m) = o.strip_prefix("mode=") {
-            mode = Mode::from_name(m).with_context(|| {
-                format!("--tally-mode={m} is not a mode (edge, edges-naive, blocks-naive)")
-            })?;
+            mode = Mode::from_name(m)
+                .with_context(|| format!("--tally-mode={m} is not a mode ({})", Mode::NAMES))?;
         } else if o == "atomic" {
             atomic = true;
+        } else if let Some(path) = o.strip_prefix("weights=") {
+            weights = Some(std::sync::Arc::new(load_weights(Path::new(path))?));
         } else if o == "no-shadow" {
             // Benchmarks only: measures what the early-exit frame records cost.
             shadow = false;
@@ -73,8 +75,31 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
         atomic,
         shadow,
         verbose,
+        weights,
         clang: find_clang(cxx),
     })
+}
+
+/// Edge frequencies of every function of a profile, for `--tally-weights` (paper 000 §6.4,
+/// Exact-Max placement). The profile must determine every edge count (edge or edges-naive).
+fn load_weights(path: &Path) -> Result<tally_llvm::Weights> {
+    let p = tally_format::profile::Profile::read_file(path)
+        .with_context(|| format!("--tally-weights={}", path.display()))?;
+    let r =
+        tally_report::analyze(&p).with_context(|| format!("--tally-weights={}", path.display()))?;
+    let mut w = tally_llvm::Weights::new();
+    for f in &r.functions {
+        let counts: Option<Vec<u64>> = f.edges.iter().map(|e| e.count).collect();
+        let Some(counts) = counts else {
+            bail!(
+                "--tally-weights={}: a {} profile does not give every edge count; use one from an edge or edges-naive build",
+                path.display(),
+                f.mode.name()
+            );
+        };
+        w.insert((f.name.clone(), f.cfg_hash), counts);
+    }
+    Ok(w)
 }
 
 fn run(s: &Settings, args: &[OsString]) -> Result<i32> {
@@ -171,17 +196,35 @@ fn compile_one(
         source: source.to_string_lossy().into_owned(),
         atomic: s.atomic,
         shadow: s.shadow,
+        weights: s.weights.clone(),
     };
     let t0 = std::time::Instant::now();
     let done = tally_llvm::instrument(&input, &opts)?;
+    if let Some(w) = &s.weights {
+        let known = done
+            .meta
+            .functions
+            .iter()
+            .filter(|f| w.keys().any(|(n, _)| n == &f.name))
+            .count();
+        if done.stats.weighted < known {
+            eprintln!(
+                "tally: warning: --tally-weights: {} of {} functions of {} have a different graph in the profile (another source or other flags); they use the heuristic weighting",
+                known - done.stats.weighted,
+                known,
+                Path::new(src).display()
+            );
+        }
+    }
     if s.verbose {
         let st = &done.stats;
         eprintln!(
-            "tally: {} [{}]: {} functions ({} skipped), {} blocks, {} edges, {} counters ({} tagged), {} shadow frames, {:.0} ms",
+            "tally: {} [{}]: {} functions ({} skipped, {} with measured weights), {} blocks, {} edges, {} counters ({} tagged), {} shadow frames, {:.0} ms",
             Path::new(src).display(),
             s.mode.name(),
             st.functions,
             st.skipped,
+            st.weighted,
             st.blocks,
             st.edges,
             st.counters,

@@ -200,3 +200,56 @@ fn cxx_inline_functions_in_several_units_are_merged() {
 fn runtime_and_instrumenter_agree_on_the_abi() {
     assert_eq!(tally_llvm::ABI_VERSION, tally_runtime::ABI_VERSION);
 }
+
+#[test]
+fn exact_weights_from_an_earlier_profile() {
+    // Paper 000 §6.4 "Exact-Max": counters placed with measured frequencies. The counts stay
+    // exact, the placement executes no more increments than the heuristic one, and a profile
+    // of other sources is reported and ignored function by function.
+    let dir = scratch("driver-weights");
+    write(
+        &dir,
+        "w.c",
+        "#include <stdio.h>\nint main(void){ long s=0; for(int i=0;i<5000;i++){ if(i%97==0) s+=3; else if(i&1) s+=i; else s-=1; } printf(\"%ld\\n\", s); return 0; }\n",
+    );
+    ok(&dir, "$TALLY cc --tally-mode=edges-naive -O1 w.c -o oracle && TALLY_PROFILE=oracle.tally ./oracle");
+    let o = sh(
+        &dir,
+        "$TALLY cc --tally-mode=edge --tally-verbose --tally-weights=oracle.tally -O1 w.c -o exact && TALLY_PROFILE=exact.tally ./exact",
+    );
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("1 with measured weights"), "{err}");
+    ok(
+        &dir,
+        "$TALLY cc --tally-mode=edge -O1 w.c -o heur && TALLY_PROFILE=heur.tally ./heur",
+    );
+    let exact = report_json(&dir.join("exact.tally"));
+    let heur = report_json(&dir.join("heur.tally"));
+    let oracle = report_json(&dir.join("oracle.tally"));
+    assert_same_counts("weights", "exact", &exact, "edges-naive", &oracle, true);
+    assert_same_counts("weights", "heuristic", &heur, "edges-naive", &oracle, true);
+    let increments = |p: &str| -> u64 {
+        let prof = tally_format::profile::Profile::read_file(dir.join(p)).unwrap();
+        prof.modules.iter().flat_map(|m| m.counters.iter()).sum()
+    };
+    assert!(increments("exact.tally") <= increments("heur.tally"));
+
+    // Weights from a different program: a warning, heuristic placement, exact counts.
+    write(
+        &dir,
+        "v.c",
+        "int main(void){ int s=0; for(int i=0;i<3;i++) s+=i; return s-3; }\n",
+    );
+    let o = sh(&dir, "$TALLY cc --tally-weights=oracle.tally -O1 v.c -o v");
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("different graph"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A broken weights profile is refused.
+    write(&dir, "bad.tally", "nonsense");
+    let o = sh(&dir, "$TALLY cc --tally-weights=bad.tally -O1 v.c -o v");
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -17,7 +17,7 @@ use thiserror::Error;
 /// Magic bytes at the start of every metadata blob.
 pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// Version of the metadata encoding. Bump on any change of the types below.
-pub const META_VERSION: u32 = 1;
+pub const META_VERSION: u32 = 2;
 
 /// How a module was instrumented.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
@@ -28,6 +28,9 @@ pub enum Mode {
     EdgesNaive,
     /// A counter in every block: the "redundant" baseline of paper 000 §6.1.
     BlocksNaive,
+    /// Block counts with fewer edge counters (paper 000 §3.3, Vprof(Ecnt), Fig. 11); edge counts
+    /// only where determined.
+    Vertex,
 }
 
 impl Mode {
@@ -37,6 +40,7 @@ impl Mode {
             Mode::Edge => "edge",
             Mode::EdgesNaive => "edges-naive",
             Mode::BlocksNaive => "blocks-naive",
+            Mode::Vertex => "vertex",
         }
     }
     /// Parses a command-line mode name.
@@ -45,11 +49,14 @@ impl Mode {
             "edge" => Mode::Edge,
             "edges-naive" => Mode::EdgesNaive,
             "blocks-naive" => Mode::BlocksNaive,
+            "vertex" => Mode::Vertex,
             _ => return None,
         })
     }
     /// Every mode, in the order the docs list them.
-    pub const ALL: [Mode; 3] = [Mode::Edge, Mode::EdgesNaive, Mode::BlocksNaive];
+    pub const ALL: [Mode; 4] = [Mode::Edge, Mode::EdgesNaive, Mode::BlocksNaive, Mode::Vertex];
+    /// The names accepted by [`Mode::from_name`], for messages.
+    pub const NAMES: &'static str = "edge, edges-naive, blocks-naive, vertex";
 }
 
 /// Linkage of a function, as far as merging copies across modules is concerned.
@@ -127,6 +134,11 @@ pub struct FunctionMeta {
     pub counter_base: u32,
     /// Counter `counter_base + i` measures `counters[i]`.
     pub counters: Vec<Probe>,
+    /// `vertex` mode: chords without a counter, taken as 0 by the propagation of Fig. 8.
+    pub zero_edges: Vec<u32>,
+    /// `vertex` mode: edges whose count the counters do not determine (the cycles of
+    /// `zero_edges`); their derived values are only vertex-equivalent and are not reported.
+    pub unknown_edges: Vec<u32>,
 }
 
 impl FunctionMeta {
@@ -289,6 +301,14 @@ impl ModuleMeta {
                 if !ok {
                     return bad(format!("function {} has a counter for {p:?}", f.name));
                 }
+            }
+            if f
+                .zero_edges
+                .iter()
+                .chain(&f.unknown_edges)
+                .any(|&e| e as usize >= cfg.num_edges())
+            {
+                return bad(format!("function {} names an edge it does not have", f.name));
             }
             if cfg.shape_hash() != f.cfg_hash {
                 return bad(format!("function {} graph does not match its hash", f.name));

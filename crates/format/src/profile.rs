@@ -453,6 +453,8 @@ mod tests {
             cfg_hash: 0,
             counter_base: 0,
             counters: vec![Probe::Edge(1)],
+            zero_edges: Vec::new(),
+            unknown_edges: Vec::new(),
         };
         f.cfg_hash = f.cfg().unwrap().shape_hash();
         ModuleMeta {
@@ -685,7 +687,7 @@ mod tests {
         };
         assert_eq!(
             err(&p.write()),
-            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 1)"
+            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 2)"
         );
         let blob = b"garbage!".to_vec();
         let p = Profile {

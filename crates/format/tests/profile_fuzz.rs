@@ -36,6 +36,8 @@ fn function(name: &str, base: u32) -> FunctionMeta {
         cfg_hash: 0,
         counter_base: base,
         counters: vec![Probe::Edge(1), Probe::Edge(5), Probe::Block(2)],
+        zero_edges: Vec::new(),
+        unknown_edges: Vec::new(),
     };
     f.cfg_hash = f.cfg().unwrap().shape_hash();
     f

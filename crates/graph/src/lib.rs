@@ -12,6 +12,7 @@
 //! - [`placement`]: edge counters on the chords of a maximum spanning tree (§3.2);
 //! - [`propagate`](mod@propagate): count reconstruction (§3.2 Fig. 6) and flow checks, and edge counts from
 //!   block counts;
+//! - [`vertex`]: block counts with fewer edge counters, Vprof(Ecnt) (§3.3, Figs. 8 and 11);
 //! - [`hash`]: FNV-1a fingerprints;
 //! - [`testing`]: test support (random graphs, an execution simulator) for this and other crates.
 //!
@@ -28,6 +29,7 @@ pub mod mst;
 pub mod placement;
 pub mod propagate;
 pub mod testing;
+pub mod vertex;
 pub mod weight;
 
 pub use cfg::{Cfg, CfgError, Edge, EdgeKind};

@@ -46,7 +46,14 @@ pub struct Options {
     /// measuring their cost: early exits are then not counted and counts of frames that end
     /// early come out wrong.
     pub shadow: bool,
+    /// Measured edge counts from an earlier run, by function name and graph hash: counters are
+    /// placed with these as weights (paper 000 §6.4, "Exact-Max") where a function's graph
+    /// matches; other functions use the heuristic weighting.
+    pub weights: Option<std::sync::Arc<Weights>>,
 }
+
+/// Edge frequencies of an earlier run: (function name, graph hash) -> count of each edge.
+pub type Weights = HashMap<(String, u64), Vec<u64>>;
 
 /// Numbers describing one instrumented module.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,6 +73,24 @@ pub struct Stats {
     /// Counters incremented through predecessor tags (edges that could be neither split nor
     /// kept in the spanning tree).
     pub tagged: usize,
+    /// Functions placed with measured weights (`Options::weights`).
+    pub weighted: usize,
+}
+
+/// Weights from measured counts: the count, with the heuristic weight as a tie-breaker below 1
+/// so that equally frequent edges still prefer the heuristic's choice.
+fn exact_weights(
+    cfg: &tally_graph::Cfg,
+    counts: &[u64],
+) -> tally_graph::IdVec<tally_graph::EdgeId, f64> {
+    let h = tally_graph::weight::heuristic_weights(cfg);
+    tally_graph::IdVec::from_vec(
+        counts
+            .iter()
+            .zip(h.values())
+            .map(|(&c, &hw)| c as f64 + 0.5 * hw / (1.0 + hw))
+            .collect(),
+    )
 }
 
 /// The result of instrumenting a module.
@@ -146,6 +171,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     // Lower and plan every function first: the counter array size must be known before
     // any increment is emitted.
     let mut work = Vec::new();
+    let mut weighted = 0;
     let mut skipped = Vec::new();
     let mut f = unsafe { c::LLVMGetFirstFunction(m) };
     while !f.is_null() {
@@ -160,7 +186,12 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         }
         match lower::lower(fv, &kinds, &safe) {
             Ok(l) => {
-                let mut p = plan::plan(&l, opts.mode);
+                let measured = opts.weights.as_ref().and_then(|w| {
+                    let counts = w.get(&(name.clone(), l.cfg.shape_hash()))?;
+                    (counts.len() == l.cfg.num_edges()).then(|| exact_weights(&l.cfg, counts))
+                });
+                weighted += usize::from(measured.is_some());
+                let mut p = plan::plan(&l, opts.mode, measured.as_ref());
                 if !opts.shadow {
                     p.shadow = false;
                 }
@@ -176,6 +207,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let mut functions = Vec::with_capacity(work.len());
     let mut stats = Stats {
         skipped: skipped.len(),
+        weighted,
         ..Stats::default()
     };
     let mut base = 0usize;
@@ -206,6 +238,8 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             cfg_hash: l.cfg.shape_hash(),
             counter_base: base as u32,
             counters: p.counters.iter().map(|(probe, _)| *probe).collect(),
+            zero_edges: p.zero_edges.iter().map(|e| e.index() as u32).collect(),
+            unknown_edges: p.unknown_edges.iter().map(|e| e.index() as u32).collect(),
         });
         stats.functions += 1;
         stats.blocks += l.cfg.num_blocks();

@@ -6,6 +6,8 @@
 //!   by the runtime (the exit counters of Fig. 7); re-entry edges are always chords.
 //! - `edges-naive`: a counter on every edge but the early-exit edges (derived at report time).
 //! - `blocks-naive`: a counter at the start of every block (the "redundant" placement of §6.1).
+//! - `vertex`: Vprof(Ecnt) of §3.3 — the edge placement minus the chords whose fundamental
+//!   cycle is pipeless (Fig. 11); block counts stay exact, some edge counts become unknown.
 //!
 //! Where an edge `u -> v` is counted: at the end of `u` if it is `u`'s only terminator edge;
 //! else at the start of `v` if it is `v`'s only incoming edge; else on a block splitting it.
@@ -16,7 +18,7 @@
 
 use crate::lower::{EdgeIr, Lowered};
 use tally_format::{Mode, Probe};
-use tally_graph::{EdgeId, EdgeKind, NodeId};
+use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
 
 /// Where one counter's increment goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +57,10 @@ pub(crate) struct Plan {
     pub tag_targets: Vec<TagTarget>,
     /// The function keeps a shadow-stack frame record (edge mode, may end early).
     pub shadow: bool,
+    /// `vertex` mode: chords left without a counter (Fig. 11), taken as 0 by Fig. 8.
+    pub zero_edges: Vec<EdgeId>,
+    /// `vertex` mode: edges whose count is not determined.
+    pub unknown_edges: Vec<EdgeId>,
 }
 
 /// How an edge can be counted directly, or `None` if it needs tags.
@@ -85,11 +91,21 @@ pub(crate) fn direct_site(l: &Lowered, e: EdgeId) -> Option<Realize> {
     }
 }
 
-/// Builds the plan of one function for `mode`.
-pub(crate) fn plan(l: &Lowered, mode: Mode) -> Plan {
+/// Builds the plan of one function for `mode`. `weights` are measured edge frequencies from an
+/// earlier run (paper 000 §6.4 "Exact-Max"); without them the heuristic weighting of §5 is used.
+pub(crate) fn plan(l: &Lowered, mode: Mode, weights: Option<&IdVec<EdgeId, f64>>) -> Plan {
     let cfg = &l.cfg;
     let mut measured: Vec<EdgeId> = Vec::new();
     let mut shadow = false;
+    let mut zero_edges = Vec::new();
+    let mut unknown_edges = Vec::new();
+    let weighting = || match weights {
+        Some(w) => w.clone(),
+        None => tally_graph::weight::heuristic_weights(cfg),
+    };
+    let may_end_early = cfg.edges().any(|(_, e)| e.kind == EdgeKind::EarlyExit)
+        || l.has_landing_pads
+        || l.has_setjmp;
     match mode {
         Mode::BlocksNaive => {
             let counters = cfg
@@ -100,6 +116,8 @@ pub(crate) fn plan(l: &Lowered, mode: Mode) -> Plan {
                 counters,
                 tag_targets: Vec::new(),
                 shadow: false,
+                zero_edges,
+                unknown_edges,
             };
         }
         Mode::EdgesNaive => {
@@ -110,14 +128,31 @@ pub(crate) fn plan(l: &Lowered, mode: Mode) -> Plan {
             );
         }
         Mode::Edge => {
-            let weights = tally_graph::weight::heuristic_weights(cfg);
-            let placement = tally_graph::placement::place_edge_counters(cfg, &weights, |e| {
+            let placement = tally_graph::placement::place_edge_counters(cfg, &weighting(), |e| {
                 direct_site(l, e).is_none()
             });
             measured = placement.chords;
-            shadow = cfg.edges().any(|(_, e)| e.kind == EdgeKind::EarlyExit)
-                || l.has_landing_pads
-                || l.has_setjmp;
+            shadow = may_end_early;
+        }
+        Mode::Vertex => {
+            let w = weighting();
+            let unsplittable = |e| direct_site(l, e).is_none();
+            let vp = tally_graph::vertex::place_vertex_counters(cfg, &w, unsplittable);
+            if vp.counted.iter().any(|&e| unsplittable(e)) {
+                // Tags would count the dropped chords' neighbours too; keep the edge placement.
+                measured =
+                    tally_graph::placement::place_edge_counters(cfg, &w, unsplittable).chords;
+            } else {
+                measured = vp.counted;
+                zero_edges = vp.dropped;
+                unknown_edges = vp
+                    .undetermined
+                    .iter()
+                    .filter(|(_, &u)| u)
+                    .map(|(e, _)| e)
+                    .collect();
+            }
+            shadow = may_end_early;
         }
     }
 
@@ -155,5 +190,7 @@ pub(crate) fn plan(l: &Lowered, mode: Mode) -> Plan {
         counters,
         tag_targets,
         shadow,
+        zero_edges,
+        unknown_edges,
     }
 }

@@ -85,6 +85,7 @@ fn check(src: &str, lang: &str) {
                     source: "t".into(),
                     atomic: false,
                     shadow: true,
+                    weights: None,
                 },
             )
             .unwrap_or_else(|e| panic!("{lang} {opt} {mode:?}: {e}"));

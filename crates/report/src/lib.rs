@@ -205,6 +205,29 @@ fn solve(cfg: &Cfg, f: &FunctionMeta, mode: Mode, counters: &[u64]) -> Result<So
                 blocks: IdVec::from_vec(blocks.into_vec().into_iter().map(Some).collect()),
             })
         }
+        Mode::Vertex => {
+            let mut measured = IdVec::filled(cfg.num_edges(), None);
+            for (p, &v) in f.counters.iter().zip(counters) {
+                if let Probe::Edge(e) = *p {
+                    measured[EdgeId::new(e as usize)] = Some(v);
+                }
+            }
+            let dropped: Vec<EdgeId> = f
+                .zero_edges
+                .iter()
+                .map(|&e| EdgeId::new(e as usize))
+                .collect();
+            let mut unknown = IdVec::filled(cfg.num_edges(), false);
+            for &e in &f.unknown_edges {
+                unknown[EdgeId::new(e as usize)] = true;
+            }
+            let got = tally_graph::vertex::propagate_vertex(cfg, &measured, &dropped, &unknown)?;
+            let blocks = cfg.blocks().map(|n| Some(got.blocks[n])).collect();
+            Ok(Solved {
+                edges: got.edges,
+                blocks: IdVec::from_vec(blocks),
+            })
+        }
         Mode::BlocksNaive => {
             let mut blocks = IdVec::filled(cfg.num_blocks(), 0u64);
             for (p, &v) in f.counters.iter().zip(counters) {

@@ -164,6 +164,54 @@ pub fn propagate(
     cfg: &Cfg,
     measured: &IdVec<EdgeId, Option<u64>>,
 ) -> Result<IdVec<EdgeId, u64>, FlowError> {
+    let signed = IdVec::from_vec(
+        measured
+            .values()
+            .iter()
+            .map(|m| m.map(i128::from))
+            .collect(),
+    );
+    let (values, derived) = propagate_forest(cfg, &signed)?;
+    let mut count = IdVec::from_vec(measured.values().iter().map(|m| m.unwrap_or(0)).collect());
+    for &(node, e) in &derived {
+        count[e] = to_count(values[e], e, node)?;
+    }
+    check_flow(cfg, &count)?;
+    Ok(count)
+}
+
+/// Fig. 6 over signed values: like [`propagate`], but derived values may be negative (used by
+/// vertex profiling, Fig. 8, where the edges of dropped chords' cycles get vertex-equivalent
+/// values that need not be counts). Kirchhoff's law is checked at every vertex.
+pub fn propagate_signed(
+    cfg: &Cfg,
+    measured: &IdVec<EdgeId, Option<i128>>,
+) -> Result<IdVec<EdgeId, i128>, FlowError> {
+    let (values, _) = propagate_forest(cfg, measured)?;
+    for node in cfg.nodes() {
+        let inflow: i128 = cfg.preds(node).iter().map(|&e| values[e]).sum();
+        let outflow: i128 = cfg.succs(node).iter().map(|&e| values[e]).sum();
+        if inflow != outflow {
+            return Err(FlowError::Unbalanced {
+                node,
+                inflow,
+                outflow,
+            });
+        }
+    }
+    Ok(values)
+}
+
+/// Propagated values, and the derived edges in derivation order with the vertex each came from.
+type Derived = (IdVec<EdgeId, i128>, Vec<(NodeId, EdgeId)>);
+
+/// The propagation proper: derives the unmeasured edges (a forest) in post-order, each from the
+/// flow equation of the vertex below it. Returns the values and the derived edges in the order
+/// they were derived, each with that vertex.
+fn propagate_forest(
+    cfg: &Cfg,
+    measured: &IdVec<EdgeId, Option<i128>>,
+) -> Result<Derived, FlowError> {
     if measured.len() != cfg.num_edges() {
         return Err(FlowError::EdgeCountMismatch {
             expected: cfg.num_edges(),
@@ -205,20 +253,26 @@ pub fn propagate(
         }
     }
 
-    let mut count = IdVec::from_vec(measured.values().iter().map(|m| m.unwrap_or(0)).collect());
+    let mut value = IdVec::from_vec(measured.values().iter().map(|m| m.unwrap_or(0)).collect());
+    let sum = |edges: &[EdgeId], value: &IdVec<EdgeId, i128>, skip: EdgeId| -> i128 {
+        edges
+            .iter()
+            .filter(|&&x| x != skip)
+            .map(|&x| value[x])
+            .sum()
+    };
     for &(v, e) in order.iter().rev() {
         // Every other edge at v is measured or a child edge, already derived.
-        let inflow = sum_except(cfg.preds(v), &count, Some(e));
-        let outflow = sum_except(cfg.succs(v), &count, Some(e));
-        let value = if cfg.edge(e).dst == v {
+        let inflow = sum(cfg.preds(v), &value, e);
+        let outflow = sum(cfg.succs(v), &value, e);
+        value[e] = if cfg.edge(e).dst == v {
             outflow - inflow
         } else {
             inflow - outflow
         };
-        count[e] = to_count(value, e, v)?;
     }
-    check_flow(cfg, &count)?;
-    Ok(count)
+    order.reverse();
+    Ok((value, order))
 }
 
 /// The count of every vertex: the sum of its incoming edge counts. For the entry this includes
