@@ -110,5 +110,12 @@ for prog, (bins, ir, t) in results.items():
         ov_i = "" if name == "plain" or not ir[name] else f"{100.0 * (ir[name] / base_ir - 1):+.1f}%"
         ov_t = "" if name == "plain" else f"{100.0 * (t[name] / base_t - 1):+.1f}%"
         lines.append(f"| {prog} | {name} | {fn} | {shf} | {ctr} | {ir[name]:,} | {ov_i} | {t[name]:.3f} | {ov_t} |")
+lines += ["", "Reading the table: the frame records cost the difference between `edge` and `edge, no frame",
+          "records`. Most functions of both programs call through function pointers (SQLite's",
+          "allocator and VFS, Lua's allocator and C functions) or call functions that may end the",
+          "frame, so they keep a record; functions whose calls all stay inside the module and",
+          "provably never end a frame early (a least fixpoint over the module's call graph) keep",
+          "none. The remaining cost per call is a %fs-relative load and store at entry and return,",
+          "the record's two stores, and one store per block with a call that may end the frame."]
 open(os.path.join(ROOT, "docs/shadow-stack.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
