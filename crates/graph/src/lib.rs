@@ -5,6 +5,8 @@
 //!
 //! - [`ids`]: typed ids and dense side tables;
 //! - [`cfg`](mod@cfg): the control-flow graph with its virtual EXIT vertex (§2, §3.2 Fig. 7);
+//! - [`events`]: exact event counting with on-line queries (paper 001: Fig. 4 increments, §3.3
+//!   query increments, §4 calls as queries and per-call-site counters);
 //! - [`dfs`]: depth-first search from the entry, back edges, topological order (§5);
 //! - [`loops`]: natural loops and loop-exit edges from the back edges (§5);
 //! - [`weight`]: the heuristic edge weighting (§5);
@@ -13,6 +15,8 @@
 //! - [`propagate`](mod@propagate): count reconstruction (§3.2 Fig. 6) and flow checks, and edge counts from
 //!   block counts;
 //! - [`vertex`]: block counts with fewer edge counters, Vprof(Ecnt) (§3.3, Figs. 8 and 11);
+//! - [`paths`]: Ball–Larus path profiling (paper 002): the path DAG, numbering, cutting,
+//!   chord increments and placement, regeneration, derived counts;
 //! - [`hash`]: FNV-1a fingerprints;
 //! - [`testing`]: test support (random graphs, an execution simulator) for this and other crates.
 //!
@@ -22,10 +26,12 @@
 
 pub mod cfg;
 pub mod dfs;
+pub mod events;
 pub mod hash;
 pub mod ids;
 pub mod loops;
 pub mod mst;
+pub mod paths;
 pub mod placement;
 pub mod propagate;
 pub mod testing;

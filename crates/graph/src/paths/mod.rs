@@ -19,8 +19,11 @@
 //!    optimized instrumentation (§3.4: `r = Inc` on first chords, counts folded into last
 //!    chords) as plain data per control-flow edge;
 //! 5. [`regen`]: a path from its number (§3.5 "Regenerating a path");
-//! 6. [`derive`]: edge and block counts from path counts (§1: a path profile determines the edge
-//!    and block profiles).
+//! 6. [`derive`](mod@derive): edge and block counts from path counts (§1: a path profile
+//!    determines the edge and block profiles).
+//!
+//! Section numbers follow the published paper; the stored text (`papers/002`) has lost its
+//! headings, so each module also names the section's title.
 //!
 //! Vertices reuse [`NodeId`]: the blocks `n0 .. n(k-1)`, END `nk` (the index of the control-flow
 //! graph's EXIT) and START `n(k+1)`. DAG edges have their own id type, [`DagEdgeId`].
@@ -102,11 +105,11 @@ pub enum PathError {
         /// The part of the path number still to account for.
         remaining: u128,
     },
-    /// A chord increment does not fit in `i128`.
-    #[error("the increment of DAG edge {edge} does not fit in i128")]
+    /// A path value or a partial sum of the increment computation does not fit in `i128`.
+    #[error("the chord increments overflow i128 at vertex {node}")]
     IncrementOverflow {
-        /// The DAG edge.
-        edge: DagEdgeId,
+        /// The vertex where the sum overflowed.
+        node: NodeId,
     },
     /// A derived edge count does not fit in `u64`.
     #[error("the derived count of edge {edge} exceeds u64")]
