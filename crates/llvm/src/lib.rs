@@ -21,6 +21,7 @@ mod ir;
 mod lower;
 mod module;
 mod plan;
+mod prepare;
 
 pub use module::ABI_VERSION;
 
@@ -184,6 +185,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         {
             continue;
         }
+        prepare::split_shared_landing_pads(fv);
         match lower::lower(fv, &kinds, &safe) {
             Ok(l) => {
                 let measured = opts.weights.as_ref().and_then(|w| {

@@ -102,7 +102,7 @@ fn check(src: &str, lang: &str) {
                             .count();
                         assert!(f.counters.len() >= cfg.num_edges() - early, "{}", f.name);
                     }
-                    Mode::Edge => {
+                    Mode::Edge | Mode::Vertex => {
                         // chords: |E| - |V| + components, never more than all edges
                         assert!(f.counters.len() <= cfg.num_edges());
                         assert!(f.counters.iter().all(|p| matches!(p, Probe::Edge(_))));
