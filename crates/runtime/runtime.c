@@ -6,7 +6,7 @@
  * profile container described in ARCHITECTURE.md ("Profile container") when the program exits.
  *
  * Rules this file keeps: C11 + libc only; never crash on a corrupt frame list; never call exit;
- * never change errno or the exit status; no malloc on the write path.
+ * never change errno or the exit status; never use the program's malloc (path tables are mmap'd).
  */
 #define _GNU_SOURCE
 #include "tally.h"
@@ -19,6 +19,7 @@
 #include <stdio.h> /* rename */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -129,6 +130,9 @@ static void unlock_registry(void) {
     __atomic_clear(&reg_lock, __ATOMIC_RELEASE);
 }
 
+static int is_path_table(const struct tally_path_table *t);
+static void count_path(struct tally_path_table *t, uint64_t path);
+
 /* True when `p` points at a counter of a registered module (8-aligned, inside its array). */
 static int is_counter(const uint64_t *p) {
     uintptr_t a = (uintptr_t)p;
@@ -142,6 +146,118 @@ static int is_counter(const uint64_t *p) {
             return 1;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Hashed path counters (path mode)                                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+static int is_path_table(const struct tally_path_table *t) {
+    uintptr_t a = (uintptr_t)t;
+    if (!t || (a & 7) != 0)
+        return 0;
+    for (const struct tally_module *m = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); m;
+         m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE)) {
+        uintptr_t lo = (uintptr_t)m->path_tables;
+        uintptr_t sz = sizeof(struct tally_path_table);
+        if (lo && a >= lo && m->num_path_tables <= (UINTPTR_MAX - lo) / sz &&
+            a < lo + m->num_path_tables * sz && (a - lo) % sz == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void table_lock(struct tally_path_table *t) {
+    while (__atomic_exchange_n(&t->lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void table_unlock(struct tally_path_table *t) {
+    __atomic_store_n(&t->lock, 0, __ATOMIC_RELEASE);
+}
+
+static uint64_t slot_of(uint64_t path, uint64_t capacity) {
+    return (path * 0x9E3779B97F4A7C15ull) >> 32 & (capacity - 1);
+}
+
+/* The count word of `path` in `slots` (capacity a power of two), inserting it if `insert`. */
+static uint64_t *find_slot(uint64_t *slots, uint64_t capacity, uint64_t path, int insert,
+                           uint64_t *used) {
+    for (uint64_t i = slot_of(path, capacity), n = 0; n < capacity; n++, i = (i + 1) & (capacity - 1)) {
+        uint64_t k = slots[2 * i];
+        if (k == path + 1)
+            return &slots[2 * i + 1];
+        if (k == 0) {
+            if (!insert)
+                return 0;
+            slots[2 * i] = path + 1;
+            (*used)++;
+            return &slots[2 * i + 1];
+        }
+    }
+    return 0;
+}
+
+/* Doubles the table (at least 256 slots). The memory comes from mmap, never from the
+ * program's malloc, so that counting paths cannot change the program's heap layout (and with it
+ * the behaviour of code that looks at addresses). Old arrays are never unmapped: a stale cached
+ * pointer into one stays valid memory. Returns 0 when out of memory. */
+static int grow(struct tally_path_table *t) {
+    uint64_t cap = t->capacity ? t->capacity * 2 : 256;
+    if (cap > (UINT64_MAX / 16) || cap * 16 > SIZE_MAX)
+        return 0;
+    void *mem = mmap(0, (size_t)cap * 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return 0;
+    uint64_t *slots = mem;
+    uint64_t used = 0;
+    for (uint64_t i = 0; i < t->capacity; i++) {
+        uint64_t k = t->slots[2 * i];
+        if (k) {
+            uint64_t *c = find_slot(slots, cap, k - 1, 1, &used);
+            if (c)
+                *c = t->slots[2 * i + 1];
+        }
+    }
+    t->slots = slots;
+    t->capacity = cap;
+    t->used = used;
+    t->last_count = 0;
+    return 1;
+}
+
+static void count_path(struct tally_path_table *t, uint64_t path) {
+    table_lock(t);
+    if (t->last_count && t->last_path == path) {
+        (*t->last_count)++;
+        table_unlock(t);
+        return;
+    }
+    if ((t->used + 1) * 4 > t->capacity * 3 && !grow(t)) {
+        uint64_t *c = t->capacity ? find_slot(t->slots, t->capacity, path, 0, &t->used) : 0;
+        if (c)
+            (*c)++;
+        else
+            t->lost++;
+        table_unlock(t);
+        return;
+    }
+    uint64_t *c = find_slot(t->slots, t->capacity, path, 1, &t->used);
+    if (c) {
+        (*c)++;
+        t->last_path = path;
+        t->last_count = c;
+    } else {
+        t->lost++;
+    }
+    table_unlock(t);
+}
+
+void __tally_path_count(struct tally_path_table *t, uint64_t path) {
+    int saved_errno = errno;
+    if (t)
+        count_path(t, path);
+    errno = saved_errno;
 }
 
 static void exit_handler(void);
@@ -210,6 +326,14 @@ void tally_reset_counters(void) {
          m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE)) {
         if (m->counters && m->num_counters && m->num_counters <= SIZE_MAX / sizeof(uint64_t))
             memset(m->counters, 0, (size_t)m->num_counters * sizeof(uint64_t));
+        for (uint64_t i = 0; m->path_tables && i < m->num_path_tables; i++) {
+            struct tally_path_table *t = &m->path_tables[i];
+            table_lock(t);
+            for (uint64_t j = 0; j < t->capacity; j++)
+                t->slots[2 * j + 1] = 0;
+            t->lost = 0;
+            table_unlock(t);
+        }
     }
 }
 
@@ -225,6 +349,19 @@ static int probe_chunk(uintptr_t c) {
         return 0;
     long r = syscall(SYS_rt_sigprocmask, -1, (void *)c, (void *)0, (size_t)KSIGSET_SIZE);
     return r == -1 && errno == EINVAL;
+}
+
+/* Charges a frame record's site: a counter, or (low bit set) a hashed path. Invalid sites are
+ * passed over. */
+static void charge_site(uint64_t *site) {
+    uintptr_t a = (uintptr_t)site;
+    if (a & 1) {
+        const struct tally_path_site *ps = (const struct tally_path_site *)(a & ~(uintptr_t)1);
+        if ((a & 6) == 0 && ps && is_path_table(ps->table))
+            count_path(ps->table, ps->path);
+    } else if (site != TALLY_NO_SITE && is_counter(site)) {
+        (*site)++;
+    }
 }
 
 struct walker {
@@ -270,9 +407,8 @@ static int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame
         struct tally_frame *prev = r->prev;
         /* A record whose site is not (yet) a counter -- instrumented code sets it only before
          * the first call that may end the frame -- is passed over, not charged. */
-        uint64_t *site = r->site;
-        if (charge && site != TALLY_NO_SITE && is_counter(site))
-            (*site)++;
+        if (charge)
+            charge_site(r->site);
         above = a;
         r = prev;
     }
@@ -284,9 +420,7 @@ static void landed_common(struct tally_frame *f, int lj, struct tally_frame *top
     if (top && top != f && walk(top, 0, f, w, 0))
         walk(top, 0, f, w, 1);
     if (lj && f && ((uintptr_t)f & 7) == 0) {
-        uint64_t *site = f->site;
-        if (is_counter(site))
-            (*site)++;
+        charge_site(f->site);
     }
     __tally_top = f;
 }
@@ -532,12 +666,56 @@ static void out_u64(uint64_t v) {
     out_bytes(b, 8);
 }
 
+/* Number of path entries a module writes: one per counted path, one per table that lost
+ * increments. */
+static uint64_t path_entries(const struct tally_module *m) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; m->path_tables && i < m->num_path_tables; i++) {
+        const struct tally_path_table *t = &m->path_tables[i];
+        for (uint64_t j = 0; j < t->capacity; j++)
+            n += t->slots[2 * j] != 0 && t->slots[2 * j + 1] != 0;
+        n += t->lost != 0;
+    }
+    return n;
+}
+
+static void out_path_entries(const struct tally_module *m, uint64_t limit) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; m->path_tables && i < m->num_path_tables; i++) {
+        const struct tally_path_table *t = &m->path_tables[i];
+        for (uint64_t j = 0; j < t->capacity && n < limit; j++) {
+            if (t->slots[2 * j] != 0 && t->slots[2 * j + 1] != 0) {
+                out_u32(t->function);
+                out_u32(0);
+                out_u64(t->slots[2 * j] - 1);
+                out_u64(t->slots[2 * j + 1]);
+                n++;
+            }
+        }
+        if (t->lost && n < limit) {
+            out_u32(t->function);
+            out_u32(1);
+            out_u64(0);
+            out_u64(t->lost);
+            n++;
+        }
+    }
+    for (; n < limit; n++) { /* the tables changed while writing: pad with empty losses */
+        out_u32(0);
+        out_u32(1);
+        out_u64(0);
+        out_u64(0);
+    }
+}
+
 static void out_module(const struct tally_module *m) {
     static const unsigned char zeros[8];
+    uint64_t entries = path_entries(m);
     out_bytes("TALLYMOD", 8);
     out_u64(m->hash);
     out_u64(m->meta_len);
     out_u64(m->num_counters);
+    out_u64(entries);
     out_bytes(m->meta, m->meta_len);
     out_bytes(zeros, (8 - (m->meta_len & 7)) & 7);
     if (m->num_counters > UINT64_MAX / 8) {
@@ -550,6 +728,7 @@ static void out_module(const struct tally_module *m) {
         for (uint64_t i = 0; i < m->num_counters && !out.err; i++)
             out_u64(m->counters[i]);
     }
+    out_path_entries(m, entries);
 }
 
 /* Builds the profile path into out.path. Returns 0 (ok), 1 (TALLY_PROFILE=off) or an errno. */
@@ -643,7 +822,7 @@ static void write_profile_locked(void) {
         count++;
 
     out_bytes("TALLYPRF", 8);
-    out_u32(1);
+    out_u32(2);
     out_u32(0);
     out_u64(count);
     out_u64((uint64_t)getpid());

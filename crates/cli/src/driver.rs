@@ -232,6 +232,17 @@ fn compile_one(
             st.shadow_frames,
             t0.elapsed().as_secs_f64() * 1000.0
         );
+        if s.mode == Mode::Path {
+            eprintln!(
+                "tally: {}: {} functions count paths in a hash table, {} use edge counters instead",
+                Path::new(src).display(),
+                st.hashed_paths,
+                st.path_fallbacks
+            );
+            for (name, why) in &done.path_fallbacks {
+                eprintln!("tally: edge counters for {name}: {why}");
+            }
+        }
         for sk in &done.meta.skipped {
             eprintln!("tally: not instrumented: {}: {}", sk.name, sk.reason);
         }

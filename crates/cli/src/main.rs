@@ -47,6 +47,8 @@ enum Cmd {
     },
     /// Exact block and edge counts from one or more profiles of the same build.
     Report(ReportArgs),
+    /// The hottest acyclic paths of a path profile (built with --tally-mode=path).
+    Paths(PathsArgs),
     /// Add profiles of the same build into one.
     Merge {
         /// Output file.
@@ -92,6 +94,41 @@ struct ReportArgs {
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct PathsArgs {
+    /// Profiles (several are added; they must come from the same build).
+    #[arg(required = true)]
+    profiles: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Paths listed per ranking (0 = all).
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Do not quote source lines.
+    #[arg(long)]
+    no_source: bool,
+    /// Write to this file instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+fn paths(a: PathsArgs) -> Result<()> {
+    let profile = read_profiles(&a.profiles)?;
+    let title = a
+        .profiles
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let r = tally_report::analyze(&profile)?;
+    let out = match a.format {
+        Format::Json => tally_report::render::paths_json(&r, &title),
+        Format::Text => tally_report::render::paths_text(&r, &title, a.top, !a.no_source),
+    };
+    write_out(a.output.as_ref(), out.as_bytes())
 }
 
 fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
@@ -156,6 +193,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Cc { args } => driver::main(false, &args),
         Cmd::Cxx { args } => driver::main(true, &args),
         Cmd::Report(a) => report(a).map(|()| 0),
+        Cmd::Paths(a) => paths(a).map(|()| 0),
         Cmd::Merge { output, profiles } => {
             let p = read_profiles(&profiles)?;
             write_out(Some(&output), &p.write()).map(|()| 0)

@@ -40,3 +40,10 @@ fn indirect_branches_sharing_targets_need_tags() {
         "edge mode should tag the targets' incoming edges: {err}"
     );
 }
+
+#[test]
+fn hashed_paths_and_a_call_right_after_setjmp() {
+    let src = repo().join("testdata/shapes/manypaths.c");
+    check_program(&src, 0, "-O0");
+    check_program(&src, 0, "-O2");
+}

@@ -10,5 +10,6 @@ pub mod meta;
 pub mod profile;
 
 pub use meta::{
-    FunctionMeta, Linkage, Loc, MetaError, Mode, ModuleMeta, Probe, SkippedFunction, StoredKind,
+    FunctionMeta, Linkage, Loc, MetaError, Mode, ModuleMeta, PathMeta, PathStorage, Probe,
+    SkippedFunction, StoredKind,
 };

@@ -17,7 +17,7 @@ use thiserror::Error;
 /// Magic bytes at the start of every metadata blob.
 pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// Version of the metadata encoding. Bump on any change of the types below.
-pub const META_VERSION: u32 = 2;
+pub const META_VERSION: u32 = 3;
 
 /// How a module was instrumented.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
@@ -31,6 +31,8 @@ pub enum Mode {
     /// Block counts with fewer edge counters (paper 000 §3.3, Vprof(Ecnt), Fig. 11); edge counts
     /// only where determined.
     Vertex,
+    /// Ball-Larus path profiling (paper 002): how often each acyclic path ran.
+    Path,
 }
 
 impl Mode {
@@ -41,6 +43,7 @@ impl Mode {
             Mode::EdgesNaive => "edges-naive",
             Mode::BlocksNaive => "blocks-naive",
             Mode::Vertex => "vertex",
+            Mode::Path => "path",
         }
     }
     /// Parses a command-line mode name.
@@ -50,11 +53,17 @@ impl Mode {
             "edges-naive" => Mode::EdgesNaive,
             "blocks-naive" => Mode::BlocksNaive,
             "vertex" => Mode::Vertex,
+            "path" => Mode::Path,
             _ => return None,
         })
     }
     /// Every mode, in the order the docs list them.
-    pub const ALL: [Mode; 4] = [Mode::Edge, Mode::EdgesNaive, Mode::BlocksNaive, Mode::Vertex];
+    pub const ALL: [Mode; 4] = [
+        Mode::Edge,
+        Mode::EdgesNaive,
+        Mode::BlocksNaive,
+        Mode::Vertex,
+    ];
     /// The names accepted by [`Mode::from_name`], for messages.
     pub const NAMES: &'static str = "edge, edges-naive, blocks-naive, vertex";
 }
@@ -111,6 +120,31 @@ pub enum Probe {
     Edge(u32),
     /// The number of times the block with this id was entered.
     Block(u32),
+    /// The number of times the path with this number ran (path mode, array storage).
+    Path(u32),
+}
+
+/// Where a function's path counts live (path mode).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum PathStorage {
+    /// In the module's counter array: counter `counter_base + p` counts path `p`.
+    Array,
+    /// In the runtime's hash table number `table` of the module (profile path entries).
+    Hash {
+        /// Index of the table in the module's path tables.
+        table: u32,
+    },
+}
+
+/// Path-profiling facts of one function (path mode).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PathMeta {
+    /// Edges where paths are cut besides back edges (paper 002's answer to too many paths).
+    pub cuts: Vec<u32>,
+    /// Number of potential paths (NumPaths of START); paths are numbered `0..num_paths`.
+    pub num_paths: u128,
+    /// Where the counts are.
+    pub storage: PathStorage,
 }
 
 /// One function of a module.
@@ -139,6 +173,9 @@ pub struct FunctionMeta {
     /// `vertex` mode: edges whose count the counters do not determine (the cycles of
     /// `zero_edges`); their derived values are only vertex-equivalent and are not reported.
     pub unknown_edges: Vec<u32>,
+    /// Path mode: the function's paths. `None` in a path-mode module means the function is
+    /// profiled with edge counters instead (its paths could not be instrumented).
+    pub paths: Option<PathMeta>,
 }
 
 impl FunctionMeta {
@@ -297,18 +334,24 @@ impl ModuleMeta {
                 let ok = match *p {
                     Probe::Edge(e) => (e as usize) < cfg.num_edges(),
                     Probe::Block(b) => (b as usize) < cfg.num_blocks(),
+                    Probe::Path(k) => f
+                        .paths
+                        .as_ref()
+                        .is_some_and(|pm| u128::from(k) < pm.num_paths),
                 };
                 if !ok {
                     return bad(format!("function {} has a counter for {p:?}", f.name));
                 }
             }
-            if f
-                .zero_edges
+            if f.zero_edges
                 .iter()
                 .chain(&f.unknown_edges)
                 .any(|&e| e as usize >= cfg.num_edges())
             {
-                return bad(format!("function {} names an edge it does not have", f.name));
+                return bad(format!(
+                    "function {} names an edge it does not have",
+                    f.name
+                ));
             }
             if cfg.shape_hash() != f.cfg_hash {
                 return bad(format!("function {} graph does not match its hash", f.name));
@@ -322,6 +365,6 @@ impl ModuleMeta {
 pub fn probe_edge(p: Probe) -> Option<EdgeId> {
     match p {
         Probe::Edge(e) => Some(EdgeId::new(e as usize)),
-        Probe::Block(_) => None,
+        Probe::Block(_) | Probe::Path(_) => None,
     }
 }

@@ -4,12 +4,17 @@
 //! All integers are little-endian:
 //!
 //! ```text
-//! header   "TALLYPRF"  u32 container_version (=1)  u32 flags (=0)  u64 module_count  u64 pid
-//! module*  "TALLYMOD"  u64 module_hash  u64 meta_len  u64 num_counters
+//! header   "TALLYPRF"  u32 container_version (=2)  u32 flags (=0)  u64 module_count  u64 pid
+//! module*  "TALLYMOD"  u64 module_hash  u64 meta_len  u64 num_counters  u64 num_path_entries
 //!          meta bytes, zero-padded to a multiple of 8
 //!          num_counters x u64 counters
+//!          num_path_entries x { u32 function  u32 kind  u64 path  u64 count }
 //! trailer  "TALLYEND"  u64 total file length in bytes (trailer included)
 //! ```
+//!
+//! Path entries hold the hashed path counters of path mode: kind 0 is "path `path` of function
+//! `function` (index in the module's metadata) ran `count` times", kind 1 is "`count` increments
+//! of that function were lost because the runtime ran out of memory".
 //!
 //! `module_hash` is the FNV-1a 64 hash ([`tally_graph::hash::fnv64`]) of the metadata blob. The
 //! reader checks every magic, the version, every length, the trailer, each module's hash, that
@@ -31,12 +36,14 @@ pub const MODULE_MAGIC: &[u8; 8] = b"TALLYMOD";
 /// Magic bytes at the start of the trailer.
 pub const TRAILER_MAGIC: &[u8; 8] = b"TALLYEND";
 /// The container version this build reads and writes.
-pub const PROFILE_VERSION: u32 = 1;
+pub const PROFILE_VERSION: u32 = 2;
 
 /// Bytes in the header.
 const HEADER_LEN: usize = 32;
 /// Bytes in a module record before the metadata.
-const MODULE_HEADER_LEN: usize = 32;
+const MODULE_HEADER_LEN: usize = 40;
+/// Bytes in a path entry.
+const PATH_ENTRY_LEN: u64 = 24;
 /// Bytes in the trailer.
 const TRAILER_LEN: usize = 16;
 
@@ -60,6 +67,30 @@ pub struct ProfileModule {
     pub meta_blob: Vec<u8>,
     /// The counters; `counters.len() == meta.num_counters`.
     pub counters: Vec<u64>,
+    /// Hashed path counts (path mode), in file order.
+    pub paths: Vec<PathEntry>,
+}
+
+/// One path entry of a module record.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct PathEntry {
+    /// Index of the function in the module's metadata.
+    pub function: u32,
+    /// What the entry says.
+    pub kind: PathEntryKind,
+    /// The path number (0 for `Lost`).
+    pub path: u64,
+    /// How often the path ran, or how many increments were lost.
+    pub count: u64,
+}
+
+/// The kinds of path entries.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum PathEntryKind {
+    /// A path count.
+    Count,
+    /// Increments lost for lack of memory.
+    Lost,
 }
 
 impl ProfileModule {
@@ -71,6 +102,7 @@ impl ProfileModule {
             meta,
             meta_blob,
             counters,
+            paths: Vec::new(),
         }
     }
 
@@ -97,6 +129,7 @@ impl ProfileModule {
             meta,
             meta_blob,
             counters,
+            paths: Vec::new(),
         })
     }
 }
@@ -107,6 +140,14 @@ pub enum ProfileError {
     /// The file has no bytes at all.
     #[error("empty profile (0 bytes): the program wrote nothing")]
     Empty,
+    /// A path entry that names no function with hashed paths, or has an unknown kind.
+    #[error("corrupt profile: module record #{index} has a bad path entry (function #{function})")]
+    BadPathEntry {
+        /// The module record.
+        index: usize,
+        /// The function it names.
+        function: u32,
+    },
     /// The file does not start with `TALLYPRF`.
     #[error("not a tally profile (bad magic)")]
     BadMagic,
@@ -320,6 +361,7 @@ impl Profile {
             let stored = r.u64("the module hash")?;
             let meta_len = r.u64("the metadata length")?;
             let num_counters = r.u64("the counter count")?;
+            let num_paths = r.u64("the path entry count")?;
             let blob = r.take("the module metadata", meta_len)?;
             let padded = pad8(meta_len).unwrap_or(u64::MAX);
             r.take("the metadata padding", padded - meta_len)?;
@@ -341,7 +383,35 @@ impl Profile {
                     u64::from_le_bytes(a)
                 })
                 .collect();
-            modules.push(ProfileModule::from_blob(index, blob.to_vec(), counters)?);
+            let mut module = ProfileModule::from_blob(index, blob.to_vec(), counters)?;
+            let raw = r.take("the path entries", num_paths.saturating_mul(PATH_ENTRY_LEN))?;
+            for e in raw.chunks_exact(PATH_ENTRY_LEN as usize) {
+                let word = |i: usize| {
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&e[i..i + 8]);
+                    u64::from_le_bytes(a)
+                };
+                let head = word(0);
+                let (function, kind) = ((head & 0xffff_ffff) as u32, (head >> 32) as u32);
+                let kind = match kind {
+                    0 => PathEntryKind::Count,
+                    1 => PathEntryKind::Lost,
+                    _ => return Err(ProfileError::BadPathEntry { index, function }),
+                };
+                if function as usize >= module.meta.functions.len()
+                    || (kind == PathEntryKind::Count
+                        && module.meta.functions[function as usize].paths.is_none())
+                {
+                    return Err(ProfileError::BadPathEntry { index, function });
+                }
+                module.paths.push(PathEntry {
+                    function,
+                    kind,
+                    path: word(8),
+                    count: word(16),
+                });
+            }
+            modules.push(module);
         }
 
         let at = r.pos;
@@ -383,7 +453,10 @@ impl Profile {
             .modules
             .iter()
             .map(|m| {
-                MODULE_HEADER_LEN + m.meta_blob.len().next_multiple_of(8) + 8 * m.counters.len()
+                MODULE_HEADER_LEN
+                    + m.meta_blob.len().next_multiple_of(8)
+                    + 8 * m.counters.len()
+                    + PATH_ENTRY_LEN as usize * m.paths.len()
             })
             .sum();
         let mut out = Vec::with_capacity(HEADER_LEN + body + TRAILER_LEN);
@@ -397,10 +470,21 @@ impl Profile {
             out.extend_from_slice(&m.hash.to_le_bytes());
             out.extend_from_slice(&(m.meta_blob.len() as u64).to_le_bytes());
             out.extend_from_slice(&(m.counters.len() as u64).to_le_bytes());
+            out.extend_from_slice(&(m.paths.len() as u64).to_le_bytes());
             out.extend_from_slice(&m.meta_blob);
             out.resize(out.len().next_multiple_of(8), 0);
             for c in &m.counters {
                 out.extend_from_slice(&c.to_le_bytes());
+            }
+            for p in &m.paths {
+                out.extend_from_slice(&p.function.to_le_bytes());
+                let kind: u32 = match p.kind {
+                    PathEntryKind::Count => 0,
+                    PathEntryKind::Lost => 1,
+                };
+                out.extend_from_slice(&kind.to_le_bytes());
+                out.extend_from_slice(&p.path.to_le_bytes());
+                out.extend_from_slice(&p.count.to_le_bytes());
             }
         }
         out.extend_from_slice(TRAILER_MAGIC);
@@ -455,6 +539,7 @@ mod tests {
             counters: vec![Probe::Edge(1)],
             zero_edges: Vec::new(),
             unknown_edges: Vec::new(),
+            paths: None,
         };
         f.cfg_hash = f.cfg().unwrap().shape_hash();
         ModuleMeta {
@@ -496,7 +581,7 @@ mod tests {
         };
         let b = p.write();
         assert_eq!(&b[0..8], b"TALLYPRF");
-        assert_eq!(&b[8..12], &1u32.to_le_bytes());
+        assert_eq!(&b[8..12], &2u32.to_le_bytes());
         assert_eq!(&b[12..16], &0u32.to_le_bytes());
         assert_eq!(&b[16..24], &1u64.to_le_bytes());
         assert_eq!(&b[24..32], &9u64.to_le_bytes());
@@ -504,9 +589,10 @@ mod tests {
         assert_eq!(&b[40..48], &fnv64(&blob).to_le_bytes());
         assert_eq!(&b[48..56], &(blob.len() as u64).to_le_bytes());
         assert_eq!(&b[56..64], &2u64.to_le_bytes());
-        let c = 64 + blob.len().next_multiple_of(8);
-        assert_eq!(&b[64..64 + blob.len()], &blob[..]);
-        assert!(b[64 + blob.len()..c].iter().all(|&x| x == 0));
+        assert_eq!(&b[64..72], &0u64.to_le_bytes());
+        let c = 72 + blob.len().next_multiple_of(8);
+        assert_eq!(&b[72..72 + blob.len()], &blob[..]);
+        assert!(b[72 + blob.len()..c].iter().all(|&x| x == 0));
         assert_eq!(&b[c..c + 8], &5u64.to_le_bytes());
         assert_eq!(&b[c + 8..c + 16], &6u64.to_le_bytes());
         assert_eq!(&b[c + 16..c + 24], b"TALLYEND");
@@ -546,7 +632,7 @@ mod tests {
         b[8..12].copy_from_slice(&7u32.to_le_bytes());
         assert_eq!(
             err(&b),
-            "profile container version 7 is not supported (this tally reads version 1)"
+            "profile container version 7 is not supported (this tally reads version 2)"
         );
     }
 
@@ -599,7 +685,7 @@ mod tests {
         // meta_len of module 0 = u64::MAX
         b[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(err(&b).starts_with(
-            "truncated profile: the module metadata at byte 64 needs 18446744073709551615 bytes"
+            "truncated profile: the module metadata at byte 72 needs 18446744073709551615 bytes"
         ));
         let mut b = sample().write();
         // num_counters of module 0 = u64::MAX / 4
@@ -683,11 +769,12 @@ mod tests {
                 meta: meta("x.c", 0),
                 meta_blob: blob,
                 counters: vec![],
+                paths: vec![],
             }],
         };
         assert_eq!(
             err(&p.write()),
-            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 2)"
+            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 3)"
         );
         let blob = b"garbage!".to_vec();
         let p = Profile {
@@ -697,6 +784,7 @@ mod tests {
                 meta: meta("x.c", 0),
                 meta_blob: blob,
                 counters: vec![],
+                paths: vec![],
             }],
         };
         assert_eq!(

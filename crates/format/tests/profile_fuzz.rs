@@ -38,6 +38,7 @@ fn function(name: &str, base: u32) -> FunctionMeta {
         counters: vec![Probe::Edge(1), Probe::Edge(5), Probe::Block(2)],
         zero_edges: Vec::new(),
         unknown_edges: Vec::new(),
+        paths: None,
     };
     f.cfg_hash = f.cfg().unwrap().shape_hash();
     f

@@ -29,16 +29,22 @@ pub(crate) struct Globals {
     pub tls_top: LLVMValueRef,
     pub unwound: (LLVMValueRef, LLVMTypeRef),
     pub longjmp_landed: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_path_count(table, path)`.
+    pub path_count: (LLVMValueRef, LLVMTypeRef),
+    /// `struct tally_path_table`.
+    pub table_ty: LLVMTypeRef,
+    /// The module's path tables (`[N x table_ty]`), or a null pointer when it has none.
+    pub path_tables: LLVMValueRef,
     /// Use atomic increments.
     pub atomic: bool,
 }
 
-struct Emitter<'a> {
-    g: &'a Globals,
-    b: LLVMBuilderRef,
+pub(crate) struct Emitter<'a> {
+    pub g: &'a Globals,
+    pub b: LLVMBuilderRef,
     /// Debug location for calls in functions with debug info.
-    fn_scope: Option<LLVMMetadataRef>,
-    func: Val,
+    pub fn_scope: Option<LLVMMetadataRef>,
+    pub func: Val,
 }
 
 fn cname(s: &str) -> CString {
@@ -46,31 +52,31 @@ fn cname(s: &str) -> CString {
 }
 
 impl Emitter<'_> {
-    fn at(&self, before: Val) {
+    pub(crate) fn at(&self, before: Val) {
         unsafe {
             c::LLVMPositionBuilderBefore(self.b, before.0);
             c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         }
     }
-    fn at_end(&self, bb: Bb) {
+    pub(crate) fn at_end(&self, bb: Bb) {
         unsafe {
             c::LLVMPositionBuilderAtEnd(self.b, bb.0);
             c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         }
     }
-    fn i64c(&self, v: u64) -> LLVMValueRef {
+    pub(crate) fn i64c(&self, v: u64) -> LLVMValueRef {
         unsafe { c::LLVMConstInt(self.g.i64t, v, 0) }
     }
-    fn i32c(&self, v: u64) -> LLVMValueRef {
+    pub(crate) fn i32c(&self, v: u64) -> LLVMValueRef {
         unsafe { c::LLVMConstInt(self.g.i32t, v, 0) }
     }
     /// Pointer to counter `idx` (module-relative) as a constant expression.
-    fn counter_ptr(&self, idx: u64) -> LLVMValueRef {
+    pub(crate) fn counter_ptr(&self, idx: u64) -> LLVMValueRef {
         let mut i = [self.i64c(idx)];
         unsafe { c::LLVMConstInBoundsGEP2(self.g.i64t, self.g.counters, i.as_mut_ptr(), 1) }
     }
     /// `*ptr += delta` at the builder position.
-    fn add_to(&self, ptr: LLVMValueRef, delta: LLVMValueRef) {
+    pub(crate) fn add_to(&self, ptr: LLVMValueRef, delta: LLVMValueRef) {
         let empty = cname("");
         unsafe {
             if self.g.atomic {
@@ -89,17 +95,22 @@ impl Emitter<'_> {
             }
         }
     }
-    fn increment(&self, idx: u64) {
+    pub(crate) fn increment(&self, idx: u64) {
         self.add_to(self.counter_ptr(idx), self.i64c(1));
     }
-    fn call_loc(&self, near: Val) -> Option<LLVMMetadataRef> {
+    pub(crate) fn call_loc(&self, near: Val) -> Option<LLVMMetadataRef> {
         let scope = self.fn_scope?;
         Some(
             near.debug_loc()
                 .unwrap_or_else(|| ir::artificial_loc(self.g.ctx, scope)),
         )
     }
-    fn call(&self, f: (LLVMValueRef, LLVMTypeRef), args: &mut [LLVMValueRef], near: Val) {
+    pub(crate) fn call(
+        &self,
+        f: (LLVMValueRef, LLVMTypeRef),
+        args: &mut [LLVMValueRef],
+        near: Val,
+    ) {
         let empty = cname("");
         let call = unsafe {
             c::LLVMBuildCall2(
@@ -113,7 +124,7 @@ impl Emitter<'_> {
         };
         Val(call).set_debug_loc(self.call_loc(near));
     }
-    fn field(&self, rec: LLVMValueRef, i: u32) -> LLVMValueRef {
+    pub(crate) fn field(&self, rec: LLVMValueRef, i: u32) -> LLVMValueRef {
         let empty = cname("");
         unsafe { c::LLVMBuildStructGEP2(self.b, self.g.frame_ty, rec, i, empty.as_ptr()) }
     }
@@ -121,7 +132,7 @@ impl Emitter<'_> {
 
 /// Splits edge `e` (successor `index` of `term`) with a new block; returns the new block.
 /// PHIs of the target get the new block in place of exactly one entry for the old source.
-fn split_edge(em: &Emitter, term: Val, index: u32) -> Bb {
+pub(crate) fn split_edge(em: &Emitter, term: Val, index: u32) -> Bb {
     let target = term.successor(index);
     let src = term.parent();
     let name = cname("tally.split");
@@ -176,6 +187,54 @@ fn rebuild_phi_moving_one(em: &Emitter, phi: Val, from: Bb, to: Bb) {
     }
 }
 
+/// Allocates the frame record at the start of the entry block (the builder must be there).
+pub(crate) fn frame_alloca(em: &Emitter) -> LLVMValueRef {
+    let n = cname("tally.frame");
+    unsafe { c::LLVMBuildAlloca(em.b, em.g.frame_ty, n.as_ptr()) }
+}
+
+/// Pushes the frame record (at the builder's position): `rec.prev = top; top = &rec`, and
+/// `rec.site = entry_site` if given. The site is otherwise set only before the first call that
+/// may end the frame: no call can before that, so it need not be initialized.
+pub(crate) fn frame_push(em: &Emitter, rec: LLVMValueRef, entry_site: Option<LLVMValueRef>) {
+    let empty = cname("");
+    unsafe {
+        let top = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.g.tls_top, empty.as_ptr());
+        c::LLVMBuildStore(em.b, top, em.field(rec, 0));
+        if let Some(site) = entry_site {
+            c::LLVMBuildStore(em.b, site, em.field(rec, 1));
+        }
+        c::LLVMBuildStore(em.b, rec, em.g.tls_top);
+    }
+}
+
+/// Everything else a frame record needs: `tail` markers dropped from calls that stay sites,
+/// the pop before every return, `__tally_unwound` at landing pads and `__tally_longjmp_landed`
+/// after setjmp calls (each the first call there, as the runtime requires).
+pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
+    let empty = cname("");
+    for node in &l.nodes {
+        for &t in &node.tail_sites {
+            unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };
+        }
+        if node.returns {
+            em.at(node.end);
+            unsafe {
+                let prev = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.field(rec, 0), empty.as_ptr());
+                c::LLVMBuildStore(em.b, prev, em.g.tls_top);
+            }
+        }
+        if node.landing_pad {
+            em.at(node.start);
+            em.call(em.g.unwound, &mut [rec], node.start);
+        }
+        if let Some(sj) = node.after_setjmp {
+            em.at(node.start);
+            em.call(em.g.longjmp_landed, &mut [sj.0, rec], sj);
+        }
+    }
+}
+
 /// Instruments one function. `base` is the module index of the function's first counter.
 pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64) {
     let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
@@ -193,10 +252,7 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
 
     // Frame record and tag slots live in the entry block.
     em.at(entry_first);
-    let rec = plan.shadow.then(|| {
-        let n = cname("tally.frame");
-        unsafe { c::LLVMBuildAlloca(b, g.frame_ty, n.as_ptr()) }
-    });
+    let rec = plan.shadow.then(|| frame_alloca(&em));
     let slots: Vec<(NodeId, LLVMValueRef)> = plan
         .tag_targets
         .iter()
@@ -226,41 +282,16 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
                 .expect("early-exit edges are chords");
             em.counter_ptr(base + idx as u64)
         };
-        // Push: rec.prev = top; top = &rec. The site is set before the first call that may end
-        // the frame (no call can before that, so it need not be initialized); when the entry
-        // block has such a call its site is stored here, once.
-        let entry_site = l.nodes[0].first_site.is_some();
-        unsafe {
-            let top = c::LLVMBuildLoad2(b, g.ptrt, g.tls_top, empty.as_ptr());
-            c::LLVMBuildStore(b, top, em.field(rec, 0));
-            if entry_site {
-                c::LLVMBuildStore(b, site_ptr(NodeId::new(0)), em.field(rec, 1));
-            }
-            c::LLVMBuildStore(b, rec, g.tls_top);
-        }
+        // The entry block's site, if it has one, is stored by the push, once.
+        let entry_site = l.nodes[0].first_site.map(|_| site_ptr(NodeId::new(0)));
+        frame_push(&em, rec, entry_site);
+        // Landing-pad and setjmp calls first: after a longjmp the runtime must see the site the
+        // frame was left from, not the one of the block it re-enters.
+        frame_exits(&em, l, rec);
         for (i, node) in l.nodes.iter().enumerate() {
-            let n = NodeId::new(i);
-            if let (Some(site), false) = (node.first_site, i == 0 && entry_site) {
+            if let (Some(site), false) = (node.first_site, i == 0) {
                 em.at(site);
-                unsafe { c::LLVMBuildStore(b, site_ptr(n), em.field(rec, 1)) };
-            }
-            for &t in &node.tail_sites {
-                unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };
-            }
-            if node.returns {
-                em.at(node.end);
-                unsafe {
-                    let prev = c::LLVMBuildLoad2(b, g.ptrt, em.field(rec, 0), empty.as_ptr());
-                    c::LLVMBuildStore(b, prev, g.tls_top);
-                }
-            }
-            if node.landing_pad {
-                em.at(node.start);
-                em.call(g.unwound, &mut [rec], node.start);
-            }
-            if let Some(sj) = node.after_setjmp {
-                em.at(node.start);
-                em.call(g.longjmp_landed, &mut [sj.0, rec], sj);
+                unsafe { c::LLVMBuildStore(b, site_ptr(NodeId::new(i)), em.field(rec, 1)) };
             }
         }
     }

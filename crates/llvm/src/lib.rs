@@ -20,6 +20,7 @@ mod ends;
 mod ir;
 mod lower;
 mod module;
+mod paths;
 mod plan;
 mod prepare;
 
@@ -31,7 +32,9 @@ use ir::Val;
 use llvm_sys::core as c;
 use llvm_sys::LLVMLinkage;
 use std::collections::HashMap;
-use tally_format::{FunctionMeta, Linkage, Loc, Mode, ModuleMeta, SkippedFunction};
+use tally_format::{
+    FunctionMeta, Linkage, Loc, Mode, ModuleMeta, PathMeta, PathStorage, Probe, SkippedFunction,
+};
 use thiserror::Error;
 
 /// What to instrument and how.
@@ -76,6 +79,10 @@ pub struct Stats {
     pub tagged: usize,
     /// Functions placed with measured weights (`Options::weights`).
     pub weighted: usize,
+    /// Path mode: functions whose paths are counted in the runtime's hash table.
+    pub hashed_paths: usize,
+    /// Path mode: functions profiled with edge counters instead.
+    pub path_fallbacks: usize,
 }
 
 /// Weights from measured counts: the count, with the heuristic weight as a tie-breaker below 1
@@ -102,6 +109,8 @@ pub struct Instrumented {
     pub meta: ModuleMeta,
     /// Summary numbers.
     pub stats: Stats,
+    /// Path mode: functions profiled with edge counters instead, and why.
+    pub path_fallbacks: Vec<(String, String)>,
 }
 
 /// Instrumentation failures.
@@ -173,6 +182,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     // any increment is emitted.
     let mut work = Vec::new();
     let mut weighted = 0;
+    let mut path_fallbacks = Vec::new();
     let mut skipped = Vec::new();
     let mut f = unsafe { c::LLVMGetFirstFunction(m) };
     while !f.is_null() {
@@ -193,17 +203,34 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                     (counts.len() == l.cfg.num_edges()).then(|| exact_weights(&l.cfg, counts))
                 });
                 weighted += usize::from(measured.is_some());
-                let mut p = plan::plan(&l, opts.mode, measured.as_ref());
+                let mut fp = if opts.mode == Mode::Path {
+                    match paths::plan_paths(&l, measured.as_ref()) {
+                        Ok(pp) => FnPlan::Paths(pp),
+                        Err(reason) => {
+                            path_fallbacks.push((name.clone(), reason));
+                            FnPlan::Counters(plan::plan(&l, Mode::Edge, measured.as_ref()))
+                        }
+                    }
+                } else {
+                    FnPlan::Counters(plan::plan(&l, opts.mode, measured.as_ref()))
+                };
                 if !opts.shadow {
-                    p.shadow = false;
+                    match &mut fp {
+                        FnPlan::Counters(p) => p.shadow = false,
+                        FnPlan::Paths(p) => p.shadow = false,
+                    }
                 }
-                work.push((fv, name, l, p));
+                work.push((fv, name, l, fp));
             }
             Err(reason) => skipped.push(SkippedFunction { name, reason }),
         }
     }
-    let total: usize = work.iter().map(|w| w.3.counters.len()).sum();
-    let globals = module::make_globals(ctx, m, total as u64, opts.atomic);
+    let total: usize = work.iter().map(|w| w.3.num_counters()).sum();
+    let tables = work
+        .iter()
+        .filter(|w| matches!(&w.3, FnPlan::Paths(p) if p.hashed))
+        .count();
+    let globals = module::make_globals(ctx, m, total as u64, tables as u64, opts.atomic);
 
     let mut files = Files::default();
     let mut functions = Vec::with_capacity(work.len());
@@ -213,8 +240,49 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         ..Stats::default()
     };
     let mut base = 0usize;
-    for (fv, name, l, p) in &work {
-        apply::apply(&globals, *fv, l, p, base as u64);
+    let mut table = 0u32;
+    for (index, (fv, name, l, fp)) in work.iter().enumerate() {
+        let (counters, zero_edges, unknown_edges, paths_meta, shadow) = match fp {
+            FnPlan::Counters(p) => {
+                apply::apply(&globals, *fv, l, p, base as u64);
+                stats.tagged += p
+                    .counters
+                    .iter()
+                    .filter(|(_, r)| matches!(r, plan::Realize::Tagged { .. }))
+                    .count();
+                (
+                    p.counters
+                        .iter()
+                        .map(|(probe, _)| *probe)
+                        .collect::<Vec<_>>(),
+                    p.zero_edges.iter().map(|e| e.index() as u32).collect(),
+                    p.unknown_edges.iter().map(|e| e.index() as u32).collect(),
+                    None,
+                    p.shadow,
+                )
+            }
+            FnPlan::Paths(pp) => {
+                let (counts, storage, counters) = if pp.hashed {
+                    let t = module::path_table(&globals, table, index as u32);
+                    let s = PathStorage::Hash { table };
+                    table += 1;
+                    (paths::Counts::Hash { table: t }, s, Vec::new())
+                } else {
+                    (
+                        paths::Counts::Array { base: base as u64 },
+                        PathStorage::Array,
+                        (0..pp.num_paths as u32).map(Probe::Path).collect(),
+                    )
+                };
+                paths::apply_paths(&globals, *fv, l, pp, counts);
+                let pm = PathMeta {
+                    cuts: pp.cuts.iter().map(|e| e.index() as u32).collect(),
+                    num_paths: pp.num_paths,
+                    storage,
+                };
+                (counters, Vec::new(), Vec::new(), Some(pm), pp.shadow)
+            }
+        };
         let fpos = ir::function_pos(*fv);
         let loc = files.loc(&fpos);
         // A block without any located instruction: the entry block takes the function's line.
@@ -230,6 +298,14 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                 }
             })
             .collect();
+        stats.functions += 1;
+        stats.blocks += l.cfg.num_blocks();
+        stats.edges += l.cfg.num_edges();
+        stats.counters += counters.len();
+        stats.shadow_frames += usize::from(shadow);
+        stats.hashed_paths +=
+            usize::from(matches!(&paths_meta, Some(p) if p.storage != PathStorage::Array));
+        let n = counters.len();
         functions.push(FunctionMeta {
             name: name.clone(),
             linkage: linkage_of(*fv),
@@ -239,22 +315,14 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             blocks,
             cfg_hash: l.cfg.shape_hash(),
             counter_base: base as u32,
-            counters: p.counters.iter().map(|(probe, _)| *probe).collect(),
-            zero_edges: p.zero_edges.iter().map(|e| e.index() as u32).collect(),
-            unknown_edges: p.unknown_edges.iter().map(|e| e.index() as u32).collect(),
+            counters,
+            zero_edges,
+            unknown_edges,
+            paths: paths_meta,
         });
-        stats.functions += 1;
-        stats.blocks += l.cfg.num_blocks();
-        stats.edges += l.cfg.num_edges();
-        stats.counters += p.counters.len();
-        stats.shadow_frames += usize::from(p.shadow);
-        stats.tagged += p
-            .counters
-            .iter()
-            .filter(|(_, r)| matches!(r, plan::Realize::Tagged { .. }))
-            .count();
-        base += p.counters.len();
+        base += n;
     }
+    stats.path_fallbacks = path_fallbacks.len();
     let meta = ModuleMeta {
         source: opts.source.clone(),
         producer: format!("tally {}", env!("CARGO_PKG_VERSION")),
@@ -266,7 +334,13 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     };
     let blob = meta.encode();
     let hash = tally_graph::hash::fnv64(&blob);
-    module::emit_registration(&globals, &blob, hash, total as u64);
+    module::emit_registration(&globals, &blob, hash, total as u64, tables as u64);
+    if opts.mode == Mode::Path {
+        module::promote_allocas(&module).map_err(|message| Error::Verify {
+            source_file: opts.source.clone(),
+            message,
+        })?;
+    }
 
     module.verify().map_err(|e| Error::Verify {
         source_file: opts.source.clone(),
@@ -277,5 +351,25 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         bitcode,
         meta,
         stats,
+        path_fallbacks,
     })
+}
+
+/// The plan of one function.
+enum FnPlan {
+    /// Counters on edges or blocks.
+    Counters(plan::Plan),
+    /// Path profiling.
+    Paths(paths::PathPlan),
+}
+
+impl FnPlan {
+    /// Slots the function takes in the module's counter array.
+    fn num_counters(&self) -> usize {
+        match self {
+            FnPlan::Counters(p) => p.counters.len(),
+            FnPlan::Paths(p) if p.hashed => 0,
+            FnPlan::Paths(p) => p.num_paths as usize,
+        }
+    }
 }

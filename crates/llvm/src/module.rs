@@ -9,7 +9,7 @@ use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
 use std::ffi::CString;
 
 /// Version of `struct tally_module` / `struct tally_frame` the emitted code follows.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 fn cs(s: &str) -> CString {
     CString::new(s).expect("no NUL in internal names")
@@ -42,6 +42,7 @@ pub(crate) fn make_globals(
     ctx: LLVMContextRef,
     m: LLVMModuleRef,
     num_counters: u64,
+    num_path_tables: u64,
     atomic: bool,
 ) -> Globals {
     unsafe {
@@ -76,6 +77,22 @@ pub(crate) fn make_globals(
         }
         let unwound = declare_void_fn(m, voidt, "__tally_unwound", &mut [ptrt]);
         let longjmp_landed = declare_void_fn(m, voidt, "__tally_longjmp_landed", &mut [i32t, ptrt]);
+        let path_count = declare_void_fn(m, voidt, "__tally_path_count", &mut [ptrt, i64t]);
+        // struct tally_path_table { ptr slots; i64 capacity, used, lost, last_path;
+        //                           ptr last_count; i32 function, lock; }
+        let mut tf = [ptrt, i64t, i64t, i64t, i64t, ptrt, i32t, i32t];
+        let table_ty = c::LLVMStructTypeInContext(ctx, tf.as_mut_ptr(), tf.len() as u32, 0);
+        let path_tables = if num_path_tables > 0 {
+            let arr = c::LLVMArrayType2(table_ty, num_path_tables);
+            let name = cs("__tally_path_tables");
+            let g = c::LLVMAddGlobal(m, arr, name.as_ptr());
+            c::LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+            c::LLVMSetInitializer(g, c::LLVMConstNull(arr));
+            c::LLVMSetAlignment(g, 8);
+            g
+        } else {
+            c::LLVMConstNull(ptrt)
+        };
         Globals {
             ctx,
             module: m,
@@ -88,13 +105,22 @@ pub(crate) fn make_globals(
             tls_top,
             unwound,
             longjmp_landed,
+            path_count,
+            table_ty,
+            path_tables,
             atomic,
         }
     }
 }
 
 /// Emits the metadata blob, the descriptor and the registering constructor.
-pub(crate) fn emit_registration(g: &Globals, meta: &[u8], hash: u64, num_counters: u64) {
+pub(crate) fn emit_registration(
+    g: &Globals,
+    meta: &[u8],
+    hash: u64,
+    num_counters: u64,
+    num_path_tables: u64,
+) {
     unsafe {
         let ctx = g.ctx;
         let m = g.module;
@@ -108,9 +134,10 @@ pub(crate) fn emit_registration(g: &Globals, meta: &[u8], hash: u64, num_counter
         c::LLVMSetGlobalConstant(gmeta, 1);
 
         // struct tally_module { u32 abi; u32 flags; u64 hash; ptr meta; u64 meta_len;
-        //                       ptr counters; u64 num_counters; ptr next; }
+        //                       ptr counters; u64 num_counters; ptr path_tables;
+        //                       u64 num_path_tables; ptr next; }
         let mut ftys = [
-            g.i32t, g.i32t, g.i64t, g.ptrt, g.i64t, g.ptrt, g.i64t, g.ptrt,
+            g.i32t, g.i32t, g.i64t, g.ptrt, g.i64t, g.ptrt, g.i64t, g.ptrt, g.i64t, g.ptrt,
         ];
         let desc_ty = c::LLVMStructTypeInContext(ctx, ftys.as_mut_ptr(), ftys.len() as u32, 0);
         let mut vals = [
@@ -121,8 +148,11 @@ pub(crate) fn emit_registration(g: &Globals, meta: &[u8], hash: u64, num_counter
             c::LLVMConstInt(g.i64t, meta.len() as u64, 0),
             g.counters,
             c::LLVMConstInt(g.i64t, num_counters, 0),
+            g.path_tables,
+            c::LLVMConstInt(g.i64t, num_path_tables, 0),
             c::LLVMConstNull(g.ptrt),
         ];
+        assert_eq!(vals.len(), ftys.len(), "descriptor fields and values agree");
         let init = c::LLVMConstNamedStruct(desc_ty, vals.as_mut_ptr(), vals.len() as u32);
         let name = cs("__tally_module");
         let desc = c::LLVMAddGlobal(m, desc_ty, name.as_ptr());
@@ -225,4 +255,75 @@ unsafe fn append_to_global_array(g: &Globals, array: &str, f: LLVMValueRef, prio
     if !old.is_null() {
         c::LLVMDeleteGlobal(old);
     }
+}
+
+/// A pointer to path table `index`, setting its `function` field to `function` (the function's
+/// index in the module metadata).
+pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> LLVMValueRef {
+    unsafe {
+        let arr = c::LLVMGlobalGetValueType(g.path_tables);
+        let n = c::LLVMGetArrayLength2(arr);
+        // Rebuild the initializer with this table's function index set.
+        let mut elems: Vec<LLVMValueRef> = (0..n)
+            .map(|i| {
+                let init = c::LLVMGetInitializer(g.path_tables);
+                let e = c::LLVMGetAggregateElement(init, i as u32);
+                if e.is_null() {
+                    c::LLVMConstNull(g.table_ty)
+                } else {
+                    e
+                }
+            })
+            .collect();
+        let mut fields = [
+            c::LLVMConstNull(g.ptrt),
+            c::LLVMConstInt(g.i64t, 0, 0),
+            c::LLVMConstInt(g.i64t, 0, 0),
+            c::LLVMConstInt(g.i64t, 0, 0),
+            c::LLVMConstInt(g.i64t, 0, 0),
+            c::LLVMConstNull(g.ptrt),
+            c::LLVMConstInt(g.i32t, u64::from(function), 0),
+            c::LLVMConstInt(g.i32t, 0, 0),
+        ];
+        elems[index as usize] =
+            c::LLVMConstNamedStruct(g.table_ty, fields.as_mut_ptr(), fields.len() as u32);
+        let init = c::LLVMConstArray2(g.table_ty, elems.as_mut_ptr(), n);
+        c::LLVMSetInitializer(g.path_tables, init);
+        let mut idx = [
+            c::LLVMConstInt(g.i64t, 0, 0),
+            c::LLVMConstInt(g.i64t, u64::from(index), 0),
+        ];
+        c::LLVMConstInBoundsGEP2(arr, g.path_tables, idx.as_mut_ptr(), 2)
+    }
+}
+
+/// Runs mem2reg over the module so that path registers live in registers (functions built at
+/// -O0 are `optnone` and keep them in memory).
+pub(crate) fn promote_allocas(module: &inkwell::module::Module) -> Result<(), String> {
+    use inkwell::passes::PassBuilderOptions;
+    use inkwell::targets::{
+        CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+    };
+    use inkwell::OptimizationLevel;
+    Target::initialize_x86(&InitializationConfig::default());
+    let triple = module.get_triple();
+    let triple = if triple.as_str().to_bytes().is_empty() {
+        TargetMachine::get_default_triple()
+    } else {
+        TargetTriple::create(&triple.as_str().to_string_lossy())
+    };
+    let target = Target::from_triple(&triple).map_err(|e| e.to_string())?;
+    let tm = target
+        .create_target_machine(
+            &triple,
+            "generic",
+            "",
+            OptimizationLevel::Default,
+            RelocMode::PIC,
+            CodeModel::Default,
+        )
+        .ok_or("cannot create a target machine for mem2reg")?;
+    module
+        .run_passes("function(mem2reg)", &tm, PassBuilderOptions::create())
+        .map_err(|e| e.to_string())
 }

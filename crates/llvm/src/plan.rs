@@ -127,7 +127,8 @@ pub(crate) fn plan(l: &Lowered, mode: Mode, weights: Option<&IdVec<EdgeId, f64>>
                     .map(|(id, _)| id),
             );
         }
-        Mode::Edge => {
+        // Path mode plans paths (paths.rs); functions that cannot have them get edge counters.
+        Mode::Edge | Mode::Path => {
             let placement = tally_graph::placement::place_edge_counters(cfg, &weighting(), |e| {
                 direct_site(l, e).is_none()
             });

@@ -102,6 +102,12 @@ fn check(src: &str, lang: &str) {
                             .count();
                         assert!(f.counters.len() >= cfg.num_edges() - early, "{}", f.name);
                     }
+                    Mode::Path => {
+                        assert!(
+                            f.paths.is_some()
+                                || f.counters.iter().all(|p| matches!(p, Probe::Edge(_)))
+                        );
+                    }
                     Mode::Edge | Mode::Vertex => {
                         // chords: |E| - |V| + components, never more than all edges
                         assert!(f.counters.len() <= cfg.num_edges());

@@ -21,7 +21,7 @@ use thiserror::Error;
 /// Why a profile cannot be reported.
 #[derive(Debug, Error)]
 pub enum ReportError {
-    /// Counts that violate the flow law or come out negative.
+    /// Counts that violate the flow law or come out negative, or paths that do not pair up.
     #[error("inconsistent counts in function {function} ({source_file}): {error}")]
     Flow {
         /// The function.
@@ -29,7 +29,7 @@ pub enum ReportError {
         /// The module's source file.
         source_file: String,
         /// What went wrong.
-        error: FlowError,
+        error: String,
     },
     /// Metadata whose graph cannot be rebuilt.
     #[error("bad metadata for function {function} ({source_file}): {message}")]
@@ -113,6 +113,40 @@ pub struct FunctionReport {
     pub counters: usize,
     /// Number of modules whose copies were merged into this entry (linkonce functions).
     pub copies: usize,
+    /// Path mode: the function's path profile.
+    pub paths: Option<PathProfile>,
+}
+
+/// The path profile of one function (path mode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathProfile {
+    /// Number of potential paths.
+    pub potential: u128,
+    /// Executed paths and their counts, by path number.
+    pub counts: Vec<(u128, u64)>,
+    /// Increments the runtime lost for lack of memory (counts are then a lower bound).
+    pub lost: u64,
+    /// Cut edges (besides back edges) that end paths.
+    pub cuts: Vec<u32>,
+    /// Whether the counts came from the runtime's hash table (else the counter array).
+    pub hashed: bool,
+    /// The executed paths spelled out, in path-number order.
+    pub rows: Vec<PathRow>,
+}
+
+/// One executed path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathRow {
+    /// Path number.
+    pub number: u128,
+    /// Times it ran.
+    pub count: u64,
+    /// Its blocks, in order.
+    pub blocks: Vec<u32>,
+    /// How it starts: `entry`, `back-edge`, `reentry`, `cut`.
+    pub start: &'static str,
+    /// How it ends: `return`, `early-exit`, `back-edge`, `cut`.
+    pub end: &'static str,
 }
 
 /// A function left uninstrumented.
@@ -167,9 +201,37 @@ pub fn combine(
             for (x, y) in a.counters.iter_mut().zip(&b.counters) {
                 *x = x.checked_add(*y).ok_or(ReportError::Overflow)?;
             }
+            a.paths = merge_path_entries(&a.paths, &b.paths)?;
         }
     }
     Ok(sum)
+}
+
+/// Adds two lists of path entries (hashed path counts and losses of the same functions).
+fn merge_path_entries(
+    a: &[tally_format::profile::PathEntry],
+    b: &[tally_format::profile::PathEntry],
+) -> Result<Vec<tally_format::profile::PathEntry>, ReportError> {
+    use tally_format::profile::{PathEntry, PathEntryKind};
+    let mut sum: std::collections::BTreeMap<(u32, bool, u64), u64> = Default::default();
+    for e in a.iter().chain(b) {
+        let k = (e.function, e.kind == PathEntryKind::Lost, e.path);
+        let v = sum.entry(k).or_default();
+        *v = v.checked_add(e.count).ok_or(ReportError::Overflow)?;
+    }
+    Ok(sum
+        .into_iter()
+        .map(|((function, lost, path), count)| PathEntry {
+            function,
+            kind: if lost {
+                PathEntryKind::Lost
+            } else {
+                PathEntryKind::Count
+            },
+            path,
+            count,
+        })
+        .collect())
 }
 
 fn kind_name(k: tally_graph::EdgeKind) -> &'static str {
@@ -187,9 +249,87 @@ fn kind_name(k: tally_graph::EdgeKind) -> &'static str {
 struct Solved {
     edges: IdVec<EdgeId, Option<u64>>,
     blocks: IdVec<NodeId, Option<u64>>,
+    /// Path mode: the executed paths spelled out.
+    rows: Option<Vec<PathRow>>,
 }
 
-fn solve(cfg: &Cfg, f: &FunctionMeta, mode: Mode, counters: &[u64]) -> Result<Solved, FlowError> {
+fn solve(
+    cfg: &Cfg,
+    f: &FunctionMeta,
+    mode: Mode,
+    counters: &[u64],
+    paths: Option<&PathProfile>,
+) -> Result<Solved, ReportSolveError> {
+    if let (Some(pm), Some(pp)) = (&f.paths, paths) {
+        if pp.lost > 0 {
+            return Err(ReportSolveError::Lost(pp.lost));
+        }
+        let cuts: Vec<EdgeId> = pm.cuts.iter().map(|&e| EdgeId::new(e as usize)).collect();
+        let dag =
+            tally_graph::paths::PathDag::with_cuts(cfg, &cuts).map_err(ReportSolveError::Paths)?;
+        let numbered =
+            tally_graph::paths::NumberedDag::new(dag).map_err(ReportSolveError::Paths)?;
+        if numbered.total() != pm.num_paths {
+            return Err(ReportSolveError::Numbering {
+                stored: pm.num_paths,
+                computed: numbered.total(),
+            });
+        }
+        let d = tally_graph::paths::derive_counts(cfg, &numbered, pp.counts.iter().copied())
+            .map_err(ReportSolveError::Paths)?;
+        let mut rows = Vec::with_capacity(pp.counts.len());
+        for &(number, count) in &pp.counts {
+            let r = numbered
+                .regenerate(number)
+                .map_err(ReportSolveError::Paths)?;
+            use tally_graph::paths::{PathEnd, PathStart};
+            rows.push(PathRow {
+                number,
+                count,
+                blocks: r.blocks.iter().map(|b| b.index() as u32).collect(),
+                start: match r.start {
+                    PathStart::Entry => "entry",
+                    PathStart::Reentry(_) => "reentry",
+                    PathStart::Back(_) => "back-edge",
+                    PathStart::Cut(_) => "cut",
+                },
+                end: match r.end {
+                    PathEnd::Return(_) => "return",
+                    PathEnd::EarlyExit(_) => "early-exit",
+                    PathEnd::Back(_) => "back-edge",
+                    PathEnd::Cut(_) => "cut",
+                },
+            });
+        }
+        return Ok(Solved {
+            edges: IdVec::from_vec(d.edges.into_vec().into_iter().map(Some).collect()),
+            blocks: IdVec::from_vec(d.blocks.into_vec().into_iter().map(Some).collect()),
+            rows: Some(rows),
+        });
+    }
+    let mode = if mode == Mode::Path { Mode::Edge } else { mode };
+    Ok(solve_counters(cfg, f, mode, counters)?)
+}
+
+/// Why a function's counts cannot be recovered.
+#[derive(Debug, Error)]
+enum ReportSolveError {
+    #[error("{0}")]
+    Flow(#[from] FlowError),
+    #[error("{0}")]
+    Paths(tally_graph::paths::PathError),
+    #[error("the profile numbers {stored} paths but this tally numbers {computed}")]
+    Numbering { stored: u128, computed: u128 },
+    #[error("{0} path increments were lost (the program ran out of memory for path tables)")]
+    Lost(u64),
+}
+
+fn solve_counters(
+    cfg: &Cfg,
+    f: &FunctionMeta,
+    mode: Mode,
+    counters: &[u64],
+) -> Result<Solved, FlowError> {
     match mode {
         Mode::Edge | Mode::EdgesNaive => {
             let mut measured = IdVec::filled(cfg.num_edges(), None);
@@ -203,6 +343,7 @@ fn solve(cfg: &Cfg, f: &FunctionMeta, mode: Mode, counters: &[u64]) -> Result<So
             Ok(Solved {
                 edges: IdVec::from_vec(edges.into_vec().into_iter().map(Some).collect()),
                 blocks: IdVec::from_vec(blocks.into_vec().into_iter().map(Some).collect()),
+                rows: None,
             })
         }
         Mode::Vertex => {
@@ -226,8 +367,10 @@ fn solve(cfg: &Cfg, f: &FunctionMeta, mode: Mode, counters: &[u64]) -> Result<So
             Ok(Solved {
                 edges: got.edges,
                 blocks: IdVec::from_vec(blocks),
+                rows: None,
             })
         }
+        Mode::Path => unreachable!("path functions without paths are solved as edge functions"),
         Mode::BlocksNaive => {
             let mut blocks = IdVec::filled(cfg.num_blocks(), 0u64);
             for (p, &v) in f.counters.iter().zip(counters) {
@@ -239,6 +382,7 @@ fn solve(cfg: &Cfg, f: &FunctionMeta, mode: Mode, counters: &[u64]) -> Result<So
             Ok(Solved {
                 edges,
                 blocks: IdVec::from_vec(blocks.into_vec().into_iter().map(Some).collect()),
+                rows: None,
             })
         }
     }
@@ -281,7 +425,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 reason: s.reason.clone(),
             });
         }
-        for f in &meta.functions {
+        for (fi, f) in meta.functions.iter().enumerate() {
             let cfg = f.cfg().map_err(|e| ReportError::Meta {
                 function: f.name.clone(),
                 source_file: meta.source.clone(),
@@ -289,17 +433,43 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
             })?;
             let base = f.counter_base as usize;
             let vals = &m.counters[base..base + f.counters.len()];
-            let solved = solve(&cfg, f, meta.mode, vals).map_err(|error| ReportError::Flow {
-                function: demangle(&f.name),
-                source_file: meta.source.clone(),
-                error,
+            let mut paths = f
+                .paths
+                .as_ref()
+                .map(|pm| path_profile(pm, vals, &m.paths, fi));
+            let mut solved = solve(&cfg, f, meta.mode, vals, paths.as_ref()).map_err(|error| {
+                ReportError::Flow {
+                    function: demangle(&f.name),
+                    source_file: meta.source.clone(),
+                    error: error.to_string(),
+                }
             })?;
+            if let (Some(p), Some(rows)) = (&mut paths, solved.rows.take()) {
+                p.rows = rows;
+            }
             let key = (f.name.clone(), f.cfg_hash);
             if f.linkage == Linkage::Linkonce {
                 if let Some(&i) = linkonce.get(&key) {
                     let r = &mut functions[i];
                     if r.mode == meta.mode {
                         add_into(r, &solved);
+                        if let (Some(mine), Some(theirs)) = (&mut r.paths, &paths) {
+                            let mut all: std::collections::BTreeMap<u128, u64> =
+                                mine.counts.iter().copied().collect();
+                            for &(p, c) in &theirs.counts {
+                                *all.entry(p).or_default() += c;
+                            }
+                            mine.counts = all.into_iter().collect();
+                            mine.lost += theirs.lost;
+                            let mut rows: std::collections::BTreeMap<u128, PathRow> =
+                                mine.rows.drain(..).map(|r| (r.number, r)).collect();
+                            for r in &theirs.rows {
+                                rows.entry(r.number)
+                                    .and_modify(|m| m.count += r.count)
+                                    .or_insert_with(|| r.clone());
+                            }
+                            mine.rows = rows.into_values().collect();
+                        }
                         r.copies += 1;
                         continue;
                     }
@@ -341,6 +511,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 edges,
                 counters: f.counters.len(),
                 copies: 1,
+                paths,
             };
             finish(&mut r);
             if f.linkage == Linkage::Linkonce {
@@ -367,6 +538,45 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
         skipped,
         counters: counters_total,
     })
+}
+
+/// The path counts of function `fi` of a module: from its counter slice (array storage) or
+/// the module's path entries (hash storage).
+fn path_profile(
+    pm: &tally_format::PathMeta,
+    counters: &[u64],
+    entries: &[tally_format::profile::PathEntry],
+    fi: usize,
+) -> PathProfile {
+    use tally_format::profile::PathEntryKind;
+    let mut counts = Vec::new();
+    let mut lost = 0u64;
+    match pm.storage {
+        tally_format::PathStorage::Array => {
+            for (p, &c) in counters.iter().enumerate() {
+                if c > 0 {
+                    counts.push((p as u128, c));
+                }
+            }
+        }
+        tally_format::PathStorage::Hash { .. } => {
+            for e in entries.iter().filter(|e| e.function as usize == fi) {
+                match e.kind {
+                    PathEntryKind::Count => counts.push((u128::from(e.path), e.count)),
+                    PathEntryKind::Lost => lost = lost.saturating_add(e.count),
+                }
+            }
+            counts.sort_unstable();
+        }
+    }
+    PathProfile {
+        potential: pm.num_paths,
+        counts,
+        lost,
+        cuts: pm.cuts.clone(),
+        hashed: pm.storage != tally_format::PathStorage::Array,
+        rows: Vec::new(),
+    }
 }
 
 fn add_into(r: &mut FunctionReport, s: &Solved) {

@@ -319,3 +319,228 @@ pub fn json(r: &Report, profile: &str) -> String {
     out.push('\n');
     out
 }
+
+/// One path with the function it belongs to, for ranking.
+struct Ranked<'a> {
+    f: &'a FunctionReport,
+    row: &'a crate::PathRow,
+}
+
+fn ranked(r: &Report) -> Vec<Ranked<'_>> {
+    r.functions
+        .iter()
+        .filter_map(|f| f.paths.as_ref().map(|p| (f, p)))
+        .flat_map(|(f, p)| p.rows.iter().map(move |row| Ranked { f, row }))
+        .collect()
+}
+
+fn work(row: &crate::PathRow) -> u128 {
+    u128::from(row.count) * row.blocks.len() as u128
+}
+
+fn path_line(s: &mut String, rank: usize, x: &Ranked, sources: &mut Sources, source: bool) {
+    let f = x.f;
+    let _ = writeln!(
+        s,
+        "{:>4}. {:>12} runs x {:>3} blocks  {}  path #{}  ({} -> {})",
+        rank,
+        x.row.count,
+        x.row.blocks.len(),
+        f.demangled,
+        x.row.number,
+        x.row.start,
+        x.row.end
+    );
+    let mut last: Option<(Option<String>, u32)> = None;
+    for &b in &x.row.blocks {
+        let blk = &f.blocks[b as usize];
+        let key = (blk.file.clone(), blk.line);
+        if last.as_ref() == Some(&key) {
+            continue; // same line as the previous block
+        }
+        let quote = if source {
+            sources
+                .line(&blk.file, blk.line)
+                .map(|t| format!("  | {t}"))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "          n{:<5} {:<24}{}",
+            b,
+            where_(&blk.file, blk.line),
+            quote
+        );
+        last = Some(key);
+    }
+}
+
+/// Renders the path profile: hottest paths, the paths doing the most work (runs x blocks),
+/// and per function its potential and executed paths.
+pub fn paths_text(r: &Report, title: &str, top: usize, source: bool) -> String {
+    let mut s = String::new();
+    let pf: Vec<&FunctionReport> = r.functions.iter().filter(|f| f.paths.is_some()).collect();
+    let potential: u128 = pf
+        .iter()
+        .map(|f| f.paths.as_ref().map_or(0, |p| p.potential))
+        .sum();
+    let executed: usize = pf
+        .iter()
+        .map(|f| f.paths.as_ref().map_or(0, |p| p.rows.len()))
+        .sum();
+    let _ = writeln!(
+        s,
+        "tally paths: {title}\n{} functions with path profiles, {} potential paths, {} executed",
+        pf.len(),
+        potential,
+        executed
+    );
+    if pf.is_empty() {
+        let _ = writeln!(s, "(no path profile: build with --tally-mode=path)");
+        return s;
+    }
+    let mut sources = Sources::default();
+    let mut all = ranked(r);
+    let n = if top == 0 {
+        all.len()
+    } else {
+        top.min(all.len())
+    };
+    all.sort_by(|a, b| {
+        b.row
+            .count
+            .cmp(&a.row.count)
+            .then(a.f.name.cmp(&b.f.name))
+            .then(a.row.number.cmp(&b.row.number))
+    });
+    let _ = writeln!(s, "\nHottest paths:");
+    for (i, x) in all.iter().take(n).enumerate() {
+        path_line(&mut s, i + 1, x, &mut sources, source);
+    }
+    all.sort_by(|a, b| {
+        work(b.row)
+            .cmp(&work(a.row))
+            .then(a.f.name.cmp(&b.f.name))
+            .then(a.row.number.cmp(&b.row.number))
+    });
+    let _ = writeln!(s, "\nPaths doing the most work (runs x blocks):");
+    for (i, x) in all.iter().take(n).enumerate() {
+        path_line(&mut s, i + 1, x, &mut sources, source);
+    }
+    let _ = writeln!(s, "\nFunctions:");
+    let _ = writeln!(
+        s,
+        "{:>22} {:>10} {:>14}  {:<40} storage",
+        "potential paths", "executed", "path runs", "function"
+    );
+    let mut fs = pf.clone();
+    fs.sort_by(|a, b| {
+        b.block_executions
+            .cmp(&a.block_executions)
+            .then(a.name.cmp(&b.name))
+    });
+    let nf = if top == 0 {
+        fs.len()
+    } else {
+        (top * 2).min(fs.len())
+    };
+    for f in &fs[..nf] {
+        let p = f.paths.as_ref().expect("filtered");
+        let runs: u64 = p.rows.iter().map(|r| r.count).fold(0, u64::saturating_add);
+        let _ = writeln!(
+            s,
+            "{:>22} {:>10} {:>14}  {:<40} {}{}",
+            p.potential,
+            p.rows.len(),
+            runs,
+            f.demangled,
+            if p.hashed { "hash" } else { "array" },
+            if p.cuts.is_empty() {
+                String::new()
+            } else {
+                format!(", {} cut edges", p.cuts.len())
+            }
+        );
+    }
+    if fs.len() > nf {
+        let _ = writeln!(s, "  ... {} more (--top 0 shows all)", fs.len() - nf);
+    }
+    s
+}
+
+#[derive(Serialize)]
+struct JsonPaths<'a> {
+    schema: &'static str,
+    profile: &'a str,
+    functions: Vec<JsonPathFunction<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonPathFunction<'a> {
+    name: &'a str,
+    demangled: &'a str,
+    file: Option<&'a str>,
+    line: u32,
+    module: &'a str,
+    cfg_hash: String,
+    potential_paths: String,
+    executed_paths: usize,
+    storage: &'static str,
+    cut_edges: &'a [u32],
+    lost: u64,
+    paths: Vec<JsonPath<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonPath<'a> {
+    number: String,
+    count: u64,
+    length: usize,
+    start: &'static str,
+    end: &'static str,
+    blocks: &'a [u32],
+}
+
+/// Renders the path profile as JSON (schema `tally-paths/1`; path numbers and potential path
+/// counts are decimal strings, since they can exceed 2^53).
+pub fn paths_json(r: &Report, profile: &str) -> String {
+    let doc = JsonPaths {
+        schema: "tally-paths/1",
+        profile,
+        functions: r
+            .functions
+            .iter()
+            .filter_map(|f| f.paths.as_ref().map(|p| (f, p)))
+            .map(|(f, p)| JsonPathFunction {
+                name: &f.name,
+                demangled: &f.demangled,
+                file: f.file.as_deref(),
+                line: f.line,
+                module: &f.module,
+                cfg_hash: format!("{:016x}", f.cfg_hash),
+                potential_paths: p.potential.to_string(),
+                executed_paths: p.rows.len(),
+                storage: if p.hashed { "hash" } else { "array" },
+                cut_edges: &p.cuts,
+                lost: p.lost,
+                paths: p
+                    .rows
+                    .iter()
+                    .map(|row| JsonPath {
+                        number: row.number.to_string(),
+                        count: row.count,
+                        length: row.blocks.len(),
+                        start: row.start,
+                        end: row.end,
+                        blocks: &row.blocks,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    let mut out = serde_json::to_string_pretty(&doc).expect("paths serialize");
+    out.push('\n');
+    out
+}

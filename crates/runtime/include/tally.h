@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Version of this ABI; struct tally_module.abi_version must equal it. */
-#define TALLY_ABI_VERSION 2
+#define TALLY_ABI_VERSION 3
 
 /* Value of struct tally_frame.site meaning "no early-exit counter". */
 #define TALLY_NO_SITE ((uint64_t *)0)
@@ -35,7 +35,30 @@ struct tally_module {
     uint64_t meta_len;
     uint64_t *counters;        /* the module's counter array */
     uint64_t num_counters;
+    struct tally_path_table *path_tables; /* hashed path counters (path mode), or NULL */
+    uint64_t num_path_tables;
     struct tally_module *next; /* owned by the runtime */
+};
+
+/* Path counters of one function with too many paths for an array (path mode): a hash table
+ * from path number to count, owned by the runtime, with the last-path cache of Ball & Larus
+ * 1996. Emitted zero-initialized by the instrumenter, one per such function. */
+struct tally_path_table {
+    uint64_t *slots;           /* 2 * capacity words: {path + 1, count}; path + 1 == 0: empty */
+    uint64_t capacity;         /* a power of two; 0 before the first path */
+    uint64_t used;             /* occupied slots */
+    uint64_t lost;             /* increments dropped because memory ran out */
+    uint64_t last_path;        /* the last path counted ... */
+    uint64_t *last_count;      /* ... and its count */
+    uint32_t function;         /* index of the function in the module's metadata */
+    uint32_t lock;             /* spin lock */
+};
+
+/* What a frame record's site points at, with its low bit set, in a function whose paths are
+ * hashed: the path the frame is on if it ends in the current block. Lives in the frame. */
+struct tally_path_site {
+    struct tally_path_table *table;
+    uint64_t path;
 };
 
 /* A frame record: an alloca in each instrumented frame that needs one, linked through
@@ -43,7 +66,8 @@ struct tally_module {
 struct tally_frame {
     struct tally_frame *prev;
     uint64_t *site;            /* the early-exit counter of the block executing a call;
-                                  TALLY_NO_SITE = none */
+                                  TALLY_NO_SITE = none; with the low bit set, a
+                                  struct tally_path_site * (path mode, hashed paths) */
 };
 
 /* The innermost frame record of the calling thread (initial-exec TLS). */
@@ -57,6 +81,9 @@ void __tally_register(struct tally_module *m);
 /* Removes a module before its memory goes away (e.g. from a destructor of a dlclose'd object).
  * Optional: modules that live until exit need not call it. */
 void __tally_unregister(struct tally_module *m);
+
+/* Adds 1 to the count of `path` in `t` (path mode, functions with hashed path counters). */
+void __tally_path_count(struct tally_path_table *t, uint64_t path);
 
 /* Called first thing in a landing pad of the frame owning `f`: charges every record above `f`
  * (frames discarded by the unwinder) and makes `f` the innermost record. */

@@ -481,7 +481,7 @@ int main(void) { good_ctr[0] = 3; bad_ctr[0] = 4; return 0; }
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "tally: ignoring a module descriptor with ABI version 7 (this runtime implements version 2)\n\
+        "tally: ignoring a module descriptor with ABI version 7 (this runtime implements version 3)\n\
          tally: ignoring a null module descriptor\n"
     );
     assert_eq!(

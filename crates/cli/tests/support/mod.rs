@@ -97,11 +97,12 @@ impl Variant {
     }
 }
 
-pub const MODES: [Variant; 4] = [
+pub const MODES: [Variant; 5] = [
     Variant::Tally("edge"),
     Variant::Tally("edges-naive"),
     Variant::Tally("blocks-naive"),
     Variant::Tally("vertex"),
+    Variant::Tally("path"),
 ];
 
 /// Which edges two reports must agree on.
@@ -335,11 +336,19 @@ impl From<bool> for Edges {
     }
 }
 
-/// Compares the reports of the four modes (in [`MODES`] order) of one program: `edge` against
-/// the `edges-naive` oracle (blocks and edges) and the `blocks-naive` oracle (blocks); `vertex`
-/// against `blocks-naive` (blocks) and `edges-naive` (the edges it determines).
+/// Compares the reports of the modes (in [`MODES`] order) of one program: `edge` against the
+/// `edges-naive` oracle (blocks and edges) and the `blocks-naive` oracle (blocks); `vertex`
+/// against `blocks-naive` (blocks) and `edges-naive` (the edges it determines); the block and
+/// edge counts derived from the `path` profile against `edges-naive`.
 pub fn compare_modes(what: &str, reports: &[Value]) -> (usize, usize) {
-    let (edge, naive, blocks, vertex) = (&reports[0], &reports[1], &reports[2], &reports[3]);
+    let (edge, naive, blocks, vertex, path) = (
+        &reports[0],
+        &reports[1],
+        &reports[2],
+        &reports[3],
+        &reports[4],
+    );
+    assert_same_counts(what, "path", path, "edges-naive", naive, Edges::All);
     let r = assert_same_counts(what, "edge", edge, "edges-naive", naive, Edges::All);
     assert_same_counts(what, "edge", edge, "blocks-naive", blocks, Edges::None);
     assert_same_counts(what, "vertex", vertex, "blocks-naive", blocks, Edges::None);

@@ -60,7 +60,7 @@ impl Module {
 uint64_t {var}_ctr[{n_arr}];
 static const uint8_t {var}_meta[] = {{ {bytes} }};
 struct tally_module {var}_mod = {{ {abi}, 0, 0x{hash:016x}ULL, {var}_meta, sizeof {var}_meta,
-    {var}_ctr, {n}, 0 }};
+    {var}_ctr, {n}, 0, 0, 0 }};
 __attribute__((constructor({prio}))) static void {var}_register(void) {{
     __tally_register(&{var}_mod);
 }}

@@ -1,0 +1,318 @@
+//! Path mode: Ball-Larus path profiling (paper 002) applied to IR.
+//!
+//! The graph crate numbers the acyclic paths of each function (`tally_graph::paths`: the DAG
+//! with back edges, early exits, re-entries and cuts turned into dummy START/END edges, Val
+//! numbering, chord increments on a maximum spanning tree of DAG + END->START, and the paper's
+//! optimized placement as per-edge actions). Here those actions become code: a path register
+//! `r` (an `alloca` promoted to SSA by mem2reg), `r = c` / `r += c` on edges, and
+//! `count[r + c]++` where paths end — in the module's counter array when the function has at
+//! most [`ARRAY_PATHS`] paths, else through the runtime's hash table with its last-path cache.
+//! A frame abandoned in block `v` (exit, longjmp, exception) ends its path with `v`'s early-exit
+//! edge: before the first call of `v` that may end the frame, the frame record's site is set
+//! to that path's counter (or, for hashed paths, to a `{table, path}` pair in the frame), and
+//! the runtime counts it when the frame is abandoned. A longjmp back into the frame starts a new
+//! path at the re-entry edge.
+//!
+//! Functions with more than [`MAX_PATHS`] paths are cut (extra path ends, paper 002's remedy,
+//! `tally_graph::paths::number_paths_limited`); a function whose path code would have to sit on
+//! an edge that can neither be split nor reached from one end (an indirect branch into a block
+//! with several predecessors) is profiled with edge counters instead, and says so.
+
+use crate::apply::{frame_alloca, frame_exits, frame_push, split_edge, Emitter, Globals};
+use crate::ir::{self, Val};
+use crate::lower::{EdgeIr, Lowered};
+use crate::plan::{direct_site, Realize};
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::LLVMIntPredicate;
+use std::ffi::CString;
+use tally_graph::paths::{
+    chord_increments, dag_weights, number_paths_limited, Action, PathPlacement,
+};
+use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
+
+/// Most paths a function keeps before extra cuts are made (path numbers must fit a signed
+/// 64-bit register with room for increments).
+pub(crate) const MAX_PATHS: u128 = 1 << 62;
+/// Most paths counted in an array; more go to the runtime's hash table.
+pub(crate) const ARRAY_PATHS: u128 = 1024;
+
+/// The path plan of one function.
+pub(crate) struct PathPlan {
+    /// Cut edges (besides back edges).
+    pub cuts: Vec<EdgeId>,
+    /// Number of potential paths.
+    pub num_paths: u128,
+    /// Counts go to a hash table rather than the counter array.
+    pub hashed: bool,
+    /// What to do on each control-flow edge.
+    pub actions: IdVec<EdgeId, Vec<Action>>,
+    /// The function keeps a frame record.
+    pub shadow: bool,
+}
+
+/// Plans path profiling for one function, or says why it cannot be done.
+pub(crate) fn plan_paths(
+    l: &Lowered,
+    weights: Option<&IdVec<EdgeId, f64>>,
+) -> Result<PathPlan, String> {
+    let cfg = &l.cfg;
+    let numbered = number_paths_limited(cfg, MAX_PATHS).map_err(|e| e.to_string())?;
+    let w = match weights {
+        Some(w) => w.clone(),
+        None => tally_graph::weight::heuristic_weights(cfg),
+    };
+    let dw = dag_weights(numbered.dag(), &w).map_err(|e| e.to_string())?;
+    let incs = chord_increments(&numbered, &dw).map_err(|e| e.to_string())?;
+    let placement = PathPlacement::new(&numbered, &incs).map_err(|e| e.to_string())?;
+    for (e, acts) in placement.actions.iter() {
+        if acts.is_empty() {
+            continue;
+        }
+        if let EdgeIr::Succ { .. } = l.edges[e.index()] {
+            if direct_site(l, e).is_none() {
+                return Err(format!(
+                    "path code needed on edge {e}, which can be neither split nor placed at one of its ends"
+                ));
+            }
+        }
+        for a in acts {
+            let v = match *a {
+                Action::Init(v)
+                | Action::Add(v)
+                | Action::CountAt(v)
+                | Action::Count(v)
+                | Action::Reinit(v) => v,
+            };
+            if i64::try_from(v).is_err() {
+                return Err(format!("path increment {v} does not fit 64 bits"));
+            }
+        }
+    }
+    let shadow = cfg.edges().any(|(_, e)| e.kind == EdgeKind::EarlyExit)
+        || l.has_landing_pads
+        || l.has_setjmp;
+    let total = numbered.total();
+    Ok(PathPlan {
+        cuts: numbered.dag().cuts().collect(),
+        num_paths: total,
+        hashed: total > ARRAY_PATHS,
+        actions: placement.actions,
+        shadow,
+    })
+}
+
+fn cname(s: &str) -> CString {
+    CString::new(s).expect("no NUL in internal names")
+}
+
+/// Where a function's path counts go.
+pub(crate) enum Counts {
+    /// Counter `base + p` of the module array counts path `p`.
+    Array { base: u64 },
+    /// The function's `struct tally_path_table`.
+    Hash { table: LLVMValueRef },
+}
+
+struct PathEmitter<'a, 'b> {
+    em: &'a Emitter<'b>,
+    r: LLVMValueRef,
+    counts: Counts,
+}
+
+impl PathEmitter<'_, '_> {
+    fn i64c(&self, v: i128) -> LLVMValueRef {
+        unsafe { c::LLVMConstInt(self.em.g.i64t, v as i64 as u64, 1) }
+    }
+    fn load_r(&self) -> LLVMValueRef {
+        let e = cname("");
+        unsafe { c::LLVMBuildLoad2(self.em.b, self.em.g.i64t, self.r, e.as_ptr()) }
+    }
+    /// `r + d` (or the constant `d` when `from_r` is false).
+    fn path_value(&self, d: i128, from_r: bool) -> LLVMValueRef {
+        if !from_r {
+            return self.i64c(d);
+        }
+        let e = cname("");
+        unsafe { c::LLVMBuildAdd(self.em.b, self.load_r(), self.i64c(d), e.as_ptr()) }
+    }
+    /// Counts path `p` (an i64 value).
+    fn count(&self, p: LLVMValueRef, near: Val) {
+        let em = self.em;
+        let e = cname("");
+        match self.counts {
+            Counts::Array { base } => unsafe {
+                let i = c::LLVMBuildAdd(em.b, p, em.i64c(base), e.as_ptr());
+                let mut idx = [i];
+                let ptr = c::LLVMBuildInBoundsGEP2(
+                    em.b,
+                    em.g.i64t,
+                    em.g.counters,
+                    idx.as_mut_ptr(),
+                    1,
+                    e.as_ptr(),
+                );
+                em.add_to(ptr, em.i64c(1));
+            },
+            Counts::Hash { table } => em.call(em.g.path_count, &mut [table, p], near),
+        }
+    }
+    fn emit(&self, actions: &[Action], near: Val) {
+        let b = self.em.b;
+        for a in actions {
+            match *a {
+                Action::Init(v) | Action::Reinit(v) => unsafe {
+                    c::LLVMBuildStore(b, self.i64c(v), self.r);
+                },
+                Action::Add(d) => unsafe {
+                    let v = self.path_value(d, true);
+                    c::LLVMBuildStore(b, v, self.r);
+                },
+                Action::CountAt(d) => self.count(self.path_value(d, true), near),
+                Action::Count(v) => self.count(self.i64c(v), near),
+            }
+        }
+    }
+}
+
+/// Instruments one function for path profiling.
+pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, counts: Counts) {
+    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
+    let em = Emitter {
+        g,
+        b,
+        fn_scope: ir::subprogram(func),
+        func,
+    };
+    let empty = cname("");
+    let entry_first = func
+        .first_block()
+        .and_then(|bb| bb.first())
+        .expect("lowered functions have an entry instruction");
+    em.at(entry_first);
+    let rec = pp.shadow.then(|| frame_alloca(&em));
+    let r = unsafe {
+        let n = cname("tally.path");
+        c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
+    };
+    let hashed = matches!(counts, Counts::Hash { .. });
+    let path_site = (pp.shadow && hashed).then(|| unsafe {
+        let mut f = [g.ptrt, g.i64t];
+        let ty = c::LLVMStructTypeInContext(g.ctx, f.as_mut_ptr(), 2, 0);
+        let n = cname("tally.pathsite");
+        (c::LLVMBuildAlloca(b, ty, n.as_ptr()), ty)
+    });
+    if let Some(rec) = rec {
+        frame_push(&em, rec, None);
+        frame_exits(&em, l, rec);
+    }
+    let pe = PathEmitter { em: &em, r, counts };
+
+    // Edge actions (before the site stores: a site reads r as its block sees it).
+    for (e, acts) in pp.actions.iter() {
+        if acts.is_empty() {
+            continue;
+        }
+        match l.edges[e.index()] {
+            EdgeIr::EarlyExit => {} // site stores below
+            EdgeIr::Reentry => {
+                let n = l.cfg.edge(e).dst;
+                let node = &l.nodes[n.index()];
+                let sj = node
+                    .after_setjmp
+                    .expect("re-entry vertex follows a setjmp call");
+                em.at(node.start);
+                for a in acts {
+                    let (Action::Init(v) | Action::Reinit(v)) = *a else {
+                        unreachable!("a re-entry edge only starts a path: {a}")
+                    };
+                    unsafe {
+                        let zero = c::LLVMConstInt(c::LLVMTypeOf(sj.0), 0, 0);
+                        let again = c::LLVMBuildICmp(
+                            b,
+                            LLVMIntPredicate::LLVMIntNE,
+                            sj.0,
+                            zero,
+                            empty.as_ptr(),
+                        );
+                        let cur = pe.load_r();
+                        let v = c::LLVMBuildSelect(b, again, pe.i64c(v), cur, empty.as_ptr());
+                        c::LLVMBuildStore(b, v, r);
+                    }
+                }
+            }
+            EdgeIr::Entry => {
+                let node = &l.nodes[0];
+                em.at(node.start);
+                pe.emit(acts, node.start);
+            }
+            EdgeIr::Fallthrough | EdgeIr::Return | EdgeIr::Succ { .. } => {
+                let at = match direct_site(l, e).expect("checked by plan_paths") {
+                    Realize::NodeEnd(n) => l.nodes[n.index()].end,
+                    Realize::NodeStart(n) => l.nodes[n.index()].start,
+                    Realize::Split(_) => {
+                        let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
+                            unreachable!("only terminator edges are split")
+                        };
+                        split_edge(&em, term, index)
+                            .terminator()
+                            .expect("split block has its branch")
+                    }
+                    other => unreachable!("edge {e} realized as {other:?}"),
+                };
+                em.at(at);
+                pe.emit(acts, at);
+            }
+        }
+    }
+
+    // Sites: the path a frame abandoned in this block is on.
+    if let Some(rec) = rec {
+        for (i, node) in l.nodes.iter().enumerate() {
+            let Some(site) = node.first_site else {
+                continue;
+            };
+            let n = NodeId::new(i);
+            let ee = l
+                .cfg
+                .early_exit(n)
+                .expect("a vertex with a site has an early-exit edge");
+            em.at(site);
+            let value = match pp.actions[ee].as_slice() {
+                [] => None,
+                [Action::CountAt(d)] => Some(pe.path_value(*d, true)),
+                [Action::Count(v)] => Some(pe.path_value(*v, false)),
+                other => unreachable!("early exit of {n} with actions {other:?}"),
+            };
+            let site_value = match (value, &pe.counts) {
+                (None, _) => unsafe { c::LLVMConstNull(g.ptrt) },
+                (Some(p), Counts::Array { base }) => unsafe {
+                    let i = c::LLVMBuildAdd(b, p, em.i64c(*base), empty.as_ptr());
+                    let mut idx = [i];
+                    c::LLVMBuildInBoundsGEP2(
+                        b,
+                        g.i64t,
+                        g.counters,
+                        idx.as_mut_ptr(),
+                        1,
+                        empty.as_ptr(),
+                    )
+                },
+                (Some(p), Counts::Hash { table }) => unsafe {
+                    let (ps, ty) = path_site.expect("hashed functions with sites have a path site");
+                    let f0 = c::LLVMBuildStructGEP2(b, ty, ps, 0, empty.as_ptr());
+                    c::LLVMBuildStore(b, *table, f0);
+                    let f1 = c::LLVMBuildStructGEP2(b, ty, ps, 1, empty.as_ptr());
+                    c::LLVMBuildStore(b, p, f1);
+                    // Tag the pointer with its low bit.
+                    let one = em.i64c(1);
+                    let mut idx = [one];
+                    let i8t = c::LLVMInt8TypeInContext(g.ctx);
+                    c::LLVMBuildGEP2(b, i8t, ps, idx.as_mut_ptr(), 1, empty.as_ptr())
+                },
+            };
+            unsafe { c::LLVMBuildStore(b, site_value, em.field(rec, 1)) };
+        }
+    }
+    unsafe { c::LLVMDisposeBuilder(b) };
+}
