@@ -131,6 +131,7 @@ static void unlock_registry(void) {
 }
 
 static int is_path_table(const struct tally_path_table *t);
+static void trace_finish(void);
 static void count_path(struct tally_path_table *t, uint64_t path);
 
 /* True when `p` points at a counter of a registered module (8-aligned, inside its array). */
@@ -731,11 +732,12 @@ static void out_module(const struct tally_module *m) {
     out_path_entries(m, entries);
 }
 
-/* Builds the profile path into out.path. Returns 0 (ok), 1 (TALLY_PROFILE=off) or an errno. */
-static int build_path(void) {
-    char *dst = out.path;
-    size_t n = 0, cap = sizeof out.path;
-    const char *env = getenv("TALLY_PROFILE");
+/* Builds an output path into dst: the value of environment variable `var` with %p and %%
+ * expanded, or "<basename of the executable><suffix>". Returns 0 (ok), 1 (var=off) or an
+ * errno. */
+static int build_path_for(char *dst, size_t cap, const char *var, const char *suffix) {
+    size_t n = 0;
+    const char *env = getenv(var);
     if (env && *env) {
         if (strcmp(env, "off") == 0)
             return 1;
@@ -772,10 +774,15 @@ static int build_path(void) {
     if (!base || !*base)
         base = "program";
     n = put_str(dst, n, cap, base);
-    n = put_str(dst, n, cap, ".tally");
+    n = put_str(dst, n, cap, suffix);
     if (n + 1 >= cap)
         return ENAMETOOLONG;
     return 0;
+}
+
+/* Builds the profile path into out.path. Returns 0 (ok), 1 (TALLY_PROFILE=off) or an errno. */
+static int build_path(void) {
+    return build_path_for(out.path, sizeof out.path, "TALLY_PROFILE", ".tally");
 }
 
 static void report_failure(const char *path, int err) {
@@ -849,11 +856,105 @@ static void write_profile_locked(void) {
 
 void tally_write_profile(void) {
     int saved_errno = errno;
+    trace_finish();
     int locked = lock_registry(1);
     write_profile_locked();
     if (locked)
         unlock_registry();
     errno = saved_errno;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Trace mode: a full control-flow trace, the oracle for path profiles                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Trace file: "TALLYTRC", u32 version (1), u32 0, then 24-byte records
+ * { u64 activation, u64 (kind << 56) | value, u64 module hash }:
+ * kind 0 = a function was entered (value = its index in the module metadata),
+ * kind 1 = an edge was taken (value = edge id; the activation's function). */
+static struct {
+    uint32_t lock;
+    int fd;        /* 0: not opened yet; -1: failed or off */
+    size_t n;
+    uint64_t next_act;
+    unsigned char buf[1 << 16];
+    char path[PATH_CAP];
+} trace;
+
+static void trace_flush_locked(void) {
+    if (trace.fd > 0 && trace.n) {
+        if (write_all(trace.fd, trace.buf, trace.n) != 0) {
+            static const char msg[] = "tally: cannot write the trace file\n";
+            write_stderr(msg, sizeof msg - 1);
+            trace.fd = -1;
+        }
+    }
+    trace.n = 0;
+}
+
+static void trace_record(uint64_t a, uint64_t b, uint64_t c) {
+    int saved_errno = errno;
+    while (__atomic_exchange_n(&trace.lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    if (trace.fd == 0) {
+        int err = build_path_for(trace.path, sizeof trace.path, "TALLY_TRACE", ".trace");
+        if (err) {
+            trace.fd = -1;
+        } else {
+            int fd;
+            do {
+                fd = open(trace.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+            } while (fd < 0 && errno == EINTR);
+            trace.fd = fd < 0 ? -1 : (fd == 0 ? dup(fd) : fd);
+            if (trace.fd > 0) {
+                memcpy(trace.buf, "TALLYTRC\x01\0\0\0\0\0\0\0", 16);
+                trace.n = 16;
+            } else {
+                static const char msg[] = "tally: cannot open the trace file\n";
+                write_stderr(msg, sizeof msg - 1);
+            }
+        }
+    }
+    if (trace.fd > 0) {
+        if (trace.n + 24 > sizeof trace.buf)
+            trace_flush_locked();
+        uint64_t w[3] = {a, b, c};
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 8; k++)
+                trace.buf[trace.n++] = (unsigned char)(w[i] >> (8 * k));
+    }
+    __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
+    errno = saved_errno;
+}
+
+static uint64_t module_hash_of(const uint64_t *counters) {
+    for (const struct tally_module *m = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); m;
+         m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE))
+        if (m->counters == counters)
+            return m->hash;
+    return 0;
+}
+
+uint64_t __tally_trace_enter(const uint64_t *module_counters, uint32_t function) {
+    uint64_t act = __atomic_add_fetch(&trace.next_act, 1, __ATOMIC_RELAXED);
+    trace_record(act, (uint64_t)function, module_hash_of(module_counters));
+    return act;
+}
+
+void __tally_trace_edge(uint64_t act, uint32_t edge) {
+    trace_record(act, (1ull << 56) | edge, 0);
+}
+
+void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret) {
+    if (ret != 0)
+        __tally_trace_edge(act, edge);
+}
+
+static void trace_finish(void) {
+    while (__atomic_exchange_n(&trace.lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    trace_flush_locked();
+    __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
 }
 
 static void exit_handler(void) {
@@ -864,6 +965,7 @@ static void exit_handler(void) {
      * all of them lie above this function's frame. */
     struct walker w = {0, 0, 0};
     walk(__tally_top, (uintptr_t)__builtin_frame_address(0), 0, &w, 1);
+    trace_finish();
     int locked = lock_registry(1);
     write_profile_locked();
     if (locked)

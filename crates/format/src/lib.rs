@@ -3,11 +3,13 @@
 //! The two data formats tally writes down:
 //! - [`meta`]: per-module instrumentation metadata (graphs, locations, the counter plan),
 //!   embedded in each instrumented object file;
-//! - [`profile`]: the profile file the runtime writes at exit (metadata blobs plus counters).
+//! - [`profile`]: the profile file the runtime writes at exit (metadata blobs plus counters);
+//! - [`trace`]: the trace file of trace mode (every edge taken), the oracle for path profiles.
 #![deny(missing_docs)]
 
 pub mod meta;
 pub mod profile;
+pub mod trace;
 
 pub use meta::{
     FunctionMeta, Linkage, Loc, MetaError, Mode, ModuleMeta, PathMeta, PathStorage, Probe,

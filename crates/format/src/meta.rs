@@ -33,6 +33,9 @@ pub enum Mode {
     Vertex,
     /// Ball-Larus path profiling (paper 002): how often each acyclic path ran.
     Path,
+    /// A full control-flow trace (every edge taken, per activation) written to a trace file:
+    /// the independent oracle for path profiles. No counters.
+    Trace,
 }
 
 impl Mode {
@@ -44,6 +47,7 @@ impl Mode {
             Mode::BlocksNaive => "blocks-naive",
             Mode::Vertex => "vertex",
             Mode::Path => "path",
+            Mode::Trace => "trace",
         }
     }
     /// Parses a command-line mode name.
@@ -54,6 +58,7 @@ impl Mode {
             "blocks-naive" => Mode::BlocksNaive,
             "vertex" => Mode::Vertex,
             "path" => Mode::Path,
+            "trace" => Mode::Trace,
             _ => return None,
         })
     }

@@ -29,6 +29,12 @@ pub(crate) struct Globals {
     pub tls_top: LLVMValueRef,
     pub unwound: (LLVMValueRef, LLVMTypeRef),
     pub longjmp_landed: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_trace_enter(counters, function) -> activation`.
+    pub trace_enter: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_trace_edge(activation, edge)`.
+    pub trace_edge: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_trace_reentry(activation, edge, ret)`.
+    pub trace_reentry: (LLVMValueRef, LLVMTypeRef),
     /// `__tally_path_count(table, path)`.
     pub path_count: (LLVMValueRef, LLVMTypeRef),
     /// `struct tally_path_table`.
@@ -236,7 +242,14 @@ pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
 }
 
 /// Instruments one function. `base` is the module index of the function's first counter.
-pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64) {
+pub(crate) fn apply(
+    g: &Globals,
+    func: Val,
+    l: &Lowered,
+    plan: &Plan,
+    base: u64,
+    trace: Option<u32>,
+) {
     let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
     let em = Emitter {
         g,
@@ -261,6 +274,40 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
             (t.node, unsafe { c::LLVMBuildAlloca(b, g.i32t, n.as_ptr()) })
         })
         .collect();
+    // Trace mode: every counter realization logs its edge instead (`trace` is the function's
+    // index in the module metadata).
+    let act = trace.map(|fn_index| unsafe {
+        let n = cname("tally.act");
+        let slot = c::LLVMBuildAlloca(b, g.i64t, n.as_ptr());
+        let mut args = [g.counters, em.i32c(u64::from(fn_index))];
+        let call = c::LLVMBuildCall2(
+            b,
+            g.trace_enter.1,
+            g.trace_enter.0,
+            args.as_mut_ptr(),
+            2,
+            empty.as_ptr(),
+        );
+        Val(call).set_debug_loc(em.call_loc(entry_first));
+        c::LLVMBuildStore(b, call, slot);
+        slot
+    });
+    let edge_of = |i: usize| match plan.counters[i].0 {
+        tally_format::Probe::Edge(e) => e,
+        other => unreachable!("trace mode counts edges, not {other:?}"),
+    };
+    let count = |i: usize, idx: u64| match act {
+        None => em.increment(idx),
+        Some(slot) => {
+            if edge_of(i) != 0 {
+                // e0 is the entry record itself.
+                let a = unsafe { c::LLVMBuildLoad2(b, g.i64t, slot, empty.as_ptr()) };
+                let here = unsafe { Val(c::LLVMGetBasicBlockTerminator(c::LLVMGetInsertBlock(b))) };
+                let near = if here.is_null() { entry_first } else { here };
+                em.call(g.trace_edge, &mut [a, em.i32c(u64::from(edge_of(i)))], near);
+            }
+        }
+    };
     let slot_of = |n: NodeId| {
         slots
             .iter()
@@ -303,11 +350,11 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
             Realize::Runtime | Realize::Tagged { .. } => {}
             Realize::NodeEnd(n) => {
                 em.at(l.nodes[n.index()].end);
-                em.increment(idx);
+                count(i, idx);
             }
             Realize::NodeStart(n) => {
                 em.at(l.nodes[n.index()].start);
-                em.increment(idx);
+                count(i, idx);
             }
             Realize::Reentry(n) => {
                 let node = &l.nodes[n.index()];
@@ -315,6 +362,15 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
                     .after_setjmp
                     .expect("re-entry vertex follows a setjmp call");
                 em.at(node.start);
+                if let Some(slot) = act {
+                    let a = unsafe { c::LLVMBuildLoad2(b, g.i64t, slot, empty.as_ptr()) };
+                    em.call(
+                        g.trace_reentry,
+                        &mut [a, em.i32c(u64::from(edge_of(i))), sj.0],
+                        sj,
+                    );
+                    continue;
+                }
                 unsafe {
                     let ret = sj.0;
                     let zero = c::LLVMConstInt(c::LLVMTypeOf(ret), 0, 0);
@@ -330,7 +386,7 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
                 };
                 let nb = split_edge(&em, term, index);
                 em.at(nb.terminator().expect("split block has its branch"));
-                em.increment(idx);
+                count(i, idx);
             }
         }
     }
@@ -375,6 +431,31 @@ pub(crate) fn apply(g: &Globals, func: Val, l: &Lowered, plan: &Plan, base: u64)
         }
         let node = &l.nodes[t.node.index()];
         em.at(node.start);
+        if let Some(aslot) = act {
+            // The edge id of incoming edge `tag`, from a constant table.
+            unsafe {
+                let mut ids: Vec<LLVMValueRef> = l
+                    .cfg
+                    .preds(t.node)
+                    .iter()
+                    .map(|e| em.i32c(e.index() as u64))
+                    .collect();
+                let arr = c::LLVMConstArray2(g.i32t, ids.as_mut_ptr(), ids.len() as u64);
+                let n = cname("__tally_trace_preds");
+                let table = c::LLVMAddGlobal(g.module, c::LLVMTypeOf(arr), n.as_ptr());
+                c::LLVMSetLinkage(table, llvm_sys::LLVMLinkage::LLVMPrivateLinkage);
+                c::LLVMSetInitializer(table, arr);
+                c::LLVMSetGlobalConstant(table, 1);
+                let v = c::LLVMBuildLoad2(b, g.i32t, slot, empty.as_ptr());
+                let mut idx = [v];
+                let p =
+                    c::LLVMBuildInBoundsGEP2(b, g.i32t, table, idx.as_mut_ptr(), 1, empty.as_ptr());
+                let edge = c::LLVMBuildLoad2(b, g.i32t, p, empty.as_ptr());
+                let a = c::LLVMBuildLoad2(b, g.i64t, aslot, empty.as_ptr());
+                em.call(g.trace_edge, &mut [a, edge], node.start);
+            }
+            continue;
+        }
         unsafe {
             let v = c::LLVMBuildLoad2(b, g.i32t, slot, empty.as_ptr());
             let v = c::LLVMBuildZExt(b, v, g.i64t, empty.as_ptr());

@@ -225,7 +225,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             Err(reason) => skipped.push(SkippedFunction { name, reason }),
         }
     }
-    let total: usize = work.iter().map(|w| w.3.num_counters()).sum();
+    let total: usize = work.iter().map(|w| w.3.num_counters(opts.mode)).sum();
     let tables = work
         .iter()
         .filter(|w| matches!(&w.3, FnPlan::Paths(p) if p.hashed))
@@ -244,17 +244,22 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     for (index, (fv, name, l, fp)) in work.iter().enumerate() {
         let (counters, zero_edges, unknown_edges, paths_meta, shadow) = match fp {
             FnPlan::Counters(p) => {
-                apply::apply(&globals, *fv, l, p, base as u64);
+                let trace = (opts.mode == Mode::Trace).then_some(index as u32);
+                apply::apply(&globals, *fv, l, p, base as u64, trace);
                 stats.tagged += p
                     .counters
                     .iter()
                     .filter(|(_, r)| matches!(r, plan::Realize::Tagged { .. }))
                     .count();
                 (
-                    p.counters
-                        .iter()
-                        .map(|(probe, _)| *probe)
-                        .collect::<Vec<_>>(),
+                    if trace.is_some() {
+                        Vec::new() // a trace build counts nothing
+                    } else {
+                        p.counters
+                            .iter()
+                            .map(|(probe, _)| *probe)
+                            .collect::<Vec<_>>()
+                    },
                     p.zero_edges.iter().map(|e| e.index() as u32).collect(),
                     p.unknown_edges.iter().map(|e| e.index() as u32).collect(),
                     None,
@@ -365,8 +370,9 @@ enum FnPlan {
 
 impl FnPlan {
     /// Slots the function takes in the module's counter array.
-    fn num_counters(&self) -> usize {
+    fn num_counters(&self, mode: Mode) -> usize {
         match self {
+            FnPlan::Counters(_) if mode == Mode::Trace => 0,
             FnPlan::Counters(p) => p.counters.len(),
             FnPlan::Paths(p) if p.hashed => 0,
             FnPlan::Paths(p) => p.num_paths as usize,

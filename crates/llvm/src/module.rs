@@ -78,6 +78,19 @@ pub(crate) fn make_globals(
         let unwound = declare_void_fn(m, voidt, "__tally_unwound", &mut [ptrt]);
         let longjmp_landed = declare_void_fn(m, voidt, "__tally_longjmp_landed", &mut [i32t, ptrt]);
         let path_count = declare_void_fn(m, voidt, "__tally_path_count", &mut [ptrt, i64t]);
+        let trace_edge = declare_void_fn(m, voidt, "__tally_trace_edge", &mut [i64t, i32t]);
+        let trace_reentry =
+            declare_void_fn(m, voidt, "__tally_trace_reentry", &mut [i64t, i32t, i32t]);
+        let trace_enter = {
+            let n = cs("__tally_trace_enter");
+            let mut args = [ptrt, i32t];
+            let ty = c::LLVMFunctionType(i64t, args.as_mut_ptr(), 2, 0);
+            let mut f = c::LLVMGetNamedFunction(m, n.as_ptr());
+            if f.is_null() {
+                f = c::LLVMAddFunction(m, n.as_ptr(), ty);
+            }
+            (f, ty)
+        };
         // struct tally_path_table { ptr slots; i64 capacity, used, lost, last_path;
         //                           ptr last_count; i32 function, lock; }
         let mut tf = [ptrt, i64t, i64t, i64t, i64t, ptrt, i32t, i32t];
@@ -106,6 +119,9 @@ pub(crate) fn make_globals(
             unwound,
             longjmp_landed,
             path_count,
+            trace_enter,
+            trace_edge,
+            trace_reentry,
             table_ty,
             path_tables,
             atomic,

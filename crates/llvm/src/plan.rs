@@ -120,7 +120,8 @@ pub(crate) fn plan(l: &Lowered, mode: Mode, weights: Option<&IdVec<EdgeId, f64>>
                 unknown_edges,
             };
         }
-        Mode::EdgesNaive => {
+        // Trace mode logs the edges edges-naive would count (the entry record stands for e0).
+        Mode::EdgesNaive | Mode::Trace => {
             measured.extend(
                 cfg.edges()
                     .filter(|(_, e)| e.kind != EdgeKind::EarlyExit)

@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod render;
+pub mod trace;
 
 use std::collections::HashMap;
 use tally_format::profile::Profile;
@@ -371,6 +372,12 @@ fn solve_counters(
             })
         }
         Mode::Path => unreachable!("path functions without paths are solved as edge functions"),
+        // A trace build counts nothing; its counts are in the trace file.
+        Mode::Trace => Ok(Solved {
+            edges: IdVec::filled(cfg.num_edges(), None),
+            blocks: IdVec::filled(cfg.num_blocks(), None),
+            rows: None,
+        }),
         Mode::BlocksNaive => {
             let mut blocks = IdVec::filled(cfg.num_blocks(), 0u64);
             for (p, &v) in f.counters.iter().zip(counters) {

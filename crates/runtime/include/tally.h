@@ -82,6 +82,14 @@ void __tally_register(struct tally_module *m);
  * Optional: modules that live until exit need not call it. */
 void __tally_unregister(struct tally_module *m);
 
+/* Trace mode (the oracle of path profiles): a new activation of function `function` of the module
+ * whose counter array is `module_counters`; returns the activation's id. */
+uint64_t __tally_trace_enter(const uint64_t *module_counters, uint32_t function);
+/* Trace mode: activation `act` took edge `edge`. */
+void __tally_trace_edge(uint64_t act, uint32_t edge);
+/* Trace mode: after setjmp; logs the re-entry edge when ret != 0. */
+void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret);
+
 /* Adds 1 to the count of `path` in `t` (path mode, functions with hashed path counters). */
 void __tally_path_count(struct tally_path_table *t, uint64_t path);
 
