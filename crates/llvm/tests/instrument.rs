@@ -102,6 +102,7 @@ fn check(src: &str, lang: &str) {
                             .count();
                         assert!(f.counters.len() >= cfg.num_edges() - early, "{}", f.name);
                     }
+                    Mode::Trace => assert!(f.counters.is_empty(), "a trace build counts nothing"),
                     Mode::Path => {
                         assert!(
                             f.paths.is_some()
