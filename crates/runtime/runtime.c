@@ -19,6 +19,7 @@
 #include <stdio.h> /* rename */
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -261,6 +262,72 @@ void __tally_path_count(struct tally_path_table *t, uint64_t path) {
     errno = saved_errno;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Events mode: the per-thread event countdown, queries, TALLY_STOP_AT                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The exact event count of a thread is __tally_ev_limit - __tally_ev_left (plus the query
+ * increment of the point, which instrumented code adds itself). Instrumented code subtracts
+ * increments from `left`; when `left` drops to the query increment of a checked point, the count
+ * reached the limit (TALLY_STOP_AT) and __tally_events_stop runs. */
+__thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec"))) = INT64_MAX;
+__thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec"))) = INT64_MAX;
+
+static tally_stop_handler stop_handler;
+static int stop_checked;
+
+uint64_t tally_events(void) {
+    return (uint64_t)(__tally_ev_limit - __tally_ev_left);
+}
+
+void tally_events_on_stop(tally_stop_handler h) {
+    __atomic_store_n(&stop_handler, h, __ATOMIC_RELEASE);
+}
+
+/* Sets the calling thread's limit to `limit`, keeping its count. */
+static void set_limit(int64_t limit) {
+    int64_t count = __tally_ev_limit - __tally_ev_left;
+    __tally_ev_limit = limit;
+    __tally_ev_left = limit - count;
+}
+
+/* TALLY_STOP_AT=N: the (main) thread stops at the first checked point where its exact count is
+ * >= N. Read at the first module registration, before main. */
+static void read_stop_at(void) {
+    const char *s = getenv("TALLY_STOP_AT");
+    if (!s || !*s)
+        return;
+    uint64_t n = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (n > (UINT64_MAX - 9) / 10)
+            return;
+        n = n * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s || n == 0 || n > (uint64_t)INT64_MAX / 2)
+        return;
+    set_limit((int64_t)n);
+}
+
+void __tally_events_stop(const char *where, int64_t query_inc) {
+    int saved_errno = errno;
+    uint64_t count = (uint64_t)(__tally_ev_limit - __tally_ev_left + query_inc);
+    /* Never again in this thread: the count is kept, the limit lifted. */
+    set_limit(INT64_MAX);
+    char line[4096 + 128];
+    size_t n = put_str(line, 0, sizeof line, "tally: TALLY_STOP_AT reached: ");
+    n = put_u64(line, n, sizeof line, count);
+    n = put_str(line, n, sizeof line, " events at ");
+    n = put_str(line, n, sizeof line, where ? where : "?");
+    n = put_str(line, n, sizeof line, "\n");
+    write_stderr(line, n);
+    tally_stop_handler h = __atomic_load_n(&stop_handler, __ATOMIC_ACQUIRE);
+    errno = saved_errno;
+    if (h)
+        h(count, where);
+    else
+        raise(SIGTRAP);
+}
+
 static void exit_handler(void);
 
 void __tally_register(struct tally_module *m) {
@@ -299,6 +366,8 @@ void __tally_register(struct tally_module *m) {
     unlock_registry();
     if (!__atomic_exchange_n(&exit_installed, 1, __ATOMIC_ACQ_REL))
         (void)atexit(exit_handler);
+    if ((m->flags & TALLY_MODULE_EVENTS) && !__atomic_exchange_n(&stop_checked, 1, __ATOMIC_ACQ_REL))
+        read_stop_at();
     errno = saved_errno;
 }
 
@@ -857,6 +926,11 @@ static void write_profile_locked(void) {
 void tally_write_profile(void) {
     int saved_errno = errno;
     trace_finish();
+    /* Events modules: counter 0 receives the exiting thread's exact total. */
+    for (struct tally_module *m = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); m;
+         m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE))
+        if ((m->flags & TALLY_MODULE_EVENTS) && m->counters && m->num_counters)
+            m->counters[0] = tally_events();
     int locked = lock_registry(1);
     write_profile_locked();
     if (locked)
@@ -966,6 +1040,11 @@ static void exit_handler(void) {
     struct walker w = {0, 0, 0};
     walk(__tally_top, (uintptr_t)__builtin_frame_address(0), 0, &w, 1);
     trace_finish();
+    /* Events modules: counter 0 receives the exiting thread's exact total. */
+    for (struct tally_module *m = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); m;
+         m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE))
+        if ((m->flags & TALLY_MODULE_EVENTS) && m->counters && m->num_counters)
+            m->counters[0] = tally_events();
     int locked = lock_registry(1);
     write_profile_locked();
     if (locked)

@@ -25,6 +25,20 @@
 #include "lualib.h"
 #include "lauxlib.h"
 
+#ifdef TALLY_PROBE
+/* tally's events tests compile Lua with -include testdata/lua/probe.h, which makes lua_lock()
+ * -- called on entry to every Lua C API function -- call tally_probe(): the exact event count
+ * at each of those points is folded into a checksum printed at the end. */
+#include <stdint.h>
+uint64_t tally_events(void);
+static uint64_t probe_sum = 1469598103934665603ull;
+static unsigned long probe_count;
+void tally_probe(void) {
+  probe_sum = (probe_sum ^ tally_events()) * 1099511628211ull;
+  probe_count++;
+}
+#endif
+
 /* Message handler: append a traceback to string errors. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
@@ -77,5 +91,8 @@ int main(int argc, char **argv) {
     fflush(stderr);
   }
   lua_close(L);
+#ifdef TALLY_PROBE
+  printf("probes %lu checksum %016llx\n", probe_count, (unsigned long long)probe_sum);
+#endif
   return status == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
 }

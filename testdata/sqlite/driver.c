@@ -642,6 +642,18 @@ static int on_disk(sqlite3 *mem) {
   return 0;
 }
 
+#ifdef TALLY_PROBE
+uint64_t tally_events(void);
+static uint64_t probe_sum = 1469598103934665603ull;
+static unsigned long probe_count;
+static int probe_progress(void *unused) {
+  (void)unused;
+  probe_sum = (probe_sum ^ tally_events()) * 1099511628211ull;
+  probe_count++;
+  return 0;
+}
+#endif
+
 int main(int argc, char **argv) {
   sqlite3 *db = NULL;
   int size = 40, rc;
@@ -668,6 +680,11 @@ int main(int argc, char **argv) {
   sqlite3_create_function(db, "xoragg", 1, SQLITE_UTF8, NULL, NULL, agg_step, agg_final);
   sqlite3_create_collation(db, "REVNOCASE", SQLITE_UTF8, NULL, coll_revnocase);
 
+#ifdef TALLY_PROBE
+  /* tally's events tests: SQLite calls the progress handler every 50 virtual-machine
+   * instructions, from deep inside sqlite3VdbeExec; each call asks the exact event count. */
+  sqlite3_progress_handler(db, 50, probe_progress, NULL);
+#endif
   printf("sqlite %s size %d\n", sqlite3_libversion(), size);
   create_schema(db);
   populate(db, size);
@@ -683,5 +700,8 @@ int main(int argc, char **argv) {
   }
   printf("size %d checksum: %08x%s\n", size, (unsigned)g_hash,
          g_unexpected ? " (UNEXPECTED RESULTS)" : "");
+#ifdef TALLY_PROBE
+  printf("probes %lu checksum %016llx\n", probe_count, (unsigned long long)probe_sum);
+#endif
   return g_unexpected ? 1 : 0;
 }

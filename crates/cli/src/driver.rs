@@ -19,6 +19,7 @@ struct Settings {
     shadow: bool,
     verbose: bool,
     weights: Option<std::sync::Arc<tally_llvm::Weights>>,
+    events: tally_llvm::EventKind,
     clang: PathBuf,
 }
 
@@ -52,6 +53,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     let mut atomic = false;
     let mut shadow = true;
     let mut weights = None;
+    let mut events = tally_llvm::EventKind::Insns;
     let mut verbose = std::env::var_os("TALLY_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
     for o in &cl.tally_opts {
         if let Some(m) = o.strip_prefix("mode=") {
@@ -61,6 +63,10 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
             atomic = true;
         } else if let Some(path) = o.strip_prefix("weights=") {
             weights = Some(std::sync::Arc::new(load_weights(Path::new(path))?));
+        } else if let Some(k) = o.strip_prefix("events=") {
+            events = tally_llvm::EventKind::from_name(k).with_context(|| {
+                format!("--tally-events={k} is not an event kind (insns, blocks, calls, mem)")
+            })?;
         } else if o == "no-shadow" {
             // Benchmarks only: measures what the early-exit frame records cost.
             shadow = false;
@@ -76,6 +82,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
         shadow,
         verbose,
         weights,
+        events,
         clang: find_clang(cxx),
     })
 }
@@ -197,6 +204,7 @@ fn compile_one(
         atomic: s.atomic,
         shadow: s.shadow,
         weights: s.weights.clone(),
+        events: s.events,
     };
     let t0 = std::time::Instant::now();
     let done = tally_llvm::instrument(&input, &opts)?;

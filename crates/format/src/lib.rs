@@ -12,6 +12,6 @@ pub mod profile;
 pub mod trace;
 
 pub use meta::{
-    FunctionMeta, Linkage, Loc, MetaError, Mode, ModuleMeta, PathMeta, PathStorage, Probe,
-    SkippedFunction, StoredKind,
+    CallSiteMeta, EventMeta, FunctionMeta, Linkage, Loc, MetaError, Mode, ModuleMeta, PathMeta,
+    PathStorage, Probe, SkippedFunction, StoredKind,
 };

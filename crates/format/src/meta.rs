@@ -17,7 +17,7 @@ use thiserror::Error;
 /// Magic bytes at the start of every metadata blob.
 pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// Version of the metadata encoding. Bump on any change of the types below.
-pub const META_VERSION: u32 = 3;
+pub const META_VERSION: u32 = 4;
 
 /// How a module was instrumented.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
@@ -36,6 +36,12 @@ pub enum Mode {
     /// A full control-flow trace (every edge taken, per activation) written to a trace file:
     /// the independent oracle for path profiles. No counters.
     Trace,
+    /// Exact event counting with on-line queries (paper 001): one aggregate per-thread counter
+    /// incremented on chords, per-function and per-call-site inclusive counters.
+    Events,
+    /// The oracle and baseline of `events`: every block adds its own events (in segments ending
+    /// at its calls), no spanning tree, no query increments.
+    EventsNaive,
 }
 
 impl Mode {
@@ -48,6 +54,8 @@ impl Mode {
             Mode::Vertex => "vertex",
             Mode::Path => "path",
             Mode::Trace => "trace",
+            Mode::Events => "events",
+            Mode::EventsNaive => "events-naive",
         }
     }
     /// Parses a command-line mode name.
@@ -59,6 +67,8 @@ impl Mode {
             "vertex" => Mode::Vertex,
             "path" => Mode::Path,
             "trace" => Mode::Trace,
+            "events" => Mode::Events,
+            "events-naive" => Mode::EventsNaive,
             _ => return None,
         })
     }
@@ -127,6 +137,31 @@ pub enum Probe {
     Block(u32),
     /// The number of times the path with this number ran (path mode, array storage).
     Path(u32),
+    /// Events mode: an inclusive event counter (see [`EventMeta`]), or the module's total.
+    Events,
+}
+
+/// Event-counting facts of one function (events mode).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct EventMeta {
+    /// Events one execution of each block contributes.
+    pub per_block: Vec<u64>,
+    /// Counter (function-relative) holding the events of completed activations, callees
+    /// included.
+    pub inclusive: u32,
+    /// The function's call sites.
+    pub calls: Vec<CallSiteMeta>,
+}
+
+/// A call site (events mode).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct CallSiteMeta {
+    /// The block holding the call.
+    pub block: u32,
+    /// The callee's name, for direct calls.
+    pub callee: Option<String>,
+    /// Counter (function-relative) holding the events of the completed calls, callees included.
+    pub counter: u32,
 }
 
 /// Where a function's path counts live (path mode).
@@ -181,6 +216,8 @@ pub struct FunctionMeta {
     /// Path mode: the function's paths. `None` in a path-mode module means the function is
     /// profiled with edge counters instead (its paths could not be instrumented).
     pub paths: Option<PathMeta>,
+    /// Events mode: events per block and the inclusive counters.
+    pub events: Option<EventMeta>,
 }
 
 impl FunctionMeta {
@@ -245,6 +282,9 @@ pub struct ModuleMeta {
     pub functions: Vec<FunctionMeta>,
     /// Defined functions that were not instrumented.
     pub skipped: Vec<SkippedFunction>,
+    /// Events mode: what an event is (`insns`, `blocks`, `calls`, `mem`); counter 0 of the module
+    /// holds the exiting thread's total when the profile was written.
+    pub event_kind: Option<String>,
 }
 
 /// A metadata blob that cannot be decoded.
@@ -343,6 +383,7 @@ impl ModuleMeta {
                         .paths
                         .as_ref()
                         .is_some_and(|pm| u128::from(k) < pm.num_paths),
+                    Probe::Events => f.events.is_some() || self.event_kind.is_some(),
                 };
                 if !ok {
                     return bad(format!("function {} has a counter for {p:?}", f.name));
@@ -370,6 +411,6 @@ impl ModuleMeta {
 pub fn probe_edge(p: Probe) -> Option<EdgeId> {
     match p {
         Probe::Edge(e) => Some(EdgeId::new(e as usize)),
-        Probe::Block(_) | Probe::Path(_) => None,
+        Probe::Block(_) | Probe::Path(_) | Probe::Events => None,
     }
 }

@@ -115,7 +115,7 @@ impl ProfileModule {
     ) -> Result<ProfileModule, ProfileError> {
         let hash = fnv64(&meta_blob);
         let meta = ModuleMeta::decode(&meta_blob)
-            .map_err(|source| ProfileError::BadMetadata { index, source })?;
+            .map_err(|cause| ProfileError::BadMetadata { index, cause })?;
         if counters.len() as u64 != u64::from(meta.num_counters) {
             return Err(ProfileError::CounterCount {
                 index,
@@ -189,12 +189,13 @@ pub enum ProfileError {
         computed: u64,
     },
     /// A module's metadata blob does not decode.
-    #[error("corrupt profile: module record #{index} metadata: {source}")]
+    #[error("corrupt profile: module record #{index} metadata: {cause}")]
     BadMetadata {
         /// Position of the module in the file (0-based).
         index: usize,
-        /// Why the blob does not decode.
-        source: MetaError,
+        /// Why the blob does not decode (part of the message, not a separate source, so that
+        /// the one-line error does not repeat it).
+        cause: MetaError,
     },
     /// A module stores a different number of counters than its metadata declares.
     #[error(
@@ -519,6 +520,7 @@ mod tests {
             files: vec![source.into()],
             functions: vec![],
             skipped: vec![],
+            event_kind: None,
         }
     }
 
@@ -540,6 +542,7 @@ mod tests {
             zero_edges: Vec::new(),
             unknown_edges: Vec::new(),
             paths: None,
+            events: None,
         };
         f.cfg_hash = f.cfg().unwrap().shape_hash();
         ModuleMeta {
@@ -774,7 +777,7 @@ mod tests {
         };
         assert_eq!(
             err(&p.write()),
-            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 3)"
+            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 4)"
         );
         let blob = b"garbage!".to_vec();
         let p = Profile {

@@ -39,6 +39,7 @@ fn function(name: &str, base: u32) -> FunctionMeta {
         zero_edges: Vec::new(),
         unknown_edges: Vec::new(),
         paths: None,
+        events: None,
     };
     f.cfg_hash = f.cfg().unwrap().shape_hash();
     f
@@ -57,6 +58,7 @@ fn module(source: &str, nfun: u32, counters: &[u64]) -> ProfileModule {
         files: vec![source.into()],
         functions,
         skipped: vec![],
+        event_kind: None,
     };
     let cs = (0..num_counters as usize)
         .map(|i| counters.get(i).copied().unwrap_or(i as u64))

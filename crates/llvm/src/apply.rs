@@ -29,6 +29,12 @@ pub(crate) struct Globals {
     pub tls_top: LLVMValueRef,
     pub unwound: (LLVMValueRef, LLVMTypeRef),
     pub longjmp_landed: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_ev_left`: the thread's event countdown (events mode).
+    pub ev_left: LLVMValueRef,
+    /// `__tally_ev_limit`: the count is `limit - left`.
+    pub ev_limit: LLVMValueRef,
+    /// `__tally_events_stop(where, query_inc)`.
+    pub ev_stop: (LLVMValueRef, LLVMTypeRef),
     /// `__tally_trace_enter(counters, function) -> activation`.
     pub trace_enter: (LLVMValueRef, LLVMTypeRef),
     /// `__tally_trace_edge(activation, edge)`.
@@ -241,6 +247,46 @@ pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
     }
 }
 
+/// Makes every incoming edge of `target` store its index (in `cfg.preds(target)` order) into
+/// `slot` before control reaches `target`: at the end of its source when that is its only
+/// terminator edge or it cannot be split, else on a new block splitting it. Parallel
+/// unsplittable edges from one source are indistinguishable and all get the first one's index.
+pub(crate) fn store_tags(em: &Emitter, l: &Lowered, target: NodeId, slot: LLVMValueRef) {
+    for (j, &e) in l.cfg.preds(target).iter().enumerate() {
+        let tag = em.i32c(j as u64);
+        let src = l.cfg.edge(e).src;
+        let src_node = &l.nodes[src.index()];
+        match l.edges[e.index()] {
+            EdgeIr::Succ {
+                term,
+                index,
+                splittable,
+            } => {
+                let term_edges = l
+                    .cfg
+                    .succs(src)
+                    .iter()
+                    .filter(|&&s| l.cfg.edge(s).kind != tally_graph::EdgeKind::EarlyExit)
+                    .count();
+                if term_edges == 1 || !splittable {
+                    let first_from_src = l.cfg.preds(target)[..j]
+                        .iter()
+                        .all(|&p| l.cfg.edge(p).src != src);
+                    if first_from_src {
+                        em.at(src_node.end);
+                        unsafe { c::LLVMBuildStore(em.b, tag, slot) };
+                    }
+                } else {
+                    let nb = split_edge(em, term, index);
+                    em.at(nb.terminator().expect("split block has its branch"));
+                    unsafe { c::LLVMBuildStore(em.b, tag, slot) };
+                }
+            }
+            other => unreachable!("tag target with a non-terminator incoming edge {other:?}"),
+        }
+    }
+}
+
 /// Instruments one function. `base` is the module index of the function's first counter.
 pub(crate) fn apply(
     g: &Globals,
@@ -394,41 +440,7 @@ pub(crate) fn apply(
     // Predecessor tags.
     for t in &plan.tag_targets {
         let slot = slot_of(t.node);
-        for (j, &e) in l.cfg.preds(t.node).iter().enumerate() {
-            let tag = em.i32c(j as u64);
-            let src = l.cfg.edge(e).src;
-            let src_node = &l.nodes[src.index()];
-            match l.edges[e.index()] {
-                EdgeIr::Succ {
-                    term,
-                    index,
-                    splittable,
-                } => {
-                    let term_edges = l
-                        .cfg
-                        .succs(src)
-                        .iter()
-                        .filter(|&&s| l.cfg.edge(s).kind != tally_graph::EdgeKind::EarlyExit)
-                        .count();
-                    if term_edges == 1 || !splittable {
-                        // Identifies the source; parallel unsplittable edges from one source are
-                        // indistinguishable and all count on the first of them.
-                        let first_from_src = l.cfg.preds(t.node)[..j]
-                            .iter()
-                            .all(|&p| l.cfg.edge(p).src != src);
-                        if first_from_src {
-                            em.at(src_node.end);
-                            unsafe { c::LLVMBuildStore(b, tag, slot) };
-                        }
-                    } else {
-                        let nb = split_edge(&em, term, index);
-                        em.at(nb.terminator().expect("split block has its branch"));
-                        unsafe { c::LLVMBuildStore(b, tag, slot) };
-                    }
-                }
-                other => unreachable!("tag target with a non-terminator incoming edge {other:?}"),
-            }
-        }
+        store_tags(&em, l, t.node, slot);
         let node = &l.nodes[t.node.index()];
         em.at(node.start);
         if let Some(aslot) = act {

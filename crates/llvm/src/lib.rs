@@ -17,6 +17,7 @@
 
 mod apply;
 mod ends;
+mod events;
 mod ir;
 mod lower;
 mod module;
@@ -24,6 +25,7 @@ mod paths;
 mod plan;
 mod prepare;
 
+pub use events::EventKind;
 pub use module::ABI_VERSION;
 
 use inkwell::context::Context;
@@ -54,6 +56,8 @@ pub struct Options {
     /// placed with these as weights (paper 000 §6.4, "Exact-Max") where a function's graph
     /// matches; other functions use the heuristic weighting.
     pub weights: Option<std::sync::Arc<Weights>>,
+    /// Events mode: what an event is.
+    pub events: EventKind,
 }
 
 /// Edge frequencies of an earlier run: (function name, graph hash) -> count of each edge.
@@ -203,7 +207,16 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                     (counts.len() == l.cfg.num_edges()).then(|| exact_weights(&l.cfg, counts))
                 });
                 weighted += usize::from(measured.is_some());
-                let mut fp = if opts.mode == Mode::Path {
+                let mut fp = if matches!(opts.mode, Mode::Events | Mode::EventsNaive) {
+                    let naive = opts.mode == Mode::EventsNaive;
+                    match events::plan_events(&l, opts.events, measured.as_ref(), naive) {
+                        Ok(ep) => FnPlan::Events(Box::new(ep)),
+                        Err(reason) => {
+                            skipped.push(SkippedFunction { name, reason });
+                            continue;
+                        }
+                    }
+                } else if opts.mode == Mode::Path {
                     match paths::plan_paths(&l, measured.as_ref()) {
                         Ok(pp) => FnPlan::Paths(pp),
                         Err(reason) => {
@@ -218,6 +231,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                     match &mut fp {
                         FnPlan::Counters(p) => p.shadow = false,
                         FnPlan::Paths(p) => p.shadow = false,
+                        FnPlan::Events(_) => {}
                     }
                 }
                 work.push((fv, name, l, fp));
@@ -225,7 +239,14 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             Err(reason) => skipped.push(SkippedFunction { name, reason }),
         }
     }
-    let total: usize = work.iter().map(|w| w.3.num_counters(opts.mode)).sum();
+    // Events mode: counter 0 of the module receives the exiting thread's total.
+    let events_mode = matches!(opts.mode, Mode::Events | Mode::EventsNaive);
+    let reserved = usize::from(events_mode);
+    let total: usize = reserved
+        + work
+            .iter()
+            .map(|w| w.3.num_counters(opts.mode))
+            .sum::<usize>();
     let tables = work
         .iter()
         .filter(|w| matches!(&w.3, FnPlan::Paths(p) if p.hashed))
@@ -239,10 +260,35 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         weighted,
         ..Stats::default()
     };
-    let mut base = 0usize;
+    let mut base = reserved;
     let mut table = 0u32;
     for (index, (fv, name, l, fp)) in work.iter().enumerate() {
+        let mut events_meta = None;
         let (counters, zero_edges, unknown_edges, paths_meta, shadow) = match fp {
+            FnPlan::Events(ep) => {
+                events::apply_events(&globals, *fv, l, ep, base as u64);
+                events_meta = Some(tally_format::EventMeta {
+                    per_block: ep.events.values()[..l.cfg.num_blocks()].to_vec(),
+                    inclusive: 0,
+                    calls: ep
+                        .call_sites()
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (n, callee))| tally_format::CallSiteMeta {
+                            block: n.index() as u32,
+                            callee,
+                            counter: 1 + i as u32,
+                        })
+                        .collect(),
+                });
+                (
+                    vec![Probe::Events; ep.num_counters],
+                    Vec::new(),
+                    Vec::new(),
+                    None,
+                    false,
+                )
+            }
             FnPlan::Counters(p) => {
                 let trace = (opts.mode == Mode::Trace).then_some(index as u32);
                 apply::apply(&globals, *fv, l, p, base as u64, trace);
@@ -324,6 +370,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             zero_edges,
             unknown_edges,
             paths: paths_meta,
+            events: events_meta,
         });
         base += n;
     }
@@ -336,10 +383,12 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         files: files.names,
         functions,
         skipped,
+        event_kind: events_mode.then(|| opts.events.name().to_string()),
     };
     let blob = meta.encode();
     let hash = tally_graph::hash::fnv64(&blob);
-    module::emit_registration(&globals, &blob, hash, total as u64, tables as u64);
+    let flags = u32::from(events_mode);
+    module::emit_registration(&globals, &blob, hash, total as u64, tables as u64, flags);
     if opts.mode == Mode::Path {
         module::promote_allocas(&module).map_err(|message| Error::Verify {
             source_file: opts.source.clone(),
@@ -366,6 +415,8 @@ enum FnPlan {
     Counters(plan::Plan),
     /// Path profiling.
     Paths(paths::PathPlan),
+    /// Event counting.
+    Events(Box<events::EventsPlan>),
 }
 
 impl FnPlan {
@@ -376,6 +427,7 @@ impl FnPlan {
             FnPlan::Counters(p) => p.counters.len(),
             FnPlan::Paths(p) if p.hashed => 0,
             FnPlan::Paths(p) => p.num_paths as usize,
+            FnPlan::Events(e) => e.num_counters,
         }
     }
 }

@@ -15,7 +15,8 @@ use std::collections::HashMap;
 use tally_graph::{Cfg, EdgeKind, NodeId};
 
 /// Names of the functions whose second return re-enters a frame (`longjmp` targets).
-const SETJMP_NAMES: &[&str] = &["setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp"];
+pub(crate) const SETJMP_NAMES: &[&str] =
+    &["setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp"];
 
 /// Attribute kind ids looked up once per module.
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +58,8 @@ pub(crate) struct NodeIr {
     pub returns: bool,
     /// Source position of the vertex.
     pub pos: SrcPos,
+    /// The IR instructions of the vertex, as lowered (before any instrumentation).
+    pub instrs: Vec<Val>,
 }
 
 /// IR facts about one edge.
@@ -326,6 +329,7 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
             after_setjmp: seg.after_setjmp,
             landing_pad,
             returns,
+            instrs: seg.instrs.clone(),
             pos: {
                 // A vertex without any located instruction (a dispatch block made of an
                 // indirectbr, say) is shown at the last line before it in layout order, as a

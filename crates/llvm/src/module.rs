@@ -81,6 +81,24 @@ pub(crate) fn make_globals(
         let trace_edge = declare_void_fn(m, voidt, "__tally_trace_edge", &mut [i64t, i32t]);
         let trace_reentry =
             declare_void_fn(m, voidt, "__tally_trace_reentry", &mut [i64t, i32t, i32t]);
+        let ev_stop = declare_void_fn(m, voidt, "__tally_events_stop", &mut [ptrt, i64t]);
+        let tls = |name: &str| {
+            let n = cs(name);
+            let mut g = c::LLVMGetNamedGlobal(m, n.as_ptr());
+            if g.is_null() {
+                g = c::LLVMAddGlobal(m, i64t, n.as_ptr());
+                c::LLVMSetLinkage(g, LLVMLinkage::LLVMExternalLinkage);
+                let model = if crate::ends::module_is_executable(m) {
+                    LLVMThreadLocalMode::LLVMLocalExecTLSModel
+                } else {
+                    LLVMThreadLocalMode::LLVMInitialExecTLSModel
+                };
+                c::LLVMSetThreadLocalMode(g, model);
+            }
+            g
+        };
+        let ev_left = tls("__tally_ev_left");
+        let ev_limit = tls("__tally_ev_limit");
         let trace_enter = {
             let n = cs("__tally_trace_enter");
             let mut args = [ptrt, i32t];
@@ -121,6 +139,9 @@ pub(crate) fn make_globals(
             path_count,
             trace_enter,
             trace_edge,
+            ev_left,
+            ev_limit,
+            ev_stop,
             trace_reentry,
             table_ty,
             path_tables,
@@ -136,6 +157,7 @@ pub(crate) fn emit_registration(
     hash: u64,
     num_counters: u64,
     num_path_tables: u64,
+    flags: u32,
 ) {
     unsafe {
         let ctx = g.ctx;
@@ -158,7 +180,7 @@ pub(crate) fn emit_registration(
         let desc_ty = c::LLVMStructTypeInContext(ctx, ftys.as_mut_ptr(), ftys.len() as u32, 0);
         let mut vals = [
             c::LLVMConstInt(g.i32t, ABI_VERSION as u64, 0),
-            c::LLVMConstInt(g.i32t, 0, 0),
+            c::LLVMConstInt(g.i32t, u64::from(flags), 0),
             c::LLVMConstInt(g.i64t, hash, 0),
             gmeta,
             c::LLVMConstInt(g.i64t, meta.len() as u64, 0),

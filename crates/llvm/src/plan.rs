@@ -128,8 +128,9 @@ pub(crate) fn plan(l: &Lowered, mode: Mode, weights: Option<&IdVec<EdgeId, f64>>
                     .map(|(id, _)| id),
             );
         }
-        // Path mode plans paths (paths.rs); functions that cannot have them get edge counters.
-        Mode::Edge | Mode::Path => {
+        // Path mode plans paths (paths.rs), events mode events (events.rs); functions that
+        // cannot have paths get edge counters.
+        Mode::Edge | Mode::Path | Mode::Events | Mode::EventsNaive => {
             let placement = tally_graph::placement::place_edge_counters(cfg, &weighting(), |e| {
                 direct_site(l, e).is_none()
             });

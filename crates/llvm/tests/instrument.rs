@@ -86,6 +86,7 @@ fn check(src: &str, lang: &str) {
                     atomic: false,
                     shadow: true,
                     weights: None,
+                    events: tally_llvm::EventKind::Insns,
                 },
             )
             .unwrap_or_else(|e| panic!("{lang} {opt} {mode:?}: {e}"));
@@ -103,6 +104,11 @@ fn check(src: &str, lang: &str) {
                         assert!(f.counters.len() >= cfg.num_edges() - early, "{}", f.name);
                     }
                     Mode::Trace => assert!(f.counters.is_empty(), "a trace build counts nothing"),
+                    Mode::Events | Mode::EventsNaive => {
+                        let e = f.events.as_ref().expect("events metadata");
+                        assert_eq!(e.per_block.len(), cfg.num_blocks());
+                        assert_eq!(f.counters.len(), 1 + e.calls.len());
+                    }
                     Mode::Path => {
                         assert!(
                             f.paths.is_some()

@@ -116,7 +116,25 @@ pub struct FunctionReport {
     pub copies: usize,
     /// Path mode: the function's path profile.
     pub paths: Option<PathProfile>,
+    /// Events mode: the function's events.
+    pub events: Option<FunctionEvents>,
 }
+
+/// Events of one function (events mode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionEvents {
+    /// Events of its completed activations, callees included.
+    pub inclusive: u64,
+    /// `inclusive` minus the events of the completed calls it made.
+    pub exclusive: u64,
+    /// Events one execution of each block contributes.
+    pub per_block: Vec<u64>,
+    /// Call sites: block, direct callee, events of the completed calls (callees included).
+    pub calls: Vec<CallSiteEvents>,
+}
+
+/// A call site and the events of its completed calls: (block, direct callee, events).
+pub type CallSiteEvents = (u32, Option<String>, u64);
 
 /// The path profile of one function (path mode).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,6 +192,8 @@ pub struct Report {
     pub skipped: Vec<Skipped>,
     /// Total counters in the profile.
     pub counters: usize,
+    /// Events mode: what an event is, and the exiting thread's exact total.
+    pub events: Option<(String, u64)>,
 }
 
 /// Adds the counters of `others` into a copy of `first`, refusing profiles of another build.
@@ -372,8 +392,9 @@ fn solve_counters(
             })
         }
         Mode::Path => unreachable!("path functions without paths are solved as edge functions"),
-        // A trace build counts nothing; its counts are in the trace file.
-        Mode::Trace => Ok(Solved {
+        // A trace build counts nothing (its counts are in the trace file); an events build
+        // counts events, not executions.
+        Mode::Trace | Mode::Events | Mode::EventsNaive => Ok(Solved {
             edges: IdVec::filled(cfg.num_edges(), None),
             blocks: IdVec::filled(cfg.num_blocks(), None),
             rows: None,
@@ -419,8 +440,14 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
     let mut skipped = Vec::new();
     let mut modes = Vec::new();
     let mut counters_total = 0;
+    let mut events_total: Option<(String, u64)> = None;
     for m in &profile.modules {
         let meta = &m.meta;
+        if let Some(kind) = &meta.event_kind {
+            let t = m.counters.first().copied().unwrap_or(0);
+            let best = events_total.as_ref().map_or(0, |e| e.1);
+            events_total = Some((kind.clone(), t.max(best)));
+        }
         if !modes.contains(&meta.mode) {
             modes.push(meta.mode);
         }
@@ -451,6 +478,22 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                     error: error.to_string(),
                 }
             })?;
+            let events = f.events.as_ref().map(|em| {
+                let at = |i: u32| vals.get(i as usize).copied().unwrap_or(0);
+                let calls: Vec<CallSiteEvents> = em
+                    .calls
+                    .iter()
+                    .map(|c| (c.block, c.callee.clone(), at(c.counter)))
+                    .collect();
+                let inclusive = at(em.inclusive);
+                let inner = calls.iter().fold(0u64, |a, c| a.saturating_add(c.2));
+                FunctionEvents {
+                    inclusive,
+                    exclusive: inclusive.saturating_sub(inner),
+                    per_block: em.per_block.clone(),
+                    calls,
+                }
+            });
             if let (Some(p), Some(rows)) = (&mut paths, solved.rows.take()) {
                 p.rows = rows;
             }
@@ -519,6 +562,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 counters: f.counters.len(),
                 copies: 1,
                 paths,
+                events,
             };
             finish(&mut r);
             if f.linkage == Linkage::Linkonce {
@@ -544,6 +588,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
         functions,
         skipped,
         counters: counters_total,
+        events: events_total,
     })
 }
 

@@ -79,8 +79,91 @@ fn num(v: Option<u64>) -> String {
     }
 }
 
+/// Renders an events-mode report: the total, functions by exclusive events, hottest call sites.
+fn events_text(r: &Report, title: &str, o: &TextOptions, kind: &str, total: u64) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "tally report: {title}\nevents ({kind}): {total} in the thread that ended the program\n"
+    );
+    let mut fs: Vec<(&FunctionReport, &crate::FunctionEvents)> = r
+        .functions
+        .iter()
+        .filter_map(|f| f.events.as_ref().map(|e| (f, e)))
+        .filter(|(_, e)| o.show_unexecuted || e.inclusive > 0)
+        .collect();
+    fs.sort_by(|a, b| {
+        b.1.exclusive
+            .cmp(&a.1.exclusive)
+            .then(a.0.name.cmp(&b.0.name))
+    });
+    let n = if o.top == 0 {
+        fs.len()
+    } else {
+        o.top.min(fs.len())
+    };
+    let _ = writeln!(s, "Functions by exclusive events (completed activations):");
+    let _ = writeln!(
+        s,
+        "{:>16} {:>16} {:>6}  {:<40} location",
+        "exclusive", "inclusive", "%", "function"
+    );
+    for (f, e) in &fs[..n] {
+        let pct = if total == 0 {
+            0.0
+        } else {
+            100.0 * e.exclusive as f64 / total as f64
+        };
+        let _ = writeln!(
+            s,
+            "{:>16} {:>16} {:>6.2}  {:<40} {}",
+            e.exclusive,
+            e.inclusive,
+            pct,
+            f.demangled,
+            where_(&f.file, f.line)
+        );
+    }
+    if fs.len() > n {
+        let _ = writeln!(s, "  ... {} more (--top 0 shows all)", fs.len() - n);
+    }
+    let mut sites: Vec<(&FunctionReport, &crate::CallSiteEvents)> = fs
+        .iter()
+        .flat_map(|(f, e)| e.calls.iter().map(move |c| (*f, c)))
+        .filter(|(_, c)| c.2 > 0)
+        .collect();
+    sites.sort_by(|a, b| b.1 .2.cmp(&a.1 .2).then(a.0.name.cmp(&b.0.name)));
+    let n = if o.top == 0 {
+        sites.len()
+    } else {
+        o.top.min(sites.len())
+    };
+    let _ = writeln!(
+        s,
+        "\nCall sites by events inside their calls (callees included):"
+    );
+    for (f, (block, callee, ev)) in &sites[..n] {
+        let b = &f.blocks[*block as usize];
+        let _ = writeln!(
+            s,
+            "{:>16}  {} -> {}  at {}",
+            ev,
+            f.demangled,
+            callee
+                .as_deref()
+                .map(crate::demangle)
+                .unwrap_or_else(|| "(indirect)".into()),
+            where_(&b.file, b.line)
+        );
+    }
+    s
+}
+
 /// Renders the report as text.
 pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
+    if let Some((kind, total)) = &r.events {
+        return events_text(r, title, o, kind, *total);
+    }
     let mut s = String::new();
     let modes: Vec<_> = r.modes.iter().map(|m| m.name()).collect();
     let executed = r.functions.iter().filter(|f| f.entry_count > 0).count();
@@ -211,6 +294,10 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
 struct JsonReport<'a> {
     schema: &'static str,
     profile: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event_kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_events: Option<u64>,
     modes: Vec<&'static str>,
     modules: &'a [String],
     counters: usize,
@@ -231,14 +318,32 @@ struct JsonFunction<'a> {
     block_executions: u64,
     counters: usize,
     copies: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<JsonEvents<'a>>,
     blocks: Vec<JsonBlock<'a>>,
     edges: Vec<JsonEdge>,
+}
+
+#[derive(Serialize)]
+struct JsonEvents<'a> {
+    inclusive: u64,
+    exclusive: u64,
+    calls: Vec<JsonCall<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonCall<'a> {
+    block: u32,
+    callee: Option<&'a str>,
+    events: u64,
 }
 
 #[derive(Serialize)]
 struct JsonBlock<'a> {
     id: u32,
     count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<u64>,
     file: Option<&'a str>,
     line: u32,
 }
@@ -264,6 +369,8 @@ pub fn json(r: &Report, profile: &str) -> String {
     let doc = JsonReport {
         schema: "tally-report/1",
         profile,
+        event_kind: r.events.as_ref().map(|e| e.0.as_str()),
+        total_events: r.events.as_ref().map(|e| e.1),
         modes: r.modes.iter().map(|m| m.name()).collect(),
         modules: &r.modules,
         counters: r.counters,
@@ -282,12 +389,26 @@ pub fn json(r: &Report, profile: &str) -> String {
                 block_executions: f.block_executions,
                 counters: f.counters,
                 copies: f.copies,
+                events: f.events.as_ref().map(|e| JsonEvents {
+                    inclusive: e.inclusive,
+                    exclusive: e.exclusive,
+                    calls: e
+                        .calls
+                        .iter()
+                        .map(|c| JsonCall {
+                            block: c.0,
+                            callee: c.1.as_deref(),
+                            events: c.2,
+                        })
+                        .collect(),
+                }),
                 blocks: f
                     .blocks
                     .iter()
                     .map(|b| JsonBlock {
                         id: b.id,
                         count: b.count,
+                        events: f.events.as_ref().map(|e| e.per_block[b.id as usize]),
                         file: b.file.as_deref(),
                         line: b.line,
                     })

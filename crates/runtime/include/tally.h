@@ -26,6 +26,10 @@ extern "C" {
 /* Value of struct tally_frame.site meaning "no early-exit counter". */
 #define TALLY_NO_SITE ((uint64_t *)0)
 
+/* struct tally_module.flags: the module counts events (events mode); counter 0 receives the
+ * exiting thread's total at exit. */
+#define TALLY_MODULE_EVENTS 1u
+
 /* One per instrumented module (translation unit); emitted by the instrumenter. */
 struct tally_module {
     uint32_t abi_version;      /* TALLY_ABI_VERSION */
@@ -100,6 +104,21 @@ void __tally_unwound(struct tally_frame *f);
 /* Called right after every setjmp/sigsetjmp call in the frame owning `f`, with setjmp's result.
  * When ret != 0, charges every record above `f` and `f` itself, and makes `f` innermost. */
 void __tally_longjmp_landed(int32_t ret, struct tally_frame *f);
+
+/* Events mode (--tally-mode=events): the exact number of events this thread has executed, at
+ * the point of the call (calls from instrumented code are replaced by inline code that adds
+ * the query increment of the call site). */
+uint64_t tally_events(void);
+
+/* Events mode: called instead of raising SIGTRAP when TALLY_STOP_AT=N is reached, with the
+ * exact count (>= N) and a description of the point. */
+typedef void (*tally_stop_handler)(uint64_t count, const char *where);
+void tally_events_on_stop(tally_stop_handler handler);
+
+/* Instrumentation internals of events mode. */
+extern __thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec")));
+extern __thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec")));
+void __tally_events_stop(const char *where, int64_t query_inc);
 
 /* Writes a profile of the current counter values now (e.g. before _exit or execve). Does not
  * touch the frame records. Safe to call from several threads. */

@@ -51,6 +51,7 @@ impl Module {
             files: vec![source.into()],
             functions: vec![],
             skipped: vec![],
+            event_kind: None,
         };
         let blob = meta.encode();
         let hash = fnv64(&blob);

@@ -1,0 +1,210 @@
+//! Exact event counting with on-line queries (paper 001). `tally_events()` asked at many points
+//! — in loops, recursion, libc callbacks (qsort), through function pointers, after longjmp back,
+//! in an atexit handler after exit(); on entry to every Lua C API function; from SQLite's
+//! progress handler deep inside its virtual machine — must answer in events mode exactly what
+//! the events-naive oracle answers (every block adds its own events, in segments ending at its
+//! calls: no spanning tree, no query increments). Totals and per-function / per-call-site
+//! inclusive counts must agree too, for every event kind. TALLY_STOP_AT stops at the first
+//! checked point whose exact count reaches N, the same point and count every run.
+
+mod support;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use support::*;
+
+fn events_of(r: &Value) -> Vec<(String, String, Value)> {
+    let mut v: Vec<_> = r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["module"].as_str().unwrap().to_string(),
+                f["name"].as_str().unwrap().to_string(),
+                f["events"].clone(),
+            )
+        })
+        .collect();
+    v.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    v
+}
+
+/// Builds `args` in events and events-naive mode (with `extra` flags), runs both, and compares
+/// outputs, totals and inclusive counts.
+fn check(name: &str, args: &[String], run: &[&str], status: i32, extra: &[&str]) -> String {
+    let dir = scratch(&format!("events-{name}"));
+    let mut outs = Vec::new();
+    let mut reports = Vec::new();
+    for mode in ["events", "events-naive"] {
+        let vdir = dir.join(mode);
+        std::fs::create_dir_all(&vdir).unwrap();
+        let mut a: Vec<&str> = extra.to_vec();
+        a.extend(args.iter().map(String::as_str));
+        build(Variant::Tally(mode), false, &a, &vdir.join("prog"), &dir);
+        let prof = vdir.join("prog.tally");
+        let out = run_prog(&vdir, run, &prof);
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{name} {mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outs.push(String::from_utf8_lossy(&out.stdout).into_owned());
+        reports.push(report_json(&prof));
+    }
+    assert_eq!(
+        outs[0], outs[1],
+        "{name}: query answers differ between events and events-naive"
+    );
+    assert_eq!(
+        reports[0]["total_events"], reports[1]["total_events"],
+        "{name}: totals"
+    );
+    assert!(reports[0]["total_events"].as_u64().unwrap() > 0);
+    let (a, b) = (events_of(&reports[0]), events_of(&reports[1]));
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(
+            x, y,
+            "{name}: inclusive/exclusive/call-site events of {}",
+            x.1
+        );
+    }
+    outs.swap_remove(0)
+}
+
+fn run_prog(dir: &Path, args: &[&str], prof: &Path) -> std::process::Output {
+    Command::new("./prog")
+        .args(args)
+        .current_dir(dir)
+        .env("TALLY_PROFILE", prof)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn queries_equal_the_oracle_for_every_event_kind() {
+    let src = repo().join("testdata/events/queries.c");
+    for kind in ["insns", "blocks", "calls", "mem"] {
+        for opt in ["-O0", "-O2"] {
+            let args = vec![opt.to_string(), "-g".into(), src.display().to_string()];
+            let ev = format!("--tally-events={kind}");
+            let out = check(&format!("queries-{kind}{opt}"), &args, &[], 0, &[&ev]);
+            assert!(out.contains("after 736 queries"), "{out}");
+            // exit() from a nested callee, queries in an atexit handler.
+            let out = check(
+                &format!("queries-exit-{kind}{opt}"),
+                &args,
+                &["x"],
+                3,
+                &[&ev],
+            );
+            assert!(out.contains("exit checksum"), "{out}");
+        }
+    }
+}
+
+#[test]
+fn lua_api_probes_equal_the_oracle() {
+    let l = locate("lua");
+    let mut args = vec![
+        "-O2".to_string(),
+        "-g".into(),
+        "-DLUA_USE_LINUX".into(),
+        "-DTALLY_PROBE".into(),
+        "-Dluai_makeseed(L)=0x5eedu".into(),
+        format!("-I{}", l.display()),
+        "-include".into(),
+        repo()
+            .join("testdata/lua/deterministic.h")
+            .display()
+            .to_string(),
+        "-include".into(),
+        repo().join("testdata/lua/probe.h").display().to_string(),
+        repo().join("testdata/lua/driver.c").display().to_string(),
+    ];
+    let list = std::fs::read_to_string(repo().join("testdata/lua/SOURCES")).unwrap();
+    args.extend(
+        list.lines()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| l.join(s.trim()).display().to_string()),
+    );
+    args.push("-lm".into());
+    let script = repo().join("testdata/lua/workload.lua");
+    let out = check("lua", &args, &[script.to_str().unwrap(), "1"], 0, &[]);
+    let probes: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("probes "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("probe line");
+    assert!(probes > 10_000, "{probes} probes");
+}
+
+#[test]
+fn sqlite_progress_probes_equal_the_oracle() {
+    let s = locate("sqlite");
+    let args = vec![
+        "-O2".to_string(),
+        "-g".into(),
+        "-DTALLY_PROBE".into(),
+        "-DSQLITE_THREADSAFE=0".into(),
+        "-DSQLITE_OMIT_LOAD_EXTENSION".into(),
+        format!("-I{}", s.display()),
+        repo()
+            .join("testdata/sqlite/driver.c")
+            .display()
+            .to_string(),
+        s.join("sqlite3.c").display().to_string(),
+        "-lm".into(),
+    ];
+    let out = check("sqlite", &args, &["1"], 0, &[]);
+    assert!(out.contains("probes "), "{out}");
+}
+
+/// Runs the events build of queries.c with TALLY_STOP_AT=n; returns (count, where) from the
+/// runtime's message.
+fn stop_at(bin: &Path, n: u64) -> (u64, String) {
+    let out = Command::new(bin)
+        .env("TALLY_STOP_AT", n.to_string())
+        .env("TALLY_PROFILE", "off")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed by SIGTRAP");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix("tally: TALLY_STOP_AT reached: "))
+        .unwrap_or_else(|| panic!("no stop message: {err}"));
+    let (count, rest) = line.split_once(" events at ").unwrap();
+    (count.parse().unwrap(), rest.to_string())
+}
+
+#[test]
+fn stop_at_stops_at_the_first_point_reaching_n() {
+    let dir = scratch("events-stop");
+    let src = repo().join("testdata/events/queries.c");
+    let bin = dir.join("q");
+    build(
+        Variant::Tally("events"),
+        false,
+        &["-O2", "-g", src.to_str().unwrap()],
+        &bin,
+        &dir,
+    );
+    for n in [1u64, 100, 2_000, 10_000, 20_000] {
+        let (c, at) = stop_at(&bin, n);
+        assert!(c >= n, "stopped at {c} < {n}");
+        assert_eq!(stop_at(&bin, n), (c, at.clone()), "repeatable");
+        // No earlier checked point reached n: asking for exactly c stops at the same point,
+        // and asking for one more stops later.
+        assert_eq!(
+            stop_at(&bin, c),
+            (c, at.clone()),
+            "first point with count >= {n}"
+        );
+        let (c2, _) = stop_at(&bin, c + 1);
+        assert!(c2 > c);
+    }
+}
