@@ -8,6 +8,7 @@
 //! - [`events`]: exact event counting with on-line queries (paper 001: Fig. 4 increments, §3.3
 //!   query increments, §4 calls as queries and per-call-site counters);
 //! - [`dfs`]: depth-first search from the entry, back edges, topological order (§5);
+//! - [`dom`]: dominators, and where a frame record's push can go (shrink-wrapping);
 //! - [`loops`]: natural loops and loop-exit edges from the back edges (§5);
 //! - [`weight`]: the heuristic edge weighting (§5);
 //! - [`mst`]: maximum spanning forests by Kruskal (§2, §3.2);
@@ -26,6 +27,7 @@
 
 pub mod cfg;
 pub mod dfs;
+pub mod dom;
 pub mod events;
 pub mod hash;
 pub mod ids;

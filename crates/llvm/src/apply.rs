@@ -220,16 +220,48 @@ pub(crate) fn frame_push(em: &Emitter, rec: LLVMValueRef, entry_site: Option<LLV
     }
 }
 
+/// Where the frame record is pushed (a block) and which returning blocks pop it: shrink-wrapped
+/// to the latest block that dominates every use of the record (a call that may end the frame,
+/// a landing pad, a setjmp) and lies on no cycle, when every return reachable from it is
+/// dominated by it (`tally_graph::dom::push_plan`); otherwise the entry, popped at every return.
+pub(crate) fn frame_plan(l: &Lowered) -> (NodeId, Vec<bool>) {
+    let uses: Vec<NodeId> = l
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.first_site.is_some() || n.landing_pad || n.after_setjmp.is_some())
+        .map(|(i, _)| NodeId::new(i))
+        .collect();
+    // A function that calls setjmp keeps its push at the entry: the runtime's longjmp recovery
+    // walks records by frame address and must find this one whatever block setjmp sits in.
+    let plan = if l.has_setjmp {
+        None
+    } else {
+        tally_graph::dom::push_plan(&l.cfg, &uses)
+    };
+    match plan {
+        Some(p) => {
+            let mut pops = vec![false; l.nodes.len()];
+            for n in p.pops {
+                pops[n.index()] = true;
+            }
+            (p.at, pops)
+        }
+        None => (NodeId::new(0), l.nodes.iter().map(|n| n.returns).collect()),
+    }
+}
+
 /// Everything else a frame record needs: `tail` markers dropped from calls that stay sites,
-/// the pop before every return, `__tally_unwound` at landing pads and `__tally_longjmp_landed`
-/// after setjmp calls (each the first call there, as the runtime requires).
-pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
+/// the pop before the returns in `pops`, `__tally_unwound` at landing pads and
+/// `__tally_longjmp_landed` after setjmp calls (each the first call there, as the runtime
+/// requires).
+pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef, pops: &[bool]) {
     let empty = cname("");
-    for node in &l.nodes {
+    for (i, node) in l.nodes.iter().enumerate() {
         for &t in &node.tail_sites {
             unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };
         }
-        if node.returns {
+        if node.returns && pops[i] {
             em.at(node.end);
             unsafe {
                 let prev = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.field(rec, 0), empty.as_ptr());
@@ -375,14 +407,16 @@ pub(crate) fn apply(
                 .expect("early-exit edges are chords");
             em.counter_ptr(base + idx as u64)
         };
-        // The entry block's site, if it has one, is stored by the push, once.
-        let entry_site = l.nodes[0].first_site.map(|_| site_ptr(NodeId::new(0)));
-        frame_push(&em, rec, entry_site);
+        // The push block's site, if it has one, is stored by the push, once.
+        let (at, pops) = frame_plan(l);
+        let push_site = l.nodes[at.index()].first_site.map(|_| site_ptr(at));
+        em.at(l.nodes[at.index()].start);
+        frame_push(&em, rec, push_site);
         // Landing-pad and setjmp calls first: after a longjmp the runtime must see the site the
         // frame was left from, not the one of the block it re-enters.
-        frame_exits(&em, l, rec);
+        frame_exits(&em, l, rec, &pops);
         for (i, node) in l.nodes.iter().enumerate() {
-            if let (Some(site), false) = (node.first_site, i == 0) {
+            if let (Some(site), false) = (node.first_site, i == at.index()) {
                 em.at(site);
                 unsafe { c::LLVMBuildStore(b, site_ptr(NodeId::new(i)), em.field(rec, 1)) };
             }

@@ -18,7 +18,9 @@
 //! an edge that can neither be split nor reached from one end (an indirect branch into a block
 //! with several predecessors) is profiled with edge counters instead, and says so.
 
-use crate::apply::{frame_alloca, frame_exits, frame_push, split_edge, Emitter, Globals};
+use crate::apply::{
+    frame_alloca, frame_exits, frame_plan, frame_push, split_edge, Emitter, Globals,
+};
 use crate::ir::{self, Val};
 use crate::lower::{EdgeIr, Lowered};
 use crate::plan::{direct_site, Realize};
@@ -203,8 +205,10 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
         (c::LLVMBuildAlloca(b, ty, n.as_ptr()), ty)
     });
     if let Some(rec) = rec {
+        let (at, pops) = frame_plan(l);
+        em.at(l.nodes[at.index()].start);
         frame_push(&em, rec, None);
-        frame_exits(&em, l, rec);
+        frame_exits(&em, l, rec, &pops);
     }
     let pe = PathEmitter { em: &em, r, counts };
 
