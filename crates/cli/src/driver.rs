@@ -17,6 +17,7 @@ struct Settings {
     mode: Mode,
     atomic: bool,
     shadow: bool,
+    early_exits: tally_llvm::EarlyExits,
     verbose: bool,
     weights: Option<std::sync::Arc<tally_llvm::Weights>>,
     events: tally_llvm::EventKind,
@@ -52,6 +53,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     };
     let mut atomic = false;
     let mut shadow = true;
+    let mut early_exits = tally_llvm::EarlyExits::Auto;
     let mut weights = None;
     let mut events = tally_llvm::EventKind::Insns;
     let mut verbose = std::env::var_os("TALLY_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
@@ -67,6 +69,13 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
             events = tally_llvm::EventKind::from_name(k).with_context(|| {
                 format!("--tally-events={k} is not an event kind (insns, blocks, calls, mem)")
             })?;
+        } else if let Some(k) = o.strip_prefix("early-exits=") {
+            early_exits = tally_llvm::EarlyExits::from_name(k).with_context(|| {
+                format!(
+                    "--tally-early-exits={k} is not a choice ({})",
+                    tally_llvm::EarlyExits::NAMES
+                )
+            })?;
         } else if o == "no-shadow" {
             // Benchmarks only: measures what the early-exit frame records cost.
             shadow = false;
@@ -80,6 +89,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
         mode,
         atomic,
         shadow,
+        early_exits,
         verbose,
         weights,
         events,
@@ -203,6 +213,7 @@ fn compile_one(
         source: source.to_string_lossy().into_owned(),
         atomic: s.atomic,
         shadow: s.shadow,
+        early_exits: s.early_exits,
         weights: s.weights.clone(),
         events: s.events,
     };

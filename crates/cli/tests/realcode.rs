@@ -4,7 +4,9 @@
 //! `testdata/sqlite/driver.c`. Each is built plain and in `edge`, `edges-naive`, `blocks-naive`
 //! and `vertex` mode; the instrumented programs must print exactly what the plain one prints and
 //! exit with its status, and every block and edge count of every function must be equal across
-//! the modes (for `vertex`: every block count, and the edge counts it determines).
+//! the modes (for `vertex`: every block count, and the edge counts it determines). The Lua
+//! builds whose frames end early (longjmp errors, C++ exceptions, a script error) are also built
+//! with each early-exit strategy of `edge` forced (`--tally-early-exits=record|derive`).
 
 mod support;
 use std::path::Path;
@@ -12,12 +14,23 @@ use support::*;
 
 /// Builds every variant, runs each with `run_args` in its own directory under the same program
 /// name (so argv[0] is the same), and compares outputs and counts.
-fn check(name: &str, cxx: bool, build_args: &[String], run_args: &[&str], want_status: i32) {
+/// `extra` variants (after the [`MODES`]) are built and compared too.
+fn check(
+    name: &str,
+    cxx: bool,
+    build_args: &[String],
+    run_args: &[&str],
+    want_status: i32,
+    extra: &[Variant],
+) {
     let dir = scratch(name);
     let args: Vec<&str> = build_args.iter().map(String::as_str).collect();
     let mut outputs = Vec::new();
     let mut reports = Vec::new();
-    for v in std::iter::once(Variant::Plain).chain(MODES) {
+    for v in std::iter::once(Variant::Plain)
+        .chain(MODES)
+        .chain(extra.iter().copied())
+    {
         let vdir = dir.join(v.name());
         std::fs::create_dir_all(&vdir).unwrap();
         let bin = vdir.join("prog");
@@ -85,6 +98,7 @@ fn lua_as_c_o2() {
         &lua_args("-O2"),
         &[script.to_str().unwrap(), "1"],
         0,
+        &EARLY_EXIT_VARIANTS,
     );
 }
 
@@ -97,6 +111,7 @@ fn lua_as_c_o0() {
         &lua_args("-O0"),
         &[script.to_str().unwrap(), "1"],
         0,
+        &[],
     );
 }
 
@@ -113,6 +128,7 @@ fn lua_as_cxx_o2() {
         &args,
         &[script.to_str().unwrap(), "1"],
         0,
+        &EARLY_EXIT_VARIANTS,
     );
 }
 
@@ -131,6 +147,7 @@ fn lua_script_error_exit_status() {
         &lua_args("-O2"),
         &[script.to_str().unwrap()],
         1,
+        &EARLY_EXIT_VARIANTS,
     );
 }
 
@@ -150,5 +167,5 @@ fn sqlite_o2() {
         s.join("sqlite3.c").display().to_string(),
         "-lm".into(),
     ];
-    check("sqlite-O2", false, &args, &["1"], 0);
+    check("sqlite-O2", false, &args, &["1"], 0, &[]);
 }

@@ -44,7 +44,9 @@ pub use cfg::{Cfg, CfgError, Edge, EdgeKind};
 pub use dfs::Dfs;
 pub use ids::{CounterId, EdgeId, IdVec, NodeId};
 pub use loops::Loops;
-pub use mst::{max_spanning_tree, SpanningTree, TreeClass};
-pub use placement::{place_edge_counters, placement_cost, EdgePlacement};
+pub use mst::{max_spanning_tree, max_spanning_tree_exits_in_tree, SpanningTree, TreeClass};
+pub use placement::{
+    place_edge_counters, place_edge_counters_exits_in_tree, placement_cost, EdgePlacement,
+};
 pub use propagate::{block_counts, check_flow, propagate, solve_from_blocks, FlowError, Side};
 pub use weight::{heuristic_weights, heuristic_weights_with, LOOP_MULTIPLIER};

@@ -6,7 +6,8 @@
 //! paper seeds the tree with `EXIT -> root` so that it never carries a counter), and edges that
 //! cannot carry a counter. `Weighted` edges follow by weight, heaviest first, ties by ascending
 //! id, so the result is fully deterministic. `Excluded` edges never enter the tree; the
-//! `EarlyExit` and `Reentry` edges are always excluded because the runtime counts them. A forced
+//! `Reentry` edges are always excluded because the runtime counts them, and so are the
+//! `EarlyExit` edges unless [`max_spanning_tree_exits_in_tree`] forces them in. A forced
 //! edge that would close a cycle cannot be a tree edge; it is reported in
 //! [`SpanningTree::failed_forced`] and stays a chord.
 
@@ -95,8 +96,36 @@ impl UnionFind {
 /// `class` is asked about the `Flow` and `Return` edges only: `e0` is always forced and the
 /// `EarlyExit` and `Reentry` edges are always excluded.
 pub fn max_spanning_tree(cfg: &Cfg, class: impl Fn(EdgeId) -> TreeClass) -> SpanningTree {
+    spanning_tree(cfg, false, class)
+}
+
+/// Like [`max_spanning_tree`], but every `EarlyExit` edge is forced into the tree, ahead of
+/// `e0`. The early-exit edges of a function form a star on EXIT, so they always fit; `e0`
+/// fails (and becomes a chord, counted at the entry) exactly when the entry has an early-exit
+/// edge. Their counts are then derived by the flow law instead of being counted by the runtime:
+/// the frame needs no record (the gcov approach of "fake" call-to-exit edges kept on the
+/// tree), at the price of the counters the forced edges displace.
+pub fn max_spanning_tree_exits_in_tree(
+    cfg: &Cfg,
+    class: impl Fn(EdgeId) -> TreeClass,
+) -> SpanningTree {
+    spanning_tree(cfg, true, class)
+}
+
+fn spanning_tree(
+    cfg: &Cfg,
+    exits_in_tree: bool,
+    class: impl Fn(EdgeId) -> TreeClass,
+) -> SpanningTree {
     let mut forced = Vec::new();
     let mut weighted = Vec::new();
+    if exits_in_tree {
+        forced.extend(
+            cfg.edges()
+                .filter(|(_, edge)| edge.kind == EdgeKind::EarlyExit)
+                .map(|(e, _)| e),
+        );
+    }
     for (e, edge) in cfg.edges() {
         let c = match edge.kind {
             EdgeKind::Entry => TreeClass::Forced,

@@ -7,15 +7,20 @@
 //! of calls) and with the edges that cannot carry a counter (`unsplittable`); the `EarlyExit` and
 //! `Reentry` edges, counted by the runtime, are kept out of it (§3.2, Fig. 7). Every other edge
 //! competes by its weight, so that counters land where the weighting predicts few executions.
+//!
+//! [`place_edge_counters_exits_in_tree`] is the alternative for early exits: the `EarlyExit`
+//! edges go into the tree and their counts are derived like any tree edge's, so the runtime
+//! needs no record of the frame; the caller compares the two placements' costs.
 
 use crate::cfg::Cfg;
 use crate::ids::{EdgeId, IdVec};
-use crate::mst::{max_spanning_tree, SpanningTree, TreeClass};
+use crate::mst::{max_spanning_tree, max_spanning_tree_exits_in_tree, SpanningTree, TreeClass};
 
 /// Where the edge counters of one function go.
 ///
 /// Invariant: `chords` lists, in id order, exactly the edges not in `tree`; they include every
-/// `EarlyExit` and `Reentry` edge and every entry of `tree.failed_forced`.
+/// `Reentry` edge, every entry of `tree.failed_forced` and, unless the placement was made by
+/// [`place_edge_counters_exits_in_tree`], every `EarlyExit` edge.
 #[derive(Clone, PartialEq, Debug)]
 pub struct EdgePlacement {
     /// The spanning forest of uncounted edges.
@@ -32,6 +37,26 @@ pub fn place_edge_counters(
     weights: &IdVec<EdgeId, f64>,
     unsplittable: impl Fn(EdgeId) -> bool,
 ) -> EdgePlacement {
+    place(cfg, weights, unsplittable, false)
+}
+
+/// Places edge counters like [`place_edge_counters`], with every `EarlyExit` edge in the tree
+/// (see [`max_spanning_tree_exits_in_tree`]): no early-exit edge is a chord, and `e0` is one
+/// when the entry has an early exit.
+pub fn place_edge_counters_exits_in_tree(
+    cfg: &Cfg,
+    weights: &IdVec<EdgeId, f64>,
+    unsplittable: impl Fn(EdgeId) -> bool,
+) -> EdgePlacement {
+    place(cfg, weights, unsplittable, true)
+}
+
+fn place(
+    cfg: &Cfg,
+    weights: &IdVec<EdgeId, f64>,
+    unsplittable: impl Fn(EdgeId) -> bool,
+    exits_in_tree: bool,
+) -> EdgePlacement {
     assert_eq!(
         weights.len(),
         cfg.num_edges(),
@@ -39,13 +64,18 @@ pub fn place_edge_counters(
         weights.len(),
         cfg.num_edges()
     );
-    let tree = max_spanning_tree(cfg, |e| {
+    let class = |e| {
         if unsplittable(e) {
             TreeClass::Forced
         } else {
             TreeClass::Weighted(weights[e])
         }
-    });
+    };
+    let tree = if exits_in_tree {
+        max_spanning_tree_exits_in_tree(cfg, class)
+    } else {
+        max_spanning_tree(cfg, class)
+    };
     let chords = tree.chords().collect();
     EdgePlacement { tree, chords }
 }

@@ -7,9 +7,9 @@ use std::collections::VecDeque;
 use tally_graph::mst::UnionFind;
 use tally_graph::testing::{random_run, Rng};
 use tally_graph::{
-    block_counts, check_flow, heuristic_weights, max_spanning_tree, place_edge_counters, propagate,
-    solve_from_blocks, Cfg, Dfs, EdgeId, EdgeKind, EdgePlacement, FlowError, IdVec, Loops, NodeId,
-    SpanningTree, TreeClass,
+    block_counts, check_flow, heuristic_weights, max_spanning_tree, place_edge_counters,
+    place_edge_counters_exits_in_tree, propagate, solve_from_blocks, Cfg, Dfs, EdgeId, EdgeKind,
+    EdgePlacement, FlowError, IdVec, Loops, NodeId, SpanningTree, TreeClass,
 };
 
 const MAX_BLOCKS: usize = 30;
@@ -225,6 +225,23 @@ proptest! {
         let forced: Vec<bool> = (0..cfg.num_edges()).map(|_| rng.percent(20)).collect();
         let p = place_edge_counters(&cfg, &weights, |e| forced[e.index()]);
         check_tree(&cfg, &p, &classes(&cfg, &weights, &forced));
+        let counts = propagate(&cfg, &measure(&cfg, &truth, &p.chords));
+        prop_assert_eq!(counts.as_ref(), Ok(&truth));
+    }
+
+    #[test]
+    fn early_exits_in_the_tree_recover_every_count(seed in any::<u64>()) {
+        // The record-free placement: early-exit edges are derived, never measured.
+        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
+        let weights = heuristic_weights(&cfg);
+        let p = place_edge_counters_exits_in_tree(&cfg, &weights, |_| false);
+        for (e, edge) in cfg.edges() {
+            if edge.kind == EdgeKind::EarlyExit {
+                prop_assert!(p.tree.in_tree[e], "early exit {} is a chord", e);
+            }
+        }
+        let entry_exits = cfg.early_exit(cfg.entry()).is_some();
+        prop_assert_eq!(p.tree.failed_forced.first() == Some(&EdgeId::new(0)), entry_exits);
         let counts = propagate(&cfg, &measure(&cfg, &truth, &p.chords));
         prop_assert_eq!(counts.as_ref(), Ok(&truth));
     }

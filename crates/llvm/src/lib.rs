@@ -58,6 +58,35 @@ pub struct Options {
     pub weights: Option<std::sync::Arc<Weights>>,
     /// Events mode: what an event is.
     pub events: EventKind,
+    /// Edge mode: how early exits are made exact in functions without landing pads or setjmp.
+    pub early_exits: EarlyExits,
+}
+
+/// How edge mode makes the counts of frames that end early exact (paper 000 §3.2, Fig. 7).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum EarlyExits {
+    /// Per function, whichever of the two below the weighting predicts to be cheaper.
+    #[default]
+    Auto,
+    /// A frame record; the runtime charges the exit counter of the site the frame ends at.
+    Record,
+    /// The early-exit edges are spanning-tree edges: their counts are derived, no record.
+    Derive,
+}
+
+impl EarlyExits {
+    /// The option names, for messages.
+    pub const NAMES: &'static str = "auto, record, derive";
+
+    /// Parses an option value.
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(EarlyExits::Auto),
+            "record" => Some(EarlyExits::Record),
+            "derive" => Some(EarlyExits::Derive),
+            _ => None,
+        }
+    }
 }
 
 /// Edge frequencies of an earlier run: (function name, graph hash) -> count of each edge.
@@ -221,11 +250,21 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                         Ok(pp) => FnPlan::Paths(pp),
                         Err(reason) => {
                             path_fallbacks.push((name.clone(), reason));
-                            FnPlan::Counters(plan::plan(&l, Mode::Edge, measured.as_ref()))
+                            FnPlan::Counters(plan::plan(
+                                &l,
+                                Mode::Edge,
+                                measured.as_ref(),
+                                opts.early_exits,
+                            ))
                         }
                     }
                 } else {
-                    FnPlan::Counters(plan::plan(&l, opts.mode, measured.as_ref()))
+                    FnPlan::Counters(plan::plan(
+                        &l,
+                        opts.mode,
+                        measured.as_ref(),
+                        opts.early_exits,
+                    ))
                 };
                 if !opts.shadow {
                     match &mut fp {

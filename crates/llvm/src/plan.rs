@@ -2,8 +2,11 @@
 //! the increment goes.
 //!
 //! - `edge` mode: Eprof(Ecnt) of paper 000 §3.2 — counters on the chords of a maximum spanning
-//!   tree under the heuristic weighting of §5. Early-exit edges are always chords and are counted
-//!   by the runtime (the exit counters of Fig. 7); re-entry edges are always chords.
+//!   tree under the heuristic weighting of §5. Early-exit edges are either chords counted by the
+//!   runtime through a frame record (the exit counters of Fig. 7) or, when that is predicted to
+//!   cost more, tree edges whose counts the flow law derives (no record; gcov's fake edges);
+//!   functions with landing pads or setjmp always keep the record. Re-entry edges are always
+//!   chords.
 //! - `edges-naive`: a counter on every edge but the early-exit edges (derived at report time).
 //! - `blocks-naive`: a counter at the start of every block (the "redundant" placement of §6.1).
 //! - `vertex`: Vprof(Ecnt) of §3.3 — the edge placement minus the chords whose fundamental
@@ -17,6 +20,7 @@
 //! stores its index in a per-target frame slot, and the target increments `counter[base + tag]`.
 
 use crate::lower::{EdgeIr, Lowered};
+use crate::EarlyExits;
 use tally_format::{Mode, Probe};
 use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
 
@@ -91,9 +95,33 @@ pub(crate) fn direct_site(l: &Lowered, e: EdgeId) -> Option<Realize> {
     }
 }
 
+/// What a frame record costs, in counter increments: the push and the pop (two thread-local
+/// accesses, four stores, a load: about four increments' worth) at the push block, and a store
+/// at every other block with a site, each weighted by its block's predicted frequency.
+const RECORD_PUSH_POP: f64 = 4.0;
+const RECORD_SITE_STORE: f64 = 1.0;
+
+fn record_cost(l: &Lowered, w: &IdVec<EdgeId, f64>) -> f64 {
+    let node_w = |n: NodeId| -> f64 { l.cfg.preds(n).iter().map(|&e| w[e]).sum() };
+    let (at, _) = crate::apply::frame_plan(l);
+    let stores: f64 = l
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|&(i, n)| n.first_site.is_some() && i != at.index())
+        .map(|(i, _)| node_w(NodeId::new(i)))
+        .sum();
+    RECORD_PUSH_POP * node_w(at) + RECORD_SITE_STORE * stores
+}
+
 /// Builds the plan of one function for `mode`. `weights` are measured edge frequencies from an
 /// earlier run (paper 000 §6.4 "Exact-Max"); without them the heuristic weighting of §5 is used.
-pub(crate) fn plan(l: &Lowered, mode: Mode, weights: Option<&IdVec<EdgeId, f64>>) -> Plan {
+pub(crate) fn plan(
+    l: &Lowered,
+    mode: Mode,
+    weights: Option<&IdVec<EdgeId, f64>>,
+    early: EarlyExits,
+) -> Plan {
     let cfg = &l.cfg;
     let mut measured: Vec<EdgeId> = Vec::new();
     let mut shadow = false;
@@ -130,6 +158,36 @@ pub(crate) fn plan(l: &Lowered, mode: Mode, weights: Option<&IdVec<EdgeId, f64>>
         }
         // Path mode plans paths (paths.rs), events mode events (events.rs); functions that
         // cannot have paths get edge counters.
+        // Edge mode chooses, per function, between the frame record (exit counters charged by
+        // the runtime) and deriving the early exits from the tree (no record), by cost.
+        Mode::Edge
+            if may_end_early
+                && !l.has_landing_pads
+                && !l.has_setjmp
+                && early != EarlyExits::Record =>
+        {
+            let w = weighting();
+            let unsplittable = |e| direct_site(l, e).is_none();
+            let with_record = tally_graph::placement::place_edge_counters(cfg, &w, unsplittable);
+            let without =
+                tally_graph::placement::place_edge_counters_exits_in_tree(cfg, &w, unsplittable);
+            let chord_cost = |chords: &[EdgeId]| -> f64 {
+                chords
+                    .iter()
+                    .filter(|&&e| cfg.edge(e).kind != EdgeKind::EarlyExit)
+                    .map(|&e| w[e])
+                    .sum()
+            };
+            if early == EarlyExits::Derive
+                || chord_cost(&without.chords)
+                    <= chord_cost(&with_record.chords) + record_cost(l, &w)
+            {
+                measured = without.chords;
+            } else {
+                measured = with_record.chords;
+                shadow = true;
+            }
+        }
         Mode::Edge | Mode::Path | Mode::Events | Mode::EventsNaive => {
             let placement = tally_graph::placement::place_edge_counters(cfg, &weighting(), |e| {
                 direct_site(l, e).is_none()

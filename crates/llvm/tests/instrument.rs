@@ -87,6 +87,7 @@ fn check(src: &str, lang: &str) {
                     shadow: true,
                     weights: None,
                     events: tally_llvm::EventKind::Insns,
+                    early_exits: tally_llvm::EarlyExits::Auto,
                 },
             )
             .unwrap_or_else(|e| panic!("{lang} {opt} {mode:?}: {e}"));

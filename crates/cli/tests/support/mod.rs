@@ -105,6 +105,11 @@ pub const MODES: [Variant; 5] = [
     Variant::Tally("path"),
 ];
 
+/// `edge` mode with each way of making early exits exact forced (the default, `auto`, mixes
+/// them per function): compared like `edge`, against the `edges-naive` oracle.
+pub const EARLY_EXIT_VARIANTS: [Variant; 2] =
+    [Variant::Tally("edge-record"), Variant::Tally("edge-derive")];
+
 /// Which edges two reports must agree on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Edges {
@@ -123,7 +128,15 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
         Variant::Tally(mode) => {
             let mut c = Command::new(tally());
             c.arg(if cxx { "c++" } else { "cc" });
-            c.arg(format!("--tally-mode={mode}"));
+            match mode.strip_prefix("edge-") {
+                Some(how @ ("record" | "derive")) => {
+                    c.arg("--tally-mode=edge");
+                    c.arg(format!("--tally-early-exits={how}"));
+                }
+                _ => {
+                    c.arg(format!("--tally-mode={mode}"));
+                }
+            }
             c
         }
     };
@@ -288,7 +301,10 @@ pub fn check_program(src: &Path, status: i32, opt: &str) {
     let src_s = src.to_str().unwrap();
     let mut outputs = Vec::new();
     let mut reports = Vec::new();
-    for v in std::iter::once(Variant::Plain).chain(MODES) {
+    for v in std::iter::once(Variant::Plain)
+        .chain(MODES)
+        .chain(EARLY_EXIT_VARIANTS)
+    {
         let bin = dir.join(format!("{stem}-{}", v.name()));
         build(v, cxx, &[opt, "-g", src_s], &bin, &dir);
         let prof = dir.join(format!("{stem}-{}.tally", v.name()));
@@ -339,8 +355,12 @@ impl From<bool> for Edges {
 /// Compares the reports of the modes (in [`MODES`] order) of one program: `edge` against the
 /// `edges-naive` oracle (blocks and edges) and the `blocks-naive` oracle (blocks); `vertex`
 /// against `blocks-naive` (blocks) and `edges-naive` (the edges it determines); the block and
-/// edge counts derived from the `path` profile against `edges-naive`.
+/// edge counts derived from the `path` profile against `edges-naive`; reports past those five
+/// are the [`EARLY_EXIT_VARIANTS`], each compared against `edges-naive` like `edge`.
 pub fn compare_modes(what: &str, reports: &[Value]) -> (usize, usize) {
+    for (v, r) in EARLY_EXIT_VARIANTS.iter().zip(reports.iter().skip(5)) {
+        assert_same_counts(what, v.name(), r, "edges-naive", &reports[1], Edges::All);
+    }
     let (edge, naive, blocks, vertex, path) = (
         &reports[0],
         &reports[1],
