@@ -423,8 +423,8 @@ pub(crate) fn apply(
         }
     }
 
-    // Counters with direct sites.
-    for (i, &(_, r)) in plan.counters.iter().enumerate() {
+    // Counters with direct sites, as a closure run in two passes (see below).
+    let direct = |i: usize, r: Realize| {
         let idx = base + i as u64;
         match r {
             Realize::Runtime | Realize::Tagged { .. } => {}
@@ -449,7 +449,7 @@ pub(crate) fn apply(
                         &mut [a, em.i32c(u64::from(edge_of(i))), sj.0],
                         sj,
                     );
-                    continue;
+                    return;
                 }
                 unsafe {
                     let ret = sj.0;
@@ -469,12 +469,20 @@ pub(crate) fn apply(
                 count(i, idx);
             }
         }
-    }
+    };
 
-    // Predecessor tags.
+    // Actions at the start of a block go first: in a block whose only instruction is its
+    // terminator the start and the end are one insertion point, and a trace must log the edge
+    // into the block before the edge out of it, whatever their ids.
+    let starts = |r: &Realize| matches!(r, Realize::NodeStart(_) | Realize::Reentry(_));
+    for (i, &(_, r)) in plan.counters.iter().enumerate() {
+        if starts(&r) {
+            direct(i, r);
+        }
+    }
+    // Predecessor tags: the reads at the tag targets' starts (the stores come last).
     for t in &plan.tag_targets {
         let slot = slot_of(t.node);
-        store_tags(&em, l, t.node, slot);
         let node = &l.nodes[t.node.index()];
         em.at(node.start);
         if let Some(aslot) = act {
@@ -517,6 +525,14 @@ pub(crate) fn apply(
             );
             em.add_to(p, em.i64c(1));
         }
+    }
+    for (i, &(_, r)) in plan.counters.iter().enumerate() {
+        if !starts(&r) {
+            direct(i, r);
+        }
+    }
+    for t in &plan.tag_targets {
+        store_tags(&em, l, t.node, slot_of(t.node));
     }
     unsafe { c::LLVMDisposeBuilder(b) };
 }

@@ -212,8 +212,22 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
     }
     let pe = PathEmitter { em: &em, r, counts };
 
-    // Edge actions (before the site stores: a site reads r as its block sees it).
-    for (e, acts) in pp.actions.iter() {
+    // Edge actions (before the site stores: a site reads r as its block sees it). Actions at
+    // the start of a block go first: in a block whose only instruction is its terminator the
+    // start and the end are the same insertion point, and the actions of the edge into the
+    // block must run before those of the edge out of it, whatever their edge ids.
+    let at_start = |e: EdgeId| {
+        matches!(
+            direct_site(l, e),
+            Some(Realize::NodeStart(_) | Realize::Reentry(_))
+        )
+    };
+    let in_order = pp
+        .actions
+        .iter()
+        .filter(|&(e, _)| at_start(e))
+        .chain(pp.actions.iter().filter(|&(e, _)| !at_start(e)));
+    for (e, acts) in in_order {
         if acts.is_empty() {
             continue;
         }
