@@ -18,6 +18,7 @@ struct Settings {
     atomic: bool,
     shadow: bool,
     early_exits: tally_llvm::EarlyExits,
+    promote: bool,
     verbose: bool,
     weights: Option<std::sync::Arc<tally_llvm::Weights>>,
     events: tally_llvm::EventKind,
@@ -54,6 +55,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     let mut atomic = false;
     let mut shadow = true;
     let mut early_exits = tally_llvm::EarlyExits::Auto;
+    let mut promote = false;
     let mut weights = None;
     let mut events = tally_llvm::EventKind::Insns;
     let mut verbose = std::env::var_os("TALLY_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
@@ -76,6 +78,8 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
                     tally_llvm::EarlyExits::NAMES
                 )
             })?;
+        } else if o == "promote" {
+            promote = true;
         } else if o == "no-shadow" {
             // Benchmarks only: measures what the early-exit frame records cost.
             shadow = false;
@@ -90,6 +94,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
         atomic,
         shadow,
         early_exits,
+        promote,
         verbose,
         weights,
         events,
@@ -214,6 +219,7 @@ fn compile_one(
         atomic: s.atomic,
         shadow: s.shadow,
         early_exits: s.early_exits,
+        promote: s.promote,
         weights: s.weights.clone(),
         events: s.events,
     };
@@ -238,7 +244,7 @@ fn compile_one(
     if s.verbose {
         let st = &done.stats;
         eprintln!(
-            "tally: {} [{}]: {} functions ({} skipped, {} with measured weights), {} blocks, {} edges, {} counters ({} tagged), {} shadow frames, {:.0} ms",
+            "tally: {} [{}]: {} functions ({} skipped, {} with measured weights), {} blocks, {} edges, {} counters ({} tagged), {} shadow frames, {} promoted counters in {} loops, {:.0} ms",
             Path::new(src).display(),
             s.mode.name(),
             st.functions,
@@ -249,6 +255,8 @@ fn compile_one(
             st.counters,
             st.tagged,
             st.shadow_frames,
+            st.promoted,
+            st.promoted_loops,
             t0.elapsed().as_secs_f64() * 1000.0
         );
         if s.mode == Mode::Path {

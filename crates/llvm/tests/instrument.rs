@@ -88,6 +88,7 @@ fn check(src: &str, lang: &str) {
                     weights: None,
                     events: tally_llvm::EventKind::Insns,
                     early_exits: tally_llvm::EarlyExits::Auto,
+                    promote: true,
                 },
             )
             .unwrap_or_else(|e| panic!("{lang} {opt} {mode:?}: {e}"));

@@ -106,9 +106,13 @@ pub const MODES: [Variant; 5] = [
 ];
 
 /// `edge` mode with each way of making early exits exact forced (the default, `auto`, mixes
-/// them per function): compared like `edge`, against the `edges-naive` oracle.
-pub const EARLY_EXIT_VARIANTS: [Variant; 2] =
-    [Variant::Tally("edge-record"), Variant::Tally("edge-derive")];
+/// them per function), and with counters promoted to registers in call-free loops
+/// (`--tally-promote`): compared like `edge`, against the `edges-naive` oracle.
+pub const EARLY_EXIT_VARIANTS: [Variant; 3] = [
+    Variant::Tally("edge-record"),
+    Variant::Tally("edge-derive"),
+    Variant::Tally("edge-promote"),
+];
 
 /// Which edges two reports must agree on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +136,9 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
                 Some(how @ ("record" | "derive")) => {
                     c.arg("--tally-mode=edge");
                     c.arg(format!("--tally-early-exits={how}"));
+                }
+                Some("promote") => {
+                    c.args(["--tally-mode=edge", "--tally-promote"]);
                 }
                 _ => {
                     c.arg(format!("--tally-mode={mode}"));

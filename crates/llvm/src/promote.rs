@@ -1,0 +1,240 @@
+//! Counter promotion: in a loop without calls, a counter lives in a register and reaches memory
+//! once per loop exit instead of once per iteration (the promotion LLVM's own instrumentation
+//! does for `-fprofile-generate`; paper 000 §6.3 treats the same cost from the placement side).
+//!
+//! After a function is instrumented, its final control-flow graph is searched for natural loops
+//! (`tally_graph::loops`, paper 000 §5). A loop is promoted when
+//!
+//! - it contains no call other than LLVM intrinsics (so no callee can read or write a counter,
+//!   and no frame can end inside it: early exits happen at calls), and no `invoke`, `callbr` or
+//!   `indirectbr`;
+//! - every edge into it enters at its header, from a block ending in `br` or `switch`;
+//! - it does not overlap a loop already promoted (the largest loops are taken first, so a
+//!   call-free loop nest is promoted as a whole at its outermost call-free level).
+//!
+//! For every counter the loop touches (a load or store of a constant element of the module's
+//! counter array), an `alloca` takes its place inside the loop; the counter is loaded into it at
+//! the end of every block that enters the loop and stored back on every exit edge — at the
+//! start of the exit's target when all of that block's predecessors are in the loop, else in a
+//! block split onto the edge. mem2reg then turns the allocas into registers. Counts stay exact:
+//! the loop is left only through its exits (no calls, so no `exit`, `longjmp` or exception
+//! inside), and counters are per function, so nothing else touches them meanwhile — except
+//! another thread running the same loop, which is why `--tally-atomic` builds are not promoted.
+//! Functions built at `-O0` (`optnone`) are not promoted either: mem2reg leaves them alone.
+
+use crate::apply::{split_edge, Emitter, Globals};
+use crate::ir::{self, Bb, Val};
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::LLVMOpcode;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
+use tally_graph::{Cfg, Dfs, EdgeKind, Loops, NodeId};
+
+/// Promotes the counters of the call-free loops of `func`. Returns how many counters were
+/// promoted (in how many loops), `(0, 0)` when nothing was.
+pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
+    if func.fn_has_attr(ir::attr_kind("optnone")) {
+        return (0, 0);
+    }
+    let blocks = func.blocks();
+    let index: HashMap<LLVMBasicBlockRef, usize> =
+        blocks.iter().enumerate().map(|(i, b)| (b.0, i)).collect();
+    let n = blocks.len();
+    let exit = NodeId::new(n);
+    let mut edges = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let Some(t) = b.terminator() else {
+            return (0, 0);
+        };
+        let ns = t.num_successors();
+        if t.opcode() == LLVMOpcode::LLVMRet {
+            edges.push((NodeId::new(i), exit, EdgeKind::Return));
+        }
+        for k in 0..ns {
+            let Some(&j) = index.get(&t.successor(k).0) else {
+                return (0, 0);
+            };
+            edges.push((NodeId::new(i), NodeId::new(j), EdgeKind::Flow));
+        }
+    }
+    let Ok(cfg) = Cfg::new(n, edges) else {
+        return (0, 0);
+    };
+    let dfs = Dfs::compute(&cfg);
+    let loops = Loops::compute(&cfg, &dfs);
+
+    // Per block: whether it can be inside a promoted loop, and its counter accesses.
+    let accesses: Vec<Option<Vec<(Val, u32, LLVMValueRef)>>> =
+        blocks.iter().map(|b| block_accesses(g, *b)).collect();
+
+    let mut order: Vec<NodeId> = loops.entries().to_vec();
+    order.sort_by_key(|y| std::cmp::Reverse(loops.nat_loop(*y).len()));
+    let mut taken = vec![false; n];
+    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
+    let em = Emitter {
+        g,
+        b,
+        fn_scope: ir::subprogram(func),
+        func,
+    };
+    let entry_first = blocks[0].first().expect("a block has its terminator");
+    let (mut promoted, mut promoted_loops) = (0, 0);
+    for y in order {
+        let members = loops.nat_loop(y);
+        if members.iter().any(|m| taken[m.index()]) {
+            continue;
+        }
+        let mut inside = vec![false; n + 1];
+        for m in members {
+            inside[m.index()] = true;
+        }
+        if members.iter().any(|m| accesses[m.index()].is_none()) {
+            continue;
+        }
+        // Single entry, at the header, from blocks ending in br or switch.
+        let mut enter_from = Vec::new();
+        let mut single_entry = true;
+        for m in members {
+            for &e in cfg.preds(*m) {
+                let p = cfg.edge(e).src;
+                if inside[p.index()] {
+                    continue;
+                }
+                let plain = blocks
+                    .get(p.index())
+                    .and_then(|bb| bb.terminator())
+                    .is_some_and(|t| {
+                        matches!(t.opcode(), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch)
+                    });
+                if *m != y || !plain {
+                    single_entry = false;
+                }
+                if !enter_from.contains(&p) {
+                    enter_from.push(p);
+                }
+            }
+        }
+        if !single_entry || enter_from.is_empty() {
+            continue;
+        }
+        for m in members {
+            taken[m.index()] = true;
+        }
+        // The counters the loop touches, by pointer.
+        let mut slots: BTreeMap<usize, (LLVMValueRef, LLVMValueRef)> = BTreeMap::new();
+        let mut uses = Vec::new();
+        for m in members {
+            for &(inst, op, ptr) in accesses[m.index()].as_ref().expect("checked above") {
+                let key = ptr as usize;
+                slots.entry(key).or_insert((ptr, std::ptr::null_mut()));
+                uses.push((inst, op, key));
+            }
+        }
+        if slots.is_empty() {
+            continue;
+        }
+        let empty = CString::default();
+        for (ptr, slot) in slots.values_mut() {
+            em.at(entry_first);
+            let name = CString::new("tally.promoted").expect("no NUL");
+            *slot = unsafe { c::LLVMBuildAlloca(b, g.i64t, name.as_ptr()) };
+            for p in &enter_from {
+                em.at(blocks[p.index()].terminator().expect("checked above"));
+                unsafe {
+                    let v = c::LLVMBuildLoad2(b, g.i64t, *ptr, empty.as_ptr());
+                    c::LLVMBuildStore(b, v, *slot);
+                }
+            }
+        }
+        for (inst, op, key) in uses {
+            unsafe { c::LLVMSetOperand(inst.0, op, slots[&key].1) };
+        }
+        // Stores on the exits.
+        let mut stored_at: Vec<NodeId> = Vec::new();
+        for m in members {
+            let t = blocks[m.index()].terminator().expect("checked above");
+            for k in 0..t.num_successors() {
+                let target = t.successor(k);
+                let tn = NodeId::new(index[&target.0]);
+                if inside[tn.index()] {
+                    continue;
+                }
+                let all_inside = cfg
+                    .preds(tn)
+                    .iter()
+                    .all(|&e| inside[cfg.edge(e).src.index()]);
+                let at = if all_inside {
+                    if stored_at.contains(&tn) {
+                        continue;
+                    }
+                    stored_at.push(tn);
+                    target
+                        .insertion_start()
+                        .expect("a block has its terminator")
+                } else {
+                    let nb: Bb = split_edge(&em, t, k);
+                    nb.terminator().expect("split block has its branch")
+                };
+                for (ptr, slot) in slots.values() {
+                    em.at(at);
+                    unsafe {
+                        let v = c::LLVMBuildLoad2(b, g.i64t, *slot, empty.as_ptr());
+                        c::LLVMBuildStore(b, v, *ptr);
+                    }
+                }
+            }
+        }
+        promoted += slots.len();
+        promoted_loops += 1;
+    }
+    unsafe { c::LLVMDisposeBuilder(b) };
+    (promoted, promoted_loops)
+}
+
+/// The counter loads and stores of a block as (instruction, pointer operand index, pointer), or
+/// `None` if the block contains something a promoted loop must not: a call that is not an
+/// intrinsic, or an `invoke`, `callbr` or `indirectbr`.
+fn block_accesses(g: &Globals, bb: Bb) -> Option<Vec<(Val, u32, LLVMValueRef)>> {
+    let mut out = Vec::new();
+    for i in bb.instructions() {
+        match i.opcode() {
+            LLVMOpcode::LLVMCall
+                if i.calls_inline_asm()
+                    || i.called_function().is_none_or(|f| f.intrinsic_id() == 0) =>
+            {
+                return None;
+            }
+            LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr | LLVMOpcode::LLVMIndirectBr => {
+                return None
+            }
+            LLVMOpcode::LLVMLoad => {
+                let p = i.operand(0).0;
+                if is_counter(g, p) && unsafe { c::LLVMTypeOf(i.0) } == g.i64t {
+                    out.push((i, 0, p));
+                }
+            }
+            LLVMOpcode::LLVMStore => {
+                let p = i.operand(1).0;
+                let v = i.operand(0).0;
+                if is_counter(g, p) && unsafe { c::LLVMTypeOf(v) } == g.i64t {
+                    out.push((i, 1, p));
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+/// Whether `p` is the counter array or a constant element pointer into it.
+fn is_counter(g: &Globals, p: LLVMValueRef) -> bool {
+    if p == g.counters {
+        return true;
+    }
+    unsafe {
+        !c::LLVMIsAConstantExpr(p).is_null()
+            && c::LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr
+            && c::LLVMGetOperand(p, 0) == g.counters
+    }
+}
