@@ -2,7 +2,7 @@
 # Print the absolute directory holding the vendored C sources of a
 # third-party library used as a real-code test workload.
 #
-#   testdata/locate.sh lua|sqlite|zlib|bzip2|zstd
+#   testdata/locate.sh lua|sqlite|zlib|bzip2|zstd|xz|mimalloc|pcre2
 #
 # The sources are not in this repository: they come from crates.io
 # packages listed in testdata/vendor/Cargo.toml (versions pinned by
@@ -15,7 +15,7 @@ set -u
 
 die() { echo "locate.sh: $*" >&2; exit 1; }
 
-[ $# -eq 1 ] || die "usage: locate.sh lua|sqlite|zlib|bzip2|zstd"
+[ $# -eq 1 ] || die "usage: locate.sh lua|sqlite|zlib|bzip2|zstd|xz|mimalloc|pcre2"
 
 case "$1" in
   lua)    pkg=lua-src;        sub='lua-5.4.*';   probe=lapi.c ;;
@@ -23,7 +23,10 @@ case "$1" in
   zlib)   pkg=libz-sys;       sub='src/zlib';    probe=deflate.c ;;
   bzip2)  pkg=bzip2-sys;      sub='bzip2-*';     probe=bzlib.c ;;
   zstd)   pkg=zstd-sys;       sub='zstd/lib';    probe=zstd.h ;;
-  *) die "unknown library '$1' (expected lua|sqlite|zlib|bzip2|zstd)" ;;
+  xz)     pkg=lzma-sys;       sub='xz-5.*';      probe=src/liblzma/api/lzma.h ;;
+  mimalloc) pkg=libmimalloc-sys; sub='c_src/mimalloc/v3'; probe=src/static.c ;;
+  pcre2)  pkg=pcre2-sys;      sub='upstream';    probe=src/pcre2_match.c ;;
+  *) die "unknown library '$1' (expected lua|sqlite|zlib|bzip2|zstd|xz|mimalloc|pcre2)" ;;
 esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd) || die "cannot find script directory"
