@@ -49,6 +49,10 @@ enum Cmd {
     Report(ReportArgs),
     /// The hottest acyclic paths of a path profile (built with --tally-mode=path).
     Paths(PathsArgs),
+    /// Score counter placements on a profile's measured counts (paper 000 §6, Graphs 2-4):
+    /// every block, every edge, spanning-tree chords under heuristic, measured and worst
+    /// weights, Vprof(Ecnt), Knuth-Stevenson Vprof(Vcnt). Needs an edge or edges-naive profile.
+    Placements(PlacementsArgs),
     /// Add profiles of the same build into one.
     Merge {
         /// Output file.
@@ -113,6 +117,41 @@ struct PathsArgs {
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct PlacementsArgs {
+    /// Profiles (several are added; they must come from the same build).
+    #[arg(required = true)]
+    profiles: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Write to this file instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+fn placements(a: PlacementsArgs) -> Result<()> {
+    let profile = read_profiles(&a.profiles)?;
+    let title = a
+        .profiles
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let r = tally_report::analyze(&profile)?;
+    let s = tally_report::placements::score(&r);
+    if s.functions == 0 {
+        anyhow::bail!(
+            "{title}: no function has every edge count; use a profile of an edge or edges-naive build"
+        );
+    }
+    let out = match a.format {
+        Format::Json => tally_report::placements::json(&s, &title),
+        Format::Text => tally_report::placements::text(&s, &title),
+    };
+    write_out(a.output.as_ref(), out.as_bytes())
 }
 
 fn paths(a: PathsArgs) -> Result<()> {
@@ -194,6 +233,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Cxx { args } => driver::main(true, &args),
         Cmd::Report(a) => report(a).map(|()| 0),
         Cmd::Paths(a) => paths(a).map(|()| 0),
+        Cmd::Placements(a) => placements(a).map(|()| 0),
         Cmd::Merge { output, profiles } => {
             let p = read_profiles(&profiles)?;
             write_out(Some(&output), &p.write()).map(|()| 0)

@@ -60,6 +60,7 @@ fn check(
         );
     }
     let (nf, executed) = compare_modes(name, &reports);
+    check_placements(name, &dir.join("edges-naive/prog.tally"));
     eprintln!("{name}: {nf} functions, {executed} executed blocks compared");
     assert!(nf > 100 && executed > 1000, "{name}: too little compared");
 }

@@ -16,6 +16,8 @@
 //! - [`propagate`](mod@propagate): count reconstruction (§3.2 Fig. 6) and flow checks, and edge counts from
 //!   block counts;
 //! - [`vertex`]: block counts with fewer edge counters, Vprof(Ecnt) (§3.3, Figs. 8 and 11);
+//! - [`knuth`]: block counts with block counters, Vprof(Vcnt) by Knuth and Stevenson (the
+//!   third placement of §6, Graph 3);
 //! - [`paths`]: Ball–Larus path profiling (paper 002): the path DAG, numbering, cutting,
 //!   chord increments and placement, regeneration, derived counts;
 //! - [`hash`]: FNV-1a fingerprints;
@@ -31,6 +33,7 @@ pub mod dom;
 pub mod events;
 pub mod hash;
 pub mod ids;
+pub mod knuth;
 pub mod loops;
 pub mod mst;
 pub mod paths;

@@ -9,6 +9,7 @@
 //! [`analyze`] does the arithmetic; [`render`] prints text and JSON.
 #![deny(missing_docs)]
 
+pub mod placements;
 pub mod render;
 pub mod trace;
 

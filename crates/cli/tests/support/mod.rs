@@ -389,3 +389,79 @@ pub fn compare_modes(what: &str, reports: &[Value]) -> (usize, usize) {
     );
     r
 }
+
+pub fn placements(dir: &Path, profile: &str, json: bool) -> std::process::Output {
+    let mut args = vec!["placements", profile];
+    if json {
+        args.push("--format=json");
+    }
+    std::process::Command::new(tally())
+        .args(&args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn check_orderings(what: &str, v: &Value, block_sum: u64) {
+    let get = |name: &str| {
+        let p = v["placements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{what}: no placement {name}"));
+        (
+            p["counters"].as_u64().unwrap(),
+            p["increments"].as_u64().unwrap(),
+        )
+    };
+    let (heur, exact, min) = (get("eprof-heuristic"), get("eprof-exact"), get("eprof-min"));
+    assert!(
+        exact.1 <= heur.1 && heur.1 <= min.1,
+        "{what}: {exact:?} {heur:?} {min:?}"
+    );
+    assert!(
+        exact.0 == heur.0 && heur.0 == min.0,
+        "{what}: chord counts differ"
+    );
+    let (ks, ks_exact) = (get("vprof-vcnt"), get("vprof-vcnt-exact"));
+    assert!(ks_exact.1 <= ks.1, "{what}: {ks_exact:?} {ks:?}");
+    assert_eq!(ks.0, ks_exact.0, "{what}: Vcnt sizes differ");
+    let blocks = get("blocks");
+    assert_eq!(blocks.1, block_sum, "{what}: blocks increments");
+    assert!(
+        ks.0 < blocks.0 && get("vprof-ecnt").0 <= heur.0,
+        "{what}: counter counts"
+    );
+    assert!(v["functions"].as_u64().unwrap() > 0);
+}
+
+fn block_sum(profile: &Path) -> u64 {
+    let r = report_json(profile);
+    r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["blocks"].as_array().unwrap().iter())
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// `tally placements --format=json` of an edge or edges-naive profile, checked against what
+/// the theory guarantees: the maximum spanning tree under the measured weights is the cheapest
+/// tree and the minimum one the dearest, all trees have the same number of chords,
+/// Knuth-Stevenson under the measured weights is the cheapest Vprof(Vcnt) and needs fewer
+/// counters than there are blocks, Vprof(Ecnt) needs no more counters than Eprof(Ecnt), and
+/// `blocks` is the sum of the block counts of `tally report`.
+pub fn check_placements(what: &str, profile: &Path) {
+    let dir = profile.parent().unwrap();
+    let name = profile.file_name().unwrap().to_str().unwrap();
+    let out = placements(dir, name, true);
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_orderings(what, &v, block_sum(profile));
+}
