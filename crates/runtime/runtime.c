@@ -221,7 +221,11 @@ static int grow(struct tally_path_table *t) {
                 *c = t->slots[2 * i + 1];
         }
     }
-    t->slots = slots;
+    /* A racing inline probe (non-atomic builds) may still read the old slots with the new
+     * mask: order the stores so that it never indexes past the array it reads. */
+    __atomic_store_n(&t->mask, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->slots, slots, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->mask, cap - 1, __ATOMIC_RELEASE);
     t->capacity = cap;
     t->used = used;
     t->last_count = 0;
@@ -247,6 +251,19 @@ static void count_path(struct tally_path_table *t, uint64_t path) {
     uint64_t *c = find_slot(t->slots, t->capacity, path, 1, &t->used);
     if (c) {
         (*c)++;
+        /* Move the path into its home slot, where the inline probe of instrumented code looks,
+         * swapping it with the occupant. The occupant stays reachable: its home lies at or
+         * before this home slot in the same run of occupied slots (linear probing), and every
+         * slot from there to the one the path leaves is occupied. */
+        uint64_t *home = &t->slots[2 * slot_of(path, t->capacity) + 1];
+        if (c != home) {
+            uint64_t k = home[-1], v = home[0];
+            home[-1] = c[-1];
+            home[0] = c[0];
+            c[-1] = k;
+            c[0] = v;
+            c = home;
+        }
         t->last_path = path;
         t->last_count = c;
     } else {

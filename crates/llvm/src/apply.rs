@@ -47,6 +47,10 @@ pub(crate) struct Globals {
     pub table_ty: LLVMTypeRef,
     /// The module's path tables (`[N x table_ty]`), or a null pointer when it has none.
     pub path_tables: LLVMValueRef,
+    /// The read-only empty slot empty path tables point at (null without path tables).
+    pub empty_slot: LLVMValueRef,
+    /// `tally.path.probe(table, path)`: the inline first-slot probe (path tables, not atomic).
+    pub path_probe: Option<(LLVMValueRef, LLVMTypeRef)>,
     /// Use atomic increments.
     pub atomic: bool,
 }

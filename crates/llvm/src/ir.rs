@@ -264,3 +264,28 @@ pub(crate) fn cstr(p: *const std::ffi::c_char) -> String {
     }
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
+
+/// Attaches `!prof !{"branch_weights", w...}` to a branch so that code layout keeps the likely
+/// successor on the fall-through path.
+pub(crate) fn set_branch_weights(ctx: LLVMContextRef, br: LLVMValueRef, weights: &[u32]) {
+    unsafe {
+        let tag = "branch_weights";
+        let mut ops = vec![c::LLVMMDStringInContext2(
+            ctx,
+            tag.as_ptr() as *const _,
+            tag.len(),
+        )];
+        let i32t = c::LLVMInt32TypeInContext(ctx);
+        for &w in weights {
+            ops.push(c::LLVMValueAsMetadata(c::LLVMConstInt(
+                i32t,
+                u64::from(w),
+                0,
+            )));
+        }
+        let node = c::LLVMMDNodeInContext2(ctx, ops.as_mut_ptr(), ops.len());
+        let kind = "prof";
+        let k = c::LLVMGetMDKindIDInContext(ctx, kind.as_ptr() as *const _, kind.len() as u32);
+        c::LLVMSetMetadata(br, k, c::LLVMMetadataAsValue(ctx, node));
+    }
+}

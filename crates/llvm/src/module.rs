@@ -9,7 +9,7 @@ use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
 use std::ffi::CString;
 
 /// Version of `struct tally_module` / `struct tally_frame` the emitted code follows.
-pub const ABI_VERSION: u32 = 3;
+pub const ABI_VERSION: u32 = 4;
 
 fn cs(s: &str) -> CString {
     CString::new(s).expect("no NUL in internal names")
@@ -109,20 +109,33 @@ pub(crate) fn make_globals(
             }
             (f, ty)
         };
-        // struct tally_path_table { ptr slots; i64 capacity, used, lost, last_path;
+        // struct tally_path_table { ptr slots; i64 mask, capacity, used, lost, last_path;
         //                           ptr last_count; i32 function, lock; }
-        let mut tf = [ptrt, i64t, i64t, i64t, i64t, ptrt, i32t, i32t];
+        let mut tf = [ptrt, i64t, i64t, i64t, i64t, i64t, ptrt, i32t, i32t];
         let table_ty = c::LLVMStructTypeInContext(ctx, tf.as_mut_ptr(), tf.len() as u32, 0);
-        let path_tables = if num_path_tables > 0 {
+        let (path_tables, empty_slot) = if num_path_tables > 0 {
             let arr = c::LLVMArrayType2(table_ty, num_path_tables);
             let name = cs("__tally_path_tables");
             let g = c::LLVMAddGlobal(m, arr, name.as_ptr());
             c::LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
             c::LLVMSetInitializer(g, c::LLVMConstNull(arr));
             c::LLVMSetAlignment(g, 8);
-            g
+            // The slot every table points at while empty: key 0 matches no path.
+            let slot_ty = c::LLVMArrayType2(i64t, 2);
+            let name = cs("__tally_empty_slot");
+            let e = c::LLVMAddGlobal(m, slot_ty, name.as_ptr());
+            c::LLVMSetLinkage(e, LLVMLinkage::LLVMInternalLinkage);
+            c::LLVMSetInitializer(e, c::LLVMConstNull(slot_ty));
+            c::LLVMSetGlobalConstant(e, 1);
+            c::LLVMSetAlignment(e, 8);
+            (g, e)
         } else {
-            c::LLVMConstNull(ptrt)
+            (c::LLVMConstNull(ptrt), c::LLVMConstNull(ptrt))
+        };
+        let path_probe = if num_path_tables > 0 && !atomic {
+            Some(path_probe_fn(ctx, m, table_ty, path_count))
+        } else {
+            None
         };
         Globals {
             ctx,
@@ -145,9 +158,84 @@ pub(crate) fn make_globals(
             trace_reentry,
             table_ty,
             path_tables,
+            empty_slot,
+            path_probe,
             atomic,
         }
     }
+}
+
+/// Defines `internal void tally.path.probe(ptr table, i64 path)` (always inlined): the inline
+/// first-slot probe of a hashed path count, calling `__tally_path_count` when the path's first
+/// slot holds another path (see `struct tally_path_table` in tally.h). The mask is loaded with
+/// acquire ordering before the slots pointer so that a racing grow() never pairs an old array
+/// with a new, larger mask.
+unsafe fn path_probe_fn(
+    ctx: LLVMContextRef,
+    m: LLVMModuleRef,
+    table_ty: LLVMTypeRef,
+    path_count: (LLVMValueRef, LLVMTypeRef),
+) -> (LLVMValueRef, LLVMTypeRef) {
+    let i64t = c::LLVMInt64TypeInContext(ctx);
+    let ptrt = c::LLVMPointerTypeInContext(ctx, 0);
+    let voidt = c::LLVMVoidTypeInContext(ctx);
+    let mut args = [ptrt, i64t];
+    let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), 2, 0);
+    let name = cs("tally.path.probe");
+    let f = c::LLVMAddFunction(m, name.as_ptr(), ty);
+    c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+    for a in ["alwaysinline", "nounwind"] {
+        let k = crate::ir::attr_kind(a);
+        let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
+        c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+    }
+    let t = c::LLVMGetParam(f, 0);
+    let p = c::LLVMGetParam(f, 1);
+    let n = cs("");
+    let entry = c::LLVMAppendBasicBlockInContext(ctx, f, cs("entry").as_ptr());
+    let hit = c::LLVMAppendBasicBlockInContext(ctx, f, cs("hit").as_ptr());
+    let miss = c::LLVMAppendBasicBlockInContext(ctx, f, cs("miss").as_ptr());
+    let b = c::LLVMCreateBuilderInContext(ctx);
+    c::LLVMPositionBuilderAtEnd(b, entry);
+    let mask_p = c::LLVMBuildStructGEP2(b, table_ty, t, 1, n.as_ptr());
+    let mask = c::LLVMBuildLoad2(b, i64t, mask_p, n.as_ptr());
+    c::LLVMSetOrdering(
+        mask,
+        llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingAcquire,
+    );
+    c::LLVMSetAlignment(mask, 8);
+    let slots = c::LLVMBuildLoad2(b, ptrt, t, n.as_ptr());
+    let k = c::LLVMConstInt(i64t, 0x9E37_79B9_7F4A_7C15, 0);
+    let h = c::LLVMBuildMul(b, p, k, n.as_ptr());
+    let h = c::LLVMBuildLShr(b, h, c::LLVMConstInt(i64t, 32, 0), n.as_ptr());
+    let h = c::LLVMBuildAnd(b, h, mask, n.as_ptr());
+    let i = c::LLVMBuildShl(b, h, c::LLVMConstInt(i64t, 1, 0), n.as_ptr());
+    let mut idx = [i];
+    let key_p = c::LLVMBuildInBoundsGEP2(b, i64t, slots, idx.as_mut_ptr(), 1, n.as_ptr());
+    let key = c::LLVMBuildLoad2(b, i64t, key_p, n.as_ptr());
+    let want = c::LLVMBuildAdd(b, p, c::LLVMConstInt(i64t, 1, 0), n.as_ptr());
+    let eq = c::LLVMBuildICmp(
+        b,
+        llvm_sys::LLVMIntPredicate::LLVMIntEQ,
+        key,
+        want,
+        n.as_ptr(),
+    );
+    let br = c::LLVMBuildCondBr(b, eq, hit, miss);
+    crate::ir::set_branch_weights(ctx, br, &[1000, 1]);
+    c::LLVMPositionBuilderAtEnd(b, hit);
+    let mut one = [c::LLVMConstInt(i64t, 1, 0)];
+    let cnt_p = c::LLVMBuildInBoundsGEP2(b, i64t, key_p, one.as_mut_ptr(), 1, n.as_ptr());
+    let v = c::LLVMBuildLoad2(b, i64t, cnt_p, n.as_ptr());
+    let v = c::LLVMBuildAdd(b, v, c::LLVMConstInt(i64t, 1, 0), n.as_ptr());
+    c::LLVMBuildStore(b, v, cnt_p);
+    c::LLVMBuildRetVoid(b);
+    c::LLVMPositionBuilderAtEnd(b, miss);
+    let mut a = [t, p];
+    c::LLVMBuildCall2(b, path_count.1, path_count.0, a.as_mut_ptr(), 2, n.as_ptr());
+    c::LLVMBuildRetVoid(b);
+    c::LLVMDisposeBuilder(b);
+    (f, ty)
 }
 
 /// Emits the metadata blob, the descriptor and the registering constructor.
@@ -314,7 +402,8 @@ pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> LLVMValueRef
             })
             .collect();
         let mut fields = [
-            c::LLVMConstNull(g.ptrt),
+            g.empty_slot,
+            c::LLVMConstInt(g.i64t, 0, 0),
             c::LLVMConstInt(g.i64t, 0, 0),
             c::LLVMConstInt(g.i64t, 0, 0),
             c::LLVMConstInt(g.i64t, 0, 0),
@@ -335,8 +424,9 @@ pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> LLVMValueRef
     }
 }
 
-/// Runs mem2reg over the module so that path registers live in registers (functions built at
-/// -O0 are `optnone` and keep them in memory).
+/// Inlines the `tally.path.probe` helper and runs mem2reg over the module so that path
+/// registers and promoted counters live in registers (functions built at -O0 are `optnone` and
+/// keep them in memory).
 pub(crate) fn promote_allocas(module: &inkwell::module::Module) -> Result<(), String> {
     use inkwell::passes::PassBuilderOptions;
     use inkwell::targets::{
@@ -362,6 +452,10 @@ pub(crate) fn promote_allocas(module: &inkwell::module::Module) -> Result<(), St
         )
         .ok_or("cannot create a target machine for mem2reg")?;
     module
-        .run_passes("function(mem2reg)", &tm, PassBuilderOptions::create())
+        .run_passes(
+            "always-inline,function(mem2reg)",
+            &tm,
+            PassBuilderOptions::create(),
+        )
         .map_err(|e| e.to_string())
 }

@@ -156,7 +156,10 @@ impl PathEmitter<'_, '_> {
                 );
                 em.add_to(ptr, em.i64c(1));
             },
-            Counts::Hash { table } => em.call(em.g.path_count, &mut [table, p], near),
+            Counts::Hash { table } => {
+                let f = em.g.path_probe.unwrap_or(em.g.path_count);
+                em.call(f, &mut [table, p], near)
+            }
         }
     }
     fn emit(&self, actions: &[Action], near: Val) {

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Version of this ABI; struct tally_module.abi_version must equal it. */
-#define TALLY_ABI_VERSION 3
+#define TALLY_ABI_VERSION 4
 
 /* Value of struct tally_frame.site meaning "no early-exit counter". */
 #define TALLY_NO_SITE ((uint64_t *)0)
@@ -46,9 +46,14 @@ struct tally_module {
 
 /* Path counters of one function with too many paths for an array (path mode): a hash table
  * from path number to count, owned by the runtime, with the last-path cache of Ball & Larus
- * 1996. Emitted zero-initialized by the instrumenter, one per such function. */
+ * 1996. Emitted by the instrumenter, one per such function, empty: `slots` points at a
+ * read-only empty slot of the module and `mask` is 0. Instrumented code probes the path's
+ * first slot inline (`slots[2 * h]`, h = (path * 0x9E3779B97F4A7C15) >> 32 & mask) and bumps
+ * its count when the key matches; anything else goes to __tally_path_count, which takes the
+ * lock (with --tally-atomic every count goes there). */
 struct tally_path_table {
     uint64_t *slots;           /* 2 * capacity words: {path + 1, count}; path + 1 == 0: empty */
+    uint64_t mask;             /* capacity - 1; 0 while empty */
     uint64_t capacity;         /* a power of two; 0 before the first path */
     uint64_t used;             /* occupied slots */
     uint64_t lost;             /* increments dropped because memory ran out */
