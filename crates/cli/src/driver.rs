@@ -18,6 +18,7 @@ struct Settings {
     atomic: bool,
     shadow: bool,
     early_exits: tally_llvm::EarlyExits,
+    jump_cost: f64,
     promote: bool,
     verbose: bool,
     weights: Option<std::sync::Arc<tally_llvm::Weights>>,
@@ -56,6 +57,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     let mut shadow = true;
     let mut early_exits = tally_llvm::EarlyExits::Auto;
     let mut promote = false;
+    let mut jump_cost = tally_llvm::DEFAULT_JUMP_COST;
     let mut weights = None;
     let mut events = tally_llvm::EventKind::Insns;
     let mut verbose = std::env::var_os("TALLY_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
@@ -78,6 +80,12 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
                     tally_llvm::EarlyExits::NAMES
                 )
             })?;
+        } else if let Some(x) = o.strip_prefix("jump-cost=") {
+            jump_cost = x
+                .parse::<f64>()
+                .ok()
+                .filter(|c| c.is_finite() && *c >= 0.0)
+                .with_context(|| format!("--tally-jump-cost={x} is not a non-negative number"))?;
         } else if o == "promote" {
             promote = true;
         } else if o == "no-shadow" {
@@ -95,6 +103,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
         shadow,
         early_exits,
         promote,
+        jump_cost,
         verbose,
         weights,
         events,
@@ -219,6 +228,7 @@ fn compile_one(
         atomic: s.atomic,
         shadow: s.shadow,
         early_exits: s.early_exits,
+        jump_cost: s.jump_cost,
         promote: s.promote,
         weights: s.weights.clone(),
         events: s.events,
@@ -244,7 +254,7 @@ fn compile_one(
     if s.verbose {
         let st = &done.stats;
         eprintln!(
-            "tally: {} [{}]: {} functions ({} skipped, {} with measured weights), {} blocks, {} edges, {} counters ({} tagged), {} shadow frames, {} promoted counters in {} loops, {:.0} ms",
+            "tally: {} [{}]: {} functions ({} skipped, {} with measured weights), {} blocks, {} edges, {} counters ({} tagged, {} on split edges), {} shadow frames, {} promoted counters in {} loops, {:.0} ms",
             Path::new(src).display(),
             s.mode.name(),
             st.functions,
@@ -254,6 +264,7 @@ fn compile_one(
             st.edges,
             st.counters,
             st.tagged,
+            st.split,
             st.shadow_frames,
             st.promoted,
             st.promoted_loops,

@@ -253,3 +253,21 @@ fn exact_weights_from_an_earlier_profile() {
     let o = sh(&dir, "$TALLY cc --tally-weights=bad.tally -O1 v.c -o v");
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn jump_cost_option_is_checked() {
+    let dir = scratch("driver-jump-cost");
+    write(&dir, "j.c", "int main(void){ return 0; }\n");
+    ok(
+        &dir,
+        "$TALLY cc --tally-jump-cost=0 j.c -o j0 && $TALLY cc --tally-jump-cost=1.5 j.c -o j1",
+    );
+    let o = sh(&dir, "$TALLY cc --tally-jump-cost=-1 j.c -o bad");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--tally-jump-cost=-1 is not a non-negative number"),
+        "{err}"
+    );
+}

@@ -66,7 +66,16 @@ pub struct Options {
     /// functions, not with `atomic`. Off by default: on x86 a memory increment is one
     /// instruction, and the measurements in `docs/benchmarks.md` show no gain.
     pub promote: bool,
+    /// Jump optimization (paper 000 §6.3, generalizing Fig. 19): what an unconditional jump
+    /// costs relative to a counter increment. A counter on an edge that must be split also
+    /// costs the jump out of the new block, so the spanning tree is taken under weights that
+    /// make split edges dearer by this factor (`1 + jump_cost`); 0 ignores jumps.
+    pub jump_cost: f64,
 }
+
+/// The default [`Options::jump_cost`]: on x86-64 a counter increment is one instruction
+/// (`incq counter(%rip)`) and so is the jump, but the increment is a read-modify-write.
+pub const DEFAULT_JUMP_COST: f64 = 0.5;
 
 /// How edge mode makes the counts of frames that end early exact (paper 000 §3.2, Fig. 7).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -126,6 +135,8 @@ pub struct Stats {
     pub promoted: usize,
     /// Loops whose counters were promoted.
     pub promoted_loops: usize,
+    /// Counters on blocks split onto their edge (each costs a jump besides the increment).
+    pub split: usize,
 }
 
 /// Weights from measured counts: the count, with the heuristic weight as a tie-breaker below 1
@@ -265,6 +276,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                                 Mode::Edge,
                                 measured.as_ref(),
                                 opts.early_exits,
+                                opts.jump_cost,
                             ))
                         }
                     }
@@ -274,6 +286,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                         opts.mode,
                         measured.as_ref(),
                         opts.early_exits,
+                        opts.jump_cost,
                     ))
                 };
                 if !opts.shadow {
@@ -349,6 +362,11 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                     stats.promoted += counters;
                     stats.promoted_loops += loops;
                 }
+                stats.split += p
+                    .counters
+                    .iter()
+                    .filter(|(_, r)| matches!(r, plan::Realize::Split(_)))
+                    .count();
                 stats.tagged += p
                     .counters
                     .iter()

@@ -114,6 +114,28 @@ fn record_cost(l: &Lowered, w: &IdVec<EdgeId, f64>) -> f64 {
     RECORD_PUSH_POP * node_w(at) + RECORD_SITE_STORE * stores
 }
 
+/// Jump optimization (paper 000 §6.3): a counter on an edge that has to be split costs its
+/// increment and the jump out of the new block; other counters sit in an existing block. The
+/// weight of every edge realized by splitting is scaled by `1 + jump_cost`, so that the maximum
+/// spanning tree keeps such edges and the chords (the counters) fall, where the weighting
+/// allows a choice, on edges counted at the end of their source or the start of their target.
+/// Fig. 19's case (a block with one incoming and one outgoing edge) needs no special rule here:
+/// both of its edges are counted inside it, without a jump.
+pub(crate) fn with_jumps(
+    l: &Lowered,
+    mut w: IdVec<EdgeId, f64>,
+    jump_cost: f64,
+) -> IdVec<EdgeId, f64> {
+    if jump_cost > 0.0 {
+        for (e, _) in l.cfg.edges() {
+            if matches!(direct_site(l, e), Some(Realize::Split(_))) {
+                w[e] *= 1.0 + jump_cost;
+            }
+        }
+    }
+    w
+}
+
 /// Builds the plan of one function for `mode`. `weights` are measured edge frequencies from an
 /// earlier run (paper 000 §6.4 "Exact-Max"); without them the heuristic weighting of §5 is used.
 pub(crate) fn plan(
@@ -121,15 +143,19 @@ pub(crate) fn plan(
     mode: Mode,
     weights: Option<&IdVec<EdgeId, f64>>,
     early: EarlyExits,
+    jump_cost: f64,
 ) -> Plan {
     let cfg = &l.cfg;
     let mut measured: Vec<EdgeId> = Vec::new();
     let mut shadow = false;
     let mut zero_edges = Vec::new();
     let mut unknown_edges = Vec::new();
-    let weighting = || match weights {
-        Some(w) => w.clone(),
-        None => tally_graph::weight::heuristic_weights(cfg),
+    let weighting = || {
+        let w = match weights {
+            Some(w) => w.clone(),
+            None => tally_graph::weight::heuristic_weights(cfg),
+        };
+        with_jumps(l, w, jump_cost)
     };
     let may_end_early = cfg.edges().any(|(_, e)| e.kind == EdgeKind::EarlyExit)
         || l.has_landing_pads

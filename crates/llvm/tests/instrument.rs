@@ -88,6 +88,7 @@ fn check(src: &str, lang: &str) {
                     weights: None,
                     events: tally_llvm::EventKind::Insns,
                     early_exits: tally_llvm::EarlyExits::Auto,
+                    jump_cost: tally_llvm::DEFAULT_JUMP_COST,
                     promote: true,
                 },
             )
@@ -146,4 +147,44 @@ fn c_program_all_modes_verify() {
 #[test]
 fn cxx_program_all_modes_verify() {
     check(CXX_SRC, "c++");
+}
+
+/// Jump optimization (paper 000 §6.3): weighing split edges by `1 + jump_cost` moves counters
+/// off edges that need a new block and a jump. On the shapes test program it must leave fewer
+/// counters on split edges than ignoring jumps does, with the same number of counters (every
+/// spanning tree has the same number of chords).
+#[test]
+fn jump_cost_moves_counters_off_split_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/shapes/shapes.c"),
+    )
+    .unwrap();
+    let bc = clang_bitcode(&src, "c", "-O2", dir.path());
+    let stats = |jump_cost: f64| {
+        tally_llvm::instrument(
+            &bc,
+            &tally_llvm::Options {
+                mode: Mode::Edge,
+                source: "t".into(),
+                atomic: false,
+                shadow: true,
+                weights: None,
+                events: tally_llvm::EventKind::Insns,
+                early_exits: tally_llvm::EarlyExits::Auto,
+                jump_cost,
+                promote: false,
+            },
+        )
+        .unwrap()
+        .stats
+    };
+    let (with, without) = (stats(tally_llvm::DEFAULT_JUMP_COST), stats(0.0));
+    assert_eq!(with.counters, without.counters);
+    assert!(
+        with.split < without.split,
+        "split counters: {} with jump optimization, {} without",
+        with.split,
+        without.split
+    );
 }
