@@ -30,7 +30,7 @@ fn indirect_branches_sharing_targets_need_tags() {
     assert!(o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     let tagged: usize = err
-        .split(" tagged)")
+        .split(" tagged")
         .next()
         .and_then(|s| s.rsplit('(').next())
         .and_then(|n| n.trim().parse().ok())
