@@ -285,10 +285,19 @@ void __tally_path_count(struct tally_path_table *t, uint64_t path) {
 
 /* The exact event count of a thread is __tally_ev_limit - __tally_ev_left (plus the query
  * increment of the point, which instrumented code adds itself). Instrumented code subtracts
- * increments from `left`; when `left` drops to the query increment of a checked point, the count
- * reached the limit (TALLY_STOP_AT) and __tally_events_stop runs. */
-__thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec"))) = INT64_MAX;
-__thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec"))) = INT64_MAX;
+ * increments from `left` and, on its checked chords, calls __tally_events_check when the new
+ * `left` is <= 0 (<= q - TALLY_EV_SLACK at the rare points whose query increment q exceeds
+ * TALLY_EV_SLACK): a test x86 reads off the flags of the subtraction itself. With
+ * TALLY_STOP_AT=N the limit is set TALLY_EV_SLACK events short of N, so every checked point whose
+ * exact count (count + q, q <= TALLY_EV_SLACK) reaches N calls the runtime, which decides
+ * exactly; the points checked in between (at most TALLY_EV_SLACK events' worth) return at once.
+ * Without a pending stop the limit is TALLY_EV_NO_LIMIT (2^62), so that `left` stays far from
+ * both ends of int64_t whatever the (possibly negative) increments: the instrumented code's
+ * subtractions are `nsw`, which lets x86 test the flags of the subtraction itself. */
+__thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec"))) = TALLY_EV_NO_LIMIT;
+__thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec"))) = TALLY_EV_NO_LIMIT;
+/* N of TALLY_STOP_AT for this thread, 0 when none is pending. */
+static __thread int64_t stop_target __attribute__((tls_model("initial-exec")));
 
 static tally_stop_handler stop_handler;
 static int stop_checked;
@@ -322,14 +331,19 @@ static void read_stop_at(void) {
     }
     if (*s || n == 0 || n > (uint64_t)INT64_MAX / 2)
         return;
-    set_limit((int64_t)n);
+    stop_target = (int64_t)n;
+    set_limit((int64_t)n - TALLY_EV_SLACK);
 }
 
-void __tally_events_stop(const char *where, int64_t query_inc) {
+void __tally_events_check(const char *where, int64_t query_inc) {
+    int64_t exact = __tally_ev_limit - __tally_ev_left + query_inc;
+    if (stop_target == 0 || exact < stop_target)
+        return; /* armed early (TALLY_EV_SLACK) or no stop pending: not there yet */
     int saved_errno = errno;
-    uint64_t count = (uint64_t)(__tally_ev_limit - __tally_ev_left + query_inc);
+    uint64_t count = (uint64_t)exact;
     /* Never again in this thread: the count is kept, the limit lifted. */
-    set_limit(INT64_MAX);
+    stop_target = 0;
+    set_limit(TALLY_EV_NO_LIMIT);
     char line[4096 + 128];
     size_t n = put_str(line, 0, sizeof line, "tally: TALLY_STOP_AT reached: ");
     n = put_u64(line, n, sizeof line, count);

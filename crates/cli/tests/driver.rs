@@ -199,6 +199,12 @@ fn cxx_inline_functions_in_several_units_are_merged() {
 #[test]
 fn runtime_and_instrumenter_agree_on_the_abi() {
     assert_eq!(tally_llvm::ABI_VERSION, tally_runtime::ABI_VERSION);
+    let slack = tally_llvm::EV_SLACK.trailing_zeros();
+    assert_eq!(tally_llvm::EV_SLACK, 1 << slack);
+    assert!(
+        tally_runtime::HEADER.contains(&format!("#define TALLY_EV_SLACK (1LL << {slack})")),
+        "TALLY_EV_SLACK of tally.h differs from tally_llvm::EV_SLACK"
+    );
 }
 
 #[test]

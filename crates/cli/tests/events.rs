@@ -181,11 +181,14 @@ fn stop_at(bin: &Path, n: u64) -> (u64, String) {
     (count.parse().unwrap(), rest.to_string())
 }
 
-#[test]
-fn stop_at_stops_at_the_first_point_reaching_n() {
-    let dir = scratch("events-stop");
-    let src = repo().join("testdata/events/queries.c");
-    let bin = dir.join("q");
+/// Builds `testdata/events/<program>` in events mode and checks TALLY_STOP_AT=n for each n:
+/// the stop comes at a count >= n (and below n + `within`), is repeatable, and is the first
+/// checked point reaching n (asking for exactly that count stops at the same point, asking
+/// for one more stops later).
+fn check_stops(program: &str, limits: &[u64], within: u64) {
+    let dir = scratch(&format!("events-stop-{program}"));
+    let src = repo().join("testdata/events").join(program);
+    let bin = dir.join("prog");
     build(
         Variant::Tally("events"),
         false,
@@ -193,18 +196,35 @@ fn stop_at_stops_at_the_first_point_reaching_n() {
         &bin,
         &dir,
     );
-    for n in [1u64, 100, 2_000, 10_000, 20_000] {
+    for &n in limits {
         let (c, at) = stop_at(&bin, n);
-        assert!(c >= n, "stopped at {c} < {n}");
+        assert!(c >= n, "{program}: stopped at {c} < {n}");
+        assert!(c < n + within, "{program}: stopped at {c}, far beyond {n}");
         assert_eq!(stop_at(&bin, n), (c, at.clone()), "repeatable");
-        // No earlier checked point reached n: asking for exactly c stops at the same point,
-        // and asking for one more stops later.
         assert_eq!(
             stop_at(&bin, c),
             (c, at.clone()),
-            "first point with count >= {n}"
+            "{program}: first point with count >= {n}"
         );
         let (c2, _) = stop_at(&bin, c + 1);
         assert!(c2 > c);
     }
+}
+
+#[test]
+fn stop_at_stops_at_the_first_point_reaching_n() {
+    check_stops("queries.c", &[1, 100, 2_000, 10_000, 20_000], 1_000);
+}
+
+#[test]
+fn stop_at_beyond_the_early_arming() {
+    // The runtime arms the countdown TALLY_EV_SLACK (2^24) events before N and decides
+    // exactly at every checked point from there: limits around and far beyond it stop at the
+    // first checked point whose exact count reaches N, as small ones do.
+    let slack = tally_llvm::EV_SLACK as u64;
+    check_stops(
+        "spin.c",
+        &[slack - 3, slack, slack + 1000, 2 * slack + 7, 40_000_000],
+        100,
+    );
 }

@@ -220,12 +220,12 @@ pub enum ProfileError {
         end: usize,
     },
     /// The file cannot be read.
-    #[error("cannot read profile {}: {source}", path.display())]
+    #[error("cannot read profile {}: {error}", path.display())]
     Io {
         /// The path given.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not a `source`: error chains print it once).
+        error: std::io::Error,
     },
 }
 
@@ -440,9 +440,9 @@ impl Profile {
     /// Reads and parses a profile file.
     pub fn read_file(path: impl AsRef<Path>) -> Result<Profile, ProfileError> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| ProfileError::Io {
+        let bytes = std::fs::read(path).map_err(|error| ProfileError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Profile::read(&bytes)
     }

@@ -33,8 +33,8 @@ pub(crate) struct Globals {
     pub ev_left: LLVMValueRef,
     /// `__tally_ev_limit`: the count is `limit - left`.
     pub ev_limit: LLVMValueRef,
-    /// `__tally_events_stop(where, query_inc)`.
-    pub ev_stop: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_events_check(where, query_inc)`: stops at TALLY_STOP_AT (see `tally.h`).
+    pub ev_check: (LLVMValueRef, LLVMTypeRef),
     /// `__tally_trace_enter(counters, function) -> activation`.
     pub trace_enter: (LLVMValueRef, LLVMTypeRef),
     /// `__tally_trace_edge(activation, edge)`.

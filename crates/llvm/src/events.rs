@@ -6,9 +6,12 @@
 //! (Fig. 4), the query increments of every point (§3.3), and the call adjustments that make the
 //! counter exact at every call (§4, with footnote 3's folding). Here:
 //!
-//! - a chord with a non-zero increment becomes `left -= inc` on the edge (a block splitting it,
-//!   where it also checks the stop condition: `left <= QueryInc(target)` means the exact count
-//!   reached `TALLY_STOP_AT`, and `__tally_events_stop` is called);
+//! - a chord with a non-zero increment becomes `left -= inc` on the edge (at the end of its
+//!   source when that ends in an unconditional branch, else on a block splitting it), where it
+//!   also checks the stop condition: the runtime arms the countdown `TALLY_EV_SLACK` events early,
+//!   so the check is `left <= 0` (the flags of the subtraction on x86) and
+//!   `__tally_events_check` decides exactly whether `limit - left + QueryInc(target)` reached
+//!   `TALLY_STOP_AT`;
 //! - every call that may run instrumented code is surrounded by its adjustments; a call to
 //!   `tally_events()` is replaced by the exact count at that point, `limit - left + QueryInc`;
 //! - per call site, the events of the completed calls (callees included) are added to a counter
@@ -220,13 +223,63 @@ impl Ev<'_, '_> {
         let e = cname("");
         unsafe { c::LLVMBuildLoad2(self.em.b, self.em.g.i64t, self.em.g.ev_left, e.as_ptr()) }
     }
-    /// `left -= amount` at the builder; returns the new value.
+    /// `left -= amount` at the builder; returns the new value. The subtraction is `nsw`: the
+    /// runtime keeps `left` within about 2^62 of 0 (`TALLY_EV_NO_LIMIT`), so that a check of the
+    /// new value against 0 reads the flags of the subtraction (no separate `test` on x86).
     fn sub(&self, amount: LLVMValueRef) -> LLVMValueRef {
         let e = cname("");
         unsafe {
-            let v = c::LLVMBuildSub(self.em.b, self.left(), amount, e.as_ptr());
+            let v = c::LLVMBuildNSWSub(self.em.b, self.left(), amount, e.as_ptr());
             c::LLVMBuildStore(self.em.b, v, self.em.g.ev_left);
             v
+        }
+    }
+    /// `left -= inc`, then whether the new `left` is `<= threshold` (an `i1`). With threshold
+    /// 0 this is one `sub $inc, %fs:left` whose flags the branch reads (`jle`), in inline
+    /// assembly: LLVM would load, subtract, store and `test` a register instead, as it does not
+    /// reuse the flags of a read-modify-write (x86-64 only, as is the runtime).
+    fn sub_and_check(&self, inc: i64, threshold: i64) -> LLVMValueRef {
+        let em = self.em;
+        let g = em.g;
+        let e = cname("");
+        if threshold != 0 {
+            let v = self.sub(self.i64c(inc));
+            return unsafe {
+                c::LLVMBuildICmp(
+                    em.b,
+                    LLVMIntPredicate::LLVMIntSLE,
+                    v,
+                    self.i64c(threshold),
+                    e.as_ptr(),
+                )
+            };
+        }
+        unsafe {
+            let i8t = c::LLVMInt8TypeInContext(g.ctx);
+            let mut params = [g.ptrt, g.i64t, g.ptrt];
+            let fty = c::LLVMFunctionType(i8t, params.as_mut_ptr(), 3, 0);
+            let text = "subq $2, $1";
+            let cons = "={@ccle},=*m,er,*m,~{dirflag},~{fpsr},~{flags}";
+            let asm = c::LLVMGetInlineAsm(
+                fty,
+                text.as_ptr() as *const _,
+                text.len(),
+                cons.as_ptr() as *const _,
+                cons.len(),
+                1,
+                0,
+                llvm_sys::LLVMInlineAsmDialect::LLVMInlineAsmDialectATT,
+                0,
+            );
+            let mut args = [g.ev_left, self.i64c(inc), g.ev_left];
+            let call = c::LLVMBuildCall2(em.b, fty, asm, args.as_mut_ptr(), 3, e.as_ptr());
+            let kind = ir::attr_kind("elementtype");
+            for i in [1, 3] {
+                let attr = c::LLVMCreateTypeAttribute(g.ctx, kind, g.i64t);
+                c::LLVMAddCallSiteAttribute(call, i, attr);
+            }
+            let zero = c::LLVMConstInt(i8t, 0, 0);
+            c::LLVMBuildICmp(em.b, LLVMIntPredicate::LLVMIntNE, call, zero, e.as_ptr())
         }
     }
     fn i64c(&self, v: i64) -> LLVMValueRef {
@@ -352,12 +405,18 @@ pub(crate) fn apply_events(g: &Globals, func: Val, l: &Lowered, ep: &EventsPlan,
                 index,
                 splittable: true,
             } if edge.kind == EdgeKind::Flow => {
-                // On a block of its own, with the stop check.
-                let nb = split_edge(&em, term, index);
-                let br = nb.terminator().expect("split block has its branch");
+                // With the stop check: at the end of a source that ends in an unconditional
+                // branch (the check becomes that branch), else on a block of its own.
+                let br = match direct_site(l, e) {
+                    Some(Realize::NodeEnd(_)) if is_plain_br(term) => term,
+                    _ => split_edge(&em, term, index)
+                        .terminator()
+                        .expect("split block has its branch"),
+                };
                 em.at(br);
-                let left = ev.sub(ev.i64c(inc));
-                add_stop_check(&ev, l, br, left, plan.query_start(edge.dst), edge.dst);
+                let q = plan.query_start(edge.dst);
+                let hit = ev.sub_and_check(inc, check_threshold(q));
+                add_stop_check(&ev, l, br, hit, q, edge.dst);
             }
             _ => {
                 let at = match direct_site(l, e) {
@@ -565,9 +624,27 @@ fn predecessors(func: Val, bb: crate::ir::Bb) -> usize {
         .sum()
 }
 
-/// Replaces `br` (an unconditional branch ending a block made for a chord) by a branch to a
-/// stop block when `left <= q`: the exact count (limit - left + q) reached the limit.
-fn add_stop_check(ev: &Ev, l: &Lowered, br: Val, left: LLVMValueRef, q: i64, target: NodeId) {
+/// An unconditional `br`.
+fn is_plain_br(v: Val) -> bool {
+    v.opcode() == LLVMOpcode::LLVMBr && v.num_successors() == 1
+}
+
+/// `TALLY_EV_SLACK` of `tally.h`: the runtime arms its countdown that many events before
+/// `TALLY_STOP_AT`, so that a check can compare the new countdown with 0.
+pub const EV_SLACK: i64 = 1 << 24;
+
+/// The constant a checked point compares the new countdown with: 0 (read off the flags of the
+/// subtraction on x86) unless the point's query increment `q` exceeds [`EV_SLACK`]. A point
+/// whose exact count (`count + q`) reached the target `N` has `left = N - EV_SLACK - count <=
+/// q - EV_SLACK`, so it always calls the runtime, which decides exactly.
+fn check_threshold(q: i64) -> i64 {
+    q.saturating_sub(EV_SLACK).max(0)
+}
+
+/// Replaces `br` (an unconditional branch ending the chord's block) by a branch to a check
+/// block when `hit` (`left <= check_threshold(q)`): the exact count (limit - left + q) may have
+/// reached `TALLY_STOP_AT`, and `__tally_events_check` decides.
+fn add_stop_check(ev: &Ev, l: &Lowered, br: Val, hit: LLVMValueRef, q: i64, target: NodeId) {
     let em = ev.em;
     let g = em.g;
     let empty = cname("");
@@ -578,15 +655,10 @@ fn add_stop_check(ev: &Ev, l: &Lowered, br: Val, left: LLVMValueRef, q: i64, tar
         let slow = c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, name.as_ptr());
         c::LLVMMoveBasicBlockAfter(slow, here.0);
         em.at(br);
-        let hit = c::LLVMBuildICmp(
-            em.b,
-            LLVMIntPredicate::LLVMIntSLE,
-            left,
-            ev.i64c(q),
-            empty.as_ptr(),
-        );
         let cond = c::LLVMBuildCondBr(em.b, hit, slow, dest.0);
-        let _ = cond;
+        // The check block is cold: registers stay live across it in the hot code and are
+        // saved around the call only there.
+        ir::set_branch_weights(g.ctx, cond, &[1, 1 << 20]);
         c::LLVMInstructionEraseFromParent(br.0);
         c::LLVMPositionBuilderAtEnd(em.b, slow);
         c::LLVMSetCurrentDebugLocation2(em.b, std::ptr::null_mut());
@@ -594,8 +666,8 @@ fn add_stop_check(ev: &Ev, l: &Lowered, br: Val, left: LLVMValueRef, q: i64, tar
         let mut args = [where_, ev.i64c(q)];
         let call = c::LLVMBuildCall2(
             em.b,
-            g.ev_stop.1,
-            g.ev_stop.0,
+            g.ev_check.1,
+            g.ev_check.0,
             args.as_mut_ptr(),
             2,
             empty.as_ptr(),

@@ -26,7 +26,7 @@ mod plan;
 mod prepare;
 mod promote;
 
-pub use events::EventKind;
+pub use events::{EventKind, EV_SLACK};
 pub use module::ABI_VERSION;
 
 use inkwell::context::Context;

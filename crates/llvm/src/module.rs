@@ -9,7 +9,7 @@ use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
 use std::ffi::CString;
 
 /// Version of `struct tally_module` / `struct tally_frame` the emitted code follows.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;
 
 fn cs(s: &str) -> CString {
     CString::new(s).expect("no NUL in internal names")
@@ -81,7 +81,14 @@ pub(crate) fn make_globals(
         let trace_edge = declare_void_fn(m, voidt, "__tally_trace_edge", &mut [i64t, i32t]);
         let trace_reentry =
             declare_void_fn(m, voidt, "__tally_trace_reentry", &mut [i64t, i32t, i32t]);
-        let ev_stop = declare_void_fn(m, voidt, "__tally_events_stop", &mut [ptrt, i64t]);
+        let ev_check = declare_void_fn(m, voidt, "__tally_events_check", &mut [ptrt, i64t]);
+        {
+            // Called only near TALLY_STOP_AT: code placement and register allocation treat the
+            // checks' slow blocks as cold.
+            let k = crate::ir::attr_kind("cold");
+            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
+            c::LLVMAddAttributeAtIndex(ev_check.0, llvm_sys::LLVMAttributeFunctionIndex, attr);
+        }
         let tls = |name: &str| {
             let n = cs(name);
             let mut g = c::LLVMGetNamedGlobal(m, n.as_ptr());
@@ -154,7 +161,7 @@ pub(crate) fn make_globals(
             trace_edge,
             ev_left,
             ev_limit,
-            ev_stop,
+            ev_check,
             trace_reentry,
             table_ty,
             path_tables,

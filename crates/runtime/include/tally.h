@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Version of this ABI; struct tally_module.abi_version must equal it. */
-#define TALLY_ABI_VERSION 4
+#define TALLY_ABI_VERSION 5
 
 /* Value of struct tally_frame.site meaning "no early-exit counter". */
 #define TALLY_NO_SITE ((uint64_t *)0)
@@ -123,7 +123,11 @@ void tally_events_on_stop(tally_stop_handler handler);
 /* Instrumentation internals of events mode. */
 extern __thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec")));
 extern __thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec")));
-void __tally_events_stop(const char *where, int64_t query_inc);
+/* Checked chords call this when `left` reaches 0 (see runtime.c): it stops the thread when its
+ * exact count (limit - left + query_inc) reached TALLY_STOP_AT, else returns. */
+#define TALLY_EV_SLACK (1LL << 24)
+#define TALLY_EV_NO_LIMIT (1LL << 62)
+void __tally_events_check(const char *where, int64_t query_inc);
 
 /* Writes a profile of the current counter values now (e.g. before _exit or execve). Does not
  * touch the frame records. Safe to call from several threads. */
