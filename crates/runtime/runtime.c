@@ -221,8 +221,8 @@ static int grow(struct tally_path_table *t) {
                 *c = t->slots[2 * i + 1];
         }
     }
-    /* A racing inline probe (non-atomic builds) may still read the old slots with the new
-     * mask: order the stores so that it never indexes past the array it reads. */
+    /* Readers of the overflow table all hold the lock; the release order is kept for tools
+     * reading a table while it grows. */
     __atomic_store_n(&t->mask, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&t->slots, slots, __ATOMIC_RELEASE);
     __atomic_store_n(&t->mask, cap - 1, __ATOMIC_RELEASE);
@@ -232,42 +232,52 @@ static int grow(struct tally_path_table *t) {
     return 1;
 }
 
-static void count_path(struct tally_path_table *t, uint64_t path) {
-    table_lock(t);
-    if (t->last_count && t->last_path == path) {
-        (*t->last_count)++;
-        table_unlock(t);
-        return;
-    }
-    if ((t->used + 1) * 4 > t->capacity * 3 && !grow(t)) {
-        uint64_t *c = t->capacity ? find_slot(t->slots, t->capacity, path, 0, &t->used) : 0;
-        if (c)
-            (*c)++;
-        else
-            t->lost++;
-        table_unlock(t);
-        return;
-    }
+/* The count word of `path` in the overflow table, inserted if missing (growing the table);
+ * NULL when memory ran out. Takes the last-path cache first. */
+static uint64_t *overflow_count(struct tally_path_table *t, uint64_t path) {
+    if (t->last_count && t->last_path == path)
+        return t->last_count;
+    if ((t->used + 1) * 4 > t->capacity * 3 && !grow(t))
+        return t->capacity ? find_slot(t->slots, t->capacity, path, 0, &t->used) : 0;
     uint64_t *c = find_slot(t->slots, t->capacity, path, 1, &t->used);
     if (c) {
-        (*c)++;
-        /* Move the path into its home slot, where the inline probe of instrumented code looks,
-         * swapping it with the occupant. The occupant stays reachable: its home lies at or
-         * before this home slot in the same run of occupied slots (linear probing), and every
-         * slot from there to the one the path leaves is occupied. */
-        uint64_t *home = &t->slots[2 * slot_of(path, t->capacity) + 1];
-        if (c != home) {
-            uint64_t k = home[-1], v = home[0];
-            home[-1] = c[-1];
-            home[0] = c[0];
-            c[-1] = k;
-            c[0] = v;
-            c = home;
-        }
         t->last_path = path;
         t->last_count = c;
-    } else {
+    }
+    return c;
+}
+
+static uint64_t home_slot(uint64_t path) {
+    return (path * 0x9E3779B97F4A7C15ull) >> (64 - TALLY_PATH_HOME_BITS);
+}
+
+static void count_path(struct tally_path_table *t, uint64_t path) {
+    table_lock(t);
+    uint64_t *home = t->home ? &t->home[2 * home_slot(path)] : 0;
+    if (home && (home[1] == 0 || home[0] == path)) {
+        home[0] = path; /* a free home slot (count 0) is claimed */
+        home[1]++;
+        table_unlock(t);
+        return;
+    }
+    uint64_t *c = overflow_count(t, path);
+    if (!c) {
         t->lost++;
+        table_unlock(t);
+        return;
+    }
+    (*c)++;
+    /* The home slot goes to the path that runs more: once this path has counted clearly more
+     * in the overflow table than the occupant at home, the occupant's home count moves to its
+     * overflow entry and this path takes the slot with a count of 0 (its earlier counts stay
+     * in the overflow table, so every total is unchanged). */
+    if (home && *c > 2 * home[1] + 16) {
+        uint64_t *o = overflow_count(t, home[0]);
+        if (o) {
+            *o += home[1];
+            home[0] = path;
+            home[1] = 0;
+        }
     }
     table_unlock(t);
 }
@@ -432,6 +442,8 @@ void tally_reset_counters(void) {
             table_lock(t);
             for (uint64_t j = 0; j < t->capacity; j++)
                 t->slots[2 * j + 1] = 0;
+            for (uint64_t j = 0; t->home && j < TALLY_PATH_HOME_SLOTS; j++)
+                t->home[2 * j + 1] = 0;
             t->lost = 0;
             table_unlock(t);
         }
@@ -775,6 +787,8 @@ static uint64_t path_entries(const struct tally_module *m) {
         const struct tally_path_table *t = &m->path_tables[i];
         for (uint64_t j = 0; j < t->capacity; j++)
             n += t->slots[2 * j] != 0 && t->slots[2 * j + 1] != 0;
+        for (uint64_t j = 0; t->home && j < TALLY_PATH_HOME_SLOTS; j++)
+            n += t->home[2 * j + 1] != 0;
         n += t->lost != 0;
     }
     return n;
@@ -784,13 +798,19 @@ static void out_path_entries(const struct tally_module *m, uint64_t limit) {
     uint64_t n = 0;
     for (uint64_t i = 0; m->path_tables && i < m->num_path_tables; i++) {
         const struct tally_path_table *t = &m->path_tables[i];
-        for (uint64_t j = 0; j < t->capacity && n < limit; j++) {
-            if (t->slots[2 * j] != 0 && t->slots[2 * j + 1] != 0) {
-                out_u32(t->function);
-                out_u32(0);
-                out_u64(t->slots[2 * j] - 1);
-                out_u64(t->slots[2 * j + 1]);
-                n++;
+        for (int pass = 0; pass < 2; pass++) {
+            /* Overflow keys are path + 1 (0: empty), home keys the path (count 0: free). */
+            const uint64_t *w = pass ? t->home : t->slots;
+            uint64_t cap = pass ? (t->home ? TALLY_PATH_HOME_SLOTS : 0) : t->capacity;
+            for (uint64_t j = 0; j < cap && n < limit; j++) {
+                uint64_t k = w[2 * j], v = w[2 * j + 1];
+                if ((pass || k != 0) && v != 0) {
+                    out_u32(t->function);
+                    out_u32(0);
+                    out_u64(pass ? k : k - 1);
+                    out_u64(v);
+                    n++;
+                }
             }
         }
         if (t->lost && n < limit) {

@@ -1,6 +1,7 @@
 /*
  * manypaths.c - a function with 2^12 acyclic paths (more than tally keeps in an array, so its
- * path counts go to the runtime's hash table), called on varied inputs; and a setjmp whose
+ * path counts go to the runtime's hash table), called on varied inputs (more distinct paths than
+ * home slots) and then on a few inputs many times; and a setjmp whose
  * result goes straight into a call, so the block after setjmp starts with a call that may end
  * the frame (the runtime must charge the block the frame was left from, not this one).
  * Deterministic output; exit status 0.
@@ -48,6 +49,11 @@ int main(void) {
         x = x * 1103515245u + 12345u;
         total += mix(x >> 7);
     }
+    /* Then 96 of the paths again and again: hot paths whose home slot (1024 of them) a cold
+     * path took first are counted in the runtime's overflow table until they win the slot. */
+    for (int r = 0; r < 200; r++)
+        for (unsigned k = 0; k < 96; k++)
+            total += mix(k * 2654435761u >> 7);
     total += (unsigned long)jumper(7) * 1000 + depth_hits;
     printf("total %lu\n", total);
     return 0;

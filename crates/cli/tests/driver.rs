@@ -205,6 +205,13 @@ fn runtime_and_instrumenter_agree_on_the_abi() {
         tally_runtime::HEADER.contains(&format!("#define TALLY_EV_SLACK (1LL << {slack})")),
         "TALLY_EV_SLACK of tally.h differs from tally_llvm::EV_SLACK"
     );
+    assert!(
+        tally_runtime::HEADER.contains(&format!(
+            "#define TALLY_PATH_HOME_BITS {}",
+            tally_llvm::PATH_HOME_BITS
+        )),
+        "TALLY_PATH_HOME_BITS of tally.h differs from tally_llvm::PATH_HOME_BITS"
+    );
 }
 
 #[test]

@@ -14,7 +14,9 @@
 //!
 //! Path entries hold the hashed path counters of path mode: kind 0 is "path `path` of function
 //! `function` (index in the module's metadata) ran `count` times", kind 1 is "`count` increments
-//! of that function were lost because the runtime ran out of memory".
+//! of that function were lost because the runtime ran out of memory". Entries for the same path
+//! of the same function add up (the runtime lists a path's home-table and overflow-table counts
+//! separately).
 //!
 //! `module_hash` is the FNV-1a 64 hash ([`tally_graph::hash::fnv64`]) of the metadata blob. The
 //! reader checks every magic, the version, every length, the trailer, each module's hash, that

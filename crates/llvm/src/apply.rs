@@ -49,6 +49,8 @@ pub(crate) struct Globals {
     pub path_tables: LLVMValueRef,
     /// The read-only empty slot empty path tables point at (null without path tables).
     pub empty_slot: LLVMValueRef,
+    /// `__tally_path_home`: the home tables of the module's hashed functions, or null.
+    pub path_home: LLVMValueRef,
     /// `tally.path.probe(table, path)`: the inline first-slot probe (path tables, not atomic).
     pub path_probe: Option<(LLVMValueRef, LLVMTypeRef)>,
     /// Use atomic increments.

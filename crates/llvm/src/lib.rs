@@ -27,7 +27,7 @@ mod prepare;
 mod promote;
 
 pub use events::{EventKind, EV_SLACK};
-pub use module::ABI_VERSION;
+pub use module::{ABI_VERSION, PATH_HOME_BITS};
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -389,10 +389,10 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             }
             FnPlan::Paths(pp) => {
                 let (counts, storage, counters) = if pp.hashed {
-                    let t = module::path_table(&globals, table, index as u32);
+                    let (t, home) = module::path_table(&globals, table, index as u32);
                     let s = PathStorage::Hash { table };
                     table += 1;
-                    (paths::Counts::Hash { table: t }, s, Vec::new())
+                    (paths::Counts::Hash { table: t, home }, s, Vec::new())
                 } else {
                     (
                         paths::Counts::Array { base: base as u64 },

@@ -9,7 +9,7 @@ use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
 use std::ffi::CString;
 
 /// Version of `struct tally_module` / `struct tally_frame` the emitted code follows.
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 
 fn cs(s: &str) -> CString {
     CString::new(s).expect("no NUL in internal names")
@@ -117,9 +117,21 @@ pub(crate) fn make_globals(
             (f, ty)
         };
         // struct tally_path_table { ptr slots; i64 mask, capacity, used, lost, last_path;
-        //                           ptr last_count; i32 function, lock; }
-        let mut tf = [ptrt, i64t, i64t, i64t, i64t, i64t, ptrt, i32t, i32t];
+        //                           ptr last_count; i32 function, lock; ptr home; }
+        let mut tf = [ptrt, i64t, i64t, i64t, i64t, i64t, ptrt, i32t, i32t, ptrt];
         let table_ty = c::LLVMStructTypeInContext(ctx, tf.as_mut_ptr(), tf.len() as u32, 0);
+        let path_home = if num_path_tables > 0 {
+            // Every hashed function's home table: PATH_HOME_SLOTS x {path + 1, count}.
+            let ty = c::LLVMArrayType2(i64t, num_path_tables * 2 * PATH_HOME_SLOTS);
+            let name = cs("__tally_path_home");
+            let g = c::LLVMAddGlobal(m, ty, name.as_ptr());
+            c::LLVMSetLinkage(g, LLVMLinkage::LLVMInternalLinkage);
+            c::LLVMSetInitializer(g, c::LLVMConstNull(ty));
+            c::LLVMSetAlignment(g, 64);
+            g
+        } else {
+            c::LLVMConstNull(ptrt)
+        };
         let (path_tables, empty_slot) = if num_path_tables > 0 {
             let arr = c::LLVMArrayType2(table_ty, num_path_tables);
             let name = cs("__tally_path_tables");
@@ -140,7 +152,7 @@ pub(crate) fn make_globals(
             (c::LLVMConstNull(ptrt), c::LLVMConstNull(ptrt))
         };
         let path_probe = if num_path_tables > 0 && !atomic {
-            Some(path_probe_fn(ctx, m, table_ty, path_count))
+            Some(path_probe_fn(ctx, m, path_count))
         } else {
             None
         };
@@ -165,6 +177,7 @@ pub(crate) fn make_globals(
             trace_reentry,
             table_ty,
             path_tables,
+            path_home,
             empty_slot,
             path_probe,
             atomic,
@@ -172,22 +185,26 @@ pub(crate) fn make_globals(
     }
 }
 
-/// Defines `internal void tally.path.probe(ptr table, i64 path)` (always inlined): the inline
-/// first-slot probe of a hashed path count, calling `__tally_path_count` when the path's first
-/// slot holds another path (see `struct tally_path_table` in tally.h). The mask is loaded with
-/// acquire ordering before the slots pointer so that a racing grow() never pairs an old array
-/// with a new, larger mask.
+/// log2 of the slots of a hashed function's home table (`TALLY_PATH_HOME_BITS` in tally.h).
+pub const PATH_HOME_BITS: u32 = 10;
+/// Slots of a hashed function's home table.
+const PATH_HOME_SLOTS: u64 = 1 << PATH_HOME_BITS;
+
+/// Defines `internal void tally.path.probe(ptr table, ptr home, i64 path)` (always inlined):
+/// the inline look-up of a hashed path count in the function's home table (see `struct
+/// tally_path_table` in tally.h), calling `__tally_path_count` when the path's home slot holds
+/// another path or none. `home` is a constant address, so a path number known at compile time
+/// makes the whole look-up a compare and an increment at constant addresses.
 unsafe fn path_probe_fn(
     ctx: LLVMContextRef,
     m: LLVMModuleRef,
-    table_ty: LLVMTypeRef,
     path_count: (LLVMValueRef, LLVMTypeRef),
 ) -> (LLVMValueRef, LLVMTypeRef) {
     let i64t = c::LLVMInt64TypeInContext(ctx);
     let ptrt = c::LLVMPointerTypeInContext(ctx, 0);
     let voidt = c::LLVMVoidTypeInContext(ctx);
-    let mut args = [ptrt, i64t];
-    let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), 2, 0);
+    let mut args = [ptrt, ptrt, i64t];
+    let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), 3, 0);
     let name = cs("tally.path.probe");
     let f = c::LLVMAddFunction(m, name.as_ptr(), ty);
     c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
@@ -197,37 +214,25 @@ unsafe fn path_probe_fn(
         c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
     }
     let t = c::LLVMGetParam(f, 0);
-    let p = c::LLVMGetParam(f, 1);
+    let home = c::LLVMGetParam(f, 1);
+    let p = c::LLVMGetParam(f, 2);
     let n = cs("");
     let entry = c::LLVMAppendBasicBlockInContext(ctx, f, cs("entry").as_ptr());
     let hit = c::LLVMAppendBasicBlockInContext(ctx, f, cs("hit").as_ptr());
     let miss = c::LLVMAppendBasicBlockInContext(ctx, f, cs("miss").as_ptr());
     let b = c::LLVMCreateBuilderInContext(ctx);
     c::LLVMPositionBuilderAtEnd(b, entry);
-    let mask_p = c::LLVMBuildStructGEP2(b, table_ty, t, 1, n.as_ptr());
-    let mask = c::LLVMBuildLoad2(b, i64t, mask_p, n.as_ptr());
-    c::LLVMSetOrdering(
-        mask,
-        llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingAcquire,
-    );
-    c::LLVMSetAlignment(mask, 8);
-    let slots = c::LLVMBuildLoad2(b, ptrt, t, n.as_ptr());
     let k = c::LLVMConstInt(i64t, 0x9E37_79B9_7F4A_7C15, 0);
     let h = c::LLVMBuildMul(b, p, k, n.as_ptr());
-    let h = c::LLVMBuildLShr(b, h, c::LLVMConstInt(i64t, 32, 0), n.as_ptr());
-    let h = c::LLVMBuildAnd(b, h, mask, n.as_ptr());
-    let i = c::LLVMBuildShl(b, h, c::LLVMConstInt(i64t, 1, 0), n.as_ptr());
-    let mut idx = [i];
-    let key_p = c::LLVMBuildInBoundsGEP2(b, i64t, slots, idx.as_mut_ptr(), 1, n.as_ptr());
+    let shift = c::LLVMConstInt(i64t, u64::from(64 - PATH_HOME_BITS), 0);
+    let h = c::LLVMBuildLShr(b, h, shift, n.as_ptr());
+    // Byte offset of the slot: key and count addresses share base and index.
+    let off = c::LLVMBuildShl(b, h, c::LLVMConstInt(i64t, 4, 0), n.as_ptr());
+    let i8t = c::LLVMInt8TypeInContext(ctx);
+    let mut idx = [off];
+    let key_p = c::LLVMBuildInBoundsGEP2(b, i8t, home, idx.as_mut_ptr(), 1, n.as_ptr());
     let key = c::LLVMBuildLoad2(b, i64t, key_p, n.as_ptr());
-    let want = c::LLVMBuildAdd(b, p, c::LLVMConstInt(i64t, 1, 0), n.as_ptr());
-    let eq = c::LLVMBuildICmp(
-        b,
-        llvm_sys::LLVMIntPredicate::LLVMIntEQ,
-        key,
-        want,
-        n.as_ptr(),
-    );
+    let eq = c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntEQ, key, p, n.as_ptr());
     let br = c::LLVMBuildCondBr(b, eq, hit, miss);
     crate::ir::set_branch_weights(ctx, br, &[1000, 1]);
     c::LLVMPositionBuilderAtEnd(b, hit);
@@ -390,9 +395,9 @@ unsafe fn append_to_global_array(g: &Globals, array: &str, f: LLVMValueRef, prio
     }
 }
 
-/// A pointer to path table `index`, setting its `function` field to `function` (the function's
-/// index in the module metadata).
-pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> LLVMValueRef {
+/// Pointers to path table `index` and to its home table, setting the table's `function` field
+/// to `function` (the function's index in the module metadata) and its `home` field.
+pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> (LLVMValueRef, LLVMValueRef) {
     unsafe {
         let arr = c::LLVMGlobalGetValueType(g.path_tables);
         let n = c::LLVMGetArrayLength2(arr);
@@ -408,6 +413,14 @@ pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> LLVMValueRef
                 }
             })
             .collect();
+        let home = {
+            let mut idx = [c::LLVMConstInt(
+                g.i64t,
+                u64::from(index) * 2 * PATH_HOME_SLOTS,
+                0,
+            )];
+            c::LLVMConstInBoundsGEP2(g.i64t, g.path_home, idx.as_mut_ptr(), 1)
+        };
         let mut fields = [
             g.empty_slot,
             c::LLVMConstInt(g.i64t, 0, 0),
@@ -418,6 +431,7 @@ pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> LLVMValueRef
             c::LLVMConstNull(g.ptrt),
             c::LLVMConstInt(g.i32t, u64::from(function), 0),
             c::LLVMConstInt(g.i32t, 0, 0),
+            home,
         ];
         elems[index as usize] =
             c::LLVMConstNamedStruct(g.table_ty, fields.as_mut_ptr(), fields.len() as u32);
@@ -427,7 +441,10 @@ pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> LLVMValueRef
             c::LLVMConstInt(g.i64t, 0, 0),
             c::LLVMConstInt(g.i64t, u64::from(index), 0),
         ];
-        c::LLVMConstInBoundsGEP2(arr, g.path_tables, idx.as_mut_ptr(), 2)
+        (
+            c::LLVMConstInBoundsGEP2(arr, g.path_tables, idx.as_mut_ptr(), 2),
+            home,
+        )
     }
 }
 

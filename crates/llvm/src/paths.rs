@@ -6,7 +6,9 @@
 //! optimized placement as per-edge actions). Here those actions become code: a path register
 //! `r` (an `alloca` promoted to SSA by mem2reg), `r = c` / `r += c` on edges, and
 //! `count[r + c]++` where paths end — in the module's counter array when the function has at
-//! most [`ARRAY_PATHS`] paths, else through the runtime's hash table with its last-path cache.
+//! most [`ARRAY_PATHS`] paths, else in the function's home table (probed inline at a constant
+//! address; `tally.path.probe`) backed by the runtime's overflow hash table with its last-path
+//! cache.
 //! A frame abandoned in block `v` (exit, longjmp, exception) ends its path with `v`'s early-exit
 //! edge: before the first call of `v` that may end the frame, the frame record's site is set
 //! to that path's counter (or, for hashed paths, to a `{table, path}` pair in the frame), and
@@ -112,8 +114,11 @@ fn cname(s: &str) -> CString {
 pub(crate) enum Counts {
     /// Counter `base + p` of the module array counts path `p`.
     Array { base: u64 },
-    /// The function's `struct tally_path_table`.
-    Hash { table: LLVMValueRef },
+    /// The function's `struct tally_path_table` and its home table.
+    Hash {
+        table: LLVMValueRef,
+        home: LLVMValueRef,
+    },
 }
 
 struct PathEmitter<'a, 'b> {
@@ -156,10 +161,10 @@ impl PathEmitter<'_, '_> {
                 );
                 em.add_to(ptr, em.i64c(1));
             },
-            Counts::Hash { table } => {
-                let f = em.g.path_probe.unwrap_or(em.g.path_count);
-                em.call(f, &mut [table, p], near)
-            }
+            Counts::Hash { table, home } => match em.g.path_probe {
+                Some(f) => em.call(f, &mut [table, home, p], near),
+                None => em.call(em.g.path_count, &mut [table, p], near),
+            },
         }
     }
     fn emit(&self, actions: &[Action], near: Val) {
@@ -319,7 +324,7 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
                         empty.as_ptr(),
                     )
                 },
-                (Some(p), Counts::Hash { table }) => unsafe {
+                (Some(p), Counts::Hash { table, .. }) => unsafe {
                     let (ps, ty) = path_site.expect("hashed functions with sites have a path site");
                     let f0 = c::LLVMBuildStructGEP2(b, ty, ps, 0, empty.as_ptr());
                     c::LLVMBuildStore(b, *table, f0);

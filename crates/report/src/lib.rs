@@ -619,7 +619,15 @@ fn path_profile(
                     PathEntryKind::Lost => lost = lost.saturating_add(e.count),
                 }
             }
+            // A path may have entries from the home table and the overflow table: they add up.
             counts.sort_unstable();
+            counts.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = kept.1.saturating_add(later.1);
+                }
+                same
+            });
         }
     }
     PathProfile {

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Version of this ABI; struct tally_module.abi_version must equal it. */
-#define TALLY_ABI_VERSION 5
+#define TALLY_ABI_VERSION 6
 
 /* Value of struct tally_frame.site meaning "no early-exit counter". */
 #define TALLY_NO_SITE ((uint64_t *)0)
@@ -44,23 +44,31 @@ struct tally_module {
     struct tally_module *next; /* owned by the runtime */
 };
 
-/* Path counters of one function with too many paths for an array (path mode): a hash table
- * from path number to count, owned by the runtime, with the last-path cache of Ball & Larus
- * 1996. Emitted by the instrumenter, one per such function, empty: `slots` points at a
- * read-only empty slot of the module and `mask` is 0. Instrumented code probes the path's
- * first slot inline (`slots[2 * h]`, h = (path * 0x9E3779B97F4A7C15) >> 32 & mask) and bumps
- * its count when the key matches; anything else goes to __tally_path_count, which takes the
- * lock (with --tally-atomic every count goes there). */
+/* Path counters of one function with too many paths for an array (path mode). Instrumented
+ * code looks a path up in the function's *home table* only: TALLY_PATH_HOME_SLOTS slots of
+ * {path, count} in a zero-initialized array of the module (a slot whose count is 0 is free:
+ * the path it names has not run since it got there, so bumping it there, as instrumented code
+ * does for path 0 in a fresh slot, or giving it to another path loses nothing), the path's slot
+ * being h = (path * 0x9E3779B97F4A7C15) >> (64 - TALLY_PATH_HOME_BITS); a constant address
+ * and, for a path number known at compile time, a constant slot. When the key matches it bumps
+ * the count; anything else goes to __tally_path_count, which takes the lock (with
+ * --tally-atomic every count goes there): it claims an empty home slot, or counts the path in
+ * the runtime's overflow hash table (`slots`, with the last-path cache of Ball & Larus 1996)
+ * and gives the home slot to it once it has run clearly more often than the occupant. A path
+ * may thus have counts in both places; profiles list both entries, which add up. */
+#define TALLY_PATH_HOME_BITS 10
+#define TALLY_PATH_HOME_SLOTS (1u << TALLY_PATH_HOME_BITS)
 struct tally_path_table {
-    uint64_t *slots;           /* 2 * capacity words: {path + 1, count}; path + 1 == 0: empty */
+    uint64_t *slots;           /* overflow: 2 * capacity words {path + 1, count}, or NULL */
     uint64_t mask;             /* capacity - 1; 0 while empty */
-    uint64_t capacity;         /* a power of two; 0 before the first path */
-    uint64_t used;             /* occupied slots */
+    uint64_t capacity;         /* a power of two; 0 before the first overflow */
+    uint64_t used;             /* occupied overflow slots */
     uint64_t lost;             /* increments dropped because memory ran out */
-    uint64_t last_path;        /* the last path counted ... */
+    uint64_t last_path;        /* the last path counted in the overflow table ... */
     uint64_t *last_count;      /* ... and its count */
     uint32_t function;         /* index of the function in the module's metadata */
     uint32_t lock;             /* spin lock */
+    uint64_t *home;            /* 2 * TALLY_PATH_HOME_SLOTS words {path, count}, in the module */
 };
 
 /* What a frame record's site points at, with its low bit set, in a function whose paths are

@@ -15,7 +15,7 @@ pub const HEADER: &str = include_str!("../include/tally.h");
 
 /// Version of the runtime ABI (`TALLY_ABI_VERSION` in `tally.h`; `abi_version` of every
 /// `struct tally_module`).
-pub const ABI_VERSION: u32 = 5;
+pub const ABI_VERSION: u32 = 6;
 
 /// The file name the archive conventionally has on disk.
 pub const ARCHIVE_NAME: &str = "libtally_rt.a";
