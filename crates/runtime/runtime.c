@@ -255,7 +255,10 @@ static void count_path(struct tally_path_table *t, uint64_t path) {
     table_lock(t);
     uint64_t *home = t->home ? &t->home[2 * home_slot(path)] : 0;
     if (home && (home[1] == 0 || home[0] == path)) {
-        home[0] = path; /* a free home slot (count 0) is claimed */
+        if (home[1] == 0) { /* a free home slot (count 0) is claimed */
+            home[0] = path;
+            t->home_claims++;
+        }
         home[1]++;
         table_unlock(t);
         return;
@@ -779,17 +782,23 @@ static void out_u64(uint64_t v) {
     out_bytes(b, 8);
 }
 
-/* Number of path entries a module writes: one per counted path, one per table that lost
- * increments. */
+/* Home slots of table `t` that may hold a count: all of them once the runtime has claimed
+ * one, else only slot 0 (path 0's home, the one path instrumented code can count in a slot the
+ * runtime never gave out). Keeps the profile writer off the home tables of functions that
+ * never ran. */
+static uint64_t home_scan(const struct tally_path_table *t) {
+    return !t->home ? 0 : t->home_claims ? TALLY_PATH_HOME_SLOTS : 1;
+}
+
+/* An upper bound of the path entries a module writes (out_path_entries pads up to it): per
+ * table, its home slots in use, the overflow slots in use, and one loss entry. Cheaper than
+ * counting the non-zero entries, which would walk every table twice. */
 static uint64_t path_entries(const struct tally_module *m) {
     uint64_t n = 0;
     for (uint64_t i = 0; m->path_tables && i < m->num_path_tables; i++) {
         const struct tally_path_table *t = &m->path_tables[i];
-        for (uint64_t j = 0; j < t->capacity; j++)
-            n += t->slots[2 * j] != 0 && t->slots[2 * j + 1] != 0;
-        for (uint64_t j = 0; t->home && j < TALLY_PATH_HOME_SLOTS; j++)
-            n += t->home[2 * j + 1] != 0;
-        n += t->lost != 0;
+        uint64_t home = t->home_claims + 1;
+        n += (home < TALLY_PATH_HOME_SLOTS ? home : TALLY_PATH_HOME_SLOTS) + t->used + 1;
     }
     return n;
 }
@@ -801,7 +810,7 @@ static void out_path_entries(const struct tally_module *m, uint64_t limit) {
         for (int pass = 0; pass < 2; pass++) {
             /* Overflow keys are path + 1 (0: empty), home keys the path (count 0: free). */
             const uint64_t *w = pass ? t->home : t->slots;
-            uint64_t cap = pass ? (t->home ? TALLY_PATH_HOME_SLOTS : 0) : t->capacity;
+            uint64_t cap = pass ? home_scan(t) : t->capacity;
             for (uint64_t j = 0; j < cap && n < limit; j++) {
                 uint64_t k = w[2 * j], v = w[2 * j + 1];
                 if ((pass || k != 0) && v != 0) {
@@ -821,7 +830,7 @@ static void out_path_entries(const struct tally_module *m, uint64_t limit) {
             n++;
         }
     }
-    for (; n < limit; n++) { /* the tables changed while writing: pad with empty losses */
+    for (; n < limit; n++) { /* fewer than the bound: pad with empty losses */
         out_u32(0);
         out_u32(1);
         out_u64(0);

@@ -117,8 +117,11 @@ pub(crate) fn make_globals(
             (f, ty)
         };
         // struct tally_path_table { ptr slots; i64 mask, capacity, used, lost, last_path;
-        //                           ptr last_count; i32 function, lock; ptr home; }
-        let mut tf = [ptrt, i64t, i64t, i64t, i64t, i64t, ptrt, i32t, i32t, ptrt];
+        //                           ptr last_count; i32 function, lock; ptr home;
+        //                           i64 home_claims; }
+        let mut tf = [
+            ptrt, i64t, i64t, i64t, i64t, i64t, ptrt, i32t, i32t, ptrt, i64t,
+        ];
         let table_ty = c::LLVMStructTypeInContext(ctx, tf.as_mut_ptr(), tf.len() as u32, 0);
         let path_home = if num_path_tables > 0 {
             // Every hashed function's home table: PATH_HOME_SLOTS x {path + 1, count}.
@@ -432,6 +435,7 @@ pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> (LLVMValueRe
             c::LLVMConstInt(g.i32t, u64::from(function), 0),
             c::LLVMConstInt(g.i32t, 0, 0),
             home,
+            c::LLVMConstInt(g.i64t, 0, 0),
         ];
         elems[index as usize] =
             c::LLVMConstNamedStruct(g.table_ty, fields.as_mut_ptr(), fields.len() as u32);

@@ -69,6 +69,8 @@ struct tally_path_table {
     uint32_t function;         /* index of the function in the module's metadata */
     uint32_t lock;             /* spin lock */
     uint64_t *home;            /* 2 * TALLY_PATH_HOME_SLOTS words {path, count}, in the module */
+    uint64_t home_claims;      /* home slots the runtime gave a path (0: only path 0, whose
+                                * home is slot 0, can have counted, inline) */
 };
 
 /* What a frame record's site points at, with its low bit set, in a function whose paths are
