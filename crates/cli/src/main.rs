@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::PathBuf;
-use tally_format::profile::Profile;
+use tally_format::profile::{Profile, ProfileError};
 
 #[derive(Parser)]
 #[command(
@@ -173,7 +173,12 @@ fn paths(a: PathsArgs) -> Result<()> {
 fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
     let mut loaded = Vec::new();
     for p in paths {
-        let prof = Profile::read_file(p).with_context(|| format!("{}", p.display()))?;
+        let prof = match Profile::read_file(p) {
+            Ok(prof) => prof,
+            // That message names the file already.
+            Err(e @ ProfileError::Io { .. }) => return Err(e.into()),
+            Err(e) => return Err(anyhow::Error::new(e).context(p.display().to_string())),
+        };
         loaded.push((p.display().to_string(), prof));
     }
     let (first, rest) = loaded.split_first().expect("clap requires one profile");

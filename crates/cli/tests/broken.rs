@@ -44,6 +44,10 @@ fn refused(args: &[&str], want: &str) {
     );
     assert!(err.starts_with("tally: error: "), "tally {args:?}: {err}");
     assert!(
+        err.matches("(os error").count() <= 1,
+        "tally {args:?}: the cause is repeated: {err}"
+    );
+    assert!(
         err.contains(want),
         "tally {args:?}: {err:?} does not mention {want:?}"
     );
