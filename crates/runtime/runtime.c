@@ -305,8 +305,8 @@ void __tally_path_count(struct tally_path_table *t, uint64_t path) {
  * exact count (count + q, q <= TALLY_EV_SLACK) reaches N calls the runtime, which decides
  * exactly; the points checked in between (at most TALLY_EV_SLACK events' worth) return at once.
  * Without a pending stop the limit is TALLY_EV_NO_LIMIT (2^62), so that `left` stays far from
- * both ends of int64_t whatever the (possibly negative) increments: the instrumented code's
- * subtractions are `nsw`, which lets x86 test the flags of the subtraction itself. */
+ * both ends of int64_t whatever the (possibly negative) increments and a check's signed `jle`
+ * after the subtraction never sees an overflow. */
 __thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec"))) = TALLY_EV_NO_LIMIT;
 __thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec"))) = TALLY_EV_NO_LIMIT;
 /* N of TALLY_STOP_AT for this thread, 0 when none is pending. */

@@ -228,3 +228,29 @@ fn stop_at_beyond_the_early_arming() {
         100,
     );
 }
+
+#[test]
+fn shapes_and_early_exits_equal_the_oracle() {
+    // Computed gotos and shared indirect-branch targets (chords counted through predecessor
+    // tags), irreducible loops, a latch that is only a branch, 2^12 paths, and frames ended by
+    // exit(), longjmp and abort handlers: totals and per-function and per-call-site events
+    // must equal events-naive's.
+    let expected = std::fs::read_to_string(repo().join("testdata/early/EXPECTED")).unwrap();
+    let early = expected.lines().filter_map(|l| {
+        let mut it = l.split_whitespace();
+        let file = it.next()?;
+        let status: i32 = it.next()?.parse().ok()?;
+        file.ends_with(".c")
+            .then(|| (repo().join("testdata/early").join(file), status))
+    });
+    let shapes = ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
+        .iter()
+        .map(|f| (repo().join("testdata/shapes").join(f), 0));
+    for (file, status) in shapes.chain(early) {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("{}{opt}", file.file_name().unwrap().to_str().unwrap());
+            let args = vec![opt.to_string(), "-g".into(), file.display().to_string()];
+            check(&name, &args, &[], status, &[]);
+        }
+    }
+}

@@ -223,13 +223,11 @@ impl Ev<'_, '_> {
         let e = cname("");
         unsafe { c::LLVMBuildLoad2(self.em.b, self.em.g.i64t, self.em.g.ev_left, e.as_ptr()) }
     }
-    /// `left -= amount` at the builder; returns the new value. The subtraction is `nsw`: the
-    /// runtime keeps `left` within about 2^62 of 0 (`TALLY_EV_NO_LIMIT`), so that a check of the
-    /// new value against 0 reads the flags of the subtraction (no separate `test` on x86).
+    /// `left -= amount` at the builder; returns the new value.
     fn sub(&self, amount: LLVMValueRef) -> LLVMValueRef {
         let e = cname("");
         unsafe {
-            let v = c::LLVMBuildNSWSub(self.em.b, self.left(), amount, e.as_ptr());
+            let v = c::LLVMBuildSub(self.em.b, self.left(), amount, e.as_ptr());
             c::LLVMBuildStore(self.em.b, v, self.em.g.ev_left);
             v
         }
@@ -367,6 +365,8 @@ pub(crate) fn apply_events(g: &Globals, func: Val, l: &Lowered, ep: &EventsPlan,
 
     // 1. Chord increments (before the call adjustments: at a block's start the incoming
     //    edge's increment comes first).
+    // Chords checked at the end of their source, replacing its branch: after everything else.
+    let mut at_source_end: Vec<(Val, i64, NodeId)> = Vec::new();
     for (e, edge) in cfg.edges() {
         let EdgeAction::Add(inc) = plan.action(e) else {
             continue;
@@ -406,13 +406,15 @@ pub(crate) fn apply_events(g: &Globals, func: Val, l: &Lowered, ep: &EventsPlan,
                 splittable: true,
             } if edge.kind == EdgeKind::Flow => {
                 // With the stop check: at the end of a source that ends in an unconditional
-                // branch (the check becomes that branch), else on a block of its own.
-                let br = match direct_site(l, e) {
-                    Some(Realize::NodeEnd(_)) if is_plain_br(term) => term,
-                    _ => split_edge(&em, term, index)
-                        .terminator()
-                        .expect("split block has its branch"),
-                };
+                // branch (the check replaces that branch, so it is done last, when nothing
+                // else will be placed relative to it), else on a block of its own.
+                if matches!(direct_site(l, e), Some(Realize::NodeEnd(_))) && is_plain_br(term) {
+                    at_source_end.push((term, inc, edge.dst));
+                    continue;
+                }
+                let br = split_edge(&em, term, index)
+                    .terminator()
+                    .expect("split block has its branch");
                 em.at(br);
                 let q = plan.query_start(edge.dst);
                 let hit = ev.sub_and_check(inc, check_threshold(q));
@@ -515,6 +517,16 @@ pub(crate) fn apply_events(g: &Globals, func: Val, l: &Lowered, ep: &EventsPlan,
                 ev.sub(ev.i64c(adj.after));
             }
         }
+    }
+
+    // 3. Checked chords at the end of their source. Replacing the branch invalidates it as a
+    //    place (a block's end, or its start when the branch is all it has), so no code is
+    //    placed relative to it after this.
+    for (br, inc, dst) in at_source_end {
+        em.at(br);
+        let q = plan.query_start(dst);
+        let hit = ev.sub_and_check(inc, check_threshold(q));
+        add_stop_check(&ev, l, br, hit, q, dst);
     }
 
     finish_inclusive(&ev, l, saved, base);
