@@ -221,12 +221,10 @@ static int grow(struct tally_path_table *t) {
                 *c = t->slots[2 * i + 1];
         }
     }
-    /* Readers of the overflow table all hold the lock; the release order is kept for tools
-     * reading a table while it grows. */
-    __atomic_store_n(&t->mask, 0, __ATOMIC_RELEASE);
+    /* Counting holds the lock; a profile written meanwhile by another thread reads the table
+     * without it, so the new slots are published before the capacity that indexes them. */
     __atomic_store_n(&t->slots, slots, __ATOMIC_RELEASE);
-    __atomic_store_n(&t->mask, cap - 1, __ATOMIC_RELEASE);
-    t->capacity = cap;
+    __atomic_store_n(&t->capacity, cap, __ATOMIC_RELEASE);
     t->used = used;
     t->last_count = 0;
     return 1;

@@ -116,15 +116,13 @@ pub(crate) fn make_globals(
             }
             (f, ty)
         };
-        // struct tally_path_table { ptr slots; i64 mask, capacity, used, lost, last_path;
+        // struct tally_path_table { ptr slots; i64 capacity, used, lost, last_path;
         //                           ptr last_count; i32 function, lock; ptr home;
         //                           i64 home_claims; }
-        let mut tf = [
-            ptrt, i64t, i64t, i64t, i64t, i64t, ptrt, i32t, i32t, ptrt, i64t,
-        ];
+        let mut tf = [ptrt, i64t, i64t, i64t, i64t, ptrt, i32t, i32t, ptrt, i64t];
         let table_ty = c::LLVMStructTypeInContext(ctx, tf.as_mut_ptr(), tf.len() as u32, 0);
         let path_home = if num_path_tables > 0 {
-            // Every hashed function's home table: PATH_HOME_SLOTS x {path + 1, count}.
+            // Every hashed function's home table: PATH_HOME_SLOTS x {path, count}.
             let ty = c::LLVMArrayType2(i64t, num_path_tables * 2 * PATH_HOME_SLOTS);
             let name = cs("__tally_path_home");
             let g = c::LLVMAddGlobal(m, ty, name.as_ptr());
@@ -426,7 +424,6 @@ pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> (LLVMValueRe
         };
         let mut fields = [
             g.empty_slot,
-            c::LLVMConstInt(g.i64t, 0, 0),
             c::LLVMConstInt(g.i64t, 0, 0),
             c::LLVMConstInt(g.i64t, 0, 0),
             c::LLVMConstInt(g.i64t, 0, 0),
