@@ -59,7 +59,8 @@ struct tally_module {
 #define TALLY_PATH_HOME_BITS 10
 #define TALLY_PATH_HOME_SLOTS (1u << TALLY_PATH_HOME_BITS)
 struct tally_path_table {
-    uint64_t *slots;           /* overflow: 2 * capacity words {path + 1, count}, or NULL */
+    uint64_t *slots;           /* overflow: 2 * capacity words {path + 1, count} (a read-only
+                                * empty slot of the module until the first overflow) */
     uint64_t capacity;         /* a power of two; 0 before the first overflow */
     uint64_t used;             /* occupied overflow slots */
     uint64_t lost;             /* increments dropped because memory ran out */
