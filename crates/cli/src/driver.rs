@@ -22,6 +22,7 @@ struct Settings {
     promote: bool,
     verbose: bool,
     weights: Option<std::sync::Arc<tally_llvm::Weights>>,
+    weighting: tally_llvm::Weighting,
     events: tally_llvm::EventKind,
     clang: PathBuf,
 }
@@ -59,6 +60,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     let mut promote = false;
     let mut jump_cost = tally_llvm::DEFAULT_JUMP_COST;
     let mut weights = None;
+    let mut weighting = tally_llvm::Weighting::default();
     let mut events = tally_llvm::EventKind::Insns;
     let mut verbose = std::env::var_os("TALLY_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
     for o in &cl.tally_opts {
@@ -69,6 +71,13 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
             atomic = true;
         } else if let Some(path) = o.strip_prefix("weights=") {
             weights = Some(std::sync::Arc::new(load_weights(Path::new(path))?));
+        } else if let Some(k) = o.strip_prefix("weighting=") {
+            weighting = tally_llvm::Weighting::from_name(k).with_context(|| {
+                format!(
+                    "--tally-weighting={k} is not a weighting ({})",
+                    tally_llvm::Weighting::NAMES
+                )
+            })?;
         } else if let Some(k) = o.strip_prefix("events=") {
             events = tally_llvm::EventKind::from_name(k).with_context(|| {
                 format!("--tally-events={k} is not an event kind (insns, blocks, calls, mem)")
@@ -106,6 +115,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
         jump_cost,
         verbose,
         weights,
+        weighting,
         events,
         clang: find_clang(cxx),
     })
@@ -231,6 +241,7 @@ fn compile_one(
         jump_cost: s.jump_cost,
         promote: s.promote,
         weights: s.weights.clone(),
+        weighting: s.weighting,
         events: s.events,
     };
     let t0 = std::time::Instant::now();

@@ -267,6 +267,83 @@ fn exact_weights_from_an_earlier_profile() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// A loop whose branches LLVM's estimate can rank and paper 000 §5's loop-only weighting
+/// cannot: `__builtin_expect` both ways round and a test that leads to a `cold` function, each
+/// beside the common case.
+const RANKED_BRANCHES: &str = r#"#include <stdio.h>
+struct node { int v; struct node *next; };
+__attribute__((cold, noinline)) static long complain(int i) { fprintf(stderr, "odd %d\n", i); return 1; }
+__attribute__((noinline)) static long up(struct node *n) { return n->v + 1; }
+__attribute__((noinline)) static long down(struct node *n) { return n->v - 1; }
+__attribute__((noinline)) static long walk(struct node *n, int r) {
+  long s = 0;
+  for (; n; n = n->next) {
+    if (__builtin_expect(n->v == 1000 + r, 0)) s += down(n);
+    else s += up(n);
+    if (__builtin_expect(n->v != 2000 + r, 1)) s += up(n);
+    else s += down(n);
+    if (n->v < -r) s += complain(r);
+    else s ^= up(n);
+  }
+  return s;
+}
+int main(int argc, char **argv) {
+  (void)argv;
+  static struct node nodes[64];
+  for (int i = 0; i < 64; i++) {
+    nodes[i].v = i * argc;
+    nodes[i].next = i + 1 < 64 ? &nodes[i + 1] : NULL;
+  }
+  long s = 0;
+  for (int r = 0; r < 20000; r++) s += walk(&nodes[0], r);
+  printf("%ld\n", s);
+  return 0;
+}
+"#;
+
+#[test]
+fn static_estimate_places_fewer_increments_than_loop_weighting() {
+    // The default weighting is LLVM's static frequency estimate (branch-prediction heuristics);
+    // `--tally-weighting=loops` is paper 000 §5's. Both are exact; on branches the estimate
+    // can rank, its spanning tree leaves the counters on the rare sides.
+    let dir = scratch("driver-weighting");
+    write(&dir, "r.c", RANKED_BRANCHES);
+    ok(&dir, "$TALLY cc --tally-mode=edges-naive -O2 r.c -o oracle && TALLY_PROFILE=oracle.tally ./oracle");
+    ok(
+        &dir,
+        "$TALLY cc -O2 r.c -o est && TALLY_PROFILE=est.tally ./est",
+    );
+    ok(
+        &dir,
+        "$TALLY cc --tally-weighting=loops -O2 r.c -o loops && TALLY_PROFILE=loops.tally ./loops",
+    );
+    let oracle = report_json(&dir.join("oracle.tally"));
+    for p in ["est.tally", "loops.tally"] {
+        let r = report_json(&dir.join(p));
+        assert_same_counts("weighting", p, &r, "edges-naive", &oracle, true);
+    }
+    let increments = |p: &str| -> u64 {
+        let prof = tally_format::profile::Profile::read_file(dir.join(p)).unwrap();
+        prof.modules.iter().flat_map(|m| m.counters.iter()).sum()
+    };
+    let (est, loops) = (increments("est.tally"), increments("loops.tally"));
+    // 1.28M loop iterations: the estimate counts once per iteration (the loop's own cycle)
+    // besides the 3.84M calls of `up`, §5's tie-breaking once more.
+    assert!(
+        est + 1_000_000 < loops,
+        "estimate: {est} increments, loops: {loops}: the estimate should save one per iteration"
+    );
+
+    let o = sh(&dir, "$TALLY cc --tally-weighting=guess r.c -o bad");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--tally-weighting=guess is not a weighting (estimate, loops)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn jump_cost_option_is_checked() {
     let dir = scratch("driver-jump-cost");

@@ -17,6 +17,7 @@
 
 mod apply;
 mod ends;
+mod estimate;
 mod events;
 mod ir;
 mod lower;
@@ -26,6 +27,7 @@ mod plan;
 mod prepare;
 mod promote;
 
+pub use estimate::Weighting;
 pub use events::{EventKind, EV_SLACK};
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
 
@@ -57,6 +59,9 @@ pub struct Options {
     /// placed with these as weights (paper 000 §6.4, "Exact-Max") where a function's graph
     /// matches; other functions use the heuristic weighting.
     pub weights: Option<std::sync::Arc<Weights>>,
+    /// The weighting used where no measured weights apply: LLVM's static frequency estimate
+    /// (default) or paper 000 §5's loop-based heuristic.
+    pub weighting: Weighting,
     /// Events mode: what an event is.
     pub events: EventKind,
     /// Edge mode: how early exits are made exact in functions without landing pads or setjmp.
@@ -257,6 +262,11 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                     (counts.len() == l.cfg.num_edges()).then(|| exact_weights(&l.cfg, counts))
                 });
                 weighted += usize::from(measured.is_some());
+                let measured = match (measured, opts.weighting) {
+                    (Some(m), _) => Some(m),
+                    (None, Weighting::Estimate) => Some(estimate::estimated_weights(fv, &l)),
+                    (None, Weighting::Loops) => None,
+                };
                 let mut fp = if matches!(opts.mode, Mode::Events | Mode::EventsNaive) {
                     let naive = opts.mode == Mode::EventsNaive;
                     match events::plan_events(&l, opts.events, measured.as_ref(), naive) {

@@ -106,12 +106,14 @@ pub const MODES: [Variant; 5] = [
 ];
 
 /// `edge` mode with each way of making early exits exact forced (the default, `auto`, mixes
-/// them per function), and with counters promoted to registers in call-free loops
-/// (`--tally-promote`): compared like `edge`, against the `edges-naive` oracle.
-pub const EARLY_EXIT_VARIANTS: [Variant; 3] = [
+/// them per function), with counters promoted to registers in call-free loops
+/// (`--tally-promote`), and under paper 000 §5's loop weighting instead of LLVM's estimate
+/// (`--tally-weighting=loops`): compared like `edge`, against the `edges-naive` oracle.
+pub const EARLY_EXIT_VARIANTS: [Variant; 4] = [
     Variant::Tally("edge-record"),
     Variant::Tally("edge-derive"),
     Variant::Tally("edge-promote"),
+    Variant::Tally("edge-loops"),
 ];
 
 /// Which edges two reports must agree on.
@@ -139,6 +141,9 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
                 }
                 Some("promote") => {
                     c.args(["--tally-mode=edge", "--tally-promote"]);
+                }
+                Some("loops") => {
+                    c.args(["--tally-mode=edge", "--tally-weighting=loops"]);
                 }
                 _ => {
                     c.arg(format!("--tally-mode={mode}"));

@@ -1,0 +1,105 @@
+//! The static weighting from LLVM's own frequency estimate: for each edge of a function's
+//! graph, the estimated executions per call, BlockFrequencyInfo's block frequency times
+//! BranchProbabilityInfo's probability of the edge (`shim/freq.cpp`).
+//!
+//! Paper 000 §5 weights edges from loop structure alone and splits every branch equally; its
+//! §6.4 shows that the better the weighting predicts the real frequencies, the fewer increments
+//! the maximum spanning tree's chords execute. BranchProbabilityInfo predicts branches with the
+//! heuristics of Ball & Larus, *Branch prediction for free* (PLDI 1993), as Wu & Larus
+//! (MICRO 1994) combine them into frequencies: loop branches, pointer and zero comparisons,
+//! calls to `noreturn` or `cold` functions and paths to `unreachable` (error handling),
+//! floating-point comparisons, and the program's own `__builtin_expect` hints. This is the
+//! default weighting (`Weighting::Estimate`); `Weighting::Loops` is §5's.
+//!
+//! Edges that do not come from a terminator: `EXIT -> entry` weighs 1, `ret` / `resume` and the
+//! fall-through after a setjmp call weigh their block's frequency, early exits and re-entries
+//! weigh 0 (the runtime counts them, as with §5's weighting). A small share of §5's weight is
+//! added as a tie-breaker, so that edges LLVM deems equally frequent still follow the loop
+//! structure.
+
+use crate::ir::Val;
+use crate::lower::{EdgeIr, Lowered};
+use llvm_sys::core as c;
+use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMValueRef};
+use std::ffi::c_void;
+use tally_graph::{EdgeId, EdgeKind, IdVec};
+
+extern "C" {
+    fn tally_freq_new(f: LLVMValueRef) -> *mut c_void;
+    fn tally_freq_block(h: *mut c_void, bb: LLVMBasicBlockRef) -> f64;
+    fn tally_freq_succ_prob(h: *mut c_void, bb: LLVMBasicBlockRef, succ: u32) -> f64;
+    fn tally_freq_free(h: *mut c_void);
+}
+
+/// How the spanning tree's edges are weighted when no measured profile is given.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Weighting {
+    /// LLVM's static frequency estimate (branch-prediction heuristics, loop scaling).
+    #[default]
+    Estimate,
+    /// Paper 000 §5: loops iterate 10 times, branches are equally likely.
+    Loops,
+}
+
+impl Weighting {
+    /// The option names, for messages.
+    pub const NAMES: &'static str = "estimate, loops";
+
+    /// Parses an option value.
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "estimate" => Some(Weighting::Estimate),
+            "loops" => Some(Weighting::Loops),
+            _ => None,
+        }
+    }
+}
+
+/// LLVM's frequency analyses of one function, freed on drop.
+struct Freq(*mut c_void);
+
+impl Drop for Freq {
+    fn drop(&mut self) {
+        unsafe { tally_freq_free(self.0) }
+    }
+}
+
+/// How much of §5's weight is mixed in to break ties.
+const TIE_BREAK: f64 = 1e-6;
+
+/// Estimated executions per call of every edge of `l`'s graph. Must run before the function
+/// is changed (it reads the IR that `l` was lowered from).
+pub(crate) fn estimated_weights(func: Val, l: &Lowered) -> IdVec<EdgeId, f64> {
+    let loops = tally_graph::weight::heuristic_weights(&l.cfg);
+    let h = unsafe { tally_freq_new(func.0) };
+    if h.is_null() {
+        return loops;
+    }
+    let freq = Freq(h);
+    let block_of = |e: EdgeId| {
+        let src = l.cfg.edge(e).src;
+        l.nodes[src.index()].start.parent().0
+    };
+    let mut w = IdVec::filled(l.cfg.num_edges(), 0.0_f64);
+    for (e, edge) in l.cfg.edges() {
+        let est = match (&l.edges[e.index()], edge.kind) {
+            (_, EdgeKind::EarlyExit | EdgeKind::Reentry) => 0.0,
+            (EdgeIr::Entry, _) => 1.0,
+            (EdgeIr::Succ { term, index, .. }, _) => unsafe {
+                let bb = c::LLVMGetInstructionParent(term.0);
+                tally_freq_block(freq.0, bb) * tally_freq_succ_prob(freq.0, bb, *index)
+            },
+            (EdgeIr::Fallthrough | EdgeIr::Return, _) => unsafe {
+                tally_freq_block(freq.0, block_of(e))
+            },
+            _ => 0.0,
+        };
+        let est = if est.is_finite() && est >= 0.0 {
+            est
+        } else {
+            0.0
+        };
+        w[e] = est + TIE_BREAK * loops[e];
+    }
+    w
+}
