@@ -8,8 +8,13 @@
 //! heuristics of Ball & Larus, *Branch prediction for free* (PLDI 1993), as Wu & Larus
 //! (MICRO 1994) combine them into frequencies: loop branches, pointer and zero comparisons,
 //! calls to `noreturn` or `cold` functions and paths to `unreachable` (error handling),
-//! floating-point comparisons, and the program's own `__builtin_expect` hints. This is the
-//! default weighting (`Weighting::Estimate`); `Weighting::Loops` is §5's.
+//! floating-point comparisons, and the program's own `__builtin_expect` hints.
+//!
+//! It is not the default (`Weighting::Loops`, §5's, is): on the eight benchmark programs it
+//! executes 3% fewer increments (geomean; Lua 15% fewer) but more instructions (bzip2 +10%
+//! against +6% under callgrind, geomean +5% against +4%), because counters that execute as
+//! often land where they cost more code (`docs/benchmarks.md`, variants `edge` and
+//! `edge-estimate`). `--tally-weighting=estimate` selects it.
 //!
 //! Edges that do not come from a terminator: `EXIT -> entry` weighs 1, `ret` / `resume` and the
 //! fall-through after a setjmp call weigh their block's frequency, early exits and re-entries
@@ -35,9 +40,9 @@ extern "C" {
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Weighting {
     /// LLVM's static frequency estimate (branch-prediction heuristics, loop scaling).
-    #[default]
     Estimate,
     /// Paper 000 §5: loops iterate 10 times, branches are equally likely.
+    #[default]
     Loops,
 }
 

@@ -59,8 +59,8 @@ pub struct Options {
     /// placed with these as weights (paper 000 §6.4, "Exact-Max") where a function's graph
     /// matches; other functions use the heuristic weighting.
     pub weights: Option<std::sync::Arc<Weights>>,
-    /// The weighting used where no measured weights apply: LLVM's static frequency estimate
-    /// (default) or paper 000 §5's loop-based heuristic.
+    /// The weighting used where no measured weights apply: paper 000 §5's loop-based
+    /// heuristic (default) or LLVM's static frequency estimate.
     pub weighting: Weighting,
     /// Events mode: what an event is.
     pub events: EventKind,
@@ -262,10 +262,17 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                     (counts.len() == l.cfg.num_edges()).then(|| exact_weights(&l.cfg, counts))
                 });
                 weighted += usize::from(measured.is_some());
+                // Only the spanning-tree modes read weights.
+                let weighs = matches!(
+                    opts.mode,
+                    Mode::Edge | Mode::Vertex | Mode::Path | Mode::Events
+                );
                 let measured = match (measured, opts.weighting) {
                     (Some(m), _) => Some(m),
-                    (None, Weighting::Estimate) => Some(estimate::estimated_weights(fv, &l)),
-                    (None, Weighting::Loops) => None,
+                    (None, Weighting::Estimate) if weighs => {
+                        Some(estimate::estimated_weights(fv, &l))
+                    }
+                    (None, _) => None,
                 };
                 let mut fp = if matches!(opts.mode, Mode::Events | Mode::EventsNaive) {
                     let naive = opts.mode == Mode::EventsNaive;

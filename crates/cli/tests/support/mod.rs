@@ -107,13 +107,13 @@ pub const MODES: [Variant; 5] = [
 
 /// `edge` mode with each way of making early exits exact forced (the default, `auto`, mixes
 /// them per function), with counters promoted to registers in call-free loops
-/// (`--tally-promote`), and under paper 000 §5's loop weighting instead of LLVM's estimate
-/// (`--tally-weighting=loops`): compared like `edge`, against the `edges-naive` oracle.
+/// (`--tally-promote`), and under LLVM's static frequency estimate instead of paper 000 §5's
+/// loop weighting (`--tally-weighting=estimate`): compared like `edge`, against the `edges-naive` oracle.
 pub const EARLY_EXIT_VARIANTS: [Variant; 4] = [
     Variant::Tally("edge-record"),
     Variant::Tally("edge-derive"),
     Variant::Tally("edge-promote"),
-    Variant::Tally("edge-loops"),
+    Variant::Tally("edge-estimate"),
 ];
 
 /// Which edges two reports must agree on.
@@ -142,8 +142,8 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
                 Some("promote") => {
                     c.args(["--tally-mode=edge", "--tally-promote"]);
                 }
-                Some("loops") => {
-                    c.args(["--tally-mode=edge", "--tally-weighting=loops"]);
+                Some("estimate") => {
+                    c.args(["--tally-mode=edge", "--tally-weighting=estimate"]);
                 }
                 _ => {
                     c.arg(format!("--tally-mode={mode}"));
