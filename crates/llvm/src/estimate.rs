@@ -27,7 +27,7 @@ use crate::lower::{EdgeIr, Lowered};
 use llvm_sys::core as c;
 use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMValueRef};
 use std::ffi::c_void;
-use tally_graph::{EdgeId, EdgeKind, IdVec};
+use tally_graph::{EdgeId, IdVec};
 
 extern "C" {
     fn tally_freq_new(f: LLVMValueRef) -> *mut c_void;
@@ -86,18 +86,17 @@ pub(crate) fn estimated_weights(func: Val, l: &Lowered) -> IdVec<EdgeId, f64> {
         l.nodes[src.index()].start.parent().0
     };
     let mut w = IdVec::filled(l.cfg.num_edges(), 0.0_f64);
-    for (e, edge) in l.cfg.edges() {
-        let est = match (&l.edges[e.index()], edge.kind) {
-            (_, EdgeKind::EarlyExit | EdgeKind::Reentry) => 0.0,
-            (EdgeIr::Entry, _) => 1.0,
-            (EdgeIr::Succ { term, index, .. }, _) => unsafe {
+    for (e, _) in l.cfg.edges() {
+        let est = match &l.edges[e.index()] {
+            EdgeIr::EarlyExit | EdgeIr::Reentry => 0.0,
+            EdgeIr::Entry => 1.0,
+            EdgeIr::Succ { term, index, .. } => unsafe {
                 let bb = c::LLVMGetInstructionParent(term.0);
                 tally_freq_block(freq.0, bb) * tally_freq_succ_prob(freq.0, bb, *index)
             },
-            (EdgeIr::Fallthrough | EdgeIr::Return, _) => unsafe {
+            EdgeIr::Fallthrough | EdgeIr::Return => unsafe {
                 tally_freq_block(freq.0, block_of(e))
             },
-            _ => 0.0,
         };
         let est = if est.is_finite() && est >= 0.0 {
             est

@@ -267,6 +267,8 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                     opts.mode,
                     Mode::Edge | Mode::Vertex | Mode::Path | Mode::Events
                 );
+                // Measured weights first, else the chosen static weighting (`None`: §5's,
+                // which every plan computes itself).
                 let measured = match (measured, opts.weighting) {
                     (Some(m), _) => Some(m),
                     (None, Weighting::Estimate) if weighs => {
