@@ -57,7 +57,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     let mut atomic = false;
     let mut shadow = true;
     let mut early_exits = tally_llvm::EarlyExits::Auto;
-    let mut promote = false;
+    let mut promote = true;
     let mut jump_cost = tally_llvm::DEFAULT_JUMP_COST;
     let mut weights = None;
     let mut weighting = tally_llvm::Weighting::default();
@@ -95,8 +95,12 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
                 .ok()
                 .filter(|c| c.is_finite() && *c >= 0.0)
                 .with_context(|| format!("--tally-jump-cost={x} is not a non-negative number"))?;
-        } else if o == "promote" {
+        } else if o == "promote" || o == "promote=on" {
             promote = true;
+        } else if o == "promote=off" || o == "no-promote" {
+            promote = false;
+        } else if let Some(x) = o.strip_prefix("promote=") {
+            bail!("--tally-promote={x} is not a choice (on, off)");
         } else if o == "no-shadow" {
             // Benchmarks only: measures what the early-exit frame records cost.
             shadow = false;

@@ -66,10 +66,10 @@ pub struct Options {
     pub events: EventKind,
     /// Edge mode: how early exits are made exact in functions without landing pads or setjmp.
     pub early_exits: EarlyExits,
-    /// Keep the counters of call-free loops in registers, stored at the loop exits
+    /// Keep the counters of innermost call-free loops in registers, stored at the loop exits
     /// ([`promote`](mod@promote)); `edge` and `vertex` modes and path mode's edge-counter
-    /// functions, not with `atomic`. Off by default: on x86 a memory increment is one
-    /// instruction, and the measurements in `docs/benchmarks.md` show no gain.
+    /// functions, not with `atomic`. The driver turns it on by default
+    /// (`--tally-promote=off` turns it off).
     pub promote: bool,
     /// Jump optimization (paper 000 §6.3, generalizing Fig. 19): what an unconditional jump
     /// costs relative to a counter increment. A counter on an edge that must be split also

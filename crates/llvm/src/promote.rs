@@ -2,15 +2,26 @@
 //! once per loop exit instead of once per iteration (the promotion LLVM's own instrumentation
 //! does for `-fprofile-generate`; paper 000 §6.3 treats the same cost from the placement side).
 //!
+//! Why it pays although a memory increment is a single x86 instruction: every iteration of a
+//! loop increments at least one counter (each cycle of the graph holds a chord), and `add $1,
+//! mem` in consecutive iterations forms a dependency chain through store-to-load forwarding of
+//! about five cycles. A loop whose own work per iteration is shorter than that runs at the
+//! counter's pace. In bzip2 (`docs/benchmarks.md`) this made `edge` slower in time than clang
+//! -fprofile-generate, which promotes, although it executes far fewer instructions.
+//!
 //! After a function is instrumented, its final control-flow graph is searched for natural loops
 //! (`tally_graph::loops`, paper 000 §5). A loop is promoted when
 //!
+//! - it is innermost: it contains no other loop's header. A counter is then loaded and stored
+//!   once per entry of the loop, not once per entry of a whole nest: promoting whole call-free
+//!   nests (tally before 2026-11-23) kept all of a nest's counters live across it and cost up to
+//!   +15 points of instructions (zlib's `longest_match`, entered once per input position);
+//! - it touches at most [`MAX_PER_LOOP`] counters (LLVM's `max-counter-promotions-per-loop`),
+//!   which bounds the loads and stores added on its entries and exits;
 //! - it contains no call other than LLVM intrinsics (so no callee can read or write a counter,
 //!   and no frame can end inside it: early exits happen at calls), and no `invoke`, `callbr` or
 //!   `indirectbr`;
-//! - every edge into it enters at its header, from a block ending in `br` or `switch`;
-//! - it does not overlap a loop already promoted (the largest loops are taken first, so a
-//!   call-free loop nest is promoted as a whole at its outermost call-free level).
+//! - every edge into it enters at its header, from a block ending in `br` or `switch`.
 //!
 //! For every counter the loop touches (a load or store of a constant element of the module's
 //! counter array), an `alloca` takes its place inside the loop; the counter is loaded into it at
@@ -19,8 +30,10 @@
 //! block split onto the edge. mem2reg then turns the allocas into registers. Counts stay exact:
 //! the loop is left only through its exits (no calls, so no `exit`, `longjmp` or exception
 //! inside), and counters are per function, so nothing else touches them meanwhile — except
-//! another thread running the same loop, which is why `--tally-atomic` builds are not promoted.
-//! Functions built at `-O0` (`optnone`) are not promoted either: mem2reg leaves them alone.
+//! another thread running the same loop, which is why `--tally-atomic` builds are not promoted,
+//! and a signal handler that calls `tally_write_profile()` while the loop runs, which sees the
+//! counts as of the loop's entry. Functions built at `-O0` (`optnone`) are not promoted
+//! either: mem2reg leaves them alone.
 
 use crate::apply::{split_edge, Emitter, Globals};
 use crate::ir::{self, Bb, Val};
@@ -31,7 +44,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use tally_graph::{Cfg, Dfs, EdgeKind, Loops, NodeId};
 
-/// Promotes the counters of the call-free loops of `func`. Returns how many counters were
+/// At most this many counters are promoted in one loop (the default of LLVM's
+/// `-max-counter-promotions-per-loop`).
+pub(crate) const MAX_PER_LOOP: usize = 20;
+
+/// Promotes the counters of the innermost call-free loops of `func`. Returns how many counters were
 /// promoted (in how many loops), `(0, 0)` when nothing was.
 pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
     if func.fn_has_attr(ir::attr_kind("optnone")) {
@@ -68,9 +85,12 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
     let accesses: Vec<Option<Vec<(Val, u32, LLVMValueRef)>>> =
         blocks.iter().map(|b| block_accesses(g, *b)).collect();
 
-    let mut order: Vec<NodeId> = loops.entries().to_vec();
-    order.sort_by_key(|y| std::cmp::Reverse(loops.nat_loop(*y).len()));
-    let mut taken = vec![false; n];
+    let innermost = |y: NodeId| {
+        loops
+            .nat_loop(y)
+            .iter()
+            .all(|m| *m == y || !loops.is_loop_entry(*m))
+    };
     let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
     let em = Emitter {
         g,
@@ -80,9 +100,12 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
     };
     let entry_first = blocks[0].first().expect("a block has its terminator");
     let (mut promoted, mut promoted_loops) = (0, 0);
-    for y in order {
+    // Innermost natural loops are disjoint in reducible graphs; `taken` keeps overlapping
+    // loops of irreducible ones from being promoted twice.
+    let mut taken = vec![false; n];
+    for &y in loops.entries() {
         let members = loops.nat_loop(y);
-        if members.iter().any(|m| taken[m.index()]) {
+        if !innermost(y) || members.iter().any(|m| taken[m.index()]) {
             continue;
         }
         let mut inside = vec![false; n + 1];
@@ -118,9 +141,6 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
         if !single_entry || enter_from.is_empty() {
             continue;
         }
-        for m in members {
-            taken[m.index()] = true;
-        }
         // The counters the loop touches, by pointer.
         let mut slots: BTreeMap<usize, (LLVMValueRef, LLVMValueRef)> = BTreeMap::new();
         let mut uses = Vec::new();
@@ -131,8 +151,11 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
                 uses.push((inst, op, key));
             }
         }
-        if slots.is_empty() {
+        if slots.is_empty() || slots.len() > MAX_PER_LOOP {
             continue;
+        }
+        for m in members {
+            taken[m.index()] = true;
         }
         let empty = CString::default();
         for (ptr, slot) in slots.values_mut() {

@@ -106,13 +106,13 @@ pub const MODES: [Variant; 5] = [
 ];
 
 /// `edge` mode with each way of making early exits exact forced (the default, `auto`, mixes
-/// them per function), with counters promoted to registers in call-free loops
-/// (`--tally-promote`), and under LLVM's static frequency estimate instead of paper 000 §5's
+/// them per function), without counters promoted to registers in call-free loops
+/// (`--tally-promote=off`; the default promotes them), and under LLVM's static frequency estimate instead of paper 000 §5's
 /// loop weighting (`--tally-weighting=estimate`): compared like `edge`, against the `edges-naive` oracle.
 pub const EARLY_EXIT_VARIANTS: [Variant; 4] = [
     Variant::Tally("edge-record"),
     Variant::Tally("edge-derive"),
-    Variant::Tally("edge-promote"),
+    Variant::Tally("edge-nopromote"),
     Variant::Tally("edge-estimate"),
 ];
 
@@ -139,8 +139,8 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
                     c.arg("--tally-mode=edge");
                     c.arg(format!("--tally-early-exits={how}"));
                 }
-                Some("promote") => {
-                    c.args(["--tally-mode=edge", "--tally-promote"]);
+                Some("nopromote") => {
+                    c.args(["--tally-mode=edge", "--tally-promote=off"]);
                 }
                 Some("estimate") => {
                     c.args(["--tally-mode=edge", "--tally-weighting=estimate"]);
