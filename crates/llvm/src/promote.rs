@@ -49,8 +49,8 @@ use tally_graph::{Cfg, Dfs, EdgeKind, Loops, NodeId};
 /// `-max-counter-promotions-per-loop`).
 pub(crate) const MAX_PER_LOOP: usize = 20;
 
-/// Promotes the counters of the innermost call-free loops of `func`. Returns how many counters were
-/// promoted (in how many loops), `(0, 0)` when nothing was.
+/// Promotes the counters of the innermost call-free loops of `func`. Returns how many counters
+/// were promoted (in how many loops), `(0, 0)` when nothing was.
 pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
     if func.fn_has_attr(ir::attr_kind("optnone")) {
         return (0, 0);

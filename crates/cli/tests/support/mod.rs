@@ -107,8 +107,9 @@ pub const MODES: [Variant; 5] = [
 
 /// `edge` mode with each way of making early exits exact forced (the default, `auto`, mixes
 /// them per function), without counters promoted to registers in call-free loops
-/// (`--tally-promote=off`; the default promotes them), and under LLVM's static frequency estimate instead of paper 000 §5's
-/// loop weighting (`--tally-weighting=estimate`): compared like `edge`, against the `edges-naive` oracle.
+/// (`--tally-promote=off`; the default promotes them), and under LLVM's static frequency
+/// estimate instead of paper 000 §5's loop weighting (`--tally-weighting=estimate`): compared
+/// like `edge`, against the `edges-naive` oracle.
 pub const EARLY_EXIT_VARIANTS: [Variant; 4] = [
     Variant::Tally("edge-record"),
     Variant::Tally("edge-derive"),
