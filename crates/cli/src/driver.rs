@@ -51,7 +51,7 @@ fn find_clang(cxx: bool) -> PathBuf {
 fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     let mut mode = match std::env::var("TALLY_MODE") {
         Ok(m) if !m.is_empty() => Mode::from_name(&m)
-            .with_context(|| format!("TALLY_MODE={m} is not a mode ({})", Mode::NAMES))?,
+            .with_context(|| format!("TALLY_MODE={m} is not a mode ({})", Mode::names()))?,
         _ => Mode::Edge,
     };
     let mut atomic = false;
@@ -66,7 +66,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     for o in &cl.tally_opts {
         if let Some(m) = o.strip_prefix("mode=") {
             mode = Mode::from_name(m)
-                .with_context(|| format!("--tally-mode={m} is not a mode ({})", Mode::NAMES))?;
+                .with_context(|| format!("--tally-mode={m} is not a mode ({})", Mode::names()))?;
         } else if o == "atomic" {
             atomic = true;
         } else if let Some(path) = o.strip_prefix("weights=") {
@@ -80,7 +80,10 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
             })?;
         } else if let Some(k) = o.strip_prefix("events=") {
             events = tally_llvm::EventKind::from_name(k).with_context(|| {
-                format!("--tally-events={k} is not an event kind (insns, blocks, calls, mem)")
+                format!(
+                    "--tally-events={k} is not an event kind ({})",
+                    tally_llvm::EventKind::NAMES
+                )
             })?;
         } else if let Some(k) = o.strip_prefix("early-exits=") {
             early_exits = tally_llvm::EarlyExits::from_name(k).with_context(|| {

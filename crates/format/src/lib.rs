@@ -1,6 +1,7 @@
 //! # tally-format
 //!
-//! The two data formats tally writes down:
+//! The data formats tally writes down, and the modes they describe:
+//! - [`mode`]: the modes and their facts, one table;
 //! - [`meta`]: per-module instrumentation metadata (graphs, locations, the counter plan),
 //!   embedded in each instrumented object file;
 //! - [`profile`]: the profile file the runtime writes at exit (metadata blobs plus counters);
@@ -8,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod meta;
+pub mod mode;
 pub mod profile;
 pub mod trace;
 

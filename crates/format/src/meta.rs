@@ -19,69 +19,7 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// Version of the metadata encoding. Bump on any change of the types below.
 pub const META_VERSION: u32 = 4;
 
-/// How a module was instrumented.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
-pub enum Mode {
-    /// Counters on the chords of a maximum spanning tree (paper 000 §3.2, Eprof(Ecnt)).
-    Edge,
-    /// A counter on every edge: the oracle for edge counts.
-    EdgesNaive,
-    /// A counter in every block: the "redundant" baseline of paper 000 §6.1.
-    BlocksNaive,
-    /// Block counts with fewer edge counters (paper 000 §3.3, Vprof(Ecnt), Fig. 11); edge counts
-    /// only where determined.
-    Vertex,
-    /// Ball-Larus path profiling (paper 002): how often each acyclic path ran.
-    Path,
-    /// A full control-flow trace (every edge taken, per activation) written to a trace file:
-    /// the independent oracle for path profiles. No counters.
-    Trace,
-    /// Exact event counting with on-line queries (paper 001): one aggregate per-thread counter
-    /// incremented on chords, per-function and per-call-site inclusive counters.
-    Events,
-    /// The oracle and baseline of `events`: every block adds its own events (in segments ending
-    /// at its calls), no spanning tree, no query increments.
-    EventsNaive,
-}
-
-impl Mode {
-    /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Edge => "edge",
-            Mode::EdgesNaive => "edges-naive",
-            Mode::BlocksNaive => "blocks-naive",
-            Mode::Vertex => "vertex",
-            Mode::Path => "path",
-            Mode::Trace => "trace",
-            Mode::Events => "events",
-            Mode::EventsNaive => "events-naive",
-        }
-    }
-    /// Parses a command-line mode name.
-    pub fn from_name(s: &str) -> Option<Mode> {
-        Some(match s {
-            "edge" => Mode::Edge,
-            "edges-naive" => Mode::EdgesNaive,
-            "blocks-naive" => Mode::BlocksNaive,
-            "vertex" => Mode::Vertex,
-            "path" => Mode::Path,
-            "trace" => Mode::Trace,
-            "events" => Mode::Events,
-            "events-naive" => Mode::EventsNaive,
-            _ => return None,
-        })
-    }
-    /// Every mode, in the order the docs list them.
-    pub const ALL: [Mode; 4] = [
-        Mode::Edge,
-        Mode::EdgesNaive,
-        Mode::BlocksNaive,
-        Mode::Vertex,
-    ];
-    /// The names accepted by [`Mode::from_name`], for messages.
-    pub const NAMES: &'static str = "edge, edges-naive, blocks-naive, vertex";
-}
+pub use crate::mode::Mode;
 
 /// Linkage of a function, as far as merging copies across modules is concerned.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]

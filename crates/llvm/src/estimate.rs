@@ -36,30 +36,6 @@ extern "C" {
     fn tally_freq_free(h: *mut c_void);
 }
 
-/// How the spanning tree's edges are weighted when no measured profile is given.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub enum Weighting {
-    /// LLVM's static frequency estimate (branch-prediction heuristics, loop scaling).
-    Estimate,
-    /// Paper 000 §5: loops iterate 10 times, branches are equally likely.
-    #[default]
-    Loops,
-}
-
-impl Weighting {
-    /// The option names, for messages.
-    pub const NAMES: &'static str = "estimate, loops";
-
-    /// Parses an option value.
-    pub fn from_name(s: &str) -> Option<Self> {
-        match s {
-            "estimate" => Some(Weighting::Estimate),
-            "loops" => Some(Weighting::Loops),
-            _ => None,
-        }
-    }
-}
-
 /// LLVM's frequency analyses of one function, freed on drop.
 struct Freq(*mut c_void);
 

@@ -34,39 +34,9 @@ use std::ffi::CString;
 use tally_graph::events::{CallPlan, CallSite, EdgeAction, EventPlan};
 use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
 
-/// What an event is.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum EventKind {
-    /// Every LLVM IR instruction (of the optimized code, before instrumentation).
-    Insns,
-    /// Every basic block executed.
-    Blocks,
-    /// Every call.
-    Calls,
-    /// Every load, store and atomic memory operation.
-    Mem,
-}
+pub use crate::options::EventKind;
 
 impl EventKind {
-    /// Parses `insns`, `blocks`, `calls`, `mem`.
-    pub fn from_name(s: &str) -> Option<EventKind> {
-        Some(match s {
-            "insns" => EventKind::Insns,
-            "blocks" => EventKind::Blocks,
-            "calls" => EventKind::Calls,
-            "mem" => EventKind::Mem,
-            _ => return None,
-        })
-    }
-    /// The name.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::Insns => "insns",
-            EventKind::Blocks => "blocks",
-            EventKind::Calls => "calls",
-            EventKind::Mem => "mem",
-        }
-    }
     fn of(self, v: Val) -> u64 {
         match self {
             EventKind::Insns => 1,

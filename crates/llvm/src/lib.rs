@@ -22,14 +22,15 @@ mod events;
 mod ir;
 mod lower;
 mod module;
+mod options;
 mod paths;
 mod plan;
 mod prepare;
 mod promote;
 
-pub use estimate::Weighting;
-pub use events::{EventKind, EV_SLACK};
+pub use events::EV_SLACK;
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
+pub use options::{EarlyExits, EventKind, Options, Weighting, Weights, DEFAULT_JUMP_COST};
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -41,76 +42,6 @@ use tally_format::{
     FunctionMeta, Linkage, Loc, Mode, ModuleMeta, PathMeta, PathStorage, Probe, SkippedFunction,
 };
 use thiserror::Error;
-
-/// What to instrument and how.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Instrumentation mode.
-    pub mode: Mode,
-    /// The source file the module was compiled from (recorded in the metadata).
-    pub source: String,
-    /// Use atomic counter increments (for multi-threaded programs).
-    pub atomic: bool,
-    /// Keep shadow-stack frame records in edge mode (default). Turning them off is only for
-    /// measuring their cost: early exits are then not counted and counts of frames that end
-    /// early come out wrong.
-    pub shadow: bool,
-    /// Measured edge counts from an earlier run, by function name and graph hash: counters are
-    /// placed with these as weights (paper 000 §6.4, "Exact-Max") where a function's graph
-    /// matches; other functions use the heuristic weighting.
-    pub weights: Option<std::sync::Arc<Weights>>,
-    /// The weighting used where no measured weights apply: paper 000 §5's loop-based
-    /// heuristic (default) or LLVM's static frequency estimate.
-    pub weighting: Weighting,
-    /// Events mode: what an event is.
-    pub events: EventKind,
-    /// Edge mode: how early exits are made exact in functions without landing pads or setjmp.
-    pub early_exits: EarlyExits,
-    /// Keep the counters of innermost call-free loops in registers, stored at the loop exits
-    /// ([`promote`](mod@promote)); `edge` and `vertex` modes and path mode's edge-counter
-    /// functions, not with `atomic`. The driver turns it on by default
-    /// (`--tally-promote=off` turns it off).
-    pub promote: bool,
-    /// Jump optimization (paper 000 §6.3, generalizing Fig. 19): what an unconditional jump
-    /// costs relative to a counter increment. A counter on an edge that must be split also
-    /// costs the jump out of the new block, so the spanning tree is taken under weights that
-    /// make split edges dearer by this factor (`1 + jump_cost`); 0 ignores jumps.
-    pub jump_cost: f64,
-}
-
-/// The default [`Options::jump_cost`]: on x86-64 a counter increment is one instruction
-/// (`incq counter(%rip)`) and so is the jump, but the increment is a read-modify-write.
-pub const DEFAULT_JUMP_COST: f64 = 0.5;
-
-/// How edge mode makes the counts of frames that end early exact (paper 000 §3.2, Fig. 7).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub enum EarlyExits {
-    /// Per function, whichever of the two below the weighting predicts to be cheaper.
-    #[default]
-    Auto,
-    /// A frame record; the runtime charges the exit counter of the site the frame ends at.
-    Record,
-    /// The early-exit edges are spanning-tree edges: their counts are derived, no record.
-    Derive,
-}
-
-impl EarlyExits {
-    /// The option names, for messages.
-    pub const NAMES: &'static str = "auto, record, derive";
-
-    /// Parses an option value.
-    pub fn from_name(s: &str) -> Option<Self> {
-        match s {
-            "auto" => Some(EarlyExits::Auto),
-            "record" => Some(EarlyExits::Record),
-            "derive" => Some(EarlyExits::Derive),
-            _ => None,
-        }
-    }
-}
-
-/// Edge frequencies of an earlier run: (function name, graph hash) -> count of each edge.
-pub type Weights = HashMap<(String, u64), Vec<u64>>;
 
 /// Numbers describing one instrumented module.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -77,20 +77,16 @@ fn check(src: &str, lang: &str) {
     for opt in ["-O0", "-O2"] {
         let bc = clang_bitcode(src, lang, opt, dir.path());
         let mut hashes = Vec::new();
-        for mode in Mode::ALL {
+        let mut modes = 0;
+        for mode in Mode::all() {
+            modes += 1;
             let out = tally_llvm::instrument(
                 &bc,
                 &tally_llvm::Options {
                     mode,
                     source: "t".into(),
-                    atomic: false,
-                    shadow: true,
-                    weights: None,
                     weighting: tally_llvm::Weighting::Estimate,
-                    events: tally_llvm::EventKind::Insns,
-                    early_exits: tally_llvm::EarlyExits::Auto,
-                    jump_cost: tally_llvm::DEFAULT_JUMP_COST,
-                    promote: true,
+                    ..Default::default()
                 },
             )
             .unwrap_or_else(|e| panic!("{lang} {opt} {mode:?}: {e}"));
@@ -133,6 +129,11 @@ fn check(src: &str, lang: &str) {
                     .collect::<Vec<_>>(),
             );
         }
+        assert_eq!(
+            modes,
+            tally_format::mode::MODES.len(),
+            "every mode was checked"
+        );
         assert!(
             hashes.windows(2).all(|w| w[0] == w[1]),
             "graphs differ between modes"
@@ -168,14 +169,10 @@ fn jump_cost_moves_counters_off_split_edges() {
             &tally_llvm::Options {
                 mode: Mode::Edge,
                 source: "t".into(),
-                atomic: false,
-                shadow: true,
-                weights: None,
                 weighting: tally_llvm::Weighting::Estimate,
-                events: tally_llvm::EventKind::Insns,
-                early_exits: tally_llvm::EarlyExits::Auto,
                 jump_cost,
                 promote: false,
+                ..Default::default()
             },
         )
         .unwrap()

@@ -1,0 +1,243 @@
+//! The instrumentation modes, and everything about them that is data rather than code: one
+//! table, [`MODES`], gives each mode's name, its help text, the README's table row and the
+//! facts other crates ask about it (does it place counters on a spanning tree, can its
+//! counters be promoted, does it reserve counters, ...). The command line (`--tally-mode`), the
+//! messages that list the modes, the README's table (checked by a test) and the per-mode
+//! decisions of the instrumenter and the reader all read this table, so adding a mode is one
+//! enum variant and one row here, plus the mode's own code (ARCHITECTURE.md, "Adding a mode").
+
+use serde::{Deserialize, Serialize};
+
+/// How a module was instrumented. Stored in the metadata; the spelling is in [`MODES`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub enum Mode {
+    /// Counters on the chords of a maximum spanning tree (paper 000 §3.2, Eprof(Ecnt)).
+    Edge,
+    /// A counter on every edge: the oracle for edge counts.
+    EdgesNaive,
+    /// A counter in every block: the "redundant" baseline of paper 000 §6.1.
+    BlocksNaive,
+    /// Block counts with fewer edge counters (paper 000 §3.3, Vprof(Ecnt), Fig. 11); edge counts
+    /// only where determined.
+    Vertex,
+    /// Ball-Larus path profiling (paper 002): how often each acyclic path ran.
+    Path,
+    /// A full control-flow trace (every edge taken, per activation) written to a trace file:
+    /// the independent oracle for path profiles. No counters.
+    Trace,
+    /// Exact event counting with on-line queries (paper 001): one aggregate per-thread counter
+    /// incremented on chords, per-function and per-call-site inclusive counters.
+    Events,
+    /// The oracle and baseline of `events`: every block adds its own events (in segments ending
+    /// at its calls), no spanning tree, no query increments.
+    EventsNaive,
+}
+
+/// What tally knows about one mode, as data.
+#[derive(Copy, Clone, Debug)]
+pub struct ModeSpec {
+    /// The mode.
+    pub mode: Mode,
+    /// Its name on the command line, in `TALLY_MODE` and in reports.
+    pub name: &'static str,
+    /// One line for `--help` and error messages.
+    pub help: &'static str,
+    /// The README's "counters" column (Markdown).
+    pub counters: &'static str,
+    /// The README's "use" column (Markdown).
+    pub usage: &'static str,
+    /// Counters go on the chords of a maximum spanning tree, so the placement reads edge
+    /// weights (measured, estimated or §5's).
+    pub weighs: bool,
+    /// Edge and block counters of innermost call-free loops may be kept in registers
+    /// (`--tally-promote`).
+    pub promotes: bool,
+    /// Counts events: counter 0 of each module is reserved for the exiting thread's total
+    /// (the runtime's `TALLY_MODULE_EVENTS` flag).
+    pub events: bool,
+    /// An oracle: no spanning tree, no derived counts; the tests compare the other modes with it.
+    pub oracle: bool,
+}
+
+/// Every mode, in the order the docs list them.
+pub const MODES: &[ModeSpec] = &[
+    ModeSpec {
+        mode: Mode::Edge,
+        name: "edge",
+        help: "counters on the chords of a maximum spanning tree; exact edge and block counts (default)",
+        counters: "on the chords of a maximum spanning tree (paper §3.2, weighting of §5 or `--tally-weighting`); early exits exact",
+        usage: "production profiling",
+        weighs: true,
+        promotes: true,
+        events: false,
+        oracle: false,
+    },
+    ModeSpec {
+        mode: Mode::EdgesNaive,
+        name: "edges-naive",
+        help: "a counter on every edge: the oracle of edge counts",
+        counters: "one on every edge",
+        usage: "oracle for tests, baseline for benchmarks",
+        weighs: false,
+        promotes: false,
+        events: false,
+        oracle: true,
+    },
+    ModeSpec {
+        mode: Mode::BlocksNaive,
+        name: "blocks-naive",
+        help: "a counter in every block: the oracle of block counts",
+        counters: "one in every block (the paper's \"redundant\" baseline, §6.1)",
+        usage: "oracle for block counts, baseline",
+        weighs: false,
+        promotes: false,
+        events: false,
+        oracle: true,
+    },
+    ModeSpec {
+        mode: Mode::Vertex,
+        name: "vertex",
+        help: "fewer counters than edge; exact block counts only",
+        counters: "fewer than `edge`: chords whose cycle is pipeless lose their counter (§3.3, Figs. 8 and 11)",
+        usage: "exact block counts only",
+        weighs: true,
+        promotes: true,
+        events: false,
+        oracle: false,
+    },
+    ModeSpec {
+        mode: Mode::Path,
+        name: "path",
+        help: "Ball-Larus path profiling: how often each acyclic path ran",
+        counters: "Ball-Larus path profiling (MICRO 1996): a path register, increments on chords, one count per acyclic path",
+        usage: "`tally paths`: hottest paths with source lines; `tally report`: block and edge counts derived from paths",
+        weighs: true,
+        promotes: true,
+        events: false,
+        oracle: false,
+    },
+    ModeSpec {
+        mode: Mode::Events,
+        name: "events",
+        help: "exact event counting with on-line queries (tally_events(), TALLY_STOP_AT)",
+        counters: "exact event counting with on-line queries (Ball 1994): one per-thread counter, incremented on chords by precomputed amounts; `tally_events()` exact at any point; `TALLY_STOP_AT=N`",
+        usage: "debuggers, simulators, replay; per-function and per-call-site event counts",
+        weighs: true,
+        promotes: false,
+        events: true,
+        oracle: false,
+    },
+    ModeSpec {
+        mode: Mode::EventsNaive,
+        name: "events-naive",
+        help: "every block adds its own events: the oracle of events",
+        counters: "every block adds its own events (in segments ending at its calls)",
+        usage: "the oracle of `events` in the tests; the per-block baseline in benchmarks",
+        weighs: false,
+        promotes: false,
+        events: true,
+        oracle: true,
+    },
+    ModeSpec {
+        mode: Mode::Trace,
+        name: "trace",
+        help: "no counters: every edge taken is logged to a trace file (small runs only)",
+        counters: "no counters: every edge taken, per activation, to a trace file (`TALLY_TRACE=path`, default `<program>.trace`)",
+        usage: "the independent oracle of path profiles in the tests; only for small runs",
+        weighs: false,
+        promotes: false,
+        events: false,
+        oracle: true,
+    },
+];
+
+impl Mode {
+    /// Every mode, in the order of [`MODES`].
+    pub fn all() -> impl Iterator<Item = Mode> {
+        MODES.iter().map(|s| s.mode)
+    }
+
+    /// The mode's row of [`MODES`].
+    pub fn spec(self) -> &'static ModeSpec {
+        // Every variant has a row: `every_mode_has_one_row` checks it.
+        MODES.iter().find(|s| s.mode == self).unwrap_or(&MODES[0])
+    }
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// Parses a mode name.
+    pub fn from_name(s: &str) -> Option<Mode> {
+        MODES.iter().find(|m| m.name == s).map(|m| m.mode)
+    }
+
+    /// The accepted names, comma-separated, for messages.
+    pub fn names() -> String {
+        MODES.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Does the placement read edge weights (a maximum spanning tree)?
+    pub fn weighs(self) -> bool {
+        self.spec().weighs
+    }
+
+    /// May counters of call-free loops be promoted to registers?
+    pub fn promotes(self) -> bool {
+        self.spec().promotes
+    }
+
+    /// Does the mode count events (counter 0 of each module is the thread's total)?
+    pub fn counts_events(self) -> bool {
+        self.spec().events
+    }
+
+    /// Counters at the start of each module's array that belong to no function.
+    pub fn reserved_counters(self) -> usize {
+        usize::from(self.counts_events())
+    }
+}
+
+/// The README's table of modes (Markdown), generated from [`MODES`].
+pub fn markdown_table() -> String {
+    let mut s = String::from("| mode | counters | use |\n|---|---|---|\n");
+    for m in MODES {
+        let name = if m.mode == Mode::Edge {
+            format!("`{}` (default)", m.name)
+        } else {
+            format!("`{}`", m.name)
+        };
+        s.push_str(&format!("| {name} | {} | {} |\n", m.counters, m.usage));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mode_has_one_row() {
+        // A match without a wildcard: a new variant fails to compile here until it is listed.
+        let listed = |m: Mode| match m {
+            Mode::Edge
+            | Mode::EdgesNaive
+            | Mode::BlocksNaive
+            | Mode::Vertex
+            | Mode::Path
+            | Mode::Trace
+            | Mode::Events
+            | Mode::EventsNaive => MODES.iter().filter(|s| s.mode == m).count(),
+        };
+        for s in MODES {
+            assert_eq!(listed(s.mode), 1, "{}", s.name);
+            assert_eq!(Mode::from_name(s.name), Some(s.mode));
+        }
+        assert_eq!(MODES.len(), 8);
+        let mut names: Vec<_> = MODES.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), MODES.len());
+    }
+}
