@@ -2,7 +2,8 @@
 //! table, [`MODES`], gives each mode's name, its help text, the README's table row and the
 //! facts other crates ask about it (does it place counters on a spanning tree, can its
 //! counters be promoted, does it reserve counters, ...). The command line (`--tally-mode`), the
-//! messages that list the modes, the README's table (checked by a test) and the per-mode
+//! messages that list the modes, the tables of README.md and ARCHITECTURE.md (checked by
+//! tests) and the per-mode
 //! decisions of the instrumenter and the reader all read this table, so adding a mode is one
 //! enum variant and one row here, plus the mode's own code (ARCHITECTURE.md, "Adding a mode").
 
@@ -46,6 +47,10 @@ pub struct ModeSpec {
     pub counters: &'static str,
     /// The README's "use" column (Markdown).
     pub usage: &'static str,
+    /// ARCHITECTURE.md's "counters" column: what is instrumented and where it is implemented.
+    pub placement: &'static str,
+    /// ARCHITECTURE.md's "how counts are recovered" column.
+    pub recovery: &'static str,
     /// Counters go on the chords of a maximum spanning tree, so the placement reads edge
     /// weights (measured, estimated or §5's).
     pub weighs: bool,
@@ -67,6 +72,8 @@ pub const MODES: &[ModeSpec] = &[
         help: "counters on the chords of a maximum spanning tree; exact edge and block counts (default)",
         counters: "on the chords of a maximum spanning tree (paper §3.2, weighting of §5 or `--tally-weighting`); early exits exact",
         usage: "production profiling",
+        placement: "chords of a maximum spanning tree under the weighting of paper 000 §5 (`tally-graph::weight`, `mst`, `placement`; or LLVM's estimate, below); `Reentry` edges are always chords; per function, `EarlyExit` edges are either chords counted by the runtime through a frame record or tree edges derived like the others (below)",
+        recovery: "Fig. 6 propagation over the unmeasured forest (`tally-graph::propagate`)",
         weighs: true,
         promotes: true,
         events: false,
@@ -78,6 +85,8 @@ pub const MODES: &[ModeSpec] = &[
         help: "a counter on every edge: the oracle of edge counts",
         counters: "one on every edge",
         usage: "oracle for tests, baseline for benchmarks",
+        placement: "every edge except early exits",
+        recovery: "early exits (a star at EXIT) by the same propagation",
         weighs: false,
         promotes: false,
         events: false,
@@ -89,6 +98,8 @@ pub const MODES: &[ModeSpec] = &[
         help: "a counter in every block: the oracle of block counts",
         counters: "one in every block (the paper's \"redundant\" baseline, §6.1)",
         usage: "oracle for block counts, baseline",
+        placement: "every block",
+        recovery: "block counts read directly; edges where the flow equations determine them (`propagate::solve_from_blocks`)",
         weighs: false,
         promotes: false,
         events: false,
@@ -100,6 +111,8 @@ pub const MODES: &[ModeSpec] = &[
         help: "fewer counters than edge; exact block counts only",
         counters: "fewer than `edge`: chords whose cycle is pipeless lose their counter (§3.3, Figs. 8 and 11)",
         usage: "exact block counts only",
+        placement: "the `edge` chords minus those whose fundamental cycle is pipeless and vertex-disjoint from earlier ones (paper 000 §3.3, Fig. 11, `tally-graph::vertex`)",
+        recovery: "Fig. 8: dropped chords at 0, signed propagation; exact block counts, the dropped cycles' edges unknown (listed in the metadata)",
         weighs: true,
         promotes: true,
         events: false,
@@ -111,6 +124,8 @@ pub const MODES: &[ModeSpec] = &[
         help: "Ball-Larus path profiling: how often each acyclic path ran",
         counters: "Ball-Larus path profiling (MICRO 1996): a path register, increments on chords, one count per acyclic path",
         usage: "`tally paths`: hottest paths with source lines; `tally report`: block and edge counts derived from paths",
+        placement: "Ball-Larus path profiling (paper 002, `tally-graph::paths`, `tally-llvm::modes::path`): a path register (an alloca promoted by mem2reg), `r = c`/`r += c` on chords of a maximum spanning tree of the path DAG, `count[r + c]++` where paths end; array (≤ 1024 paths) or a hash table: the function's home table (`__tally_path_home`, 1024 slots `{path, count}` of zero-initialized data), probed inline at a constant address (`tally.path.probe`, always inlined), and the runtime's growable overflow table, used only on a miss (the runtime claims free home slots and gives a slot to a path that has clearly outrun its occupant; a path's home and overflow counts add up)",
+        recovery: "paths regenerated from their numbers; block and edge counts derived from path counts (`paths::derive_counts`)",
         weighs: true,
         promotes: true,
         events: false,
@@ -122,6 +137,8 @@ pub const MODES: &[ModeSpec] = &[
         help: "exact event counting with on-line queries (tally_events(), TALLY_STOP_AT)",
         counters: "exact event counting with on-line queries (Ball 1994): one per-thread counter, incremented on chords by precomputed amounts; `tally_events()` exact at any point; `TALLY_STOP_AT=N`",
         usage: "debuggers, simulators, replay; per-function and per-call-site event counts",
+        placement: "one per-thread countdown `__tally_ev_left` (TLS): `left -= inc` on chords of a maximum spanning tree (paper 001 Fig. 4, `tally-graph::events`), calls surrounded by their query adjustments (§4, footnote-3 folds), `tally_events()` calls replaced by `limit - left + QueryInc`, stop checks on chords (`sub $inc, %fs:left; jle check` in inline assembly: the runtime arms the countdown `TALLY_EV_SLACK` = 2^24 events before `TALLY_STOP_AT`, so the check compares with 0 and the cold `__tally_events_check` decides exactly), inclusive counters per function and per call site (`tally-llvm::modes::events`)",
+        recovery: "total (the exiting thread's count, written to counter 0 of each events module), inclusive/exclusive per function and call site",
         weighs: true,
         promotes: false,
         events: true,
@@ -133,6 +150,8 @@ pub const MODES: &[ModeSpec] = &[
         help: "every block adds its own events: the oracle of events",
         counters: "every block adds its own events (in segments ending at its calls)",
         usage: "the oracle of `events` in the tests; the per-block baseline in benchmarks",
+        placement: "every block subtracts its own events, in segments that end at its calls",
+        recovery: "same report; the oracle of `events`",
         weighs: false,
         promotes: false,
         events: true,
@@ -144,6 +163,8 @@ pub const MODES: &[ModeSpec] = &[
         help: "no counters: every edge taken is logged to a trace file (small runs only)",
         counters: "no counters: every edge taken, per activation, to a trace file (`TALLY_TRACE=path`, default `<program>.trace`)",
         usage: "the independent oracle of path profiles in the tests; only for small runs",
+        placement: "none: every edge taken is logged per activation (`__tally_trace_*`)",
+        recovery: "`tally-report::trace`: the oracle cutting traces into paths",
         weighs: false,
         promotes: false,
         events: false,
@@ -213,6 +234,22 @@ pub fn markdown_table() -> String {
     s
 }
 
+/// ARCHITECTURE.md's table of modes (Markdown), generated from [`MODES`].
+pub fn architecture_table() -> String {
+    let mut s = String::from(
+        "| mode | counters | how counts are recovered (`tally-report`) |\n|---|---|---|\n",
+    );
+    for m in MODES {
+        let name = if m.mode == Mode::Edge {
+            format!("`{}` (default)", m.name)
+        } else {
+            format!("`{}`", m.name)
+        };
+        s.push_str(&format!("| {name} | {} | {} |\n", m.placement, m.recovery));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,5 +276,30 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), MODES.len());
+    }
+}
+
+#[cfg(test)]
+mod readme {
+    /// The README's table of modes is the one [`super::markdown_table`] generates.
+    #[test]
+    fn readme_lists_the_modes_of_the_table() {
+        let readme = include_str!("../../../README.md");
+        let table = super::markdown_table();
+        assert!(
+            readme.contains(&table),
+            "README.md's table of modes differs from tally_format::mode::MODES; it should read:\n{table}"
+        );
+    }
+
+    /// So is ARCHITECTURE.md's.
+    #[test]
+    fn architecture_lists_the_modes_of_the_table() {
+        let doc = include_str!("../../../ARCHITECTURE.md");
+        let table = super::architecture_table();
+        assert!(
+            doc.contains(&table),
+            "ARCHITECTURE.md's table of modes differs from tally_format::mode::MODES; it should read:\n{table}"
+        );
     }
 }

@@ -9,12 +9,57 @@
 //! unsafe. A function stuck in an infinite loop never ends its caller early either; signals that
 //! escape asynchronously are outside what records can make exact anyway (README, Limits).
 
-use crate::ir::{Bb, Val};
-use crate::lower::{may_end_frame_by_attrs, AttrKinds};
+use crate::ir::{self, Bb, Val};
 use llvm_sys::core as c;
 use llvm_sys::prelude::LLVMModuleRef;
-use llvm_sys::{LLVMLinkage, LLVMVisibility};
+use llvm_sys::{LLVMLinkage, LLVMOpcode, LLVMVisibility};
 use std::collections::{HashMap, HashSet};
+
+/// Names of the functions whose second return re-enters a frame (`longjmp` targets).
+pub(crate) const SETJMP_NAMES: &[&str] =
+    &["setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp"];
+
+/// Attribute kind ids looked up once per module.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AttrKinds {
+    pub nounwind: u32,
+    pub willreturn: u32,
+    pub naked: u32,
+}
+
+impl AttrKinds {
+    pub fn lookup() -> AttrKinds {
+        AttrKinds {
+            nounwind: ir::attr_kind("nounwind"),
+            willreturn: ir::attr_kind("willreturn"),
+            naked: ir::attr_kind("naked"),
+        }
+    }
+}
+
+/// True when, judging by the call alone, it may leave the calling frame without returning
+/// to it (exit, longjmp, unwinding, a signal handler's escape): everything but intrinsics, inline
+/// asm, setjmp itself, and calls known `nounwind` and `willreturn`.
+pub(crate) fn may_end_frame_by_attrs(call: Val, kinds: &AttrKinds) -> bool {
+    if !matches!(call.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke) {
+        return false;
+    }
+    if call.calls_inline_asm() {
+        return false;
+    }
+    if let Some(f) = call.called_function() {
+        if f.intrinsic_id() != 0 || SETJMP_NAMES.contains(&f.name().as_str()) {
+            return false;
+        }
+    }
+    !(call.call_has_fn_attr(kinds.nounwind) && call.call_has_fn_attr(kinds.willreturn))
+}
+
+/// True when the call may leave the calling frame without returning: by its attributes, unless
+/// the callee is a function of this module known never to end its caller's frame early.
+pub(crate) fn may_end_frame(call: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> bool {
+    may_end_frame_by_attrs(call, kinds) && !call.called_function().is_some_and(|f| safe.contains(f))
+}
 
 /// Functions defined in the module whose calls never end the caller's frame early.
 #[derive(Default, Debug)]

@@ -5,30 +5,34 @@
 //!
 //! 1. [`lower`](lower): builds the function's [`tally_graph::Cfg`] (paper 000 §2) with the
 //!    early-termination edges of §3.2, and remembers the IR position of every vertex and edge;
-//! 2. [`plan`](plan): decides which edges or blocks get counters for the chosen mode (Eprof(Ecnt)
-//!    on the chords of a maximum spanning tree for `edge`, every edge / every block for the
-//!    naive oracles);
-//! 3. [`apply`](apply): inserts the increments, splits edges where needed, and maintains the
-//!    shadow-stack frame record that makes early termination exact (§3.2, Fig. 7);
+//! 2. plans it in the chosen mode ([`modes`]: one file per mode, behind one trait; the mode's
+//!    facts come from `tally_format::mode::MODES`);
+//! 3. emits its instrumentation (the mode's code, on the shared toolkit: [`emit`] helpers,
+//!    [`sites`] and [`surgery`] for where code for an edge goes, [`frame`] records for exact
+//!    early termination (§3.2, Fig. 7), [`apply`] for counter plans, [`promote`] for counters
+//!    in call-free loops);
 //!
 //! then emits the module's counter array, metadata blob and registration constructor
 //! ([`module`]), verifies the module, and returns bitcode.
 #![deny(missing_docs)]
 
 mod apply;
+mod emit;
 mod ends;
 mod estimate;
-mod events;
+mod frame;
 mod ir;
 mod lower;
+mod modes;
 mod module;
 mod options;
-mod paths;
 mod plan;
 mod prepare;
 mod promote;
+mod sites;
+mod surgery;
 
-pub use events::EV_SLACK;
+pub use modes::EV_SLACK;
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
 pub use options::{EarlyExits, EventKind, Options, Weighting, Weights, DEFAULT_JUMP_COST};
 
@@ -38,9 +42,7 @@ use ir::Val;
 use llvm_sys::core as c;
 use llvm_sys::LLVMLinkage;
 use std::collections::HashMap;
-use tally_format::{
-    FunctionMeta, Linkage, Loc, Mode, ModuleMeta, PathMeta, PathStorage, Probe, SkippedFunction,
-};
+use tally_format::{FunctionMeta, Linkage, Loc, ModuleMeta, PathStorage, SkippedFunction};
 use thiserror::Error;
 
 /// Numbers describing one instrumented module.
@@ -73,6 +75,21 @@ pub struct Stats {
     pub promoted_loops: usize,
     /// Counters on blocks split onto their edge (each costs a jump besides the increment).
     pub split: usize,
+}
+
+impl Stats {
+    /// Adds one instrumented function.
+    fn add(&mut self, l: &lower::Lowered, out: &modes::Emitted) {
+        self.functions += 1;
+        self.blocks += l.cfg.num_blocks();
+        self.edges += l.cfg.num_edges();
+        self.counters += out.counters.len();
+        self.shadow_frames += usize::from(out.shadow);
+        self.split += out.split;
+        self.tagged += out.tagged;
+        self.hashed_paths +=
+            usize::from(matches!(&out.paths, Some(p) if p.storage != PathStorage::Array));
+    }
 }
 
 /// Weights from measured counts: the count, with the heuristic weight as a tie-breaker below 1
@@ -156,24 +173,112 @@ impl Files {
     }
 }
 
-/// Instruments an optimized module given as bitcode or textual IR.
+/// A function's lowering and plan, between planning and emission.
+struct Planned {
+    func: Val,
+    name: String,
+    lowered: lower::Lowered,
+    plan: Box<dyn modes::FnPlan>,
+}
+
+/// Instruments an optimized module given as bitcode or textual IR: lower every function, plan
+/// it in the chosen mode, size the module's globals, emit every function's instrumentation,
+/// then the metadata and registration ([`finish`]).
 pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let context = Context::create();
     let buf = MemoryBuffer::create_from_memory_range_copy(input, "input");
     let module = context
         .create_module_from_ir(buf)
         .map_err(|e| Error::Parse(e.to_string()))?;
-    let ctx = context.raw();
-    let m = module.as_mut_ptr();
-    let kinds = lower::AttrKinds::lookup();
-    let safe = ends::analyze(m, &kinds);
-
-    // Lower and plan every function first: the counter array size must be known before
-    // any increment is emitted.
-    let mut work = Vec::new();
-    let mut weighted = 0;
-    let mut path_fallbacks = Vec::new();
+    let mode = modes::of(opts.mode);
+    let mut stats = Stats::default();
     let mut skipped = Vec::new();
+    let work = lower_and_plan(&module, mode, opts, &mut stats, &mut skipped);
+
+    // The counter array and path tables are sized before any code is emitted.
+    let reserved = opts.mode.reserved_counters();
+    let total = reserved + work.iter().map(|w| w.plan.num_counters()).sum::<usize>();
+    let tables: usize = work.iter().map(|w| w.plan.num_tables()).sum();
+    let globals = module::make_globals(
+        context.raw(),
+        module.as_mut_ptr(),
+        total as u64,
+        tables as u64,
+        opts.atomic,
+    );
+
+    let mut files = Files::default();
+    let mut functions = Vec::with_capacity(work.len());
+    let mut path_fallbacks = Vec::new();
+    let mut mem2reg = false;
+    let (mut base, mut table) = (reserved, 0);
+    for (index, w) in work.iter().enumerate() {
+        let cx = modes::EmitCx {
+            g: &globals,
+            func: w.func,
+            l: &w.lowered,
+            base: base as u64,
+            table: table as u32,
+            index: index as u32,
+        };
+        let out = w.plan.emit(&cx);
+        if out.promotable && opts.promote && !opts.atomic && opts.mode.promotes() {
+            let (counters, loops) = promote::promote_loop_counters(&globals, w.func);
+            stats.promoted += counters;
+            stats.promoted_loops += loops;
+        }
+        mem2reg |= out.needs_mem2reg;
+        if let Some(why) = w.plan.fallback() {
+            path_fallbacks.push((w.name.clone(), why.to_string()));
+        }
+        stats.add(&w.lowered, &out);
+        functions.push(function_meta(w, &out, base, &mut files));
+        base += w.plan.num_counters();
+        table += w.plan.num_tables();
+    }
+    stats.path_fallbacks = path_fallbacks.len();
+    let meta = ModuleMeta {
+        source: opts.source.clone(),
+        producer: format!("tally {}", env!("CARGO_PKG_VERSION")),
+        mode: opts.mode,
+        num_counters: total as u32,
+        files: files.names,
+        functions,
+        skipped,
+        event_kind: opts
+            .mode
+            .counts_events()
+            .then(|| opts.events.name().to_string()),
+    };
+    let bitcode = finish(
+        &module,
+        &globals,
+        &meta,
+        tables,
+        mem2reg || stats.promoted > 0,
+        opts,
+    )?;
+    Ok(Instrumented {
+        bitcode,
+        meta,
+        stats,
+        path_fallbacks,
+    })
+}
+
+/// Lowers and plans every defined function of the module (those that cannot be lowered or
+/// planned are listed in `skipped`).
+fn lower_and_plan(
+    module: &inkwell::module::Module,
+    mode: &dyn modes::ModeImpl,
+    opts: &Options,
+    stats: &mut Stats,
+    skipped: &mut Vec<SkippedFunction>,
+) -> Vec<Planned> {
+    let m = module.as_mut_ptr();
+    let kinds = ends::AttrKinds::lookup();
+    let safe = ends::analyze(m, &kinds);
+    let mut work = Vec::new();
     let mut f = unsafe { c::LLVMGetFirstFunction(m) };
     while !f.is_null() {
         let fv = Val(f);
@@ -186,273 +291,114 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             continue;
         }
         prepare::split_shared_landing_pads(fv);
-        match lower::lower(fv, &kinds, &safe) {
-            Ok(l) => {
-                let measured = opts.weights.as_ref().and_then(|w| {
-                    let counts = w.get(&(name.clone(), l.cfg.shape_hash()))?;
-                    (counts.len() == l.cfg.num_edges()).then(|| exact_weights(&l.cfg, counts))
-                });
-                weighted += usize::from(measured.is_some());
-                // Only the spanning-tree modes read weights.
-                let weighs = matches!(
-                    opts.mode,
-                    Mode::Edge | Mode::Vertex | Mode::Path | Mode::Events
-                );
-                // Measured weights first, else the chosen static weighting (`None`: §5's,
-                // which every plan computes itself).
-                let measured = match (measured, opts.weighting) {
-                    (Some(m), _) => Some(m),
-                    (None, Weighting::Estimate) if weighs => {
-                        Some(estimate::estimated_weights(fv, &l))
-                    }
-                    (None, _) => None,
-                };
-                let mut fp = if matches!(opts.mode, Mode::Events | Mode::EventsNaive) {
-                    let naive = opts.mode == Mode::EventsNaive;
-                    match events::plan_events(&l, opts.events, measured.as_ref(), naive) {
-                        Ok(ep) => FnPlan::Events(Box::new(ep)),
-                        Err(reason) => {
-                            skipped.push(SkippedFunction { name, reason });
-                            continue;
-                        }
-                    }
-                } else if opts.mode == Mode::Path {
-                    match paths::plan_paths(&l, measured.as_ref()) {
-                        Ok(pp) => FnPlan::Paths(pp),
-                        Err(reason) => {
-                            path_fallbacks.push((name.clone(), reason));
-                            FnPlan::Counters(plan::plan(
-                                &l,
-                                Mode::Edge,
-                                measured.as_ref(),
-                                opts.early_exits,
-                                opts.jump_cost,
-                            ))
-                        }
-                    }
-                } else {
-                    FnPlan::Counters(plan::plan(
-                        &l,
-                        opts.mode,
-                        measured.as_ref(),
-                        opts.early_exits,
-                        opts.jump_cost,
-                    ))
-                };
-                if !opts.shadow {
-                    match &mut fp {
-                        FnPlan::Counters(p) => p.shadow = false,
-                        FnPlan::Paths(p) => p.shadow = false,
-                        FnPlan::Events(_) => {}
-                    }
-                }
-                work.push((fv, name, l, fp));
+        let l = match lower::lower(fv, &kinds, &safe) {
+            Ok(l) => l,
+            Err(reason) => {
+                skipped.push(SkippedFunction { name, reason });
+                continue;
             }
+        };
+        // Measured weights first, else the chosen static weighting (`None`: §5's, which every
+        // plan computes itself). Only the spanning-tree modes read weights.
+        let measured = opts.weights.as_ref().and_then(|w| {
+            let counts = w.get(&(name.clone(), l.cfg.shape_hash()))?;
+            (counts.len() == l.cfg.num_edges()).then(|| exact_weights(&l.cfg, counts))
+        });
+        stats.weighted += usize::from(measured.is_some());
+        let weights = match measured {
+            Some(m) => Some(m),
+            None if opts.weighting == Weighting::Estimate && opts.mode.weighs() => {
+                Some(estimate::estimated_weights(fv, &l))
+            }
+            None => None,
+        };
+        let cx = modes::PlanCx {
+            l: &l,
+            weights: weights.as_ref(),
+            opts,
+        };
+        match mode.plan(&cx) {
+            Ok(plan) => work.push(Planned {
+                func: fv,
+                name,
+                lowered: l,
+                plan,
+            }),
             Err(reason) => skipped.push(SkippedFunction { name, reason }),
         }
     }
-    // Events mode: counter 0 of the module receives the exiting thread's total.
-    let events_mode = matches!(opts.mode, Mode::Events | Mode::EventsNaive);
-    let reserved = usize::from(events_mode);
-    let total: usize = reserved
-        + work
-            .iter()
-            .map(|w| w.3.num_counters(opts.mode))
-            .sum::<usize>();
-    let tables = work
-        .iter()
-        .filter(|w| matches!(&w.3, FnPlan::Paths(p) if p.hashed))
-        .count();
-    let globals = module::make_globals(ctx, m, total as u64, tables as u64, opts.atomic);
+    stats.skipped = skipped.len();
+    work
+}
 
-    let mut files = Files::default();
-    let mut functions = Vec::with_capacity(work.len());
-    let mut stats = Stats {
-        skipped: skipped.len(),
-        weighted,
-        ..Stats::default()
-    };
-    let mut base = reserved;
-    let mut table = 0u32;
-    for (index, (fv, name, l, fp)) in work.iter().enumerate() {
-        let mut events_meta = None;
-        let (counters, zero_edges, unknown_edges, paths_meta, shadow) = match fp {
-            FnPlan::Events(ep) => {
-                events::apply_events(&globals, *fv, l, ep, base as u64);
-                events_meta = Some(tally_format::EventMeta {
-                    per_block: ep.events.values()[..l.cfg.num_blocks()].to_vec(),
-                    inclusive: 0,
-                    calls: ep
-                        .call_sites()
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, (n, callee))| tally_format::CallSiteMeta {
-                            block: n.index() as u32,
-                            callee,
-                            counter: 1 + i as u32,
-                        })
-                        .collect(),
-                });
-                (
-                    vec![Probe::Events; ep.num_counters],
-                    Vec::new(),
-                    Vec::new(),
-                    None,
-                    false,
-                )
+/// One function's metadata.
+fn function_meta(
+    w: &Planned,
+    out: &modes::Emitted,
+    base: usize,
+    files: &mut Files,
+) -> FunctionMeta {
+    let l = &w.lowered;
+    let fpos = ir::function_pos(w.func);
+    let loc = files.loc(&fpos);
+    // A block without any located instruction: the entry block takes the function's line.
+    let blocks = l
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            if i == 0 && n.pos.line == 0 {
+                files.loc(&fpos)
+            } else {
+                files.loc(&n.pos)
             }
-            FnPlan::Counters(p) => {
-                let trace = (opts.mode == Mode::Trace).then_some(index as u32);
-                apply::apply(&globals, *fv, l, p, base as u64, trace);
-                if opts.promote
-                    && !opts.atomic
-                    && matches!(opts.mode, Mode::Edge | Mode::Vertex | Mode::Path)
-                {
-                    let (counters, loops) = promote::promote_loop_counters(&globals, *fv);
-                    stats.promoted += counters;
-                    stats.promoted_loops += loops;
-                }
-                stats.split += p
-                    .counters
-                    .iter()
-                    .filter(|(_, r)| matches!(r, plan::Realize::Split(_)))
-                    .count();
-                stats.tagged += p
-                    .counters
-                    .iter()
-                    .filter(|(_, r)| matches!(r, plan::Realize::Tagged { .. }))
-                    .count();
-                (
-                    if trace.is_some() {
-                        Vec::new() // a trace build counts nothing
-                    } else {
-                        p.counters
-                            .iter()
-                            .map(|(probe, _)| *probe)
-                            .collect::<Vec<_>>()
-                    },
-                    p.zero_edges.iter().map(|e| e.index() as u32).collect(),
-                    p.unknown_edges.iter().map(|e| e.index() as u32).collect(),
-                    None,
-                    p.shadow,
-                )
-            }
-            FnPlan::Paths(pp) => {
-                let (counts, storage, counters) = if pp.hashed {
-                    let (t, home) = module::path_table(&globals, table, index as u32);
-                    let s = PathStorage::Hash { table };
-                    table += 1;
-                    (paths::Counts::Hash { table: t, home }, s, Vec::new())
-                } else {
-                    (
-                        paths::Counts::Array { base: base as u64 },
-                        PathStorage::Array,
-                        (0..pp.num_paths as u32).map(Probe::Path).collect(),
-                    )
-                };
-                paths::apply_paths(&globals, *fv, l, pp, counts);
-                let pm = PathMeta {
-                    cuts: pp.cuts.iter().map(|e| e.index() as u32).collect(),
-                    num_paths: pp.num_paths,
-                    storage,
-                };
-                (counters, Vec::new(), Vec::new(), Some(pm), pp.shadow)
-            }
-        };
-        let fpos = ir::function_pos(*fv);
-        let loc = files.loc(&fpos);
-        // A block without any located instruction: the entry block takes the function's line.
-        let blocks = l
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                if i == 0 && n.pos.line == 0 {
-                    files.loc(&fpos)
-                } else {
-                    files.loc(&n.pos)
-                }
-            })
-            .collect();
-        stats.functions += 1;
-        stats.blocks += l.cfg.num_blocks();
-        stats.edges += l.cfg.num_edges();
-        stats.counters += counters.len();
-        stats.shadow_frames += usize::from(shadow);
-        stats.hashed_paths +=
-            usize::from(matches!(&paths_meta, Some(p) if p.storage != PathStorage::Array));
-        let n = counters.len();
-        functions.push(FunctionMeta {
-            name: name.clone(),
-            linkage: linkage_of(*fv),
-            loc,
-            num_blocks: l.cfg.num_blocks() as u32,
-            edges: FunctionMeta::edges_of(&l.cfg),
-            blocks,
-            cfg_hash: l.cfg.shape_hash(),
-            counter_base: base as u32,
-            counters,
-            zero_edges,
-            unknown_edges,
-            paths: paths_meta,
-            events: events_meta,
-        });
-        base += n;
+        })
+        .collect();
+    FunctionMeta {
+        name: w.name.clone(),
+        linkage: linkage_of(w.func),
+        loc,
+        num_blocks: l.cfg.num_blocks() as u32,
+        edges: FunctionMeta::edges_of(&l.cfg),
+        blocks,
+        cfg_hash: l.cfg.shape_hash(),
+        counter_base: base as u32,
+        counters: out.counters.clone(),
+        zero_edges: out.zero_edges.iter().map(|e| e.index() as u32).collect(),
+        unknown_edges: out.unknown_edges.iter().map(|e| e.index() as u32).collect(),
+        paths: out.paths.clone(),
+        events: out.events.clone(),
     }
-    stats.path_fallbacks = path_fallbacks.len();
-    let meta = ModuleMeta {
-        source: opts.source.clone(),
-        producer: format!("tally {}", env!("CARGO_PKG_VERSION")),
-        mode: opts.mode,
-        num_counters: total as u32,
-        files: files.names,
-        functions,
-        skipped,
-        event_kind: events_mode.then(|| opts.events.name().to_string()),
-    };
+}
+
+/// The module's metadata blob and registration, mem2reg where instrumentation left allocas
+/// for it, verification, and the bitcode.
+fn finish(
+    module: &inkwell::module::Module,
+    globals: &emit::Globals,
+    meta: &ModuleMeta,
+    tables: usize,
+    mem2reg: bool,
+    opts: &Options,
+) -> Result<Vec<u8>, Error> {
     let blob = meta.encode();
     let hash = tally_graph::hash::fnv64(&blob);
-    let flags = u32::from(events_mode);
-    module::emit_registration(&globals, &blob, hash, total as u64, tables as u64, flags);
-    if opts.mode == Mode::Path || stats.promoted > 0 {
-        module::promote_allocas(&module).map_err(|message| Error::Verify {
-            source_file: opts.source.clone(),
-            message,
-        })?;
-    }
-
-    module.verify().map_err(|e| Error::Verify {
+    let flags = u32::from(meta.mode.counts_events());
+    module::emit_registration(
+        globals,
+        &blob,
+        hash,
+        u64::from(meta.num_counters),
+        tables as u64,
+        flags,
+    );
+    let verify_error = |message: String| Error::Verify {
         source_file: opts.source.clone(),
-        message: e.to_string(),
-    })?;
-    let bitcode = module.write_bitcode_to_memory().as_slice().to_vec();
-    Ok(Instrumented {
-        bitcode,
-        meta,
-        stats,
-        path_fallbacks,
-    })
-}
-
-/// The plan of one function.
-enum FnPlan {
-    /// Counters on edges or blocks.
-    Counters(plan::Plan),
-    /// Path profiling.
-    Paths(paths::PathPlan),
-    /// Event counting.
-    Events(Box<events::EventsPlan>),
-}
-
-impl FnPlan {
-    /// Slots the function takes in the module's counter array.
-    fn num_counters(&self, mode: Mode) -> usize {
-        match self {
-            FnPlan::Counters(_) if mode == Mode::Trace => 0,
-            FnPlan::Counters(p) => p.counters.len(),
-            FnPlan::Paths(p) if p.hashed => 0,
-            FnPlan::Paths(p) => p.num_paths as usize,
-            FnPlan::Events(e) => e.num_counters,
-        }
+        message,
+    };
+    if mem2reg {
+        module::promote_allocas(module).map_err(verify_error)?;
     }
+    module.verify().map_err(|e| verify_error(e.to_string()))?;
+    Ok(module.write_bitcode_to_memory().as_slice().to_vec())
 }

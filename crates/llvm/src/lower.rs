@@ -8,33 +8,11 @@
 //! an `EarlyExit` edge. Ids are assigned deterministically from the IR, so every mode built from
 //! the same source and flags sees the same graph.
 
-use crate::ends::NeverEndsCaller;
+use crate::ends::{may_end_frame, AttrKinds, NeverEndsCaller, SETJMP_NAMES};
 use crate::ir::{self, Bb, SrcPos, Val};
 use llvm_sys::{LLVMOpcode, LLVMTailCallKind};
 use std::collections::HashMap;
 use tally_graph::{Cfg, EdgeKind, NodeId};
-
-/// Names of the functions whose second return re-enters a frame (`longjmp` targets).
-pub(crate) const SETJMP_NAMES: &[&str] =
-    &["setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp"];
-
-/// Attribute kind ids looked up once per module.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct AttrKinds {
-    pub nounwind: u32,
-    pub willreturn: u32,
-    pub naked: u32,
-}
-
-impl AttrKinds {
-    pub fn lookup() -> AttrKinds {
-        AttrKinds {
-            nounwind: ir::attr_kind("nounwind"),
-            willreturn: ir::attr_kind("willreturn"),
-            naked: ir::attr_kind("naked"),
-        }
-    }
-}
 
 /// IR facts about one vertex (a block, or the part of a block after a setjmp call).
 #[derive(Clone, Debug)]
@@ -92,36 +70,22 @@ pub(crate) struct Lowered {
     pub has_setjmp: bool,
 }
 
+impl Lowered {
+    /// The function may end early (an early-exit edge, a landing pad or a setjmp): edge, vertex
+    /// and path modes keep a frame record for it, or derive its early exits.
+    pub(crate) fn may_end_early(&self) -> bool {
+        self.cfg.edges().any(|(_, e)| e.kind == EdgeKind::EarlyExit)
+            || self.has_landing_pads
+            || self.has_setjmp
+    }
+}
+
 /// Why a function is left uninstrumented.
 pub(crate) type Skip = String;
 
 fn is_setjmp(call: Val) -> bool {
     call.called_function()
         .is_some_and(|f| SETJMP_NAMES.contains(&f.name().as_str()))
-}
-
-/// True when, judging by the call alone, it may leave the calling frame without returning
-/// to it (exit, longjmp, unwinding, a signal handler's escape): everything but intrinsics, inline
-/// asm, setjmp itself, and calls known `nounwind` and `willreturn`.
-pub(crate) fn may_end_frame_by_attrs(call: Val, kinds: &AttrKinds) -> bool {
-    if !matches!(call.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke) {
-        return false;
-    }
-    if call.calls_inline_asm() {
-        return false;
-    }
-    if let Some(f) = call.called_function() {
-        if f.intrinsic_id() != 0 || SETJMP_NAMES.contains(&f.name().as_str()) {
-            return false;
-        }
-    }
-    !(call.call_has_fn_attr(kinds.nounwind) && call.call_has_fn_attr(kinds.willreturn))
-}
-
-/// True when the call may leave the calling frame without returning: by its attributes, unless
-/// the callee is a function of this module known never to end its caller's frame early.
-pub(crate) fn may_end_frame(call: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> bool {
-    may_end_frame_by_attrs(call, kinds) && !call.called_function().is_some_and(|f| safe.contains(f))
 }
 
 fn is_tail_marked(v: Val) -> bool {

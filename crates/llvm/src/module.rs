@@ -2,7 +2,7 @@
 //! the embedded metadata blob, the `struct tally_module` descriptor and the constructor that
 //! registers it (ABI in ARCHITECTURE.md, "Runtime ABI").
 
-use crate::apply::Globals;
+use crate::emit::Globals;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};

@@ -20,26 +20,104 @@
 //! an edge that can neither be split nor reached from one end (an indirect branch into a block
 //! with several predecessors) is profiled with edge counters instead, and says so.
 
-use crate::apply::{
-    frame_alloca, frame_exits, frame_plan, frame_push, split_edge, Emitter, Globals,
-};
+use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
+use crate::emit::{cname, Emitter, Globals};
+use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
 use crate::ir::{self, Val};
 use crate::lower::{EdgeIr, Lowered};
-use crate::plan::{direct_site, Realize};
+use crate::sites::{base_weights, direct_site, Realize};
+use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMIntPredicate;
-use std::ffi::CString;
+use tally_format::{PathMeta, PathStorage, Probe};
 use tally_graph::paths::{
     chord_increments, dag_weights, number_paths_limited, Action, PathPlacement,
 };
-use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
+use tally_graph::{EdgeId, IdVec, NodeId};
 
 /// Most paths a function keeps before extra cuts are made (path numbers must fit a signed
 /// 64-bit register with room for increments).
 pub(crate) const MAX_PATHS: u128 = 1 << 62;
 /// Most paths counted in an array; more go to the runtime's hash table.
 pub(crate) const ARRAY_PATHS: u128 = 1024;
+
+pub(crate) struct Path;
+
+impl ModeImpl for Path {
+    fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
+        Ok(match plan_paths(cx.l, cx.weights) {
+            Ok(mut pp) => {
+                pp.shadow &= cx.opts.shadow;
+                Box::new(pp)
+            }
+            // Functions that cannot have paths get edge counters, and say why.
+            Err(reason) => Box::new(Fallback {
+                counting: Counting(super::edge::plan(cx)),
+                reason,
+            }),
+        })
+    }
+}
+
+/// A function profiled with edge counters instead of paths.
+struct Fallback {
+    counting: Counting,
+    reason: String,
+}
+
+impl FnPlan for Fallback {
+    fn num_counters(&self) -> usize {
+        self.counting.num_counters()
+    }
+    fn fallback(&self) -> Option<&str> {
+        Some(&self.reason)
+    }
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        self.counting.emit(cx)
+    }
+}
+
+impl FnPlan for PathPlan {
+    fn num_counters(&self) -> usize {
+        if self.hashed {
+            0
+        } else {
+            self.num_paths as usize
+        }
+    }
+    fn num_tables(&self) -> usize {
+        usize::from(self.hashed)
+    }
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        let (counts, storage, counters) = if self.hashed {
+            let (t, home) = crate::module::path_table(cx.g, cx.table, cx.index);
+            (
+                Counts::Hash { table: t, home },
+                PathStorage::Hash { table: cx.table },
+                Vec::new(),
+            )
+        } else {
+            (
+                Counts::Array { base: cx.base },
+                PathStorage::Array,
+                (0..self.num_paths as u32).map(Probe::Path).collect(),
+            )
+        };
+        apply_paths(cx.g, cx.func, cx.l, self, counts);
+        Emitted {
+            counters,
+            paths: Some(PathMeta {
+                cuts: self.cuts.iter().map(|e| e.index() as u32).collect(),
+                num_paths: self.num_paths,
+                storage,
+            }),
+            shadow: self.shadow,
+            needs_mem2reg: true,
+            ..Emitted::default()
+        }
+    }
+}
 
 /// The path plan of one function.
 pub(crate) struct PathPlan {
@@ -62,10 +140,7 @@ pub(crate) fn plan_paths(
 ) -> Result<PathPlan, String> {
     let cfg = &l.cfg;
     let numbered = number_paths_limited(cfg, MAX_PATHS).map_err(|e| e.to_string())?;
-    let w = match weights {
-        Some(w) => w.clone(),
-        None => tally_graph::weight::heuristic_weights(cfg),
-    };
+    let w = base_weights(l, weights);
     let dw = dag_weights(numbered.dag(), &w).map_err(|e| e.to_string())?;
     let incs = chord_increments(&numbered, &dw).map_err(|e| e.to_string())?;
     let placement = PathPlacement::new(&numbered, &incs).map_err(|e| e.to_string())?;
@@ -93,9 +168,7 @@ pub(crate) fn plan_paths(
             }
         }
     }
-    let shadow = cfg.edges().any(|(_, e)| e.kind == EdgeKind::EarlyExit)
-        || l.has_landing_pads
-        || l.has_setjmp;
+    let shadow = l.may_end_early();
     let total = numbered.total();
     Ok(PathPlan {
         cuts: numbered.dag().cuts().collect(),
@@ -104,10 +177,6 @@ pub(crate) fn plan_paths(
         actions: placement.actions,
         shadow,
     })
-}
-
-fn cname(s: &str) -> CString {
-    CString::new(s).expect("no NUL in internal names")
 }
 
 /// Where a function's path counts go.

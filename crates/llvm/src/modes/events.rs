@@ -23,14 +23,16 @@
 //! A tail call at the end of a returning block is adjusted before only (it does not come back):
 //! its query point is the end of the block, so the `ret` counts as executed when the callee runs.
 
-use crate::apply::{split_edge, store_tags, Emitter, Globals};
+use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
+use crate::emit::{cname, Emitter, Globals};
 use crate::ir::{self, Val};
 use crate::lower::{EdgeIr, Lowered};
-use crate::plan::{direct_site, Realize};
+use crate::sites::{base_weights, direct_site, Realize};
+use crate::surgery::{split_edge, store_tags};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode};
-use std::ffi::CString;
+use tally_format::{CallSiteMeta, EventMeta, Probe};
 use tally_graph::events::{CallPlan, CallSite, EdgeAction, EventPlan};
 use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
 
@@ -57,6 +59,45 @@ impl EventKind {
 }
 
 /// A call of the function, as events mode sees it.
+/// `events` (`naive: false`) and `events-naive`.
+pub(crate) struct Events {
+    pub naive: bool,
+}
+
+impl ModeImpl for Events {
+    fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
+        let ep = plan_events(cx.l, cx.opts.events, cx.weights, self.naive)?;
+        Ok(Box::new(ep))
+    }
+}
+
+impl FnPlan for EventsPlan {
+    fn num_counters(&self) -> usize {
+        self.num_counters
+    }
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        apply_events(cx.g, cx.func, cx.l, self, cx.base);
+        Emitted {
+            counters: vec![Probe::Events; self.num_counters],
+            events: Some(EventMeta {
+                per_block: self.events.values()[..cx.l.cfg.num_blocks()].to_vec(),
+                inclusive: 0,
+                calls: self
+                    .call_sites()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (n, callee))| CallSiteMeta {
+                        block: n.index() as u32,
+                        callee,
+                        counter: 1 + i as u32,
+                    })
+                    .collect(),
+            }),
+            ..Emitted::default()
+        }
+    }
+}
+
 struct CallIr {
     node: NodeId,
     inst: Val,
@@ -100,7 +141,7 @@ fn adjusted(v: Val) -> bool {
     matches!(v.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke)
         && !v.calls_inline_asm()
         && !v.called_function().is_some_and(|f| {
-            f.intrinsic_id() != 0 || crate::lower::SETJMP_NAMES.contains(&f.name().as_str())
+            f.intrinsic_id() != 0 || crate::ends::SETJMP_NAMES.contains(&f.name().as_str())
         })
 }
 
@@ -154,10 +195,7 @@ pub(crate) fn plan_events(
     for c in calls.iter_mut().filter(|c| c.tail) {
         c.events_before = events[c.node];
     }
-    let w = match weights {
-        Some(w) => w.clone(),
-        None => tally_graph::weight::heuristic_weights(cfg),
-    };
+    let w = base_weights(l, weights);
     let plan = EventPlan::with_weights(cfg, &events, &w, |e| direct_site(l, e).is_none())
         .map_err(|e| e.to_string())?;
     let sites: Vec<CallSite> = calls
@@ -177,10 +215,6 @@ pub(crate) fn plan_events(
         naive,
         num_counters,
     })
-}
-
-fn cname(s: &str) -> CString {
-    CString::new(s).expect("no NUL in internal names")
 }
 
 struct Ev<'a, 'b> {

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Checks that two tally binaries instrument identically: every test program and the Lua and
+# bzip2 sources are compiled to assembly (-S) with both, in every mode, and the outputs must be
+# byte-identical. For refactors that must not change behaviour (issue 13: "the instruction
+# counts of unchanged modes do not move" — identical code executes identical instructions).
+#
+#   bench/same_code.sh OLD_TALLY NEW_TALLY
+#
+# Exit status 0 when every file is identical, 1 otherwise (the differing files are named).
+set -euo pipefail
+[ $# -eq 2 ] || { echo "usage: bench/same_code.sh OLD_TALLY NEW_TALLY" >&2; exit 2; }
+old=$(realpath "$1"); new=$(realpath "$2")
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+modes=$("$new" modes 2>/dev/null || echo "edge edges-naive blocks-naive vertex path trace events events-naive")
+srcs=("$root"/testdata/early/*.c "$root"/testdata/early/*.cpp "$root"/testdata/shapes/*.c
+      "$root"/testdata/events/*.c "$root"/testdata/threads/*.c)
+lua=$("$root/testdata/locate.sh" lua)/src
+bz=$("$root/testdata/locate.sh" bzip2)
+srcs+=("$lua"/lvm.c "$lua"/lparser.c "$lua"/ldo.c "$lua"/lgc.c "$bz"/blocksort.c "$bz"/compress.c)
+n=0; bad=0
+for mode in $modes; do
+  for src in "${srcs[@]}"; do
+    for opt in -O0 -O2; do
+      base=$(basename "$src"); drv=cc; case "$src" in *.cpp) drv=c++ ;; esac
+      for t in old new; do
+        bin=$old; [ $t = new ] && bin=$new
+        "$bin" $drv --tally-mode=$mode $opt -g -I"$lua" -S "$src" -o "$work/$t.s" 2>/dev/null
+      done
+      n=$((n + 1))
+      if ! cmp -s "$work/old.s" "$work/new.s"; then
+        echo "differs: $mode $opt $base"; bad=$((bad + 1))
+      fi
+    done
+  done
+done
+echo "same_code: $((n - bad)) of $n assembly files identical"
+[ $bad -eq 0 ]

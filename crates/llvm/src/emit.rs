@@ -1,0 +1,144 @@
+//! Emission helpers shared by every mode: the module-level declarations the instrumentation
+//! refers to ([`Globals`]) and an IR builder with tally's conventions ([`Emitter`]: explicit
+//! debug locations, counter addresses, plain or atomic increments, runtime calls).
+
+use crate::ir::{self, Bb, Val};
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use std::ffi::CString;
+
+/// Module-level declarations the instrumentation refers to.
+pub(crate) struct Globals {
+    pub ctx: LLVMContextRef,
+    pub module: LLVMModuleRef,
+    pub i64t: LLVMTypeRef,
+    pub i32t: LLVMTypeRef,
+    pub ptrt: LLVMTypeRef,
+    pub voidt: LLVMTypeRef,
+    /// `{ ptr prev, ptr site }`
+    pub frame_ty: LLVMTypeRef,
+    /// The module's counter array.
+    pub counters: LLVMValueRef,
+    /// `__tally_top`, thread-local.
+    pub tls_top: LLVMValueRef,
+    pub unwound: (LLVMValueRef, LLVMTypeRef),
+    pub longjmp_landed: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_ev_left`: the thread's event countdown (events mode).
+    pub ev_left: LLVMValueRef,
+    /// `__tally_ev_limit`: the count is `limit - left`.
+    pub ev_limit: LLVMValueRef,
+    /// `__tally_events_check(where, query_inc)`: stops at TALLY_STOP_AT (see `tally.h`).
+    pub ev_check: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_trace_enter(counters, function) -> activation`.
+    pub trace_enter: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_trace_edge(activation, edge)`.
+    pub trace_edge: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_trace_reentry(activation, edge, ret)`.
+    pub trace_reentry: (LLVMValueRef, LLVMTypeRef),
+    /// `__tally_path_count(table, path)`.
+    pub path_count: (LLVMValueRef, LLVMTypeRef),
+    /// `struct tally_path_table`.
+    pub table_ty: LLVMTypeRef,
+    /// The module's path tables (`[N x table_ty]`), or a null pointer when it has none.
+    pub path_tables: LLVMValueRef,
+    /// The read-only empty slot empty path tables point at (null without path tables).
+    pub empty_slot: LLVMValueRef,
+    /// `__tally_path_home`: the home tables of the module's hashed functions, or null.
+    pub path_home: LLVMValueRef,
+    /// `tally.path.probe(table, path)`: the inline first-slot probe (path tables, not atomic).
+    pub path_probe: Option<(LLVMValueRef, LLVMTypeRef)>,
+    /// Use atomic increments.
+    pub atomic: bool,
+}
+
+pub(crate) struct Emitter<'a> {
+    pub g: &'a Globals,
+    pub b: LLVMBuilderRef,
+    /// Debug location for calls in functions with debug info.
+    pub fn_scope: Option<LLVMMetadataRef>,
+    pub func: Val,
+}
+
+/// A C string for an LLVM value or global name.
+pub(crate) fn cname(s: &str) -> CString {
+    CString::new(s).expect("no NUL in internal names")
+}
+
+impl Emitter<'_> {
+    pub(crate) fn at(&self, before: Val) {
+        unsafe {
+            c::LLVMPositionBuilderBefore(self.b, before.0);
+            c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
+        }
+    }
+    pub(crate) fn at_end(&self, bb: Bb) {
+        unsafe {
+            c::LLVMPositionBuilderAtEnd(self.b, bb.0);
+            c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
+        }
+    }
+    pub(crate) fn i64c(&self, v: u64) -> LLVMValueRef {
+        unsafe { c::LLVMConstInt(self.g.i64t, v, 0) }
+    }
+    pub(crate) fn i32c(&self, v: u64) -> LLVMValueRef {
+        unsafe { c::LLVMConstInt(self.g.i32t, v, 0) }
+    }
+    /// Pointer to counter `idx` (module-relative) as a constant expression.
+    pub(crate) fn counter_ptr(&self, idx: u64) -> LLVMValueRef {
+        let mut i = [self.i64c(idx)];
+        unsafe { c::LLVMConstInBoundsGEP2(self.g.i64t, self.g.counters, i.as_mut_ptr(), 1) }
+    }
+    /// `*ptr += delta` at the builder position.
+    pub(crate) fn add_to(&self, ptr: LLVMValueRef, delta: LLVMValueRef) {
+        let empty = cname("");
+        unsafe {
+            if self.g.atomic {
+                c::LLVMBuildAtomicRMW(
+                    self.b,
+                    llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                    ptr,
+                    delta,
+                    llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                    0,
+                );
+            } else {
+                let v = c::LLVMBuildLoad2(self.b, self.g.i64t, ptr, empty.as_ptr());
+                let v1 = c::LLVMBuildAdd(self.b, v, delta, empty.as_ptr());
+                c::LLVMBuildStore(self.b, v1, ptr);
+            }
+        }
+    }
+    pub(crate) fn increment(&self, idx: u64) {
+        self.add_to(self.counter_ptr(idx), self.i64c(1));
+    }
+    pub(crate) fn call_loc(&self, near: Val) -> Option<LLVMMetadataRef> {
+        let scope = self.fn_scope?;
+        Some(
+            near.debug_loc()
+                .unwrap_or_else(|| ir::artificial_loc(self.g.ctx, scope)),
+        )
+    }
+    pub(crate) fn call(
+        &self,
+        f: (LLVMValueRef, LLVMTypeRef),
+        args: &mut [LLVMValueRef],
+        near: Val,
+    ) {
+        let empty = cname("");
+        let call = unsafe {
+            c::LLVMBuildCall2(
+                self.b,
+                f.1,
+                f.0,
+                args.as_mut_ptr(),
+                args.len() as u32,
+                empty.as_ptr(),
+            )
+        };
+        Val(call).set_debug_loc(self.call_loc(near));
+    }
+    pub(crate) fn field(&self, rec: LLVMValueRef, i: u32) -> LLVMValueRef {
+        let empty = cname("");
+        unsafe { c::LLVMBuildStructGEP2(self.b, self.g.frame_ty, rec, i, empty.as_ptr()) }
+    }
+}

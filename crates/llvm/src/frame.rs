@@ -1,0 +1,113 @@
+//! Shadow-stack frame records: exact early termination (paper 000 §3.2, Fig. 7: "for each
+//! procedure X on the activation stack that exits early an edge v -> EXIT with a count of 1 is
+//! added", recorded here as the early-exit counter of the block `v` that is executing a call).
+//!
+//! Where a function's record is pushed and popped ([`frame_plan`]), what keeping one costs
+//! ([`record_cost`], for edge mode's choice between a record and derived early exits), and the
+//! code that pushes it, pops it, and tells the runtime where unwinding or a `longjmp` landed.
+
+use crate::emit::{cname, Emitter};
+use crate::lower::Lowered;
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::LLVMTailCallKind;
+use tally_graph::{EdgeId, IdVec, NodeId};
+
+/// Allocates the frame record at the start of the entry block (the builder must be there).
+pub(crate) fn frame_alloca(em: &Emitter) -> LLVMValueRef {
+    let n = cname("tally.frame");
+    unsafe { c::LLVMBuildAlloca(em.b, em.g.frame_ty, n.as_ptr()) }
+}
+
+/// Pushes the frame record (at the builder's position): `rec.prev = top; top = &rec`, and
+/// `rec.site = entry_site` if given. The site is otherwise set only before the first call that
+/// may end the frame: no call can before that, so it need not be initialized.
+pub(crate) fn frame_push(em: &Emitter, rec: LLVMValueRef, entry_site: Option<LLVMValueRef>) {
+    let empty = cname("");
+    unsafe {
+        let top = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.g.tls_top, empty.as_ptr());
+        c::LLVMBuildStore(em.b, top, em.field(rec, 0));
+        if let Some(site) = entry_site {
+            c::LLVMBuildStore(em.b, site, em.field(rec, 1));
+        }
+        c::LLVMBuildStore(em.b, rec, em.g.tls_top);
+    }
+}
+
+/// Where the frame record is pushed (a block) and which returning blocks pop it: shrink-wrapped
+/// to the latest block that dominates every use of the record (a call that may end the frame,
+/// a landing pad, a setjmp) and lies on no cycle, when every return reachable from it is
+/// dominated by it (`tally_graph::dom::push_plan`); otherwise the entry, popped at every return.
+pub(crate) fn frame_plan(l: &Lowered) -> (NodeId, Vec<bool>) {
+    let uses: Vec<NodeId> = l
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.first_site.is_some() || n.landing_pad || n.after_setjmp.is_some())
+        .map(|(i, _)| NodeId::new(i))
+        .collect();
+    // A function that calls setjmp keeps its push at the entry: the runtime's longjmp recovery
+    // walks records by frame address and must find this one whatever block setjmp sits in.
+    let plan = if l.has_setjmp {
+        None
+    } else {
+        tally_graph::dom::push_plan(&l.cfg, &uses)
+    };
+    match plan {
+        Some(p) => {
+            let mut pops = vec![false; l.nodes.len()];
+            for n in p.pops {
+                pops[n.index()] = true;
+            }
+            (p.at, pops)
+        }
+        None => (NodeId::new(0), l.nodes.iter().map(|n| n.returns).collect()),
+    }
+}
+
+/// Everything else a frame record needs: `tail` markers dropped from calls that stay sites,
+/// the pop before the returns in `pops`, `__tally_unwound` at landing pads and
+/// `__tally_longjmp_landed` after setjmp calls (each the first call there, as the runtime
+/// requires).
+pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef, pops: &[bool]) {
+    let empty = cname("");
+    for (i, node) in l.nodes.iter().enumerate() {
+        for &t in &node.tail_sites {
+            unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };
+        }
+        if node.returns && pops[i] {
+            em.at(node.end);
+            unsafe {
+                let prev = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.field(rec, 0), empty.as_ptr());
+                c::LLVMBuildStore(em.b, prev, em.g.tls_top);
+            }
+        }
+        if node.landing_pad {
+            em.at(node.start);
+            em.call(em.g.unwound, &mut [rec], node.start);
+        }
+        if let Some(sj) = node.after_setjmp {
+            em.at(node.start);
+            em.call(em.g.longjmp_landed, &mut [sj.0, rec], sj);
+        }
+    }
+}
+
+/// What a frame record costs, in counter increments: the push and the pop (two thread-local
+/// accesses, four stores, a load: about four increments' worth) at the push block, and a store
+/// at every other block with a site, each weighted by its block's predicted frequency.
+const RECORD_PUSH_POP: f64 = 4.0;
+const RECORD_SITE_STORE: f64 = 1.0;
+
+pub(crate) fn record_cost(l: &Lowered, w: &IdVec<EdgeId, f64>) -> f64 {
+    let node_w = |n: NodeId| -> f64 { l.cfg.preds(n).iter().map(|&e| w[e]).sum() };
+    let (at, _) = frame_plan(l);
+    let stores: f64 = l
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|&(i, n)| n.first_site.is_some() && i != at.index())
+        .map(|(i, _)| node_w(NodeId::new(i)))
+        .sum();
+    RECORD_PUSH_POP * node_w(at) + RECORD_SITE_STORE * stores
+}

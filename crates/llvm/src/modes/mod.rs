@@ -1,0 +1,144 @@
+//! The instrumentation modes, one file each. A mode is a [`ModeImpl`]: it plans each function
+//! ([`ModeImpl::plan`]) into a [`FnPlan`], which says how many counters and path tables the
+//! function takes and then emits its code and returns the function's metadata parts
+//! ([`FnPlan::emit`]). `crate::instrument` drives every mode the same way (lower -> plan ->
+//! emit -> finish) and asks the mode's facts of its row in `tally_format::mode::MODES`; [`of`]
+//! is the one place that maps a [`Mode`] to its code.
+
+mod edge;
+mod events;
+mod naive;
+mod path;
+mod trace;
+mod vertex;
+
+pub use events::EV_SLACK;
+
+use crate::emit::Globals;
+use crate::ir::Val;
+use crate::lower::Lowered;
+use crate::options::Options;
+use tally_format::{EventMeta, Mode, PathMeta, Probe};
+use tally_graph::{EdgeId, IdVec};
+
+/// What planning one function sees.
+pub(crate) struct PlanCx<'a> {
+    /// Its graph and IR positions.
+    pub l: &'a Lowered,
+    /// Edge weights for the spanning tree: measured (`--tally-weights`) or LLVM's estimate;
+    /// `None`: paper 000 §5's heuristic.
+    pub weights: Option<&'a IdVec<EdgeId, f64>>,
+    /// The options of the run.
+    pub opts: &'a Options,
+}
+
+/// What emitting one function's code sees.
+pub(crate) struct EmitCx<'a> {
+    /// The module's declarations.
+    pub g: &'a Globals,
+    /// The function.
+    pub func: Val,
+    /// Its graph and IR positions.
+    pub l: &'a Lowered,
+    /// Module index of the function's first counter.
+    pub base: u64,
+    /// Index of the function's first path table among the module's.
+    pub table: u32,
+    /// Index of the function in the module's metadata.
+    pub index: u32,
+}
+
+/// What one function's instrumentation puts in the metadata and the statistics.
+#[derive(Default)]
+pub(crate) struct Emitted {
+    /// What each of the function's counters measures.
+    pub counters: Vec<Probe>,
+    /// Chords left without a counter, taken as 0 (vertex mode).
+    pub zero_edges: Vec<EdgeId>,
+    /// Edges whose count is not determined (vertex mode).
+    pub unknown_edges: Vec<EdgeId>,
+    /// Path mode: the numbering and where the counts are.
+    pub paths: Option<PathMeta>,
+    /// Events mode: events per block and call sites.
+    pub events: Option<EventMeta>,
+    /// The function keeps a shadow-stack frame record.
+    pub shadow: bool,
+    /// Counters on blocks split onto their edge.
+    pub split: usize,
+    /// Counters incremented through predecessor tags.
+    pub tagged: usize,
+    /// Its edge and block counters may be promoted to registers in call-free loops.
+    pub promotable: bool,
+    /// It uses allocas that mem2reg must promote (the path register).
+    pub needs_mem2reg: bool,
+}
+
+/// The plan of one function, made before any code is emitted (the module's counter array
+/// must be sized first).
+pub(crate) trait FnPlan {
+    /// Slots the function takes in the module's counter array.
+    fn num_counters(&self) -> usize;
+    /// Path tables the function takes.
+    fn num_tables(&self) -> usize {
+        0
+    }
+    /// Why the function is instrumented in a simpler way than its mode's (path mode's edge
+    /// counters), if it is.
+    fn fallback(&self) -> Option<&str> {
+        None
+    }
+    /// Emits the function's instrumentation.
+    fn emit(&self, cx: &EmitCx) -> Emitted;
+}
+
+/// The instrumenter's side of a mode.
+pub(crate) trait ModeImpl: Sync {
+    /// Plans one function, or says why it cannot be instrumented (it is then left alone and
+    /// listed in the metadata's skipped functions).
+    fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String>;
+}
+
+/// The code of `mode`: the registration of every mode.
+pub(crate) fn of(mode: Mode) -> &'static dyn ModeImpl {
+    match mode {
+        Mode::Edge => &edge::Edge,
+        Mode::EdgesNaive => &naive::EdgesNaive,
+        Mode::BlocksNaive => &naive::BlocksNaive,
+        Mode::Vertex => &vertex::Vertex,
+        Mode::Path => &path::Path,
+        Mode::Trace => &trace::Trace,
+        Mode::Events => &events::Events { naive: false },
+        Mode::EventsNaive => &events::Events { naive: true },
+    }
+}
+
+/// A counter plan ([`crate::plan::Plan`]) applied by counting: edge, vertex, the naive modes
+/// and path mode's fallback share it.
+pub(crate) struct Counting(pub crate::plan::Plan);
+
+impl FnPlan for Counting {
+    fn num_counters(&self) -> usize {
+        self.0.counters.len()
+    }
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        let p = &self.0;
+        crate::apply::apply(
+            cx.g,
+            cx.func,
+            cx.l,
+            p,
+            cx.base,
+            &mut crate::apply::Increment,
+        );
+        Emitted {
+            counters: p.counters.iter().map(|(probe, _)| *probe).collect(),
+            zero_edges: p.zero_edges.clone(),
+            unknown_edges: p.unknown_edges.clone(),
+            shadow: p.shadow,
+            split: p.split(),
+            tagged: p.tagged(),
+            promotable: true,
+            ..Emitted::default()
+        }
+    }
+}
