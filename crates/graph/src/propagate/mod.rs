@@ -304,19 +304,10 @@ pub fn block_counts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::EdgeKind::{self, *};
+    use crate::cfg::EdgeKind::*;
     use crate::placement::place_edge_counters;
+    use crate::testing::cfg;
     use crate::weight::heuristic_weights;
-
-    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
 
     fn measure(values: &[Option<u64>]) -> IdVec<EdgeId, Option<u64>> {
         IdVec::from_vec(values.to_vec())
