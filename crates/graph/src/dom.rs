@@ -189,7 +189,7 @@ pub fn push_point(cfg: &Cfg, uses: &[NodeId]) -> Option<NodeId> {
 mod tests {
     use super::*;
     use crate::cfg::EdgeKind::*;
-    use crate::testing::cfg;
+    use crate::testing::{cfg, diamond};
 
     fn n(i: usize) -> NodeId {
         NodeId::new(i)
@@ -235,16 +235,7 @@ mod tests {
         );
         assert_eq!(push_point(&g, &[n(2)]), Some(n(0)));
         // n0 -> n1 (call) -> n3 ; n0 -> n2 -> n3 (return): n3 is reached with and without a push.
-        let g = cfg(
-            4,
-            &[
-                (0, 1, Flow),
-                (0, 2, Flow),
-                (1, 3, Flow),
-                (2, 3, Flow),
-                (3, 4, Return),
-            ],
-        );
+        let g = diamond();
         assert_eq!(push_point(&g, &[n(1)]), None);
     }
 
@@ -281,16 +272,7 @@ mod tests {
 
     #[test]
     fn dominators_of_a_diamond() {
-        let g = cfg(
-            4,
-            &[
-                (0, 1, Flow),
-                (0, 2, Flow),
-                (1, 3, Flow),
-                (2, 3, Flow),
-                (3, 4, Return),
-            ],
-        );
+        let g = diamond();
         let d = Dominators::compute(&g, &Dfs::compute(&g));
         assert_eq!(d.idom(n(3)), Some(n(0)));
         assert!(d.dominates(n(0), n(3)));

@@ -1,6 +1,7 @@
-//! Test support, shared with the tests of other crates: [`cfg`] for hand-written graphs, a
-//! seeded random-number generator, a random control-flow-graph generator and an execution
-//! simulator that produces the true count of every edge. Everything is deterministic in its seed.
+//! Test support, shared with the tests of other crates: [`cfg`] for hand-written graphs (and
+//! the common [`diamond`]), a seeded random-number generator, a random control-flow-graph
+//! generator and an execution simulator that produces the true count of every edge. Everything
+//! is deterministic in its seed.
 //!
 //! Compiled for this crate's unit tests and, elsewhere, only with the `testing` feature, which
 //! test builds enable through dev-dependencies; the `tally` binary never has it.
@@ -44,6 +45,21 @@ pub fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
         Ok(g) => g,
         Err(err) => panic!("bad test graph: {err}"),
     }
+}
+
+/// The diamond `n0 -> {n1, n2} -> n3 -> EXIT`: edges `e1` n0->n1, `e2` n0->n2, `e3` n1->n3,
+/// `e4` n2->n3, `e5` n3->EXIT.
+pub fn diamond() -> Cfg {
+    cfg(
+        4,
+        &[
+            (0, 1, EdgeKind::Flow),
+            (0, 2, EdgeKind::Flow),
+            (1, 3, EdgeKind::Flow),
+            (2, 3, EdgeKind::Flow),
+            (3, 4, EdgeKind::Return),
+        ],
+    )
 }
 
 /// SplitMix64: a tiny, good-enough pseudo-random generator for tests.
