@@ -5,12 +5,14 @@
 //! - [`meta`]: per-module instrumentation metadata (graphs, locations, the counter plan),
 //!   embedded in each instrumented object file;
 //! - [`profile`]: the profile file the runtime writes at exit (metadata blobs plus counters);
-//! - [`trace`]: the trace file of trace mode (every edge taken), the oracle for path profiles.
+//! - `trace` (with the `testing` feature): the trace file of trace mode (every edge taken), the
+//!   oracle for path profiles in the tests.
 #![deny(missing_docs)]
 
 pub mod meta;
 pub mod mode;
 pub mod profile;
+#[cfg(any(test, feature = "testing"))]
 pub mod trace;
 
 pub use meta::{

@@ -140,16 +140,7 @@ impl Dfs {
 mod tests {
     use super::*;
     use crate::cfg::EdgeKind::{self, *};
-
-    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
+    use crate::testing::cfg;
 
     fn ids(nodes: &[NodeId]) -> Vec<usize> {
         nodes.iter().map(|n| n.index()).collect()

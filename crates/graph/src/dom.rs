@@ -189,6 +189,7 @@ pub fn push_point(cfg: &Cfg, uses: &[NodeId]) -> Option<NodeId> {
 mod tests {
     use super::*;
     use crate::cfg::EdgeKind::*;
+    use crate::testing::{cfg, diamond};
 
     fn n(i: usize) -> NodeId {
         NodeId::new(i)
@@ -201,18 +202,17 @@ mod tests {
     /// ```
     #[test]
     fn push_moves_past_an_early_return() {
-        let g = Cfg::new(
+        let g = cfg(
             5,
-            [
-                (n(0), n(1), Flow),
-                (n(0), n(2), Flow),
-                (n(1), n(5), Return),
-                (n(2), n(3), Flow),
-                (n(3), n(4), Flow),
-                (n(4), n(5), Return),
+            &[
+                (0, 1, Flow),
+                (0, 2, Flow),
+                (1, 5, Return),
+                (2, 3, Flow),
+                (3, 4, Flow),
+                (4, 5, Return),
             ],
-        )
-        .unwrap();
+        );
         assert_eq!(push_point(&g, &[n(3)]), Some(n(3)));
         assert_eq!(push_point(&g, &[n(2), n(3)]), Some(n(2)));
         assert_eq!(push_point(&g, &[n(3), n(1)]), Some(n(0)));
@@ -223,30 +223,19 @@ mod tests {
     #[test]
     fn loops_and_merging_returns() {
         // n0 -> n1 (loop head) -> n2 (call) -> n1 ; n1 -> n3 (return)
-        let g = Cfg::new(
+        let g = cfg(
             4,
-            [
-                (n(0), n(1), Flow),
-                (n(1), n(2), Flow),
-                (n(2), n(1), Flow),
-                (n(1), n(3), Flow),
-                (n(3), n(4), Return),
+            &[
+                (0, 1, Flow),
+                (1, 2, Flow),
+                (2, 1, Flow),
+                (1, 3, Flow),
+                (3, 4, Return),
             ],
-        )
-        .unwrap();
+        );
         assert_eq!(push_point(&g, &[n(2)]), Some(n(0)));
         // n0 -> n1 (call) -> n3 ; n0 -> n2 -> n3 (return): n3 is reached with and without a push.
-        let g = Cfg::new(
-            4,
-            [
-                (n(0), n(1), Flow),
-                (n(0), n(2), Flow),
-                (n(1), n(3), Flow),
-                (n(2), n(3), Flow),
-                (n(3), n(4), Return),
-            ],
-        )
-        .unwrap();
+        let g = diamond();
         assert_eq!(push_point(&g, &[n(1)]), None);
     }
 
@@ -283,17 +272,7 @@ mod tests {
 
     #[test]
     fn dominators_of_a_diamond() {
-        let g = Cfg::new(
-            4,
-            [
-                (n(0), n(1), Flow),
-                (n(0), n(2), Flow),
-                (n(1), n(3), Flow),
-                (n(2), n(3), Flow),
-                (n(3), n(4), Return),
-            ],
-        )
-        .unwrap();
+        let g = diamond();
         let d = Dominators::compute(&g, &Dfs::compute(&g));
         assert_eq!(d.idom(n(3)), Some(n(0)));
         assert!(d.dominates(n(0), n(3)));

@@ -21,7 +21,9 @@
 //! - [`paths`]: Ball–Larus path profiling (paper 002): the path DAG, numbering, cutting,
 //!   chord increments and placement, regeneration, derived counts;
 //! - [`hash`]: FNV-1a fingerprints;
-//! - [`testing`]: test support (random graphs, an execution simulator) for this and other crates.
+//! - `testing` (with the `testing` feature, or in this crate's unit tests): test support for
+//!   this and other crates (random graphs, an execution simulator, a builder for hand-written
+//!   graphs).
 //!
 //! Everything here works on [`Cfg`] values that a front end (tally-llvm) builds; nothing here
 //! knows what a basic block contains.
@@ -39,6 +41,7 @@ pub mod mst;
 pub mod paths;
 pub mod placement;
 pub mod propagate;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod vertex;
 pub mod weight;

@@ -178,17 +178,8 @@ pub fn tree_connects(cfg: &Cfg, tree: &SpanningTree, a: NodeId, b: NodeId) -> bo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::EdgeKind::{self, *};
-
-    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
+    use crate::cfg::EdgeKind::*;
+    use crate::testing::cfg;
 
     fn tree_ids(t: &SpanningTree) -> Vec<usize> {
         t.tree_edges().map(EdgeId::index).collect()

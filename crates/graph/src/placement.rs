@@ -89,19 +89,9 @@ pub fn placement_cost(placement: &EdgePlacement, weights: &IdVec<EdgeId, f64>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::EdgeKind::{self, *};
-    use crate::ids::NodeId;
+    use crate::cfg::EdgeKind::*;
+    use crate::testing::cfg;
     use crate::weight::heuristic_weights;
-
-    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
 
     #[test]
     fn while_loop_counts_the_rare_edges() {

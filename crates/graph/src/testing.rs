@@ -1,6 +1,10 @@
-//! Test support, shared with the tests of other crates: a seeded random-number generator, a
-//! random control-flow-graph generator and an execution simulator that produces the true count
-//! of every edge. Everything is deterministic in its seed.
+//! Test support, shared with the tests of other crates: [`cfg`] for hand-written graphs (and
+//! the common [`diamond`]), a seeded random-number generator, a random control-flow-graph
+//! generator and an execution simulator that produces the true count of every edge. Everything
+//! is deterministic in its seed.
+//!
+//! Compiled for this crate's unit tests and, elsewhere, only with the `testing` feature, which
+//! test builds enable through dev-dependencies; the `tally` binary never has it.
 //!
 //! The generated graphs exercise what real functions contain: self loops, back edges that make
 //! loops irreducible, parallel edges, several returning blocks, blocks with an early-exit edge
@@ -17,6 +21,46 @@
 use crate::cfg::{Cfg, EdgeKind};
 use crate::ids::{EdgeId, IdVec, NodeId};
 use std::collections::VecDeque;
+
+/// A graph written by hand for a test: `blocks` blocks `n0 .. n(blocks-1)` (entry `n0`), EXIT
+/// written as `blocks`, and `edges` as `(src, dst, kind)` indices that get ids `e1, e2, ...` in
+/// order (`e0`, EXIT -> n0, is added as in [`Cfg::new`]).
+///
+/// ```
+/// use tally_graph::testing::cfg;
+/// use tally_graph::EdgeKind::*;
+/// // n0 -> n1 -> EXIT, with a self loop on n1.
+/// let g = cfg(2, &[(0, 1, Flow), (1, 1, Flow), (1, 2, Return)]);
+/// assert_eq!(g.num_edges(), 4);
+/// ```
+///
+/// # Panics
+///
+/// If the edges do not make a valid [`Cfg`] (the test itself is wrong).
+pub fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
+    let edges = edges
+        .iter()
+        .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
+    match Cfg::new(blocks, edges) {
+        Ok(g) => g,
+        Err(err) => panic!("bad test graph: {err}"),
+    }
+}
+
+/// The diamond `n0 -> {n1, n2} -> n3 -> EXIT`: edges `e1` n0->n1, `e2` n0->n2, `e3` n1->n3,
+/// `e4` n2->n3, `e5` n3->EXIT.
+pub fn diamond() -> Cfg {
+    cfg(
+        4,
+        &[
+            (0, 1, EdgeKind::Flow),
+            (0, 2, EdgeKind::Flow),
+            (1, 3, EdgeKind::Flow),
+            (2, 3, EdgeKind::Flow),
+            (3, 4, EdgeKind::Return),
+        ],
+    )
+}
 
 /// SplitMix64: a tiny, good-enough pseudo-random generator for tests.
 #[derive(Clone, Debug)]

@@ -225,12 +225,8 @@ pub fn propagate_vertex(
 mod tests {
     use super::*;
     use crate::cfg::EdgeKind::*;
-    use crate::testing::{random_cfg_with, simulate, GenConfig, Rng, SimConfig};
+    use crate::testing::{cfg, random_cfg_with, simulate, GenConfig, Rng, SimConfig};
     use crate::weight::heuristic_weights;
-
-    fn n(i: usize) -> NodeId {
-        NodeId::new(i)
-    }
 
     /// The pipeless square of Fig. 4(c): a -> b, e -> b, e -> f, a -> f (a and e forks, b and f
     /// joins), with b -> e closing a loop and f returning.
@@ -248,18 +244,17 @@ mod tests {
     #[test]
     fn pipeless_square_drops_a_counter() {
         // n0 = a, n1 = b, n2 = e, n3 = f.
-        let g = Cfg::new(
+        let g = cfg(
             4,
-            [
-                (n(0), n(1), Flow),
-                (n(0), n(3), Flow),
-                (n(2), n(1), Flow),
-                (n(2), n(3), Flow),
-                (n(1), n(2), Flow),
-                (n(3), n(4), Return),
+            &[
+                (0, 1, Flow),
+                (0, 3, Flow),
+                (2, 1, Flow),
+                (2, 3, Flow),
+                (1, 2, Flow),
+                (3, 4, Return),
             ],
-        )
-        .unwrap();
+        );
         let w = IdVec::from_vec(vec![1.0, 10.0, 0.1, 10.0, 10.0, 10.0, 10.0]);
         let edge = crate::placement::place_edge_counters(&g, &w, |_| false);
         let vp = place_vertex_counters(&g, &w, |_| false);

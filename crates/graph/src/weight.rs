@@ -110,18 +110,8 @@ pub fn heuristic_weights_with(cfg: &Cfg, dfs: &Dfs, loops: &Loops) -> IdVec<Edge
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::EdgeKind::{self, *};
-    use crate::ids::NodeId;
-
-    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
+    use crate::cfg::EdgeKind::*;
+    use crate::testing::cfg;
 
     #[test]
     fn while_loop_around_if_then_else() {

@@ -11,6 +11,7 @@
 
 pub mod placements;
 pub mod render;
+#[cfg(any(test, feature = "testing"))]
 pub mod trace;
 
 use std::collections::HashMap;

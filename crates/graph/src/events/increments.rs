@@ -275,6 +275,7 @@ fn potentials(
 mod tests {
     use super::super::fig1::{self, A, C, P, Q, R, X};
     use super::*;
+    use crate::testing::cfg;
 
     #[test]
     fn figure_1_increments() {
@@ -383,20 +384,17 @@ mod tests {
         //   n1 -e5-> n2;  n2 -e6-> EXIT (early exit)
         use EdgeKind::*;
         let n = NodeId::new;
-        let g = match Cfg::new(
+        let g = cfg(
             3,
-            [
-                (n(0), n(3), Return),
-                (n(0), n(3), EarlyExit),
-                (n(3), n(1), Reentry),
-                (n(1), n(3), EarlyExit),
-                (n(1), n(2), Flow),
-                (n(2), n(3), EarlyExit),
+            &[
+                (0, 3, Return),
+                (0, 3, EarlyExit),
+                (3, 1, Reentry),
+                (1, 3, EarlyExit),
+                (1, 2, Flow),
+                (2, 3, EarlyExit),
             ],
-        ) {
-            Ok(g) => g,
-            Err(err) => panic!("{err}"),
-        };
+        );
         let events = IdVec::from_vec(vec![5, 7, 11, 0]);
         let plan =
             match EventPlan::with_weights(&g, &events, &crate::heuristic_weights(&g), |_| false) {

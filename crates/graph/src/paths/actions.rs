@@ -225,9 +225,10 @@ mod tests {
     use super::*;
     use crate::cfg::EdgeKind::*;
     use crate::paths::number::number_paths;
-    use crate::paths::number::tests::{abcdef, cfg};
+    use crate::paths::number::tests::abcdef;
     use crate::paths::place::tests::abcdef_weights;
     use crate::paths::place::{chord_increments, dag_weights};
+    use crate::testing::cfg;
     use crate::weight::heuristic_weights;
 
     const POISON: i128 = -1_000_000_007;

@@ -163,7 +163,7 @@ pub fn number_paths_limited(cfg: &Cfg, limit: u128) -> Result<NumberedDag, PathE
 mod tests {
     use super::*;
     use crate::cfg::EdgeKind::{self, *};
-    use crate::paths::number::tests::cfg;
+    use crate::testing::cfg;
 
     /// `k` if-then-else diamonds in sequence: head `3i`, arms `3i+1`, `3i+2`, join `3i+3`;
     /// the last join returns. `2^k` paths.

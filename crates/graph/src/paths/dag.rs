@@ -448,17 +448,8 @@ impl PathDag {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::EdgeKind::{self, *};
-
-    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
+    use crate::cfg::EdgeKind::*;
+    use crate::testing::cfg;
 
     fn all(dag: &PathDag) -> Vec<String> {
         dag.edges().map(|(d, _)| dag.describe(d)).collect()

@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn inconsistent_profiles_are_errors() {
-        let g = crate::paths::number::tests::cfg(
+        let g = crate::testing::cfg(
             2,
             &[
                 (0, 1, crate::cfg::EdgeKind::Flow),

@@ -112,18 +112,9 @@ impl NumberedDag {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cfg::EdgeKind::{self, *};
+    use crate::cfg::EdgeKind::*;
     use crate::ids::EdgeId;
-
-    pub(crate) fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
+    use crate::testing::cfg;
 
     /// Paper 002's running example (its Figures 1 and 5): six blocks A..F = n0..n5.
     ///

@@ -207,7 +207,8 @@ pub fn chord_increments(
 pub(crate) mod tests {
     use super::*;
     use crate::paths::number::number_paths;
-    use crate::paths::number::tests::{abcdef, cfg};
+    use crate::paths::number::tests::abcdef;
+    use crate::testing::cfg;
 
     /// Weights that make the paper's tree for [`abcdef`]: `Start`, A->C, C->D, D->F, B->C and
     /// E->F are heavy, so the chords are A->B, B->D, D->E and F->EXIT.

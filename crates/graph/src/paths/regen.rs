@@ -137,7 +137,8 @@ mod tests {
     use super::*;
     use crate::cfg::EdgeKind::*;
     use crate::paths::number::number_paths;
-    use crate::paths::number::tests::{abcdef, cfg};
+    use crate::paths::number::tests::abcdef;
+    use crate::testing::cfg;
 
     fn all(p: &NumberedDag) -> Vec<String> {
         (0..p.total())

@@ -162,31 +162,8 @@ fn mismatch(cfg: &Cfg, eq: &Equation, value: &IdVec<EdgeId, Option<u64>>) -> Flo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::EdgeKind::{self, *};
-
-    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
-
-    /// `n0 -> {n1, n2} -> n3 -> EXIT`.
-    fn diamond() -> Cfg {
-        cfg(
-            4,
-            &[
-                (0, 1, Flow),   // e1
-                (0, 2, Flow),   // e2
-                (1, 3, Flow),   // e3
-                (2, 3, Flow),   // e4
-                (3, 4, Return), // e5
-            ],
-        )
-    }
+    use crate::cfg::EdgeKind::*;
+    use crate::testing::{cfg, diamond};
 
     #[test]
     fn blocks_determine_what_the_equations_allow() {

@@ -304,19 +304,10 @@ pub fn block_counts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cfg::EdgeKind::{self, *};
+    use crate::cfg::EdgeKind::*;
     use crate::placement::place_edge_counters;
+    use crate::testing::{cfg, diamond};
     use crate::weight::heuristic_weights;
-
-    fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
-        let edges = edges
-            .iter()
-            .map(|&(s, d, k)| (NodeId::new(s), NodeId::new(d), k));
-        match Cfg::new(blocks, edges) {
-            Ok(g) => g,
-            Err(err) => panic!("bad test graph: {err}"),
-        }
-    }
 
     fn measure(values: &[Option<u64>]) -> IdVec<EdgeId, Option<u64>> {
         IdVec::from_vec(values.to_vec())
@@ -336,20 +327,6 @@ mod tests {
                 (4, 5, Flow),   // e7
                 (5, 1, Flow),   // e8
                 (6, 7, Return), // e9
-            ],
-        )
-    }
-
-    /// `n0 -> {n1, n2} -> n3 -> EXIT`.
-    fn diamond() -> Cfg {
-        cfg(
-            4,
-            &[
-                (0, 1, Flow),   // e1
-                (0, 2, Flow),   // e2
-                (1, 3, Flow),   // e3
-                (2, 3, Flow),   // e4
-                (3, 4, Return), // e5
             ],
         )
     }
