@@ -34,6 +34,15 @@ fn ok(dir: &Path, cmd: &str) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Runs `cmd`, which must fail with exit status 2 and one line on stderr containing `want`.
+fn fails_with(dir: &Path, cmd: &str, want: &str) {
+    let o = sh(dir, cmd);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "`{cmd}`: {err}");
+    assert_eq!(err.lines().count(), 1, "`{cmd}`: {err}");
+    assert!(err.contains(want), "`{cmd}`: want '{want}' in {err}");
+}
+
 fn function<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
     r["functions"]
         .as_array()
@@ -163,13 +172,10 @@ fn mode_flag_wins_over_environment() {
 
     // A bad TALLY_MODE is an error naming the variable, unless the flag overrides it; an
     // empty one is unset.
-    let o = sh(&dir, "TALLY_MODE=bogus $TALLY cc m.c -o m");
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("TALLY_MODE=bogus: invalid value 'bogus' (possible values: edge, "),
-        "{err}"
+    fails_with(
+        &dir,
+        "TALLY_MODE=bogus $TALLY cc m.c -o m",
+        "TALLY_MODE=bogus: invalid value 'bogus' (possible values: edge, ",
     );
     assert_eq!(
         mode_of("TALLY_MODE=bogus", "--tally-mode=edges-naive"),
@@ -215,15 +221,11 @@ fn bad_options_are_one_line_errors_listing_every_valid_value() {
         ("promote", names(&["on", "off"])),
     ];
     for (opt, valid) in value_options {
-        let o = sh(&dir, &format!("$TALLY cc --tally-{opt}=nope -c m.c"));
-        assert_eq!(o.status.code(), Some(2), "--tally-{opt}=nope");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(err.lines().count(), 1, "{err}");
         let want = format!(
-            "tally: error: --tally-{opt}=nope: invalid value 'nope' (possible values: {})",
+            "tally: error: --tally-{opt}=nope: invalid value 'nope' (possible values: {})\n",
             valid.join(", ")
         );
-        assert_eq!(err.trim_end(), want);
+        fails_with(&dir, &format!("$TALLY cc --tally-{opt}=nope -c m.c"), &want);
     }
     for (args, want) in [
         (
@@ -237,11 +239,7 @@ fn bad_options_are_one_line_errors_listing_every_valid_value() {
         ),
         ("--tally-verbose=yes", "--tally-verbose"),
     ] {
-        let o = sh(&dir, &format!("$TALLY cc {args} -c m.c"));
-        assert_eq!(o.status.code(), Some(2), "{args}");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(want), "{args}: want '{want}' in {err}");
+        fails_with(&dir, &format!("$TALLY cc {args} -c m.c"), want);
     }
     assert!(!dir.join("m.o").exists());
 }
@@ -455,15 +453,10 @@ fn static_estimate_places_fewer_increments_than_loop_weighting() {
         "estimate: {est} increments, loops: {loops}: the estimate should save one per iteration"
     );
 
-    let o = sh(&dir, "$TALLY cc --tally-weighting=guess r.c -o bad");
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains(
-            "--tally-weighting=guess: invalid value 'guess' (possible values: estimate, loops)"
-        ),
-        "{err}"
+    fails_with(
+        &dir,
+        "$TALLY cc --tally-weighting=guess r.c -o bad",
+        "--tally-weighting=guess: invalid value 'guess' (possible values: estimate, loops)",
     );
 }
 
@@ -532,13 +525,10 @@ fn promotion_keeps_innermost_loop_counters_in_registers_exactly() {
         assert_same_counts("promote", flags, &r, "edges-naive", &oracle, true);
     }
 
-    let o = sh(&dir, "$TALLY cc --tally-promote=maybe s.c -c -o bad.o");
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("--tally-promote=maybe: invalid value 'maybe' (possible values: on, off)"),
-        "{err}"
+    fails_with(
+        &dir,
+        "$TALLY cc --tally-promote=maybe s.c -c -o bad.o",
+        "--tally-promote=maybe: invalid value 'maybe' (possible values: on, off)",
     );
 }
 
@@ -550,12 +540,9 @@ fn jump_cost_option_is_checked() {
         &dir,
         "$TALLY cc --tally-jump-cost=0 j.c -o j0 && $TALLY cc --tally-jump-cost=1.5 j.c -o j1",
     );
-    let o = sh(&dir, "$TALLY cc --tally-jump-cost=-1 j.c -o bad");
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("--tally-jump-cost=-1: invalid value '-1' (not a non-negative number)"),
-        "{err}"
+    fails_with(
+        &dir,
+        "$TALLY cc --tally-jump-cost=-1 j.c -o bad",
+        "--tally-jump-cost=-1: invalid value '-1' (not a non-negative number)",
     );
 }
