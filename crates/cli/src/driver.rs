@@ -6,26 +6,46 @@
 //! Link steps get the runtime archive appended. Everything else goes to clang unchanged.
 
 use crate::args::{self, Action, CommandLine, Word};
-use anyhow::{bail, Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
+use clap::builder::FalseyValueParser;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tally_format::Mode;
 
-/// Settings of one driver run.
+/// Settings of one driver run: tally's own options (`--tally-*`, parsed by clap) and the clang
+/// to run. `source` and `weights` of `opts` are not options: the driver fills them in.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tally cc",
+    about = "Compile and link like clang, with tally's instrumentation",
+    after_long_help = "Environment: TALLY_CLANG / TALLY_CLANGXX (the clang to run), \
+        TALLY_RUNTIME (a runtime archive to link instead of the built-in one), \
+        TALLY_KEEP_TEMPS (keep the intermediate bitcode).",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    args_override_self = true
+)]
 struct Settings {
-    mode: Mode,
-    atomic: bool,
-    shadow: bool,
-    early_exits: tally_llvm::EarlyExits,
-    jump_cost: f64,
-    promote: bool,
+    #[command(flatten)]
+    opts: tally_llvm::Options,
+    /// Place counters by the edge counts of an earlier edge or edges-naive run of the same
+    /// build instead of the static weighting (paper 000 §6.4, Exact-Max)
+    #[arg(long = "tally-weights", value_name = "PROFILE")]
+    weights: Option<PathBuf>,
+    /// Print the commands run and instrumentation statistics per file
+    #[arg(long = "tally-verbose", env = "TALLY_VERBOSE", value_parser = FalseyValueParser::new())]
     verbose: bool,
-    weights: Option<std::sync::Arc<tally_llvm::Weights>>,
-    weighting: tally_llvm::Weighting,
-    events: tally_llvm::EventKind,
+    /// The clang to run: $TALLY_CLANG / $TALLY_CLANGXX, else clang-19 / clang++-19 on PATH.
+    #[arg(skip)]
     clang: PathBuf,
 }
+
+/// Old spellings of `--tally-*` options (without the prefix), and what they mean now.
+const SPELLINGS: &[(&str, &str)] = &[("no-promote", "promote=off")];
 
 fn find_clang(cxx: bool) -> PathBuf {
     let var = if cxx { "TALLY_CLANGXX" } else { "TALLY_CLANG" };
@@ -48,84 +68,127 @@ fn find_clang(cxx: bool) -> PathBuf {
     })
 }
 
-fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
-    let mut mode = match std::env::var("TALLY_MODE") {
-        Ok(m) if !m.is_empty() => Mode::from_name(&m)
-            .with_context(|| format!("TALLY_MODE={m} is not a mode ({})", Mode::names()))?,
-        _ => Mode::Edge,
-    };
-    let mut atomic = false;
-    let mut shadow = true;
-    let mut early_exits = tally_llvm::EarlyExits::Auto;
-    let mut promote = true;
-    let mut jump_cost = tally_llvm::DEFAULT_JUMP_COST;
-    let mut weights = None;
-    let mut weighting = tally_llvm::Weighting::default();
-    let mut events = tally_llvm::EventKind::Insns;
-    let mut verbose = std::env::var_os("TALLY_VERBOSE").is_some_and(|v| !v.is_empty() && v != "0");
-    for o in &cl.tally_opts {
-        if let Some(m) = o.strip_prefix("mode=") {
-            mode = Mode::from_name(m)
-                .with_context(|| format!("--tally-mode={m} is not a mode ({})", Mode::names()))?;
-        } else if o == "atomic" {
-            atomic = true;
-        } else if let Some(path) = o.strip_prefix("weights=") {
-            weights = Some(std::sync::Arc::new(load_weights(Path::new(path))?));
-        } else if let Some(k) = o.strip_prefix("weighting=") {
-            weighting = tally_llvm::Weighting::from_name(k).with_context(|| {
-                format!(
-                    "--tally-weighting={k} is not a weighting ({})",
-                    tally_llvm::Weighting::NAMES
-                )
-            })?;
-        } else if let Some(k) = o.strip_prefix("events=") {
-            events = tally_llvm::EventKind::from_name(k).with_context(|| {
-                format!(
-                    "--tally-events={k} is not an event kind ({})",
-                    tally_llvm::EventKind::NAMES
-                )
-            })?;
-        } else if let Some(k) = o.strip_prefix("early-exits=") {
-            early_exits = tally_llvm::EarlyExits::from_name(k).with_context(|| {
-                format!(
-                    "--tally-early-exits={k} is not a choice ({})",
-                    tally_llvm::EarlyExits::NAMES
-                )
-            })?;
-        } else if let Some(x) = o.strip_prefix("jump-cost=") {
-            jump_cost = x
-                .parse::<f64>()
-                .ok()
-                .filter(|c| c.is_finite() && *c >= 0.0)
-                .with_context(|| format!("--tally-jump-cost={x} is not a non-negative number"))?;
-        } else if o == "promote" || o == "promote=on" {
-            promote = true;
-        } else if o == "promote=off" || o == "no-promote" {
-            promote = false;
-        } else if let Some(x) = o.strip_prefix("promote=") {
-            bail!("--tally-promote={x} is not a choice (on, off)");
-        } else if o == "no-shadow" {
-            // Benchmarks only: measures what the early-exit frame records cost.
-            shadow = false;
-        } else if o == "verbose" {
-            verbose = true;
+/// The parser of tally's options: every value is attached with `=` (`--tally-mode=edge`), as
+/// the splitter only takes single words.
+fn command(name: &'static str) -> clap::Command {
+    Settings::command().name(name).mut_args(|a| {
+        // An empty environment variable counts as unset, as it always has.
+        let empty = a
+            .get_env()
+            .and_then(std::env::var_os)
+            .is_some_and(|v| v.is_empty());
+        let values = a.get_action().takes_values();
+        let a = a.require_equals(values);
+        if empty {
+            a.env(None)
         } else {
-            bail!("unknown option --tally-{o}");
+            a
         }
-    }
-    Ok(Settings {
-        mode,
-        atomic,
-        shadow,
-        early_exits,
-        promote,
-        jump_cost,
-        verbose,
-        weights,
-        weighting,
-        events,
-        clang: find_clang(cxx),
     })
+}
+
+fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
+    let words = cl.tally_opts.iter().map(|o| {
+        let o = SPELLINGS
+            .iter()
+            .find(|(old, _)| old == o)
+            .map_or(o.as_str(), |s| s.1);
+        format!("--tally-{o}")
+    });
+    let mut s = command("tally cc")
+        .try_get_matches_from(std::iter::once("tally cc".to_string()).chain(words))
+        .and_then(|m| Settings::from_arg_matches(&m))
+        .map_err(|e| anyhow!(one_line(&e, cl)))?;
+    if let Some(path) = &s.weights {
+        s.opts.weights = Some(std::sync::Arc::new(load_weights(path)?));
+    }
+    s.clang = find_clang(cxx);
+    Ok(s)
+}
+
+/// clap's error, on one line: which option (or environment variable) and value, what is wrong,
+/// and the valid values where there is a list.
+fn one_line(e: &clap::Error, cl: &CommandLine) -> String {
+    let ctx = |k: ContextKind| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) => Some(v.join(", ")),
+        _ => None,
+    };
+    // "--tally-mode=<MODE>", "--tally-promote[=<on|off>]": the option as clap shows it.
+    let shown = ctx(ContextKind::InvalidArg).unwrap_or_default();
+    let name: String = shown
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '-')
+        .collect();
+    let cmd = Settings::command();
+    let arg = cmd.get_arguments().find(|a| {
+        a.get_long()
+            .is_some_and(|l| name.strip_prefix("--") == Some(l))
+    });
+    let valid = arg
+        .map(|a| {
+            let v: Vec<_> = a.get_possible_values().into_iter().collect();
+            v.iter()
+                .map(|v| v.get_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .filter(|v| !v.is_empty())
+        .map(|v| format!(" (possible values: {v})"));
+    match (e.kind(), ctx(ContextKind::InvalidValue)) {
+        (ErrorKind::UnknownArgument, _) => match ctx(ContextKind::SuggestedArg) {
+            Some(s) => format!("unknown option {name} (did you mean {s}?)"),
+            None => format!("unknown option {name} (see tally cc --help)"),
+        },
+        (ErrorKind::NoEquals, _) => format!("{shown}: missing value{}", valid.unwrap_or_default()),
+        (ErrorKind::InvalidValue | ErrorKind::ValueValidation, Some(value)) if arg.is_some() => {
+            // Given as an option, or else taken from the environment.
+            let given = cl
+                .tally_opts
+                .iter()
+                .any(|o| name.strip_prefix("--tally-") == o.split('=').next());
+            let whence = match arg.and_then(|a| a.get_env()) {
+                Some(var) if !given => format!("{}={value}", var.to_string_lossy()),
+                _ => format!("{name}={value}"),
+            };
+            let why = match (valid, std::error::Error::source(e)) {
+                (Some(valid), _) => valid,
+                (None, Some(why)) => format!(" ({why})"),
+                (None, None) => String::new(),
+            };
+            format!("{whence}: invalid value '{value}'{why}")
+        }
+        // Anything else: clap's first line, which names the option.
+        _ => e
+            .render()
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("bad --tally- option")
+            .trim_start_matches("error: ")
+            .to_string(),
+    }
+}
+
+/// Prints the help of tally's own options, and a line saying that clang's help follows.
+fn print_help(cxx: bool) -> Result<()> {
+    let (name, clang) = if cxx {
+        ("tally c++", "clang++-19")
+    } else {
+        ("tally cc", "clang-19")
+    };
+    let help = command(name)
+        .override_usage(format!(
+            "{name} [--tally-OPTION]... [{clang} OPTION]... FILE..."
+        ))
+        .render_long_help();
+    let mut out = std::io::stdout().lock();
+    write!(
+        out,
+        "{help}\nAll other options go to {clang}; its help follows.\n\n"
+    )
+    .and_then(|()| out.flush())
+    .context("cannot write to stdout")
 }
 
 /// Edge frequencies of every function of a profile, for `--tally-weights` (paper 000 §6.4,
@@ -240,20 +303,12 @@ fn compile_one(
         .map(|d| d.join(src))
         .unwrap_or_else(|_| PathBuf::from(src));
     let opts = tally_llvm::Options {
-        mode: s.mode,
         source: source.to_string_lossy().into_owned(),
-        atomic: s.atomic,
-        shadow: s.shadow,
-        early_exits: s.early_exits,
-        jump_cost: s.jump_cost,
-        promote: s.promote,
-        weights: s.weights.clone(),
-        weighting: s.weighting,
-        events: s.events,
+        ..s.opts.clone()
     };
     let t0 = std::time::Instant::now();
     let done = tally_llvm::instrument(&input, &opts)?;
-    if let Some(w) = &s.weights {
+    if let Some(w) = &s.opts.weights {
         let known = done
             .meta
             .functions
@@ -274,7 +329,7 @@ fn compile_one(
         eprintln!(
             "tally: {} [{}]: {} functions ({} skipped, {} with measured weights), {} blocks, {} edges, {} counters ({} tagged, {} on split edges), {} shadow frames, {} promoted counters in {} loops, {:.0} ms",
             Path::new(src).display(),
-            s.mode.name(),
+            s.opts.mode.name(),
             st.functions,
             st.skipped,
             st.weighted,
@@ -288,7 +343,7 @@ fn compile_one(
             st.promoted_loops,
             t0.elapsed().as_secs_f64() * 1000.0
         );
-        if s.mode == Mode::Path {
+        if s.opts.mode == Mode::Path {
             eprintln!(
                 "tally: {}: {} functions count paths in a hash table, {} use edge counters instead",
                 Path::new(src).display(),
@@ -361,6 +416,10 @@ fn unsafe_uid() -> String {
 /// code to use.
 pub fn main(cxx: bool, argv: &[OsString]) -> Result<i32> {
     let cl = args::parse(argv);
+    if has_opt(&cl, |o| o == "--help" || o == "-help") {
+        // tally's options first, then clang's own help (a pass-through).
+        print_help(cxx)?;
+    }
     let s = settings(cxx, &cl)?;
     let passthrough_args = || -> Vec<OsString> {
         let mut a = Vec::new();
@@ -527,4 +586,98 @@ fn run_parallel<J: Sync, R: Send>(jobs: &[J], f: impl Fn(&J) -> R + Sync) -> Vec
                 .expect("every job ran")
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parses `tally cc` with these `--tally-*` words (and clang's `-c a.c`).
+    fn parse(tally: &[&str]) -> Result<Settings> {
+        let argv: Vec<OsString> = tally.iter().chain(&["-c", "a.c"]).map(Into::into).collect();
+        settings(false, &args::parse(&argv))
+    }
+
+    #[test]
+    fn parser_is_well_formed() {
+        command("tally cc").debug_assert();
+    }
+
+    #[test]
+    fn defaults_are_those_of_the_library() {
+        if std::env::var_os("TALLY_MODE").is_some() {
+            return;
+        }
+        let s = parse(&[]).unwrap();
+        assert_eq!(
+            format!("{:?}", s.opts),
+            format!("{:?}", tally_llvm::Options::default())
+        );
+    }
+
+    #[test]
+    fn every_spelling_of_promote() {
+        for (word, on) in [
+            ("--tally-promote", true),
+            ("--tally-promote=on", true),
+            ("--tally-promote=off", false),
+            ("--tally-no-promote", false),
+        ] {
+            assert_eq!(parse(&[word]).unwrap().opts.promote, on, "{word}");
+        }
+        // The last word wins, as clang's own options do.
+        let s = parse(&["--tally-no-promote", "--tally-promote"]).unwrap();
+        assert!(s.opts.promote);
+    }
+
+    #[test]
+    fn options_reach_the_library_options() {
+        let s = parse(&[
+            "--tally-mode=path",
+            "--tally-mode=vertex",
+            "--tally-atomic",
+            "--tally-atomic",
+            "--tally-no-shadow",
+            "--tally-weighting=estimate",
+            "--tally-events=mem",
+            "--tally-early-exits=derive",
+            "--tally-jump-cost=1.5",
+            "--tally-verbose",
+        ])
+        .unwrap();
+        let o = &s.opts;
+        assert_eq!(o.mode, Mode::Vertex);
+        assert!(o.atomic && !o.shadow && s.verbose);
+        assert_eq!(o.weighting, tally_llvm::Weighting::Estimate);
+        assert_eq!(o.events, tally_llvm::EventKind::Mem);
+        assert_eq!(o.early_exits, tally_llvm::EarlyExits::Derive);
+        assert_eq!(o.jump_cost, 1.5);
+    }
+
+    #[test]
+    fn errors_are_one_line() {
+        for (word, want) in [
+            ("--tally-x", "unknown option --tally-x"),
+            (
+                "--tally-mode",
+                "--tally-mode=<MODE>: missing value (possible values: edge,",
+            ),
+            (
+                "--tally-weighting=x",
+                "--tally-weighting=x: invalid value 'x' (possible values: estimate, loops)",
+            ),
+            (
+                "--tally-jump-cost=inf",
+                "--tally-jump-cost=inf: invalid value 'inf' (not a non-negative number)",
+            ),
+            (
+                "--tally-atomic=1",
+                "unexpected value '1' for '--tally-atomic'",
+            ),
+        ] {
+            let e = parse(&[word]).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{word}: {e}");
+            assert_eq!(e.lines().count(), 1, "{word}: {e}");
+        }
+    }
 }

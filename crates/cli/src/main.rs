@@ -19,20 +19,30 @@ use tally_format::profile::{Profile, ProfileError};
     name = "tally",
     version,
     about = "An exact profiler for C and C++",
-    long_about = "An exact profiler for C and C++.\n\n\
-    Build with `tally cc` / `tally c++` in place of your compiler (they take clang's options; \
-    `--tally-mode=edge|edges-naive|blocks-naive` or TALLY_MODE picks the instrumentation), \
-    run the program (it writes <program>.tally, or $TALLY_PROFILE with %p for the pid), \
-    then `tally report <program>.tally`."
+    long_about = long_about()
 )]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
 }
 
+/// `tally --help`'s description; the modes come from their table.
+fn long_about() -> String {
+    let modes: Vec<_> = tally_format::Mode::all().map(|m| m.name()).collect();
+    format!(
+        "An exact profiler for C and C++.\n\n\
+        Build with `tally cc` / `tally c++` in place of your compiler (they take clang's options; \
+        `--tally-mode={}` or TALLY_MODE picks the instrumentation, `tally cc --help` lists \
+        tally's options), run the program (it writes <program>.tally, or $TALLY_PROFILE with %p \
+        for the pid), then `tally report <program>.tally`.",
+        modes.join("|")
+    )
+}
+
 #[derive(Subcommand)]
 enum Cmd {
-    /// Compile and link C like clang-19, with instrumentation (all arguments go to the driver).
+    /// Compile and link C like clang-19, with instrumentation (all arguments go to the driver;
+    /// `tally cc --help` lists tally's options).
     Cc {
         /// clang arguments
         #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
@@ -262,6 +272,17 @@ fn main() {
             let _ = std::io::stdout().flush();
             eprintln!("tally: error: {e:#}");
             std::process::exit(2);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_about_names_every_mode() {
+        let about = super::long_about();
+        for m in tally_format::mode::MODES {
+            assert!(about.contains(m.name), "{} missing from {about}", m.name);
         }
     }
 }

@@ -34,6 +34,15 @@ fn ok(dir: &Path, cmd: &str) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Runs `cmd`, which must fail with exit status 2 and one line on stderr containing `want`.
+fn fails_with(dir: &Path, cmd: &str, want: &str) {
+    let o = sh(dir, cmd);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "`{cmd}`: {err}");
+    assert_eq!(err.lines().count(), 1, "`{cmd}`: {err}");
+    assert!(err.contains(want), "`{cmd}`: want '{want}' in {err}");
+}
+
 fn function<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
     r["functions"]
         .as_array()
@@ -160,6 +169,115 @@ fn mode_flag_wins_over_environment() {
     let o = sh(&dir, "$TALLY cc --tally-mode=bogus m.c -o m");
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bogus"));
+
+    // A bad TALLY_MODE is an error naming the variable, unless the flag overrides it; an
+    // empty one is unset.
+    fails_with(
+        &dir,
+        "TALLY_MODE=bogus $TALLY cc m.c -o m",
+        "TALLY_MODE=bogus: invalid value 'bogus' (possible values: edge, ",
+    );
+    assert_eq!(
+        mode_of("TALLY_MODE=bogus", "--tally-mode=edges-naive"),
+        "edges-naive"
+    );
+    assert_eq!(mode_of("TALLY_MODE=", ""), "edge");
+}
+
+#[test]
+fn bad_options_are_one_line_errors_listing_every_valid_value() {
+    let dir = scratch("driver-bad-options");
+    write(&dir, "m.c", "int main(void){ return 0; }\n");
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let value_options: [(&str, Vec<String>); 5] = [
+        (
+            "mode",
+            tally_format::mode::MODES
+                .iter()
+                .map(|m| m.name.to_string())
+                .collect(),
+        ),
+        (
+            "weighting",
+            tally_llvm::Weighting::ALL
+                .iter()
+                .map(|w| w.name().to_string())
+                .collect(),
+        ),
+        (
+            "events",
+            tally_llvm::EventKind::ALL
+                .iter()
+                .map(|k| k.name().to_string())
+                .collect(),
+        ),
+        (
+            "early-exits",
+            tally_llvm::EarlyExits::ALL
+                .iter()
+                .map(|k| k.name().to_string())
+                .collect(),
+        ),
+        ("promote", names(&["on", "off"])),
+    ];
+    for (opt, valid) in value_options {
+        let want = format!(
+            "tally: error: --tally-{opt}=nope: invalid value 'nope' (possible values: {})\n",
+            valid.join(", ")
+        );
+        fails_with(&dir, &format!("$TALLY cc --tally-{opt}=nope -c m.c"), &want);
+    }
+    for (args, want) in [
+        (
+            "--tally-jump-cost=x",
+            "--tally-jump-cost=x: invalid value 'x' (not a non-negative number)",
+        ),
+        ("--tally-frobnicate", "unknown option --tally-frobnicate"),
+        (
+            "--tally-mode",
+            "--tally-mode=<MODE>: missing value (possible values: edge, ",
+        ),
+        ("--tally-verbose=yes", "--tally-verbose"),
+    ] {
+        fails_with(&dir, &format!("$TALLY cc {args} -c m.c"), want);
+    }
+    assert!(!dir.join("m.o").exists());
+}
+
+#[test]
+fn help_lists_tally_options_then_clangs() {
+    let dir = scratch("driver-help");
+    for (cmd, clang) in [("cc", "clang-19"), ("c++", "clang++-19")] {
+        let out = ok(&dir, &format!("$TALLY {cmd} --help"));
+        let (tally, rest) = out
+            .split_once(&format!(
+                "All other options go to {clang}; its help follows."
+            ))
+            .unwrap_or_else(|| panic!("no clang part in:\n{out}"));
+        assert!(tally.starts_with("Compile and link like clang"), "{tally}");
+        assert!(tally.contains(&format!("Usage: tally {cmd} ")), "{tally}");
+        for opt in [
+            "--tally-mode=<MODE>",
+            "--tally-atomic",
+            "--tally-weighting=<W>",
+            "--tally-events=<KIND>",
+            "--tally-early-exits=<HOW>",
+            "--tally-promote[=<on|off>]",
+            "--tally-jump-cost=<X>",
+            "--tally-weights=<PROFILE>",
+            "--tally-verbose",
+            "TALLY_MODE",
+            "TALLY_VERBOSE",
+        ] {
+            assert!(tally.contains(opt), "{opt} missing from:\n{tally}");
+        }
+        for m in tally_format::mode::MODES {
+            assert!(tally.contains(m.help), "{} missing from:\n{tally}", m.help);
+        }
+        assert!(!tally.contains("no-shadow"), "{tally}");
+        assert!(rest.contains("OVERVIEW: clang LLVM compiler"), "{rest}");
+        assert!(rest.lines().count() > 100, "{rest}");
+    }
 }
 
 #[test]
@@ -335,13 +453,10 @@ fn static_estimate_places_fewer_increments_than_loop_weighting() {
         "estimate: {est} increments, loops: {loops}: the estimate should save one per iteration"
     );
 
-    let o = sh(&dir, "$TALLY cc --tally-weighting=guess r.c -o bad");
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("--tally-weighting=guess is not a weighting (estimate, loops)"),
-        "{err}"
+    fails_with(
+        &dir,
+        "$TALLY cc --tally-weighting=guess r.c -o bad",
+        "--tally-weighting=guess: invalid value 'guess' (possible values: estimate, loops)",
     );
 }
 
@@ -410,13 +525,10 @@ fn promotion_keeps_innermost_loop_counters_in_registers_exactly() {
         assert_same_counts("promote", flags, &r, "edges-naive", &oracle, true);
     }
 
-    let o = sh(&dir, "$TALLY cc --tally-promote=maybe s.c -c -o bad.o");
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("--tally-promote=maybe is not a choice (on, off)"),
-        "{err}"
+    fails_with(
+        &dir,
+        "$TALLY cc --tally-promote=maybe s.c -c -o bad.o",
+        "--tally-promote=maybe: invalid value 'maybe' (possible values: on, off)",
     );
 }
 
@@ -428,12 +540,9 @@ fn jump_cost_option_is_checked() {
         &dir,
         "$TALLY cc --tally-jump-cost=0 j.c -o j0 && $TALLY cc --tally-jump-cost=1.5 j.c -o j1",
     );
-    let o = sh(&dir, "$TALLY cc --tally-jump-cost=-1 j.c -o bad");
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("--tally-jump-cost=-1 is not a non-negative number"),
-        "{err}"
+    fails_with(
+        &dir,
+        "$TALLY cc --tally-jump-cost=-1 j.c -o bad",
+        "--tally-jump-cost=-1: invalid value '-1' (not a non-negative number)",
     );
 }

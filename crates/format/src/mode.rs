@@ -220,6 +220,28 @@ impl Mode {
     }
 }
 
+/// `--tally-mode`'s values: names and help lines from [`MODES`], in its order.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Mode {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [Mode; MODES.len()] = {
+            let mut all = [Mode::Edge; MODES.len()];
+            let mut i = 0;
+            while i < MODES.len() {
+                all[i] = MODES[i].mode;
+                i += 1;
+            }
+            all
+        };
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let s = self.spec();
+        Some(clap::builder::PossibleValue::new(s.name).help(s.help))
+    }
+}
+
 /// The README's table of modes (Markdown), generated from [`MODES`].
 pub fn markdown_table() -> String {
     let mut s = String::from("| mode | counters | use |\n|---|---|---|\n");

@@ -1,44 +1,141 @@
 //! What to instrument and how: the options of one `instrument` call and the choices they
-//! take. `tally cc` parses its `--tally-*` options into [`Options`].
+//! take. `tally cc` parses its `--tally-*` options into [`Options`] with clap (feature `clap`:
+//! the attributes below name each option, its default and its help line).
 
 use std::collections::HashMap;
 use tally_format::Mode;
 
 /// What to instrument and how.
+///
+/// With feature `clap`, `tally cc`'s `--tally-*` options; their defaults are those of
+/// [`Options::default`] (a test of the driver checks it).
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Options {
     /// Instrumentation mode.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-mode", value_name = "MODE", env = "TALLY_MODE",
+            value_enum, default_value_t = Mode::Edge,
+            help = "Instrumentation mode (the flag wins over TALLY_MODE)")
+    )]
     pub mode: Mode,
     /// The source file the module was compiled from (recorded in the metadata).
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub source: String,
     /// Use atomic counter increments (for multi-threaded programs).
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "tally-atomic",
+            help = "Atomic counter increments, for multi-threaded programs"
+        )
+    )]
     pub atomic: bool,
     /// Keep shadow-stack frame records in edge mode (default). Turning them off is only for
     /// measuring their cost: early exits are then not counted and counts of frames that end
     /// early come out wrong.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-no-shadow", action = clap::ArgAction::SetFalse, hide = true,
+            help = "Benchmarks only: no frame records (counts of frames that end early are wrong)")
+    )]
     pub shadow: bool,
     /// Measured edge counts from an earlier run, by function name and graph hash: counters are
     /// placed with these as weights (paper 000 §6.4, "Exact-Max") where a function's graph
     /// matches; other functions use the heuristic weighting.
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub weights: Option<std::sync::Arc<Weights>>,
     /// The weighting used where no measured weights apply: paper 000 §5's loop-based
     /// heuristic (default) or LLVM's static frequency estimate.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-weighting", value_name = "W", value_enum,
+            default_value_t = Weighting::default(),
+            help = "How counters are placed without a profile: loops (paper 000 §5: every loop \
+                    iterates 10 times, every branch even) or estimate (LLVM's static estimate)")
+    )]
     pub weighting: Weighting,
     /// Events mode: what an event is.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-events", value_name = "KIND", value_enum,
+            default_value_t = EventKind::Insns,
+            help = "Events mode: what an event is (LLVM IR instructions of the optimized code, \
+                    blocks, calls, memory operations)")
+    )]
     pub events: EventKind,
     /// Edge mode: how early exits are made exact in functions without landing pads or setjmp.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-early-exits", value_name = "HOW", value_enum,
+            default_value_t = EarlyExits::default(),
+            help = "Edge mode: how counts stay exact when a call ends its caller's frame \
+                    (exit, longjmp, exception): record (a frame record), derive (no record, \
+                    counts derived), auto (the cheaper per function)")
+    )]
     pub early_exits: EarlyExits,
     /// Keep the counters of innermost call-free loops in registers, stored at the loop exits
     /// ([`promote`](mod@promote)); `edge` and `vertex` modes and path mode's edge-counter
     /// functions, not with `atomic`. The driver turns it on by default
     /// (`--tally-promote=off` turns it off).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-promote", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "on", default_missing_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = on_off(),
+            help = "Keep the counters of innermost call-free loops in registers, stored at the \
+                    loop exits (not with --tally-atomic)")
+    )]
     pub promote: bool,
     /// Jump optimization (paper 000 §6.3, generalizing Fig. 19): what an unconditional jump
     /// costs relative to a counter increment. A counter on an edge that must be split also
     /// costs the jump out of the new block, so the spanning tree is taken under weights that
     /// make split edges dearer by this factor (`1 + jump_cost`); 0 ignores jumps.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-jump-cost", value_name = "X", default_value_t = DEFAULT_JUMP_COST,
+            value_parser = jump_cost,
+            help = "Jump optimization: how much dearer a counter is on an edge that needs a new \
+                    block and a jump; 0 turns it off")
+    )]
     pub jump_cost: f64,
 }
+
+/// Parses `on` or `off` (`--tally-promote`); errors list both.
+#[cfg(feature = "clap")]
+fn on_off() -> impl clap::builder::TypedValueParser<Value = bool> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(["on", "off"]).map(|v| v == "on")
+}
+
+/// Parses `--tally-jump-cost`: a non-negative finite number.
+#[cfg(feature = "clap")]
+fn jump_cost(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|c| c.is_finite() && *c >= 0.0)
+        .ok_or_else(|| "not a non-negative number".to_string())
+}
+
+/// `clap::ValueEnum` for a choice with `ALL` and `name()`: the option values are the names.
+macro_rules! value_enum {
+    ($($t:ty),*) => {$(
+        #[cfg(feature = "clap")]
+        impl clap::ValueEnum for $t {
+            fn value_variants<'a>() -> &'a [Self] {
+                &Self::ALL
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(clap::builder::PossibleValue::new(self.name()))
+            }
+        }
+    )*};
+}
+
+value_enum!(EarlyExits, Weighting, EventKind);
 
 impl Default for Options {
     /// What `tally cc` does without `--tally-*` options.
@@ -78,25 +175,12 @@ impl EarlyExits {
     /// Every choice.
     pub const ALL: [EarlyExits; 3] = [EarlyExits::Auto, EarlyExits::Record, EarlyExits::Derive];
 
-    /// The option names, for messages.
-    pub const NAMES: &'static str = "auto, record, derive";
-
     /// The option name.
     pub fn name(self) -> &'static str {
         match self {
             EarlyExits::Auto => "auto",
             EarlyExits::Record => "record",
             EarlyExits::Derive => "derive",
-        }
-    }
-
-    /// Parses an option value.
-    pub fn from_name(s: &str) -> Option<Self> {
-        match s {
-            "auto" => Some(EarlyExits::Auto),
-            "record" => Some(EarlyExits::Record),
-            "derive" => Some(EarlyExits::Derive),
-            _ => None,
         }
     }
 }
@@ -125,18 +209,6 @@ impl Weighting {
             Weighting::Loops => "loops",
         }
     }
-
-    /// The option names, for messages.
-    pub const NAMES: &'static str = "estimate, loops";
-
-    /// Parses an option value.
-    pub fn from_name(s: &str) -> Option<Self> {
-        match s {
-            "estimate" => Some(Weighting::Estimate),
-            "loops" => Some(Weighting::Loops),
-            _ => None,
-        }
-    }
 }
 
 /// What an event is.
@@ -161,19 +233,6 @@ impl EventKind {
         EventKind::Mem,
     ];
 
-    /// The names, for messages.
-    pub const NAMES: &'static str = "insns, blocks, calls, mem";
-
-    /// Parses `insns`, `blocks`, `calls`, `mem`.
-    pub fn from_name(s: &str) -> Option<EventKind> {
-        Some(match s {
-            "insns" => EventKind::Insns,
-            "blocks" => EventKind::Blocks,
-            "calls" => EventKind::Calls,
-            "mem" => EventKind::Mem,
-            _ => return None,
-        })
-    }
     /// The name.
     pub fn name(self) -> &'static str {
         match self {
