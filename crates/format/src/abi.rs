@@ -398,7 +398,7 @@ pub fn c_check_header() -> String {
     );
     for d in DEFINES {
         let (ty, v) = match d.value {
-            DefineValue::Unsigned(v) => ("unsigned long long", format!("{v}ULL")),
+            DefineValue::Unsigned(v) => ("unsigned long long", format!("{v:#x}ULL")),
             DefineValue::Signed(v) => ("long long", format!("{v}LL")),
         };
         h.push_str(&format!(
@@ -481,6 +481,6 @@ mod tests {
                 );
             }
         }
-        assert!(h.contains("(unsigned long long)(TALLY_PATH_HASH_MUL) == 11400714819323198485ULL"));
+        assert!(h.contains("(unsigned long long)(TALLY_PATH_HASH_MUL) == 0x9e3779b97f4a7c15ULL"));
     }
 }
