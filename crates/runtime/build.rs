@@ -1,12 +1,39 @@
 //! Builds `runtime.c` into `$OUT_DIR/libtally_rt.a`. The archive is not linked into any Rust
 //! binary: `tally` ships its bytes (see `src/lib.rs`) and links them into profiled programs.
+//!
+//! First it writes, from `tally_format::abi` (the one source of the runtime ABI):
+//! - `$OUT_DIR/tally_abi_check.h`, `_Static_assert`s that every `#define` of `include/tally.h`
+//!   and the `sizeof` / `offsetof` of every field of its shared structs have the values
+//!   `tally_format::abi` gives them; `runtime.c` includes it, so a `tally.h` (or an `abi.rs`)
+//!   changed alone fails this build;
+//! - `$OUT_DIR/abi.rs`, the constants `src/lib.rs` re-exports, so that the crate itself needs
+//!   no dependency.
+use std::path::PathBuf;
+
 fn main() {
     println!("cargo:rerun-if-changed=runtime.c");
     println!("cargo:rerun-if-changed=include/tally.h");
     println!("cargo:rerun-if-changed=build.rs");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(
+        out.join("tally_abi_check.h"),
+        tally_format::abi::c_check_header(),
+    )
+    .expect("write tally_abi_check.h");
+    std::fs::write(
+        out.join("abi.rs"),
+        format!(
+            "/// Version of the runtime ABI (`TALLY_ABI_VERSION` in `tally.h`; `abi_version` of \
+             every\n/// `struct tally_module`): `tally_format::abi::ABI_VERSION`.\n\
+             pub const ABI_VERSION: u32 = {};\n",
+            tally_format::abi::ABI_VERSION
+        ),
+    )
+    .expect("write abi.rs");
     cc::Build::new()
         .file("runtime.c")
         .include("include")
+        .include(&out)
         .std("c11")
         .opt_level(2)
         .pic(true)

@@ -122,6 +122,36 @@ fn broken_profiles_are_refused_with_one_line() {
     }
 }
 
+/// A damaged counter is refused (container version 3 checksums each module's counts), not
+/// reported: flipping the top bit of a counter used to give counts near 1.6e19 and exit 0.
+#[test]
+fn a_flipped_counter_byte_is_refused() {
+    use tally_format::abi;
+    let dir = scratch("flipped-counter");
+    let good = profile(&dir, "good", "edge", SRC);
+    let bytes = std::fs::read(&good).unwrap();
+    let prof = tally_format::profile::Profile::read(&bytes).unwrap();
+    let m = &prof.modules[0];
+    assert!(!m.counters.is_empty());
+    let first = abi::HEADER_LEN + abi::MODULE_HEADER_LEN + m.meta_blob.len().next_multiple_of(8);
+    assert_eq!(&bytes[first..first + 8], &m.counters[0].to_le_bytes());
+    let mut bad = bytes.clone();
+    bad[first + 7] ^= 0x80;
+    let f = dir.join("flipped.tally");
+    std::fs::write(&f, &bad).unwrap();
+    refused(
+        &["report", f.to_str().unwrap()],
+        "counter checksum mismatch",
+    );
+    refused(&["report", f.to_str().unwrap()], "flipped.tally");
+    refused(&["report", f.to_str().unwrap()], "good.c");
+    let out = dir.join("m.tally");
+    refused(
+        &["merge", "-o", out.to_str().unwrap(), f.to_str().unwrap()],
+        "counter checksum mismatch",
+    );
+}
+
 #[test]
 fn profiles_of_different_builds_are_refused() {
     let dir = scratch("different-builds");

@@ -1,7 +1,10 @@
 //! # tally-format
 //!
-//! The data formats tally writes down, and the modes they describe:
+//! The data formats tally writes down, the modes they describe, and the contract they share
+//! with the runtime:
 //! - [`mode`]: the modes and their facts, one table;
+//! - [`abi`]: every constant and struct layout the instrumenter, the runtime and the reader
+//!   share, written down once;
 //! - [`meta`]: per-module instrumentation metadata (graphs, locations, the counter plan),
 //!   embedded in each instrumented object file;
 //! - [`profile`]: the profile file the runtime writes at exit (metadata blobs plus counters);
@@ -9,6 +12,7 @@
 //!   oracle for path profiles in the tests.
 #![deny(missing_docs)]
 
+pub mod abi;
 pub mod meta;
 pub mod mode;
 pub mod profile;

@@ -4,13 +4,18 @@
 //! All integers are little-endian:
 //!
 //! ```text
-//! header   "TALLYPRF"  u32 container_version (=2)  u32 flags (=0)  u64 module_count  u64 pid
+//! header   "TALLYPRF"  u32 container_version (=3)  u32 flags (=0)  u64 module_count  u64 pid
 //! module*  "TALLYMOD"  u64 module_hash  u64 meta_len  u64 num_counters  u64 num_path_entries
 //!          meta bytes, zero-padded to a multiple of 8
 //!          num_counters x u64 counters
 //!          num_path_entries x { u32 function  u32 kind  u64 path  u64 count }
+//!          u64 checksum: FNV-1a 64 of the counter and path-entry bytes just before it
 //! trailer  "TALLYEND"  u64 total file length in bytes (trailer included)
 //! ```
+//!
+//! Every constant of this layout is in [`crate::abi`], shared with the runtime's writer, which
+//! `crates/runtime/build.rs` checks against it at compile time. Version 2 is the same without
+//! the checksum; it is still read.
 //!
 //! Path entries hold the hashed path counters of path mode: kind 0 is "path `path` of function
 //! `function` (index in the module's metadata) ran `count` times", kind 1 is "`count` increments
@@ -18,36 +23,25 @@
 //! of the same function add up (the runtime lists a path's home-table and overflow-table counts
 //! separately).
 //!
-//! `module_hash` is the FNV-1a 64 hash ([`tally_graph::hash::fnv64`]) of the metadata blob. The
-//! reader checks every magic, the version, every length, the trailer, each module's hash, that
-//! its metadata decodes and that the number of counters agrees with the metadata; it never
-//! panics, whatever the input.
+//! `module_hash` is the FNV-1a 64 hash ([`tally_graph::hash::fnv64`]) of the metadata blob; the
+//! checksum guards the counts, so that a corrupted counter is refused instead of reported.
+//! The reader checks every magic, the version, every length, the trailer, each module's hash
+//! and checksum, that its metadata decodes and that the number of counters agrees with the
+//! metadata; it never panics, whatever the input.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use tally_graph::hash::fnv64;
+use tally_graph::hash::{fnv64, Fnv64};
 use thiserror::Error;
 
+use crate::abi::{
+    CHECKSUM_LEN, HEADER_LEN, MODULE_HEADER_LEN, PATH_ENTRY_COUNT, PATH_ENTRY_LEN, PATH_ENTRY_LOST,
+    PROFILE_FLAGS, PROFILE_VERSION_NO_CHECKSUM, TRAILER_LEN,
+};
 use crate::meta::{MetaError, ModuleMeta};
 
-/// Magic bytes at the start of a profile.
-pub const PROFILE_MAGIC: &[u8; 8] = b"TALLYPRF";
-/// Magic bytes at the start of each module record.
-pub const MODULE_MAGIC: &[u8; 8] = b"TALLYMOD";
-/// Magic bytes at the start of the trailer.
-pub const TRAILER_MAGIC: &[u8; 8] = b"TALLYEND";
-/// The container version this build reads and writes.
-pub const PROFILE_VERSION: u32 = 2;
-
-/// Bytes in the header.
-const HEADER_LEN: usize = 32;
-/// Bytes in a module record before the metadata.
-const MODULE_HEADER_LEN: usize = 40;
-/// Bytes in a path entry.
-const PATH_ENTRY_LEN: u64 = 24;
-/// Bytes in the trailer.
-const TRAILER_LEN: usize = 16;
+pub use crate::abi::{MODULE_MAGIC, PROFILE_MAGIC, PROFILE_VERSION, TRAILER_MAGIC};
 
 /// The counters one run (or a merge of runs) recorded for all instrumented modules.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -155,7 +149,7 @@ pub enum ProfileError {
     BadMagic,
     /// A container version this build cannot read.
     #[error(
-        "profile container version {found} is not supported (this tally reads version {PROFILE_VERSION})"
+        "profile container version {found} is not supported (this tally reads versions {PROFILE_VERSION_NO_CHECKSUM} and {PROFILE_VERSION})"
     )]
     Version {
         /// The version found.
@@ -188,6 +182,20 @@ pub enum ProfileError {
         /// The hash stored in the record.
         stored: u64,
         /// FNV-1a 64 of the stored blob.
+        computed: u64,
+    },
+    /// A module's counters or path entries are not what its checksum says.
+    #[error(
+        "corrupt profile: module record #{index} ({source_file}) counter checksum mismatch (stored {stored:016x}, computed {computed:016x}): its counts are damaged"
+    )]
+    ChecksumMismatch {
+        /// Position of the module in the file (0-based).
+        index: usize,
+        /// The module's source file, from its metadata.
+        source_file: String,
+        /// The checksum stored in the record.
+        stored: u64,
+        /// FNV-1a 64 of the stored counter and path-entry bytes.
         computed: u64,
     },
     /// A module's metadata blob does not decode.
@@ -319,6 +327,15 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The checksum of a module record (version 3): FNV-1a 64 of its counter bytes followed by its
+/// path-entry bytes, as stored.
+fn counter_checksum(counters: &[u8], paths: &[u8]) -> u64 {
+    let mut h = Fnv64::new();
+    h.write(counters);
+    h.write(paths);
+    h.finish()
+}
+
 /// `len` rounded up to a multiple of 8, if that fits.
 fn pad8(len: u64) -> Option<u64> {
     len.checked_add(7).map(|l| l & !7)
@@ -338,11 +355,12 @@ impl Profile {
         r.take("the header", HEADER_LEN as u64)?;
         r.pos = PROFILE_MAGIC.len();
         let version = r.u32("the container version")?;
-        if version != PROFILE_VERSION {
+        if version != PROFILE_VERSION && version != PROFILE_VERSION_NO_CHECKSUM {
             return Err(ProfileError::Version { found: version });
         }
+        let checksummed = version == PROFILE_VERSION;
         let flags = r.u32("the flags")?;
-        if flags != 0 {
+        if flags != PROFILE_FLAGS {
             return Err(ProfileError::Flags { found: flags });
         }
         let module_count = r.u64("the module count")?;
@@ -370,6 +388,15 @@ impl Profile {
             r.take("the metadata padding", padded - meta_len)?;
             let counter_bytes = num_counters.saturating_mul(8);
             let raw = r.take("the module counters", counter_bytes)?;
+            let raw_paths = r.take(
+                "the path entries",
+                num_paths.saturating_mul(PATH_ENTRY_LEN as u64),
+            )?;
+            let checksum = if checksummed {
+                Some(r.u64("the counter checksum")?)
+            } else {
+                None
+            };
             let computed = fnv64(blob);
             if computed != stored {
                 return Err(ProfileError::HashMismatch {
@@ -387,8 +414,18 @@ impl Profile {
                 })
                 .collect();
             let mut module = ProfileModule::from_blob(index, blob.to_vec(), counters)?;
-            let raw = r.take("the path entries", num_paths.saturating_mul(PATH_ENTRY_LEN))?;
-            for e in raw.chunks_exact(PATH_ENTRY_LEN as usize) {
+            if let Some(stored) = checksum {
+                let computed = counter_checksum(raw, raw_paths);
+                if computed != stored {
+                    return Err(ProfileError::ChecksumMismatch {
+                        index,
+                        source_file: module.meta.source.clone(),
+                        stored,
+                        computed,
+                    });
+                }
+            }
+            for e in raw_paths.chunks_exact(PATH_ENTRY_LEN) {
                 let word = |i: usize| {
                     let mut a = [0u8; 8];
                     a.copy_from_slice(&e[i..i + 8]);
@@ -397,8 +434,8 @@ impl Profile {
                 let head = word(0);
                 let (function, kind) = ((head & 0xffff_ffff) as u32, (head >> 32) as u32);
                 let kind = match kind {
-                    0 => PathEntryKind::Count,
-                    1 => PathEntryKind::Lost,
+                    PATH_ENTRY_COUNT => PathEntryKind::Count,
+                    PATH_ENTRY_LOST => PathEntryKind::Lost,
                     _ => return Err(ProfileError::BadPathEntry { index, function }),
                 };
                 if function as usize >= module.meta.functions.len()
@@ -449,8 +486,8 @@ impl Profile {
         Profile::read(&bytes)
     }
 
-    /// Serializes in exactly the layout the runtime writes. Each module is written with its
-    /// `hash` and `meta_blob` as they are.
+    /// Serializes in exactly the layout the runtime writes (the current version, with
+    /// checksums). Each module is written with its `hash` and `meta_blob` as they are.
     pub fn write(&self) -> Vec<u8> {
         let body: usize = self
             .modules
@@ -459,13 +496,14 @@ impl Profile {
                 MODULE_HEADER_LEN
                     + m.meta_blob.len().next_multiple_of(8)
                     + 8 * m.counters.len()
-                    + PATH_ENTRY_LEN as usize * m.paths.len()
+                    + PATH_ENTRY_LEN * m.paths.len()
+                    + CHECKSUM_LEN
             })
             .sum();
         let mut out = Vec::with_capacity(HEADER_LEN + body + TRAILER_LEN);
         out.extend_from_slice(PROFILE_MAGIC);
         out.extend_from_slice(&PROFILE_VERSION.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&PROFILE_FLAGS.to_le_bytes());
         out.extend_from_slice(&(self.modules.len() as u64).to_le_bytes());
         out.extend_from_slice(&self.pid.to_le_bytes());
         for m in &self.modules {
@@ -476,19 +514,22 @@ impl Profile {
             out.extend_from_slice(&(m.paths.len() as u64).to_le_bytes());
             out.extend_from_slice(&m.meta_blob);
             out.resize(out.len().next_multiple_of(8), 0);
+            let counts_at = out.len();
             for c in &m.counters {
                 out.extend_from_slice(&c.to_le_bytes());
             }
             for p in &m.paths {
                 out.extend_from_slice(&p.function.to_le_bytes());
                 let kind: u32 = match p.kind {
-                    PathEntryKind::Count => 0,
-                    PathEntryKind::Lost => 1,
+                    PathEntryKind::Count => PATH_ENTRY_COUNT,
+                    PathEntryKind::Lost => PATH_ENTRY_LOST,
                 };
                 out.extend_from_slice(&kind.to_le_bytes());
                 out.extend_from_slice(&p.path.to_le_bytes());
                 out.extend_from_slice(&p.count.to_le_bytes());
             }
+            let checksum = counter_checksum(&out[counts_at..], &[]);
+            out.extend_from_slice(&checksum.to_le_bytes());
         }
         out.extend_from_slice(TRAILER_MAGIC);
         let total = (out.len() + 8) as u64;
@@ -586,7 +627,7 @@ mod tests {
         };
         let b = p.write();
         assert_eq!(&b[0..8], b"TALLYPRF");
-        assert_eq!(&b[8..12], &2u32.to_le_bytes());
+        assert_eq!(&b[8..12], &3u32.to_le_bytes());
         assert_eq!(&b[12..16], &0u32.to_le_bytes());
         assert_eq!(&b[16..24], &1u64.to_le_bytes());
         assert_eq!(&b[24..32], &9u64.to_le_bytes());
@@ -600,9 +641,12 @@ mod tests {
         assert!(b[72 + blob.len()..c].iter().all(|&x| x == 0));
         assert_eq!(&b[c..c + 8], &5u64.to_le_bytes());
         assert_eq!(&b[c + 8..c + 16], &6u64.to_le_bytes());
-        assert_eq!(&b[c + 16..c + 24], b"TALLYEND");
-        assert_eq!(&b[c + 24..c + 32], &((c + 32) as u64).to_le_bytes());
-        assert_eq!(b.len(), c + 32);
+        let mut sum = Fnv64::new();
+        sum.write(&b[c..c + 16]);
+        assert_eq!(&b[c + 16..c + 24], &sum.finish().to_le_bytes());
+        assert_eq!(&b[c + 24..c + 32], b"TALLYEND");
+        assert_eq!(&b[c + 32..c + 40], &((c + 40) as u64).to_le_bytes());
+        assert_eq!(b.len(), c + 40);
     }
 
     #[test]
@@ -637,7 +681,7 @@ mod tests {
         b[8..12].copy_from_slice(&7u32.to_le_bytes());
         assert_eq!(
             err(&b),
-            "profile container version 7 is not supported (this tally reads version 2)"
+            "profile container version 7 is not supported (this tally reads versions 2 and 3)"
         );
     }
 
@@ -667,8 +711,8 @@ mod tests {
             modules: vec![ProfileModule::new(meta("a.c", 2), vec![5, 6])],
         }
         .write();
-        let cut = b.len() - 16 - 4;
-        let counters_at = b.len() - 16 - 16;
+        let cut = b.len() - 16 - 8 - 4;
+        let counters_at = b.len() - 16 - 8 - 16;
         assert_eq!(
             err(&b[..cut]),
             format!(
@@ -810,6 +854,89 @@ mod tests {
             err(&p.write()),
             "corrupt profile: module record #0 (a.c) has 4 counters but its metadata declares 3"
         );
+    }
+
+    /// The bytes of `p` in container version 2: no checksums.
+    fn write_v2(p: &Profile) -> Vec<u8> {
+        let mut b = p.write();
+        b[8..12].copy_from_slice(&2u32.to_le_bytes());
+        // Each module record ends with its checksum: cut them out, last first.
+        let mut ends = Vec::new();
+        let mut at = HEADER_LEN;
+        for m in &p.modules {
+            at += MODULE_HEADER_LEN
+                + m.meta_blob.len().next_multiple_of(8)
+                + 8 * m.counters.len()
+                + PATH_ENTRY_LEN * m.paths.len();
+            ends.push(at);
+            at += CHECKSUM_LEN;
+        }
+        for &e in ends.iter().rev() {
+            b.drain(e..e + CHECKSUM_LEN);
+        }
+        let n = b.len();
+        b[n - 8..].copy_from_slice(&(n as u64).to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn a_flipped_counter_byte_is_refused() {
+        let p = sample();
+        let b = p.write();
+        // Module #1 (f.c): its one counter follows its header and padded blob.
+        let m0 = MODULE_HEADER_LEN + p.modules[0].meta_blob.len().next_multiple_of(8) + 3 * 8 + 8;
+        let c =
+            HEADER_LEN + m0 + MODULE_HEADER_LEN + p.modules[1].meta_blob.len().next_multiple_of(8);
+        assert_eq!(&b[c..c + 8], &7u64.to_le_bytes());
+        let mut bad = b.clone();
+        bad[c + 7] ^= 0x80;
+        let e = err(&bad);
+        assert!(
+            e.starts_with(
+                "corrupt profile: module record #1 (f.c) counter checksum mismatch (stored "
+            ),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+        // The checksum itself damaged: refused as well.
+        let mut bad = b.clone();
+        bad[c + 8] ^= 1;
+        assert!(matches!(
+            Profile::read(&bad),
+            Err(ProfileError::ChecksumMismatch { index: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn a_flipped_path_entry_is_refused() {
+        let mut m = sample().modules[1].clone();
+        m.paths.push(PathEntry {
+            function: 0,
+            kind: PathEntryKind::Lost,
+            path: 0,
+            count: 5,
+        });
+        let p = Profile {
+            pid: 1,
+            modules: vec![m],
+        };
+        let b = p.write();
+        assert_eq!(Profile::read(&b).unwrap(), p);
+        let mut bad = b.clone();
+        let n = bad.len();
+        bad[n - TRAILER_LEN - CHECKSUM_LEN - 8] ^= 4; // the entry's count
+        assert!(matches!(
+            Profile::read(&bad),
+            Err(ProfileError::ChecksumMismatch { index: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn version_2_without_checksums_is_still_read() {
+        let p = sample();
+        let v2 = write_v2(&p);
+        assert_eq!(v2.len(), p.write().len() - 3 * CHECKSUM_LEN);
+        assert_eq!(Profile::read(&v2).unwrap(), p);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! round-trip.
 
 use proptest::prelude::*;
+use tally_format::abi;
 use tally_format::profile::{Profile, ProfileError, ProfileModule};
 use tally_format::{FunctionMeta, Linkage, Loc, Mode, ModuleMeta, Probe, StoredKind};
 
@@ -158,6 +159,33 @@ proptest! {
                 let s = e.to_string();
                 prop_assert!(!s.is_empty() && !s.contains('\n'));
             }
+        }
+    }
+
+    /// Container version 3: any change to a counter or to a module's checksum is refused,
+    /// naming the module, instead of being reported as a count.
+    #[test]
+    fn every_changed_counter_byte_is_refused(
+        counters in prop::collection::vec(any::<u64>(), 0..8),
+        which in any::<prop::sample::Index>(),
+        xor in 1u8..,
+    ) {
+        let p = valid(&counters, 1);
+        let mut bytes = p.write();
+        // (module index, byte range of its counters and checksum)
+        let mut spans = Vec::new();
+        let mut at = abi::HEADER_LEN;
+        for (i, m) in p.modules.iter().enumerate() {
+            at += abi::MODULE_HEADER_LEN + m.meta_blob.len().next_multiple_of(8);
+            let len = 8 * m.counters.len() + abi::CHECKSUM_LEN;
+            spans.extend((at..at + len).map(|b| (i, b)));
+            at += len;
+        }
+        let (module, byte) = spans[which.index(spans.len())];
+        bytes[byte] ^= xor;
+        match Profile::read(&bytes) {
+            Err(ProfileError::ChecksumMismatch { index, .. }) => prop_assert_eq!(index, module),
+            other => prop_assert!(false, "byte {}: {:?}", byte, other),
         }
     }
 

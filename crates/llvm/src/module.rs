@@ -1,15 +1,91 @@
 //! Module-level pieces of an instrumented module: the counter array, the runtime declarations,
 //! the embedded metadata blob, the `struct tally_module` descriptor and the constructor that
 //! registers it (ABI in ARCHITECTURE.md, "Runtime ABI").
+//!
+//! Every constant and struct layout shared with the runtime comes from
+//! [`tally_format::abi`]: the LLVM struct types of `struct tally_module`,
+//! `struct tally_path_table` and `struct tally_frame` are built from its field lists, and
+//! their initializers are filled field by field, by name.
 
 use crate::emit::Globals;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
 use std::ffi::CString;
+use tally_format::abi::{self, FieldType, StructLayout};
 
 /// Version of `struct tally_module` / `struct tally_frame` the emitted code follows.
-pub const ABI_VERSION: u32 = 6;
+pub use tally_format::abi::ABI_VERSION;
+/// log2 of the slots of a hashed function's home table (`TALLY_PATH_HOME_BITS` in tally.h).
+pub use tally_format::abi::PATH_HOME_BITS;
+use tally_format::abi::{PATH_HASH_MULTIPLIER, PATH_HOME_SLOTS};
+
+/// Byte-wise string equality, usable in constants.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+// What code outside this file assumes of the ABI without naming it (checked here so that a
+// change of abi.rs fails the build until they follow): `lib.rs` passes
+// `u32::from(events_mode)` as the descriptor's flags; `apply.rs` addresses the frame record's
+// fields as elements 0 (`prev`) and 1 (`site`); `paths.rs` builds `struct tally_path_site` as
+// `{ptr table, i64 path}` and tags its address by adding 1.
+const _: () = {
+    assert!(abi::MODULE_FLAG_EVENTS == 1);
+    assert!(abi::TALLY_FRAME.fields.len() == 2);
+    assert!(same(abi::TALLY_FRAME.fields[0].name, "prev"));
+    assert!(same(abi::TALLY_FRAME.fields[1].name, "site"));
+    assert!(abi::TALLY_PATH_SITE.fields.len() == 2);
+    assert!(same(abi::TALLY_PATH_SITE.fields[0].name, "table"));
+    assert!(matches!(abi::TALLY_PATH_SITE.fields[0].ty, FieldType::Ptr));
+    assert!(same(abi::TALLY_PATH_SITE.fields[1].name, "path"));
+    assert!(matches!(abi::TALLY_PATH_SITE.fields[1].ty, FieldType::U64));
+    assert!(abi::SITE_PATH_TAG == 1);
+};
+
+/// The LLVM type of a shared struct: its fields' types, in order, not packed.
+unsafe fn struct_type(ctx: LLVMContextRef, l: &StructLayout) -> LLVMTypeRef {
+    let mut tys: Vec<LLVMTypeRef> = l
+        .fields
+        .iter()
+        .map(|f| match f.ty {
+            FieldType::U32 => c::LLVMInt32TypeInContext(ctx),
+            FieldType::U64 => c::LLVMInt64TypeInContext(ctx),
+            FieldType::Ptr => c::LLVMPointerTypeInContext(ctx, 0),
+        })
+        .collect();
+    c::LLVMStructTypeInContext(ctx, tys.as_mut_ptr(), tys.len() as u32, 0)
+}
+
+/// A constant of struct type `ty` (built by [`struct_type`] from `l`) whose fields are
+/// `value(name)`; fields `value` leaves out (`None`) are zero.
+unsafe fn struct_value(
+    ty: LLVMTypeRef,
+    l: &StructLayout,
+    value: impl Fn(&str) -> Option<LLVMValueRef>,
+) -> LLVMValueRef {
+    let mut vals: Vec<LLVMValueRef> = l
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            value(f.name)
+                .unwrap_or_else(|| c::LLVMConstNull(c::LLVMStructGetTypeAtIndex(ty, i as u32)))
+        })
+        .collect();
+    c::LLVMConstNamedStruct(ty, vals.as_mut_ptr(), vals.len() as u32)
+}
 
 fn cs(s: &str) -> CString {
     CString::new(s).expect("no NUL in internal names")
@@ -50,8 +126,7 @@ pub(crate) fn make_globals(
         let i32t = c::LLVMInt32TypeInContext(ctx);
         let ptrt = c::LLVMPointerTypeInContext(ctx, 0);
         let voidt = c::LLVMVoidTypeInContext(ctx);
-        let mut fields = [ptrt, ptrt];
-        let frame_ty = c::LLVMStructTypeInContext(ctx, fields.as_mut_ptr(), 2, 0);
+        let frame_ty = struct_type(ctx, &abi::TALLY_FRAME);
 
         let arr_ty = c::LLVMArrayType2(i64t, num_counters.max(1));
         let name = cs("__tally_counters");
@@ -116,11 +191,7 @@ pub(crate) fn make_globals(
             }
             (f, ty)
         };
-        // struct tally_path_table { ptr slots; i64 capacity, used, lost, last_path;
-        //                           ptr last_count; i32 function, lock; ptr home;
-        //                           i64 home_claims; }
-        let mut tf = [ptrt, i64t, i64t, i64t, i64t, ptrt, i32t, i32t, ptrt, i64t];
-        let table_ty = c::LLVMStructTypeInContext(ctx, tf.as_mut_ptr(), tf.len() as u32, 0);
+        let table_ty = struct_type(ctx, &abi::TALLY_PATH_TABLE);
         let path_home = if num_path_tables > 0 {
             // Every hashed function's home table: PATH_HOME_SLOTS x {path, count}.
             let ty = c::LLVMArrayType2(i64t, num_path_tables * 2 * PATH_HOME_SLOTS);
@@ -186,11 +257,6 @@ pub(crate) fn make_globals(
     }
 }
 
-/// log2 of the slots of a hashed function's home table (`TALLY_PATH_HOME_BITS` in tally.h).
-pub const PATH_HOME_BITS: u32 = 10;
-/// Slots of a hashed function's home table.
-const PATH_HOME_SLOTS: u64 = 1 << PATH_HOME_BITS;
-
 /// Defines `internal void tally.path.probe(ptr table, ptr home, i64 path)` (always inlined):
 /// the inline look-up of a hashed path count in the function's home table (see `struct
 /// tally_path_table` in tally.h), calling `__tally_path_count` when the path's home slot holds
@@ -223,7 +289,7 @@ unsafe fn path_probe_fn(
     let miss = c::LLVMAppendBasicBlockInContext(ctx, f, cs("miss").as_ptr());
     let b = c::LLVMCreateBuilderInContext(ctx);
     c::LLVMPositionBuilderAtEnd(b, entry);
-    let k = c::LLVMConstInt(i64t, 0x9E37_79B9_7F4A_7C15, 0);
+    let k = c::LLVMConstInt(i64t, PATH_HASH_MULTIPLIER, 0);
     let h = c::LLVMBuildMul(b, p, k, n.as_ptr());
     let shift = c::LLVMConstInt(i64t, u64::from(64 - PATH_HOME_BITS), 0);
     let h = c::LLVMBuildLShr(b, h, shift, n.as_ptr());
@@ -272,27 +338,22 @@ pub(crate) fn emit_registration(
         c::LLVMSetInitializer(gmeta, blob);
         c::LLVMSetGlobalConstant(gmeta, 1);
 
-        // struct tally_module { u32 abi; u32 flags; u64 hash; ptr meta; u64 meta_len;
-        //                       ptr counters; u64 num_counters; ptr path_tables;
-        //                       u64 num_path_tables; ptr next; }
-        let mut ftys = [
-            g.i32t, g.i32t, g.i64t, g.ptrt, g.i64t, g.ptrt, g.i64t, g.ptrt, g.i64t, g.ptrt,
-        ];
-        let desc_ty = c::LLVMStructTypeInContext(ctx, ftys.as_mut_ptr(), ftys.len() as u32, 0);
-        let mut vals = [
-            c::LLVMConstInt(g.i32t, ABI_VERSION as u64, 0),
-            c::LLVMConstInt(g.i32t, u64::from(flags), 0),
-            c::LLVMConstInt(g.i64t, hash, 0),
-            gmeta,
-            c::LLVMConstInt(g.i64t, meta.len() as u64, 0),
-            g.counters,
-            c::LLVMConstInt(g.i64t, num_counters, 0),
-            g.path_tables,
-            c::LLVMConstInt(g.i64t, num_path_tables, 0),
-            c::LLVMConstNull(g.ptrt),
-        ];
-        assert_eq!(vals.len(), ftys.len(), "descriptor fields and values agree");
-        let init = c::LLVMConstNamedStruct(desc_ty, vals.as_mut_ptr(), vals.len() as u32);
+        let desc_ty = struct_type(ctx, &abi::TALLY_MODULE);
+        let init = struct_value(desc_ty, &abi::TALLY_MODULE, |field| {
+            Some(match field {
+                "abi_version" => c::LLVMConstInt(g.i32t, u64::from(ABI_VERSION), 0),
+                "flags" => c::LLVMConstInt(g.i32t, u64::from(flags), 0),
+                "hash" => c::LLVMConstInt(g.i64t, hash, 0),
+                "meta" => gmeta,
+                "meta_len" => c::LLVMConstInt(g.i64t, meta.len() as u64, 0),
+                "counters" => g.counters,
+                "num_counters" => c::LLVMConstInt(g.i64t, num_counters, 0),
+                "path_tables" => g.path_tables,
+                "num_path_tables" => c::LLVMConstInt(g.i64t, num_path_tables, 0),
+                "next" => return None, // the runtime's
+                other => unreachable!("struct tally_module field {other} has no value"),
+            })
+        });
         let name = cs("__tally_module");
         let desc = c::LLVMAddGlobal(m, desc_ty, name.as_ptr());
         c::LLVMSetLinkage(desc, LLVMLinkage::LLVMInternalLinkage);
@@ -422,20 +483,14 @@ pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> (LLVMValueRe
             )];
             c::LLVMConstInBoundsGEP2(g.i64t, g.path_home, idx.as_mut_ptr(), 1)
         };
-        let mut fields = [
-            g.empty_slot,
-            c::LLVMConstInt(g.i64t, 0, 0),
-            c::LLVMConstInt(g.i64t, 0, 0),
-            c::LLVMConstInt(g.i64t, 0, 0),
-            c::LLVMConstInt(g.i64t, 0, 0),
-            c::LLVMConstNull(g.ptrt),
-            c::LLVMConstInt(g.i32t, u64::from(function), 0),
-            c::LLVMConstInt(g.i32t, 0, 0),
-            home,
-            c::LLVMConstInt(g.i64t, 0, 0),
-        ];
+        // Everything else starts at zero (capacity 0: no overflow table yet).
         elems[index as usize] =
-            c::LLVMConstNamedStruct(g.table_ty, fields.as_mut_ptr(), fields.len() as u32);
+            struct_value(g.table_ty, &abi::TALLY_PATH_TABLE, |field| match field {
+                "slots" => Some(g.empty_slot),
+                "function" => Some(c::LLVMConstInt(g.i32t, u64::from(function), 0)),
+                "home" => Some(home),
+                _ => None,
+            });
         let init = c::LLVMConstArray2(g.table_ty, elems.as_mut_ptr(), n);
         c::LLVMSetInitializer(g.path_tables, init);
         let mut idx = [

@@ -194,6 +194,12 @@ pub struct Report {
     pub skipped: Vec<Skipped>,
     /// Total counters in the profile.
     pub counters: usize,
+    /// The sum of every counter's value, as stored (what the inline increments and the
+    /// runtime's exit-time charges added up to; in events mode counter 0 holds the exiting
+    /// thread's total).
+    pub counter_sum: u128,
+    /// The sum of the counts of every hashed path entry (path mode), lost increments included.
+    pub path_entry_sum: u128,
     /// Events mode: what an event is, and the exiting thread's exact total.
     pub events: Option<(String, u64)>,
 }
@@ -442,6 +448,8 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
     let mut skipped = Vec::new();
     let mut modes = Vec::new();
     let mut counters_total = 0;
+    let mut counter_sum = 0u128;
+    let mut path_entry_sum = 0u128;
     let mut events_total: Option<(String, u64)> = None;
     for m in &profile.modules {
         let meta = &m.meta;
@@ -454,6 +462,8 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
             modes.push(meta.mode);
         }
         counters_total += m.counters.len();
+        counter_sum += m.counters.iter().map(|&c| u128::from(c)).sum::<u128>();
+        path_entry_sum += m.paths.iter().map(|p| u128::from(p.count)).sum::<u128>();
         for s in &meta.skipped {
             skipped.push(Skipped {
                 name: s.name.clone(),
@@ -590,6 +600,8 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
         functions,
         skipped,
         counters: counters_total,
+        counter_sum,
+        path_entry_sum,
         events: events_total,
     })
 }

@@ -301,6 +301,8 @@ struct JsonReport<'a> {
     modes: Vec<&'static str>,
     modules: &'a [String],
     counters: usize,
+    counter_sum: u128,
+    path_entry_sum: u128,
     functions: Vec<JsonFunction<'a>>,
     skipped: Vec<JsonSkipped<'a>>,
 }
@@ -374,6 +376,8 @@ pub fn json(r: &Report, profile: &str) -> String {
         modes: r.modes.iter().map(|m| m.name()).collect(),
         modules: &r.modules,
         counters: r.counters,
+        counter_sum: r.counter_sum,
+        path_entry_sum: r.path_entry_sum,
         functions: r
             .functions
             .iter()

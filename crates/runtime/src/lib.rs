@@ -13,9 +13,8 @@ pub const ARCHIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtally_rt
 /// The contents of `tally.h`, the C declarations of the runtime ABI.
 pub const HEADER: &str = include_str!("../include/tally.h");
 
-/// Version of the runtime ABI (`TALLY_ABI_VERSION` in `tally.h`; `abi_version` of every
-/// `struct tally_module`).
-pub const ABI_VERSION: u32 = 6;
+// `pub const ABI_VERSION: u32`, written by build.rs from `tally_format::abi::ABI_VERSION`.
+include!(concat!(env!("OUT_DIR"), "/abi.rs"));
 
 /// The file name the archive conventionally has on disk.
 pub const ARCHIVE_NAME: &str = "libtally_rt.a";

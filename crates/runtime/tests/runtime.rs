@@ -831,7 +831,7 @@ struct tally_module m_mod = {{ TALLY_ABI_VERSION, 0, 0x{hash:016x}ULL, m_meta, s
 __attribute__((constructor(101))) static void m_register(void) {{ __tally_register(&m_mod); }}
 
 static void probe(struct tally_path_table *t, uint64_t p) {{
-    uint64_t *slot = &t->home[2 * ((p * 0x9E3779B97F4A7C15ull) >> (64 - TALLY_PATH_HOME_BITS))];
+    uint64_t *slot = &t->home[2 * ((p * TALLY_PATH_HASH_MUL) >> (64 - TALLY_PATH_HOME_BITS))];
     if (slot[0] == p)
         slot[1]++;
     else

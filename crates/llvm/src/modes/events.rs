@@ -647,7 +647,7 @@ fn is_plain_br(v: Val) -> bool {
 
 /// `TALLY_EV_SLACK` of `tally.h`: the runtime arms its countdown that many events before
 /// `TALLY_STOP_AT`, so that a check can compare the new countdown with 0.
-pub const EV_SLACK: i64 = 1 << 24;
+pub use tally_format::abi::EV_SLACK;
 
 /// The constant a checked point compares the new countdown with: 0 (read off the flags of the
 /// subtraction on x86) unless the point's query increment `q` exceeds [`EV_SLACK`]. A point

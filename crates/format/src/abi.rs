@@ -1,0 +1,486 @@
+//! The one written-down contract between the instrumenter (`tally-llvm`), the C runtime
+//! (`tally-runtime`: `runtime.c`, `include/tally.h`) and the reader (`tally-format::profile`).
+//!
+//! Everything two of them must agree on lives here, once: the ABI version, the bits of
+//! `struct tally_module.flags`, the path-mode home table (hash multiplier, slots), the events
+//! countdown slack, the kinds of path entries, the profile container's magics, version,
+//! fixed-size parts and counter checksum, and the layouts of the structs instrumented code
+//! shares with the runtime (`tally_module`, `tally_path_table`, `tally_path_site`,
+//! `tally_frame`), as `#[repr(C)]` mirror structs plus field tables ([`StructLayout`]).
+//!
+//! How the copies are held to it (ARCHITECTURE.md, "Runtime ABI"):
+//! - the C side: `crates/runtime/build.rs` generates `tally_abi_check.h` from [`DEFINES`] and
+//!   [`LAYOUTS`] — a `_Static_assert` per `#define` of `tally.h` and per `sizeof` / `offsetof`
+//!   of every struct field — and `runtime.c` includes it, so a `tally.h` that drifts from this
+//!   file fails `cargo build`;
+//! - the LLVM side: `tally-llvm`'s `module.rs` builds the LLVM struct types of the globals it
+//!   emits from [`LAYOUTS`]' field lists and takes every constant from here;
+//!   `crates/llvm/tests/abi.rs` compares the offsets LLVM's data layout gives the emitted
+//!   globals with the offsets here;
+//! - the reader: `profile.rs` reads and writes the container with the constants here;
+//! - this file itself: the field tables are computed from the mirror structs with
+//!   `offset_of!`, and a compile-time check verifies that each table is what the C rules give
+//!   for its field types, so a table cannot disagree with its mirror.
+
+use std::mem::{align_of, offset_of, size_of};
+
+/// Version of the runtime ABI: `TALLY_ABI_VERSION`, the `abi_version` of every
+/// `struct tally_module`. The runtime ignores descriptors of any other version.
+pub const ABI_VERSION: u32 = 6;
+
+/// `struct tally_module.flags`: the module counts events (events mode); at exit the runtime
+/// stores the exiting thread's exact event total in the module's counter 0
+/// (`TALLY_MODULE_EVENTS`).
+pub const MODULE_FLAG_EVENTS: u32 = 1;
+
+/// `struct tally_frame.site` meaning "no early-exit counter" (`TALLY_NO_SITE`, a null pointer).
+pub const NO_SITE: u64 = 0;
+/// A frame record's `site` with this bit set points at a `struct tally_path_site`, not at a
+/// counter (path mode, hashed paths; `TALLY_SITE_PATH_TAG`).
+pub const SITE_PATH_TAG: u64 = 1;
+
+/// The multiplier of the path hashes (Fibonacci hashing, 2^64 / golden ratio): a path's home
+/// slot is `(path * PATH_HASH_MULTIPLIER) >> (64 - PATH_HOME_BITS)` (`TALLY_PATH_HASH_MUL`).
+pub const PATH_HASH_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+/// log2 of the slots of a hashed function's home table (`TALLY_PATH_HOME_BITS`).
+pub const PATH_HOME_BITS: u32 = 10;
+/// Slots of a hashed function's home table, each `{path, count}` (`TALLY_PATH_HOME_SLOTS`).
+pub const PATH_HOME_SLOTS: u64 = 1 << PATH_HOME_BITS;
+
+/// Events mode: the runtime arms its countdown this many events before `TALLY_STOP_AT`, so
+/// that checked points only need `left <= 0` (`TALLY_EV_SLACK`).
+pub const EV_SLACK: i64 = 1 << 24;
+/// Events mode: the countdown's limit while no stop is pending (`TALLY_EV_NO_LIMIT`).
+pub const EV_NO_LIMIT: i64 = 1 << 62;
+
+/// Path entry kind: "path `path` of function `function` ran `count` times"
+/// (`TALLY_PATH_ENTRY_COUNT`).
+pub const PATH_ENTRY_COUNT: u32 = 0;
+/// Path entry kind: "`count` increments of function `function` were lost for lack of memory"
+/// (`TALLY_PATH_ENTRY_LOST`).
+pub const PATH_ENTRY_LOST: u32 = 1;
+
+/// Magic bytes at the start of a profile (`TALLY_PROFILE_MAGIC`, as a little-endian u64).
+pub const PROFILE_MAGIC: &[u8; 8] = b"TALLYPRF";
+/// Magic bytes at the start of each module record (`TALLY_MODULE_MAGIC`).
+pub const MODULE_MAGIC: &[u8; 8] = b"TALLYMOD";
+/// Magic bytes at the start of the trailer (`TALLY_TRAILER_MAGIC`).
+pub const TRAILER_MAGIC: &[u8; 8] = b"TALLYEND";
+/// The container version the runtime and `tally merge` write (`TALLY_PROFILE_VERSION`):
+/// 3 added the per-module counter checksum.
+pub const PROFILE_VERSION: u32 = 3;
+/// The previous container version, without checksums; still read.
+pub const PROFILE_VERSION_NO_CHECKSUM: u32 = 2;
+/// The header flags the runtime writes (none are defined).
+pub const PROFILE_FLAGS: u32 = 0;
+
+/// Bytes in the profile header: magic, version, flags, module count, pid.
+pub const HEADER_LEN: usize = 32;
+/// Bytes in a module record before the metadata: magic, hash, metadata length, counter
+/// count, path entry count.
+pub const MODULE_HEADER_LEN: usize = 40;
+/// Bytes in a path entry: `u32 function, u32 kind, u64 path, u64 count`.
+pub const PATH_ENTRY_LEN: usize = 24;
+/// Bytes of the counter checksum that ends each module record (version 3).
+pub const CHECKSUM_LEN: usize = 8;
+/// Bytes in the trailer: magic, total length.
+pub const TRAILER_LEN: usize = 16;
+
+/// FNV-1a 64 offset basis (`TALLY_FNV_OFFSET`): the module hash of the metadata blob and the
+/// counter checksum are FNV-1a 64 ([`tally_graph::hash::Fnv64`]).
+pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+/// FNV-1a 64 prime (`TALLY_FNV_PRIME`).
+pub const FNV_PRIME: u64 = 0x0100_0000_01b3;
+
+/// A magic as the runtime writes it: one little-endian u64.
+pub const fn magic_word(magic: &[u8; 8]) -> u64 {
+    u64::from_le_bytes(*magic)
+}
+
+/// `struct tally_module`: one per instrumented module, emitted by the instrumenter.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TallyModule {
+    /// [`ABI_VERSION`].
+    pub abi_version: u32,
+    /// [`MODULE_FLAG_EVENTS`] or 0.
+    pub flags: u32,
+    /// FNV-1a 64 of the metadata blob.
+    pub hash: u64,
+    /// The metadata blob.
+    pub meta: *const u8,
+    /// Its length.
+    pub meta_len: u64,
+    /// The module's counter array.
+    pub counters: *mut u64,
+    /// Its length.
+    pub num_counters: u64,
+    /// Hashed path counters (path mode), or null.
+    pub path_tables: *mut TallyPathTable,
+    /// Their number.
+    pub num_path_tables: u64,
+    /// Owned by the runtime (its list of registered modules).
+    pub next: *mut TallyModule,
+}
+
+/// `struct tally_path_table`: the path counters of one function whose paths are hashed.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TallyPathTable {
+    /// Overflow table: `2 * capacity` words `{path + 1, count}`.
+    pub slots: *mut u64,
+    /// A power of two; 0 before the first overflow.
+    pub capacity: u64,
+    /// Occupied overflow slots.
+    pub used: u64,
+    /// Increments dropped because memory ran out.
+    pub lost: u64,
+    /// The last path counted in the overflow table ...
+    pub last_path: u64,
+    /// ... and its count.
+    pub last_count: *mut u64,
+    /// Index of the function in the module's metadata.
+    pub function: u32,
+    /// Spin lock.
+    pub lock: u32,
+    /// The home table: `2 * PATH_HOME_SLOTS` words `{path, count}`, in the module.
+    pub home: *mut u64,
+    /// Home slots the runtime gave a path.
+    pub home_claims: u64,
+}
+
+/// `struct tally_path_site`: what a frame's tagged `site` points at (hashed paths).
+#[repr(C)]
+#[derive(Debug)]
+pub struct TallyPathSite {
+    /// The function's path table.
+    pub table: *mut TallyPathTable,
+    /// The path the frame is on if it ends in the current block.
+    pub path: u64,
+}
+
+/// `struct tally_frame`: a frame record, linked through `__tally_top`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TallyFrame {
+    /// The next outer record.
+    pub prev: *mut TallyFrame,
+    /// The early-exit counter of the block executing a call, [`NO_SITE`], or a
+    /// `TallyPathSite` address tagged with [`SITE_PATH_TAG`].
+    pub site: *mut u64,
+}
+
+/// The C type of a struct field (x86-64 System V sizes).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FieldType {
+    /// `uint32_t` (LLVM `i32`).
+    U32,
+    /// `uint64_t` (LLVM `i64`).
+    U64,
+    /// Any data pointer (LLVM `ptr`).
+    Ptr,
+}
+
+impl FieldType {
+    /// Size (and alignment) in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            FieldType::U32 => 4,
+            FieldType::U64 => 8,
+            FieldType::Ptr => size_of::<*const u8>(),
+        }
+    }
+}
+
+/// One field of a shared struct.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Field {
+    /// The field's name, the same in C and in the Rust mirror.
+    pub name: &'static str,
+    /// Its C type.
+    pub ty: FieldType,
+    /// Its byte offset.
+    pub offset: usize,
+}
+
+/// The layout of a struct shared by instrumented code and the runtime.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct StructLayout {
+    /// The C struct tag (`struct <name>` in tally.h).
+    pub name: &'static str,
+    /// `sizeof`.
+    pub size: usize,
+    /// `_Alignof`.
+    pub align: usize,
+    /// Every field, in declaration order (the LLVM struct type's element order).
+    pub fields: &'static [Field],
+}
+
+impl StructLayout {
+    /// The position of field `name` (its LLVM element index), if the struct has it.
+    pub fn index(&self, name: &str) -> Option<u32> {
+        self.fields
+            .iter()
+            .position(|f| f.name == name)
+            .map(|i| i as u32)
+    }
+}
+
+macro_rules! field {
+    ($s:ty, $f:ident, $t:ident) => {
+        Field {
+            name: stringify!($f),
+            ty: FieldType::$t,
+            offset: offset_of!($s, $f),
+        }
+    };
+}
+
+macro_rules! layout {
+    ($s:ty, $name:literal, [$(($f:ident, $t:ident)),* $(,)?]) => {
+        StructLayout {
+            name: $name,
+            size: size_of::<$s>(),
+            align: align_of::<$s>(),
+            fields: &[$(field!($s, $f, $t)),*],
+        }
+    };
+}
+
+/// `struct tally_module`.
+pub const TALLY_MODULE: StructLayout = layout!(
+    TallyModule,
+    "tally_module",
+    [
+        (abi_version, U32),
+        (flags, U32),
+        (hash, U64),
+        (meta, Ptr),
+        (meta_len, U64),
+        (counters, Ptr),
+        (num_counters, U64),
+        (path_tables, Ptr),
+        (num_path_tables, U64),
+        (next, Ptr),
+    ]
+);
+
+/// `struct tally_path_table`.
+pub const TALLY_PATH_TABLE: StructLayout = layout!(
+    TallyPathTable,
+    "tally_path_table",
+    [
+        (slots, Ptr),
+        (capacity, U64),
+        (used, U64),
+        (lost, U64),
+        (last_path, U64),
+        (last_count, Ptr),
+        (function, U32),
+        (lock, U32),
+        (home, Ptr),
+        (home_claims, U64),
+    ]
+);
+
+/// `struct tally_path_site`.
+pub const TALLY_PATH_SITE: StructLayout = layout!(
+    TallyPathSite,
+    "tally_path_site",
+    [(table, Ptr), (path, U64)]
+);
+
+/// `struct tally_frame`.
+pub const TALLY_FRAME: StructLayout =
+    layout!(TallyFrame, "tally_frame", [(prev, Ptr), (site, Ptr)]);
+
+/// Every shared struct.
+pub const LAYOUTS: &[StructLayout] =
+    &[TALLY_MODULE, TALLY_PATH_TABLE, TALLY_PATH_SITE, TALLY_FRAME];
+
+/// Whether `l`'s field table is exactly what C's layout rules give for its field types: every
+/// field at the next offset aligned to its size, the size rounded up to the largest alignment.
+/// With the offsets taken from the `#[repr(C)]` mirror by `offset_of!`, this ties each table's
+/// types to its mirror (checked at compile time below).
+pub const fn is_c_layout(l: &StructLayout) -> bool {
+    let mut at: usize = 0;
+    let mut align: usize = 1;
+    let mut i = 0;
+    while i < l.fields.len() {
+        let s = l.fields[i].ty.size();
+        at = at.next_multiple_of(s);
+        if l.fields[i].offset != at {
+            return false;
+        }
+        at += s;
+        if s > align {
+            align = s;
+        }
+        i += 1;
+    }
+    l.align == align && l.size == at.next_multiple_of(align)
+}
+
+const _: () = {
+    let mut i = 0;
+    while i < LAYOUTS.len() {
+        assert!(
+            is_c_layout(&LAYOUTS[i]),
+            "a field table disagrees with its mirror struct"
+        );
+        i += 1;
+    }
+    assert!(PATH_HOME_SLOTS == 1 << PATH_HOME_BITS);
+    assert!(EV_SLACK > 0 && EV_SLACK < EV_NO_LIMIT);
+};
+
+/// A `#define` of `tally.h` and the value this file gives it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Define {
+    /// The macro's name.
+    pub name: &'static str,
+    /// Its value, as the C expression `(long long)` or `(unsigned long long)` of it.
+    pub value: DefineValue,
+}
+
+/// The value of a [`Define`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DefineValue {
+    /// Compared as `unsigned long long`.
+    Unsigned(u64),
+    /// Compared as `long long`.
+    Signed(i64),
+}
+
+const fn u(name: &'static str, v: u64) -> Define {
+    Define {
+        name,
+        value: DefineValue::Unsigned(v),
+    }
+}
+
+const fn s(name: &'static str, v: i64) -> Define {
+    Define {
+        name,
+        value: DefineValue::Signed(v),
+    }
+}
+
+/// Every integer `#define` of `tally.h` that is part of the contract, with its value.
+pub const DEFINES: &[Define] = &[
+    u("TALLY_ABI_VERSION", ABI_VERSION as u64),
+    u("TALLY_MODULE_EVENTS", MODULE_FLAG_EVENTS as u64),
+    u("TALLY_SITE_PATH_TAG", SITE_PATH_TAG),
+    u("TALLY_PATH_HASH_MUL", PATH_HASH_MULTIPLIER),
+    u("TALLY_PATH_HOME_BITS", PATH_HOME_BITS as u64),
+    u("TALLY_PATH_HOME_SLOTS", PATH_HOME_SLOTS),
+    s("TALLY_EV_SLACK", EV_SLACK),
+    s("TALLY_EV_NO_LIMIT", EV_NO_LIMIT),
+    u("TALLY_PATH_ENTRY_COUNT", PATH_ENTRY_COUNT as u64),
+    u("TALLY_PATH_ENTRY_LOST", PATH_ENTRY_LOST as u64),
+    u("TALLY_PROFILE_MAGIC", magic_word(PROFILE_MAGIC)),
+    u("TALLY_MODULE_MAGIC", magic_word(MODULE_MAGIC)),
+    u("TALLY_TRAILER_MAGIC", magic_word(TRAILER_MAGIC)),
+    u("TALLY_PROFILE_VERSION", PROFILE_VERSION as u64),
+    u("TALLY_PROFILE_FLAGS", PROFILE_FLAGS as u64),
+    u("TALLY_FNV_OFFSET", FNV_OFFSET),
+    u("TALLY_FNV_PRIME", FNV_PRIME),
+];
+
+/// The C header of compile-time checks `crates/runtime/build.rs` writes: a `_Static_assert`
+/// per [`DEFINES`] entry and per `sizeof`, `_Alignof`, field `offsetof` and field `sizeof` of
+/// [`LAYOUTS`], each message naming this file. Include it after `tally.h`.
+pub fn c_check_header() -> String {
+    let mut h = String::from(
+        "/* Generated by crates/runtime/build.rs from tally_format::abi (crates/format/src/abi.rs),\n \
+         * the single source of the runtime ABI: tally.h must agree with it. Do not edit. */\n\
+         #ifndef TALLY_ABI_CHECK_H\n#define TALLY_ABI_CHECK_H\n#include <stddef.h>\n",
+    );
+    for d in DEFINES {
+        let (ty, v) = match d.value {
+            DefineValue::Unsigned(v) => ("unsigned long long", format!("{v:#x}ULL")),
+            DefineValue::Signed(v) => ("long long", format!("{v}LL")),
+        };
+        h.push_str(&format!(
+            "_Static_assert(({ty})({n}) == {v}, \"tally.h: {n} differs from tally_format::abi ({v})\");\n",
+            n = d.name,
+        ));
+    }
+    for l in LAYOUTS {
+        let st = format!("struct {}", l.name);
+        h.push_str(&format!(
+            "_Static_assert(sizeof({st}) == {size}, \"tally.h: sizeof({st}) differs from tally_format::abi ({size})\");\n\
+             _Static_assert(_Alignof({st}) == {align}, \"tally.h: _Alignof({st}) differs from tally_format::abi ({align})\");\n",
+            size = l.size,
+            align = l.align,
+        ));
+        for f in l.fields {
+            h.push_str(&format!(
+                "_Static_assert(offsetof({st}, {n}) == {o}, \"tally.h: offsetof({st}, {n}) differs from tally_format::abi ({o})\");\n\
+                 _Static_assert(sizeof(((({st} *)0)->{n})) == {s}, \"tally.h: sizeof {st}.{n} differs from tally_format::abi ({s})\");\n",
+                n = f.name,
+                o = f.offset,
+                s = f.ty.size(),
+            ));
+        }
+    }
+    h.push_str("#endif /* TALLY_ABI_CHECK_H */\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tally_graph::hash::Fnv64;
+
+    #[test]
+    fn layouts_match_the_mirrors() {
+        assert_eq!(TALLY_MODULE.size, 72);
+        assert_eq!(TALLY_PATH_TABLE.size, 72);
+        assert_eq!(TALLY_PATH_SITE.size, 16);
+        assert_eq!(TALLY_FRAME.size, 16);
+        for l in LAYOUTS {
+            assert!(is_c_layout(l), "{}", l.name);
+        }
+        assert_eq!(TALLY_FRAME.index("site"), Some(1));
+        assert_eq!(TALLY_FRAME.index("nope"), None);
+    }
+
+    #[test]
+    fn fnv_constants_are_the_hash_of_tally_graph() {
+        let bytes = b"tally counters";
+        let mut h = FNV_OFFSET;
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+        }
+        let mut f = Fnv64::new();
+        f.write(bytes);
+        assert_eq!(h, f.finish());
+        assert_eq!(Fnv64::new().finish(), FNV_OFFSET);
+    }
+
+    #[test]
+    fn magic_words_are_little_endian() {
+        assert_eq!(magic_word(PROFILE_MAGIC).to_le_bytes(), *PROFILE_MAGIC);
+        assert_eq!(magic_word(MODULE_MAGIC) & 0xff, u64::from(b'T'));
+    }
+
+    #[test]
+    fn check_header_names_every_define_and_field() {
+        let h = c_check_header();
+        for d in DEFINES {
+            assert!(h.contains(d.name), "{}", d.name);
+        }
+        for l in LAYOUTS {
+            for f in l.fields {
+                assert!(
+                    h.contains(&format!("offsetof(struct {}, {})", l.name, f.name)),
+                    "{}.{}",
+                    l.name,
+                    f.name
+                );
+            }
+        }
+        assert!(h.contains("(unsigned long long)(TALLY_PATH_HASH_MUL) == 0x9e3779b97f4a7c15ULL"));
+    }
+}
