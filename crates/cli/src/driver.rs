@@ -14,7 +14,6 @@ use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tally_format::Mode;
 
 /// Settings of one driver run: tally's own options (`--tally-*`, parsed by clap) and the clang
 /// to run. `source` and `weights` of `opts` are not options: the driver fills them in.
@@ -343,7 +342,9 @@ fn compile_one(
             st.promoted_loops,
             t0.elapsed().as_secs_f64() * 1000.0
         );
-        if s.opts.mode == Mode::Path {
+        // Modes that profile paths say how each function's paths are kept.
+        if !done.path_fallbacks.is_empty() || done.meta.functions.iter().any(|f| f.paths.is_some())
+        {
             eprintln!(
                 "tally: {}: {} functions count paths in a hash table, {} use edge counters instead",
                 Path::new(src).display(),
@@ -646,7 +647,7 @@ mod tests {
         ])
         .unwrap();
         let o = &s.opts;
-        assert_eq!(o.mode, Mode::Vertex);
+        assert_eq!(o.mode, tally_format::Mode::Vertex);
         assert!(o.atomic && !o.shadow && s.verbose);
         assert_eq!(o.weighting, tally_llvm::Weighting::Estimate);
         assert_eq!(o.events, tally_llvm::EventKind::Mem);

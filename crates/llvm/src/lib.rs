@@ -383,7 +383,11 @@ fn finish(
 ) -> Result<Vec<u8>, Error> {
     let blob = meta.encode();
     let hash = tally_graph::hash::fnv64(&blob);
-    let flags = u32::from(meta.mode.counts_events());
+    let flags = if meta.mode.counts_events() {
+        tally_format::abi::MODULE_FLAG_EVENTS
+    } else {
+        0
+    };
     module::emit_registration(
         globals,
         &blob,
