@@ -42,7 +42,7 @@ use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMOpcode;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::CString;
 use tally_graph::{Cfg, Dfs, EdgeKind, Loops, NodeId};
 
@@ -143,13 +143,17 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
         if !single_entry || enter_from.is_empty() {
             continue;
         }
-        // The counters the loop touches, by pointer.
-        let mut slots: BTreeMap<usize, (LLVMValueRef, LLVMValueRef)> = BTreeMap::new();
+        // The counters the loop touches, in the order of their first access (not by address:
+        // the same input must give the same code).
+        let mut slots: Vec<(LLVMValueRef, LLVMValueRef)> = Vec::new();
+        let mut slot_of: HashMap<LLVMValueRef, usize> = HashMap::new();
         let mut uses = Vec::new();
         for m in members {
             for &(inst, op, ptr) in accesses[m.index()].as_ref().expect("checked above") {
-                let key = ptr as usize;
-                slots.entry(key).or_insert((ptr, std::ptr::null_mut()));
+                let key = *slot_of.entry(ptr).or_insert_with(|| {
+                    slots.push((ptr, std::ptr::null_mut()));
+                    slots.len() - 1
+                });
                 uses.push((inst, op, key));
             }
         }
@@ -160,7 +164,7 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
             taken[m.index()] = true;
         }
         let empty = CString::default();
-        for (ptr, slot) in slots.values_mut() {
+        for (ptr, slot) in slots.iter_mut() {
             em.at(entry_first);
             let name = CString::new("tally.promoted").expect("no NUL");
             *slot = unsafe { c::LLVMBuildAlloca(b, g.i64t, name.as_ptr()) };
@@ -173,7 +177,7 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
             }
         }
         for (inst, op, key) in uses {
-            unsafe { c::LLVMSetOperand(inst.0, op, slots[&key].1) };
+            unsafe { c::LLVMSetOperand(inst.0, op, slots[key].1) };
         }
         // Stores on the exits.
         let mut stored_at: Vec<NodeId> = Vec::new();
@@ -201,7 +205,7 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
                     let nb: Bb = split_edge(&em, t, k);
                     nb.terminator().expect("split block has its branch")
                 };
-                for (ptr, slot) in slots.values() {
+                for (ptr, slot) in slots.iter() {
                     em.at(at);
                     unsafe {
                         let v = c::LLVMBuildLoad2(b, g.i64t, *slot, empty.as_ptr());
