@@ -168,9 +168,9 @@ fn inconsistent_counts_name_the_function() {
     let idx = f
         .counters
         .iter()
-        .position(|p| *p == tally_format::Probe::Edge(0))
+        .position(|p| *p == tally_format::Probe::Edge(tally_format::EdgeIdx(0)))
         .unwrap()
-        + f.counter_base as usize;
+        + f.counter_base.index();
     m.counters[idx] = 0;
     let path = dir.join("bad.tally");
     std::fs::write(&path, bad.write()).unwrap();

@@ -377,7 +377,7 @@ pub(crate) fn apply(
         slot
     });
     let edge_of = |i: usize| match plan.counters[i].0 {
-        tally_format::Probe::Edge(e) => e,
+        tally_format::Probe::Edge(e) => e.0,
         other => unreachable!("trace mode counts edges, not {other:?}"),
     };
     let count = |i: usize, idx: u64| match act {
@@ -409,7 +409,7 @@ pub(crate) fn apply(
             let idx = plan
                 .counters
                 .iter()
-                .position(|(p, _)| *p == tally_format::Probe::Edge(ee.index() as u32))
+                .position(|(p, _)| *p == tally_format::Probe::Edge(ee.into()))
                 .expect("early-exit edges are chords");
             em.counter_ptr(base + idx as u64)
         };

@@ -221,7 +221,10 @@ impl Files {
                 i
             }
         });
-        Loc { file, line: p.line }
+        Loc {
+            file: file.map(tally_format::FileIdx),
+            line: p.line,
+        }
     }
 }
 
@@ -350,15 +353,15 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                 events::apply_events(&globals, *fv, l, ep, base as u64);
                 events_meta = Some(tally_format::EventMeta {
                     per_block: ep.events.values()[..l.cfg.num_blocks()].to_vec(),
-                    inclusive: 0,
+                    inclusive: tally_format::CounterIdx(0),
                     calls: ep
                         .call_sites()
                         .into_iter()
                         .enumerate()
                         .map(|(i, (n, callee))| tally_format::CallSiteMeta {
-                            block: n.index() as u32,
+                            block: n.into(),
                             callee,
-                            counter: 1 + i as u32,
+                            counter: tally_format::CounterIdx(1 + i as u32),
                         })
                         .collect(),
                 });
@@ -400,8 +403,8 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                             .map(|(probe, _)| *probe)
                             .collect::<Vec<_>>()
                     },
-                    p.zero_edges.iter().map(|e| e.index() as u32).collect(),
-                    p.unknown_edges.iter().map(|e| e.index() as u32).collect(),
+                    p.zero_edges.iter().map(|&e| e.into()).collect(),
+                    p.unknown_edges.iter().map(|&e| e.into()).collect(),
                     None,
                     p.shadow,
                 )
@@ -421,9 +424,10 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
                 };
                 paths::apply_paths(&globals, *fv, l, pp, counts);
                 let pm = PathMeta {
-                    cuts: pp.cuts.iter().map(|e| e.index() as u32).collect(),
+                    cuts: pp.cuts.iter().map(|&e| e.into()).collect(),
                     num_paths: pp.num_paths,
                     storage,
+                    numbering: pp.numbering,
                 };
                 (counters, Vec::new(), Vec::new(), Some(pm), pp.shadow)
             }
@@ -459,7 +463,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             edges: FunctionMeta::edges_of(&l.cfg),
             blocks,
             cfg_hash: l.cfg.shape_hash(),
-            counter_base: base as u32,
+            counter_base: tally_format::CounterIdx(base as u32),
             counters,
             zero_edges,
             unknown_edges,

@@ -47,6 +47,8 @@ pub(crate) struct PathPlan {
     pub cuts: Vec<EdgeId>,
     /// Number of potential paths.
     pub num_paths: u128,
+    /// Fingerprint of the numbering (`NumberedDag::fingerprint`), stored in the metadata.
+    pub numbering: u64,
     /// Counts go to a hash table rather than the counter array.
     pub hashed: bool,
     /// What to do on each control-flow edge.
@@ -100,6 +102,7 @@ pub(crate) fn plan_paths(
     Ok(PathPlan {
         cuts: numbered.dag().cuts().collect(),
         num_paths: total,
+        numbering: numbered.fingerprint(),
         hashed: total > ARRAY_PATHS,
         actions: placement.actions,
         shadow,
