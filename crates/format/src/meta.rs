@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use tally_graph::{Cfg, CfgError, Edge, EdgeId, EdgeKind, NodeId};
+use tally_graph::{Cfg, Edge, EdgeId, EdgeKind, NodeId};
 use thiserror::Error;
 
 pub use crate::validate::{InvalidMeta, Problem};
@@ -317,23 +317,23 @@ pub struct FunctionMeta {
 }
 
 impl FunctionMeta {
-    /// Rebuilds the control-flow graph. Never panics: an endpoint beyond EXIT is
-    /// [`CfgError::NodeOutOfRange`] (an index too large for a vertex id is named as the largest
-    /// id; validation names it exactly). `num_blocks` must be below `u32::MAX`.
-    pub fn cfg(&self) -> Result<Cfg, CfgError> {
-        let num_blocks = self.num_blocks as usize;
-        if num_blocks == 0 {
-            return Err(CfgError::NoBlocks);
+    /// Rebuilds the control-flow graph, checking first what building it relies on: at least
+    /// one block and fewer than `u32::MAX - 1` (ids must fit), one location per block (which
+    /// bounds the graph's size by the metadata's, so bad metadata cannot make it allocate
+    /// without limit), every edge endpoint a vertex; then the graph rules of
+    /// [`Cfg::from_edges`]. Never panics.
+    pub fn cfg(&self) -> Result<Cfg, Problem> {
+        if self.num_blocks == 0 || self.num_blocks >= u32::MAX - 1 {
+            return Err(Problem::BlockCount(self.num_blocks));
         }
-        let largest = NodeId::new(u32::MAX as usize - 1);
-        let num_nodes = num_blocks + 1;
-        if num_blocks >= u32::MAX as usize {
-            return Err(CfgError::NodeOutOfRange {
-                edge: EdgeId::new(0),
-                node: largest,
-                num_nodes,
+        if self.blocks.len() != self.num_blocks as usize {
+            return Err(Problem::BlockLocations {
+                found: self.blocks.len(),
+                blocks: self.num_blocks,
             });
         }
+        let num_blocks = self.num_blocks as usize;
+        let num_nodes = u64::from(self.num_blocks) + 1;
         let mut edges = Vec::with_capacity(self.edges.len() + 1);
         edges.push(Edge {
             src: NodeId::new(num_blocks),
@@ -341,11 +341,11 @@ impl FunctionMeta {
             kind: EdgeKind::Entry,
         });
         for (i, &(s, d, k)) in self.edges.iter().enumerate() {
-            for n in [s, d] {
-                if n.index() >= num_nodes {
-                    return Err(CfgError::NodeOutOfRange {
-                        edge: EdgeId::new((i + 1).min(largest.index())),
-                        node: NodeId::new(n.index().min(largest.index())),
+            for node in [s, d] {
+                if u64::from(node.0) >= num_nodes {
+                    return Err(Problem::Endpoint {
+                        edge: EdgeIdx(u32::try_from(i + 1).unwrap_or(u32::MAX)),
+                        node,
                         num_nodes,
                     });
                 }
@@ -356,7 +356,7 @@ impl FunctionMeta {
                 kind: k.into(),
             });
         }
-        Cfg::from_edges(num_blocks, edges)
+        Cfg::from_edges(num_blocks, edges).map_err(Problem::Graph)
     }
 
     /// Stores a graph's edges (all but `e0`).

@@ -303,33 +303,12 @@ fn function(
         _ => Ok(()),
     };
     check_loc(&f.loc, &|| "the function".into())?;
-    // Blocks first: `num_blocks` sizes everything built below, and a location per block bounds
-    // it by the blob's length.
-    if f.num_blocks == 0 || f.num_blocks >= u32::MAX - 1 {
-        return Err(Problem::BlockCount(f.num_blocks));
-    }
-    if f.blocks.len() != f.num_blocks as usize {
-        return Err(Problem::BlockLocations {
-            found: f.blocks.len(),
-            blocks: f.num_blocks,
-        });
-    }
+    // `cfg` checks the block count, one location per block and the endpoints before it builds
+    // anything.
+    let cfg = f.cfg()?;
     for (i, l) in f.blocks.iter().enumerate() {
         check_loc(l, &|| format!("block n{i}"))?;
     }
-    let num_nodes = u64::from(f.num_blocks) + 1;
-    for (i, &(s, d, _)) in f.edges.iter().enumerate() {
-        for node in [s, d] {
-            if u64::from(node.0) >= num_nodes {
-                return Err(Problem::Endpoint {
-                    edge: EdgeIdx(u32::try_from(i + 1).unwrap_or(u32::MAX)),
-                    node,
-                    num_nodes,
-                });
-            }
-        }
-    }
-    let cfg = f.cfg().map_err(Problem::Graph)?;
     if cfg.shape_hash() != f.cfg_hash {
         return Err(Problem::GraphHash);
     }
