@@ -490,10 +490,22 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 .as_ref()
                 .map(|pm| path_profile(pm, vals, &m.paths, fi));
             let mut solved = solve(&cfg, f, meta.mode, vals, paths.as_ref()).map_err(|error| {
-                ReportError::Flow {
-                    function: one_line(&demangle(&f.name)),
-                    source_file: one_line(&meta.source),
-                    error: error.to_string(),
+                let function = one_line(&demangle(&f.name));
+                let source_file = one_line(&meta.source);
+                match error {
+                    // The metadata's numbering is not ours: a metadata error, not a count.
+                    ReportSolveError::Numbering { .. } | ReportSolveError::Fingerprint { .. } => {
+                        ReportError::Meta {
+                            function,
+                            source_file,
+                            message: error.to_string(),
+                        }
+                    }
+                    _ => ReportError::Flow {
+                        function,
+                        source_file,
+                        error: error.to_string(),
+                    },
                 }
             })?;
             let events = f.events.as_ref().map(|em| {

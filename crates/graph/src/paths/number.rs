@@ -249,7 +249,11 @@ pub(crate) mod tests {
         use crate::paths::PathDag;
         let g = abcdef();
         let plain = number_paths(&g).unwrap().fingerprint();
-        assert_eq!(number_paths(&g).unwrap().fingerprint(), plain, "deterministic");
+        assert_eq!(
+            number_paths(&g).unwrap().fingerprint(),
+            plain,
+            "deterministic"
+        );
         // Cutting D->E (e7) changes the numbering (and here even the number of paths).
         let cut = NumberedDag::new(PathDag::with_cuts(&g, &[EdgeId::new(7)]).unwrap()).unwrap();
         assert_ne!(cut.fingerprint(), plain);
