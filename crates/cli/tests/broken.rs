@@ -198,11 +198,69 @@ fn inconsistent_counts_name_the_function() {
     let idx = f
         .counters
         .iter()
-        .position(|p| *p == tally_format::Probe::Edge(0))
+        .position(|p| *p == tally_format::Probe::Edge(tally_format::EdgeIdx(0)))
         .unwrap()
-        + f.counter_base as usize;
+        + f.counter_base.index();
     m.counters[idx] = 0;
     let path = dir.join("bad.tally");
     std::fs::write(&path, bad.write()).unwrap();
     refused(&["report", path.to_str().unwrap()], "main");
+}
+
+/// Metadata whose hash is right but whose content is not (issue 13): each case once made
+/// `tally report` panic or would have mislabelled paths; now each is refused on one line that
+/// names the module and the function, with status 2.
+#[test]
+fn inconsistent_metadata_is_refused_with_one_line() {
+    use tally_format::profile::{Profile, ProfileModule};
+    use tally_format::{BlockIdx, ModuleMeta};
+    let dir = scratch("bad-metadata");
+    let forged = |name: &str, good: &Path, edit: &dyn Fn(&mut ModuleMeta)| {
+        let mut p = Profile::read_file(good).unwrap();
+        let m = &mut p.modules[0];
+        edit(&mut m.meta);
+        let mut forged = ProfileModule::new(m.meta.clone(), m.counters.clone());
+        forged.paths = std::mem::take(&mut m.paths);
+        *m = forged;
+        let path = dir.join(name);
+        std::fs::write(&path, p.write()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let main = |m: &mut ModuleMeta| -> usize {
+        m.functions.iter().position(|f| f.name == "main").unwrap()
+    };
+    let want = |src: &str, what: &str| format!("{src}, function main: {what}");
+
+    let edge = profile(&dir, "e", "edge", SRC);
+    let f = forged("endpoint.tally", &edge, &|m| {
+        let i = main(m);
+        m.functions[i].edges[0].1 = BlockIdx(u32::MAX);
+    });
+    refused(
+        &["report", &f],
+        &want("e.c", "edge e1 names vertex n4294967295"),
+    );
+
+    let events = profile(&dir, "ev", "events", SRC);
+    let f = forged("callsite.tally", &events, &|m| {
+        let i = main(m);
+        m.functions[i].events.as_mut().unwrap().calls[0].block = BlockIdx(999);
+    });
+    refused(
+        &["report", &f],
+        &want("ev.c", "call site #0 is in block n999 but it has"),
+    );
+    let f = forged("perblock.tally", &events, &|m| {
+        let i = main(m);
+        m.functions[i].events.as_mut().unwrap().per_block.pop();
+    });
+    refused(&["report", &f], &want("ev.c", "its events list"));
+
+    let paths = profile(&dir, "p", "path", SRC);
+    let f = forged("numbering.tally", &paths, &|m| {
+        let i = main(m);
+        m.functions[i].paths.as_mut().unwrap().numbering ^= 1;
+    });
+    refused(&["report", &f], "path numbering");
+    refused(&["paths", &f], "path numbering");
 }

@@ -9,7 +9,8 @@
 //!   embedded in each instrumented object file;
 //! - [`profile`]: the profile file the runtime writes at exit (metadata blobs plus counters);
 //! - `trace` (with the `testing` feature): the trace file of trace mode (every edge taken), the
-//!   oracle for path profiles in the tests.
+//!   oracle for path profiles in the tests;
+//! - [`validate`]: the checks every decoded metadata blob passes before anyone reads it.
 #![deny(missing_docs)]
 
 pub mod abi;
@@ -18,8 +19,10 @@ pub mod mode;
 pub mod profile;
 #[cfg(any(test, feature = "testing"))]
 pub mod trace;
+pub mod validate;
 
 pub use meta::{
-    CallSiteMeta, EventMeta, FunctionMeta, Linkage, Loc, MetaError, Mode, ModuleMeta, PathMeta,
-    PathStorage, Probe, SkippedFunction, StoredKind,
+    BlockIdx, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta, Linkage, Loc,
+    MetaError, Mode, ModuleMeta, PathMeta, PathStorage, Probe, SkippedFunction, StoredKind,
 };
+pub use validate::{InvalidMeta, Problem};

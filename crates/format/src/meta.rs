@@ -9,15 +9,106 @@
 //!
 //! Blob layout: `b"TALLYMD\0"`, a little-endian `u32` [`META_VERSION`], then the postcard
 //! encoding of [`ModuleMeta`].
+//!
+//! Every index the metadata holds has its own newtype ([`BlockIdx`], [`EdgeIdx`],
+//! [`CounterIdx`], [`FileIdx`]), serialized as the bare `u32` (postcard's varint), so a block
+//! index cannot be stored where an edge index is meant. [`ModuleMeta::decode`] validates what
+//! it decodes (`crate::validate`): no caller ever sees metadata whose indices point outside
+//! what they index.
 
 use serde::{Deserialize, Serialize};
-use tally_graph::{Cfg, CfgError, Edge, EdgeId, EdgeKind, NodeId};
+use std::fmt;
+use tally_graph::{Cfg, Edge, EdgeId, EdgeKind, NodeId};
 use thiserror::Error;
+
+pub use crate::validate::{InvalidMeta, Problem};
 
 /// Magic bytes at the start of every metadata blob.
 pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// Version of the metadata encoding. Bump on any change of the types below.
-pub const META_VERSION: u32 = 4;
+/// 5: [`PathMeta::numbering`], the fingerprint of the path numbering.
+pub const META_VERSION: u32 = 5;
+
+macro_rules! index_type {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
+        $(#[$doc])*
+        #[derive(
+            Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The index as a `usize`, for indexing.
+            pub const fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+    };
+}
+
+index_type!(
+    /// A vertex of a function's graph as stored: a block `n0 .. n(k-1)`, or, as an edge
+    /// endpoint, EXIT (`nk`, `k` = [`FunctionMeta::num_blocks`]).
+    BlockIdx,
+    "n"
+);
+index_type!(
+    /// An edge of a function's graph as stored (`e0` is the implicit `EXIT -> n0`).
+    EdgeIdx,
+    "e"
+);
+index_type!(
+    /// A counter: module-relative in [`FunctionMeta::counter_base`], function-relative in
+    /// [`EventMeta`] and [`CallSiteMeta`].
+    CounterIdx,
+    "c"
+);
+index_type!(
+    /// An entry of [`ModuleMeta::files`].
+    FileIdx,
+    "file #"
+);
+
+impl From<NodeId> for BlockIdx {
+    fn from(n: NodeId) -> BlockIdx {
+        BlockIdx(n.index() as u32)
+    }
+}
+
+impl From<EdgeId> for EdgeIdx {
+    fn from(e: EdgeId) -> EdgeIdx {
+        EdgeIdx(e.index() as u32)
+    }
+}
+
+impl BlockIdx {
+    /// The graph vertex. Only for validated metadata, where every index is below the number of
+    /// vertices (ids of `u32::MAX` do not exist).
+    pub fn node(self) -> NodeId {
+        NodeId::new(self.index())
+    }
+}
+
+impl EdgeIdx {
+    /// The graph edge. Only for validated metadata, where every index is below the number of
+    /// edges.
+    pub fn edge(self) -> EdgeId {
+        EdgeId::new(self.index())
+    }
+}
 
 pub use crate::mode::Mode;
 
@@ -61,7 +152,7 @@ impl From<StoredKind> for EdgeKind {
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 pub struct Loc {
     /// Index into the module's file table, if known.
-    pub file: Option<u32>,
+    pub file: Option<FileIdx>,
     /// 1-based line, 0 when unknown.
     pub line: u32,
 }
@@ -70,9 +161,9 @@ pub struct Loc {
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 pub enum Probe {
     /// The number of traversals of the edge with this id (`e0` = number of calls).
-    Edge(u32),
+    Edge(EdgeIdx),
     /// The number of times the block with this id was entered.
-    Block(u32),
+    Block(BlockIdx),
     /// The number of times the path with this number ran (path mode, array storage).
     Path(u32),
     /// Events mode: an inclusive event counter (see [`EventMeta`]), or the module's total.
@@ -86,7 +177,7 @@ pub struct EventMeta {
     pub per_block: Vec<u64>,
     /// Counter (function-relative) holding the events of completed activations, callees
     /// included.
-    pub inclusive: u32,
+    pub inclusive: CounterIdx,
     /// The function's call sites.
     pub calls: Vec<CallSiteMeta>,
 }
@@ -95,11 +186,11 @@ pub struct EventMeta {
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct CallSiteMeta {
     /// The block holding the call.
-    pub block: u32,
+    pub block: BlockIdx,
     /// The callee's name, for direct calls.
     pub callee: Option<String>,
     /// Counter (function-relative) holding the events of the completed calls, callees included.
-    pub counter: u32,
+    pub counter: CounterIdx,
 }
 
 /// Where a function's path counts live (path mode).
@@ -118,11 +209,16 @@ pub enum PathStorage {
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct PathMeta {
     /// Edges where paths are cut besides back edges (paper 002's answer to too many paths).
-    pub cuts: Vec<u32>,
+    pub cuts: Vec<EdgeIdx>,
     /// Number of potential paths (NumPaths of START); paths are numbered `0..num_paths`.
     pub num_paths: u128,
     /// Where the counts are.
     pub storage: PathStorage,
+    /// Fingerprint of the numbering the instrumenter used
+    /// ([`tally_graph::paths::NumberedDag::fingerprint`]): the reader renumbers the paths from
+    /// the graph and the cuts and refuses a profile whose numbering differs, rather than label
+    /// its paths wrongly.
+    pub numbering: u64,
 }
 
 /// One function of a module.
@@ -137,20 +233,20 @@ pub struct FunctionMeta {
     /// Number of blocks; EXIT is vertex `num_blocks`.
     pub num_blocks: u32,
     /// Edges `e1, e2, ...` as `(src, dst, kind)`; `e0 = EXIT -> n0` is implicit.
-    pub edges: Vec<(u32, u32, StoredKind)>,
+    pub edges: Vec<(BlockIdx, BlockIdx, StoredKind)>,
     /// Location of each block (its first instruction with a line).
     pub blocks: Vec<Loc>,
     /// [`Cfg::shape_hash`] of the graph: equal for every mode built from the same IR.
     pub cfg_hash: u64,
     /// Index of this function's first counter in the module's counter array.
-    pub counter_base: u32,
+    pub counter_base: CounterIdx,
     /// Counter `counter_base + i` measures `counters[i]`.
     pub counters: Vec<Probe>,
     /// `vertex` mode: chords without a counter, taken as 0 by the propagation of Fig. 8.
-    pub zero_edges: Vec<u32>,
+    pub zero_edges: Vec<EdgeIdx>,
     /// `vertex` mode: edges whose count the counters do not determine (the cycles of
     /// `zero_edges`); their derived values are only vertex-equivalent and are not reported.
-    pub unknown_edges: Vec<u32>,
+    pub unknown_edges: Vec<EdgeIdx>,
     /// Path mode: the function's paths. `None` in a path-mode module means the function is
     /// profiled with edge counters instead (its paths could not be instrumented).
     pub paths: Option<PathMeta>,
@@ -159,25 +255,50 @@ pub struct FunctionMeta {
 }
 
 impl FunctionMeta {
-    /// Rebuilds the control-flow graph.
-    pub fn cfg(&self) -> Result<Cfg, CfgError> {
-        let exit = self.num_blocks as usize;
+    /// Rebuilds the control-flow graph, checking first what building it relies on: at least
+    /// one block and fewer than `u32::MAX - 1` (ids must fit), one location per block (which
+    /// bounds the graph's size by the metadata's, so bad metadata cannot make it allocate
+    /// without limit), every edge endpoint a vertex; then the graph rules of
+    /// [`Cfg::from_edges`]. Never panics.
+    pub fn cfg(&self) -> Result<Cfg, Problem> {
+        if self.num_blocks == 0 || self.num_blocks >= u32::MAX - 1 {
+            return Err(Problem::BlockCount(self.num_blocks));
+        }
+        if self.blocks.len() != self.num_blocks as usize {
+            return Err(Problem::BlockLocations {
+                found: self.blocks.len(),
+                blocks: self.num_blocks,
+            });
+        }
+        let num_blocks = self.num_blocks as usize;
+        let num_nodes = u64::from(self.num_blocks) + 1;
         let mut edges = Vec::with_capacity(self.edges.len() + 1);
         edges.push(Edge {
-            src: NodeId::new(exit),
+            src: NodeId::new(num_blocks),
             dst: NodeId::new(0),
             kind: EdgeKind::Entry,
         });
-        edges.extend(self.edges.iter().map(|&(s, d, k)| Edge {
-            src: NodeId::new(s as usize),
-            dst: NodeId::new(d as usize),
-            kind: k.into(),
-        }));
-        Cfg::from_edges(self.num_blocks as usize, edges)
+        for (i, &(s, d, k)) in self.edges.iter().enumerate() {
+            for node in [s, d] {
+                if u64::from(node.0) >= num_nodes {
+                    return Err(Problem::Endpoint {
+                        edge: EdgeIdx(u32::try_from(i + 1).unwrap_or(u32::MAX)),
+                        node,
+                        num_nodes,
+                    });
+                }
+            }
+            edges.push(Edge {
+                src: s.node(),
+                dst: d.node(),
+                kind: k.into(),
+            });
+        }
+        Cfg::from_edges(num_blocks, edges).map_err(Problem::Graph)
     }
 
     /// Stores a graph's edges (all but `e0`).
-    pub fn edges_of(cfg: &Cfg) -> Vec<(u32, u32, StoredKind)> {
+    pub fn edges_of(cfg: &Cfg) -> Vec<(BlockIdx, BlockIdx, StoredKind)> {
         cfg.edges()
             .skip(1)
             .map(|(_, e)| {
@@ -188,7 +309,7 @@ impl FunctionMeta {
                     EdgeKind::Reentry => StoredKind::Reentry,
                     EdgeKind::Entry => unreachable!("only e0 is an Entry edge"),
                 };
-                (e.src.index() as u32, e.dst.index() as u32, k)
+                (e.src.into(), e.dst.into(), k)
             })
             .collect()
     }
@@ -242,7 +363,7 @@ pub enum MetaError {
     Decode(String),
     /// The decoded data is inconsistent.
     #[error("inconsistent metadata: {0}")]
-    Invalid(String),
+    Invalid(#[from] InvalidMeta),
 }
 
 impl ModuleMeta {
@@ -277,78 +398,17 @@ impl ModuleMeta {
         Ok(meta)
     }
 
-    /// Checks the internal consistency the reader relies on: counter ranges inside the array,
-    /// probes naming existing edges/blocks, locations naming existing files, graphs well formed.
-    pub fn validate(&self) -> Result<(), MetaError> {
-        let bad = |m: String| Err(MetaError::Invalid(m));
-        let check_loc = |l: &Loc, what: &str| -> Result<(), MetaError> {
-            match l.file {
-                Some(f) if f as usize >= self.files.len() => Err(MetaError::Invalid(format!(
-                    "{what} names file #{f} of {}",
-                    self.files.len()
-                ))),
-                _ => Ok(()),
-            }
-        };
-        for f in &self.functions {
-            check_loc(&f.loc, &f.name)?;
-            if f.blocks.len() != f.num_blocks as usize {
-                return bad(format!(
-                    "function {} has {} block locations for {} blocks",
-                    f.name,
-                    f.blocks.len(),
-                    f.num_blocks
-                ));
-            }
-            for l in &f.blocks {
-                check_loc(l, &f.name)?;
-            }
-            let end = f.counter_base as u64 + f.counters.len() as u64;
-            if end > self.num_counters as u64 {
-                return bad(format!(
-                    "function {} uses counters {}..{} of {}",
-                    f.name, f.counter_base, end, self.num_counters
-                ));
-            }
-            let cfg = f
-                .cfg()
-                .map_err(|e| MetaError::Invalid(format!("function {}: {e}", f.name)))?;
-            for p in &f.counters {
-                let ok = match *p {
-                    Probe::Edge(e) => (e as usize) < cfg.num_edges(),
-                    Probe::Block(b) => (b as usize) < cfg.num_blocks(),
-                    Probe::Path(k) => f
-                        .paths
-                        .as_ref()
-                        .is_some_and(|pm| u128::from(k) < pm.num_paths),
-                    Probe::Events => f.events.is_some() || self.event_kind.is_some(),
-                };
-                if !ok {
-                    return bad(format!("function {} has a counter for {p:?}", f.name));
-                }
-            }
-            if f.zero_edges
-                .iter()
-                .chain(&f.unknown_edges)
-                .any(|&e| e as usize >= cfg.num_edges())
-            {
-                return bad(format!(
-                    "function {} names an edge it does not have",
-                    f.name
-                ));
-            }
-            if cfg.shape_hash() != f.cfg_hash {
-                return bad(format!("function {} graph does not match its hash", f.name));
-            }
-        }
-        Ok(())
+    /// Checks everything the reader and the renderers index (see `crate::validate`).
+    /// [`ModuleMeta::decode`] calls it; metadata built in memory can call it too.
+    pub fn validate(&self) -> Result<(), InvalidMeta> {
+        crate::validate::validate(self)
     }
 }
 
 /// Returns the edge a probe names, if it is an edge probe.
 pub fn probe_edge(p: Probe) -> Option<EdgeId> {
     match p {
-        Probe::Edge(e) => Some(EdgeId::new(e as usize)),
+        Probe::Edge(e) => Some(e.edge()),
         Probe::Block(_) | Probe::Path(_) | Probe::Events => None,
     }
 }

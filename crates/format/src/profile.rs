@@ -552,7 +552,7 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::{FunctionMeta, Linkage, Loc, Mode, Probe, StoredKind};
+    use crate::meta::{BlockIdx as B, FunctionMeta, Linkage, Loc, Mode, Probe, StoredKind};
 
     fn meta(source: &str, num_counters: u32) -> ModuleMeta {
         ModuleMeta {
@@ -573,15 +573,18 @@ mod tests {
             name: "f".into(),
             linkage: Linkage::External,
             loc: Loc {
-                file: Some(0),
+                file: Some(crate::meta::FileIdx(0)),
                 line: 3,
             },
             num_blocks: 2,
-            edges: vec![(0, 1, StoredKind::Flow), (1, 2, StoredKind::Return)],
+            edges: vec![
+                (B(0), B(1), StoredKind::Flow),
+                (B(1), B(2), StoredKind::Return),
+            ],
             blocks: vec![Loc::default(); 2],
             cfg_hash: 0,
-            counter_base: 0,
-            counters: vec![Probe::Edge(1)],
+            counter_base: crate::meta::CounterIdx(0),
+            counters: vec![Probe::Edge(crate::meta::EdgeIdx(1))],
             zero_edges: Vec::new(),
             unknown_edges: Vec::new(),
             paths: None,
@@ -823,7 +826,7 @@ mod tests {
         };
         assert_eq!(
             err(&p.write()),
-            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 4)"
+            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 5)"
         );
         let blob = b"garbage!".to_vec();
         let p = Profile {

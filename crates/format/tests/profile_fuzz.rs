@@ -4,7 +4,10 @@
 use proptest::prelude::*;
 use tally_format::abi;
 use tally_format::profile::{Profile, ProfileError, ProfileModule};
-use tally_format::{FunctionMeta, Linkage, Loc, Mode, ModuleMeta, Probe, StoredKind};
+use tally_format::{
+    BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, Linkage, Loc, Mode, ModuleMeta, Probe,
+    StoredKind,
+};
 
 fn function(name: &str, base: u32) -> FunctionMeta {
     // n0 -> n1, n0 -> n2, n1 -> n2, n2 -> EXIT, n1 -> EXIT (early exit)
@@ -12,31 +15,35 @@ fn function(name: &str, base: u32) -> FunctionMeta {
         name: name.into(),
         linkage: Linkage::Linkonce,
         loc: Loc {
-            file: Some(0),
+            file: Some(FileIdx(0)),
             line: 10,
         },
         num_blocks: 3,
         edges: vec![
-            (0, 1, StoredKind::Flow),
-            (0, 2, StoredKind::Flow),
-            (1, 2, StoredKind::Flow),
-            (2, 3, StoredKind::Return),
-            (1, 3, StoredKind::EarlyExit),
+            (BlockIdx(0), BlockIdx(1), StoredKind::Flow),
+            (BlockIdx(0), BlockIdx(2), StoredKind::Flow),
+            (BlockIdx(1), BlockIdx(2), StoredKind::Flow),
+            (BlockIdx(2), BlockIdx(3), StoredKind::Return),
+            (BlockIdx(1), BlockIdx(3), StoredKind::EarlyExit),
         ],
         blocks: vec![
             Loc {
-                file: Some(0),
+                file: Some(FileIdx(0)),
                 line: 11,
             },
             Loc::default(),
             Loc {
-                file: Some(0),
+                file: Some(FileIdx(0)),
                 line: 13,
             },
         ],
         cfg_hash: 0,
-        counter_base: base,
-        counters: vec![Probe::Edge(1), Probe::Edge(5), Probe::Block(2)],
+        counter_base: CounterIdx(base),
+        counters: vec![
+            Probe::Edge(EdgeIdx(1)),
+            Probe::Edge(EdgeIdx(5)),
+            Probe::Block(BlockIdx(2)),
+        ],
         zero_edges: Vec::new(),
         unknown_edges: Vec::new(),
         paths: None,

@@ -134,7 +134,7 @@ pub(crate) fn apply(
             let idx = plan
                 .counters
                 .iter()
-                .position(|(p, _)| *p == Probe::Edge(ee.index() as u32))
+                .position(|(p, _)| *p == Probe::Edge(ee.into()))
                 .expect("early-exit edges are chords");
             em.counter_ptr(base + idx as u64)
         };

@@ -42,7 +42,9 @@ use ir::Val;
 use llvm_sys::core as c;
 use llvm_sys::LLVMLinkage;
 use std::collections::HashMap;
-use tally_format::{FunctionMeta, Linkage, Loc, ModuleMeta, PathStorage, SkippedFunction};
+use tally_format::{
+    CounterIdx, FileIdx, FunctionMeta, Linkage, Loc, ModuleMeta, PathStorage, SkippedFunction,
+};
 use thiserror::Error;
 
 /// Numbers describing one instrumented module.
@@ -169,7 +171,10 @@ impl Files {
                 i
             }
         });
-        Loc { file, line: p.line }
+        Loc {
+            file: file.map(FileIdx),
+            line: p.line,
+        }
     }
 }
 
@@ -362,10 +367,10 @@ fn function_meta(
         edges: FunctionMeta::edges_of(&l.cfg),
         blocks,
         cfg_hash: l.cfg.shape_hash(),
-        counter_base: base as u32,
+        counter_base: CounterIdx(base as u32),
         counters: out.counters.clone(),
-        zero_edges: out.zero_edges.iter().map(|e| e.index() as u32).collect(),
-        unknown_edges: out.unknown_edges.iter().map(|e| e.index() as u32).collect(),
+        zero_edges: out.zero_edges.iter().map(|&e| e.into()).collect(),
+        unknown_edges: out.unknown_edges.iter().map(|&e| e.into()).collect(),
         paths: out.paths.clone(),
         events: out.events.clone(),
     }

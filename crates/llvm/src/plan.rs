@@ -43,7 +43,7 @@ impl Plan {
             counters: l
                 .cfg
                 .blocks()
-                .map(|n| (Probe::Block(n.index() as u32), Realize::NodeStart(n)))
+                .map(|n| (Probe::Block(n.into()), Realize::NodeStart(n)))
                 .collect(),
             tag_targets: Vec::new(),
             shadow: false,
@@ -70,7 +70,7 @@ impl Plan {
                 continue; // counted with the target's tags below
             }
             let r = direct_site(l, e).expect("edges without a direct site are tagged");
-            counters.push((Probe::Edge(e.index() as u32), r));
+            counters.push((Probe::Edge(e.into()), r));
         }
         let mut tag_targets = Vec::new();
         for &node in &tag_nodes {
@@ -79,10 +79,7 @@ impl Plan {
                 first_counter: counters.len(),
             });
             for &e in cfg.preds(node) {
-                counters.push((
-                    Probe::Edge(e.index() as u32),
-                    Realize::Tagged { target: node },
-                ));
+                counters.push((Probe::Edge(e.into()), Realize::Tagged { target: node }));
             }
         }
         Plan {

@@ -6,6 +6,10 @@
 //! Fig. 6 for the edge modes, by solving the flow equations for `blocks-naive`. Kirchhoff's law
 //! is then checked at every vertex; a violation is an error naming the function, never clamped.
 //!
+//! The metadata it reads has been validated by tally-format's decoder (every index in range,
+//! see `tally_format::validate`); path numberings are checked here, where they are recomputed,
+//! against the fingerprint the instrumenter stored (`PathMeta::numbering`).
+//!
 //! [`analyze`] does the arithmetic; [`render`] prints text and JSON.
 #![deny(missing_docs)]
 
@@ -293,7 +297,7 @@ fn solve(
         if pp.lost > 0 {
             return Err(ReportSolveError::Lost(pp.lost));
         }
-        let cuts: Vec<EdgeId> = pm.cuts.iter().map(|&e| EdgeId::new(e as usize)).collect();
+        let cuts: Vec<EdgeId> = pm.cuts.iter().map(|e| e.edge()).collect();
         let dag =
             tally_graph::paths::PathDag::with_cuts(cfg, &cuts).map_err(ReportSolveError::Paths)?;
         let numbered =
@@ -302,6 +306,13 @@ fn solve(
             return Err(ReportSolveError::Numbering {
                 stored: pm.num_paths,
                 computed: numbered.total(),
+            });
+        }
+        let fingerprint = numbered.fingerprint();
+        if fingerprint != pm.numbering {
+            return Err(ReportSolveError::Fingerprint {
+                stored: pm.numbering,
+                computed: fingerprint,
             });
         }
         let d = tally_graph::paths::derive_counts(cfg, &numbered, pp.counts.iter().copied())
@@ -349,6 +360,8 @@ enum ReportSolveError {
     Paths(tally_graph::paths::PathError),
     #[error("the profile numbers {stored} paths but this tally numbers {computed}")]
     Numbering { stored: u128, computed: u128 },
+    #[error("the profile's path numbering (fingerprint {stored:016x}) is not the one this tally computes from the graph and cuts ({computed:016x}), so its path numbers cannot be read")]
+    Fingerprint { stored: u64, computed: u64 },
     #[error("{0} path increments were lost (the program ran out of memory for path tables)")]
     Lost(u64),
 }
@@ -364,7 +377,7 @@ fn solve_counters(
             let mut measured = IdVec::filled(cfg.num_edges(), None);
             for (p, &v) in f.counters.iter().zip(counters) {
                 if let Probe::Edge(e) = *p {
-                    measured[EdgeId::new(e as usize)] = Some(v);
+                    measured[e.edge()] = Some(v);
                 }
             }
             let edges = propagate::propagate(cfg, &measured)?;
@@ -379,17 +392,13 @@ fn solve_counters(
             let mut measured = IdVec::filled(cfg.num_edges(), None);
             for (p, &v) in f.counters.iter().zip(counters) {
                 if let Probe::Edge(e) = *p {
-                    measured[EdgeId::new(e as usize)] = Some(v);
+                    measured[e.edge()] = Some(v);
                 }
             }
-            let dropped: Vec<EdgeId> = f
-                .zero_edges
-                .iter()
-                .map(|&e| EdgeId::new(e as usize))
-                .collect();
+            let dropped: Vec<EdgeId> = f.zero_edges.iter().map(|e| e.edge()).collect();
             let mut unknown = IdVec::filled(cfg.num_edges(), false);
-            for &e in &f.unknown_edges {
-                unknown[EdgeId::new(e as usize)] = true;
+            for e in &f.unknown_edges {
+                unknown[e.edge()] = true;
             }
             let got = tally_graph::vertex::propagate_vertex(cfg, &measured, &dropped, &unknown)?;
             let blocks = cfg.blocks().map(|n| Some(got.blocks[n])).collect();
@@ -411,7 +420,7 @@ fn solve_counters(
             let mut blocks = IdVec::filled(cfg.num_blocks(), 0u64);
             for (p, &v) in f.counters.iter().zip(counters) {
                 if let Probe::Block(b) = *p {
-                    blocks[NodeId::new(b as usize)] = v;
+                    blocks[b.node()] = v;
                 }
             }
             let edges = propagate::solve_from_blocks(cfg, &blocks)?;
@@ -425,7 +434,7 @@ fn solve_counters(
 }
 
 fn loc_file(meta: &ModuleMeta, l: &Loc) -> Option<String> {
-    l.file.and_then(|i| meta.files.get(i as usize).cloned())
+    l.file.and_then(|i| meta.files.get(i.index()).cloned())
 }
 
 /// Demangles an Itanium C++ name; returns the input for C names.
@@ -473,29 +482,49 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
         }
         for (fi, f) in meta.functions.iter().enumerate() {
             let cfg = f.cfg().map_err(|e| ReportError::Meta {
-                function: f.name.clone(),
-                source_file: meta.source.clone(),
+                function: one_line(&f.name),
+                source_file: one_line(&meta.source),
                 message: e.to_string(),
             })?;
-            let base = f.counter_base as usize;
-            let vals = &m.counters[base..base + f.counters.len()];
+            // In range: validated when the metadata was decoded (and the counters read).
+            let base = f.counter_base.index();
+            let vals = m
+                .counters
+                .get(base..base + f.counters.len())
+                .ok_or_else(|| ReportError::Meta {
+                    function: one_line(&f.name),
+                    source_file: one_line(&meta.source),
+                    message: "its counters lie outside the module's".into(),
+                })?;
             let mut paths = f
                 .paths
                 .as_ref()
                 .map(|pm| path_profile(pm, vals, &m.paths, fi));
             let mut solved = solve(&cfg, f, meta.mode, vals, paths.as_ref()).map_err(|error| {
-                ReportError::Flow {
-                    function: demangle(&f.name),
-                    source_file: meta.source.clone(),
-                    error: error.to_string(),
+                let function = one_line(&demangle(&f.name));
+                let source_file = one_line(&meta.source);
+                match error {
+                    // The metadata's numbering is not ours: a metadata error, not a count.
+                    ReportSolveError::Numbering { .. } | ReportSolveError::Fingerprint { .. } => {
+                        ReportError::Meta {
+                            function,
+                            source_file,
+                            message: error.to_string(),
+                        }
+                    }
+                    _ => ReportError::Flow {
+                        function,
+                        source_file,
+                        error: error.to_string(),
+                    },
                 }
             })?;
             let events = f.events.as_ref().map(|em| {
-                let at = |i: u32| vals.get(i as usize).copied().unwrap_or(0);
+                let at = |i: tally_format::CounterIdx| vals.get(i.index()).copied().unwrap_or(0);
                 let calls: Vec<CallSiteEvents> = em
                     .calls
                     .iter()
-                    .map(|c| (c.block, c.callee.clone(), at(c.counter)))
+                    .map(|c| (c.block.0, c.callee.clone(), at(c.counter)))
                     .collect();
                 let inclusive = at(em.inclusive);
                 let inner = calls.iter().fold(0u64, |a, c| a.saturating_add(c.2));
@@ -516,21 +545,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                     if r.mode == meta.mode {
                         add_into(r, &solved);
                         if let (Some(mine), Some(theirs)) = (&mut r.paths, &paths) {
-                            let mut all: std::collections::BTreeMap<u128, u64> =
-                                mine.counts.iter().copied().collect();
-                            for &(p, c) in &theirs.counts {
-                                *all.entry(p).or_default() += c;
-                            }
-                            mine.counts = all.into_iter().collect();
-                            mine.lost += theirs.lost;
-                            let mut rows: std::collections::BTreeMap<u128, PathRow> =
-                                mine.rows.drain(..).map(|r| (r.number, r)).collect();
-                            for r in &theirs.rows {
-                                rows.entry(r.number)
-                                    .and_modify(|m| m.count += r.count)
-                                    .or_insert_with(|| r.clone());
-                            }
-                            mine.rows = rows.into_values().collect();
+                            add_paths(mine, theirs).ok_or(ReportError::Overflow)?;
                         }
                         r.copies += 1;
                         continue;
@@ -647,10 +662,48 @@ fn path_profile(
         potential: pm.num_paths,
         counts,
         lost,
-        cuts: pm.cuts.clone(),
+        cuts: pm.cuts.iter().map(|e| e.0).collect(),
         hashed: pm.storage != tally_format::PathStorage::Array,
         rows: Vec::new(),
     }
+}
+
+/// Adds the path counts of another copy of a linkonce function; `None` on overflow.
+fn add_paths(mine: &mut PathProfile, theirs: &PathProfile) -> Option<()> {
+    use std::collections::BTreeMap;
+    let mut all: BTreeMap<u128, u64> = mine.counts.iter().copied().collect();
+    for &(p, c) in &theirs.counts {
+        let v = all.entry(p).or_default();
+        *v = v.checked_add(c)?;
+    }
+    mine.counts = all.into_iter().collect();
+    mine.lost = mine.lost.checked_add(theirs.lost)?;
+    let mut rows: BTreeMap<u128, PathRow> = mine.rows.drain(..).map(|r| (r.number, r)).collect();
+    for r in &theirs.rows {
+        match rows.get_mut(&r.number) {
+            Some(m) => m.count = m.count.checked_add(r.count)?,
+            None => {
+                rows.insert(r.number, r.clone());
+            }
+        }
+    }
+    mine.rows = rows.into_values().collect();
+    Some(())
+}
+
+/// A name from the metadata for an error message: control characters escaped, so that the
+/// message stays on one line.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let e: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            e
+        })
+        .collect()
 }
 
 fn add_into(r: &mut FunctionReport, s: &Solved) {

@@ -26,8 +26,8 @@ pub struct Score {
 
 impl std::ops::AddAssign for Score {
     fn add_assign(&mut self, o: Score) {
-        self.counters += o.counters;
-        self.increments += o.increments;
+        self.counters = self.counters.saturating_add(o.counters);
+        self.increments = self.increments.saturating_add(o.increments);
     }
 }
 
@@ -129,13 +129,16 @@ fn score_function(f: &FunctionReport) -> Option<[Score; 8]> {
         let mut s = Score::default();
         for e in set {
             s.counters += 1;
-            s.increments += count[e];
+            s.increments = s.increments.saturating_add(count[e]);
         }
         s
     };
     let on_blocks = |set: &[NodeId]| Score {
         counters: set.len() as u64,
-        increments: set.iter().map(|v| block[v.index()]).sum(),
+        increments: set
+            .iter()
+            .map(|v| block[v.index()])
+            .fold(0, u64::saturating_add),
     };
     let heur = heuristic_weights(&cfg);
     let exact = IdVec::<EdgeId, f64>::from_vec(count.values().iter().map(|&c| c as f64).collect());

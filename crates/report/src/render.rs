@@ -1,5 +1,9 @@
 //! Rendering a [`Report`] as text for people and as JSON for tools
 //! (schema: `docs/report-json.md`, `"schema": "tally-report/1"`).
+//!
+//! A report made by [`analyze`](crate::analyze) from validated metadata names only blocks it
+//! has; the renderers still look blocks up with `get`, so a hand-made [`Report`] that names
+//! others prints `?` for their location instead of panicking.
 
 use crate::{FunctionReport, Report};
 use serde::Serialize;
@@ -143,7 +147,10 @@ fn events_text(r: &Report, title: &str, o: &TextOptions, kind: &str, total: u64)
         "\nCall sites by events inside their calls (callees included):"
     );
     for (f, (block, callee, ev)) in &sites[..n] {
-        let b = &f.blocks[*block as usize];
+        let (file, line) = f
+            .blocks
+            .get(*block as usize)
+            .map_or((None, 0), |b| (b.file.clone(), b.line));
         let _ = writeln!(
             s,
             "{:>16}  {} -> {}  at {}",
@@ -153,7 +160,7 @@ fn events_text(r: &Report, title: &str, o: &TextOptions, kind: &str, total: u64)
                 .as_deref()
                 .map(crate::demangle)
                 .unwrap_or_else(|| "(indirect)".into()),
-            where_(&b.file, b.line)
+            where_(&file, line)
         );
     }
     s
@@ -412,7 +419,10 @@ pub fn json(r: &Report, profile: &str) -> String {
                     .map(|b| JsonBlock {
                         id: b.id,
                         count: b.count,
-                        events: f.events.as_ref().map(|e| e.per_block[b.id as usize]),
+                        events: f
+                            .events
+                            .as_ref()
+                            .and_then(|e| e.per_block.get(b.id as usize).copied()),
                         file: b.file.as_deref(),
                         line: b.line,
                     })
@@ -478,14 +488,17 @@ fn path_line(s: &mut String, rank: usize, x: &Ranked, sources: &mut Sources, sou
     );
     let mut last: Option<(Option<String>, u32)> = None;
     for &b in &x.row.blocks {
-        let blk = &f.blocks[b as usize];
-        let key = (blk.file.clone(), blk.line);
+        let (file, line) = f
+            .blocks
+            .get(b as usize)
+            .map_or((None, 0), |blk| (blk.file.clone(), blk.line));
+        let key = (file, line);
         if last.as_ref() == Some(&key) {
             continue; // same line as the previous block
         }
         let quote = if source {
             sources
-                .line(&blk.file, blk.line)
+                .line(&key.0, key.1)
                 .map(|t| format!("  | {t}"))
                 .unwrap_or_default()
         } else {
@@ -495,7 +508,7 @@ fn path_line(s: &mut String, rank: usize, x: &Ranked, sources: &mut Sources, sou
             s,
             "          n{:<5} {:<24}{}",
             b,
-            where_(&blk.file, blk.line),
+            where_(&key.0, key.1),
             quote
         );
         last = Some(key);
@@ -510,7 +523,7 @@ pub fn paths_text(r: &Report, title: &str, top: usize, source: bool) -> String {
     let potential: u128 = pf
         .iter()
         .map(|f| f.paths.as_ref().map_or(0, |p| p.potential))
-        .sum();
+        .fold(0, u128::saturating_add);
     let executed: usize = pf
         .iter()
         .map(|f| f.paths.as_ref().map_or(0, |p| p.rows.len()))

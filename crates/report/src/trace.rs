@@ -66,7 +66,7 @@ pub fn path_counts_from_trace(
             if let Some(pm) = &f.paths {
                 cuts.insert(
                     (m.meta.source.clone(), f.name.clone(), f.cfg_hash),
-                    pm.cuts.iter().map(|&e| EdgeId::new(e as usize)).collect(),
+                    pm.cuts.iter().map(|e| e.edge()).collect(),
                 );
             }
         }

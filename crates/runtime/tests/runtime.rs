@@ -779,23 +779,24 @@ int main(int argc, char **argv) {
 /// profile's entries for each path, added up, must say exactly that.
 #[test]
 fn hashed_path_counts_are_exact_through_home_and_overflow() {
-    use tally_format::{FunctionMeta, Linkage, Loc, PathMeta, PathStorage, StoredKind};
+    use tally_format::{BlockIdx as B, CounterIdx, FileIdx, FunctionMeta, Linkage, Loc};
+    use tally_format::{PathMeta, PathStorage, StoredKind};
     let env = Env::new();
     let function = |name: &str, table: u32| FunctionMeta {
         name: name.into(),
         linkage: Linkage::External,
         loc: Loc {
-            file: Some(0),
+            file: Some(FileIdx(0)),
             line: 1,
         },
         num_blocks: 1,
-        edges: vec![(0, 1, StoredKind::Return)],
+        edges: vec![(B(0), B(1), StoredKind::Return)],
         blocks: vec![Loc {
-            file: Some(0),
+            file: Some(FileIdx(0)),
             line: 1,
         }],
         cfg_hash: 0,
-        counter_base: 0,
+        counter_base: CounterIdx(0),
         counters: vec![],
         zero_edges: vec![],
         unknown_edges: vec![],
@@ -803,6 +804,7 @@ fn hashed_path_counts_are_exact_through_home_and_overflow() {
             cuts: vec![],
             num_paths: 1 << 40,
             storage: PathStorage::Hash { table },
+            numbering: 0, // the profile is read, never reported
         }),
         events: None,
     };

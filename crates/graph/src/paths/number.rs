@@ -88,6 +88,23 @@ impl NumberedDag {
         &self.val
     }
 
+    /// A fingerprint of the numbering: FNV-1a 64 over `NumPaths(START)`, the number of DAG edges
+    /// and, for each DAG edge in id order, its endpoints and `Val`. Two numberings with the same
+    /// fingerprint give (barring hash collisions) every path the same number, so the
+    /// instrumenter stores it with a path profile and the reader, renumbering from the graph and
+    /// the cuts, compares: the one function both sides call.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = crate::hash::Fnv64::new();
+        h.write(&self.total().to_le_bytes());
+        h.write_u64(self.dag.num_edges() as u64);
+        for (d, e) in self.dag.edges() {
+            h.write_u64(e.src.index() as u64);
+            h.write_u64(e.dst.index() as u64);
+            h.write(&self.val[d].to_le_bytes());
+        }
+        h.finish()
+    }
+
     /// The number of a START-to-END path given as its edge sequence: the sum of `Val`.
     pub fn path_number(&self, path: &[DagEdgeId]) -> Result<u128, PathError> {
         let mut at = self.dag.start();
@@ -216,6 +233,29 @@ pub(crate) mod tests {
         for (path, number) in table {
             assert_eq!(by_edges(&p, path), number, "{path:?}");
         }
+    }
+
+    #[test]
+    fn fingerprint_tells_numberings_apart() {
+        use crate::paths::PathDag;
+        let g = abcdef();
+        let plain = number_paths(&g).unwrap().fingerprint();
+        assert_eq!(
+            number_paths(&g).unwrap().fingerprint(),
+            plain,
+            "deterministic"
+        );
+        // Cutting D->E (e7) changes the numbering (and here even the number of paths).
+        let cut = NumberedDag::new(PathDag::with_cuts(&g, &[EdgeId::new(7)]).unwrap()).unwrap();
+        assert_ne!(cut.fingerprint(), plain);
+        // The same graph with A's successors listed the other way round: same path count,
+        // other numbers.
+        let mut edges: Vec<_> = g.edges().skip(1).map(|(_, e)| e).collect();
+        edges.swap(0, 1);
+        let swapped = Cfg::new(6, edges.iter().map(|e| (e.src, e.dst, e.kind))).unwrap();
+        let other = number_paths(&swapped).unwrap();
+        assert_eq!(other.total(), 6);
+        assert_ne!(other.fingerprint(), plain);
     }
 
     #[test]

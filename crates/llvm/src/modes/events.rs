@@ -32,7 +32,7 @@ use crate::surgery::{split_edge, store_tags};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode};
-use tally_format::{CallSiteMeta, EventMeta, Probe};
+use tally_format::{CallSiteMeta, CounterIdx, EventMeta, Probe};
 use tally_graph::events::{CallPlan, CallSite, EdgeAction, EventPlan};
 use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
 
@@ -81,15 +81,15 @@ impl FnPlan for EventsPlan {
             counters: vec![Probe::Events; self.num_counters],
             events: Some(EventMeta {
                 per_block: self.events.values()[..cx.l.cfg.num_blocks()].to_vec(),
-                inclusive: 0,
+                inclusive: CounterIdx(0),
                 calls: self
                     .call_sites()
                     .into_iter()
                     .enumerate()
                     .map(|(i, (n, callee))| CallSiteMeta {
-                        block: n.index() as u32,
+                        block: n.into(),
                         callee,
-                        counter: 1 + i as u32,
+                        counter: CounterIdx(1 + i as u32),
                     })
                     .collect(),
             }),

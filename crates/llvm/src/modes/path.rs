@@ -108,7 +108,8 @@ impl FnPlan for PathPlan {
         Emitted {
             counters,
             paths: Some(PathMeta {
-                cuts: self.cuts.iter().map(|e| e.index() as u32).collect(),
+                cuts: self.cuts.iter().map(|&e| e.into()).collect(),
+                numbering: self.numbering,
                 num_paths: self.num_paths,
                 storage,
             }),
@@ -125,6 +126,8 @@ pub(crate) struct PathPlan {
     pub cuts: Vec<EdgeId>,
     /// Number of potential paths.
     pub num_paths: u128,
+    /// Fingerprint of the numbering (`NumberedDag::fingerprint`), stored in the metadata.
+    pub numbering: u64,
     /// Counts go to a hash table rather than the counter array.
     pub hashed: bool,
     /// What to do on each control-flow edge.
@@ -173,6 +176,7 @@ pub(crate) fn plan_paths(
     Ok(PathPlan {
         cuts: numbered.dag().cuts().collect(),
         num_paths: total,
+        numbering: numbered.fingerprint(),
         hashed: total > ARRAY_PATHS,
         actions: placement.actions,
         shadow,

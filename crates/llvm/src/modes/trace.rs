@@ -59,7 +59,7 @@ struct Log {
 
 fn edge_of(probe: Probe) -> u32 {
     match probe {
-        Probe::Edge(e) => e,
+        Probe::Edge(e) => e.0,
         other => unreachable!("trace mode logs edges, not {other:?}"),
     }
 }

@@ -1,0 +1,446 @@
+//! Validation of decoded module metadata: the metadata is a checked contract (issue 13).
+//!
+//! A profile's module hash only proves that the blob is the one the runtime copied; it says
+//! nothing about whether the blob makes sense. [`validate`] runs on every decode
+//! ([`ModuleMeta::decode`](crate::ModuleMeta::decode), so no reader can skip it) and checks
+//! everything the report and its renderers index or rely on:
+//!
+//! - per function: at least one block and fewer than `u32::MAX`; one location per block; every
+//!   file index of a location inside the file table; every edge endpoint a vertex (`n0 ..
+//!   n(num_blocks)`, the last being EXIT), checked before the graph is built; the edge kinds
+//!   obeying the graph rules ([`Cfg::from_edges`](tally_graph::Cfg::from_edges)); the graph
+//!   hash;
+//! - counters: `counter_base + counters.len() <= num_counters`, no two functions sharing a
+//!   counter; every probe naming an existing edge or block, at most one counter per edge or
+//!   block; `Probe::Events` only where events are counted;
+//! - vertex mode's `zero_edges` and `unknown_edges`: existing edges, no repeats;
+//! - paths (path modules only): cut edges that exist, no repeats; array storage counts exactly
+//!   paths `0 .. num_paths` in its counters, in order; hash storage has no counters and a table
+//!   index of its own, below the number of hashed functions. The numbering itself is checked
+//!   where it is recomputed (tally-report, against [`PathMeta::numbering`](crate::PathMeta));
+//! - events (events modules only): one `per_block` entry per block; the inclusive counter and
+//!   each call site's counter inside the function's counters; each call site's block a block;
+//! - the module: `event_kind` present exactly in events modules.
+//!
+//! Every failure is an [`InvalidMeta`]: the module's source file, the function, and what is
+//! wrong ([`Problem`]), printed on one line (names are escaped).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use tally_graph::CfgError;
+use thiserror::Error;
+
+use crate::meta::{
+    BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, Loc, Mode, ModuleMeta, PathStorage, Probe,
+};
+
+/// Metadata that decodes but breaks the contract: where, and what.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("module {}{}: {problem}", Escaped(module), Function(function))]
+pub struct InvalidMeta {
+    /// The module's source file.
+    pub module: String,
+    /// The function at fault, if the fault is in one.
+    pub function: Option<String>,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+/// What is wrong with a module's metadata (the detail of [`InvalidMeta`]).
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum Problem {
+    /// A function without blocks, or with more than an id can number.
+    #[error("{0} blocks")]
+    BlockCount(u32),
+    /// The block locations do not match the blocks.
+    #[error("{found} block locations for {blocks} blocks")]
+    BlockLocations {
+        /// Locations stored.
+        found: usize,
+        /// `num_blocks`.
+        blocks: u32,
+    },
+    /// A location names a file the module does not list.
+    #[error("the location of {what} names {file} but the module lists {files} files")]
+    File {
+        /// Whose location (`the function`, `block n3`).
+        what: String,
+        /// The file index.
+        file: FileIdx,
+        /// Length of the file table.
+        files: usize,
+    },
+    /// An edge endpoint beyond EXIT.
+    #[error("edge {edge} names vertex {node} but the graph has {num_nodes} vertices (EXIT is n{})", num_nodes - 1)]
+    Endpoint {
+        /// The edge.
+        edge: EdgeIdx,
+        /// The vertex it names.
+        node: BlockIdx,
+        /// Blocks plus EXIT.
+        num_nodes: u64,
+    },
+    /// The edges break a graph rule (kind and endpoints, duplicates, the entry edge).
+    #[error("{0}")]
+    Graph(CfgError),
+    /// The graph is not the one its hash was computed from.
+    #[error("the graph does not match its hash")]
+    GraphHash,
+    /// A function's counters run past the module's counter array.
+    #[error("counters {base}..c{end} run past the module's {num_counters} counters")]
+    CounterRange {
+        /// The first counter.
+        base: CounterIdx,
+        /// One past the last.
+        end: u64,
+        /// The module's counters.
+        num_counters: u32,
+    },
+    /// Two functions share counters.
+    #[error("counters {base}..c{end} overlap those of function {}", Escaped(other))]
+    CounterOverlap {
+        /// The first counter.
+        base: CounterIdx,
+        /// One past the last.
+        end: u64,
+        /// The other function.
+        other: String,
+    },
+    /// A probe names an edge or block that does not exist, a path out of range, or events
+    /// where none are counted.
+    #[error("counter #{counter} measures {probe}, which {why}")]
+    Probe {
+        /// Function-relative counter.
+        counter: usize,
+        /// What it claims to measure.
+        probe: ProbeName,
+        /// Why that is wrong.
+        why: &'static str,
+    },
+    /// A `zero_edges`, `unknown_edges` or cut entry names an edge that does not exist, or one
+    /// twice.
+    #[error("its {list} name {edge}, {why}")]
+    EdgeList {
+        /// Which list.
+        list: &'static str,
+        /// The edge.
+        edge: EdgeIdx,
+        /// `which it does not have` or `twice`.
+        why: &'static str,
+    },
+    /// Path or events facts in a module of another mode, or an `event_kind` that does not
+    /// fit the mode.
+    #[error("{what} in a {mode} module")]
+    Mode {
+        /// What is out of place.
+        what: &'static str,
+        /// The module's mode.
+        mode: &'static str,
+    },
+    /// Array-stored paths whose counters are not paths `0 .. num_paths` in order.
+    #[error("{num_paths} paths in an array of {counters} counters that are not paths 0..{num_paths} in order")]
+    PathArray {
+        /// Potential paths.
+        num_paths: u128,
+        /// Counters of the function.
+        counters: usize,
+    },
+    /// Hash-stored paths with counters, or a table index out of range or shared.
+    #[error("its paths are in hash table #{table}, {why}")]
+    PathTable {
+        /// The table index.
+        table: u32,
+        /// What is wrong.
+        why: String,
+    },
+    /// `per_block` does not have one entry per block.
+    #[error("its events list {found} blocks but it has {blocks}")]
+    EventBlocks {
+        /// Entries of `per_block`.
+        found: usize,
+        /// `num_blocks`.
+        blocks: u32,
+    },
+    /// An events counter outside the function's counters.
+    #[error("its {what} counter is {counter} but it has {counters} counters")]
+    EventCounter {
+        /// `inclusive` or `call site #i`.
+        what: String,
+        /// The counter.
+        counter: CounterIdx,
+        /// Counters of the function.
+        counters: usize,
+    },
+    /// A call site in a block the function does not have.
+    #[error("call site #{site} is in block {block} but it has {blocks} blocks")]
+    CallBlock {
+        /// Index of the call site.
+        site: usize,
+        /// Its block.
+        block: BlockIdx,
+        /// `num_blocks`.
+        blocks: u32,
+    },
+}
+
+/// A probe as a message names it (`edge e3`, `block n2`, `path 7`, `events`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeName(pub Probe);
+
+impl fmt::Display for ProbeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Probe::Edge(e) => write!(f, "edge {e}"),
+            Probe::Block(b) => write!(f, "block {b}"),
+            Probe::Path(p) => write!(f, "path {p}"),
+            Probe::Events => write!(f, "events"),
+        }
+    }
+}
+
+/// A name from the metadata, with control characters escaped so that a message stays on one
+/// line.
+struct Escaped<'a>(&'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `, function NAME` or nothing.
+struct Function<'a>(&'a Option<String>);
+
+impl fmt::Display for Function<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(name) => write!(f, ", function {}", Escaped(name)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Checks a decoded module (see the module doc for the list).
+pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
+    let module_err = |problem| InvalidMeta {
+        module: m.source.clone(),
+        function: None,
+        problem,
+    };
+    let events_mode = matches!(m.mode, Mode::Events | Mode::EventsNaive);
+    if m.event_kind.is_some() != events_mode {
+        return Err(module_err(Problem::Mode {
+            what: if events_mode {
+                "no event kind"
+            } else {
+                "an event kind"
+            },
+            mode: m.mode.name(),
+        }));
+    }
+    let hashed = m
+        .functions
+        .iter()
+        .filter(|f| matches!(&f.paths, Some(p) if matches!(p.storage, PathStorage::Hash { .. })))
+        .count();
+    let mut tables = HashSet::new();
+    for f in &m.functions {
+        function(m, f, hashed, &mut tables).map_err(|problem| InvalidMeta {
+            module: m.source.clone(),
+            function: Some(f.name.clone()),
+            problem,
+        })?;
+    }
+    // No two functions share a counter: sort the non-empty ranges and compare neighbours.
+    let mut ranges: Vec<(u64, u64, &str)> = m
+        .functions
+        .iter()
+        .filter(|f| !f.counters.is_empty())
+        .map(|f| {
+            let base = u64::from(f.counter_base.0);
+            (base, base + f.counters.len() as u64, f.name.as_str())
+        })
+        .collect();
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        let ((_, end, first), (base, next_end, name)) = (w[0], w[1]);
+        if base < end {
+            return Err(InvalidMeta {
+                module: m.source.clone(),
+                function: Some(name.to_string()),
+                problem: Problem::CounterOverlap {
+                    base: CounterIdx(base as u32),
+                    end: next_end,
+                    other: first.to_string(),
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks one function.
+fn function(
+    m: &ModuleMeta,
+    f: &FunctionMeta,
+    hashed: usize,
+    tables: &mut HashSet<u32>,
+) -> Result<(), Problem> {
+    let check_loc = |l: &Loc, what: &dyn Fn() -> String| match l.file {
+        Some(file) if file.index() >= m.files.len() => Err(Problem::File {
+            what: what(),
+            file,
+            files: m.files.len(),
+        }),
+        _ => Ok(()),
+    };
+    check_loc(&f.loc, &|| "the function".into())?;
+    // `cfg` checks the block count, one location per block and the endpoints before it builds
+    // anything.
+    let cfg = f.cfg()?;
+    for (i, l) in f.blocks.iter().enumerate() {
+        check_loc(l, &|| format!("block n{i}"))?;
+    }
+    if cfg.shape_hash() != f.cfg_hash {
+        return Err(Problem::GraphHash);
+    }
+    let num_edges = cfg.num_edges();
+
+    let end = u64::from(f.counter_base.0) + f.counters.len() as u64;
+    if end > u64::from(m.num_counters) {
+        return Err(Problem::CounterRange {
+            base: f.counter_base,
+            end,
+            num_counters: m.num_counters,
+        });
+    }
+    let mut seen_edges = vec![false; num_edges];
+    let mut seen_blocks = vec![false; cfg.num_blocks()];
+    for (counter, &p) in f.counters.iter().enumerate() {
+        let bad = |why| {
+            Err(Problem::Probe {
+                counter,
+                probe: ProbeName(p),
+                why,
+            })
+        };
+        let seen = match p {
+            Probe::Edge(e) if e.index() < num_edges => &mut seen_edges[e.index()],
+            Probe::Edge(_) => return bad("the function does not have"),
+            Probe::Block(b) if b.index() < cfg.num_blocks() => &mut seen_blocks[b.index()],
+            Probe::Block(_) => return bad("the function does not have"),
+            Probe::Path(k) => match &f.paths {
+                Some(pm) if u128::from(k) < pm.num_paths => continue,
+                Some(_) => return bad("is beyond the function's paths"),
+                None => return bad("a function without paths does not count"),
+            },
+            Probe::Events if f.events.is_some() || m.event_kind.is_some() => continue,
+            Probe::Events => return bad("only an events module counts"),
+        };
+        if std::mem::replace(seen, true) {
+            return bad("another counter measures too");
+        }
+    }
+    let check_edges = |list: &'static str, edges: &[EdgeIdx]| {
+        let mut seen = vec![false; num_edges];
+        for &edge in edges {
+            let why = match seen.get_mut(edge.index()) {
+                None => "which it does not have",
+                Some(s) if *s => "twice",
+                Some(s) => {
+                    *s = true;
+                    continue;
+                }
+            };
+            return Err(Problem::EdgeList { list, edge, why });
+        }
+        Ok(())
+    };
+    check_edges("zero edges", &f.zero_edges)?;
+    check_edges("unknown edges", &f.unknown_edges)?;
+
+    if let Some(pm) = &f.paths {
+        if m.mode != Mode::Path {
+            return Err(Problem::Mode {
+                what: "paths",
+                mode: m.mode.name(),
+            });
+        }
+        check_edges("cut edges", &pm.cuts)?;
+        match pm.storage {
+            PathStorage::Array => {
+                let in_order = u128::from(f.counters.len() as u64) == pm.num_paths
+                    && f.counters
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &p)| p == Probe::Path(i as u32));
+                if !in_order {
+                    return Err(Problem::PathArray {
+                        num_paths: pm.num_paths,
+                        counters: f.counters.len(),
+                    });
+                }
+            }
+            PathStorage::Hash { table } => {
+                let why = if !f.counters.is_empty() {
+                    format!("yet it has {} counters", f.counters.len())
+                } else if table as usize >= hashed {
+                    format!("but the module has {hashed} hashed functions")
+                } else if !tables.insert(table) {
+                    "which another function uses".to_string()
+                } else {
+                    String::new()
+                };
+                if !why.is_empty() {
+                    return Err(Problem::PathTable { table, why });
+                }
+            }
+        }
+    }
+
+    if let Some(em) = &f.events {
+        if m.event_kind.is_none() {
+            return Err(Problem::Mode {
+                what: "events",
+                mode: m.mode.name(),
+            });
+        }
+        if em.per_block.len() != f.num_blocks as usize {
+            return Err(Problem::EventBlocks {
+                found: em.per_block.len(),
+                blocks: f.num_blocks,
+            });
+        }
+        let counter = |what: &dyn Fn() -> String, c: CounterIdx| {
+            if c.index() < f.counters.len() {
+                Ok(())
+            } else {
+                Err(Problem::EventCounter {
+                    what: what(),
+                    counter: c,
+                    counters: f.counters.len(),
+                })
+            }
+        };
+        counter(&|| "inclusive".into(), em.inclusive)?;
+        for (site, c) in em.calls.iter().enumerate() {
+            if c.block.0 >= f.num_blocks {
+                return Err(Problem::CallBlock {
+                    site,
+                    block: c.block,
+                    blocks: f.num_blocks,
+                });
+            }
+            counter(&|| format!("call site #{site}"), c.counter)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,701 @@
+//! Structured fuzzing of the metadata contract (issue 13): random module metadata, valid and
+//! subtly invalid (indices out of range, short or long arrays, wrong lengths, inconsistent
+//! paths and events, bad edge kinds, overlapping counters, names with newlines), wrapped in a
+//! profile whose hashes are right, goes through everything `tally report`, `tally paths` and
+//! `tally placements` do: read, combine, analyze, render text and JSON, paths text and JSON,
+//! placement scores. No case may panic, and every refusal must be one line.
+//!
+//! The graphs and counts come from tally-graph's test support (random graphs, simulated
+//! executions, the real placements), so valid cases reach the arithmetic; invalid ones are
+//! valid ones with one to three mutations, most followed by recomputing the graph hash so that
+//! the mutation is not caught by the hash alone.
+//!
+//! `TALLY_FUZZ_CASES=N` sets the number of cases (default 3000, the CI slice);
+//! `TALLY_FUZZ_SEED=S` the first seed (cases use seeds `S .. S+N`); `TALLY_FUZZ_VERBOSE=1`
+//! prints each seed before its case (to find one that aborts the process).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tally_format::profile::{PathEntry, PathEntryKind, Profile, ProfileModule};
+use tally_format::{
+    BlockIdx, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta, Linkage, Loc,
+    Mode, ModuleMeta, PathMeta, PathStorage, Probe, StoredKind,
+};
+use tally_graph::paths::{number_paths_limited, NumberedDag};
+use tally_graph::testing::{random_cfg_with, simulate, GenConfig, Rng, SimConfig};
+use tally_graph::{block_counts, heuristic_weights, place_edge_counters, Cfg, EdgeId};
+
+const MODES: [Mode; 8] = [
+    Mode::Edge,
+    Mode::EdgesNaive,
+    Mode::BlocksNaive,
+    Mode::Vertex,
+    Mode::Path,
+    Mode::Events,
+    Mode::EventsNaive,
+    Mode::Trace,
+];
+
+/// Small numbers, boundary values and huge ones.
+fn wild(rng: &mut Rng, near: u32) -> u32 {
+    match rng.below(6) {
+        0 => u32::MAX,
+        1 => u32::MAX - 1,
+        2 => near,
+        3 => near.saturating_add(1),
+        4 => rng.next_u64() as u32,
+        _ => rng.below(near as usize + 3) as u32,
+    }
+}
+
+fn wild_count(rng: &mut Rng) -> u64 {
+    match rng.below(5) {
+        0 => u64::MAX,
+        1 => u64::MAX / 2 + 1,
+        2 => rng.next_u64(),
+        _ => rng.below(100) as u64,
+    }
+}
+
+/// One function of a module in `mode`, its counter values, and its hashed path entries.
+struct Built {
+    f: FunctionMeta,
+    values: Vec<u64>,
+    entries: Vec<(PathEntryKind, u64, u64)>,
+}
+
+fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mut u32) -> Built {
+    let config = GenConfig {
+        max_blocks: 1 + rng.below(10),
+        ..GenConfig::default()
+    };
+    let cfg = random_cfg_with(rng, &config);
+    let sim = SimConfig {
+        calls: rng.below(5) as u64,
+        step_budget: 30,
+        ..SimConfig::default()
+    };
+    let truth = simulate(&cfg, rng, &sim);
+    let blocks_truth = block_counts(&cfg, &truth).expect("a simulated run conserves flow");
+    let w = heuristic_weights(&cfg);
+    let mut counters = Vec::new();
+    let mut values = Vec::new();
+    let mut zero_edges = Vec::new();
+    let mut unknown_edges = Vec::new();
+    let mut paths = None;
+    let mut events = None;
+    let mut entries = Vec::new();
+    let edge = |e: EdgeId| EdgeIdx::from(e);
+    match mode {
+        Mode::Edge => {
+            for e in place_edge_counters(&cfg, &w, |_| false).chords {
+                counters.push(Probe::Edge(edge(e)));
+                values.push(truth[e]);
+            }
+        }
+        Mode::EdgesNaive => {
+            for (e, _) in cfg.edges() {
+                counters.push(Probe::Edge(edge(e)));
+                values.push(truth[e]);
+            }
+        }
+        Mode::BlocksNaive => {
+            for n in cfg.blocks() {
+                counters.push(Probe::Block(n.into()));
+                values.push(blocks_truth[n]);
+            }
+        }
+        Mode::Vertex => {
+            let vp = tally_graph::vertex::place_vertex_counters(&cfg, &w, |_| false);
+            for &e in &vp.counted {
+                counters.push(Probe::Edge(edge(e)));
+                values.push(truth[e]);
+            }
+            zero_edges = vp.dropped.iter().map(|&e| edge(e)).collect();
+            unknown_edges = vp
+                .undetermined
+                .iter()
+                .filter(|(_, u)| **u)
+                .map(|(e, _)| edge(e))
+                .collect();
+        }
+        Mode::Path if rng.percent(85) => {
+            let limit = if rng.percent(30) {
+                2 + rng.below(6) as u128
+            } else {
+                1 << 62
+            };
+            // A function whose paths cannot be numbered within the limit keeps edge counters,
+            // as the instrumenter's fallback does.
+            if let Ok(numbered) = number_paths_limited(&cfg, limit) {
+                let total = numbered.total();
+                let hashed = total > 16 || rng.percent(20);
+                let count = |rng: &mut Rng| {
+                    if rng.percent(60) {
+                        0
+                    } else {
+                        rng.below(4) as u64
+                    }
+                };
+                let storage = if hashed {
+                    let n = 1 + rng.below(4);
+                    for _ in 0..n {
+                        let p = rng.next_u64() as u128 % total.max(1);
+                        entries.push((PathEntryKind::Count, p as u64, count(rng)));
+                    }
+                    *table += 1;
+                    PathStorage::Hash { table: *table - 1 }
+                } else {
+                    for p in 0..total as u32 {
+                        counters.push(Probe::Path(p));
+                        values.push(count(rng));
+                    }
+                    PathStorage::Array
+                };
+                paths = Some(PathMeta {
+                    cuts: numbered.dag().cuts().map(edge).collect(),
+                    num_paths: total,
+                    storage,
+                    numbering: numbered.fingerprint(),
+                });
+            }
+        }
+        Mode::Path => {}
+        Mode::Events | Mode::EventsNaive => {
+            let calls: Vec<CallSiteMeta> = (0..rng.below(4))
+                .map(|i| CallSiteMeta {
+                    block: BlockIdx(rng.below(cfg.num_blocks()) as u32),
+                    callee: rng.percent(70).then(|| format!("callee{i}")),
+                    counter: CounterIdx(1 + i as u32),
+                })
+                .collect();
+            for _ in 0..=calls.len() {
+                counters.push(Probe::Events);
+                values.push(wild_count(rng));
+            }
+            events = Some(EventMeta {
+                per_block: (0..cfg.num_blocks()).map(|_| rng.below(9) as u64).collect(),
+                inclusive: CounterIdx(0),
+                calls,
+            });
+        }
+        Mode::Trace => {}
+    }
+    if mode == Mode::Path && paths.is_none() {
+        for e in place_edge_counters(&cfg, &w, |_| false).chords {
+            counters.push(Probe::Edge(edge(e)));
+            values.push(truth[e]);
+        }
+    }
+    let loc = |rng: &mut Rng| Loc {
+        file: rng.percent(80).then_some(FileIdx(0)),
+        line: rng.below(50) as u32,
+    };
+    let f = FunctionMeta {
+        name,
+        linkage: rng
+            .pick(&[Linkage::External, Linkage::Internal, Linkage::Linkonce])
+            .expect("three"),
+        loc: loc(rng),
+        num_blocks: cfg.num_blocks() as u32,
+        edges: FunctionMeta::edges_of(&cfg),
+        blocks: (0..cfg.num_blocks()).map(|_| loc(rng)).collect(),
+        cfg_hash: cfg.shape_hash(),
+        counter_base: CounterIdx(base),
+        counters,
+        zero_edges,
+        unknown_edges,
+        paths,
+        events,
+    };
+    Built { f, values, entries }
+}
+
+/// A module in `mode` with up to four functions; returns the module and its path entries.
+fn build_module(rng: &mut Rng, mode: Mode, source: &str, names: &[&str]) -> ProfileModule {
+    let events = matches!(mode, Mode::Events | Mode::EventsNaive);
+    let mut base = u32::from(events);
+    let mut values = vec![wild_count(rng); base as usize];
+    let mut functions = Vec::new();
+    let mut paths = Vec::new();
+    let mut table = 0;
+    for (i, name) in names.iter().enumerate() {
+        let b = build_function(rng, mode, name.to_string(), base, &mut table);
+        base += b.values.len() as u32;
+        values.extend(b.values);
+        for (kind, path, count) in b.entries {
+            paths.push(PathEntry {
+                function: i as u32,
+                kind,
+                path,
+                count,
+            });
+        }
+        functions.push(b.f);
+    }
+    let meta = ModuleMeta {
+        source: source.into(),
+        producer: "meta fuzz".into(),
+        mode,
+        num_counters: base,
+        files: vec![format!("/nonexistent/{source}")],
+        functions,
+        skipped: vec![],
+        event_kind: events.then(|| "insns".to_string()),
+    };
+    let mut m = ProfileModule::new(meta, values);
+    m.paths = paths;
+    m
+}
+
+fn rehash(f: &mut FunctionMeta) {
+    if let Ok(cfg) = f.cfg() {
+        f.cfg_hash = cfg.shape_hash();
+    }
+}
+
+fn some_edge(rng: &mut Rng, f: &FunctionMeta) -> EdgeIdx {
+    let n = f.edges.len() as u32 + 1;
+    EdgeIdx(wild(rng, n))
+}
+
+/// One subtle mutation of a module's metadata (and sometimes its counters or path entries).
+fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
+    let meta = &mut m.meta;
+    let nf = meta.functions.len();
+    if nf == 0 || rng.percent(10) {
+        match rng.below(5) {
+            0 => meta.num_counters = wild(rng, meta.num_counters),
+            1 => meta.event_kind = meta.event_kind.take().xor(Some("insns".into())),
+            2 => meta.mode = rng.pick(&MODES).expect("modes"),
+            3 => meta.files.clear(),
+            _ => m.counters.push(7),
+        }
+        return;
+    }
+    let fi = rng.below(nf);
+    let nfun = nf as u32;
+    let f = &mut meta.functions[fi];
+    let nb = f.num_blocks;
+    match rng.below(26) {
+        0 => {
+            let i = rng.below(f.edges.len().max(1));
+            if let Some(e) = f.edges.get_mut(i) {
+                e.0 = BlockIdx(wild(rng, nb));
+            }
+        }
+        1 => {
+            let i = rng.below(f.edges.len().max(1));
+            if let Some(e) = f.edges.get_mut(i) {
+                e.1 = BlockIdx(wild(rng, nb));
+            }
+        }
+        2 => {
+            let i = rng.below(f.edges.len().max(1));
+            if let Some(e) = f.edges.get_mut(i) {
+                e.2 = rng
+                    .pick(&[
+                        StoredKind::Flow,
+                        StoredKind::Return,
+                        StoredKind::EarlyExit,
+                        StoredKind::Reentry,
+                    ])
+                    .expect("kinds");
+            }
+        }
+        3 => {
+            let n = rng.below(f.blocks.len() + 2);
+            f.blocks.resize(n, Loc::default());
+        }
+        4 => f.num_blocks = wild(rng, nb),
+        5 => f.loc.file = Some(FileIdx(wild(rng, 1))),
+        6 => {
+            if let Some(l) = f.blocks.get_mut(rng.below(nb as usize)) {
+                l.file = Some(FileIdx(wild(rng, 1)));
+            }
+        }
+        7 => f.counter_base = CounterIdx(wild(rng, f.counter_base.0)),
+        8 => {
+            let at = rng.below(f.counters.len() + 1);
+            let p = match rng.below(5) {
+                0 => Probe::Edge(some_edge(rng, f)),
+                1 => Probe::Block(BlockIdx(wild(rng, nb))),
+                2 => Probe::Path(wild(rng, 4)),
+                3 => Probe::Events,
+                _ => match f.counters.first() {
+                    Some(&p) => p, // a duplicate
+                    None => Probe::Edge(EdgeIdx(0)),
+                },
+            };
+            if at < f.counters.len() && rng.percent(50) {
+                f.counters[at] = p;
+            } else {
+                f.counters.insert(at.min(f.counters.len()), p);
+            }
+        }
+        9 => {
+            let n = rng.below(f.counters.len() + 1);
+            f.counters.truncate(n);
+        }
+        10 => {
+            let e = some_edge(rng, f);
+            f.zero_edges.push(e);
+        }
+        11 => {
+            let e = some_edge(rng, f);
+            f.unknown_edges.push(e);
+        }
+        12 => {
+            let e = some_edge(rng, f);
+            match &mut f.paths {
+                Some(p) => p.cuts.push(e),
+                None => f.zero_edges.push(e),
+            }
+        }
+        13 => {
+            if let Some(p) = &mut f.paths {
+                p.cuts.pop();
+            }
+        }
+        14 => {
+            if let Some(p) = &mut f.paths {
+                p.num_paths = match rng.below(3) {
+                    0 => u128::MAX,
+                    1 => p.num_paths + 1,
+                    _ => p.num_paths.saturating_sub(1),
+                };
+            }
+        }
+        15 => {
+            if let Some(p) = &mut f.paths {
+                p.numbering ^= 1 << rng.below(64);
+            }
+        }
+        16 => {
+            if let Some(p) = &mut f.paths {
+                p.storage = match p.storage {
+                    PathStorage::Array => PathStorage::Hash {
+                        table: wild(rng, nfun),
+                    },
+                    PathStorage::Hash { .. } if rng.percent(50) => PathStorage::Array,
+                    PathStorage::Hash { .. } => PathStorage::Hash {
+                        table: wild(rng, 2),
+                    },
+                };
+            }
+        }
+        17 => {
+            f.paths = match f.paths.take() {
+                Some(_) => None,
+                None => Some(PathMeta {
+                    cuts: vec![],
+                    num_paths: rng.below(5) as u128,
+                    storage: PathStorage::Array,
+                    numbering: rng.next_u64(),
+                }),
+            }
+        }
+        18 => {
+            if let Some(e) = &mut f.events {
+                let n = rng.below(e.per_block.len() + 2);
+                e.per_block.resize(n, 1);
+            }
+        }
+        19 => {
+            if let Some(c) = f.events.as_mut().and_then(|e| e.calls.first_mut()) {
+                c.block = BlockIdx(wild(rng, nb));
+            }
+        }
+        20 => {
+            if let Some(e) = &mut f.events {
+                let c = CounterIdx(wild(rng, f.counters.len() as u32));
+                match e.calls.first_mut() {
+                    Some(call) if rng.percent(50) => call.counter = c,
+                    _ => e.inclusive = c,
+                }
+            }
+        }
+        21 => {
+            f.events = match f.events.take() {
+                Some(_) => None,
+                None => Some(EventMeta {
+                    per_block: vec![1; f.blocks.len()],
+                    inclusive: CounterIdx(0),
+                    calls: vec![],
+                }),
+            }
+        }
+        22 => f.name = format!("bad\nname{fi}"),
+        23 => {
+            // A counter value from anywhere: inconsistent counts, overflows.
+            let i = rng.below(m.counters.len().max(1));
+            if let Some(c) = m.counters.get_mut(i) {
+                *c = wild_count(rng);
+            }
+            return;
+        }
+        24 => {
+            // Path entries naming other paths, other functions, huge counts.
+            let function = rng.below(nf + 1) as u32;
+            m.paths.push(PathEntry {
+                function,
+                kind: if rng.percent(80) {
+                    PathEntryKind::Count
+                } else {
+                    PathEntryKind::Lost
+                },
+                path: wild_count(rng),
+                count: wild_count(rng),
+            });
+            return;
+        }
+        _ => {
+            // Another function's counters, or its name and graph (a linkonce twin).
+            let other = meta.functions[rng.below(nf)].clone();
+            let f = &mut meta.functions[fi];
+            if rng.percent(50) {
+                f.counter_base = other.counter_base;
+            } else {
+                f.name = other.name;
+                f.linkage = Linkage::Linkonce;
+            }
+        }
+    }
+    if rng.percent(80) {
+        rehash(&mut meta.functions[fi]);
+    }
+}
+
+/// What happened to one case.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Reported,
+    RefusedRead(String),
+    RefusedAnalyze,
+}
+
+/// Everything the CLI does with a profile, as `tally report`, `paths` and `placements` do.
+fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
+    let one_line = |e: String| {
+        if e.contains('\n') || e.is_empty() {
+            Err(format!("not one line: {e:?}"))
+        } else {
+            Ok(())
+        }
+    };
+    let p = match Profile::read(bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            one_line(e.to_string())?;
+            return Ok(Outcome::RefusedRead(e.to_string()));
+        }
+    };
+    let twice = tally_report::combine(("a", &p), &[("b", &p)]);
+    let mut outcome = Outcome::Reported;
+    for p in [Ok(p.clone()), twice.map_err(|e| e.to_string())] {
+        let p = match p {
+            Ok(p) => p,
+            Err(e) => {
+                one_line(e)?;
+                continue;
+            }
+        };
+        let r = match tally_report::analyze(&p) {
+            Ok(r) => r,
+            Err(e) => {
+                one_line(e.to_string())?;
+                outcome = Outcome::RefusedAnalyze;
+                continue;
+            }
+        };
+        for all in [false, true] {
+            let mut o = tally_report::render::TextOptions {
+                source: false,
+                ..Default::default()
+            };
+            if all {
+                o.top = 0;
+                o.detail = 0;
+                o.blocks = 0;
+                o.show_unexecuted = true;
+            }
+            tally_report::render::text(&r, "t", &o);
+        }
+        tally_report::render::json(&r, "t");
+        tally_report::render::paths_text(&r, "t", 10, false);
+        tally_report::render::paths_text(&r, "t", 0, true);
+        tally_report::render::paths_json(&r, "t");
+        let s = tally_report::placements::score(&r);
+        tally_report::placements::text(&s, "t");
+        tally_report::placements::json(&s, "t");
+        Profile {
+            pid: 0,
+            modules: p.modules.clone(),
+        }
+        .write();
+    }
+    Ok(outcome)
+}
+
+/// The profile bytes of case `seed`, and whether it was mutated.
+fn case(seed: u64) -> (Vec<u8>, bool) {
+    let mut rng = Rng::new(seed);
+    let mode = rng.pick(&MODES).expect("modes");
+    let mut modules = Vec::new();
+    let names = ["f", "g", "h", "_Z3fooi"];
+    for source in ["a.c", "b.cc"].iter().take(1 + rng.below(2)) {
+        let n = rng.below(5);
+        modules.push(build_module(&mut rng, mode, source, &names[..n]));
+    }
+    let mutated = rng.percent(60);
+    if mutated {
+        for _ in 0..1 + rng.below(3) {
+            let i = rng.below(modules.len());
+            mutate(&mut rng, &mut modules[i]);
+        }
+        // The metadata was edited after encoding: encode again, hash right.
+        for m in &mut modules {
+            let paths = std::mem::take(&mut m.paths);
+            let counters = std::mem::take(&mut m.counters);
+            *m = ProfileModule::new(m.meta.clone(), counters);
+            m.paths = paths;
+        }
+    }
+    (Profile { pid: seed, modules }.write(), mutated)
+}
+
+static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
+
+#[test]
+fn metadata_fuzz_never_panics() {
+    let cases: u64 = std::env::var("TALLY_FUZZ_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    let first: u64 = std::env::var("TALLY_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x7a11_7000);
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| {
+        *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = info.to_string();
+    }));
+    let start = Instant::now();
+    let (mut reported, mut refused_read, mut refused_analyze, mut mutated_reported) = (0, 0, 0, 0);
+    let mut failures = Vec::new();
+    let verbose = std::env::var_os("TALLY_FUZZ_VERBOSE").is_some();
+    for seed in first..first + cases {
+        if verbose {
+            eprintln!("seed {seed:#x}");
+        }
+        let run = catch_unwind(AssertUnwindSafe(|| {
+            let (bytes, mutated) = case(seed);
+            (pipeline(&bytes), mutated)
+        }));
+        match run {
+            Ok((Ok(Outcome::Reported), mutated)) => {
+                reported += 1;
+                mutated_reported += u64::from(mutated);
+            }
+            // Metadata as the instrumenter writes it always passes validation.
+            Ok((Ok(Outcome::RefusedRead(e)), false)) => {
+                failures.push((seed, format!("a valid profile was refused: {e}")))
+            }
+            Ok((Ok(Outcome::RefusedRead(_)), true)) => refused_read += 1,
+            Ok((Ok(Outcome::RefusedAnalyze), _)) => refused_analyze += 1,
+            Ok((Err(e), _)) => failures.push((seed, e)),
+            Err(_) => {
+                let msg = LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                failures.push((seed, format!("panic: {msg}")));
+            }
+        }
+    }
+    std::panic::set_hook(hook);
+    eprintln!(
+        "meta fuzz: {cases} cases from seed {first:#x} in {:.1} s: {reported} reported \
+         ({mutated_reported} of them mutated), {refused_read} refused by the reader, \
+         {refused_analyze} by the analysis, {} failures",
+        start.elapsed().as_secs_f64(),
+        failures.len()
+    );
+    for (seed, e) in failures.iter().take(10) {
+        eprintln!("  seed {seed:#x}: {e}");
+    }
+    assert!(failures.is_empty(), "{} failing cases", failures.len());
+    // The generator reaches every stage.
+    if cases >= 1000 {
+        assert!(reported > cases / 10 && refused_read > cases / 10 && refused_analyze > 0);
+    }
+}
+
+/// A valid case renumbered on the reader's side differently than stored is refused by the
+/// fingerprint, not mislabelled.
+#[test]
+fn a_different_numbering_is_refused() {
+    let mut rng = Rng::new(5);
+    let cfg: Cfg = loop {
+        let g = random_cfg_with(
+            &mut rng,
+            &GenConfig {
+                max_blocks: 8,
+                ..GenConfig::default()
+            },
+        );
+        if tally_graph::paths::number_paths(&g).is_ok_and(|n| n.total() > 2) {
+            break g;
+        }
+    };
+    let numbered: NumberedDag = tally_graph::paths::number_paths(&cfg).unwrap();
+    let total = numbered.total();
+    let f = FunctionMeta {
+        name: "p".into(),
+        linkage: Linkage::External,
+        loc: Loc::default(),
+        num_blocks: cfg.num_blocks() as u32,
+        edges: FunctionMeta::edges_of(&cfg),
+        blocks: vec![Loc::default(); cfg.num_blocks()],
+        cfg_hash: cfg.shape_hash(),
+        counter_base: CounterIdx(0),
+        counters: (0..total as u32).map(Probe::Path).collect(),
+        zero_edges: vec![],
+        unknown_edges: vec![],
+        paths: Some(PathMeta {
+            cuts: vec![],
+            num_paths: total,
+            storage: PathStorage::Array,
+            numbering: numbered.fingerprint() ^ 1,
+        }),
+        events: None,
+    };
+    let meta = ModuleMeta {
+        source: "p.c".into(),
+        producer: "test".into(),
+        mode: Mode::Path,
+        num_counters: total as u32,
+        files: vec![],
+        functions: vec![f],
+        skipped: vec![],
+        event_kind: None,
+    };
+    let bytes = Profile {
+        pid: 1,
+        modules: vec![ProfileModule::new(meta.clone(), vec![0; total as usize])],
+    }
+    .write();
+    let p = Profile::read(&bytes).unwrap();
+    let e = tally_report::analyze(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("function p (p.c)") && e.contains("path numbering") && !e.contains('\n'),
+        "{e}"
+    );
+    // With the right fingerprint the same profile reports.
+    let mut good = meta;
+    good.functions[0].paths.as_mut().unwrap().numbering = numbered.fingerprint();
+    let p = Profile {
+        pid: 1,
+        modules: vec![ProfileModule::new(good, vec![0; total as usize])],
+    };
+    tally_report::analyze(&p).unwrap();
+}
