@@ -62,6 +62,8 @@ pub struct ModeSpec {
     pub events: bool,
     /// An oracle: no spanning tree, no derived counts; the tests compare the other modes with it.
     pub oracle: bool,
+    /// Profiles paths: functions may carry path metadata and path-table entries.
+    pub paths: bool,
 }
 
 /// Every mode, in the order the docs list them.
@@ -78,6 +80,7 @@ pub const MODES: &[ModeSpec] = &[
         promotes: true,
         events: false,
         oracle: false,
+        paths: false,
     },
     ModeSpec {
         mode: Mode::EdgesNaive,
@@ -91,6 +94,7 @@ pub const MODES: &[ModeSpec] = &[
         promotes: false,
         events: false,
         oracle: true,
+        paths: false,
     },
     ModeSpec {
         mode: Mode::BlocksNaive,
@@ -104,6 +108,7 @@ pub const MODES: &[ModeSpec] = &[
         promotes: false,
         events: false,
         oracle: true,
+        paths: false,
     },
     ModeSpec {
         mode: Mode::Vertex,
@@ -117,6 +122,7 @@ pub const MODES: &[ModeSpec] = &[
         promotes: true,
         events: false,
         oracle: false,
+        paths: false,
     },
     ModeSpec {
         mode: Mode::Path,
@@ -130,6 +136,7 @@ pub const MODES: &[ModeSpec] = &[
         promotes: true,
         events: false,
         oracle: false,
+        paths: true,
     },
     ModeSpec {
         mode: Mode::Events,
@@ -143,6 +150,7 @@ pub const MODES: &[ModeSpec] = &[
         promotes: false,
         events: true,
         oracle: false,
+        paths: false,
     },
     ModeSpec {
         mode: Mode::EventsNaive,
@@ -156,6 +164,7 @@ pub const MODES: &[ModeSpec] = &[
         promotes: false,
         events: true,
         oracle: true,
+        paths: false,
     },
     ModeSpec {
         mode: Mode::Trace,
@@ -169,6 +178,7 @@ pub const MODES: &[ModeSpec] = &[
         promotes: false,
         events: false,
         oracle: true,
+        paths: false,
     },
 ];
 
@@ -212,6 +222,11 @@ impl Mode {
     /// Does the mode count events (counter 0 of each module is the thread's total)?
     pub fn counts_events(self) -> bool {
         self.spec().events
+    }
+
+    /// Does the mode profile paths (path metadata, path tables)?
+    pub fn profiles_paths(self) -> bool {
+        self.spec().paths
     }
 
     /// Counters at the start of each module's array that belong to no function.

@@ -32,7 +32,7 @@ use tally_graph::CfgError;
 use thiserror::Error;
 
 use crate::meta::{
-    BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, Loc, Mode, ModuleMeta, PathStorage, Probe,
+    BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, Loc, ModuleMeta, PathStorage, Probe,
 };
 
 /// Metadata that decodes but breaks the contract: where, and what.
@@ -235,7 +235,7 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
         function: None,
         problem,
     };
-    let events_mode = matches!(m.mode, Mode::Events | Mode::EventsNaive);
+    let events_mode = m.mode.counts_events();
     if m.event_kind.is_some() != events_mode {
         return Err(module_err(Problem::Mode {
             what: if events_mode {
@@ -368,7 +368,7 @@ fn function(
     check_edges("unknown edges", &f.unknown_edges)?;
 
     if let Some(pm) = &f.paths {
-        if m.mode != Mode::Path {
+        if !m.mode.profiles_paths() {
             return Err(Problem::Mode {
                 what: "paths",
                 mode: m.mode.name(),

@@ -13,16 +13,16 @@
 //! [`analyze`] does the arithmetic; [`render`] prints text and JSON.
 #![deny(missing_docs)]
 
+mod modes;
 pub mod placements;
 pub mod render;
 #[cfg(any(test, feature = "testing"))]
 pub mod trace;
 
+use modes::{ReportSolveError, Solved};
 use std::collections::HashMap;
 use tally_format::profile::Profile;
-use tally_format::{FunctionMeta, Linkage, Loc, Mode, ModuleMeta, Probe};
-use tally_graph::propagate::{self, FlowError};
-use tally_graph::{Cfg, EdgeId, IdVec, NodeId};
+use tally_format::{Linkage, Loc, Mode, ModuleMeta};
 use thiserror::Error;
 
 /// Why a profile cannot be reported.
@@ -278,161 +278,6 @@ fn kind_name(k: tally_graph::EdgeKind) -> &'static str {
     }
 }
 
-/// Edge and block counts of one function, `None` where undetermined.
-struct Solved {
-    edges: IdVec<EdgeId, Option<u64>>,
-    blocks: IdVec<NodeId, Option<u64>>,
-    /// Path mode: the executed paths spelled out.
-    rows: Option<Vec<PathRow>>,
-}
-
-fn solve(
-    cfg: &Cfg,
-    f: &FunctionMeta,
-    mode: Mode,
-    counters: &[u64],
-    paths: Option<&PathProfile>,
-) -> Result<Solved, ReportSolveError> {
-    if let (Some(pm), Some(pp)) = (&f.paths, paths) {
-        if pp.lost > 0 {
-            return Err(ReportSolveError::Lost(pp.lost));
-        }
-        let cuts: Vec<EdgeId> = pm.cuts.iter().map(|e| e.edge()).collect();
-        let dag =
-            tally_graph::paths::PathDag::with_cuts(cfg, &cuts).map_err(ReportSolveError::Paths)?;
-        let numbered =
-            tally_graph::paths::NumberedDag::new(dag).map_err(ReportSolveError::Paths)?;
-        if numbered.total() != pm.num_paths {
-            return Err(ReportSolveError::Numbering {
-                stored: pm.num_paths,
-                computed: numbered.total(),
-            });
-        }
-        let fingerprint = numbered.fingerprint();
-        if fingerprint != pm.numbering {
-            return Err(ReportSolveError::Fingerprint {
-                stored: pm.numbering,
-                computed: fingerprint,
-            });
-        }
-        let d = tally_graph::paths::derive_counts(cfg, &numbered, pp.counts.iter().copied())
-            .map_err(ReportSolveError::Paths)?;
-        let mut rows = Vec::with_capacity(pp.counts.len());
-        for &(number, count) in &pp.counts {
-            let r = numbered
-                .regenerate(number)
-                .map_err(ReportSolveError::Paths)?;
-            use tally_graph::paths::{PathEnd, PathStart};
-            rows.push(PathRow {
-                number,
-                count,
-                blocks: r.blocks.iter().map(|b| b.index() as u32).collect(),
-                start: match r.start {
-                    PathStart::Entry => "entry",
-                    PathStart::Reentry(_) => "reentry",
-                    PathStart::Back(_) => "back-edge",
-                    PathStart::Cut(_) => "cut",
-                },
-                end: match r.end {
-                    PathEnd::Return(_) => "return",
-                    PathEnd::EarlyExit(_) => "early-exit",
-                    PathEnd::Back(_) => "back-edge",
-                    PathEnd::Cut(_) => "cut",
-                },
-            });
-        }
-        return Ok(Solved {
-            edges: IdVec::from_vec(d.edges.into_vec().into_iter().map(Some).collect()),
-            blocks: IdVec::from_vec(d.blocks.into_vec().into_iter().map(Some).collect()),
-            rows: Some(rows),
-        });
-    }
-    let mode = if mode == Mode::Path { Mode::Edge } else { mode };
-    Ok(solve_counters(cfg, f, mode, counters)?)
-}
-
-/// Why a function's counts cannot be recovered.
-#[derive(Debug, Error)]
-enum ReportSolveError {
-    #[error("{0}")]
-    Flow(#[from] FlowError),
-    #[error("{0}")]
-    Paths(tally_graph::paths::PathError),
-    #[error("the profile numbers {stored} paths but this tally numbers {computed}")]
-    Numbering { stored: u128, computed: u128 },
-    #[error("the profile's path numbering (fingerprint {stored:016x}) is not the one this tally computes from the graph and cuts ({computed:016x}), so its path numbers cannot be read")]
-    Fingerprint { stored: u64, computed: u64 },
-    #[error("{0} path increments were lost (the program ran out of memory for path tables)")]
-    Lost(u64),
-}
-
-fn solve_counters(
-    cfg: &Cfg,
-    f: &FunctionMeta,
-    mode: Mode,
-    counters: &[u64],
-) -> Result<Solved, FlowError> {
-    match mode {
-        Mode::Edge | Mode::EdgesNaive => {
-            let mut measured = IdVec::filled(cfg.num_edges(), None);
-            for (p, &v) in f.counters.iter().zip(counters) {
-                if let Probe::Edge(e) = *p {
-                    measured[e.edge()] = Some(v);
-                }
-            }
-            let edges = propagate::propagate(cfg, &measured)?;
-            let blocks = propagate::block_counts(cfg, &edges)?;
-            Ok(Solved {
-                edges: IdVec::from_vec(edges.into_vec().into_iter().map(Some).collect()),
-                blocks: IdVec::from_vec(blocks.into_vec().into_iter().map(Some).collect()),
-                rows: None,
-            })
-        }
-        Mode::Vertex => {
-            let mut measured = IdVec::filled(cfg.num_edges(), None);
-            for (p, &v) in f.counters.iter().zip(counters) {
-                if let Probe::Edge(e) = *p {
-                    measured[e.edge()] = Some(v);
-                }
-            }
-            let dropped: Vec<EdgeId> = f.zero_edges.iter().map(|e| e.edge()).collect();
-            let mut unknown = IdVec::filled(cfg.num_edges(), false);
-            for e in &f.unknown_edges {
-                unknown[e.edge()] = true;
-            }
-            let got = tally_graph::vertex::propagate_vertex(cfg, &measured, &dropped, &unknown)?;
-            let blocks = cfg.blocks().map(|n| Some(got.blocks[n])).collect();
-            Ok(Solved {
-                edges: got.edges,
-                blocks: IdVec::from_vec(blocks),
-                rows: None,
-            })
-        }
-        Mode::Path => unreachable!("path functions without paths are solved as edge functions"),
-        // A trace build counts nothing (its counts are in the trace file); an events build
-        // counts events, not executions.
-        Mode::Trace | Mode::Events | Mode::EventsNaive => Ok(Solved {
-            edges: IdVec::filled(cfg.num_edges(), None),
-            blocks: IdVec::filled(cfg.num_blocks(), None),
-            rows: None,
-        }),
-        Mode::BlocksNaive => {
-            let mut blocks = IdVec::filled(cfg.num_blocks(), 0u64);
-            for (p, &v) in f.counters.iter().zip(counters) {
-                if let Probe::Block(b) = *p {
-                    blocks[b.node()] = v;
-                }
-            }
-            let edges = propagate::solve_from_blocks(cfg, &blocks)?;
-            Ok(Solved {
-                edges,
-                blocks: IdVec::from_vec(blocks.into_vec().into_iter().map(Some).collect()),
-                rows: None,
-            })
-        }
-    }
-}
-
 fn loc_file(meta: &ModuleMeta, l: &Loc) -> Option<String> {
     l.file.and_then(|i| meta.files.get(i.index()).cloned())
 }
@@ -500,25 +345,26 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 .paths
                 .as_ref()
                 .map(|pm| path_profile(pm, vals, &m.paths, fi));
-            let mut solved = solve(&cfg, f, meta.mode, vals, paths.as_ref()).map_err(|error| {
-                let function = one_line(&demangle(&f.name));
-                let source_file = one_line(&meta.source);
-                match error {
-                    // The metadata's numbering is not ours: a metadata error, not a count.
-                    ReportSolveError::Numbering { .. } | ReportSolveError::Fingerprint { .. } => {
-                        ReportError::Meta {
+            let mut solved = modes::of(meta.mode)
+                .solve(&cfg, f, vals, paths.as_ref())
+                .map_err(|error| {
+                    let function = one_line(&demangle(&f.name));
+                    let source_file = one_line(&meta.source);
+                    match error {
+                        // The metadata's numbering is not ours: a metadata error, not a count.
+                        ReportSolveError::Numbering { .. }
+                        | ReportSolveError::Fingerprint { .. } => ReportError::Meta {
                             function,
                             source_file,
                             message: error.to_string(),
-                        }
+                        },
+                        _ => ReportError::Flow {
+                            function,
+                            source_file,
+                            error: error.to_string(),
+                        },
                     }
-                    _ => ReportError::Flow {
-                        function,
-                        source_file,
-                        error: error.to_string(),
-                    },
-                }
-            })?;
+                })?;
             let events = f.events.as_ref().map(|em| {
                 let at = |i: tally_format::CounterIdx| vals.get(i.index()).copied().unwrap_or(0);
                 let calls: Vec<CallSiteEvents> = em

@@ -1,0 +1,84 @@
+//! Reconstruction, one file per mode: a [`Reconstruct`] turns one function's counters (and, in
+//! path mode, its path entries) into its edge and block counts. [`of`] is the one place that
+//! maps a [`Mode`] to its reconstruction (ARCHITECTURE.md, "Adding a mode").
+
+mod blocks;
+mod edge;
+mod none;
+mod path;
+mod vertex;
+
+use crate::{PathProfile, PathRow};
+use tally_format::{FunctionMeta, Mode, Probe};
+use tally_graph::propagate::FlowError;
+use tally_graph::{Cfg, EdgeId, IdVec, NodeId};
+use thiserror::Error;
+
+/// Edge and block counts of one function, `None` where undetermined.
+pub(crate) struct Solved {
+    pub edges: IdVec<EdgeId, Option<u64>>,
+    pub blocks: IdVec<NodeId, Option<u64>>,
+    /// Path mode: the executed paths spelled out.
+    pub rows: Option<Vec<PathRow>>,
+}
+
+impl Solved {
+    /// Every count determined.
+    fn exact(edges: IdVec<EdgeId, u64>, blocks: IdVec<NodeId, u64>) -> Solved {
+        Solved {
+            edges: IdVec::from_vec(edges.into_vec().into_iter().map(Some).collect()),
+            blocks: IdVec::from_vec(blocks.into_vec().into_iter().map(Some).collect()),
+            rows: None,
+        }
+    }
+}
+
+/// Why a function's counts cannot be recovered.
+#[derive(Debug, Error)]
+pub(crate) enum ReportSolveError {
+    #[error("{0}")]
+    Flow(#[from] FlowError),
+    #[error("{0}")]
+    Paths(tally_graph::paths::PathError),
+    #[error("the profile numbers {stored} paths but this tally numbers {computed}")]
+    Numbering { stored: u128, computed: u128 },
+    #[error("the profile's path numbering (fingerprint {stored:016x}) is not the one this tally computes from the graph and cuts ({computed:016x}), so its path numbers cannot be read")]
+    Fingerprint { stored: u64, computed: u64 },
+    #[error("{0} path increments were lost (the program ran out of memory for path tables)")]
+    Lost(u64),
+}
+
+/// The reader's side of a mode.
+pub(crate) trait Reconstruct: Sync {
+    /// The counts of function `f` (graph `cfg`) from its `counters` and, for hashed paths, its
+    /// path entries.
+    fn solve(
+        &self,
+        cfg: &Cfg,
+        f: &FunctionMeta,
+        counters: &[u64],
+        paths: Option<&PathProfile>,
+    ) -> Result<Solved, ReportSolveError>;
+}
+
+/// The reconstruction of `mode`: the registration of every mode.
+pub(crate) fn of(mode: Mode) -> &'static dyn Reconstruct {
+    match mode {
+        Mode::Edge | Mode::EdgesNaive => &edge::Edges,
+        Mode::Vertex => &vertex::Vertex,
+        Mode::BlocksNaive => &blocks::Blocks,
+        Mode::Path => &path::Path,
+        Mode::Trace | Mode::Events | Mode::EventsNaive => &none::Uncounted,
+    }
+}
+
+/// The measured edge counts of a function: its `Probe::Edge` counters.
+fn measured_edges(cfg: &Cfg, f: &FunctionMeta, counters: &[u64]) -> IdVec<EdgeId, Option<u64>> {
+    let mut measured = IdVec::filled(cfg.num_edges(), None);
+    for (p, &v) in f.counters.iter().zip(counters) {
+        if let Probe::Edge(e) = *p {
+            measured[e.edge()] = Some(v);
+        }
+    }
+    measured
+}

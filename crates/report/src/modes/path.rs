@@ -1,0 +1,78 @@
+//! `path`: paper 002's paths regenerated from their numbers (the DAG renumbered from the graph
+//! and the cuts, checked against the stored total and numbering fingerprint), and block and
+//! edge counts derived from the path counts (`tally_graph::paths::derive_counts`). Functions
+//! profiled with edge counters instead are solved as in `edge` mode.
+
+use super::{Reconstruct, ReportSolveError, Solved};
+use crate::{PathProfile, PathRow};
+use tally_format::FunctionMeta;
+use tally_graph::{Cfg, EdgeId, IdVec};
+
+pub(crate) struct Path;
+
+impl Reconstruct for Path {
+    fn solve(
+        &self,
+        cfg: &Cfg,
+        f: &FunctionMeta,
+        counters: &[u64],
+        paths: Option<&PathProfile>,
+    ) -> Result<Solved, ReportSolveError> {
+        let (Some(pm), Some(pp)) = (&f.paths, paths) else {
+            // Functions that could not have paths were profiled with edge counters.
+            return super::edge::Edges.solve(cfg, f, counters, paths);
+        };
+        if pp.lost > 0 {
+            return Err(ReportSolveError::Lost(pp.lost));
+        }
+        let cuts: Vec<EdgeId> = pm.cuts.iter().map(|e| e.edge()).collect();
+        let dag =
+            tally_graph::paths::PathDag::with_cuts(cfg, &cuts).map_err(ReportSolveError::Paths)?;
+        let numbered =
+            tally_graph::paths::NumberedDag::new(dag).map_err(ReportSolveError::Paths)?;
+        if numbered.total() != pm.num_paths {
+            return Err(ReportSolveError::Numbering {
+                stored: pm.num_paths,
+                computed: numbered.total(),
+            });
+        }
+        let fingerprint = numbered.fingerprint();
+        if fingerprint != pm.numbering {
+            return Err(ReportSolveError::Fingerprint {
+                stored: pm.numbering,
+                computed: fingerprint,
+            });
+        }
+        let d = tally_graph::paths::derive_counts(cfg, &numbered, pp.counts.iter().copied())
+            .map_err(ReportSolveError::Paths)?;
+        let mut rows = Vec::with_capacity(pp.counts.len());
+        for &(number, count) in &pp.counts {
+            let r = numbered
+                .regenerate(number)
+                .map_err(ReportSolveError::Paths)?;
+            use tally_graph::paths::{PathEnd, PathStart};
+            rows.push(PathRow {
+                number,
+                count,
+                blocks: r.blocks.iter().map(|b| b.index() as u32).collect(),
+                start: match r.start {
+                    PathStart::Entry => "entry",
+                    PathStart::Reentry(_) => "reentry",
+                    PathStart::Back(_) => "back-edge",
+                    PathStart::Cut(_) => "cut",
+                },
+                end: match r.end {
+                    PathEnd::Return(_) => "return",
+                    PathEnd::EarlyExit(_) => "early-exit",
+                    PathEnd::Back(_) => "back-edge",
+                    PathEnd::Cut(_) => "cut",
+                },
+            })
+        }
+        Ok(Solved {
+            edges: IdVec::from_vec(d.edges.into_vec().into_iter().map(Some).collect()),
+            blocks: IdVec::from_vec(d.blocks.into_vec().into_iter().map(Some).collect()),
+            rows: Some(rows),
+        })
+    }
+}
