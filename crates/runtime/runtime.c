@@ -21,8 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -90,6 +93,57 @@ static void write_stderr(const char *s, size_t n) {
         s += r;
         n -= (size_t)r;
     }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The environment, read once                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+#define PATH_CAP 4096
+
+/* A TALLY_* variable as it was at the first module registration. */
+struct env_value {
+    int set;      /* the variable existed */
+    int too_long; /* its value did not fit in v (then v is empty) */
+    char v[PATH_CAP];
+};
+
+/* Snapshot of the runtime's environment, taken by read_env() under reg_lock at the first
+ * registration of a module (a constructor: before main for the executable and the libraries
+ * it links). Nothing else in this file calls getenv or reads environ: a program may point
+ * environ anywhere (gnulib's configure tests point it at an array on their stack) or clobber
+ * it, and the profile written at exit is the same. In a process with AT_SECURE (setuid,
+ * setgid, file capabilities) every TALLY_* variable is ignored: only `secure` is set. */
+static struct {
+    int read;
+    int secure;
+    struct env_value profile; /* TALLY_PROFILE */
+    struct env_value trace;   /* TALLY_TRACE */
+    struct env_value stop_at; /* TALLY_STOP_AT */
+} env;
+
+static void env_copy(struct env_value *d, const char *name) {
+    const char *s = getenv(name);
+    if (!s)
+        return;
+    d->set = 1;
+    size_t n = strlen(s);
+    if (n >= sizeof d->v) {
+        d->too_long = 1;
+        return;
+    }
+    memcpy(d->v, s, n + 1);
+}
+
+/* Called once, under reg_lock. */
+static void read_env(void) {
+    env.secure = getauxval(AT_SECURE) != 0;
+    if (!env.secure) {
+        env_copy(&env.profile, "TALLY_PROFILE");
+        env_copy(&env.trace, "TALLY_TRACE");
+        env_copy(&env.stop_at, "TALLY_STOP_AT");
+    }
+    env.read = 1;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -330,19 +384,39 @@ static void set_limit(int64_t limit) {
 }
 
 /* TALLY_STOP_AT=N: the (main) thread stops at the first checked point where its exact count is
- * >= N. Read at the first module registration, before main. */
+ * >= N. Parsed from the environment snapshot at the first registration of an events module;
+ * a value that is not a whole number in 1..INT64_MAX/2 is ignored with one line on stderr. */
 static void read_stop_at(void) {
-    const char *s = getenv("TALLY_STOP_AT");
-    if (!s || !*s)
+    if (!env.stop_at.set)
         return;
+    const char *s = env.stop_at.v;
+    const char *why = 0;
     uint64_t n = 0;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        if (n > (UINT64_MAX - 9) / 10)
-            return;
-        n = n * 10 + (uint64_t)(*s - '0');
+    if (env.stop_at.too_long || !*s)
+        why = "not a whole number";
+    for (; !why && *s; s++) {
+        if (*s < '0' || *s > '9')
+            why = "not a whole number";
+        else if (n > (UINT64_MAX - 9) / 10)
+            why = "out of range";
+        else
+            n = n * 10 + (uint64_t)(*s - '0');
     }
-    if (*s || n == 0 || n > (uint64_t)INT64_MAX / 2)
+    if (!why && (n == 0 || n > (uint64_t)INT64_MAX / 2))
+        why = "out of range";
+    if (why) {
+        char line[256];
+        size_t k = put_str(line, 0, 200, "tally: ignoring TALLY_STOP_AT=");
+        k = put_str(line, k, 200, env.stop_at.v);
+        if (env.stop_at.too_long || k >= 199)
+            k = put_str(line, k, sizeof line, "...");
+        k = put_str(line, k, sizeof line, ": ");
+        k = put_str(line, k, sizeof line, why);
+        k = put_str(line, k, sizeof line,
+                    strcmp(why, "out of range") == 0 ? " (1 to 4611686018427387903)\n" : "\n");
+        write_stderr(line, k);
         return;
+    }
     stop_target = (int64_t)n;
     set_limit((int64_t)n - TALLY_EV_SLACK);
 }
@@ -393,6 +467,8 @@ void __tally_register(struct tally_module *m) {
         return;
     }
     lock_registry(0);
+    if (!env.read)
+        read_env();
     for (struct tally_module *p = reg_head; p; p = p->next) {
         if (p == m) { /* registered twice: keep the first */
             unlock_registry();
@@ -710,8 +786,6 @@ void __tally_longjmp_landed(int32_t ret, struct tally_frame *f) {
 /* Writing the profile                                                                        */
 /* ------------------------------------------------------------------------------------------ */
 
-#define PATH_CAP 4096
-
 /* Static state of the writer; used only under reg_lock (or after failing to take it). */
 static struct {
     int fd;
@@ -722,7 +796,7 @@ static struct {
     size_t n;
     unsigned char buf[16384];
     char path[PATH_CAP];
-    char tmp[PATH_CAP + 32];
+    char tmp[PATH_CAP + 64];
     char line[PATH_CAP + 256];
 } out;
 
@@ -877,13 +951,15 @@ static void out_module(const struct tally_module *m) {
     out_u64(out.sum);
 }
 
-/* Builds an output path into dst: the value of environment variable `var` with %p and %%
- * expanded, or "<basename of the executable><suffix>". Returns 0 (ok), 1 (var=off) or an
- * errno. */
-static int build_path_for(char *dst, size_t cap, const char *var, const char *suffix) {
+/* Builds an output path into dst: the saved value of a TALLY_* variable with %p and %%
+ * expanded, or "<basename of the executable><suffix>" when it is unset or empty (or the
+ * process is AT_SECURE: then nothing was saved). Returns 0 (ok), 1 (var=off) or an errno. */
+static int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix) {
     size_t n = 0;
-    const char *env = getenv(var);
-    if (env && *env) {
+    if (ev->set && ev->too_long)
+        return ENAMETOOLONG;
+    if (ev->set && ev->v[0]) {
+        const char *env = ev->v;
         if (strcmp(env, "off") == 0)
             return 1;
         for (const char *s = env; *s; s++) {
@@ -927,19 +1003,161 @@ static int build_path_for(char *dst, size_t cap, const char *var, const char *su
 
 /* Builds the profile path into out.path. Returns 0 (ok), 1 (TALLY_PROFILE=off) or an errno. */
 static int build_path(void) {
-    return build_path_for(out.path, sizeof out.path, "TALLY_PROFILE", ".tally");
+    return build_path_for(out.path, sizeof out.path, &env.profile, ".tally");
+}
+
+/* "tally: <what> <path>: <reason>\n" on stderr, built in `line`. */
+static void report_line(char *line, size_t cap, const char *what, const char *path,
+                        const char *reason) {
+    size_t n = put_str(line, 0, cap, "tally: ");
+    n = put_str(line, n, cap, what);
+    n = put_str(line, n, cap, " ");
+    n = put_str(line, n, cap, path);
+    n = put_str(line, n, cap, ": ");
+    n = put_str(line, n, cap, reason);
+    if (n + 2 > cap)
+        n = cap - 2;
+    line[n++] = '\n';
+    write_stderr(line, n);
 }
 
 static void report_failure(const char *path, int err) {
-    size_t n = put_str(out.line, 0, sizeof out.line, "tally: cannot write profile ");
-    n = put_str(out.line, n, sizeof out.line, path);
-    n = put_str(out.line, n, sizeof out.line, ": ");
-    n = put_str(out.line, n, sizeof out.line, strerror(err));
-    if (n + 2 > sizeof out.line)
-        n = sizeof out.line - 2;
-    out.line[n++] = '\n';
-    write_stderr(out.line, n);
+    report_line(out.line, sizeof out.line, "cannot write profile", path, strerror(err));
 }
+
+/* 64 unpredictable bits for temporary names: getrandom, else /dev/urandom, else (neither
+ * available) a mix of clocks, pid and a counter -- guessable, but O_EXCL still refuses a
+ * name someone planted. */
+static uint64_t random64(void) {
+    static uint64_t calls;
+    uint64_t r = 0;
+#ifdef SYS_getrandom
+    if (syscall(SYS_getrandom, &r, sizeof r, 1 /* GRND_NONBLOCK */) == (long)sizeof r)
+        return r;
+#endif
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    if (fd >= 0) {
+        ssize_t k = read(fd, &r, sizeof r);
+        (void)close(fd);
+        if (k == (ssize_t)sizeof r)
+            return r;
+    }
+    struct timespec a = {0, 0}, b = {0, 0};
+    (void)clock_gettime(CLOCK_REALTIME, &a);
+    (void)clock_gettime(CLOCK_MONOTONIC, &b);
+    r = ((uint64_t)a.tv_nsec << 32) ^ (uint64_t)a.tv_sec ^ ((uint64_t)b.tv_nsec << 17) ^
+        ((uint64_t)getpid() << 40) ^ (uintptr_t)&calls ^ __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+    return r * TALLY_FNV_PRIME;
+}
+
+#define OPEN_REFUSED (-1)
+
+/* Opens where the runtime writes the file `path` (a profile or a trace), never writing through
+ * a symbolic link and never replacing anything but a regular file or a symbolic link:
+ * - `path` missing, a regular file, or a symbolic link to a regular file or to nothing: a new
+ *   file is created next to it, "<path>.tmp.<pid>.<16 hex digits from random64>", with
+ *   O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC and mode 0666 & ~umask (another name on EEXIST); the
+ *   caller renames it to `path` (which replaces a symbolic link itself, never its target);
+ *   `tmp` receives its name;
+ * - `path` a FIFO or a character device (e.g. /dev/null), not through a symbolic link: opened
+ *   in place with O_WRONLY|O_NOFOLLOW|O_NONBLOCK, checked (fstat) to be the node lstat saw,
+ *   then made blocking; a FIFO without a reader fails (ENXIO) instead of hanging; `tmp` is "";
+ * - a directory: EISDIR;
+ * - anything else (a block device, a socket, a symbolic link to a directory, a FIFO or a
+ *   device, e.g. /dev/stdout): refused, *why says why.
+ * Returns a descriptor, OPEN_REFUSED with *why set, or -2 with *err set to an errno. */
+static int open_target(const char *path, char *tmp, size_t tmpcap, int *err, const char **why) {
+    struct stat st;
+    tmp[0] = 0;
+    *err = 0;
+    *why = 0;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            struct stat t;
+            if (stat(path, &t) == 0 && !S_ISREG(t.st_mode)) {
+                *why = "it is a symbolic link to something that is not a regular file "
+                       "(only regular files are replaced, FIFOs and character devices written "
+                       "in place when named directly)";
+                return OPEN_REFUSED;
+            }
+        } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+            int fd;
+            do {
+                fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            } while (fd < 0 && errno == EINTR);
+            if (fd < 0 && errno == ENXIO && S_ISFIFO(st.st_mode)) {
+                *why = "it is a FIFO that no process is reading";
+                return OPEN_REFUSED;
+            }
+            if (fd < 0) {
+                *err = errno;
+                return -2;
+            }
+            struct stat f;
+            if (fstat(fd, &f) != 0 || f.st_dev != st.st_dev || f.st_ino != st.st_ino ||
+                (f.st_mode & S_IFMT) != (st.st_mode & S_IFMT)) {
+                (void)close(fd);
+                *err = EAGAIN;
+                return -2;
+            }
+            int fl = fcntl(fd, F_GETFL);
+            if (fl != -1)
+                (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+            return fd;
+        } else if (S_ISDIR(st.st_mode)) {
+            *err = EISDIR;
+            return -2;
+        } else if (!S_ISREG(st.st_mode)) {
+            *why = "it is not a regular file, a FIFO or a character device";
+            return OPEN_REFUSED;
+        }
+    } else if (errno != ENOENT) {
+        *err = errno;
+        return -2;
+    }
+    for (int attempt = 0; attempt < 100; attempt++) {
+        static const char hex[] = "0123456789abcdef";
+        uint64_t r = random64();
+        char h[17];
+        for (int i = 0; i < 16; i++)
+            h[i] = hex[(r >> (4 * i)) & 15];
+        h[16] = 0;
+        size_t n = put_str(tmp, 0, tmpcap, path);
+        n = put_str(tmp, n, tmpcap, ".tmp.");
+        n = put_u64(tmp, n, tmpcap, (uint64_t)getpid());
+        n = put_str(tmp, n, tmpcap, ".");
+        n = put_str(tmp, n, tmpcap, h);
+        if (n + 1 >= tmpcap) {
+            tmp[0] = 0;
+            *err = ENAMETOOLONG;
+            return -2;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST && errno != EINTR) {
+            *err = errno;
+            tmp[0] = 0;
+            return -2;
+        }
+    }
+    tmp[0] = 0;
+    *err = EEXIST;
+    return -2;
+}
+
+/* An AT_SECURE process writes only the default file, in its current directory, and only when
+ * the real user owns that directory (so the file lands where that user could put one anyway,
+ * and nowhere the privileged identity alone may write). Returns 1 when writing is allowed. */
+static int secure_target_ok(void) {
+    if (!env.secure)
+        return 1;
+    struct stat st;
+    return stat(".", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid();
+}
+
+static const char secure_refusal[] =
+    "setuid/setgid process: the current directory is not owned by the real user";
 
 /* Writes the profile. The caller holds reg_lock (or could not get it) and preserves errno. */
 static void write_profile_locked(void) {
@@ -950,17 +1168,18 @@ static void write_profile_locked(void) {
         report_failure(out.path, err);
         return;
     }
-    size_t n = put_str(out.tmp, 0, sizeof out.tmp, out.path);
-    n = put_str(out.tmp, n, sizeof out.tmp, ".tmp.");
-    n = put_u64(out.tmp, n, sizeof out.tmp, (uint64_t)getpid());
-    (void)n;
-
-    int fd;
-    do {
-        fd = open(out.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    } while (fd < 0 && errno == EINTR);
+    if (!secure_target_ok()) {
+        report_line(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
+        return;
+    }
+    const char *why;
+    int fd = open_target(out.path, out.tmp, sizeof out.tmp, &err, &why);
+    if (fd == OPEN_REFUSED) {
+        report_line(out.line, sizeof out.line, "not writing profile", out.path, why);
+        return;
+    }
     if (fd < 0) {
-        report_failure(out.path, errno);
+        report_failure(out.path, err);
         return;
     }
     out.fd = fd;
@@ -992,12 +1211,14 @@ static void write_profile_locked(void) {
     err = out.err;
     if (close(fd) != 0 && !err && errno != EINTR)
         err = errno;
-    if (!err && rename(out.tmp, out.path) != 0)
-        err = errno;
-    if (err) {
-        (void)unlink(out.tmp);
-        report_failure(out.path, err);
+    if (out.tmp[0]) {
+        if (!err && rename(out.tmp, out.path) != 0)
+            err = errno;
+        if (err)
+            (void)unlink(out.tmp);
     }
+    if (err)
+        report_failure(out.path, err);
 }
 
 void tally_write_profile(void) {
@@ -1043,29 +1264,52 @@ static void trace_flush_locked(void) {
     trace.n = 0;
 }
 
+/* Opens the trace file (TALLY_TRACE, default <program>.trace) as open_target says; a new file
+ * is renamed into place at once, so the trace is written under its final name. */
+static void trace_open(void) {
+    char line[PATH_CAP + 256];
+    char tmp[PATH_CAP + 64];
+    trace.fd = -1;
+    int err = build_path_for(trace.path, sizeof trace.path, &env.trace, ".trace");
+    if (err == 1)
+        return;
+    if (err) {
+        report_line(line, sizeof line, "cannot open the trace file", trace.path, strerror(err));
+        return;
+    }
+    if (!secure_target_ok()) {
+        report_line(line, sizeof line, "not writing the trace file", trace.path, secure_refusal);
+        return;
+    }
+    const char *why;
+    int fd = open_target(trace.path, tmp, sizeof tmp, &err, &why);
+    if (fd == OPEN_REFUSED) {
+        report_line(line, sizeof line, "not writing the trace file", trace.path, why);
+        return;
+    }
+    if (fd >= 0 && tmp[0] && rename(tmp, trace.path) != 0) {
+        err = errno;
+        (void)unlink(tmp);
+        (void)close(fd);
+        fd = -2;
+    }
+    if (fd < 0) {
+        report_line(line, sizeof line, "cannot open the trace file", trace.path, strerror(err));
+        return;
+    }
+    trace.fd = fd == 0 ? dup(fd) : fd;
+    if (trace.fd > 0) {
+        memcpy(trace.buf, "TALLYTRC\x01\0\0\0\0\0\0\0", 16);
+        trace.n = 16;
+    }
+}
+
 static void trace_record(uint64_t a, uint64_t b, uint64_t c) {
     int saved_errno = errno;
     while (__atomic_exchange_n(&trace.lock, 1, __ATOMIC_ACQUIRE))
         sched_yield();
-    if (trace.fd == 0) {
-        int err = build_path_for(trace.path, sizeof trace.path, "TALLY_TRACE", ".trace");
-        if (err) {
-            trace.fd = -1;
-        } else {
-            int fd;
-            do {
-                fd = open(trace.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-            } while (fd < 0 && errno == EINTR);
-            trace.fd = fd < 0 ? -1 : (fd == 0 ? dup(fd) : fd);
-            if (trace.fd > 0) {
-                memcpy(trace.buf, "TALLYTRC\x01\0\0\0\0\0\0\0", 16);
-                trace.n = 16;
-            } else {
-                static const char msg[] = "tally: cannot open the trace file\n";
-                write_stderr(msg, sizeof msg - 1);
-            }
-        }
-    }
+    if (trace.fd == 0)
+        trace_open();
     if (trace.fd > 0) {
         if (trace.n + 24 > sizeof trace.buf)
             trace_flush_locked();

@@ -186,7 +186,11 @@ fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
         let prof = match Profile::read_file(p) {
             Ok(prof) => prof,
             // That message names the file already.
-            Err(e @ ProfileError::Io { .. }) => return Err(e.into()),
+            Err(
+                e @ (ProfileError::Io { .. }
+                | ProfileError::NotRegular { .. }
+                | ProfileError::TooLarge { .. }),
+            ) => return Err(e.into()),
             Err(e) => return Err(anyhow::Error::new(e).context(p.display().to_string())),
         };
         loaded.push((p.display().to_string(), prof));

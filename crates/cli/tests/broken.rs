@@ -122,6 +122,61 @@ fn broken_profiles_are_refused_with_one_line() {
     }
 }
 
+/// Special files and oversized inputs are refused by every reader before it reads a byte:
+/// `tally report /dev/zero` used to read until the OOM killer ended it.
+#[test]
+fn special_and_oversized_inputs_are_refused_at_once() {
+    let dir = scratch("broken-special");
+    let good = profile(&dir, "good", "edge", SRC);
+    let good = good.to_str().unwrap();
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let big = dir.join("big.tally");
+    // Sparse: 4 GiB + 1 byte of holes, no disk used.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(tally_format::profile::MAX_PROFILE_BYTES + 1)
+        .unwrap();
+    let dirpath = dir.to_str().unwrap();
+    let cases: [(&str, &str); 4] = [
+        ("/dev/zero", "not a regular file (a character device)"),
+        (fifo.to_str().unwrap(), "not a regular file (a FIFO)"),
+        (dirpath, "not a regular file (a directory)"),
+        (big.to_str().unwrap(), "is more than the 4294967296"),
+    ];
+    for (input, want) in cases {
+        let started = std::time::Instant::now();
+        refused(&["report", input], want);
+        refused(&["report", good, input], want);
+        refused(&["paths", input], want);
+        refused(&["placements", input], want);
+        let out = dir.join("merged.tally");
+        refused(&["merge", "-o", out.to_str().unwrap(), good, input], want);
+        assert!(!out.exists());
+        let c = dir.join("w.c");
+        std::fs::write(&c, SRC).unwrap();
+        refused(
+            &[
+                "cc",
+                &format!("--tally-weights={input}"),
+                "-c",
+                c.to_str().unwrap(),
+                "-o",
+                dir.join("w.o").to_str().unwrap(),
+            ],
+            want,
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{input}: not refused at once"
+        );
+    }
+}
+
 /// A damaged counter is refused (container version 3 checksums each module's counts), not
 /// reported: flipping the top bit of a counter used to give counts near 1.6e19 and exit 0.
 #[test]

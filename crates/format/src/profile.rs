@@ -130,6 +130,29 @@ impl ProfileModule {
     }
 }
 
+/// The largest profile file a reader accepts: 4 GiB. A profile holds every module's metadata
+/// and counters, a few megabytes for programs of millions of lines; the bound keeps a reader
+/// pointed at a huge or endless input from exhausting memory.
+pub const MAX_PROFILE_BYTES: u64 = 4 << 30;
+
+fn file_kind(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
 /// What can be wrong with a profile. Every message is one line.
 #[derive(Debug, Error)]
 pub enum ProfileError {
@@ -228,6 +251,26 @@ pub enum ProfileError {
         extra: usize,
         /// Where the profile proper ends.
         end: usize,
+    },
+    /// The path names something other than a regular file (a directory, a FIFO, a device such
+    /// as /dev/zero): readers never read those, so they never block or read without end.
+    #[error("cannot read profile {}: not a regular file ({kind})", path.display())]
+    NotRegular {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// The file is larger than [`MAX_PROFILE_BYTES`].
+    #[error(
+        "cannot read profile {}: {len} bytes is more than the {MAX_PROFILE_BYTES} a profile may have",
+        path.display()
+    )]
+    TooLarge {
+        /// The path given.
+        path: PathBuf,
+        /// Its length (at least, when it grew while being read).
+        len: u64,
     },
     /// The file cannot be read.
     #[error("cannot read profile {}: {error}", path.display())]
@@ -476,13 +519,47 @@ impl Profile {
         Ok(Profile { pid, modules })
     }
 
-    /// Reads and parses a profile file.
+    /// Reads and parses a profile file. Only a regular file (symbolic links followed) of at
+    /// most [`MAX_PROFILE_BYTES`] is read: anything else is refused before a byte is read, and
+    /// a file that grows past the bound while being read is refused too.
     pub fn read_file(path: impl AsRef<Path>) -> Result<Profile, ProfileError> {
+        use std::io::Read;
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|error| ProfileError::Io {
+        let io = |error| ProfileError::Io {
             path: path.to_path_buf(),
             error,
-        })?;
+        };
+        let check = |m: &std::fs::Metadata| {
+            if !m.is_file() {
+                return Err(ProfileError::NotRegular {
+                    path: path.to_path_buf(),
+                    kind: file_kind(m),
+                });
+            }
+            if m.len() > MAX_PROFILE_BYTES {
+                return Err(ProfileError::TooLarge {
+                    path: path.to_path_buf(),
+                    len: m.len(),
+                });
+            }
+            Ok(())
+        };
+        // Checked before opening (opening a FIFO would wait for a writer), and again on the
+        // opened file (the path may have been replaced in between).
+        check(&std::fs::metadata(path).map_err(io)?)?;
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        check(&meta)?;
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(MAX_PROFILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        if bytes.len() as u64 > MAX_PROFILE_BYTES {
+            return Err(ProfileError::TooLarge {
+                path: path.to_path_buf(),
+                len: bytes.len() as u64,
+            });
+        }
         Profile::read(&bytes)
     }
 
