@@ -261,9 +261,9 @@ pub enum ProfileError {
         /// What it is instead.
         kind: &'static str,
     },
-    /// The file is larger than [`MAX_PROFILE_BYTES`].
+    /// The file is larger than the bound ([`MAX_PROFILE_BYTES`]).
     #[error(
-        "cannot read profile {}: {len} bytes is more than the {MAX_PROFILE_BYTES} a profile may have",
+        "cannot read profile {}: {len} bytes is more than the {max} a profile may have",
         path.display()
     )]
     TooLarge {
@@ -271,6 +271,8 @@ pub enum ProfileError {
         path: PathBuf,
         /// Its length (at least, when it grew while being read).
         len: u64,
+        /// The bound.
+        max: u64,
     },
     /// The file cannot be read.
     #[error("cannot read profile {}: {error}", path.display())]
@@ -523,6 +525,12 @@ impl Profile {
     /// most [`MAX_PROFILE_BYTES`] is read: anything else is refused before a byte is read, and
     /// a file that grows past the bound while being read is refused too.
     pub fn read_file(path: impl AsRef<Path>) -> Result<Profile, ProfileError> {
+        Profile::read_file_bounded(path, MAX_PROFILE_BYTES)
+    }
+
+    /// [`Profile::read_file`] with another bound than [`MAX_PROFILE_BYTES`] (the tests use a
+    /// small one: a file over 4 GiB cannot be made where `ulimit -f` forbids it).
+    pub fn read_file_bounded(path: impl AsRef<Path>, max: u64) -> Result<Profile, ProfileError> {
         use std::io::Read;
         let path = path.as_ref();
         let io = |error| ProfileError::Io {
@@ -536,10 +544,11 @@ impl Profile {
                     kind: file_kind(m),
                 });
             }
-            if m.len() > MAX_PROFILE_BYTES {
+            if m.len() > max {
                 return Err(ProfileError::TooLarge {
                     path: path.to_path_buf(),
                     len: m.len(),
+                    max,
                 });
             }
             Ok(())
@@ -551,13 +560,14 @@ impl Profile {
         let meta = file.metadata().map_err(io)?;
         check(&meta)?;
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(MAX_PROFILE_BYTES + 1)
+        file.take(max.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(io)?;
-        if bytes.len() as u64 > MAX_PROFILE_BYTES {
+        if bytes.len() as u64 > max {
             return Err(ProfileError::TooLarge {
                 path: path.to_path_buf(),
                 len: bytes.len() as u64,
+                max,
             });
         }
         Profile::read(&bytes)
@@ -1048,6 +1058,28 @@ mod tests {
         let p = sample();
         p.write_file(&path).unwrap();
         assert_eq!(Profile::read_file(&path).unwrap(), p);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The size bound: a profile one byte over it is refused with one line, one at the bound is
+    /// read (the bound tested is small; `read_file` uses [`MAX_PROFILE_BYTES`]).
+    #[test]
+    fn a_profile_over_the_bound_is_refused() {
+        let dir = std::env::temp_dir().join(format!("tally-format-bound-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.tally");
+        let p = sample();
+        p.write_file(&path).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(Profile::read_file_bounded(&path, len).unwrap(), p);
+        let e = Profile::read_file_bounded(&path, len - 1).unwrap_err();
+        assert!(matches!(e, ProfileError::TooLarge { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("{len} bytes is more than the {}", len - 1)),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
