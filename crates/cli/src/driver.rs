@@ -376,41 +376,14 @@ fn compile_one(
     Ok((code != 0).then_some(code))
 }
 
-/// Writes the runtime archive to a cache directory (once per content hash) and returns its path.
-fn runtime_archive() -> Result<PathBuf> {
+/// The runtime archive to link: `$TALLY_RUNTIME` if set, else a copy the driver wrote or
+/// verified byte for byte (`rtcache`): in the user's private cache, or in `tmp`, this build's
+/// private temporary directory.
+fn runtime_archive(tmp: &Path) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("TALLY_RUNTIME").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
-    let hash = tally_graph::hash::fnv64(tally_runtime::ARCHIVE);
-    let name = format!("libtally_rt-{hash:016x}.a");
-    let mut dirs = Vec::new();
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
-        dirs.push(PathBuf::from(x).join("tally"));
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|x| !x.is_empty()) {
-        dirs.push(PathBuf::from(h).join(".cache").join("tally"));
-    }
-    dirs.push(std::env::temp_dir().join(format!("tally-{}", unsafe_uid())));
-    for d in dirs {
-        let p = d.join(&name);
-        if p.is_file() {
-            return Ok(p);
-        }
-        if std::fs::create_dir_all(&d).is_err() {
-            continue;
-        }
-        let tmp = d.join(format!("{name}.{}", std::process::id()));
-        if std::fs::write(&tmp, tally_runtime::ARCHIVE).is_ok() && std::fs::rename(&tmp, &p).is_ok()
-        {
-            return Ok(p);
-        }
-        let _ = std::fs::remove_file(&tmp);
-    }
-    bail!("cannot write the tally runtime archive to any cache directory")
-}
-
-fn unsafe_uid() -> String {
-    std::env::var("USER").unwrap_or_else(|_| "user".into())
+    crate::rtcache::archive(tmp)
 }
 
 /// Runs `tally cc` (`cxx == false`) or `tally c++` with the given arguments; returns the exit
@@ -523,7 +496,7 @@ pub fn main(cxx: bool, argv: &[OsString]) -> Result<i32> {
                     Word::Source { path, .. } | Word::OtherInput(path) => a.push(path.clone()),
                 }
             }
-            a.push(runtime_archive()?.into_os_string());
+            a.push(runtime_archive(tmp.path())?.into_os_string());
             a.push("-Wno-unused-command-line-argument".into());
             run(&s, &a)
         }
@@ -534,7 +507,11 @@ fn tempdir() -> Result<TempDir> {
     let base = std::env::temp_dir();
     for n in 0..1000u32 {
         let p = base.join(format!("tally-{}-{}", std::process::id(), n));
-        if std::fs::create_dir(&p).is_ok() {
+        // Private (0700): the runtime archive may be written here.
+        if std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+            .create(&p)
+            .is_ok()
+        {
             return Ok(TempDir(p));
         }
     }

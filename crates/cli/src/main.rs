@@ -6,6 +6,7 @@
 
 mod args;
 mod driver;
+mod rtcache;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
