@@ -130,6 +130,8 @@ pub struct CommandLine {
     pub action: Action,
     /// `--tally-*` options, without the `--tally-` prefix (e.g. `mode=edge`).
     pub tally_opts: Vec<String>,
+    /// The `-flto` / `-flto=KIND` in effect (the last of them, unless `-fno-lto` follows).
+    pub lto: Option<String>,
 }
 
 fn lang_of_x(x: &str) -> Option<Lang> {
@@ -183,6 +185,7 @@ pub fn parse(args: &[OsString]) -> CommandLine {
     let mut tally_opts = Vec::new();
     let mut i = 0;
     let mut any_input = false;
+    let mut lto = None;
     while i < args.len() {
         let a = &args[i];
         let s = a.to_string_lossy().into_owned();
@@ -198,14 +201,15 @@ pub fn parse(args: &[OsString]) -> CommandLine {
                 Some(xv) if xv != "none" => lang_of_x(xv).is_some(),
                 _ => lang_of_ext(p).is_some(),
             };
-            if is_src && s != "-" {
+            // A source on stdin (`-x c -`) is one like any other: clang reads it in the
+            // first step. Without a source `-x`, clang decides what `-` is (and refuses it).
+            if is_src && (s != "-" || x.as_deref().is_some_and(|v| v != "none")) {
                 words.push(Word::Source {
                     path: a.clone(),
                     x: x.clone().filter(|v| v != "none"),
                 });
             } else {
                 if s == "-" {
-                    // stdin sources are compiled by clang as they are.
                     passthrough = true;
                 }
                 words.push(Word::OtherInput(a.clone()));
@@ -222,6 +226,7 @@ pub fn parse(args: &[OsString]) -> CommandLine {
             "-o" | "--output" => output = opt.get(1).cloned(),
             "-x" | "--language" => x = val.clone(),
             "-c" => compile = true,
+            "-fno-lto" => lto = None,
             "-S" => assemble = true,
             "-E" | "-M" | "-MM" | "-fsyntax-only" | "-###" | "--version" | "-dumpversion"
             | "-dumpmachine" | "-dumpspecs" | "--help" | "-help" | "-emit-llvm" | "-emit-ast"
@@ -235,6 +240,8 @@ pub fn parse(args: &[OsString]) -> CommandLine {
                     }
                 } else if let Some(v) = s.strip_prefix("--language=") {
                     x = Some(v.to_string());
+                } else if s == "-flto" || starts(&s, "-flto=") {
+                    lto = Some(s.clone());
                 } else if starts(&s, "-print-") || starts(&s, "--print-") {
                     passthrough = true;
                 }
@@ -265,6 +272,7 @@ pub fn parse(args: &[OsString]) -> CommandLine {
         output,
         action,
         tally_opts,
+        lto,
     }
 }
 
@@ -373,6 +381,33 @@ mod tests {
         }
         assert_eq!(parse(&v("-c a.s")).action, Action::PassThrough);
         assert_eq!(parse(&v("-c a.ll")).action, Action::Compile);
+    }
+
+    #[test]
+    fn stdin_is_a_source_with_a_source_language() {
+        let c = parse(&v("-x c - -c -o a.o"));
+        assert_eq!(c.action, Action::Compile);
+        assert_eq!(
+            c.words
+                .iter()
+                .filter_map(|w| w.source_lang())
+                .collect::<Vec<_>>(),
+            vec![Lang::C]
+        );
+        // Without -x (clang's error), or as assembly: clang's business.
+        assert_eq!(parse(&v("-c -")).action, Action::PassThrough);
+        assert_eq!(parse(&v("-x assembler -c -")).action, Action::PassThrough);
+    }
+
+    #[test]
+    fn lto_the_last_word_wins() {
+        assert_eq!(parse(&v("-flto -c a.c")).lto.as_deref(), Some("-flto"));
+        assert_eq!(
+            parse(&v("-flto=full -flto=thin a.c")).lto.as_deref(),
+            Some("-flto=thin")
+        );
+        assert_eq!(parse(&v("-flto -fno-lto -c a.c")).lto, None);
+        assert_eq!(parse(&v("-flto-jobs=4 -c a.c")).lto, None);
     }
 
     #[test]

@@ -298,9 +298,14 @@ fn compile_one(
 
     // 2. Instrument.
     let input = std::fs::read(&bc).with_context(|| format!("cannot read {}", bc.display()))?;
-    let source = std::env::current_dir()
-        .map(|d| d.join(src))
-        .unwrap_or_else(|_| PathBuf::from(src));
+    // A source on stdin (`-x c -`) was read by clang above; clang calls it `<stdin>`.
+    let source = if src == "-" {
+        PathBuf::from("<stdin>")
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(src))
+            .unwrap_or_else(|_| PathBuf::from(src))
+    };
     let opts = tally_llvm::Options {
         source: source.to_string_lossy().into_owned(),
         ..s.opts.clone()
@@ -395,6 +400,9 @@ pub fn main(cxx: bool, argv: &[OsString]) -> Result<i32> {
         print_help(cxx)?;
     }
     let s = settings(cxx, &cl)?;
+    if let (Some(lto), false) = (&cl.lto, cl.action == Action::PassThrough) {
+        bail!("{lto} is not supported: tally instruments each file's optimized IR before linking");
+    }
     let passthrough_args = || -> Vec<OsString> {
         let mut a = Vec::new();
         for w in &cl.words {
