@@ -74,6 +74,7 @@ const SEPARATE_VALUE: &[&str] = &[
     "-exported_symbols_list",
     "--output",
     "--language",
+    "-dumpdir",
 ];
 
 /// The language of a source input.

@@ -257,6 +257,72 @@ struct Job<'a> {
     out: PathBuf,
 }
 
+/// The value of the last `opt VALUE` / `optVALUE` option.
+fn opt_value(cl: &CommandLine, opt: &str) -> Option<OsString> {
+    cl.words.iter().rev().find_map(|w| match w {
+        Word::Opt(o) if o[0] == opt => o.get(1).cloned(),
+        _ => None,
+    })
+}
+
+/// With `--coverage` / `-ftest-coverage` / `-fprofile-arcs`, the gcov notes (`.gcno`) and data
+/// (`.gcda`) file names clang would give this source, as cc1 options for the first step.
+/// clang derives them from the output it is asked for; the first step's output is tally's
+/// temporary bitcode, so tally names them instead: next to the object with `-c`/`-S`
+/// (`a.o` -> `a.gcno`), `<output>-<source stem>` when linking (`-o prog a.c` ->
+/// `prog-a.gcno`), `<dumpdir><source stem>` with `-dumpdir`; absolute, as clang's.
+fn coverage_files(cl: &CommandLine, job: &Job) -> Vec<OsString> {
+    let last = |on: &str, off: &str| {
+        cl.words.iter().rev().find_map(|w| match w {
+            Word::Opt(o) if o[0] == on => Some(true),
+            Word::Opt(o) if o[0] == off => Some(false),
+            _ => None,
+        }) == Some(true)
+    };
+    let all = has_opt(cl, |o| o == "--coverage" || o == "-coverage");
+    let notes = all || last("-ftest-coverage", "-fno-test-coverage");
+    // -fprofile-generate=DIR puts the data file elsewhere: clang's business.
+    let data = (all || last("-fprofile-arcs", "-fno-profile-arcs"))
+        && !has_opt(cl, |o| o.starts_with("-fprofile-generate"));
+    if !notes && !data {
+        return Vec::new();
+    }
+    let src_name = Path::new(job.src)
+        .file_name()
+        .map_or_else(|| OsString::from("-"), |n| n.to_owned());
+    let dumpdir = opt_value(cl, "-dumpdir").or_else(|| {
+        (cl.action == Action::Link).then(|| {
+            let mut d = cl.output.clone().unwrap_or_else(|| "a".into());
+            d.push("-");
+            d
+        })
+    });
+    let mut stem = match dumpdir {
+        Some(mut d) => {
+            d.push(&src_name);
+            PathBuf::from(d)
+        }
+        None => job.out.clone(),
+    };
+    if stem.is_relative() {
+        if let Ok(cwd) = std::env::current_dir() {
+            stem = cwd.join(stem);
+        }
+    }
+    let mut out = Vec::new();
+    for (on, ext, opt) in [
+        (notes, "gcno", "-coverage-notes-file="),
+        (data, "gcda", "-coverage-data-file="),
+    ] {
+        if on {
+            let mut v = OsString::from(opt);
+            v.push(stem.with_extension(ext));
+            out.extend(["-Xclang".into(), v]);
+        }
+    }
+    out
+}
+
 /// Compiles one source to an instrumented object (or assembly, `asm`) at `job.out`.
 fn compile_one(
     s: &Settings,
@@ -285,6 +351,7 @@ fn compile_one(
         }
     }
     a.extend(["-c".into(), "-emit-llvm".into()]);
+    a.extend(coverage_files(cl, job));
     if let Some(x) = x {
         a.extend(["-x".into(), OsString::from(x)]);
     }
