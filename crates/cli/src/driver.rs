@@ -198,7 +198,8 @@ fn load_weights(path: &Path) -> Result<tally_llvm::Weights> {
     let r =
         tally_report::analyze(&p).with_context(|| format!("--tally-weights={}", path.display()))?;
     let mut w = tally_llvm::Weights::new();
-    for f in &r.functions {
+    // Functions whose counts are inconsistent give no weights: they use the heuristic's.
+    for f in r.functions.iter().filter(|f| f.inconsistent.is_none()) {
         let counts: Option<Vec<u64>> = f.edges.iter().map(|e| e.count).collect();
         let Some(counts) = counts else {
             bail!(

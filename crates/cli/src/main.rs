@@ -143,7 +143,33 @@ struct PlacementsArgs {
     output: Option<PathBuf>,
 }
 
-fn placements(a: PlacementsArgs) -> Result<()> {
+/// Exit status of `report`, `paths` and `placements` when the output is complete except for
+/// functions whose counts are inconsistent (named on stderr).
+const EXIT_INCONSISTENT: i32 = 3;
+
+/// Names every function whose counts could not be recovered, one stderr line each, then says
+/// what usually causes it; returns the exit status.
+fn warn_inconsistent(r: &tally_report::Report) -> i32 {
+    let mut n = 0;
+    for f in r.inconsistent() {
+        n += 1;
+        eprintln!(
+            "tally: inconsistent counts in function {} ({}), shown as unknown: {}",
+            f.demangled,
+            f.module,
+            f.inconsistent.as_deref().unwrap_or_default()
+        );
+    }
+    if n == 0 {
+        return 0;
+    }
+    eprintln!(
+        "tally: {n} function(s) with inconsistent counts; the rest is exact. Threads that run instrumented code need a build with --tally-atomic, and a thread still running at exit leaves partial counts"
+    );
+    EXIT_INCONSISTENT
+}
+
+fn placements(a: PlacementsArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
     let title = a
         .profiles
@@ -162,10 +188,11 @@ fn placements(a: PlacementsArgs) -> Result<()> {
         Format::Json => tally_report::placements::json(&s, &title),
         Format::Text => tally_report::placements::text(&s, &title),
     };
-    write_out(a.output.as_ref(), out.as_bytes())
+    write_out(a.output.as_ref(), out.as_bytes())?;
+    Ok(warn_inconsistent(&r))
 }
 
-fn paths(a: PathsArgs) -> Result<()> {
+fn paths(a: PathsArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
     let title = a
         .profiles
@@ -178,7 +205,8 @@ fn paths(a: PathsArgs) -> Result<()> {
         Format::Json => tally_report::render::paths_json(&r, &title),
         Format::Text => tally_report::render::paths_text(&r, &title, a.top, !a.no_source),
     };
-    write_out(a.output.as_ref(), out.as_bytes())
+    write_out(a.output.as_ref(), out.as_bytes())?;
+    Ok(warn_inconsistent(&r))
 }
 
 fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
@@ -201,7 +229,7 @@ fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
     Ok(tally_report::combine((&first.0, &first.1), &rest)?)
 }
 
-fn report(a: ReportArgs) -> Result<()> {
+fn report(a: ReportArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
     let title = a
         .profiles
@@ -229,7 +257,8 @@ fn report(a: ReportArgs) -> Result<()> {
             tally_report::render::text(&r, &title, &o)
         }
     };
-    write_out(a.output.as_ref(), out.as_bytes())
+    write_out(a.output.as_ref(), out.as_bytes())?;
+    Ok(warn_inconsistent(&r))
 }
 
 fn write_out(path: Option<&PathBuf>, bytes: &[u8]) -> Result<()> {
@@ -251,9 +280,9 @@ fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Cmd::Cc { args } => driver::main(false, &args),
         Cmd::Cxx { args } => driver::main(true, &args),
-        Cmd::Report(a) => report(a).map(|()| 0),
-        Cmd::Paths(a) => paths(a).map(|()| 0),
-        Cmd::Placements(a) => placements(a).map(|()| 0),
+        Cmd::Report(a) => report(a),
+        Cmd::Paths(a) => paths(a),
+        Cmd::Placements(a) => placements(a),
         Cmd::Merge { output, profiles } => {
             let p = read_profiles(&profiles)?;
             write_out(Some(&output), &p.write()).map(|()| 0)

@@ -235,16 +235,17 @@ fn profiles_of_different_builds_are_refused() {
 
 #[test]
 fn inconsistent_counts_name_the_function() {
-    // Forge a profile whose counters violate the flow law: take a valid edge profile and make
-    // a counter of `main` so large that a derived count must go negative.
+    // Forge a profile whose counters violate the flow law in `main` only: take a valid edge
+    // profile and claim `main` was never called although its blocks ran. The report names
+    // `main` on stderr, still reports `add` exactly, and exits with status 3 (issue 14, point 8).
+    const TWO: &str = "#include <stdio.h>\n__attribute__((noinline)) int add(int a, int b){return a+b;}\nint main(void){int s=0; for(int i=0;i<10;i++) if(i&1) s=add(s,i); printf(\"%d\\n\", s); return 0;}\n";
     let dir = scratch("inconsistent");
-    let good = profile(&dir, "g", "edges-naive", SRC);
+    let good = profile(&dir, "g", "edges-naive", TWO);
     let prof = tally_format::profile::Profile::read_file(&good).unwrap();
     let mut bad = prof.clone();
     let m = &mut bad.modules[0];
     let f = m.meta.functions.iter().find(|f| f.name == "main").unwrap();
-    // e0 (calls of main) is counted directly in edges-naive: claim no call although its
-    // blocks ran.
+    // e0 (calls of main) is counted directly in edges-naive.
     let idx = f
         .counters
         .iter()
@@ -254,7 +255,32 @@ fn inconsistent_counts_name_the_function() {
     m.counters[idx] = 0;
     let path = dir.join("bad.tally");
     std::fs::write(&path, bad.write()).unwrap();
-    refused(&["report", path.to_str().unwrap()], "main");
+    for format in ["text", "json"] {
+        let o = Command::new(tally())
+            .args(["report", "--format", format, path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{format}: {err}");
+        let named: Vec<_> = err
+            .lines()
+            .filter(|l| l.contains("function main"))
+            .collect();
+        assert_eq!(named.len(), 1, "{err}");
+        assert!(err.contains("--tally-atomic"), "{err}");
+        assert_eq!(err.lines().count(), 2, "{err}");
+        if format == "json" {
+            let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let fs = doc["functions"].as_array().unwrap();
+            let by = |n: &str| fs.iter().find(|f| f["name"] == n).unwrap();
+            assert!(by("main")["inconsistent"].is_string());
+            assert!(by("add").get("inconsistent").is_none());
+            assert_eq!(by("add")["entry_count"], 5, "add is still exact");
+        } else {
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert!(out.contains("INCONSISTENT"), "{out}");
+        }
+    }
 }
 
 /// Metadata whose hash is right but whose content is not (issue 13): each case once made

@@ -124,6 +124,10 @@ pub struct FunctionReport {
     pub paths: Option<PathProfile>,
     /// Events mode: the function's events.
     pub events: Option<FunctionEvents>,
+    /// Why the function's counts could not be recovered (they break the flow law: a
+    /// multi-threaded program built without `--tally-atomic`, a thread still running at exit,
+    /// or a damaged profile); its counts are then unknown. `None` when they are exact.
+    pub inconsistent: Option<String>,
 }
 
 /// Events of one function (events mode).
@@ -206,6 +210,13 @@ pub struct Report {
     pub path_entry_sum: u128,
     /// Events mode: what an event is, and the exiting thread's exact total.
     pub events: Option<(String, u64)>,
+}
+
+impl Report {
+    /// The functions whose counts could not be recovered.
+    pub fn inconsistent(&self) -> impl Iterator<Item = &FunctionReport> {
+        self.functions.iter().filter(|f| f.inconsistent.is_some())
+    }
 }
 
 /// Adds the counters of `others` into a copy of `first`, refusing profiles of another build.
@@ -345,26 +356,27 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 .paths
                 .as_ref()
                 .map(|pm| path_profile(pm, vals, &m.paths, fi));
-            let mut solved = modes::of(meta.mode)
-                .solve(&cfg, f, vals, paths.as_ref())
-                .map_err(|error| {
-                    let function = one_line(&demangle(&f.name));
-                    let source_file = one_line(&meta.source);
-                    match error {
-                        // The metadata's numbering is not ours: a metadata error, not a count.
-                        ReportSolveError::Numbering { .. }
-                        | ReportSolveError::Fingerprint { .. } => ReportError::Meta {
-                            function,
-                            source_file,
-                            message: error.to_string(),
-                        },
-                        _ => ReportError::Flow {
-                            function,
-                            source_file,
-                            error: error.to_string(),
-                        },
-                    }
-                })?;
+            // Counts that break the flow law mark the function inconsistent (its counts unknown,
+            // the reason kept); the rest of the profile is still reported (issue 14 point 8).
+            let mut inconsistent = None;
+            let mut solved = match modes::of(meta.mode).solve(&cfg, f, vals, paths.as_ref()) {
+                Ok(s) => s,
+                // The metadata's numbering is not ours: a metadata error, not a count.
+                Err(
+                    error @ (ReportSolveError::Numbering { .. }
+                    | ReportSolveError::Fingerprint { .. }),
+                ) => {
+                    return Err(ReportError::Meta {
+                        function: one_line(&demangle(&f.name)),
+                        source_file: one_line(&meta.source),
+                        message: error.to_string(),
+                    })
+                }
+                Err(error) => {
+                    inconsistent = Some(one_line(&error.to_string()));
+                    modes::Solved::unknown(&cfg)
+                }
+            };
             let events = f.events.as_ref().map(|em| {
                 let at = |i: tally_format::CounterIdx| vals.get(i.index()).copied().unwrap_or(0);
                 let calls: Vec<CallSiteEvents> = em
@@ -390,6 +402,9 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                     let r = &mut functions[i];
                     if r.mode == meta.mode {
                         add_into(r, &solved);
+                        if r.inconsistent.is_none() {
+                            r.inconsistent = inconsistent;
+                        }
                         if let (Some(mine), Some(theirs)) = (&mut r.paths, &paths) {
                             add_paths(mine, theirs).ok_or(ReportError::Overflow)?;
                         }
@@ -436,6 +451,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 copies: 1,
                 paths,
                 events,
+                inconsistent,
             };
             finish(&mut r);
             if f.linkage == Linkage::Linkonce {

@@ -189,11 +189,20 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
         .iter()
         .fold(0u64, |a, f| a.saturating_add(f.block_executions));
     let _ = writeln!(s, "block executions: {total}\n");
+    for f in r.inconsistent() {
+        let _ = writeln!(
+            s,
+            "INCONSISTENT: {} ({}): counts unknown: {}",
+            f.demangled,
+            f.module,
+            f.inconsistent.as_deref().unwrap_or_default()
+        );
+    }
 
     let shown: Vec<&FunctionReport> = r
         .functions
         .iter()
-        .filter(|f| o.show_unexecuted || f.entry_count > 0)
+        .filter(|f| o.show_unexecuted || f.entry_count > 0 || f.inconsistent.is_some())
         .collect();
     let n = if o.top == 0 {
         shown.len()
@@ -243,6 +252,9 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
             f.edges.len(),
             f.counters
         );
+        if let Some(why) = &f.inconsistent {
+            let _ = writeln!(s, "   INCONSISTENT, counts unknown: {why}");
+        }
         let mut blocks: Vec<_> = f.blocks.iter().collect();
         blocks.sort_by(|a, b| b.count.cmp(&a.count).then(a.id.cmp(&b.id)));
         let nb = if o.blocks == 0 {
@@ -328,6 +340,8 @@ struct JsonFunction<'a> {
     counters: usize,
     copies: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
+    inconsistent: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     events: Option<JsonEvents<'a>>,
     blocks: Vec<JsonBlock<'a>>,
     edges: Vec<JsonEdge>,
@@ -400,6 +414,7 @@ pub fn json(r: &Report, profile: &str) -> String {
                 block_executions: f.block_executions,
                 counters: f.counters,
                 copies: f.copies,
+                inconsistent: f.inconsistent.as_deref(),
                 events: f.events.as_ref().map(|e| JsonEvents {
                     inclusive: e.inclusive,
                     exclusive: e.exclusive,

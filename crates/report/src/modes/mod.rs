@@ -23,6 +23,15 @@ pub(crate) struct Solved {
 }
 
 impl Solved {
+    /// No count known (a function whose counters break the flow law).
+    pub(crate) fn unknown(cfg: &Cfg) -> Solved {
+        Solved {
+            edges: IdVec::filled(cfg.num_edges(), None),
+            blocks: IdVec::filled(cfg.num_blocks(), None),
+            rows: None,
+        }
+    }
+
     /// Every count determined.
     fn exact(edges: IdVec<EdgeId, u64>, blocks: IdVec<NodeId, u64>) -> Solved {
         Solved {

@@ -5,7 +5,7 @@
 use super::{ReportSolveError, Solved};
 use crate::PathProfile;
 use tally_format::FunctionMeta;
-use tally_graph::{Cfg, IdVec};
+use tally_graph::Cfg;
 
 pub(crate) struct Uncounted;
 
@@ -17,10 +17,6 @@ impl super::Reconstruct for Uncounted {
         _counters: &[u64],
         _paths: Option<&PathProfile>,
     ) -> Result<Solved, ReportSolveError> {
-        Ok(Solved {
-            edges: IdVec::filled(cfg.num_edges(), None),
-            blocks: IdVec::filled(cfg.num_blocks(), None),
-            rows: None,
-        })
+        Ok(Solved::unknown(cfg))
     }
 }
