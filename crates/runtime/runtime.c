@@ -229,6 +229,7 @@ struct tally_instance {
     void (*settle)(uintptr_t above, int charge);
     void (*reset)(void);              /* zero this copy's counters */
     void (*write)(void);              /* write the process's profile (the owner's is used) */
+    void (*cut)(uintptr_t f);         /* a landing at f in another image (cut_self) */
 };
 
 /* A module whose object was dlclosed: its profile record, as the profile holds it. */
@@ -251,10 +252,11 @@ struct tally_registry {
 static void settle_self(uintptr_t above, int charge);
 static void reset_self(void);
 static void write_self(void);
+static void cut_self(uintptr_t f);
 
 HIDDEN struct tally_instance tally__self = {
     TALLY_INSTANCE_MAGIC, TALLY_ABI_VERSION, sizeof(struct tally_instance), 0, 0, &reg_head,
-    settle_self, reset_self, write_self};
+    settle_self, reset_self, write_self, cut_self};
 
 /* The note: name "tally", type TALLY_NOTE_TYPE, descriptor an 8-byte offset from the
  * descriptor to tally__self (resolved by the static linker: no dynamic relocation). */
@@ -892,13 +894,54 @@ static int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame
 
 /* The common part of __tally_unwound (lj = 0) and __tally_longjmp_landed (lj = 1, ret != 0).
  * `top` is the list head at entry, or NULL when the records above `f` must not be read. */
+/* This copy's part of a landing in another image (a landing pad or a longjmp target whose
+ * record is at `f`): this thread's records in this image that lie below `f` belong to frames
+ * the unwinder or longjmp discarded. They are charged and leave the list, which then starts at
+ * the first record at or above `f` (frames still live). An invalid record ends the walk and
+ * empties the list (the frames above re-link it when they return: a pop restores `prev`). */
+static void cut_self(uintptr_t f) {
+    struct tally_frame *r = __tally_top;
+    struct walker w = {0, 0, 0};
+    uintptr_t above = 0;
+    for (unsigned n = 0; r && (uintptr_t)r < f; n++) {
+        uintptr_t a = (uintptr_t)r;
+        if (n >= WALK_CAP || a <= above || (a & 7) != 0 || !record_readable(&w, a)) {
+            r = 0;
+            break;
+        }
+        struct tally_frame *prev = r->prev;
+        charge_site(r->site);
+        above = a;
+        r = prev;
+    }
+    __tally_top = r;
+}
+
+/* Frames of other images discarded by a landing at `f` (exceptions and longjmp cross library
+ * boundaries): every other live copy cuts its own list. */
+static void cut_others(uintptr_t f) {
+    struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    if (!r || !r->live || (r->live == &tally__self && !tally__self.next))
+        return;
+    if (!spin_lock(&r->lock, 1))
+        return;
+    for (struct tally_instance *in = r->live; in; in = in->next)
+        if (in != &tally__self)
+            in->cut(f);
+    spin_unlock(&r->lock);
+}
+
 static void landed_common(struct tally_frame *f, int lj, struct tally_frame *top, struct walker *w) {
+    int saved_errno = errno;
     if (top && top != f && walk(top, 0, f, w, 0))
         walk(top, 0, f, w, 1);
     if (lj && f && ((uintptr_t)f & 7) == 0) {
         charge_site(f->site);
     }
     __tally_top = f;
+    if (f)
+        cut_others((uintptr_t)f);
+    errno = saved_errno;
 }
 
 #if defined(__x86_64__) && defined(__linux__)
@@ -934,6 +977,29 @@ static void landed_common(struct tally_frame *f, int lj, struct tally_frame *top
 
 HIDDEN __attribute__((used)) void tally__landed_switched(struct tally_frame *f, int lj,
                                                          struct tally_frame *top);
+HIDDEN __attribute__((used)) void tally__landed_scratch(struct tally_frame *f, int lj,
+                                                        struct tally_frame *top, uintptr_t sp);
+
+/* This image's scratch stack for landings: while it is free (tally__scratch_lock 0), a landing
+ * runs its C code there and touches no dead stack at all, so the records of every image's
+ * discarded frames (cut_others) are read intact. Taken by an xchg in the entry; a landing
+ * that finds it busy (another thread, or a signal handler landing inside a landing) takes the
+ * switch below its own list's head. */
+#define TALLY_SCRATCH_BYTES 65536
+HIDDEN __attribute__((used, aligned(64))) unsigned char tally__scratch[TALLY_SCRATCH_BYTES];
+HIDDEN __attribute__((used)) unsigned char tally__scratch_lock;
+
+/* `sp` is the caller's stack pointer at the call: the records above `f` must lie below it
+ * (dead stack), as the entry's own checks require on the other path. */
+HIDDEN __attribute__((used)) void tally__landed_scratch(struct tally_frame *f, int lj,
+                                                        struct tally_frame *top, uintptr_t sp) {
+    struct walker w = {0, 0, 0}; /* nothing known readable: every record is probed */
+    uintptr_t a = (uintptr_t)f, t = (uintptr_t)top;
+    if ((a & 7) || (t & 7) || t >= a || t > sp - sizeof(struct tally_frame) ||
+        a - t > TALLY_MAX_SPAN)
+        top = 0; /* nothing above f is read */
+    landed_common(f, lj, top, &w);
+}
 
 HIDDEN __attribute__((used)) void tally__landed_switched(struct tally_frame *f, int lj,
                                                          struct tally_frame *top) {
@@ -983,6 +1049,26 @@ __asm__(
     "tally__landed_entry:\n"
     ".Ltally_landed_common:\n"
     ".cfi_startproc\n"
+    "    movl $1, %eax\n"
+    "    xchgb %al, tally__scratch_lock(%rip)\n"
+    "    testb %al, %al\n"
+    "    jnz .Ltally_below\n"                  /* scratch stack busy */
+    "    movq __tally_top@gottpoff(%rip), %rax\n"
+    "    movq %fs:(%rax), %rdx\n"              /* rdx = top (validated in C) */
+    "    leaq tally__scratch+" TALLY_STR(TALLY_SCRATCH_BYTES) "(%rip), %rax\n"
+    "    movq %rsp, %rcx\n"                    /* rcx = sp, the 4th argument */
+    "    movq %rax, %rsp\n"                    /* switch to the scratch stack */
+    ".cfi_def_cfa %rcx, 8\n"
+    "    pushq %rcx\n"
+    ".cfi_escape 0x0f, 0x05, 0x77, 0x00, 0x06, 0x23, 0x08\n" /* CFA = *(rsp) + 8 */
+    "    subq $8, %rsp\n"
+    ".cfi_escape 0x0f, 0x05, 0x77, 0x08, 0x06, 0x23, 0x08\n" /* CFA = *(rsp + 8) + 8 */
+    "    call tally__landed_scratch\n"
+    "    movq 8(%rsp), %rsp\n"
+    ".cfi_def_cfa %rsp, 8\n"
+    "    movb $0, tally__scratch_lock(%rip)\n"  /* after leaving it */
+    "    ret\n"
+    ".Ltally_below:\n"
     "    movq __tally_top@gottpoff(%rip), %rax\n"
     "    movq %fs:(%rax), %rdx\n"              /* rdx = top */
     "    testq $7, %rdi\n"
@@ -1457,6 +1543,135 @@ static int secure_target_ok(void) {
 static const char secure_refusal[] =
     "setuid/setgid process: the current directory is not owned by the real user";
 
+/* The module records of the process, in the order they are written: every live copy's modules
+ * (copies in joining order), then those of dlclosed objects. */
+struct rec {
+    const struct tally_module *m;  /* a live module, or */
+    const struct dead_module *d;   /* the saved record of a dlclosed one */
+};
+
+struct rec_it {
+    const struct tally_instance *in;
+    const struct tally_module *m;
+    const struct dead_module *d;
+};
+
+static void rec_begin(struct rec_it *it, const struct tally_instance *live,
+                      const struct dead_module *dead) {
+    it->in = live;
+    it->m = live ? __atomic_load_n(live->modules, __ATOMIC_ACQUIRE) : 0;
+    it->d = dead;
+}
+
+static int rec_next(struct rec_it *it, struct rec *r) {
+    while (it->in) {
+        if (it->m) {
+            r->m = it->m;
+            r->d = 0;
+            it->m = __atomic_load_n(&it->m->next, __ATOMIC_ACQUIRE);
+            return 1;
+        }
+        it->in = it->in->next;
+        it->m = it->in ? __atomic_load_n(it->in->modules, __ATOMIC_ACQUIRE) : 0;
+    }
+    if (it->d) {
+        r->m = 0;
+        r->d = it->d;
+        it->d = it->d->next;
+        return 1;
+    }
+    return 0;
+}
+
+/* A record's header words: magic, hash, meta_len, num_counters, num_path_entries (for a live
+ * module with path tables, 1: such records are never merged). */
+static void rec_head(struct rec r, uint64_t h[5]) {
+    if (r.m) {
+        h[0] = TALLY_MODULE_MAGIC;
+        h[1] = r.m->hash;
+        h[2] = r.m->meta_len;
+        h[3] = r.m->num_counters;
+        h[4] = r.m->num_path_tables ? 1 : 0;
+    } else {
+        memcpy(h, r.d + 1, 5 * sizeof(uint64_t));
+    }
+}
+
+static uint64_t rec_counter(struct rec r, uint64_t i) {
+    if (r.m)
+        return __atomic_load_n(&r.m->counters[i], __ATOMIC_RELAXED);
+    uint64_t h[5], c;
+    rec_head(r, h);
+    memcpy(&c, (const unsigned char *)(r.d + 1) + 40 + h[2] + ((8 - (h[2] & 7)) & 7) + 8 * i, 8);
+    return c;
+}
+
+/* Two records of one module (one object file linked into two images, one library loaded
+ * under two names, or dlclosed while a copy stays open) are written as one, counters added,
+ * when neither has hashed path entries; the reader lists a module once per record. */
+static int twins(struct rec a, struct rec b) {
+    uint64_t x[5], y[5];
+    rec_head(a, x);
+    rec_head(b, y);
+    if (x[0] != TALLY_MODULE_MAGIC || y[0] != TALLY_MODULE_MAGIC || x[4] || y[4] ||
+        TALLY_BIG_ENDIAN)
+        return 0;
+    if (a.m && !a.m->counters)
+        return 0;
+    if (b.m && !b.m->counters)
+        return 0;
+    return x[1] == y[1] && x[2] == y[2] && x[3] == y[3];
+}
+
+static int has_twin_before(const struct tally_instance *live, const struct dead_module *dead,
+                           struct rec r, uint64_t j) {
+    struct rec_it it;
+    struct rec o;
+    rec_begin(&it, live, dead);
+    for (uint64_t k = 0; k < j && rec_next(&it, &o); k++)
+        if (twins(o, r))
+            return 1;
+    return 0;
+}
+
+/* `it` is positioned just after r. */
+static int has_twin_after(const struct rec_it *after, struct rec r) {
+    struct rec_it it = *after;
+    struct rec o;
+    while (rec_next(&it, &o))
+        if (twins(o, r))
+            return 1;
+    return 0;
+}
+
+/* Writes r with the counters of every later twin added. */
+static void out_twins(const struct rec_it *after, struct rec r) {
+    static const unsigned char zeros[8];
+    uint64_t h[5];
+    rec_head(r, h);
+    out_u64(TALLY_MODULE_MAGIC);
+    out_u64(h[1]);
+    out_u64(h[2]);
+    out_u64(h[3]);
+    out_u64(0);
+    out_bytes(r.m ? (const void *)r.m->meta : (const void *)((const unsigned char *)(r.d + 1) + 40),
+              h[2]);
+    out_bytes(zeros, (8 - (h[2] & 7)) & 7);
+    out.summing = 1;
+    out.sum = TALLY_FNV_OFFSET;
+    for (uint64_t i = 0; i < h[3] && !out.err; i++) {
+        uint64_t v = rec_counter(r, i);
+        struct rec_it it = *after;
+        struct rec o;
+        while (rec_next(&it, &o))
+            if (twins(o, r))
+                v += rec_counter(o, i);
+        out_u64(v);
+    }
+    out.summing = 0;
+    out_u64(out.sum);
+}
+
 /* The profile record of `m` (as out_module writes it) in a new mapping, or NULL when out of
  * memory. The caller holds the registry lock (which also guards `out`). */
 static struct dead_module *snapshot_module(const struct tally_module *m) {
@@ -1529,10 +1744,13 @@ static void write_profile_locked(void) {
     struct tally_instance self_only = tally__self;
     self_only.next = 0;
     struct tally_instance *live = r ? r->live : &self_only;
-    uint64_t count = r ? r->dead_count : 0;
-    for (const struct tally_instance *in = live; in; in = in->next)
-        for (const struct tally_module *m = __atomic_load_n(in->modules, __ATOMIC_ACQUIRE); m;
-             m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE))
+    const struct dead_module *dead = r ? r->dead : 0;
+    uint64_t count = 0;
+    struct rec_it it;
+    struct rec rc;
+    rec_begin(&it, live, dead);
+    for (uint64_t j = 0; rec_next(&it, &rc); j++)
+        if (!has_twin_before(live, dead, rc, j))
             count++;
 
     out_u64(TALLY_PROFILE_MAGIC);
@@ -1541,13 +1759,18 @@ static void write_profile_locked(void) {
     out_u64(count);
     out_u64((uint64_t)getpid());
     uint64_t written = 0;
-    for (const struct tally_instance *in = live; in; in = in->next)
-        for (const struct tally_module *m = __atomic_load_n(in->modules, __ATOMIC_ACQUIRE);
-             m && written < count; m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE), written++)
-            out_module(m);
-    for (const struct dead_module *d = r ? r->dead : 0; d && written < count;
-         d = d->next, written++)
-        out_bytes(d + 1, d->len);
+    rec_begin(&it, live, dead);
+    for (uint64_t j = 0; written < count && rec_next(&it, &rc); j++) {
+        if (has_twin_before(live, dead, rc, j))
+            continue;
+        if (has_twin_after(&it, rc))
+            out_twins(&it, rc);
+        else if (rc.m)
+            out_module(rc.m);
+        else
+            out_bytes(rc.d + 1, rc.d->len);
+        written++;
+    }
     if (written != count && !out.err)
         out.err = EAGAIN; /* the list changed under us (only without the lock) */
     out_u64(TALLY_TRAILER_MAGIC);

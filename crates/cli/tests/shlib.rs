@@ -385,3 +385,116 @@ int main(int argc, char **argv) {
         Edges::All,
     );
 }
+
+/// Exceptions and longjmp that cross image boundaries: thrown in a library and caught in the
+/// executable (and the other way round, through a callback), longjmp from a library to a
+/// setjmp in the executable. The landing image's runtime cuts every other image's frame list,
+/// so the library frames the unwinder or longjmp discarded are charged: counts equal
+/// edges-naive in edge, edge-record and edge-derive, linked and dlopened.
+#[test]
+fn exceptions_and_longjmp_across_libraries() {
+    const LIB: &str = r#"
+#include <csetjmp>
+#include <stdexcept>
+extern "C" int ext(int);
+static int depth(int n) {
+    if (n == 0) throw std::runtime_error("x");
+    return ext(n) + depth(n - 1) + 1;
+}
+int lib_throw(int n) {
+    int s = 0;
+    for (int i = 0; i < n; i++) s += ext(i);
+    return s + depth(n);
+}
+int lib_catch(int (*cb)(int), int n) {
+    int s = 0;
+    for (int i = 0; i < n; i++) {
+        try { s += cb(i); } catch (const std::exception &) { s -= 1; }
+    }
+    return s;
+}
+static int jdeep(std::jmp_buf *jb, int n) {
+    if (n == 0) std::longjmp(*jb, 7);
+    return ext(n) + jdeep(jb, n - 1);
+}
+extern "C" int lib_jump(std::jmp_buf *jb, int n) { return jdeep(jb, n) + 1; }
+"#;
+    const MAIN: &str = r#"
+#include <csetjmp>
+#include <cstdio>
+#include <dlfcn.h>
+#include <stdexcept>
+int lib_throw(int);
+int lib_catch(int (*)(int), int);
+extern "C" int ext(int x) { return x * 2 + 1; }
+static int thrower(int i) {
+    if (i % 2) throw std::runtime_error("odd");
+    return ext(i);
+}
+static int caller(int n) {
+    int s = 0;
+    try { s = lib_throw(n); } catch (const std::exception &) { s = -1; }
+    return s;
+}
+static std::jmp_buf jb;
+int main(int argc, char **argv) {
+    int s = 0;
+    for (int k = 0; k < 3; k++) s += caller(k + argc);
+    s += lib_catch(thrower, 5);
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!h) { std::printf("%s\n", dlerror()); return 1; }
+    auto jump = (int (*)(std::jmp_buf *, int))dlsym(h, "lib_jump");
+    for (volatile int k = 0; k < 3; k++) {
+        int r = setjmp(jb);
+        if (r == 0) s += jump(&jb, k + 1);
+        else s += r;
+    }
+    dlclose(h);
+    std::printf("%d\n", s);
+    return 0;
+}
+"#;
+    let root = scratch("shlib-unwind");
+    let src = root.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("lib.cpp"), LIB).unwrap();
+    std::fs::write(src.join("main.cpp"), MAIN).unwrap();
+    let mut reports = Vec::new();
+    let mut outputs = Vec::new();
+    for v in ["edges-naive", "edge", "edge-record", "edge-derive"] {
+        let dir = root.join(v);
+        std::fs::create_dir_all(&dir).unwrap();
+        let so = dir.join("liblib.so");
+        build(
+            Variant::Tally(v),
+            true,
+            &["-O2", "-g", "-fPIC", "-shared", "lib.cpp"],
+            &so,
+            &src,
+        );
+        // The same library, dlopened under another name (the longjmp goes through it).
+        let so2 = dir.join("libjump.so");
+        std::fs::copy(&so, &so2).unwrap();
+        let bin = dir.join("main");
+        let libdir = format!("-L{}", dir.display());
+        let rpath = format!("-Wl,-rpath,{}", dir.display());
+        build(
+            Variant::Tally(v),
+            true,
+            &["-O2", "-g", "main.cpp", &libdir, "-llib", &rpath],
+            &bin,
+            &src,
+        );
+        let profile = dir.join("run.tally");
+        let o = run(&bin, &[so2.to_str().unwrap()], &dir, &profile);
+        assert!(o.status.success() && o.stderr.is_empty(), "{v}: {o:?}");
+        outputs.push(String::from_utf8_lossy(&o.stdout).to_string());
+        reports.push((v, report_json(&profile)));
+    }
+    assert!(outputs.iter().all(|o| o == &outputs[0]), "{outputs:?}");
+    let (_, naive) = &reports[0];
+    for (v, rep) in &reports[1..] {
+        let (fns, _) = assert_same_counts(v, v, rep, "edges-naive", naive, Edges::All);
+        assert!(fns >= 5, "{v}: {fns} functions");
+    }
+}
