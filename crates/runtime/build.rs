@@ -37,6 +37,11 @@ fn main() {
         .std("c11")
         .opt_level(2)
         .pic(true)
+        // Every linked image (executable or shared object) carries its own copy of the runtime,
+        // none exported: a tally-built library adds no symbol to its dynamic symbol table and
+        // never captures another image's references (issue 14, point 5). The copies of one
+        // process find one another through their `.note.tally` (see runtime.c, "Process").
+        .flag("-fvisibility=hidden")
         .debug(false)
         .warnings(true)
         .extra_warnings(true)

@@ -140,15 +140,7 @@ pub(crate) fn make_globals(
         if tls_top.is_null() {
             tls_top = c::LLVMAddGlobal(m, ptrt, name.as_ptr());
             c::LLVMSetLinkage(tls_top, LLVMLinkage::LLVMExternalLinkage);
-            // Code that ends up in an executable can reach the runtime's thread-local with
-            // local-exec (one %fs-relative access, no register for the offset); code that may
-            // go into a shared library uses initial-exec.
-            let model = if crate::ends::module_is_executable(m) {
-                LLVMThreadLocalMode::LLVMLocalExecTLSModel
-            } else {
-                LLVMThreadLocalMode::LLVMInitialExecTLSModel
-            };
-            c::LLVMSetThreadLocalMode(tls_top, model);
+            c::LLVMSetThreadLocalMode(tls_top, runtime_tls_model(m));
         }
         let unwound = declare_void_fn(m, voidt, "__tally_unwound", &mut [ptrt]);
         let longjmp_landed = declare_void_fn(m, voidt, "__tally_longjmp_landed", &mut [i32t, ptrt]);
@@ -170,12 +162,7 @@ pub(crate) fn make_globals(
             if g.is_null() {
                 g = c::LLVMAddGlobal(m, i64t, n.as_ptr());
                 c::LLVMSetLinkage(g, LLVMLinkage::LLVMExternalLinkage);
-                let model = if crate::ends::module_is_executable(m) {
-                    LLVMThreadLocalMode::LLVMLocalExecTLSModel
-                } else {
-                    LLVMThreadLocalMode::LLVMInitialExecTLSModel
-                };
-                c::LLVMSetThreadLocalMode(g, model);
+                c::LLVMSetThreadLocalMode(g, runtime_tls_model(m));
             }
             g
         };
@@ -315,6 +302,21 @@ unsafe fn path_probe_fn(
     c::LLVMBuildRetVoid(b);
     c::LLVMDisposeBuilder(b);
     (f, ty)
+}
+
+/// The TLS model of the runtime's thread-locals (`__tally_top`, `__tally_ev_left`,
+/// `__tally_ev_limit`) as instrumented code reaches them. Every linked image (executable or
+/// shared object) carries its own hidden copy of the runtime, so the definition is always in
+/// the same image as the code. Code built for an executable (PIE or not PIC) uses local-exec:
+/// one %fs-relative access. Position-independent code that is not PIE may end up in a shared
+/// object, possibly `dlopen`ed, where local-exec cannot link and initial-exec needs static TLS
+/// that a `dlopen`ed object may not get: it uses general-dynamic (issue 14, point 5).
+fn runtime_tls_model(m: LLVMModuleRef) -> LLVMThreadLocalMode {
+    if crate::ends::module_is_executable(m) {
+        LLVMThreadLocalMode::LLVMLocalExecTLSModel
+    } else {
+        LLVMThreadLocalMode::LLVMGeneralDynamicTLSModel
+    }
 }
 
 /// Emits the metadata blob, the descriptor and the registering constructor.

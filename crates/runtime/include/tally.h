@@ -98,7 +98,9 @@ struct tally_frame {
                                   struct tally_path_site * (path mode, hashed paths) */
 };
 
-/* The innermost frame record of the calling thread (initial-exec TLS). */
+/* The innermost frame record of the calling thread in this image (every image carries its own
+ * hidden copy of the runtime). Initial-exec within the runtime; instrumented code uses
+ * local-exec in executables and general-dynamic in position-independent code. */
 extern __thread struct tally_frame *__tally_top __attribute__((tls_model("initial-exec")));
 
 /* Registers a module (called by each instrumented module's constructor). The first successful
