@@ -137,8 +137,58 @@ static void env_copy(struct env_value *d, const char *name) {
     memcpy(d->v, s, n + 1);
 }
 
+/* The program that writes the profile (the container's program record), taken with the
+ * environment: the executable's path (readlink of /proc/self/exe; empty when unavailable or
+ * longer than TALLY_PROGRAM_PATH_MAX) and the main executable's GNU build-id note (the first
+ * object dl_iterate_phdr lists). Without a note the writer uses the hash of the sorted module
+ * hashes (TALLY_BUILD_ID_MODULES). */
+static struct {
+    uint64_t path_len;
+    uint32_t id_len; /* bytes of the GNU build id, 0 if none */
+    char path[TALLY_PROGRAM_PATH_MAX];
+    unsigned char id[TALLY_BUILD_ID_MAX];
+} prog;
+
+static int build_id_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+        const unsigned char *end = p + ph->p_memsz;
+        while (p + 12 <= end) {
+            uint32_t namesz, descsz, type;
+            memcpy(&namesz, p, 4);
+            memcpy(&descsz, p + 4, 4);
+            memcpy(&type, p + 8, 4);
+            const unsigned char *name = p + 12;
+            const unsigned char *desc = name + ((namesz + 3) & ~3u);
+            if (desc > end || desc + ((descsz + 3) & ~3u) > end)
+                break;
+            if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+                descsz > 0 && descsz <= TALLY_BUILD_ID_MAX) {
+                memcpy(prog.id, desc, descsz);
+                prog.id_len = descsz;
+                return 1;
+            }
+            p = desc + ((descsz + 3) & ~3u);
+        }
+    }
+    return 1; /* the first object is the main executable: stop there */
+}
+
+static void read_program(void) {
+    ssize_t n = readlink("/proc/self/exe", prog.path, sizeof prog.path);
+    prog.path_len = n > 0 && (size_t)n < sizeof prog.path ? (uint64_t)n : 0;
+    prog.id_len = 0;
+    (void)dl_iterate_phdr(build_id_cb, 0);
+}
+
 /* Called once, under reg_lock. */
 static void read_env(void) {
+    read_program();
     env.secure = getauxval(AT_SECURE) != 0;
     if (!env.secure) {
         env_copy(&env.profile, "TALLY_PROFILE");
@@ -1709,6 +1759,82 @@ static struct dead_module *snapshot_module(const struct tally_module *m) {
     return d;
 }
 
+/* The module-hash build id: FNV-1a 64 of the sorted hashes of the `count` records written
+ * (twins once), each as 8 little-endian bytes. Returns 0 when no memory can be mapped. */
+static int modules_build_id(const struct tally_instance *live, const struct dead_module *dead,
+                            uint64_t count, uint64_t *id) {
+    uint64_t *h = 0;
+    size_t bytes = 0;
+    if (count) {
+        if (count > SIZE_MAX / 8)
+            return 0;
+        bytes = (size_t)count * 8;
+        void *mem = mmap(0, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+            return 0;
+        h = mem;
+    }
+    uint64_t n = 0;
+    struct rec_it it;
+    struct rec rc;
+    rec_begin(&it, live, dead);
+    for (uint64_t j = 0; n < count && rec_next(&it, &rc); j++) {
+        if (has_twin_before(live, dead, rc, j))
+            continue;
+        uint64_t w[5];
+        rec_head(rc, w);
+        h[n++] = w[1];
+    }
+    /* Shell sort, gaps shrinking by 2.25x down to 1. */
+    uint64_t gap = 1;
+    while (gap < n / 2)
+        gap = gap * 9 / 4 + 1;
+    for (;; gap = gap * 4 / 9 ? gap * 4 / 9 : 1) {
+        for (uint64_t i = gap; i < n; i++) {
+            uint64_t v = h[i], k = i;
+            for (; k >= gap && h[k - gap] > v; k -= gap)
+                h[k] = h[k - gap];
+            h[k] = v;
+        }
+        if (gap == 1)
+            break;
+    }
+    uint64_t x = TALLY_FNV_OFFSET;
+    for (uint64_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            x = (x ^ ((h[i] >> (8 * b)) & 0xff)) * TALLY_FNV_PRIME;
+    if (h)
+        (void)munmap(h, bytes);
+    *id = x;
+    return 1;
+}
+
+/* The program record: path, build id, padding (see tally.h). */
+static void out_program(const struct tally_instance *live, const struct dead_module *dead,
+                        uint64_t count) {
+    static const unsigned char zeros[8];
+    uint32_t kind = TALLY_BUILD_ID_NONE, len = 0;
+    unsigned char id[8];
+    const unsigned char *idp = prog.id;
+    uint64_t m;
+    if (prog.id_len) {
+        kind = TALLY_BUILD_ID_GNU;
+        len = prog.id_len;
+    } else if (modules_build_id(live, dead, count, &m)) {
+        kind = TALLY_BUILD_ID_MODULES;
+        len = 8;
+        for (int b = 0; b < 8; b++)
+            id[b] = (unsigned char)(m >> (8 * b));
+        idp = id;
+    }
+    out_u64(prog.path_len);
+    out_u32(kind);
+    out_u32(len);
+    out_bytes(prog.path, prog.path_len);
+    out_bytes(idp, len);
+    out_bytes(zeros, (8 - ((prog.path_len + len) & 7)) & 7);
+}
+
 /* Writes the profile of the process: the modules of every live copy of the runtime, then those
  * of objects dlclosed earlier. The caller holds the registry lock (or could not get it) and
  * preserves errno. */
@@ -1758,6 +1884,7 @@ static void write_profile_locked(void) {
     out_u32(TALLY_PROFILE_FLAGS);
     out_u64(count);
     out_u64((uint64_t)getpid());
+    out_program(live, dead, count);
     uint64_t written = 0;
     rec_begin(&it, live, dead);
     for (uint64_t j = 0; written < count && rec_next(&it, &rc); j++) {

@@ -67,15 +67,36 @@ pub const MODULE_MAGIC: &[u8; 8] = b"TALLYMOD";
 /// Magic bytes at the start of the trailer (`TALLY_TRAILER_MAGIC`).
 pub const TRAILER_MAGIC: &[u8; 8] = b"TALLYEND";
 /// The container version the runtime and `tally merge` write (`TALLY_PROFILE_VERSION`):
-/// 3 added the per-module counter checksum.
-pub const PROFILE_VERSION: u32 = 3;
-/// The previous container version, without checksums; still read.
+/// 3 added the per-module counter checksum, 4 the program record after the header.
+pub const PROFILE_VERSION: u32 = 4;
+/// The previous container version, without the program record; still read (the program is
+/// then unknown).
+pub const PROFILE_VERSION_NO_PROGRAM: u32 = 3;
+/// The version before, without checksums either; still read.
 pub const PROFILE_VERSION_NO_CHECKSUM: u32 = 2;
 /// The header flags the runtime writes (none are defined).
 pub const PROFILE_FLAGS: u32 = 0;
 
 /// Bytes in the profile header: magic, version, flags, module count, pid.
 pub const HEADER_LEN: usize = 32;
+/// Bytes of the program record before its strings (version 4): `u64 path_len`,
+/// `u32 build_id_kind`, `u32 build_id_len`; then the path and the build id, zero-padded to a
+/// multiple of 8.
+pub const PROGRAM_HEADER_LEN: usize = 16;
+/// The longest executable path a program record holds (`TALLY_PROGRAM_PATH_MAX`; a longer
+/// one is written as empty).
+pub const PROGRAM_PATH_MAX: u64 = 4096;
+/// The longest build id a program record holds (`TALLY_BUILD_ID_MAX`).
+pub const BUILD_ID_MAX: u64 = 64;
+/// Build id kind: none (`TALLY_BUILD_ID_NONE`, length 0).
+pub const BUILD_ID_NONE: u32 = 0;
+/// Build id kind: the descriptor of the main executable's GNU build-id note
+/// (`NT_GNU_BUILD_ID`; `TALLY_BUILD_ID_GNU`).
+pub const BUILD_ID_GNU: u32 = 1;
+/// Build id kind: 8 bytes, the little-endian FNV-1a 64 of the sorted module hashes of the
+/// profile's records, each as 8 little-endian bytes (`TALLY_BUILD_ID_MODULES`): used when the
+/// executable has no GNU build-id note.
+pub const BUILD_ID_MODULES: u32 = 2;
 /// Bytes in a module record before the metadata: magic, hash, metadata length, counter
 /// count, path entry count.
 pub const MODULE_HEADER_LEN: usize = 40;
@@ -383,6 +404,11 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_TRAILER_MAGIC", magic_word(TRAILER_MAGIC)),
     u("TALLY_PROFILE_VERSION", PROFILE_VERSION as u64),
     u("TALLY_PROFILE_FLAGS", PROFILE_FLAGS as u64),
+    u("TALLY_PROGRAM_PATH_MAX", PROGRAM_PATH_MAX),
+    u("TALLY_BUILD_ID_MAX", BUILD_ID_MAX),
+    u("TALLY_BUILD_ID_NONE", BUILD_ID_NONE as u64),
+    u("TALLY_BUILD_ID_GNU", BUILD_ID_GNU as u64),
+    u("TALLY_BUILD_ID_MODULES", BUILD_ID_MODULES as u64),
     u("TALLY_FNV_OFFSET", FNV_OFFSET),
     u("TALLY_FNV_PRIME", FNV_PRIME),
 ];

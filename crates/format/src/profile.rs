@@ -4,7 +4,9 @@
 //! All integers are little-endian:
 //!
 //! ```text
-//! header   "TALLYPRF"  u32 container_version (=3)  u32 flags (=0)  u64 module_count  u64 pid
+//! header   "TALLYPRF"  u32 container_version (=4)  u32 flags (=0)  u64 module_count  u64 pid
+//! program  u64 path_len  u32 build_id_kind  u32 build_id_len
+//!          path bytes, build id bytes, zero-padded to a multiple of 8
 //! module*  "TALLYMOD"  u64 module_hash  u64 meta_len  u64 num_counters  u64 num_path_entries
 //!          meta bytes, zero-padded to a multiple of 8
 //!          num_counters x u64 counters
@@ -14,8 +16,13 @@
 //! ```
 //!
 //! Every constant of this layout is in [`crate::abi`], shared with the runtime's writer, which
-//! `crates/runtime/build.rs` checks against it at compile time. Version 2 is the same without
-//! the checksum; it is still read.
+//! `crates/runtime/build.rs` checks against it at compile time. Version 3 is the same without
+//! the program record (read with an unknown [`Program`]), version 2 without the checksum
+//! either; both are still read.
+//!
+//! The program record names the program that wrote the profile ([`Program`]): the path of its
+//! executable and a build id (the GNU build-id note of the executable, else a hash of the
+//! module hashes, [`Profile::modules_build_id`]).
 //!
 //! Path entries hold the hashed path counters of path mode: kind 0 is "path `path` of function
 //! `function` (index in the module's metadata) ran `count` times", kind 1 is "`count` increments
@@ -36,8 +43,10 @@ use tally_graph::hash::{fnv64, Fnv64};
 use thiserror::Error;
 
 use crate::abi::{
-    CHECKSUM_LEN, HEADER_LEN, MODULE_HEADER_LEN, PATH_ENTRY_COUNT, PATH_ENTRY_LEN, PATH_ENTRY_LOST,
-    PROFILE_FLAGS, PROFILE_VERSION_NO_CHECKSUM, TRAILER_LEN,
+    BUILD_ID_GNU, BUILD_ID_MAX, BUILD_ID_MODULES, BUILD_ID_NONE, CHECKSUM_LEN, HEADER_LEN,
+    MODULE_HEADER_LEN, PATH_ENTRY_COUNT, PATH_ENTRY_LEN, PATH_ENTRY_LOST, PROFILE_FLAGS,
+    PROFILE_VERSION_NO_CHECKSUM, PROFILE_VERSION_NO_PROGRAM, PROGRAM_HEADER_LEN, PROGRAM_PATH_MAX,
+    TRAILER_LEN,
 };
 use crate::meta::{MetaError, ModuleMeta};
 
@@ -48,8 +57,65 @@ pub use crate::abi::{MODULE_MAGIC, PROFILE_MAGIC, PROFILE_VERSION, TRAILER_MAGIC
 pub struct Profile {
     /// Process id of the run that wrote the profile (0 for merged profiles, by convention).
     pub pid: u64,
+    /// The program that wrote it (unknown for container versions before 4).
+    pub program: Program,
     /// The modules, in registration order.
     pub modules: Vec<ProfileModule>,
+}
+
+/// The program that wrote a profile: the container's program record.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub struct Program {
+    /// The executable's path as the kernel gave it at startup (`/proc/self/exe`); empty if
+    /// unknown.
+    pub path: Vec<u8>,
+    /// Its build id.
+    pub build_id: BuildId,
+}
+
+/// How a profile's program is identified.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
+pub enum BuildId {
+    /// Unknown (a profile of container version 2 or 3, or no memory at exit).
+    #[default]
+    None,
+    /// The descriptor of the executable's GNU build-id note (`NT_GNU_BUILD_ID`).
+    Gnu(Vec<u8>),
+    /// The executable has no build-id note: [`Profile::modules_build_id`] of the profile.
+    Modules(u64),
+}
+
+impl BuildId {
+    /// The id in hex (the GNU id byte by byte, as `file` and `readelf -n` print it; the module
+    /// hash as a 16-digit number); empty when unknown.
+    pub fn hex(&self) -> String {
+        match self {
+            BuildId::None => String::new(),
+            BuildId::Gnu(b) => b.iter().map(|x| format!("{x:02x}")).collect(),
+            BuildId::Modules(h) => format!("{h:016x}"),
+        }
+    }
+
+    /// `"gnu"`, `"modules"` or `"none"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BuildId::None => "none",
+            BuildId::Gnu(_) => "gnu",
+            BuildId::Modules(_) => "modules",
+        }
+    }
+}
+
+impl Program {
+    /// Neither a path nor a build id is known.
+    pub fn is_unknown(&self) -> bool {
+        self.path.is_empty() && self.build_id == BuildId::None
+    }
+
+    /// The path, for display (invalid UTF-8 replaced).
+    pub fn path_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.path).into_owned()
+    }
 }
 
 /// One module of a profile: its metadata and its counter array.
@@ -172,12 +238,15 @@ pub enum ProfileError {
     BadMagic,
     /// A container version this build cannot read.
     #[error(
-        "profile container version {found} is not supported (this tally reads versions {PROFILE_VERSION_NO_CHECKSUM} and {PROFILE_VERSION})"
+        "profile container version {found} is not supported (this tally reads versions {PROFILE_VERSION_NO_CHECKSUM} to {PROFILE_VERSION})"
     )]
     Version {
         /// The version found.
         found: u32,
     },
+    /// A program record with an unknown build id kind or a length over its bound.
+    #[error("corrupt profile: bad program record ({0})")]
+    BadProgram(&'static str),
     /// Header flags this build does not know (version 1 defines none).
     #[error("profile flags {found:#x} are not supported (this tally reads flags 0)")]
     Flags {
@@ -381,6 +450,37 @@ fn counter_checksum(counters: &[u8], paths: &[u8]) -> u64 {
     h.finish()
 }
 
+/// The program record (version 4).
+fn read_program(r: &mut Reader<'_>) -> Result<Program, ProfileError> {
+    let path_len = r.u64("the program path length")?;
+    let kind = r.u32("the build id kind")?;
+    let id_len = r.u32("the build id length")?;
+    if path_len > PROGRAM_PATH_MAX {
+        return Err(ProfileError::BadProgram("path too long"));
+    }
+    if u64::from(id_len) > BUILD_ID_MAX {
+        return Err(ProfileError::BadProgram("build id too long"));
+    }
+    let path = r.take("the program path", path_len)?.to_vec();
+    let id = r.take("the build id", u64::from(id_len))?;
+    let padded = pad8(path_len + u64::from(id_len)).unwrap_or(u64::MAX);
+    r.take(
+        "the program record padding",
+        padded - path_len - u64::from(id_len),
+    )?;
+    let build_id = match (kind, id_len) {
+        (BUILD_ID_NONE, 0) => BuildId::None,
+        (BUILD_ID_GNU, 1..) => BuildId::Gnu(id.to_vec()),
+        (BUILD_ID_MODULES, 8) => {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(id);
+            BuildId::Modules(u64::from_le_bytes(a))
+        }
+        _ => return Err(ProfileError::BadProgram("bad build id kind or length")),
+    };
+    Ok(Program { path, build_id })
+}
+
 /// `len` rounded up to a multiple of 8, if that fits.
 fn pad8(len: u64) -> Option<u64> {
     len.checked_add(7).map(|l| l & !7)
@@ -400,16 +500,21 @@ impl Profile {
         r.take("the header", HEADER_LEN as u64)?;
         r.pos = PROFILE_MAGIC.len();
         let version = r.u32("the container version")?;
-        if version != PROFILE_VERSION && version != PROFILE_VERSION_NO_CHECKSUM {
+        if !(PROFILE_VERSION_NO_CHECKSUM..=PROFILE_VERSION).contains(&version) {
             return Err(ProfileError::Version { found: version });
         }
-        let checksummed = version == PROFILE_VERSION;
+        let checksummed = version >= PROFILE_VERSION_NO_PROGRAM;
         let flags = r.u32("the flags")?;
         if flags != PROFILE_FLAGS {
             return Err(ProfileError::Flags { found: flags });
         }
         let module_count = r.u64("the module count")?;
         let pid = r.u64("the pid")?;
+        let program = if version > PROFILE_VERSION_NO_PROGRAM {
+            read_program(&mut r)?
+        } else {
+            Program::default()
+        };
 
         // Each module takes at least MODULE_HEADER_LEN bytes: never reserve more than fits.
         let fits = (bytes.len() - r.pos) / MODULE_HEADER_LEN;
@@ -518,7 +623,23 @@ impl Profile {
                 end,
             });
         }
-        Ok(Profile { pid, modules })
+        Ok(Profile {
+            pid,
+            program,
+            modules,
+        })
+    }
+
+    /// The build id of a program without a GNU build-id note ([`BuildId::Modules`]): FNV-1a 64
+    /// of the sorted module hashes, each as 8 little-endian bytes (what the runtime writes).
+    pub fn modules_build_id(&self) -> u64 {
+        let mut hashes: Vec<u64> = self.modules.iter().map(|m| m.hash).collect();
+        hashes.sort_unstable();
+        let mut h = Fnv64::new();
+        for x in hashes {
+            h.write(&x.to_le_bytes());
+        }
+        h.finish()
     }
 
     /// Reads and parses a profile file. Only a regular file (symbolic links followed) of at
@@ -587,12 +708,25 @@ impl Profile {
                     + CHECKSUM_LEN
             })
             .sum();
-        let mut out = Vec::with_capacity(HEADER_LEN + body + TRAILER_LEN);
+        let (kind, id): (u32, Vec<u8>) = match &self.program.build_id {
+            BuildId::None => (BUILD_ID_NONE, Vec::new()),
+            BuildId::Gnu(b) => (BUILD_ID_GNU, b.clone()),
+            BuildId::Modules(h) => (BUILD_ID_MODULES, h.to_le_bytes().to_vec()),
+        };
+        let path = &self.program.path;
+        let program = PROGRAM_HEADER_LEN + (path.len() + id.len()).next_multiple_of(8);
+        let mut out = Vec::with_capacity(HEADER_LEN + program + body + TRAILER_LEN);
         out.extend_from_slice(PROFILE_MAGIC);
         out.extend_from_slice(&PROFILE_VERSION.to_le_bytes());
         out.extend_from_slice(&PROFILE_FLAGS.to_le_bytes());
         out.extend_from_slice(&(self.modules.len() as u64).to_le_bytes());
         out.extend_from_slice(&self.pid.to_le_bytes());
+        out.extend_from_slice(&(path.len() as u64).to_le_bytes());
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&(id.len() as u32).to_le_bytes());
+        out.extend_from_slice(path);
+        out.extend_from_slice(&id);
+        out.resize(out.len().next_multiple_of(8), 0);
         for m in &self.modules {
             out.extend_from_slice(MODULE_MAGIC);
             out.extend_from_slice(&m.hash.to_le_bytes());
@@ -687,6 +821,7 @@ mod tests {
     fn sample() -> Profile {
         Profile {
             pid: 4242,
+            program: Default::default(),
             modules: vec![
                 ProfileModule::new(meta("a.c", 3), vec![1, 2, u64::MAX]),
                 ProfileModule::new(meta_with_function(), vec![7]),
@@ -713,22 +848,25 @@ mod tests {
         let blob = m.encode();
         let p = Profile {
             pid: 9,
+            program: Default::default(),
             modules: vec![ProfileModule::new(m, vec![5, 6])],
         };
         let b = p.write();
         assert_eq!(&b[0..8], b"TALLYPRF");
-        assert_eq!(&b[8..12], &3u32.to_le_bytes());
+        assert_eq!(&b[8..12], &4u32.to_le_bytes());
         assert_eq!(&b[12..16], &0u32.to_le_bytes());
         assert_eq!(&b[16..24], &1u64.to_le_bytes());
         assert_eq!(&b[24..32], &9u64.to_le_bytes());
-        assert_eq!(&b[32..40], b"TALLYMOD");
-        assert_eq!(&b[40..48], &fnv64(&blob).to_le_bytes());
-        assert_eq!(&b[48..56], &(blob.len() as u64).to_le_bytes());
-        assert_eq!(&b[56..64], &2u64.to_le_bytes());
-        assert_eq!(&b[64..72], &0u64.to_le_bytes());
-        let c = 72 + blob.len().next_multiple_of(8);
-        assert_eq!(&b[72..72 + blob.len()], &blob[..]);
-        assert!(b[72 + blob.len()..c].iter().all(|&x| x == 0));
+        // The program record: unknown program, 16 bytes.
+        assert_eq!(&b[32..48], &[0u8; 16]);
+        assert_eq!(&b[48..56], b"TALLYMOD");
+        assert_eq!(&b[56..64], &fnv64(&blob).to_le_bytes());
+        assert_eq!(&b[64..72], &(blob.len() as u64).to_le_bytes());
+        assert_eq!(&b[72..80], &2u64.to_le_bytes());
+        assert_eq!(&b[80..88], &0u64.to_le_bytes());
+        let c = 88 + blob.len().next_multiple_of(8);
+        assert_eq!(&b[88..88 + blob.len()], &blob[..]);
+        assert!(b[88 + blob.len()..c].iter().all(|&x| x == 0));
         assert_eq!(&b[c..c + 8], &5u64.to_le_bytes());
         assert_eq!(&b[c + 8..c + 16], &6u64.to_le_bytes());
         let mut sum = Fnv64::new();
@@ -771,7 +909,7 @@ mod tests {
         b[8..12].copy_from_slice(&7u32.to_le_bytes());
         assert_eq!(
             err(&b),
-            "profile container version 7 is not supported (this tally reads versions 2 and 3)"
+            "profile container version 7 is not supported (this tally reads versions 2 to 4)"
         );
     }
 
@@ -798,6 +936,7 @@ mod tests {
     fn truncated_counters_message() {
         let b = Profile {
             pid: 1,
+            program: Default::default(),
             modules: vec![ProfileModule::new(meta("a.c", 2), vec![5, 6])],
         }
         .write();
@@ -822,16 +961,16 @@ mod tests {
         ));
         let mut b = sample().write();
         // meta_len of module 0 = u64::MAX
-        b[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
+        b[64..72].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(err(&b).starts_with(
-            "truncated profile: the module metadata at byte 72 needs 18446744073709551615 bytes"
+            "truncated profile: the module metadata at byte 88 needs 18446744073709551615 bytes"
         ));
         let mut b = sample().write();
         // num_counters of module 0 = u64::MAX / 4
-        b[56..64].copy_from_slice(&(u64::MAX / 4).to_le_bytes());
+        b[72..80].copy_from_slice(&(u64::MAX / 4).to_le_bytes());
         assert!(err(&b).starts_with("truncated profile: the module counters at byte"));
         let mut b = sample().write();
-        b[48..56].copy_from_slice(&(u64::MAX - 3).to_le_bytes());
+        b[64..72].copy_from_slice(&(u64::MAX - 3).to_le_bytes());
         assert!(matches!(Profile::read(&b), Err(ProfileError::Truncated(_))));
     }
 
@@ -876,10 +1015,10 @@ mod tests {
     #[test]
     fn bad_module_magic() {
         let mut b = sample().write();
-        b[32] = b'X';
+        b[48] = b'X';
         assert_eq!(
             err(&b),
-            "corrupt profile: module record #0 at byte 32 has a bad magic"
+            "corrupt profile: module record #0 at byte 48 has a bad magic"
         );
     }
 
@@ -887,7 +1026,7 @@ mod tests {
     fn hash_mismatch() {
         let p = sample();
         let mut b = p.write();
-        b[40] ^= 1;
+        b[56] ^= 1;
         let h = p.modules[0].hash;
         assert_eq!(
             err(&b),
@@ -903,6 +1042,7 @@ mod tests {
         let blob = b"TALLYMD\0\x09\0\0\0".to_vec();
         let p = Profile {
             pid: 1,
+            program: Default::default(),
             modules: vec![ProfileModule {
                 hash: fnv64(&blob),
                 meta: meta("x.c", 0),
@@ -918,6 +1058,7 @@ mod tests {
         let blob = b"garbage!".to_vec();
         let p = Profile {
             pid: 1,
+            program: Default::default(),
             modules: vec![ProfileModule {
                 hash: fnv64(&blob),
                 meta: meta("x.c", 0),
@@ -938,6 +1079,7 @@ mod tests {
         m.counters.push(4);
         let p = Profile {
             pid: 1,
+            program: Default::default(),
             modules: vec![m],
         };
         assert_eq!(
@@ -946,9 +1088,36 @@ mod tests {
         );
     }
 
-    /// The bytes of `p` in container version 2: no checksums.
-    fn write_v2(p: &Profile) -> Vec<u8> {
+    /// The bytes of `p` in container version 3: no program record.
+    fn write_v3(p: &Profile) -> Vec<u8> {
         let mut b = p.write();
+        b[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let program = PROGRAM_HEADER_LEN
+            + (p.program.path.len() + program_id_len(&p.program)).next_multiple_of(8);
+        b.drain(HEADER_LEN..HEADER_LEN + program);
+        let n = b.len();
+        b[n - 8..].copy_from_slice(&(n as u64).to_le_bytes());
+        b
+    }
+
+    fn program_id_len(p: &Program) -> usize {
+        match &p.build_id {
+            BuildId::None => 0,
+            BuildId::Gnu(b) => b.len(),
+            BuildId::Modules(_) => 8,
+        }
+    }
+
+    /// Bytes before the first module record of `p`.
+    fn modules_at(p: &Profile) -> usize {
+        HEADER_LEN
+            + PROGRAM_HEADER_LEN
+            + (p.program.path.len() + program_id_len(&p.program)).next_multiple_of(8)
+    }
+
+    /// The bytes of `p` in container version 2: no program record, no checksums.
+    fn write_v2(p: &Profile) -> Vec<u8> {
+        let mut b = write_v3(p);
         b[8..12].copy_from_slice(&2u32.to_le_bytes());
         // Each module record ends with its checksum: cut them out, last first.
         let mut ends = Vec::new();
@@ -975,8 +1144,10 @@ mod tests {
         let b = p.write();
         // Module #1 (f.c): its one counter follows its header and padded blob.
         let m0 = MODULE_HEADER_LEN + p.modules[0].meta_blob.len().next_multiple_of(8) + 3 * 8 + 8;
-        let c =
-            HEADER_LEN + m0 + MODULE_HEADER_LEN + p.modules[1].meta_blob.len().next_multiple_of(8);
+        let c = modules_at(&p)
+            + m0
+            + MODULE_HEADER_LEN
+            + p.modules[1].meta_blob.len().next_multiple_of(8);
         assert_eq!(&b[c..c + 8], &7u64.to_le_bytes());
         let mut bad = b.clone();
         bad[c + 7] ^= 0x80;
@@ -1008,6 +1179,7 @@ mod tests {
         });
         let p = Profile {
             pid: 1,
+            program: Default::default(),
             modules: vec![m],
         };
         let b = p.write();
@@ -1025,8 +1197,101 @@ mod tests {
     fn version_2_without_checksums_is_still_read() {
         let p = sample();
         let v2 = write_v2(&p);
-        assert_eq!(v2.len(), p.write().len() - 3 * CHECKSUM_LEN);
+        assert_eq!(
+            v2.len(),
+            p.write().len() - PROGRAM_HEADER_LEN - 3 * CHECKSUM_LEN
+        );
         assert_eq!(Profile::read(&v2).unwrap(), p);
+    }
+
+    fn with_program(program: Program) -> Profile {
+        Profile {
+            program,
+            ..sample()
+        }
+    }
+
+    #[test]
+    fn the_program_round_trips() {
+        for build_id in [
+            BuildId::None,
+            BuildId::Gnu(vec![0xab; 20]),
+            BuildId::Gnu(vec![1; 64]),
+            BuildId::Modules(0x0123_4567_89ab_cdef),
+        ] {
+            for path in [
+                &b""[..],
+                b"/x",
+                b"/usr/local/bin/some-program",
+                &[0xff; 4096],
+            ] {
+                let p = with_program(Program {
+                    path: path.to_vec(),
+                    build_id: build_id.clone(),
+                });
+                let b = p.write();
+                assert_eq!(b.len() % 8, 0);
+                assert_eq!(Profile::read(&b).unwrap(), p);
+                assert_eq!(modules_at(&p) % 8, 0);
+                assert_eq!(&b[modules_at(&p)..modules_at(&p) + 8], b"TALLYMOD");
+            }
+        }
+        assert_eq!(BuildId::Gnu(vec![0xab, 1]).hex(), "ab01");
+        assert_eq!(BuildId::Modules(0xabc).hex(), "0000000000000abc");
+    }
+
+    #[test]
+    fn version_3_is_read_with_an_unknown_program() {
+        let p = with_program(Program {
+            path: b"/bin/prog".to_vec(),
+            build_id: BuildId::Gnu(vec![7; 20]),
+        });
+        let v3 = write_v3(&p);
+        let read = Profile::read(&v3).unwrap();
+        assert!(read.program.is_unknown());
+        assert_eq!(read.modules, p.modules);
+        let v2 = write_v2(&p);
+        assert_eq!(Profile::read(&v2).unwrap(), read);
+    }
+
+    #[test]
+    fn a_bad_program_record_is_refused() {
+        let p = with_program(Program {
+            path: b"/bin/prog".to_vec(),
+            build_id: BuildId::Modules(5),
+        });
+        let b = p.write();
+        let mut bad = b.clone();
+        bad[40..44].copy_from_slice(&9u32.to_le_bytes()); // kind
+        assert_eq!(
+            err(&bad),
+            "corrupt profile: bad program record (bad build id kind or length)"
+        );
+        let mut bad = b.clone();
+        bad[32..40].copy_from_slice(&4097u64.to_le_bytes()); // path length
+        assert_eq!(
+            err(&bad),
+            "corrupt profile: bad program record (path too long)"
+        );
+        let mut bad = b.clone();
+        bad[44..48].copy_from_slice(&65u32.to_le_bytes()); // id length
+        assert_eq!(
+            err(&bad),
+            "corrupt profile: bad program record (build id too long)"
+        );
+        let mut bad = b.clone();
+        bad[44..48].copy_from_slice(&7u32.to_le_bytes()); // a module id of 7 bytes
+        assert!(err(&bad).starts_with("corrupt profile"));
+    }
+
+    #[test]
+    fn modules_build_id_ignores_order() {
+        let mut p = sample();
+        let a = p.modules_build_id();
+        p.modules.reverse();
+        assert_eq!(p.modules_build_id(), a);
+        p.modules.pop();
+        assert_ne!(p.modules_build_id(), a);
     }
 
     #[test]

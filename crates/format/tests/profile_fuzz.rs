@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use tally_format::abi;
-use tally_format::profile::{Profile, ProfileError, ProfileModule};
+use tally_format::profile::{BuildId, Profile, ProfileError, ProfileModule, Program};
 use tally_format::{
     BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, Linkage, Loc, Mode, ModuleMeta, Probe,
     StoredKind,
@@ -77,6 +77,10 @@ fn module(source: &str, nfun: u32, counters: &[u64]) -> ProfileModule {
 fn valid(counters: &[u64], pid: u64) -> Profile {
     Profile {
         pid,
+        program: Program {
+            path: b"/usr/bin/prog".to_vec(),
+            build_id: BuildId::Gnu((0..20).collect()),
+        },
         modules: vec![
             module("a.c", 2, counters),
             module("bb.cc", 1, counters),
@@ -181,7 +185,7 @@ proptest! {
         let mut bytes = p.write();
         // (module index, byte range of its counters and checksum)
         let mut spans = Vec::new();
-        let mut at = abi::HEADER_LEN;
+        let mut at = abi::HEADER_LEN + abi::PROGRAM_HEADER_LEN + (13usize + 20).next_multiple_of(8);
         for (i, m) in p.modules.iter().enumerate() {
             at += abi::MODULE_HEADER_LEN + m.meta_blob.len().next_multiple_of(8);
             let len = 8 * m.counters.len() + abi::CHECKSUM_LEN;

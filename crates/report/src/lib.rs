@@ -192,6 +192,9 @@ pub struct Skipped {
 /// The analysis of a profile.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// The program that wrote the profile (unknown for old containers, or when profiles of
+    /// several programs were combined).
+    pub program: tally_format::profile::Program,
     /// Modes present (usually one).
     pub modes: Vec<Mode>,
     /// Module sources.
@@ -220,6 +223,8 @@ impl Report {
 }
 
 /// Adds the counters of `others` into a copy of `first`, refusing profiles of another build.
+/// The sum names the program of its inputs when they all name the same one, else none (the
+/// same build run under two paths, or old profiles without a program).
 pub fn combine(
     first: (&str, &Profile),
     others: &[(&str, &Profile)],
@@ -246,6 +251,9 @@ pub fn combine(
                 *x = x.checked_add(*y).ok_or(ReportError::Overflow)?;
             }
             a.paths = merge_path_entries(&a.paths, &b.paths)?;
+        }
+        if p.program != sum.program {
+            sum.program = Default::default();
         }
     }
     Ok(sum)
@@ -468,6 +476,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
             .then(a.module.cmp(&b.module))
     });
     Ok(Report {
+        program: profile.program.clone(),
         modes,
         modules: profile
             .modules

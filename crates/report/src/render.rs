@@ -83,12 +83,34 @@ fn num(v: Option<u64>) -> String {
     }
 }
 
+/// `program: PATH (build id HEX)` and a newline, or nothing when the program is unknown.
+pub fn program_line(p: &tally_format::profile::Program) -> String {
+    use tally_format::profile::BuildId;
+    if p.is_unknown() {
+        return String::new();
+    }
+    let path = if p.path.is_empty() {
+        "(path unknown)".to_string()
+    } else {
+        p.path_lossy()
+    };
+    match &p.build_id {
+        BuildId::None => format!("program: {path}\n"),
+        BuildId::Gnu(_) => format!("program: {path} (build id {})\n", p.build_id.hex()),
+        BuildId::Modules(_) => format!(
+            "program: {path} (build id {}, from the module hashes)\n",
+            p.build_id.hex()
+        ),
+    }
+}
+
 /// Renders an events-mode report: the total, functions by exclusive events, hottest call sites.
 fn events_text(r: &Report, title: &str, o: &TextOptions, kind: &str, total: u64) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "tally report: {title}\nevents ({kind}): {total} in the thread that ended the program\n"
+        "tally report: {title}\n{}events ({kind}): {total} in the thread that ended the program\n",
+        program_line(&r.program)
     );
     let mut fs: Vec<(&FunctionReport, &crate::FunctionEvents)> = r
         .functions
@@ -176,7 +198,8 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
     let executed = r.functions.iter().filter(|f| f.entry_count > 0).count();
     let _ = writeln!(
         s,
-        "tally report: {title}\nmode {}, {} modules, {} functions ({} executed, {} not instrumented), {} counters",
+        "tally report: {title}\n{}mode {}, {} modules, {} functions ({} executed, {} not instrumented), {} counters",
+        program_line(&r.program),
         modes.join("+"),
         r.modules.len(),
         r.functions.len(),
@@ -313,6 +336,7 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
 struct JsonReport<'a> {
     schema: &'static str,
     profile: &'a str,
+    program: Option<JsonProgram>,
     #[serde(skip_serializing_if = "Option::is_none")]
     event_kind: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -345,6 +369,21 @@ struct JsonFunction<'a> {
     events: Option<JsonEvents<'a>>,
     blocks: Vec<JsonBlock<'a>>,
     edges: Vec<JsonEdge>,
+}
+
+#[derive(Serialize)]
+struct JsonProgram {
+    path: Option<String>,
+    build_id: Option<String>,
+    build_id_kind: &'static str,
+}
+
+fn json_program(p: &tally_format::profile::Program) -> Option<JsonProgram> {
+    (!p.is_unknown()).then(|| JsonProgram {
+        path: (!p.path.is_empty()).then(|| p.path_lossy()),
+        build_id: (p.build_id != tally_format::profile::BuildId::None).then(|| p.build_id.hex()),
+        build_id_kind: p.build_id.kind(),
+    })
 }
 
 #[derive(Serialize)]
@@ -392,6 +431,7 @@ pub fn json(r: &Report, profile: &str) -> String {
     let doc = JsonReport {
         schema: "tally-report/1",
         profile,
+        program: json_program(&r.program),
         event_kind: r.events.as_ref().map(|e| e.0.as_str()),
         total_events: r.events.as_ref().map(|e| e.1),
         modes: r.modes.iter().map(|m| m.name()).collect(),

@@ -532,6 +532,7 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
         tally_report::placements::json(&s, "t");
         Profile {
             pid: 0,
+            program: Default::default(),
             modules: p.modules.clone(),
         }
         .write();
@@ -563,7 +564,15 @@ fn case(seed: u64) -> (Vec<u8>, bool) {
             m.paths = paths;
         }
     }
-    (Profile { pid: seed, modules }.write(), mutated)
+    (
+        Profile {
+            pid: seed,
+            program: Default::default(),
+            modules,
+        }
+        .write(),
+        mutated,
+    )
 }
 
 static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
@@ -681,6 +690,7 @@ fn a_different_numbering_is_refused() {
     };
     let bytes = Profile {
         pid: 1,
+        program: Default::default(),
         modules: vec![ProfileModule::new(meta.clone(), vec![0; total as usize])],
     }
     .write();
@@ -695,6 +705,7 @@ fn a_different_numbering_is_refused() {
     good.functions[0].paths.as_mut().unwrap().numbering = numbered.fingerprint();
     let p = Profile {
         pid: 1,
+        program: Default::default(),
         modules: vec![ProfileModule::new(good, vec![0; total as usize])],
     };
     tally_report::analyze(&p).unwrap();

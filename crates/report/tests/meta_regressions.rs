@@ -53,6 +53,7 @@ fn events_module(patch: impl FnOnce(&mut serde_json::Value)) -> ModuleMeta {
 fn report(meta: ModuleMeta, counters: Vec<u64>) -> Result<(), String> {
     let bytes = Profile {
         pid: 1,
+        program: Default::default(),
         modules: vec![ProfileModule::new(meta, counters)],
     }
     .write();

@@ -156,8 +156,17 @@ void __tally_events_check(const char *where, int64_t query_inc);
 #define TALLY_PROFILE_MAGIC 0x465250594C4C4154ull /* "TALLYPRF" */
 #define TALLY_MODULE_MAGIC 0x444F4D594C4C4154ull  /* "TALLYMOD" */
 #define TALLY_TRAILER_MAGIC 0x444E45594C4C4154ull /* "TALLYEND" */
-#define TALLY_PROFILE_VERSION 3u
+#define TALLY_PROFILE_VERSION 4u
 #define TALLY_PROFILE_FLAGS 0u
+/* Version 4: after the header, the program record: u64 path_len, u32 build_id_kind,
+ * u32 build_id_len, the executable's path (/proc/self/exe at startup), the build id, zero
+ * padding to a multiple of 8. The build id is the main executable's GNU build-id note, else
+ * FNV-1a 64 of the sorted module hashes of the profile's records (8 little-endian bytes). */
+#define TALLY_PROGRAM_PATH_MAX 4096u
+#define TALLY_BUILD_ID_MAX 64u
+#define TALLY_BUILD_ID_NONE 0u
+#define TALLY_BUILD_ID_GNU 1u
+#define TALLY_BUILD_ID_MODULES 2u
 #define TALLY_PATH_ENTRY_COUNT 0u /* {function, kind, path, count}: path ran count times */
 #define TALLY_PATH_ENTRY_LOST 1u  /* count increments of function were lost (no memory) */
 #define TALLY_FNV_OFFSET 0xcbf29ce484222325ull
