@@ -64,12 +64,18 @@ enum Cmd {
     /// every block, every edge, spanning-tree chords under heuristic, measured and worst
     /// weights, Vprof(Ecnt), Knuth-Stevenson Vprof(Vcnt). Needs an edge or edges-naive profile.
     Placements(PlacementsArgs),
-    /// Add profiles of the same build into one.
+    /// Add profiles of the same build into one; with --by-program, a directory of profiles of
+    /// many programs into one profile per program.
     Merge {
-        /// Output file.
+        /// Output file (with --by-program: output directory, created if missing).
         #[arg(short, long)]
         output: PathBuf,
-        /// Profiles to add.
+        /// Group the inputs by the build that wrote them (program path, build id and module
+        /// hashes) and write DIR/<program>-<build id>.tally per group; unreadable inputs are
+        /// listed and make the exit status 2, the rest is still merged.
+        #[arg(long)]
+        by_program: bool,
+        /// Profiles to add (with --by-program also directories: their *.tally files).
         #[arg(required = true)]
         profiles: Vec<PathBuf>,
     },
@@ -229,6 +235,137 @@ fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
     Ok(tally_report::combine((&first.0, &first.1), &rest)?)
 }
 
+/// The inputs of `merge --by-program`: files as given, directories as their `*.tally` files
+/// (sorted, not recursive).
+fn merge_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for i in inputs {
+        if std::fs::metadata(i).is_ok_and(|m| m.is_dir()) {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(i)
+                .with_context(|| format!("cannot read directory {}", i.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "tally"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(i.clone());
+        }
+    }
+    Ok(files)
+}
+
+/// `tally merge --by-program -o DIR INPUTS...`: one merged profile per build.
+fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
+    use std::collections::BTreeMap;
+    use std::io::IsTerminal as _;
+    use tally_format::profile::{BuildId, Program};
+    let files = merge_inputs(inputs)?;
+    let progress = std::io::stderr().is_terminal();
+    // (program, module hashes) -> (merged profile, inputs)
+    let mut groups: BTreeMap<(Program, Vec<u64>), (Profile, usize)> = BTreeMap::new();
+    let mut failed = 0usize;
+    for (i, f) in files.iter().enumerate() {
+        if progress {
+            eprint!(
+                "\rtally merge: {}/{} profiles, {} programs",
+                i + 1,
+                files.len(),
+                groups.len()
+            );
+        }
+        let name = f.display().to_string();
+        let refuse = |why: String| {
+            if progress {
+                eprintln!();
+            }
+            eprintln!("tally: skipping {name}: {why}");
+        };
+        let p = match Profile::read_file(f) {
+            Ok(p) => p,
+            Err(e) => {
+                let msg = e.to_string();
+                refuse(
+                    msg.strip_prefix("cannot read profile ")
+                        .map_or(msg.clone(), |m| {
+                            m.strip_prefix(&format!("{name}: "))
+                                .unwrap_or(m)
+                                .to_string()
+                        }),
+                );
+                failed += 1;
+                continue;
+            }
+        };
+        let key = (
+            p.program.clone(),
+            p.modules.iter().map(|m| m.hash).collect::<Vec<_>>(),
+        );
+        match groups.get_mut(&key) {
+            None => {
+                let mut p = p;
+                p.pid = 0;
+                groups.insert(key, (p, 1));
+            }
+            Some((sum, n)) => match tally_report::combine(("merged", sum), &[(&name, &p)]) {
+                Ok(s) => {
+                    *sum = s;
+                    *n += 1;
+                }
+                Err(e) => {
+                    refuse(e.to_string());
+                    failed += 1;
+                }
+            },
+        }
+    }
+    if progress && !files.is_empty() {
+        eprintln!();
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut taken = std::collections::HashSet::new();
+    for ((program, _), (profile, n)) in &groups {
+        let base = std::path::Path::new(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&program.path),
+        )
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| "unknown".into());
+        let id = match &program.build_id {
+            BuildId::None => format!("{:016x}", profile.modules_build_id()),
+            b => b.hex(),
+        };
+        let stem = format!("{base}-{}", &id[..id.len().min(12)]);
+        let mut name = format!("{stem}.tally");
+        let mut k = 2;
+        while !taken.insert(name.clone()) {
+            name = format!("{stem}-{k}.tally");
+            k += 1;
+        }
+        let out = dir.join(&name);
+        profile
+            .write_file(&out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        println!("{}: {n} profile(s) of {}", out.display(), {
+            let p = program.path_lossy();
+            if p.is_empty() {
+                "an unknown program".to_string()
+            } else {
+                p
+            }
+        });
+    }
+    if failed > 0 {
+        eprintln!(
+            "tally: {failed} of {} profile(s) could not be merged (listed above); the rest is merged",
+            files.len()
+        );
+        return Ok(2);
+    }
+    Ok(0)
+}
+
 fn report(a: ReportArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
     let title = a
@@ -283,8 +420,20 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Report(a) => report(a),
         Cmd::Paths(a) => paths(a),
         Cmd::Placements(a) => placements(a),
-        Cmd::Merge { output, profiles } => {
+        Cmd::Merge {
+            output,
+            by_program: true,
+            profiles,
+        } => merge_by_program(&output, &profiles),
+        Cmd::Merge {
+            output, profiles, ..
+        } => {
             let p = read_profiles(&profiles)?;
+            if p.program.is_unknown() && profiles.len() > 1 {
+                eprintln!(
+                    "tally: note: the inputs do not all name the same program; the merged profile names none"
+                );
+            }
             write_out(Some(&output), &p.write()).map(|()| 0)
         }
         Cmd::Header => write_out(None, tally_runtime::HEADER.as_bytes()).map(|()| 0),
