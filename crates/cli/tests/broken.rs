@@ -78,7 +78,8 @@ fn broken_profiles_are_refused_with_one_line() {
         "truncated",
     );
     let mut flipped = bytes.clone();
-    let mid = bytes.len() / 3;
+    // Inside the first module's metadata blob (padding bytes are not checked).
+    let mid = modules_at(&bytes) + tally_format::abi::MODULE_HEADER_LEN + 8;
     flipped[mid] ^= 0x55;
     refused(&["report", &p("flip.tally", &flipped)], "");
     let mut extra = bytes.clone();
@@ -172,6 +173,16 @@ fn special_files_are_refused_at_once() {
     }
 }
 
+/// Where the module records of a version-4 profile start: after the header and the program
+/// record (`u64 path_len, u32 kind, u32 id_len`, path, id, padding).
+fn modules_at(bytes: &[u8]) -> usize {
+    use tally_format::abi;
+    let h = abi::HEADER_LEN;
+    let path = u64::from_le_bytes(bytes[h..h + 8].try_into().unwrap()) as usize;
+    let id = u32::from_le_bytes(bytes[h + 12..h + 16].try_into().unwrap()) as usize;
+    h + abi::PROGRAM_HEADER_LEN + (path + id).next_multiple_of(8)
+}
+
 /// A damaged counter is refused (container version 3 checksums each module's counts), not
 /// reported: flipping the top bit of a counter used to give counts near 1.6e19 and exit 0.
 #[test]
@@ -183,7 +194,7 @@ fn a_flipped_counter_byte_is_refused() {
     let prof = tally_format::profile::Profile::read(&bytes).unwrap();
     let m = &prof.modules[0];
     assert!(!m.counters.is_empty());
-    let first = abi::HEADER_LEN + abi::MODULE_HEADER_LEN + m.meta_blob.len().next_multiple_of(8);
+    let first = modules_at(&bytes) + abi::MODULE_HEADER_LEN + m.meta_blob.len().next_multiple_of(8);
     assert_eq!(&bytes[first..first + 8], &m.counters[0].to_le_bytes());
     let mut bad = bytes.clone();
     bad[first + 7] ^= 0x80;
