@@ -14,7 +14,7 @@
 # Usage: scripts/real-projects.sh [--projects sed,expat,tinyxml2] [--jobs N]
 # Work directory: target/real-projects/ (sources, builds, logs, profiles, results.md).
 # Needs Debian 12; installs what it lacks with apt (adds a deb-src entry mirroring the deb entries).
-# Not run in CI: about 10 minutes for sed alone on 2 cores (see docs/real-projects.md).
+# Not run in CI: 9 minutes for sed alone, 11 for all three, on 2 cores (see docs/real-projects.md).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
