@@ -1,0 +1,382 @@
+#!/usr/bin/env bash
+# Real projects built by their own build systems, three times each from pristine Debian sources:
+#   plain  CC=clang-19     CXX=clang++-19
+#   edge   CC="tally cc"   CXX="tally c++"   TALLY_MODE=edge
+#   naive  CC="tally cc"   CXX="tally c++"   TALLY_MODE=edges-naive
+# all with CFLAGS=CXXFLAGS="-O2 -g". For each project it checks
+#   1. configure results identical to the plain build (config.status + config header, or CMakeCache.txt),
+#   2. test-suite results identical to the plain build (every PASS/FAIL/SKIP/... line, or ctest's),
+#   3. edge == edges-naive over the whole test suite: every process writes TALLY_PROFILE=<dir>/%p.tally;
+#      the profiles are grouped by the build that wrote them, each group merged with `tally merge`, and
+#      every block and edge count of every function compared between the two modes.
+# A project that fails (build error, ...) is reported as failed with its reason; the others still run.
+#
+# Usage: scripts/real-projects.sh [--projects sed,expat,tinyxml2] [--jobs N]
+# Work directory: target/real-projects/ (sources, builds, logs, profiles, results.md).
+# Needs Debian 12; installs what it lacks with apt (adds a deb-src entry mirroring the deb entries).
+# Not run in CI: 9 minutes for sed alone, 11 for all three, on 2 cores (see docs/real-projects.md).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$ROOT/target/real-projects
+PROJECTS=sed,expat,tinyxml2
+JOBS=2
+FLAGS="-O2 -g"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --projects) PROJECTS=$2; shift 2 ;;
+    --projects=*) PROJECTS=${1#*=}; shift ;;
+    --jobs) JOBS=$2; shift 2 ;;
+    --jobs=*) JOBS=${1#*=}; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "real-projects.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+renice -n 10 -p $$ >/dev/null 2>&1 || true
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+log() { printf '[real-projects %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# ---------------------------------------------------------------- setup
+setup() {
+  local missing=()
+  command -v clang-19 >/dev/null || missing+=(clang-19)
+  command -v make >/dev/null || missing+=(make)
+  command -v dpkg-source >/dev/null || missing+=(dpkg-dev)
+  command -v cmake >/dev/null || missing+=(cmake)
+  command -v python3 >/dev/null || missing+=(python3)
+  command -v xz >/dev/null || missing+=(xz-utils)
+  command -v autoreconf >/dev/null || missing+=(autoconf)
+  command -v automake >/dev/null || missing+=(automake)
+  command -v libtoolize >/dev/null || missing+=(libtool)
+  if ! apt-cache showsrc sed 2>/dev/null | grep -q '^Package: sed'; then
+    log "adding deb-src entries mirroring the deb entries"
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+      [ -f "$f" ] || continue
+      case $f in */tally-deb-src.sources) continue ;; esac
+      grep -q '^Types:.*\bdeb\b' "$f" || continue
+      sed 's/^Types:.*/Types: deb-src/' "$f"
+      echo
+    done | $SUDO tee /etc/apt/sources.list.d/tally-deb-src.sources >/dev/null
+    if [ -f /etc/apt/sources.list ] && grep -q '^deb ' /etc/apt/sources.list; then
+      grep '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' |
+        $SUDO tee /etc/apt/sources.list.d/tally-deb-src.list >/dev/null
+    fi
+    $SUDO apt-get update -qq || { log "apt-get update failed"; exit 1; }
+  fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+      { log "apt-get install failed"; exit 1; }
+  fi
+  log "building tally"
+  (cd "$ROOT" && nice cargo build --release -p tally -q) || { log "cargo build failed"; exit 1; }
+  export PATH="$ROOT/target/release:$PATH"
+  mkdir -p "$WORK/src" "$WORK/results"
+  cat >"$WORK/compare.py" <<'PY'
+import concurrent.futures, hashlib, json, os, subprocess, sys
+# compare.py OUT JOBS EDGE_PROFILES EDGE_BUILD NAIVE_PROFILES NAIVE_BUILD "EXCLUDE..."
+# EXCLUDE: space-separated; "test:NAME" drops profiles named NAME.*.tally (written under the test NAME),
+# "program:FILE" drops the group whose main() is in FILE.
+out, jobs = sys.argv[1], int(sys.argv[2])
+pdir = {"edge": sys.argv[3], "naive": sys.argv[5]}
+bdir = {"edge": sys.argv[4], "naive": sys.argv[6]}
+excl = sys.argv[7].split() if len(sys.argv) > 7 else []
+excl_tests = [e[5:] for e in excl if e.startswith("test:")]
+excl_programs = [e[8:] for e in excl if e.startswith("program:")]
+
+def norm(path, mode):
+    return path.replace(bdir[mode].rstrip("/") + "/", "")
+
+def report(path):
+    r = subprocess.run(["tally", "report", "--format", "json", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        return path, None, r.stderr.strip().splitlines()[:1]
+    return path, json.loads(r.stdout), None
+
+def key_of(doc, mode):
+    # The build a profile came from, independent of the mode: its functions and their graphs.
+    fs = sorted((norm(f["module"], mode), f["name"], f["cfg_hash"]) for f in doc["functions"])
+    mains = [os.path.basename(norm(f["module"], mode)) for f in doc["functions"] if f["name"] == "main"]
+    return hashlib.sha1(repr(fs).encode()).hexdigest()[:12], (mains[0] if mains else "?")
+
+groups, labels, errors = {}, {}, []
+for mode in ("edge", "naive"):
+    d = pdir[mode]
+    files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".tally")
+                   and f.split(".")[0] not in excl_tests)
+    print(f"{mode}: {len(files)} profiles ({len(os.listdir(d)) - len(files)} excluded by test name)")
+    with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+        for path, doc, err in ex.map(report, files):
+            if doc is None:
+                errors.append(f"{mode}: {os.path.basename(path)}: tally report failed: {err}")
+                continue
+            k, label = key_of(doc, mode)
+            labels[k] = label
+            groups.setdefault(k, {"edge": [], "naive": []})[mode].append(path)
+
+def merged(mode, k, files):
+    dst = os.path.join(out, f"{mode}.merged", f"{labels[k]}-{k}.tally")
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    r = subprocess.run(["tally", "merge", "-o", dst] + files, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    return report(dst)[1], None
+
+def counts(doc, mode):
+    return {(f["name"], norm(f["module"], mode), f["cfg_hash"]):
+            (f["entry_count"], [b["count"] for b in f["blocks"]], [e["count"] for e in f["edges"]])
+            for f in doc["functions"]}
+
+nfun = ncount = 0
+bad = []
+for k in sorted(groups, key=lambda k: labels[k]):
+    g = groups[k]
+    if labels[k] in excl_programs:
+        print(f"{labels[k]} [{k}]: excluded")
+        continue
+    line = f"{labels[k]} [{k}]: {len(g['edge'])} edge / {len(g['naive'])} edges-naive profiles"
+    if len(g["edge"]) != len(g["naive"]):
+        bad.append(line + ": different numbers of runs")
+        if not g["edge"] or not g["naive"]:
+            continue
+    e, err1 = merged("edge", k, g["edge"])
+    n, err2 = merged("naive", k, g["naive"])
+    if e is None or n is None:
+        bad.append(line + f": merge failed: {err1 or err2}")
+        continue
+    ce, cn = counts(e, "edge"), counts(n, "naive")
+    if set(ce) != set(cn):
+        bad.append(line + f": different function sets ({len(set(ce) ^ set(cn))} differ)")
+    diff = []
+    for f in sorted(set(ce) & set(cn)):
+        nfun += 1
+        ncount += 1 + len(ce[f][1]) + len(ce[f][2])
+        if ce[f] != cn[f]:
+            diff.append(f[0])
+    print(line + f": {len(ce)} functions" + (f", counts differ in: {' '.join(diff)}" if diff else ", equal"))
+    if diff:
+        bad.append(line + f": counts differ in {len(diff)} functions: {' '.join(diff[:20])}")
+print(f"SUMMARY: {len(groups)} builds (programs, {len([k for k in groups if labels[k] in excl_programs])} excluded), {sum(len(g['edge']) for g in groups.values())} edge + "
+      f"{sum(len(g['naive']) for g in groups.values())} edges-naive profiles, {nfun} functions, "
+      f"{ncount} counts compared, {len(bad)} groups differ, {len(errors)} unreadable profiles")
+for b in bad + errors:
+    print("DIFFERS: " + b)
+sys.exit(1 if bad or errors else 0)
+PY
+  # Names each profile of a test script after the test: TALLY_PROFILE=<dir>/<test>.%p.tally
+  cat >"$WORK/test-wrapper" <<'SH'
+#!/bin/sh
+# SH_LOG_COMPILER for automake's harness: run the test script with the shell, profiles named after it.
+for last; do :; done
+name=$(basename "$last"); name=${name%.*}
+[ -n "${TALLY_PROFILE:-}" ] && TALLY_PROFILE=${TALLY_PROFILE%/*}/$name.%p.tally && export TALLY_PROFILE
+exec "$@"
+SH
+  chmod +x "$WORK/test-wrapper"
+  # Fixed "random" bytes, preloaded into a test suite whose paths depend on them (expat's hash salt).
+  cat >"$WORK/fixed-random.c" <<'C'
+#include <stddef.h>
+#include <sys/types.h>
+void arc4random_buf(void *buf, size_t n) {
+  unsigned char *p = buf;
+  for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(0x5a + 7 * i);
+}
+unsigned int arc4random(void) { return 0x5a61686fu; }
+ssize_t getrandom(void *buf, size_t n, unsigned int flags) { (void)flags; arc4random_buf(buf, n); return (ssize_t)n; }
+C
+  clang-19 -O2 -shared -fPIC -o "$WORK/fixed-random.so" "$WORK/fixed-random.c" || exit 1
+}
+
+# The unpacked Debian source of package $1 (apt-get source applies Debian's patches); never built in.
+source_dir() {
+  local pkg=$1 d
+  d=$(ls -d "$WORK/src/$pkg"-[0-9]*/ 2>/dev/null | head -1)
+  if [ -z "$d" ]; then
+    (cd "$WORK/src" && apt-get source -qq "$pkg" >"$WORK/src/$pkg.apt-get-source.log" 2>&1) || return 1
+    d=$(ls -d "$WORK/src/$pkg"-[0-9]*/ 2>/dev/null | head -1)
+  fi
+  [ -n "$d" ] && echo "${d%/}"
+}
+
+# Environment of a variant: sets CCV, CXXV and exports/unsets TALLY_MODE.
+variant_env() {
+  unset TALLY_PROFILE
+  case $1 in
+    plain) CCV=clang-19; CXXV=clang++-19; unset TALLY_MODE ;;
+    edge) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edge ;;
+    naive) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edges-naive ;;
+  esac
+}
+
+# Normalize a configure result file: the build directory, the source directory, the compiler names.
+normalize() { # file builddir srcdir
+  sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" \
+      -e 's/tally c++/@CXX@/g; s/clang++-19/@CXX@/g; s/tally cc/@CC@/g; s/clang-19/@CC@/g' \
+      -e "s/'\\\\''CC=@CC@'\\\\''/CC=@CC@/g; s/'CC=@CC@'/CC=@CC@/g" \
+      -e "s/'\\\\''CXX=@CXX@'\\\\''/CXX=@CXX@/g; s/'CXX=@CXX@'/CXX=@CXX@/g" "$1"
+}
+# CMakeCache.txt: compiler paths and their first argument normalized; comments dropped.
+normalize_cmake() { # file builddir srcdir
+  grep -v '^#\|^//\|^$' "$1" |
+    sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" \
+        -e 's|^\(CMAKE_C_COMPILER:[A-Z]*=\).*|\1@CC@|; s|^\(CMAKE_CXX_COMPILER:[A-Z]*=\).*|\1@CXX@|' |
+    grep -v '^CMAKE_C_COMPILER_ARG1\|^CMAKE_CXX_COMPILER_ARG1' | sort
+}
+
+# Test results of an automake harness log or ctest output, one line per test, sorted.
+test_lines() { # log
+  grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): ' "$1" | sort
+  grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$1" | sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: //; s/ +[0-9.]+ sec$//; s/ \.+/ /' | sort
+}
+test_summary() { # log -> "PASS 206 FAIL 4 SKIP 50 ..."
+  test_lines "$1" | awk '
+    /^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): / { sub(":", "", $1); n[$1]++; next }
+    / Passed$/ { n["PASS"]++; next } / Not Run/ { n["SKIP"]++; next } { n["FAIL"]++ }
+    END { for (k in n) printf "%s %d ", k, n[k] }' | tr ' ' '\n' | paste - - | sort | tr '\n\t' '  '
+}
+
+# ---------------------------------------------------------------- projects
+# Each project defines: <p>_pkg, <p>_system, <p>_configure, <p>_build, <p>_check, <p>_conffiles.
+sed_pkg=sed; sed_system="autotools + gnulib"
+sed_configure() { ./configure CC="$CCV" CFLAGS="$FLAGS"; }
+sed_build() { make -j"$JOBS"; }
+# -k: gnulib-tests run even when testsuite/ has failures. testsuite/*.sh run through test-wrapper (the
+# project's own SH_LOG_COMPILER is $(SHELL)), so their profiles are named after the test.
+sed_check() { make -k -j"$JOBS" check SH_LOG_COMPILER="$WORK/test-wrapper $(sed -n 's/^SHELL = //p' Makefile)"; }
+# Nondeterministic inputs, excluded from edge == edges-naive (docs/real-projects.md):
+#  dc.sh: `( echo 2002 ; cat easter.dc ) | sed ...`: how the pipe's data arrives (one read or two)
+#         changes the path through getc() in test_eof; differs between two runs of one binary.
+#  test-explicit_bzero: vma_iterate() parses /proc/self/maps, whose lines differ between two binaries.
+sed_exclude="test:dc program:test-explicit_bzero.c"
+sed_conffiles="config.status config.h"
+
+expat_pkg=expat; expat_system="autotools + libtool (shared libexpat)"
+# Debian's orig tarball is a git export without configure: buildconf.sh (autoreconf) first, as
+# debian/rules does; --without-docbook since the manual page is not under test.
+expat_configure() {
+  cd expat && ./buildconf.sh &&
+    ./configure --without-docbook CC="$CCV" CXX="$CXXV" CFLAGS="$FLAGS" CXXFLAGS="$FLAGS"
+}
+expat_build() { make -C expat -j"$JOBS"; }
+# expat salts its hash tables from arc4random_buf/getrandom: the tests' paths through hash(),
+# lookup(), the allocation-failure loops, ... depend on it. Fixed bytes in all three builds.
+expat_check() { LD_PRELOAD="$WORK/fixed-random.so" make -C expat -k -j"$JOBS" check; }
+expat_conffiles="expat/config.status expat/expat_config.h"
+
+tinyxml2_pkg=tinyxml2; tinyxml2_system="CMake, C++ shared library"
+tinyxml2_configure() {
+  CC="$CCV" CXX="$CXXV" cmake -S . -B build -DCMAKE_BUILD_TYPE=None -DBUILD_SHARED_LIBS=ON \
+    -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" -Dtinyxml2_BUILD_TESTING=ON
+}
+tinyxml2_build() { cmake --build build -j "$JOBS"; }
+tinyxml2_check() { ctest --test-dir build -j "$JOBS" --output-on-failure; }
+tinyxml2_conffiles="build/CMakeCache.txt"
+
+# ---------------------------------------------------------------- one project
+# 1. configure results of build $2 against plain; sets conf=NO on a difference.
+compare_configure() { # p v out src det
+  local p=$1 v=$2 out=$3 src=$4 det=$5 f d
+  for f in $(eval echo "\$${p}_conffiles"); do
+    d=$out/$v.$(basename "$f").diff
+    if [ "$f" = build/CMakeCache.txt ]; then
+      diff <(normalize_cmake "$out/plain/$f" "$out/plain" "$src") <(normalize_cmake "$out/$v/$f" "$out/$v" "$src") >"$d"
+    else
+      diff <(normalize "$out/plain/$f" "$out/plain" "$src") <(normalize "$out/$v/$f" "$out/$v" "$src") >"$d"
+    fi
+    if [ -s "$d" ]; then
+      conf=NO
+      { echo "configure: $f differs between plain and $v:"; head -20 "$d"; } >>"$det"
+    fi
+  done
+}
+
+# Writes $WORK/results/<p>.row (a markdown table row) and <p>.txt (details). Returns 0 if all checks pass.
+run_project() {
+  local p=$1 pkg sys src v dir rc t0 t1 status=ok reason="" conf="?" tests="?" eq="?"
+  pkg=$(eval echo "\$${p}_pkg"); sys=$(eval echo "\$${p}_system")
+  local out=$WORK/$p det=$WORK/results/$p.txt
+  t0=$(date +%s)
+  : >"$det"
+  src=$(source_dir "$pkg") || { reason="apt-get source $pkg failed"; }
+  if [ -z "$reason" ]; then
+    rm -rf "$out"; mkdir -p "$out"
+    for v in plain edge naive; do
+      dir=$out/$v
+      log "$p: $v: copy, configure, build, test"
+      cp -a "$src" "$dir"
+      variant_env $v
+      (cd "$dir" && "${p}_configure") >"$out/$v.configure.log" 2>&1 ||
+        { reason="${reason:+$reason; }$v: configure failed (see $out/$v.configure.log)"; break; }
+      if [ $v = plain ]; then conf=yes; else compare_configure "$p" $v "$out" "${src%/}" "$det"; fi
+      (cd "$dir" && "${p}_build") >"$out/$v.build.log" 2>&1 || {
+        reason="${reason:+$reason; }$v: build failed: $( (grep -m1 -E 'ld(\.lld)?: .*(unresolvable|undefined|error)' "$out/$v.build.log" ||
+                                   grep -m1 -E 'error' "$out/$v.build.log") | sed "s|$out/||g" | cut -c1-200)"
+        echo "$v: build failed (see $out/$v.build.log)" >>"$det"
+        if [ $v = plain ]; then break; else continue; fi; }
+      if [ $v != plain ]; then
+        mkdir -p "$out/$v.profiles"
+        export TALLY_PROFILE="$out/$v.profiles/%p.tally"
+      fi
+      (cd "$dir" && "${p}_check") >"$out/$v.check.log" 2>&1
+      rc=$?
+      unset TALLY_PROFILE
+      echo "$v: test suite exit status $rc; $(test_summary "$out/$v.check.log")" >>"$det"
+    done
+    unset TALLY_MODE
+  fi
+  if [ -z "$reason" ]; then
+    # 2. test results
+    test_lines "$out/plain.check.log" >"$out/plain.tests"
+    tests="yes ($(test_summary "$out/plain.check.log"))"
+    [ -s "$out/plain.tests" ] || tests="NO (no test results found)"
+    for v in edge naive; do
+      test_lines "$out/$v.check.log" >"$out/$v.tests"
+      if ! diff "$out/plain.tests" "$out/$v.tests" >"$out/$v.tests.diff"; then
+        tests=NO
+        { echo "tests: $v differs from plain:"; cat "$out/$v.tests.diff"; } >>"$det"
+      fi
+    done
+    # 3. edge == edges-naive
+    log "$p: comparing edge and edges-naive profiles"
+    if python3 "$WORK/compare.py" "$out" "$JOBS" "$out/edge.profiles" "$out/edge" "$out/naive.profiles" "$out/naive" \
+        "$(eval echo "\${${p}_exclude:-}")" >"$out/compare.txt" 2>&1
+    then eq="yes ($(grep '^SUMMARY' "$out/compare.txt" | sed 's/^SUMMARY: //'))"
+    else
+      eq="NO ($(grep '^SUMMARY' "$out/compare.txt" | sed 's/^SUMMARY: //'))"
+      { echo "edge vs edges-naive:"; grep -E '^DIFFERS|Traceback|Error' "$out/compare.txt" | head -30; } >>"$det"
+    fi
+  fi
+  t1=$(date +%s)
+  local mins; mins=$(( (t1 - t0 + 30) / 60 ))
+  if [ -n "$reason" ]; then
+    status=FAILED
+    echo "FAILED: $reason" >>"$det"
+    printf '| %s | %s | %s | FAILED: %s | FAILED | %d min |\n' "$p" "$sys" "$conf" "$reason" "$mins" >"$WORK/results/$p.row"
+  else
+    case "$conf$tests$eq" in *NO*) status=FAILED ;; esac
+    printf '| %s | %s | %s | %s | %s | %d min |\n' "$p" "$sys" "$conf" "$tests" "$eq" "$mins" >"$WORK/results/$p.row"
+  fi
+  log "$p: $status"
+  [ $status = ok ]
+}
+
+setup
+failed=0
+rows=()
+for p in ${PROJECTS//,/ }; do
+  if ! declare -F "${p}_configure" >/dev/null; then log "unknown project $p"; failed=1; continue; fi
+  run_project "$p" || failed=1
+  rows+=("$p")
+done
+{
+  echo "| project | build system | configure identical? | test results identical? | edge == edges-naive over the suite? | time |"
+  echo "|---|---|---|---|---|---|"
+  for p in "${rows[@]}"; do cat "$WORK/results/$p.row"; done
+  echo
+  for p in "${rows[@]}"; do echo "### $p"; echo '```'; cat "$WORK/results/$p.txt"; echo '```'; done
+} >"$WORK/results.md"
+cat "$WORK/results.md"
+exit $failed
