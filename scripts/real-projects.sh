@@ -195,7 +195,15 @@ source_dir() {
   local pkg=$1 d
   d=$(ls -d "$WORK/src/$pkg"-[0-9]*/ 2>/dev/null | head -1)
   if [ -z "$d" ]; then
-    (cd "$WORK/src" && apt-get source -qq "$pkg" >"$WORK/src/$pkg.apt-get-source.log" 2>&1) || return 1
+    # The newest version first; a mirror may list a version whose files it lacks (a 404 for a
+    # fresh security update), so every other version the index lists is tried after it.
+    local v ok=
+    for v in "" $(apt-cache showsrc "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -rV); do
+      if (cd "$WORK/src" && apt-get source -qq "$pkg${v:+=$v}" >>"$WORK/src/$pkg.apt-get-source.log" 2>&1); then
+        ok=1; break
+      fi
+    done
+    [ -n "$ok" ] || return 1
     d=$(ls -d "$WORK/src/$pkg"-[0-9]*/ 2>/dev/null | head -1)
   fi
   [ -n "$d" ] && echo "${d%/}"
