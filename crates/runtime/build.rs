@@ -1,17 +1,19 @@
-//! Builds `runtime.c` into `$OUT_DIR/libtally_rt.a`. The archive is not linked into any Rust
+//! Builds the C runtime (`c/*.c`) into `$OUT_DIR/libtally_rt.a`. The archive is not linked into any Rust
 //! binary: `tally` ships its bytes (see `src/lib.rs`) and links them into profiled programs.
 //!
 //! First it writes, from `tally_format::abi` (the one source of the runtime ABI):
 //! - `$OUT_DIR/tally_abi_check.h`, `_Static_assert`s that every `#define` of `include/tally.h`
 //!   and the `sizeof` / `offsetof` of every field of its shared structs have the values
-//!   `tally_format::abi` gives them; `runtime.c` includes it, so a `tally.h` (or an `abi.rs`)
+//!   `tally_format::abi` gives them; `c/rt.h` includes it, so a `tally.h` (or an `abi.rs`)
 //!   changed alone fails this build;
+//! - `$OUT_DIR/tally_redirects.h`, every runtime wrapper of `tally_format::abi::REDIRECTS`
+//!   declared with the type of the libc function it stands for;
 //! - `$OUT_DIR/abi.rs`, the constants `src/lib.rs` re-exports, so that the crate itself needs
 //!   no dependency.
 use std::path::PathBuf;
 
 fn main() {
-    println!("cargo:rerun-if-changed=runtime.c");
+    println!("cargo:rerun-if-changed=c");
     println!("cargo:rerun-if-changed=include/tally.h");
     println!("cargo:rerun-if-changed=build.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -20,6 +22,11 @@ fn main() {
         tally_format::abi::c_check_header(),
     )
     .expect("write tally_abi_check.h");
+    std::fs::write(
+        out.join("tally_redirects.h"),
+        tally_format::abi::c_redirects_header(),
+    )
+    .expect("write tally_redirects.h");
     std::fs::write(
         out.join("abi.rs"),
         format!(
@@ -30,8 +37,15 @@ fn main() {
         ),
     )
     .expect("write abi.rs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir("c")
+        .expect("read crates/runtime/c")
+        .map(|e| e.expect("read crates/runtime/c").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    files.sort();
     cc::Build::new()
-        .file("runtime.c")
+        .files(&files)
+        .include("c")
         .include("include")
         .include(&out)
         .std("c11")
@@ -40,7 +54,7 @@ fn main() {
         // Every linked image (executable or shared object) carries its own copy of the runtime,
         // none exported: a tally-built library adds no symbol to its dynamic symbol table and
         // never captures another image's references (issue 14, point 5). The copies of one
-        // process find one another through their `.note.tally` (see runtime.c, "Process").
+        // process find one another through their `.note.tally` (see c/process.c).
         .flag("-fvisibility=hidden")
         .debug(false)
         .warnings(true)

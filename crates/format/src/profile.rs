@@ -1,4 +1,4 @@
-//! The profile container: what an instrumented program writes at exit (`runtime.c` in
+//! The profile container: what an instrumented program writes at exit (`crates/runtime/c/write.c` in
 //! tally-runtime) and what `tally merge` writes back.
 //!
 //! All integers are little-endian:

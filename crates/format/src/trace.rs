@@ -1,4 +1,4 @@
-//! The trace file of trace mode (`runtime.c`): every function entry and every edge taken, per
+//! The trace file of trace mode (`crates/runtime/c/trace.c`): every function entry and every edge taken, per
 //! activation — a full control-flow trace, the independent oracle for path profiles.
 //!
 //! ```text

@@ -13,7 +13,9 @@
 //!    in call-free loops);
 //!
 //! then emits the module's counter array, metadata blob and registration constructor
-//! ([`module`]), verifies the module, and returns bitcode.
+//! ([`module`]), verifies the module, and returns bitcode. Before all that, calls to the libc
+//! functions the runtime wraps (`_exit`, the `exec` family, ...) are pointed at the wrappers
+//! ([`redirect`]).
 #![deny(missing_docs)]
 
 mod apply;
@@ -29,6 +31,7 @@ mod options;
 mod plan;
 mod prepare;
 mod promote;
+mod redirect;
 mod sites;
 mod surgery;
 
@@ -195,6 +198,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let module = context
         .create_module_from_ir(buf)
         .map_err(|e| Error::Parse(e.to_string()))?;
+    redirect::redirect_libc_calls(module.as_mut_ptr());
     let mode = modes::of(opts.mode);
     let mut stats = Stats::default();
     let mut skipped = Vec::new();

@@ -87,7 +87,7 @@ unsafe fn struct_value(
     c::LLVMConstNamedStruct(ty, vals.as_mut_ptr(), vals.len() as u32)
 }
 
-fn cs(s: &str) -> CString {
+pub(crate) fn cs(s: &str) -> CString {
     CString::new(s).expect("no NUL in internal names")
 }
 

@@ -144,7 +144,7 @@ void tally_events_on_stop(tally_stop_handler handler);
 /* Instrumentation internals of events mode. */
 extern __thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec")));
 extern __thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec")));
-/* Checked chords call this when `left` reaches 0 (see runtime.c): it stops the thread when its
+/* Checked chords call this when `left` reaches 0 (see c/events.c): it stops the thread when its
  * exact count (limit - left + query_inc) reached TALLY_STOP_AT, else returns. */
 #define TALLY_EV_SLACK (1LL << 24)
 #define TALLY_EV_NO_LIMIT (1LL << 62)

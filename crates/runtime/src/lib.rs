@@ -2,12 +2,12 @@
 //!
 //! The C runtime linked into every program built by `tally cc` / `tally c++`: it registers the
 //! instrumented modules, charges the early-exit counters of frames abandoned by `exit`, `longjmp`
-//! or C++ unwinding, and writes the profile at exit. The C sources are `runtime.c` and
+//! or C++ unwinding, and writes the profile at exit. The C sources are `c/*.c` (`c/rt.h` lists what they share) and
 //! `include/tally.h`; this crate only carries the built archive and the header as bytes (the
 //! archive is never linked into a Rust binary).
 #![deny(missing_docs)]
 
-/// `libtally_rt.a`, built from `runtime.c` with `-O2 -fPIC`.
+/// `libtally_rt.a`, built from `c/*.c` with `-O2 -fPIC`.
 pub const ARCHIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtally_rt.a"));
 
 /// The contents of `tally.h`, the C declarations of the runtime ABI.

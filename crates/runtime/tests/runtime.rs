@@ -1,4 +1,4 @@
-//! End-to-end tests of `runtime.c`: C (and C++) programs with hand-built module descriptors and
+//! End-to-end tests of the C runtime (`c/*.c`): C (and C++) programs with hand-built module descriptors and
 //! hand-maintained frame records, linked with `libtally_rt.a`, run, and their profiles read back
 //! with tally-format.
 
@@ -906,4 +906,49 @@ int main(void) {{
         entries > want.len(),
         "some paths have both a home and an overflow entry (slots changed hands)"
     );
+}
+
+/// The runtime is split into several files (`c/*.c`) that share names; every global symbol the
+/// archive defines must carry a tally prefix, or linking it into a program that has its own
+/// `walk` or `env` would fail (or, worse, bind one to the other). And it defines every wrapper
+/// of a redirected libc call.
+#[test]
+fn archive_defines_only_prefixed_symbols() {
+    let env = Env::new();
+    let out = std::process::Command::new("nm")
+        .args(["--defined-only", "--extern-only", "--format=posix"])
+        .arg(env.path().join(tally_runtime::ARCHIVE_NAME))
+        .output()
+        .expect("run nm");
+    assert!(out.status.success(), "nm failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut names = Vec::new();
+    for line in text.lines() {
+        // "name type value size"; member headers look like "libtally_rt.a[x.o]:".
+        let mut f = line.split_whitespace();
+        let (Some(name), Some(kind)) = (f.next(), f.next()) else {
+            continue;
+        };
+        if name.ends_with(':') {
+            continue;
+        }
+        names.push(name.to_string());
+        assert!(
+            name.starts_with("tally_")
+                || name.starts_with("__tally_")
+                || name.starts_with("tally__"),
+            "the runtime archive defines the unprefixed global `{name}` ({kind})"
+        );
+    }
+    for expected in [
+        "__tally_register",
+        "__tally_top",
+        "tally__self",
+        "tally_write_profile",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from nm output"
+        );
+    }
 }

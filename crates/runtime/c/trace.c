@@ -1,0 +1,120 @@
+/*
+ * trace.c -- trace mode: a full control-flow trace (every edge), the oracle for path profiles.
+ */
+#include "rt.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Trace mode: a full control-flow trace, the oracle for path profiles                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Trace file: "TALLYTRC", u32 version (1), u32 0, then 24-byte records
+ * { u64 activation, u64 (kind << 56) | value, u64 module hash }:
+ * kind 0 = a function was entered (value = its index in the module metadata),
+ * kind 1 = an edge was taken (value = edge id; the activation's function). */
+static struct {
+    uint32_t lock;
+    int fd;        /* 0: not opened yet; -1: failed or off */
+    size_t n;
+    uint64_t next_act;
+    unsigned char buf[1 << 16];
+    char path[PATH_CAP];
+} trace;
+
+static void trace_flush_locked(void) {
+    if (trace.fd > 0 && trace.n) {
+        if (write_all(trace.fd, trace.buf, trace.n) != 0) {
+            static const char msg[] = "tally: cannot write the trace file\n";
+            write_stderr(msg, sizeof msg - 1);
+            trace.fd = -1;
+        }
+    }
+    trace.n = 0;
+}
+
+/* Opens the trace file (TALLY_TRACE, default <program>.trace) as open_target says; a new file
+ * is renamed into place at once, so the trace is written under its final name. */
+static void trace_open(void) {
+    char line[PATH_CAP + 256];
+    char tmp[PATH_CAP + 64];
+    trace.fd = -1;
+    int err = build_path_for(trace.path, sizeof trace.path, &env.trace, ".trace");
+    if (err == 1)
+        return;
+    if (err) {
+        report_line(line, sizeof line, "cannot open the trace file", trace.path, strerror(err));
+        return;
+    }
+    if (!secure_target_ok()) {
+        report_line(line, sizeof line, "not writing the trace file", trace.path, secure_refusal);
+        return;
+    }
+    const char *why;
+    int fd = open_target(trace.path, tmp, sizeof tmp, &err, &why);
+    if (fd == OPEN_REFUSED) {
+        report_line(line, sizeof line, "not writing the trace file", trace.path, why);
+        return;
+    }
+    if (fd >= 0 && tmp[0] && rename(tmp, trace.path) != 0) {
+        err = errno;
+        (void)unlink(tmp);
+        (void)close(fd);
+        fd = -2;
+    }
+    if (fd < 0) {
+        report_line(line, sizeof line, "cannot open the trace file", trace.path, strerror(err));
+        return;
+    }
+    trace.fd = fd == 0 ? dup(fd) : fd;
+    if (trace.fd > 0) {
+        memcpy(trace.buf, "TALLYTRC\x01\0\0\0\0\0\0\0", 16);
+        trace.n = 16;
+    }
+}
+
+static void trace_record(uint64_t a, uint64_t b, uint64_t c) {
+    int saved_errno = errno;
+    while (__atomic_exchange_n(&trace.lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    if (trace.fd == 0)
+        trace_open();
+    if (trace.fd > 0) {
+        if (trace.n + 24 > sizeof trace.buf)
+            trace_flush_locked();
+        uint64_t w[3] = {a, b, c};
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 8; k++)
+                trace.buf[trace.n++] = (unsigned char)(w[i] >> (8 * k));
+    }
+    __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
+    errno = saved_errno;
+}
+
+static uint64_t module_hash_of(const uint64_t *counters) {
+    for (const struct tally_module *m = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); m;
+         m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE))
+        if (m->counters == counters)
+            return m->hash;
+    return 0;
+}
+
+uint64_t __tally_trace_enter(const uint64_t *module_counters, uint32_t function) {
+    uint64_t act = __atomic_add_fetch(&trace.next_act, 1, __ATOMIC_RELAXED);
+    trace_record(act, (uint64_t)function, module_hash_of(module_counters));
+    return act;
+}
+
+void __tally_trace_edge(uint64_t act, uint32_t edge) {
+    trace_record(act, (1ull << 56) | edge, 0);
+}
+
+void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret) {
+    if (ret != 0)
+        __tally_trace_edge(act, edge);
+}
+
+void trace_finish(void) {
+    while (__atomic_exchange_n(&trace.lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    trace_flush_locked();
+    __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,717 @@
+/*
+ * write.c -- writing the profile container (ARCHITECTURE.md, "Profile container"): where it goes,
+ * how it is opened safely, the records of live and dlclosed modules.
+ */
+#include "rt.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Writing the profile                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Static state of the writer; used only under reg_lock (or after failing to take it). */
+static struct {
+    int fd;
+    int err; /* errno of the first failure, 0 if none */
+    uint64_t total;
+    int summing;  /* the bytes written feed `sum` (a module's counters and path entries) */
+    uint64_t sum; /* FNV-1a 64 of them */
+    size_t n;
+    unsigned char buf[16384];
+    char path[PATH_CAP];
+    char tmp[PATH_CAP + 64];
+    char line[PATH_CAP + 256];
+    unsigned char *mem; /* when set, the bytes go here (mem_cap bytes) instead of to fd */
+    uint64_t mem_len, mem_cap;
+} out;
+
+int write_all(int fd, const void *p, size_t n) {
+    const unsigned char *s = p;
+    while (n) {
+        ssize_t r = write(fd, s, n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno ? errno : EIO;
+        }
+        if (r == 0)
+            return EIO;
+        s += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void out_flush(void) {
+    if (!out.err && out.n) {
+        if (out.mem) {
+            if (out.n > out.mem_cap - out.mem_len) {
+                out.err = EOVERFLOW;
+            } else {
+                memcpy(out.mem + out.mem_len, out.buf, out.n);
+                out.mem_len += out.n;
+            }
+        } else {
+            out.err = write_all(out.fd, out.buf, out.n);
+        }
+    }
+    out.n = 0;
+}
+
+/* Appends len bytes at p. Everything goes through the buffer, and the checksum is taken over
+ * the buffer's copy: counters other threads keep incrementing while the profile is written
+ * must not differ between what is summed and what is written. */
+static void out_bytes(const void *p, uint64_t len) {
+    const unsigned char *s = p;
+    if (out.err)
+        return;
+    out.total += len;
+    while (len) {
+        if (out.n == sizeof out.buf) {
+            out_flush();
+            if (out.err)
+                return;
+        }
+        size_t k = sizeof out.buf - out.n;
+        if (k > len)
+            k = (size_t)len;
+        unsigned char *d = out.buf + out.n;
+        memcpy(d, s, k);
+        if (out.summing) {
+            uint64_t h = out.sum;
+            for (size_t i = 0; i < k; i++)
+                h = (h ^ d[i]) * TALLY_FNV_PRIME;
+            out.sum = h;
+        }
+        out.n += k;
+        s += k;
+        len -= k;
+    }
+}
+
+static void out_u32(uint32_t v) {
+    unsigned char b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    out_bytes(b, 4);
+}
+
+static void out_u64(uint64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    out_bytes(b, 8);
+}
+
+/* Home slots of table `t` that may hold a count: all of them once the runtime has claimed
+ * one, else only slot 0 (path 0's home, the one path instrumented code can count in a slot the
+ * runtime never gave out). Keeps the profile writer off the home tables of functions that
+ * never ran. */
+static uint64_t home_scan(const struct tally_path_table *t) {
+    return !t->home ? 0 : t->home_claims ? TALLY_PATH_HOME_SLOTS : 1;
+}
+
+/* An upper bound of the path entries a module writes (out_path_entries pads up to it): per
+ * table, its home slots in use, the overflow slots in use, and one loss entry. Cheaper than
+ * counting the non-zero entries, which would walk every table twice. */
+static uint64_t path_entries(const struct tally_module *m) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; m->path_tables && i < m->num_path_tables; i++) {
+        const struct tally_path_table *t = &m->path_tables[i];
+        uint64_t home = t->home_claims + 1;
+        n += (home < TALLY_PATH_HOME_SLOTS ? home : TALLY_PATH_HOME_SLOTS) + t->used + 1;
+    }
+    return n;
+}
+
+static void out_path_entries(const struct tally_module *m, uint64_t limit) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; m->path_tables && i < m->num_path_tables; i++) {
+        const struct tally_path_table *t = &m->path_tables[i];
+        for (int pass = 0; pass < 2; pass++) {
+            /* Overflow keys are path + 1 (0: empty), home keys the path (count 0: free). */
+            const uint64_t *w = pass ? t->home : t->slots;
+            uint64_t cap = pass ? home_scan(t) : t->capacity;
+            for (uint64_t j = 0; j < cap && n < limit; j++) {
+                uint64_t k = w[2 * j], v = w[2 * j + 1];
+                if ((pass || k != 0) && v != 0) {
+                    out_u32(t->function);
+                    out_u32(TALLY_PATH_ENTRY_COUNT);
+                    out_u64(pass ? k : k - 1);
+                    out_u64(v);
+                    n++;
+                }
+            }
+        }
+        if (t->lost && n < limit) {
+            out_u32(t->function);
+            out_u32(TALLY_PATH_ENTRY_LOST);
+            out_u64(0);
+            out_u64(t->lost);
+            n++;
+        }
+    }
+    for (; n < limit; n++) { /* fewer than the bound: pad with empty losses */
+        out_u32(0);
+        out_u32(TALLY_PATH_ENTRY_LOST);
+        out_u64(0);
+        out_u64(0);
+    }
+}
+
+static void out_module(const struct tally_module *m) {
+    static const unsigned char zeros[8];
+    uint64_t entries = path_entries(m);
+    out_u64(TALLY_MODULE_MAGIC);
+    out_u64(m->hash);
+    out_u64(m->meta_len);
+    out_u64(m->num_counters);
+    out_u64(entries);
+    out_bytes(m->meta, m->meta_len);
+    out_bytes(zeros, (8 - (m->meta_len & 7)) & 7);
+    if (m->num_counters > UINT64_MAX / 8) {
+        out.err = EOVERFLOW;
+        return;
+    }
+    out.summing = 1;
+    out.sum = TALLY_FNV_OFFSET;
+    if (!TALLY_BIG_ENDIAN) {
+        out_bytes(m->counters, m->num_counters * 8);
+    } else {
+        for (uint64_t i = 0; i < m->num_counters && !out.err; i++)
+            out_u64(m->counters[i]);
+    }
+    out_path_entries(m, entries);
+    out.summing = 0;
+    out_u64(out.sum);
+}
+
+/* Builds an output path into dst: the saved value of a TALLY_* variable with %p and %%
+ * expanded, or "<basename of the executable><suffix>" when it is unset or empty (or the
+ * process is AT_SECURE: then nothing was saved). Returns 0 (ok), 1 (var=off) or an errno. */
+int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix) {
+    size_t n = 0;
+    if (ev->set && ev->too_long)
+        return ENAMETOOLONG;
+    if (ev->set && ev->v[0]) {
+        const char *env = ev->v;
+        if (strcmp(env, "off") == 0)
+            return 1;
+        for (const char *s = env; *s; s++) {
+            if (s[0] == '%' && s[1] == 'p') {
+                n = put_u64(dst, n, cap, (uint64_t)getpid());
+                s++;
+            } else if (s[0] == '%' && s[1] == '%') {
+                n = put_str(dst, n, cap, "%");
+                s++;
+            } else {
+                char c[2] = {*s, 0};
+                n = put_str(dst, n, cap, c);
+            }
+            if (n + 1 >= cap)
+                return ENAMETOOLONG;
+        }
+        return 0;
+    }
+    char exe[PATH_CAP];
+    const char *base = 0;
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = 0;
+        static const char deleted[] = " (deleted)";
+        size_t dl = sizeof deleted - 1;
+        if ((size_t)len > dl && strcmp(exe + len - dl, deleted) == 0)
+            exe[len - dl] = 0;
+        const char *slash = strrchr(exe, '/');
+        base = slash ? slash + 1 : exe;
+    }
+    if (!base || !*base)
+        base = program_invocation_short_name;
+    if (!base || !*base)
+        base = "program";
+    n = put_str(dst, n, cap, base);
+    n = put_str(dst, n, cap, suffix);
+    if (n + 1 >= cap)
+        return ENAMETOOLONG;
+    return 0;
+}
+
+/* Builds the profile path into out.path. Returns 0 (ok), 1 (TALLY_PROFILE=off) or an errno. */
+static int build_path(void) {
+    return build_path_for(out.path, sizeof out.path, &env.profile, ".tally");
+}
+
+/* "tally: <what> <path>: <reason>\n" on stderr, built in `line`. */
+void report_line(char *line, size_t cap, const char *what, const char *path,
+                        const char *reason) {
+    size_t n = put_str(line, 0, cap, "tally: ");
+    n = put_str(line, n, cap, what);
+    n = put_str(line, n, cap, " ");
+    n = put_str(line, n, cap, path);
+    n = put_str(line, n, cap, ": ");
+    n = put_str(line, n, cap, reason);
+    if (n + 2 > cap)
+        n = cap - 2;
+    line[n++] = '\n';
+    write_stderr(line, n);
+}
+
+static void report_failure(const char *path, int err) {
+    report_line(out.line, sizeof out.line, "cannot write profile", path, strerror(err));
+}
+
+/* 64 unpredictable bits for temporary names: getrandom, else /dev/urandom, else (neither
+ * available) a mix of clocks, pid and a counter -- guessable, but O_EXCL still refuses a
+ * name someone planted. */
+static uint64_t random64(void) {
+    static uint64_t calls;
+    uint64_t r = 0;
+#ifdef SYS_getrandom
+    if (syscall(SYS_getrandom, &r, sizeof r, 1 /* GRND_NONBLOCK */) == (long)sizeof r)
+        return r;
+#endif
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    if (fd >= 0) {
+        ssize_t k = read(fd, &r, sizeof r);
+        (void)close(fd);
+        if (k == (ssize_t)sizeof r)
+            return r;
+    }
+    struct timespec a = {0, 0}, b = {0, 0};
+    (void)clock_gettime(CLOCK_REALTIME, &a);
+    (void)clock_gettime(CLOCK_MONOTONIC, &b);
+    r = ((uint64_t)a.tv_nsec << 32) ^ (uint64_t)a.tv_sec ^ ((uint64_t)b.tv_nsec << 17) ^
+        ((uint64_t)getpid() << 40) ^ (uintptr_t)&calls ^ __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+    return r * TALLY_FNV_PRIME;
+}
+
+
+/* Opens where the runtime writes the file `path` (a profile or a trace), never writing through
+ * a symbolic link and never replacing anything but a regular file or a symbolic link:
+ * - `path` missing, a regular file, or a symbolic link to a regular file or to nothing: a new
+ *   file is created next to it, "<path>.tmp.<pid>.<16 hex digits from random64>", with
+ *   O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC and mode 0666 & ~umask (another name on EEXIST); the
+ *   caller renames it to `path` (which replaces a symbolic link itself, never its target);
+ *   `tmp` receives its name;
+ * - `path` a FIFO or a character device (e.g. /dev/null), not through a symbolic link: opened
+ *   in place with O_WRONLY|O_NOFOLLOW|O_NONBLOCK, checked (fstat) to be the node lstat saw,
+ *   then made blocking; a FIFO without a reader fails (ENXIO) instead of hanging; `tmp` is "";
+ * - a directory: EISDIR;
+ * - anything else (a block device, a socket, a symbolic link to a directory, a FIFO or a
+ *   device, e.g. /dev/stdout): refused, *why says why.
+ * Returns a descriptor, OPEN_REFUSED with *why set, or -2 with *err set to an errno. */
+int open_target(const char *path, char *tmp, size_t tmpcap, int *err, const char **why) {
+    struct stat st;
+    tmp[0] = 0;
+    *err = 0;
+    *why = 0;
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            struct stat t;
+            if (stat(path, &t) == 0 && !S_ISREG(t.st_mode)) {
+                *why = "it is a symbolic link to something that is not a regular file "
+                       "(only regular files are replaced, FIFOs and character devices written "
+                       "in place when named directly)";
+                return OPEN_REFUSED;
+            }
+        } else if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+            int fd;
+            do {
+                fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            } while (fd < 0 && errno == EINTR);
+            if (fd < 0 && errno == ENXIO && S_ISFIFO(st.st_mode)) {
+                *why = "it is a FIFO that no process is reading";
+                return OPEN_REFUSED;
+            }
+            if (fd < 0) {
+                *err = errno;
+                return -2;
+            }
+            struct stat f;
+            if (fstat(fd, &f) != 0 || f.st_dev != st.st_dev || f.st_ino != st.st_ino ||
+                (f.st_mode & S_IFMT) != (st.st_mode & S_IFMT)) {
+                (void)close(fd);
+                *err = EAGAIN;
+                return -2;
+            }
+            int fl = fcntl(fd, F_GETFL);
+            if (fl != -1)
+                (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+            return fd;
+        } else if (S_ISDIR(st.st_mode)) {
+            *err = EISDIR;
+            return -2;
+        } else if (!S_ISREG(st.st_mode)) {
+            *why = "it is not a regular file, a FIFO or a character device";
+            return OPEN_REFUSED;
+        }
+    } else if (errno != ENOENT) {
+        *err = errno;
+        return -2;
+    }
+    for (int attempt = 0; attempt < 100; attempt++) {
+        static const char hex[] = "0123456789abcdef";
+        uint64_t r = random64();
+        char h[17];
+        for (int i = 0; i < 16; i++)
+            h[i] = hex[(r >> (4 * i)) & 15];
+        h[16] = 0;
+        size_t n = put_str(tmp, 0, tmpcap, path);
+        n = put_str(tmp, n, tmpcap, ".tmp.");
+        n = put_u64(tmp, n, tmpcap, (uint64_t)getpid());
+        n = put_str(tmp, n, tmpcap, ".");
+        n = put_str(tmp, n, tmpcap, h);
+        if (n + 1 >= tmpcap) {
+            tmp[0] = 0;
+            *err = ENAMETOOLONG;
+            return -2;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST && errno != EINTR) {
+            *err = errno;
+            tmp[0] = 0;
+            return -2;
+        }
+    }
+    tmp[0] = 0;
+    *err = EEXIST;
+    return -2;
+}
+
+/* An AT_SECURE process writes only the default file, in its current directory, and only when
+ * the real user owns that directory (so the file lands where that user could put one anyway,
+ * and nowhere the privileged identity alone may write). Returns 1 when writing is allowed. */
+int secure_target_ok(void) {
+    if (!env.secure)
+        return 1;
+    struct stat st;
+    return stat(".", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid();
+}
+
+const char secure_refusal[] =
+    "setuid/setgid process: the current directory is not owned by the real user";
+
+/* The module records of the process, in the order they are written: every live copy's modules
+ * (copies in joining order), then those of dlclosed objects. */
+struct rec {
+    const struct tally_module *m;  /* a live module, or */
+    const struct dead_module *d;   /* the saved record of a dlclosed one */
+};
+
+struct rec_it {
+    const struct tally_instance *in;
+    const struct tally_module *m;
+    const struct dead_module *d;
+};
+
+static void rec_begin(struct rec_it *it, const struct tally_instance *live,
+                      const struct dead_module *dead) {
+    it->in = live;
+    it->m = live ? __atomic_load_n(live->modules, __ATOMIC_ACQUIRE) : 0;
+    it->d = dead;
+}
+
+static int rec_next(struct rec_it *it, struct rec *r) {
+    while (it->in) {
+        if (it->m) {
+            r->m = it->m;
+            r->d = 0;
+            it->m = __atomic_load_n(&it->m->next, __ATOMIC_ACQUIRE);
+            return 1;
+        }
+        it->in = it->in->next;
+        it->m = it->in ? __atomic_load_n(it->in->modules, __ATOMIC_ACQUIRE) : 0;
+    }
+    if (it->d) {
+        r->m = 0;
+        r->d = it->d;
+        it->d = it->d->next;
+        return 1;
+    }
+    return 0;
+}
+
+/* A record's header words: magic, hash, meta_len, num_counters, num_path_entries (for a live
+ * module with path tables, 1: such records are never merged). */
+static void rec_head(struct rec r, uint64_t h[5]) {
+    if (r.m) {
+        h[0] = TALLY_MODULE_MAGIC;
+        h[1] = r.m->hash;
+        h[2] = r.m->meta_len;
+        h[3] = r.m->num_counters;
+        h[4] = r.m->num_path_tables ? 1 : 0;
+    } else {
+        memcpy(h, r.d + 1, 5 * sizeof(uint64_t));
+    }
+}
+
+static uint64_t rec_counter(struct rec r, uint64_t i) {
+    if (r.m)
+        return __atomic_load_n(&r.m->counters[i], __ATOMIC_RELAXED);
+    uint64_t h[5], c;
+    rec_head(r, h);
+    memcpy(&c, (const unsigned char *)(r.d + 1) + 40 + h[2] + ((8 - (h[2] & 7)) & 7) + 8 * i, 8);
+    return c;
+}
+
+/* Two records of one module (one object file linked into two images, one library loaded
+ * under two names, or dlclosed while a copy stays open) are written as one, counters added,
+ * when neither has hashed path entries; the reader lists a module once per record. */
+static int twins(struct rec a, struct rec b) {
+    uint64_t x[5], y[5];
+    rec_head(a, x);
+    rec_head(b, y);
+    if (x[0] != TALLY_MODULE_MAGIC || y[0] != TALLY_MODULE_MAGIC || x[4] || y[4] ||
+        TALLY_BIG_ENDIAN)
+        return 0;
+    if (a.m && !a.m->counters)
+        return 0;
+    if (b.m && !b.m->counters)
+        return 0;
+    return x[1] == y[1] && x[2] == y[2] && x[3] == y[3];
+}
+
+static int has_twin_before(const struct tally_instance *live, const struct dead_module *dead,
+                           struct rec r, uint64_t j) {
+    struct rec_it it;
+    struct rec o;
+    rec_begin(&it, live, dead);
+    for (uint64_t k = 0; k < j && rec_next(&it, &o); k++)
+        if (twins(o, r))
+            return 1;
+    return 0;
+}
+
+/* `it` is positioned just after r. */
+static int has_twin_after(const struct rec_it *after, struct rec r) {
+    struct rec_it it = *after;
+    struct rec o;
+    while (rec_next(&it, &o))
+        if (twins(o, r))
+            return 1;
+    return 0;
+}
+
+/* Writes r with the counters of every later twin added. */
+static void out_twins(const struct rec_it *after, struct rec r) {
+    static const unsigned char zeros[8];
+    uint64_t h[5];
+    rec_head(r, h);
+    out_u64(TALLY_MODULE_MAGIC);
+    out_u64(h[1]);
+    out_u64(h[2]);
+    out_u64(h[3]);
+    out_u64(0);
+    out_bytes(r.m ? (const void *)r.m->meta : (const void *)((const unsigned char *)(r.d + 1) + 40),
+              h[2]);
+    out_bytes(zeros, (8 - (h[2] & 7)) & 7);
+    out.summing = 1;
+    out.sum = TALLY_FNV_OFFSET;
+    for (uint64_t i = 0; i < h[3] && !out.err; i++) {
+        uint64_t v = rec_counter(r, i);
+        struct rec_it it = *after;
+        struct rec o;
+        while (rec_next(&it, &o))
+            if (twins(o, r))
+                v += rec_counter(o, i);
+        out_u64(v);
+    }
+    out.summing = 0;
+    out_u64(out.sum);
+}
+
+/* The profile record of `m` (as out_module writes it) in a new mapping, or NULL when out of
+ * memory. The caller holds the registry lock (which also guards `out`). */
+struct dead_module *snapshot_module(const struct tally_module *m) {
+    uint64_t entries = path_entries(m);
+    if (m->meta_len > UINT64_MAX / 2 || m->num_counters > UINT64_MAX / 32 ||
+        entries > UINT64_MAX / 64)
+        return 0;
+    uint64_t len = 40 + m->meta_len + ((8 - (m->meta_len & 7)) & 7) + m->num_counters * 8 +
+                   entries * 24 + 8;
+    uint64_t map = sizeof(struct dead_module) + len;
+    if (len > UINT64_MAX / 4 || map > SIZE_MAX)
+        return 0;
+    void *mem = mmap(0, (size_t)map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return 0;
+    struct dead_module *d = mem;
+    d->next = 0;
+    d->len = len;
+    d->map_len = (size_t)map;
+    out.fd = -1;
+    out.err = 0;
+    out.total = 0;
+    out.n = 0;
+    out.summing = 0;
+    out.mem = (unsigned char *)(d + 1);
+    out.mem_len = 0;
+    out.mem_cap = len;
+    out_module(m);
+    out_flush();
+    out.mem = 0;
+    if (out.err || out.mem_len != len) {
+        (void)munmap(mem, (size_t)map);
+        return 0;
+    }
+    return d;
+}
+
+/* The module-hash build id: FNV-1a 64 of the sorted hashes of the `count` records written
+ * (twins once), each as 8 little-endian bytes. Returns 0 when no memory can be mapped. */
+static int modules_build_id(const struct tally_instance *live, const struct dead_module *dead,
+                            uint64_t count, uint64_t *id) {
+    uint64_t *h = 0;
+    size_t bytes = 0;
+    if (count) {
+        if (count > SIZE_MAX / 8)
+            return 0;
+        bytes = (size_t)count * 8;
+        void *mem = mmap(0, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+            return 0;
+        h = mem;
+    }
+    uint64_t n = 0;
+    struct rec_it it;
+    struct rec rc;
+    rec_begin(&it, live, dead);
+    for (uint64_t j = 0; n < count && rec_next(&it, &rc); j++) {
+        if (has_twin_before(live, dead, rc, j))
+            continue;
+        uint64_t w[5];
+        rec_head(rc, w);
+        h[n++] = w[1];
+    }
+    /* Shell sort, gaps shrinking by 2.25x down to 1. */
+    uint64_t gap = 1;
+    while (gap < n / 2)
+        gap = gap * 9 / 4 + 1;
+    for (;; gap = gap * 4 / 9 ? gap * 4 / 9 : 1) {
+        for (uint64_t i = gap; i < n; i++) {
+            uint64_t v = h[i], k = i;
+            for (; k >= gap && h[k - gap] > v; k -= gap)
+                h[k] = h[k - gap];
+            h[k] = v;
+        }
+        if (gap == 1)
+            break;
+    }
+    uint64_t x = TALLY_FNV_OFFSET;
+    for (uint64_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            x = (x ^ ((h[i] >> (8 * b)) & 0xff)) * TALLY_FNV_PRIME;
+    if (h)
+        (void)munmap(h, bytes);
+    *id = x;
+    return 1;
+}
+
+/* The program record: path, build id, padding (see tally.h). */
+static void out_program(const struct tally_instance *live, const struct dead_module *dead,
+                        uint64_t count) {
+    static const unsigned char zeros[8];
+    uint32_t kind = TALLY_BUILD_ID_NONE, len = 0;
+    unsigned char id[8];
+    const unsigned char *idp = prog.id;
+    uint64_t m;
+    if (prog.id_len) {
+        kind = TALLY_BUILD_ID_GNU;
+        len = prog.id_len;
+    } else if (modules_build_id(live, dead, count, &m)) {
+        kind = TALLY_BUILD_ID_MODULES;
+        len = 8;
+        for (int b = 0; b < 8; b++)
+            id[b] = (unsigned char)(m >> (8 * b));
+        idp = id;
+    }
+    out_u64(prog.path_len);
+    out_u32(kind);
+    out_u32(len);
+    out_bytes(prog.path, prog.path_len);
+    out_bytes(idp, len);
+    out_bytes(zeros, (8 - ((prog.path_len + len) & 7)) & 7);
+}
+
+/* Writes the profile of the process: the modules of every live copy of the runtime, then those
+ * of objects dlclosed earlier. The caller holds the registry lock (or could not get it) and
+ * preserves errno. */
+void write_profile_locked(void) {
+    int err = build_path();
+    if (err == 1)
+        return;
+    if (err) {
+        report_failure(out.path, err);
+        return;
+    }
+    if (!secure_target_ok()) {
+        report_line(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
+        return;
+    }
+    const char *why;
+    int fd = open_target(out.path, out.tmp, sizeof out.tmp, &err, &why);
+    if (fd == OPEN_REFUSED) {
+        report_line(out.line, sizeof out.line, "not writing profile", out.path, why);
+        return;
+    }
+    if (fd < 0) {
+        report_failure(out.path, err);
+        return;
+    }
+    out.fd = fd;
+    out.err = 0;
+    out.total = 0;
+    out.n = 0;
+    out.summing = 0;
+
+    struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    struct tally_instance self_only = tally__self;
+    self_only.next = 0;
+    struct tally_instance *live = r ? r->live : &self_only;
+    const struct dead_module *dead = r ? r->dead : 0;
+    uint64_t count = 0;
+    struct rec_it it;
+    struct rec rc;
+    rec_begin(&it, live, dead);
+    for (uint64_t j = 0; rec_next(&it, &rc); j++)
+        if (!has_twin_before(live, dead, rc, j))
+            count++;
+
+    out_u64(TALLY_PROFILE_MAGIC);
+    out_u32(TALLY_PROFILE_VERSION);
+    out_u32(TALLY_PROFILE_FLAGS);
+    out_u64(count);
+    out_u64((uint64_t)getpid());
+    out_program(live, dead, count);
+    uint64_t written = 0;
+    rec_begin(&it, live, dead);
+    for (uint64_t j = 0; written < count && rec_next(&it, &rc); j++) {
+        if (has_twin_before(live, dead, rc, j))
+            continue;
+        if (has_twin_after(&it, rc))
+            out_twins(&it, rc);
+        else if (rc.m)
+            out_module(rc.m);
+        else
+            out_bytes(rc.d + 1, rc.d->len);
+        written++;
+    }
+    if (written != count && !out.err)
+        out.err = EAGAIN; /* the list changed under us (only without the lock) */
+    out_u64(TALLY_TRAILER_MAGIC);
+    out_u64(out.total + 8);
+    out_flush();
+
+    err = out.err;
+    if (close(fd) != 0 && !err && errno != EINTR)
+        err = errno;
+    if (out.tmp[0]) {
+        if (!err && rename(out.tmp, out.path) != 0)
+            err = errno;
+        if (err)
+            (void)unlink(out.tmp);
+    }
+    if (err)
+        report_failure(out.path, err);
+}
