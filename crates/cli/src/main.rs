@@ -191,8 +191,8 @@ fn placements(a: PlacementsArgs) -> Result<i32> {
         );
     }
     let out = match a.format {
-        Format::Json => tally_report::placements::json(&s, &title),
-        Format::Text => tally_report::placements::text(&s, &title),
+        Format::Json => tally_report::placements::json(&s, &title, &r.program),
+        Format::Text => tally_report::placements::text(&s, &title, &r.program),
     };
     write_out(a.output.as_ref(), out.as_bytes())?;
     Ok(warn_inconsistent(&r))

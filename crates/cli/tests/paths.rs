@@ -38,6 +38,34 @@ fn check(name: &str, cxx: bool, args: &[String], run_args: &[&str], status: i32,
     let oracle = tally_report::trace::path_counts_from_trace(&trace, &trace_prof, &path_prof)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
 
+    // `tally paths` names the program that wrote the profile, in text and JSON.
+    let shown = std::process::Command::new(tally())
+        .args(["paths", "--top", "1"])
+        .arg(dir.join("path/prog.tally"))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("program: ") && l.contains("/path/prog")),
+        "{name}: no program line in\n{shown}"
+    );
+    let json = std::process::Command::new(tally())
+        .args(["paths", "--format", "json"])
+        .arg(dir.join("path/prog.tally"))
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(
+        json["program"]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/path/prog")),
+        "{name}: {}",
+        json["program"]
+    );
+
     let report = tally_report::analyze(&path_prof).unwrap();
     let mut profiled: BTreeMap<(String, String, u64), BTreeMap<u128, u64>> = BTreeMap::new();
     for f in &report.functions {

@@ -167,10 +167,11 @@ fn score_function(f: &FunctionReport) -> Option<[Score; 8]> {
 }
 
 /// The scores as a text table, with increments relative to `blocks` (paper 000 Graphs 2-3).
-pub fn text(s: &Scores, title: &str) -> String {
+pub fn text(s: &Scores, title: &str, program: &tally_format::profile::Program) -> String {
     use std::fmt::Write;
     let mut o = String::new();
     let _ = writeln!(o, "tally placements: {title}");
+    o.push_str(&crate::render::program_line(program));
     let _ = writeln!(
         o,
         "{} functions scored on their measured counts ({} without every edge count left out)\n",
@@ -199,7 +200,7 @@ pub fn text(s: &Scores, title: &str) -> String {
 
 /// The scores as JSON: `{"functions", "skipped", "placements": [{"name", "description",
 /// "counters", "increments"}]}`.
-pub fn json(s: &Scores, title: &str) -> String {
+pub fn json(s: &Scores, title: &str, program: &tally_format::profile::Program) -> String {
     let placements: Vec<serde_json::Value> = PLACEMENTS
         .iter()
         .zip(&s.scores)
@@ -214,6 +215,7 @@ pub fn json(s: &Scores, title: &str) -> String {
         .collect();
     let v = serde_json::json!({
         "profile": title,
+        "program": crate::render::json_program(program),
         "functions": s.functions,
         "skipped": s.skipped,
         "placements": placements,

@@ -372,13 +372,13 @@ struct JsonFunction<'a> {
 }
 
 #[derive(Serialize)]
-struct JsonProgram {
+pub(crate) struct JsonProgram {
     path: Option<String>,
     build_id: Option<String>,
     build_id_kind: &'static str,
 }
 
-fn json_program(p: &tally_format::profile::Program) -> Option<JsonProgram> {
+pub(crate) fn json_program(p: &tally_format::profile::Program) -> Option<JsonProgram> {
     (!p.is_unknown()).then(|| JsonProgram {
         path: (!p.path.is_empty()).then(|| p.path_lossy()),
         build_id: (p.build_id != tally_format::profile::BuildId::None).then(|| p.build_id.hex()),
@@ -585,7 +585,8 @@ pub fn paths_text(r: &Report, title: &str, top: usize, source: bool) -> String {
         .sum();
     let _ = writeln!(
         s,
-        "tally paths: {title}\n{} functions with path profiles, {} potential paths, {} executed",
+        "tally paths: {title}\n{}{} functions with path profiles, {} potential paths, {} executed",
+        program_line(&r.program),
         pf.len(),
         potential,
         executed
@@ -667,6 +668,7 @@ pub fn paths_text(r: &Report, title: &str, top: usize, source: bool) -> String {
 struct JsonPaths<'a> {
     schema: &'static str,
     profile: &'a str,
+    program: Option<JsonProgram>,
     functions: Vec<JsonPathFunction<'a>>,
 }
 
@@ -702,6 +704,7 @@ pub fn paths_json(r: &Report, profile: &str) -> String {
     let doc = JsonPaths {
         schema: "tally-paths/1",
         profile,
+        program: json_program(&r.program),
         functions: r
             .functions
             .iter()

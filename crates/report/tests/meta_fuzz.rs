@@ -528,8 +528,8 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
         tally_report::render::paths_text(&r, "t", 0, true);
         tally_report::render::paths_json(&r, "t");
         let s = tally_report::placements::score(&r);
-        tally_report::placements::text(&s, "t");
-        tally_report::placements::json(&s, "t");
+        tally_report::placements::text(&s, "t", &r.program);
+        tally_report::placements::json(&s, "t", &r.program);
         Profile {
             pid: 0,
             program: Default::default(),

@@ -117,11 +117,13 @@ static int join_cb(struct dl_phdr_info *info, size_t size, void *data) {
 extern void *dlopen(const char *, int) __attribute__((weak));
 
 
-/* The owner's pthread_atfork child handler: the registry now belongs to the child. */
+/* The owner's pthread_atfork child handler: the registry now belongs to the child, and the
+ * trace (trace mode) stays the parent's. */
 static void fork_child(void) {
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
     if (r)
         r->pid = getpid();
+    trace_forked();
 }
 
 /* Joins (or creates) the process registry. Called under reg_lock at this copy's first

@@ -85,6 +85,7 @@
 #define exit_handler tally__exit_handler
 #define own_process tally__own_process
 #define trace_finish tally__trace_finish
+#define trace_forked tally__trace_forked
 
 /* ---- base.c: small helpers (no stdio: they may run at exit, in odd states) ---------------- */
 
@@ -273,5 +274,7 @@ int own_process(void);
 /* ---- trace.c ------------------------------------------------------------------------------- */
 
 void trace_finish(void);
+/* Called in a fork child: it traces nothing. */
+void trace_forked(void);
 
 #endif

@@ -118,3 +118,15 @@ void trace_finish(void) {
     trace_flush_locked();
     __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
 }
+
+/* In a fork child (the registry owner's pthread_atfork handler): the trace belongs to the
+ * parent, whose unflushed records the child inherited and the parent will write itself. The
+ * child traces nothing (its copy of the descriptor is closed, the inherited buffer dropped), so
+ * the parent's trace stays the exact record of the parent. */
+void trace_forked(void) {
+    if (trace.fd > 0)
+        (void)close(trace.fd);
+    trace.fd = -1;
+    trace.n = 0;
+    __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
+}
