@@ -275,8 +275,16 @@ expat_check() { LD_PRELOAD="$WORK/fixed-random.so" make -C expat -k -j"$JOBS" ch
 expat_conffiles="expat/config.status expat/expat_config.h"
 
 tinyxml2_pkg=tinyxml2; tinyxml2_system="CMake, C++ shared library"
+# CMake infers the toolchain's binutils from the compiler's file name: with CC="tally cc" it would
+# find the unversioned llvm-ar (LLVM 14 on Debian 12) where clang-19 finds llvm-ar-19, so tally
+# builds go through `tally links`'s clang-19 / clang++-19 (README, "CMake").
 tinyxml2_configure() {
-  CC="$CCV" CXX="$CXXV" cmake -S . -B build -DCMAKE_BUILD_TYPE=None -DBUILD_SHARED_LIBS=ON \
+  local cc=$CCV cxx=$CXXV
+  if [ "$cc" = "tally cc" ]; then
+    tally links "$WORK/bin" >/dev/null || return 1
+    cc=$WORK/bin/clang-19; cxx=$WORK/bin/clang++-19
+  fi
+  CC="$cc" CXX="$cxx" cmake -S . -B build -DCMAKE_BUILD_TYPE=None -DBUILD_SHARED_LIBS=ON \
     -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" -Dtinyxml2_BUILD_TESTING=ON
 }
 tinyxml2_build() { cmake --build build -j "$JOBS"; }

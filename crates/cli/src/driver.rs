@@ -38,7 +38,8 @@ struct Settings {
     /// Print the commands run and instrumentation statistics per file
     #[arg(long = "tally-verbose", env = "TALLY_VERBOSE", value_parser = FalseyValueParser::new())]
     verbose: bool,
-    /// The clang to run: $TALLY_CLANG / $TALLY_CLANGXX, else clang-19 / clang++-19 on PATH.
+    /// The clang to run: $TALLY_CLANG / $TALLY_CLANGXX, else clang-19 / clang++-19 on PATH
+    /// (other than tally itself, see `tally links`).
     #[arg(skip)]
     clang: PathBuf,
 }
@@ -55,7 +56,8 @@ fn find_clang(cxx: bool) -> PathBuf {
     if let Some(paths) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&paths) {
             let cand = dir.join(name);
-            if cand.is_file() {
+            // A `tally links` directory on PATH holds a clang-19 that is tally itself.
+            if cand.is_file() && !crate::links::is_self(&cand) {
                 return cand;
             }
         }

@@ -6,6 +6,7 @@
 
 mod args;
 mod driver;
+mod links;
 mod rtcache;
 
 use anyhow::{Context as _, Result};
@@ -81,6 +82,14 @@ enum Cmd {
     },
     /// Print the C header of the runtime API (tally_write_profile, ...).
     Header,
+    /// Create compiler entry points named like clang in DIR (clang-19, clang++-19, cc, c++:
+    /// symbolic links to this binary) for build systems that infer the toolchain from the
+    /// compiler's name: `CC=DIR/clang-19` makes CMake pick the same llvm-ar-19, llvm-nm-19, ...
+    /// as `CC=clang-19`; `PATH=DIR:$PATH` makes tally the default compiler.
+    Links {
+        /// Directory to create them in (created if missing).
+        dir: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -437,6 +446,7 @@ fn run(cli: Cli) -> Result<i32> {
             write_out(Some(&output), &p.write()).map(|()| 0)
         }
         Cmd::Header => write_out(None, tally_runtime::HEADER.as_bytes()).map(|()| 0),
+        Cmd::Links { dir } => links::create(&dir).map(|()| 0),
     }
 }
 
@@ -444,10 +454,13 @@ fn main() {
     let argv: Vec<OsString> = std::env::args_os().collect();
     // The compiler drivers take clang's command line verbatim: bypass clap so that options
     // such as --help or -v reach clang.
-    let code = match argv.get(1).and_then(|a| a.to_str()) {
-        Some("cc") | Some("clang") => driver::main(false, &argv[2..]),
-        Some("c++") | Some("clang++") => driver::main(true, &argv[2..]),
-        _ => run(Cli::parse()),
+    let code = match links::driver_of(argv.first()) {
+        Some(cxx) => driver::main(cxx, &argv[1..]),
+        None => match argv.get(1).and_then(|a| a.to_str()) {
+            Some("cc") | Some("clang") => driver::main(false, &argv[2..]),
+            Some("c++") | Some("clang++") => driver::main(true, &argv[2..]),
+            _ => run(Cli::parse()),
+        },
     };
     match code {
         Ok(c) => std::process::exit(c),

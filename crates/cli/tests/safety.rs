@@ -335,6 +335,72 @@ fn setuid_processes_ignore_the_environment() {
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0);
 }
 
+/// The attacker of issue 14 point 2, for real: an unprivileged user (uid 65534, through
+/// `setpriv`) runs a setuid-root tally program with TALLY_PROFILE and TALLY_TRACE aimed at a
+/// root-only file and with a symbolic link planted where the default profile goes. The root-only
+/// file is untouched, the link not followed, and the program behaves as its plain build. (CI
+/// runs as root, so this runs there; elsewhere it is skipped with a line.)
+#[test]
+fn an_unprivileged_user_cannot_aim_a_setuid_root_program() {
+    if !is_root() {
+        eprintln!("not root: cannot make a setuid-root binary; skipped");
+        return;
+    }
+    // Under /tmp (world-traversable), not the checkout, which may sit in root's home.
+    let tmp = tempfile::Builder::new()
+        .prefix("tally-priv")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let dir = tmp.path();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = build_c(dir, "small", Variant::Tally("edge"), SMALL);
+    let suid = dir.join("suid");
+    std::fs::copy(&bin, &suid).unwrap();
+    std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let victim = dir.join("root-only");
+    std::fs::write(&victim, b"secret\n").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // The user's own directory, with a link planted where the default profile would go.
+    let home = dir.join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(65534), Some(65534)).unwrap();
+    std::os::unix::fs::symlink(&victim, home.join("suid.tally")).unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&suid)
+        .current_dir(&home)
+        .env("TALLY_PROFILE", &victim)
+        .env("TALLY_TRACE", &victim)
+        .output()
+        .expect("run setpriv (util-linux)");
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() == Some(126) || err.contains("setpriv:") {
+        panic!("setpriv failed: {err}");
+    }
+    assert!(o.status.success(), "{err}");
+    assert_eq!(o.stdout, b"25\n");
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"secret\n",
+        "root-only file changed"
+    );
+    let meta = std::fs::metadata(&victim).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o7777), (0, 0o600));
+    // The setuid bit was honoured (euid 0, ruid 65534: AT_SECURE) unless the mount forbids it.
+    let honoured = !err.contains("nosuid");
+    if honoured {
+        // The default profile's place holds the planted link, which is replaced, never written
+        // through (the profile lands in the user's directory, owned by the effective user).
+        let link = home.join("suid.tally");
+        let m = std::fs::symlink_metadata(&link).unwrap();
+        assert!(
+            m.file_type().is_file(),
+            "the planted link was not replaced: {err}"
+        );
+        assert_profile(&link);
+    }
+}
+
 #[test]
 fn invalid_stop_at_is_one_line_and_ignored() {
     let dir = scratch("safety-stop-at");
