@@ -296,8 +296,8 @@ def process_profiles(rd, ext):
     for f in sorted(glob.glob(os.path.join(rd, "*" + ext))):
         if os.path.getsize(f) == 0:
             continue
-        pid = int(re.match(r"(\d+)", os.path.basename(f).lstrip("%c")).group(1))
-        by.setdefault(pid, []).append(f)
+        m = re.match(r"(\d+)", os.path.basename(f))
+        by.setdefault(int(m.group(1)) if m else -1, []).append(f)
     return by
 
 
@@ -379,6 +379,9 @@ def fn_counts(rep):
     return m
 
 
+# Per case: how many marked lines the oracle's blocks locate (for the summary under the table).
+LOCATED = {}
+
 # Functions whose counts differ from run to run by design (the thread spinning at exit).
 NONDETERMINISTIC = {"threads": {"spin_forever"}}
 
@@ -454,6 +457,7 @@ def eval_tally(tally, case, runs, notes):
         if case == "fork":
             roles = FORK_SUMS[0][0] if role != 2 else FORK_SUMS[1][0]
         located, wrong = oracle_vs_truth(nrep, truth_n, roles)
+        LOCATED[case] = max(LOCATED.get(case, 0), located)
         if wrong:
             notes.append(f"tally {who.strip(': ') or 'profile'}: the edges-naive oracle disagrees with the hand counters: "
                          + "; ".join(wrong[:3]))
@@ -574,6 +578,9 @@ def main():
     ] + rows + [""]
     out += [f"[^{i}]: {n}" for i, n in enumerate(footnotes, 1)]
     out += ["", f"{nmarks()} marked lines: " + ", ".join(f"{len(v)} in `{os.path.basename(k)}`" for k, v in MARKS.items()) + "."]
+    if LOCATED:
+        out[-1] += (" The tally oracle's blocks start at (and so check) "
+                    + ", ".join(f"{n} in `{c}`" for c, n in LOCATED.items()) + " of them.")
     out += ["", f"Measured on {time.strftime('%Y-%m-%d')} in {time.time() - t0:.0f} s:", ""]
     out += [f"- {v}" for v in versions(tally)]
     table = "\n".join(out)
