@@ -1,13 +1,16 @@
 /*
  * exec_self.c - work, then an exec from four frames deep, each frame in the middle of a loop.
  *
- * Usage: exec_self HOW CHILD_PROFILE, HOW one of execv, execl, execvp, execle. The program sets
- * TALLY_PROFILE to CHILD_PROFILE (the runtime read its own value at startup) and execs itself
- * with the argument "child" from deep(0) (main -> deep(3) -> deep(2) -> deep(1) -> deep(0));
+ * Usage: exec_self HOW CHILD_PROFILE, HOW one of execv, execl, execvp, execle, execve, execvpe,
+ * fexecve, execveat. The program sets TALLY_PROFILE to CHILD_PROFILE (the runtime read its own
+ * value at startup) and execs itself with the argument "child" from deep(0)
+ * (main -> deep(3) -> deep(2) -> deep(1) -> deep(0));
  * the child image does other work, prints its arguments and exits 0. The profile written at
  * the exec must hold exactly the work done before it, the abandoned frames charged as exit()
  * would charge them. An exec that returns is an error (exit status 3).
  */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +41,16 @@ __attribute__((noinline)) static void do_exec(void) {
     execvp(self, argv);
   else if (strcmp(how, "execle") == 0)
     execle(self, self, "child", (char *)NULL, environ);
+  else if (strcmp(how, "execve") == 0)
+    execve(self, argv, environ);
+  else if (strcmp(how, "execvpe") == 0)
+    execvpe(self, argv, environ);
+  else if (strcmp(how, "fexecve") == 0) {
+    int fd = open(self, O_RDONLY);
+    if (fd >= 0)
+      fexecve(fd, argv, environ);
+  } else if (strcmp(how, "execveat") == 0)
+    execveat(AT_FDCWD, self, argv, environ, 0);
   perror("exec");
   exit(3);
 }
