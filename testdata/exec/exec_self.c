@@ -1,8 +1,8 @@
 /*
  * exec_self.c - work, then an exec from four frames deep, each frame in the middle of a loop.
  *
- * Usage: exec_self HOW CHILD_PROFILE, HOW one of execv, execl, execvp, execle, execve, execvpe,
- * fexecve, execveat. The program sets TALLY_PROFILE to CHILD_PROFILE (the runtime read its own
+ * Usage: exec_self HOW CHILD_PROFILE, HOW one of execv, execl, execvp, execle, execlp, execve,
+ * execvpe, fexecve, execveat. The program sets TALLY_PROFILE to CHILD_PROFILE (the runtime read its own
  * value at startup) and execs itself with the argument "child" from deep(0)
  * (main -> deep(3) -> deep(2) -> deep(1) -> deep(0));
  * the child image does other work, prints its arguments and exits 0. The profile written at
@@ -41,6 +41,8 @@ __attribute__((noinline)) static void do_exec(void) {
     execvp(self, argv);
   else if (strcmp(how, "execle") == 0)
     execle(self, self, "child", (char *)NULL, environ);
+  else if (strcmp(how, "execlp") == 0)
+    execlp(self, self, "child", (char *)NULL);
   else if (strcmp(how, "execve") == 0)
     execve(self, argv, environ);
   else if (strcmp(how, "execvpe") == 0)

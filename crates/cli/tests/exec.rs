@@ -90,7 +90,7 @@ fn exec_self(opt: &str) {
     let dir = scratch(&format!("exec-self{opt}"));
     let bins = build_all("exec_self.c", opt, &dir);
     for how in [
-        "execv", "execl", "execvp", "execle", "execve", "execvpe", "fexecve", "execveat",
+        "execv", "execl", "execvp", "execle", "execlp", "execve", "execvpe", "fexecve", "execveat",
     ] {
         let mut pre = Vec::new();
         let mut child = Vec::new();
