@@ -2,8 +2,8 @@
  * exec_self.c - work, then an exec from four frames deep, each frame in the middle of a loop.
  *
  * Usage: exec_self HOW CHILD_PROFILE, HOW one of execv, execl, execvp, execle, execlp, execve,
- * execvpe, fexecve, execveat. The program sets TALLY_PROFILE to CHILD_PROFILE (the runtime read its own
- * value at startup) and execs itself with the argument "child" from deep(0)
+ * execvpe, fexecve, execveat. The program sets TALLY_PROFILE to CHILD_PROFILE (the runtime read
+ * its own value at startup) and execs itself with the argument "child" from deep(0)
  * (main -> deep(3) -> deep(2) -> deep(1) -> deep(0));
  * the child image does other work, prints its arguments and exits 0. The profile written at
  * the exec must hold exactly the work done before it, the abandoned frames charged as exit()
