@@ -441,6 +441,15 @@ const fn redirect(real: &'static str, wrapper: &'static str, header: &'static st
 pub const REDIRECTS: &[Redirect] = &[
     redirect("_exit", "__tally__exit", "unistd.h"),
     redirect("_Exit", "__tally__Exit", "stdlib.h"),
+    redirect("execl", "__tally_execl", "unistd.h"),
+    redirect("execle", "__tally_execle", "unistd.h"),
+    redirect("execlp", "__tally_execlp", "unistd.h"),
+    redirect("execv", "__tally_execv", "unistd.h"),
+    redirect("execve", "__tally_execve", "unistd.h"),
+    redirect("execvp", "__tally_execvp", "unistd.h"),
+    redirect("execvpe", "__tally_execvpe", "unistd.h"),
+    redirect("fexecve", "__tally_fexecve", "unistd.h"),
+    redirect("execveat", "__tally_execveat", "unistd.h"),
 ];
 
 /// The C header `crates/runtime/build.rs` writes for [`REDIRECTS`]: each wrapper declared with

@@ -43,6 +43,19 @@ static void charge_site(uint64_t *site) {
 
 
 
+/* Takes back a charge_site (after a failed exec, exec.c). */
+static void uncharge_site(uint64_t *site) {
+    uintptr_t a = (uintptr_t)site;
+    if (a & TALLY_SITE_PATH_TAG) {
+        const struct tally_path_site *ps =
+            (const struct tally_path_site *)(a & ~(uintptr_t)TALLY_SITE_PATH_TAG);
+        if ((a & 6) == 0 && ps && is_path_table(ps->table))
+            uncount_path(ps->table, ps->path);
+    } else if (site != TALLY_NO_SITE && is_counter(site)) {
+        (*site)--;
+    }
+}
+
 static int chunk_ok(struct walker *w, uintptr_t c) {
     if (c == w->good_chunk)
         return 1;
@@ -81,8 +94,10 @@ int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame *end,
         struct tally_frame *prev = r->prev;
         /* A record whose site is not (yet) a counter -- instrumented code sets it only before
          * the first call that may end the frame -- is passed over, not charged. */
-        if (charge)
+        if (charge > 0)
             charge_site(r->site);
+        else if (charge < 0)
+            uncharge_site(r->site);
         above = a;
         r = prev;
     }

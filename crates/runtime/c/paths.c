@@ -137,6 +137,27 @@ void count_path(struct tally_path_table *t, uint64_t path) {
     table_unlock(t);
 }
 
+/* One count of `path` taken back: from its home slot or overflow entry or the losses, where
+ * count_path put it (other threads may have moved a home count to the overflow table since:
+ * the path's total is what matters); when none holds a count (the counters were zeroed after
+ * a merged write) the overflow entry goes below 0, wrapping, which a later merge adds. */
+void uncount_path(struct tally_path_table *t, uint64_t path) {
+    table_lock(t);
+    uint64_t *home = t->home ? &t->home[2 * home_slot(path)] : 0;
+    uint64_t *c = t->capacity ? find_slot(t->slots, t->capacity, path, 0, &t->used) : 0;
+    if (home && home[0] == path && home[1] > 0)
+        home[1]--;
+    else if (c && *c > 0)
+        (*c)--;
+    else if (t->lost > 0)
+        t->lost--;
+    else if ((c = overflow_count(t, path)) != 0)
+        (*c)--;
+    else
+        t->lost--;
+    table_unlock(t);
+}
+
 void __tally_path_count(struct tally_path_table *t, uint64_t path) {
     int saved_errno = errno;
     if (t)

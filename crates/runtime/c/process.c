@@ -42,7 +42,7 @@ char reg_lock;
 
 HIDDEN struct tally_instance tally__self = {
     TALLY_INSTANCE_MAGIC, TALLY_ABI_VERSION, sizeof(struct tally_instance), 0, 0, &reg_head,
-    settle_self, reset_self, write_self, cut_self};
+    settle_self, reset_self, write_self, cut_self, exec_charge_self};
 
 /* The note: name "tally", type TALLY_NOTE_TYPE, descriptor an 8-byte offset from the
  * descriptor to tally__self (resolved by the static linker: no dynamic relocation). */
@@ -331,6 +331,11 @@ void tally_reset_counters(void) {
         return;
     }
     spin_lock(&r->lock, 0);
+    reset_locked(r);
+    spin_unlock(&r->lock);
+}
+
+void reset_locked(struct tally_registry *r) {
     for (struct tally_instance *in = r->live; in; in = in->next)
         in->reset();
     for (struct dead_module *d = r->dead, *n; d; d = n) {
@@ -339,7 +344,6 @@ void tally_reset_counters(void) {
     }
     r->dead = r->dead_tail = 0;
     r->dead_count = 0;
-    spin_unlock(&r->lock);
 }
 
 void reset_self(void) {

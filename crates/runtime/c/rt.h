@@ -86,6 +86,19 @@
 #define own_process tally__own_process
 #define trace_finish tally__trace_finish
 #define trace_forked tally__trace_forked
+/* exec.c, merge.c and their hooks */
+#define out_begin tally__out_begin
+#define out_bytes tally__out_bytes
+#define out_u32 tally__out_u32
+#define out_u64 tally__out_u64
+#define out_checksum_begin tally__out_checksum_begin
+#define out_checksum_end tally__out_checksum_end
+#define out_end tally__out_end
+#define merge_open_target tally__merge_open_target
+#define merge_commit tally__merge_commit
+#define reset_locked tally__reset_locked
+#define uncount_path tally__uncount_path
+#define exec_charge_self tally__exec_charge_self
 
 /* ---- base.c: small helpers (no stdio: they may run at exit, in odd states) ---------------- */
 
@@ -181,6 +194,9 @@ struct tally_instance {
     void (*reset)(void);              /* zero this copy's counters */
     void (*write)(void);              /* write the process's profile (the owner's is used) */
     void (*cut)(uintptr_t f);         /* a landing at f in another image (cut_self) */
+    /* Before an exec (dir 1) and after it failed (dir -1): add dir to the site of every frame
+     * record of this thread in this image above `above`, leaving the list as it is (exec.c). */
+    void (*exec_charge)(uintptr_t above, int dir);
 };
 
 /* A module whose object was dlclosed: its profile record, as the profile holds it. */
@@ -210,6 +226,9 @@ struct tally_registry *join_registry(void);
 /* True when `p` points at a counter of a registered module (8-aligned, inside its array). */
 int is_counter(const uint64_t *p);
 void reset_self(void);
+/* Zeroes every copy's counters and drops saved records (tally_reset_counters); the caller
+ * holds r->lock (or could not get it). */
+void reset_locked(struct tally_registry *r);
 
 /* ---- paths.c: hashed path counters (path mode) -------------------------------------------- */
 
@@ -217,6 +236,9 @@ int is_path_table(const struct tally_path_table *t);
 void count_path(struct tally_path_table *t, uint64_t path);
 void table_lock(struct tally_path_table *t);
 void table_unlock(struct tally_path_table *t);
+/* Takes back one count_path(t, path) (exec.c: a failed exec); may wrap below 0 when the
+ * counters were zeroed meanwhile (a merged write). */
+void uncount_path(struct tally_path_table *t, uint64_t path);
 
 /* ---- events.c ------------------------------------------------------------------------------ */
 
@@ -244,6 +266,7 @@ struct walker {
     uintptr_t good_chunk;   /* the last chunk that passed a probe (0: none) */
 };
 
+/* charge: 1 adds one to each record's site, -1 takes one away (a failed exec), 0 neither. */
 int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame *end,
          struct walker *w, int charge);
 void cut_self(uintptr_t f);
@@ -254,13 +277,34 @@ void cut_others(uintptr_t f);
 #define OPEN_REFUSED (-1)
 
 int write_all(int fd, const void *p, size_t n);
-int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix);
+int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix,
+                   const char *sig, int *merge);
 void report_line(char *line, size_t cap, const char *what, const char *path, const char *reason);
 int open_target(const char *path, char *tmp, size_t tmpcap, int *err, const char **why);
 int secure_target_ok(void);
 extern const char secure_refusal[];
 struct dead_module *snapshot_module(const struct tally_module *m);
 void write_profile_locked(void);
+void out_begin(int fd);
+void out_bytes(const void *p, uint64_t len);
+void out_u32(uint32_t v);
+void out_u64(uint64_t v);
+void out_checksum_begin(void);
+void out_checksum_end(void);
+int out_end(void);
+
+/* ---- merge.c: the merge pattern (%m) ------------------------------------------------------ */
+
+/* open_target for a %m profile: refuses a symbolic link or anything but a regular file at
+ * `path`, then creates the temporary file as open_target does. */
+int merge_open_target(const char *path, char *tmp, size_t tmpcap, int *err, const char **why);
+/* Merges the complete profile in `tmp` into `path` under a lock and disposes of `tmp`;
+ * reports failures itself (one line). On success the process's counters are zeroed. */
+void merge_commit(const char *path, const char *tmp);
+
+/* ---- exec.c -------------------------------------------------------------------------------- */
+
+void exec_charge_self(uintptr_t above, int dir);
 
 /* ---- finish.c: how the process's profile gets written -------------------------------------- */
 

@@ -37,7 +37,7 @@ static void trace_open(void) {
     char line[PATH_CAP + 256];
     char tmp[PATH_CAP + 64];
     trace.fd = -1;
-    int err = build_path_for(trace.path, sizeof trace.path, &env.trace, ".trace");
+    int err = build_path_for(trace.path, sizeof trace.path, &env.trace, ".trace", 0, 0);
     if (err == 1)
         return;
     if (err) {

@@ -60,7 +60,7 @@ static void out_flush(void) {
 /* Appends len bytes at p. Everything goes through the buffer, and the checksum is taken over
  * the buffer's copy: counters other threads keep incrementing while the profile is written
  * must not differ between what is summed and what is written. */
-static void out_bytes(const void *p, uint64_t len) {
+void out_bytes(const void *p, uint64_t len) {
     const unsigned char *s = p;
     if (out.err)
         return;
@@ -88,18 +88,46 @@ static void out_bytes(const void *p, uint64_t len) {
     }
 }
 
-static void out_u32(uint32_t v) {
+void out_u32(uint32_t v) {
     unsigned char b[4];
     for (int i = 0; i < 4; i++)
         b[i] = (unsigned char)(v >> (8 * i));
     out_bytes(b, 4);
 }
 
-static void out_u64(uint64_t v) {
+void out_u64(uint64_t v) {
     unsigned char b[8];
     for (int i = 0; i < 8; i++)
         b[i] = (unsigned char)(v >> (8 * i));
     out_bytes(b, 8);
+}
+
+/* The writer as merge.c uses it too: start writing to fd; a checksummed part; the trailer. */
+void out_begin(int fd) {
+    out.fd = fd;
+    out.err = 0;
+    out.total = 0;
+    out.n = 0;
+    out.summing = 0;
+    out.mem = 0;
+}
+
+void out_checksum_begin(void) {
+    out.summing = 1;
+    out.sum = TALLY_FNV_OFFSET;
+}
+
+void out_checksum_end(void) {
+    out.summing = 0;
+    out_u64(out.sum);
+}
+
+/* Writes the trailer and flushes; returns the first error (0 if none). */
+int out_end(void) {
+    out_u64(TALLY_TRAILER_MAGIC);
+    out_u64(out.total + 8);
+    out_flush();
+    return out.err;
 }
 
 /* Home slots of table `t` that may hold a count: all of them once the runtime has claimed
@@ -172,8 +200,7 @@ static void out_module(const struct tally_module *m) {
         out.err = EOVERFLOW;
         return;
     }
-    out.summing = 1;
-    out.sum = TALLY_FNV_OFFSET;
+    out_checksum_begin();
     if (!TALLY_BIG_ENDIAN) {
         out_bytes(m->counters, m->num_counters * 8);
     } else {
@@ -181,14 +208,14 @@ static void out_module(const struct tally_module *m) {
             out_u64(m->counters[i]);
     }
     out_path_entries(m, entries);
-    out.summing = 0;
-    out_u64(out.sum);
+    out_checksum_end();
 }
 
 /* Builds an output path into dst: the saved value of a TALLY_* variable with %p and %%
- * expanded, or "<basename of the executable><suffix>" when it is unset or empty (or the
+ * expanded (and %m, when `sig` is given: then *merge is set if one was; see merge.c), or "<basename of the executable><suffix>" when it is unset or empty (or the
  * process is AT_SECURE: then nothing was saved). Returns 0 (ok), 1 (var=off) or an errno. */
-int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix) {
+int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix,
+                   const char *sig, int *merge) {
     size_t n = 0;
     if (ev->set && ev->too_long)
         return ENAMETOOLONG;
@@ -199,6 +226,10 @@ int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char
         for (const char *s = env; *s; s++) {
             if (s[0] == '%' && s[1] == 'p') {
                 n = put_u64(dst, n, cap, (uint64_t)getpid());
+                s++;
+            } else if (s[0] == '%' && s[1] == 'm' && sig) {
+                n = put_str(dst, n, cap, sig);
+                *merge = 1;
                 s++;
             } else if (s[0] == '%' && s[1] == '%') {
                 n = put_str(dst, n, cap, "%");
@@ -235,9 +266,10 @@ int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char
     return 0;
 }
 
-/* Builds the profile path into out.path. Returns 0 (ok), 1 (TALLY_PROFILE=off) or an errno. */
-static int build_path(void) {
-    return build_path_for(out.path, sizeof out.path, &env.profile, ".tally");
+/* Builds the profile path into out.path, %m expanded to `sig`. Returns 0 (ok), 1
+ * (TALLY_PROFILE=off) or an errno. */
+static int build_path(const char *sig, int *merge) {
+    return build_path_for(out.path, sizeof out.path, &env.profile, ".tally", sig, merge);
 }
 
 /* "tally: <what> <path>: <reason>\n" on stderr, built in `line`. */
@@ -506,8 +538,7 @@ static void out_twins(const struct rec_it *after, struct rec r) {
     out_bytes(r.m ? (const void *)r.m->meta : (const void *)((const unsigned char *)(r.d + 1) + 40),
               h[2]);
     out_bytes(zeros, (8 - (h[2] & 7)) & 7);
-    out.summing = 1;
-    out.sum = TALLY_FNV_OFFSET;
+    out_checksum_begin();
     for (uint64_t i = 0; i < h[3] && !out.err; i++) {
         uint64_t v = rec_counter(r, i);
         struct rec_it it = *after;
@@ -517,8 +548,7 @@ static void out_twins(const struct rec_it *after, struct rec r) {
                 v += rec_counter(o, i);
         out_u64(v);
     }
-    out.summing = 0;
-    out_u64(out.sum);
+    out_checksum_end();
 }
 
 /* The profile record of `m` (as out_module writes it) in a new mapping, or NULL when out of
@@ -608,24 +638,54 @@ static int modules_build_id(const struct tally_instance *live, const struct dead
     return 1;
 }
 
+/* The build id of the program record: its kind, length and bytes (*idp: prog.id or `id`). */
+static void program_id(const struct tally_instance *live, const struct dead_module *dead,
+                       uint64_t count, uint32_t *kind, uint32_t *len, unsigned char id[8],
+                       const unsigned char **idp) {
+    uint64_t m;
+    *kind = TALLY_BUILD_ID_NONE;
+    *len = 0;
+    *idp = prog.id;
+    if (prog.id_len) {
+        *kind = TALLY_BUILD_ID_GNU;
+        *len = prog.id_len;
+    } else if (modules_build_id(live, dead, count, &m)) {
+        *kind = TALLY_BUILD_ID_MODULES;
+        *len = 8;
+        for (int b = 0; b < 8; b++)
+            id[b] = (unsigned char)(m >> (8 * b));
+        *idp = id;
+    }
+}
+
+/* What %m expands to: 16 hex digits of FNV-1a 64 of the build id's kind (4 bytes, little
+ * endian) and bytes -- the GNU build-id note of the executable, else the hash of its module
+ * hashes -- so different builds get different names. */
+static void program_signature(const struct tally_instance *live, const struct dead_module *dead,
+                              uint64_t count, char sig[17]) {
+    static const char hex[] = "0123456789abcdef";
+    uint32_t kind, len;
+    unsigned char id[8];
+    const unsigned char *idp;
+    program_id(live, dead, count, &kind, &len, id, &idp);
+    uint64_t h = TALLY_FNV_OFFSET;
+    for (int b = 0; b < 4; b++)
+        h = (h ^ ((kind >> (8 * b)) & 0xff)) * TALLY_FNV_PRIME;
+    for (uint32_t i = 0; i < len; i++)
+        h = (h ^ idp[i]) * TALLY_FNV_PRIME;
+    for (int i = 0; i < 16; i++)
+        sig[i] = hex[(h >> (60 - 4 * i)) & 15];
+    sig[16] = 0;
+}
+
 /* The program record: path, build id, padding (see tally.h). */
 static void out_program(const struct tally_instance *live, const struct dead_module *dead,
                         uint64_t count) {
     static const unsigned char zeros[8];
-    uint32_t kind = TALLY_BUILD_ID_NONE, len = 0;
+    uint32_t kind, len;
     unsigned char id[8];
-    const unsigned char *idp = prog.id;
-    uint64_t m;
-    if (prog.id_len) {
-        kind = TALLY_BUILD_ID_GNU;
-        len = prog.id_len;
-    } else if (modules_build_id(live, dead, count, &m)) {
-        kind = TALLY_BUILD_ID_MODULES;
-        len = 8;
-        for (int b = 0; b < 8; b++)
-            id[b] = (unsigned char)(m >> (8 * b));
-        idp = id;
-    }
+    const unsigned char *idp;
+    program_id(live, dead, count, &kind, &len, id, &idp);
     out_u64(prog.path_len);
     out_u32(kind);
     out_u32(len);
@@ -638,33 +698,6 @@ static void out_program(const struct tally_instance *live, const struct dead_mod
  * of objects dlclosed earlier. The caller holds the registry lock (or could not get it) and
  * preserves errno. */
 void write_profile_locked(void) {
-    int err = build_path();
-    if (err == 1)
-        return;
-    if (err) {
-        report_failure(out.path, err);
-        return;
-    }
-    if (!secure_target_ok()) {
-        report_line(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
-        return;
-    }
-    const char *why;
-    int fd = open_target(out.path, out.tmp, sizeof out.tmp, &err, &why);
-    if (fd == OPEN_REFUSED) {
-        report_line(out.line, sizeof out.line, "not writing profile", out.path, why);
-        return;
-    }
-    if (fd < 0) {
-        report_failure(out.path, err);
-        return;
-    }
-    out.fd = fd;
-    out.err = 0;
-    out.total = 0;
-    out.n = 0;
-    out.summing = 0;
-
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
     struct tally_instance self_only = tally__self;
     self_only.next = 0;
@@ -677,6 +710,32 @@ void write_profile_locked(void) {
     for (uint64_t j = 0; rec_next(&it, &rc); j++)
         if (!has_twin_before(live, dead, rc, j))
             count++;
+    char sig[17];
+    int merge = 0;
+    program_signature(live, dead, count, sig);
+    int err = build_path(sig, &merge);
+    if (err == 1)
+        return;
+    if (err) {
+        report_failure(out.path, err);
+        return;
+    }
+    if (!secure_target_ok()) {
+        report_line(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
+        return;
+    }
+    const char *why;
+    int fd = merge ? merge_open_target(out.path, out.tmp, sizeof out.tmp, &err, &why)
+                   : open_target(out.path, out.tmp, sizeof out.tmp, &err, &why);
+    if (fd == OPEN_REFUSED) {
+        report_line(out.line, sizeof out.line, "not writing profile", out.path, why);
+        return;
+    }
+    if (fd < 0) {
+        report_failure(out.path, err);
+        return;
+    }
+    out_begin(fd);
 
     out_u64(TALLY_PROFILE_MAGIC);
     out_u32(TALLY_PROFILE_VERSION);
@@ -699,13 +758,13 @@ void write_profile_locked(void) {
     }
     if (written != count && !out.err)
         out.err = EAGAIN; /* the list changed under us (only without the lock) */
-    out_u64(TALLY_TRAILER_MAGIC);
-    out_u64(out.total + 8);
-    out_flush();
-
-    err = out.err;
+    err = out_end();
     if (close(fd) != 0 && !err && errno != EINTR)
         err = errno;
+    if (merge && out.tmp[0] && !err) {
+        merge_commit(out.path, out.tmp); /* reports its own failures */
+        return;
+    }
     if (out.tmp[0]) {
         if (!err && rename(out.tmp, out.path) != 0)
             err = errno;
