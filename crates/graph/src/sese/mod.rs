@@ -344,6 +344,11 @@ pub enum SeseKind {
 }
 
 /// A counter that replaces the edge counter of `measured` in the loop of `header`.
+///
+/// The variable's `init` is a run-time value: the header phi's incoming value on the loop's
+/// entry edges ([`SeseLoop::entries`]), which the front end saves there; `last` is its value on
+/// the edge the loop is left by. Per activation the measured edge's count grows by
+/// [`SeseCounter::count`]`(init, last)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SeseCounter {
     /// The loop header (the block of the phi).
