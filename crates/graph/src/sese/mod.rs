@@ -67,6 +67,15 @@ pub enum SeseError {
         /// A member it does not dominate.
         member: NodeId,
     },
+    /// An edge from outside the loop enters it elsewhere than at the header (from code the
+    /// search from the entry does not reach, but a re-entry edge does).
+    #[error("edge {edge} enters the loop of {header} elsewhere than at its header")]
+    SideEntry {
+        /// The loop header.
+        header: NodeId,
+        /// The entering edge.
+        edge: EdgeId,
+    },
     /// The header is the function's entry: the loop has no entry edge to add a value on.
     #[error("the loop header {0} is the function entry")]
     HeaderIsEntry(NodeId),
@@ -137,7 +146,8 @@ pub enum SeseError {
 /// A reducible natural loop (paper 003 Definition 3.1; paper 000 §5 for `nat-loop`).
 ///
 /// Invariants: `header` dominates every member; `members` is sorted and holds `header`;
-/// `entries` are the structural edges from reachable non-members to `header`; `exits` are
+/// `entries` are the structural edges from non-members to `header`, and no structural edge
+/// from a non-member enters another member; `exits` are
 /// `loop-exits(header)`; `early_exits` the `EarlyExit` edges of members; `latches` the
 /// structural edges from members to `header`; no member is the target of a `Reentry` edge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -161,7 +171,6 @@ impl SeseLoop {
     /// The loop of `header`, if it is a reducible natural loop that can carry a SESE counter.
     pub fn new(
         cfg: &Cfg,
-        dfs: &Dfs,
         loops: &Loops,
         doms: &Dominators,
         header: NodeId,
@@ -183,11 +192,18 @@ impl SeseLoop {
             }
             in_loop[m] = true;
         }
+        // Entries from outside, reachable or not: code reached only through a re-entry edge
+        // is dead to the search and to dominance, yet it runs.
         let mut entries = Vec::new();
-        for &e in cfg.preds(header) {
-            let edge = cfg.edge(e);
-            if edge.kind.is_structural() && !in_loop[edge.src] && dfs.is_reachable(edge.src) {
-                entries.push(e);
+        for &m in &members {
+            for &e in cfg.preds(m) {
+                let edge = cfg.edge(e);
+                if edge.kind.is_structural() && !in_loop[edge.src] {
+                    if m != header {
+                        return Err(SeseError::SideEntry { header, edge: e });
+                    }
+                    entries.push(e);
+                }
             }
         }
         let (mut early_exits, mut latches) = (Vec::new(), Vec::new());
@@ -226,7 +242,7 @@ impl SeseLoop {
         loops
             .entries()
             .iter()
-            .filter_map(|&h| SeseLoop::new(cfg, &dfs, &loops, &doms, h).ok())
+            .filter_map(|&h| SeseLoop::new(cfg, &loops, &doms, h).ok())
             .collect()
     }
 

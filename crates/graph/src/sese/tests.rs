@@ -247,7 +247,7 @@ fn loops_that_cannot_carry_a_counter() {
         let dfs = Dfs::compute(g);
         let loops = Loops::compute(g, &dfs);
         let doms = Dominators::compute(g, &dfs);
-        SeseLoop::new(g, &dfs, &loops, &doms, n(h))
+        SeseLoop::new(g, &loops, &doms, n(h))
     };
     // Irreducible: n0 -> n1 <-> n2 <- n0.
     let g = cfg(
@@ -280,6 +280,26 @@ fn loops_that_cannot_carry_a_counter() {
         ],
     );
     assert_eq!(check(&g, 1), Err(SeseError::ReentryInside(n(1))));
+    // Code reached only by a longjmp (n3, dead to the search) jumps into the body n2 of the
+    // loop n1 <-> n2 (found by a long property run).
+    let g = cfg(
+        4,
+        &[
+            (0, 1, Flow),   // e1
+            (1, 2, Flow),   // e2
+            (2, 1, Flow),   // e3
+            (1, 4, Return), // e4
+            (4, 3, Reentry),
+            (3, 2, Flow), // e6
+        ],
+    );
+    assert_eq!(
+        check(&g, 1),
+        Err(SeseError::SideEntry {
+            header: n(1),
+            edge: e(6)
+        })
+    );
 }
 
 // ---- random loops -------------------------------------------------------------------------
