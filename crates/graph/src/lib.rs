@@ -20,6 +20,8 @@
 //!   third placement of §6, Graph 3);
 //! - [`paths`]: Ball–Larus path profiling (paper 002): the path DAG, numbering, cutting,
 //!   chord increments and placement, regeneration, derived counts;
+//! - [`sese`]: SESE counters (paper 003): loop variables that replace edge counters, their
+//!   placement as free chords and the recovery of every count;
 //! - [`hash`]: FNV-1a fingerprints;
 //! - `testing` (with the `testing` feature, or in this crate's unit tests): test support for
 //!   this and other crates (random graphs, an execution simulator, a builder for hand-written
@@ -41,6 +43,7 @@ pub mod mst;
 pub mod paths;
 pub mod placement;
 pub mod propagate;
+pub mod sese;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod vertex;
