@@ -441,6 +441,8 @@ const fn redirect(real: &'static str, wrapper: &'static str, header: &'static st
 pub const REDIRECTS: &[Redirect] = &[
     redirect("_exit", "__tally__exit", "unistd.h"),
     redirect("_Exit", "__tally__Exit", "stdlib.h"),
+    redirect("signal", "__tally_signal", "signal.h"),
+    redirect("sigaction", "__tally_sigaction", "signal.h"),
 ];
 
 /// The C header `crates/runtime/build.rs` writes for [`REDIRECTS`]: each wrapper declared with

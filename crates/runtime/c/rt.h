@@ -85,6 +85,10 @@
 #define exit_handler tally__exit_handler
 #define own_process tally__own_process
 #define trace_finish tally__trace_finish
+#define signals_init tally__signals_init
+#define owner_sigaction tally__owner_sigaction
+#define stop_threads tally__stop_threads
+#define release_threads tally__release_threads
 
 /* ---- base.c: small helpers (no stdio: they may run at exit, in odd states) ---------------- */
 
@@ -180,6 +184,8 @@ struct tally_instance {
     void (*reset)(void);              /* zero this copy's counters */
     void (*write)(void);              /* write the process's profile (the owner's is used) */
     void (*cut)(uintptr_t f);         /* a landing at f in another image (cut_self) */
+    /* The `sigaction` wrapper's work, done by the owner for every copy (signals.c). */
+    int (*sigaction)(int sig, const struct sigaction *act, struct sigaction *old);
 };
 
 /* A module whose object was dlclosed: its profile record, as the profile holds it. */
@@ -269,6 +275,19 @@ void write_self(void);
 void exit_handler(void);
 /* 0 in the child of a vfork (see struct tally_registry's pid), else 1. */
 int own_process(void);
+
+/* ---- signals.c: crash-exact profiles on fatal signals ------------------------------------ */
+
+/* At the owner's first registration: the runtime's handler for every fatal signal at SIG_DFL. */
+void signals_init(void);
+int owner_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* ---- threads.c: threads still running at the end ------------------------------------------- */
+
+/* Before the ending thread settles (once, with exit_done just set): every other thread charges
+ * its frames in every image and waits (bounded) until release_threads. */
+void stop_threads(void);
+void release_threads(void);
 
 /* ---- trace.c ------------------------------------------------------------------------------- */
 
