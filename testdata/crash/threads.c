@@ -5,10 +5,12 @@
  *   cond-abort  workers blocked in pthread_cond_wait, main calls abort
  *   join        main blocked in pthread_join, a worker calls exit (once the others sleep)
  *   busy        a worker spinning in a loop without calls, main calls exit
+ *   masked      as cond, but worker 2 blocks every signal: the runtime cannot stop it
  * Before the end, main waits until every worker sleeps in its blocking call (its state in
  * /proc/self/task is S), so each of their frames is at a call. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +110,11 @@ static void *worker(void *arg) {
         __atomic_add_fetch(&started, 1, __ATOMIC_RELEASE);
         spin();
         return 0;
+    }
+    if (!strcmp(how, "masked") && i == 2) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, 0);
     }
     __atomic_add_fetch(&started, 1, __ATOMIC_RELEASE);
     block(i);

@@ -100,3 +100,32 @@ fn busy_worker_is_named_inconsistent() {
     }
     assert!(entries(&n, "block") >= 2);
 }
+
+/// A worker that blocks every signal cannot be stopped: its frames stay uncharged (the program
+/// still ends at once, as the plain build does). The oracle derives early exits by propagation
+/// and stays exact; with records forced, the functions active in that worker (`worker`, and
+/// `block`, one entry short: its recursion is a loop after optimization) are wrong without
+/// being detectable, everything else is exact.
+#[test]
+fn worker_blocking_every_signal_stays_uncharged() {
+    let c = check_case(builds(), "masked", false, false);
+    assert_eq!(c.status, 0);
+    let naive = timing_free(&c.naive, &[]);
+    assert_eq!(inconsistent(&naive), Vec::<String>::new());
+    for (name, r) in &c.others {
+        let r = timing_free(r, &[]);
+        if *name == "edge-record" {
+            assert_eq!(entries(&r, "block") + 1, entries(&naive, "block"));
+            assert_same_counts(
+                "masked",
+                name,
+                &timing_free(&r, &["block", "worker"]),
+                "edges-naive",
+                &timing_free(&naive, &["block", "worker"]),
+                true,
+            );
+        } else {
+            assert_same_counts("masked", name, &r, "edges-naive", &naive, true);
+        }
+    }
+}

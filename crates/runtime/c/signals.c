@@ -105,8 +105,20 @@ static void on_signal(int sig, siginfo_t *info, void *uc) {
     int saved_errno = errno;
     if (sig <= 0 || sig >= NSIGS)
         return;
+    /* In the child of a vfork the table is the parent's memory: read it, never change it. */
+    int own = own_process();
     int locked = spin_lock(&sig_lock, 1);
     struct sigaction v = view[sig];
+    if (v.sa_handler != SIG_DFL && !own) {
+        if (locked)
+            spin_unlock(&sig_lock);
+        errno = saved_errno;
+        if (v.sa_flags & SA_SIGINFO)
+            v.sa_sigaction(sig, info, uc);
+        else
+            v.sa_handler(sig);
+        return;
+    }
     if (v.sa_handler != SIG_DFL) {
         /* The program's one-shot handler (SA_RESETHAND): its view is SIG_DFL from now on, as
          * the kernel would have made it (the kernel resets the handler only, flags and mask
@@ -132,7 +144,8 @@ static void on_signal(int sig, siginfo_t *info, void *uc) {
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     (void)sigaction(sig, &dfl, 0);
-    __atomic_store_n(&ours[sig], 0, __ATOMIC_RELEASE);
+    if (own)
+        __atomic_store_n(&ours[sig], 0, __ATOMIC_RELEASE);
     (void)syscall(SYS_tgkill, (long)getpid(), (long)syscall(SYS_gettid), (long)sig);
     errno = saved_errno;
 }
@@ -141,8 +154,10 @@ static void on_signal(int sig, siginfo_t *info, void *uc) {
  * action as described at the top. Signals are blocked while the table changes, so a handler
  * calling sigaction on the same thread cannot deadlock. */
 int owner_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    /* A vfork child (resetting dispositions before an exec) must not change the parent's
+     * table: it gets the real call. */
     if (sig <= 0 || sig >= NSIGS || !__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) ||
-        !managed[sig])
+        !managed[sig] || !own_process())
         return sigaction(sig, act, old);
     sigset_t all, prev;
     sigfillset(&all);
