@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile int sink;
@@ -52,6 +53,8 @@ static int die(const char *how, int depth) {
         raise(SIGSEGV);
     } else if (!strcmp(how, "kill")) {
         kill(getpid(), SIGTERM);
+    } else if (!strcmp(how, "usr1")) {
+        raise(SIGUSR1);
     } else if (!strcmp(how, "quick")) {
         quick_exit(3);
     } else if (!strcmp(how, "null")) {
@@ -132,6 +135,19 @@ int main(int argc, char **argv) {
         show("SIGFPE reset", SIGFPE);
         printf("work %d\n", work(50));
         return 0;
+    } else if (!strcmp(how, "vfork")) {
+        /* A vfork child sets a handler before it ends: its own disposition, the parent's view
+         * (SIG_DFL) unchanged; then the parent dies of the signal. */
+        pid_t pid = vfork();
+        if (pid == 0) {
+            signal(SIGUSR1, jumper);
+            _exit(0);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        printf("child %d\n", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        show("SIGUSR1 after vfork", SIGUSR1);
+        die("usr1", 2);
     } else if (!strcmp(how, "ignore")) {
         /* Runs with SIGUSR2 ignored by the parent (inherited): left alone. */
         raise(SIGUSR2);

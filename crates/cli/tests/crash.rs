@@ -103,6 +103,29 @@ fn one_shot_handler_then_default() {
     assert_eq!(termsig(s), 11, "{s:#x}");
 }
 
+/// A vfork child's `signal` call goes to the kernel only: the parent (whose memory the child
+/// shares) still sees SIG_DFL (the output is the plain build's), and still writes its profile
+/// on SIGUSR1. `main`, which calls vfork, is left out: the child runs its code on the parent's
+/// counters, so vfork's second return breaks its flow (as without signals).
+#[test]
+fn vfork_child_leaves_the_parents_view_alone() {
+    let c = check_case(builds(), "vfork", false, false);
+    assert_eq!(termsig(c.status), 10, "{:#x}", c.status);
+    assert_eq!(inconsistent(&c.naive), vec!["main".to_string()]);
+    for (name, r) in &c.others {
+        let (fns, _) = assert_same_counts(
+            "vfork",
+            name,
+            &without(r, "main"),
+            "edges-naive",
+            &without(&c.naive, "main"),
+            true,
+        );
+        assert!(fns >= 3);
+    }
+    assert_eq!(entries(&c.naive, "die"), 3);
+}
+
 /// SIGUSR2 ignored by the parent stays ignored (the runtime never touches SIG_IGN).
 #[test]
 fn ignored_signal_left_alone() {
