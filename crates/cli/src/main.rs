@@ -179,7 +179,7 @@ fn warn_inconsistent(r: &tally_report::Report) -> i32 {
         return 0;
     }
     eprintln!(
-        "tally: {n} function(s) with inconsistent counts; the rest is exact. Threads that run instrumented code need a build with --tally-atomic, and a thread still running at exit leaves partial counts"
+        "tally: {n} function(s) with inconsistent counts; the rest is exact. Threads that run instrumented code need a build with --tally-atomic, and a process that ends in the middle of a function (a fault, a signal or another thread stopped between calls) leaves that function inconsistent"
     );
     EXIT_INCONSISTENT
 }

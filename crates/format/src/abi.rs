@@ -450,6 +450,8 @@ pub const REDIRECTS: &[Redirect] = &[
     redirect("execvpe", "__tally_execvpe", "unistd.h"),
     redirect("fexecve", "__tally_fexecve", "unistd.h"),
     redirect("execveat", "__tally_execveat", "unistd.h"),
+    redirect("signal", "__tally_signal", "signal.h"),
+    redirect("sigaction", "__tally_sigaction", "signal.h"),
 ];
 
 /// The C header `crates/runtime/build.rs` writes for [`REDIRECTS`]: each wrapper declared with

@@ -20,16 +20,18 @@ pub(crate) fn frame_alloca(em: &Emitter) -> LLVMValueRef {
 }
 
 /// Pushes the frame record (at the builder's position): `rec.prev = top; top = &rec`, and
-/// `rec.site = entry_site` if given. The site is otherwise set only before the first call that
-/// may end the frame: no call can before that, so it need not be initialized.
+/// `rec.site = entry_site`, or `TALLY_NO_SITE` without one. The site is then set before the
+/// first call that may end the frame; no call can end it before that, but a fatal signal or
+/// the runtime's stop of a running thread at exit can (c/signals.c, c/threads.c), and the
+/// runtime must then find no site rather than what an earlier frame left in that stack slot
+/// (a counter of another function).
 pub(crate) fn frame_push(em: &Emitter, rec: LLVMValueRef, entry_site: Option<LLVMValueRef>) {
     let empty = cname("");
     unsafe {
         let top = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.g.tls_top, empty.as_ptr());
         c::LLVMBuildStore(em.b, top, em.field(rec, 0));
-        if let Some(site) = entry_site {
-            c::LLVMBuildStore(em.b, site, em.field(rec, 1));
-        }
+        let site = entry_site.unwrap_or_else(|| c::LLVMConstNull(em.g.ptrt));
+        c::LLVMBuildStore(em.b, site, em.field(rec, 1));
         c::LLVMBuildStore(em.b, rec, em.g.tls_top);
     }
 }

@@ -55,12 +55,15 @@ void write_self(void) {
 
 /* The owner's atexit handler: every frame record still on this thread's list in any image
  * belongs to a frame that exit() abandons (all of them lie above this function's frame); the
- * profile is written once. */
+ * profile is written once. The other threads' frames are charged too (threads.c). Also the
+ * owner's at_quick_exit handler. */
 void exit_handler(void) {
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
     if (!r || !own_process() || __atomic_exchange_n(&r->exit_done, 1, __ATOMIC_ACQ_REL))
         return;
+    stop_threads();
     settle_and_write((uintptr_t)__builtin_frame_address(0), 1);
+    release_threads();
 }
 
 int own_process(void) {

@@ -42,7 +42,7 @@ char reg_lock;
 
 HIDDEN struct tally_instance tally__self = {
     TALLY_INSTANCE_MAGIC, TALLY_ABI_VERSION, sizeof(struct tally_instance), 0, 0, &reg_head,
-    settle_self, reset_self, write_self, cut_self, exec_charge_self};
+    settle_self, reset_self, write_self, cut_self, exec_charge_self, owner_sigaction};
 
 /* The note: name "tally", type TALLY_NOTE_TYPE, descriptor an 8-byte offset from the
  * descriptor to tally__self (resolved by the static linker: no dynamic relocation). */
@@ -153,6 +153,8 @@ struct tally_registry *join_registry(void) {
         if (js.self_seen && js.self_name[0] && dlopen)
             (void)dlopen(js.self_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
         (void)atexit(exit_handler);
+        (void)at_quick_exit(exit_handler);
+        signals_init();
         (void)pthread_atfork(0, 0, fork_child);
     }
     return r;

@@ -99,6 +99,10 @@
 #define reset_locked tally__reset_locked
 #define uncount_path tally__uncount_path
 #define exec_charge_self tally__exec_charge_self
+#define signals_init tally__signals_init
+#define owner_sigaction tally__owner_sigaction
+#define stop_threads tally__stop_threads
+#define release_threads tally__release_threads
 
 /* ---- base.c: small helpers (no stdio: they may run at exit, in odd states) ---------------- */
 
@@ -197,6 +201,8 @@ struct tally_instance {
     /* Before an exec (dir 1) and after it failed (dir -1): add dir to the site of every frame
      * record of this thread in this image above `above`, leaving the list as it is (exec.c). */
     void (*exec_charge)(uintptr_t above, int dir);
+    /* The `sigaction` wrapper's work, done by the owner for every copy (signals.c). */
+    int (*sigaction)(int sig, const struct sigaction *act, struct sigaction *old);
 };
 
 /* A module whose object was dlclosed: its profile record, as the profile holds it. */
@@ -314,6 +320,19 @@ void write_self(void);
 void exit_handler(void);
 /* 0 in the child of a vfork (see struct tally_registry's pid), else 1. */
 int own_process(void);
+
+/* ---- signals.c: crash-exact profiles on fatal signals ------------------------------------ */
+
+/* At the owner's first registration: the runtime's handler for every fatal signal at SIG_DFL. */
+void signals_init(void);
+int owner_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* ---- threads.c: threads still running at the end ------------------------------------------- */
+
+/* Before the ending thread settles (once, with exit_done just set): every other thread charges
+ * its frames in every image and waits (bounded) until release_threads. */
+void stop_threads(void);
+void release_threads(void);
 
 /* ---- trace.c ------------------------------------------------------------------------------- */
 

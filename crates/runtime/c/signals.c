@@ -1,0 +1,232 @@
+/*
+ * signals.c -- crash-exact profiles: the profile is written, with the active frames charged as at
+ * exit, when a signal whose default action ends the process arrives while the program leaves it
+ * at SIG_DFL; then the signal is re-raised with SIG_DFL, so the exit status and core dump are the
+ * plain program's. Also the `signal`/`sigaction` wrappers (tally_format::abi::REDIRECTS) that
+ * keep this invisible to the program. ARCHITECTURE.md, "Fatal signals and threads at exit".
+ *
+ * Scheme. The owner of the registry (only it) keeps, per fatal signal, the action the program
+ * asked for (its "view"). The kernel's action is the program's own whenever that is not SIG_DFL
+ * (no interposition: the program's handler, flags and mask are installed as given), and the
+ * runtime's handler while the program's view is SIG_DFL. One exception: a handler installed
+ * with SA_RESETHAND is installed as the runtime's handler with the program's mask and flags
+ * (minus SA_RESETHAND), which turns the program's view back to SIG_DFL and calls the program's
+ * handler: so a fatal signal after the one-shot handler still writes the profile. Signals the
+ * program ignores or handles at the first registration are never touched. The wrappers report
+ * the program's view (`sigaction(sig, 0, &old)` gives SIG_DFL, with the flags and mask it was
+ * set with, when the program never set anything).
+ *
+ * Everything the handler does is async-signal-safe: the registry lock is taken `bounded`, the
+ * profile is written with open/write/rename from static and mmap'd buffers, no stdio, no malloc.
+ */
+#include "rt.h"
+
+/* Signals whose default action ends the process (signal(7): "Term" and "Core"), which a
+ * handler can catch. Real-time signals (also "Term") are left alone: programs use them as
+ * messages, and the runtime uses one to stop threads at exit (threads.c). */
+static const int fatal_signals[] = {
+    SIGHUP,  SIGINT,  SIGQUIT, SIGILL,  SIGTRAP,   SIGABRT, SIGBUS,  SIGFPE,
+    SIGUSR1, SIGSEGV, SIGUSR2, SIGPIPE, SIGALRM,   SIGTERM, SIGXCPU, SIGXFSZ,
+    SIGVTALRM, SIGPROF, SIGIO, SIGSYS,
+#ifdef SIGSTKFLT
+    SIGSTKFLT,
+#endif
+#ifdef SIGPWR
+    SIGPWR,
+#endif
+#ifdef SIGEMT
+    SIGEMT,
+#endif
+};
+
+#define NSIGS 65
+
+static char managed[NSIGS];          /* a fatal signal, set up by signals_init */
+static char ours[NSIGS];             /* the kernel's action is on_signal */
+static struct sigaction view[NSIGS]; /* the program's action, while ours[] */
+static char sig_lock;
+static int initialized;
+
+static void on_signal(int sig, siginfo_t *info, void *uc);
+
+/* Installs on_signal for `sig`: with `like` (the program's one-shot handler) its mask and
+ * flags, else every signal blocked while it runs. */
+static int install_ours(int sig, const struct sigaction *like) {
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_sigaction = on_signal;
+    if (like) {
+        a.sa_mask = like->sa_mask;
+        a.sa_flags = (like->sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+    } else {
+        sigfillset(&a.sa_mask);
+        a.sa_flags = SA_SIGINFO | SA_RESTART;
+    }
+    return sigaction(sig, &a, 0);
+}
+
+static int is_ours(const struct sigaction *k) {
+    return (k->sa_flags & SA_SIGINFO) && k->sa_sigaction == on_signal;
+}
+
+/* At the owner's first registration: every fatal signal the program leaves at SIG_DFL gets the
+ * runtime's handler. */
+void signals_init(void) {
+    int saved_errno = errno;
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+        int sig = fatal_signals[i];
+        struct sigaction k;
+        if (sig <= 0 || sig >= NSIGS || sigaction(sig, 0, &k) != 0)
+            continue;
+        managed[sig] = 1;
+        if (k.sa_handler != SIG_DFL) /* SIG_IGN or a handler (sa_sigaction shares the field) */
+            continue;
+        view[sig] = k;
+        if (install_ours(sig, 0) == 0)
+            __atomic_store_n(&ours[sig], 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+    errno = saved_errno;
+}
+
+/* The process ends on a fatal signal: this thread's frames in every image are charged as exit
+ * charges them (all of them: the handler may run on an alternate stack), the other threads' too
+ * (threads.c), and the profile is written, once. */
+static void crash_settle(void) {
+    struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    if (!r || !own_process() || __atomic_exchange_n(&r->exit_done, 1, __ATOMIC_ACQ_REL))
+        return;
+    stop_threads();
+    settle_and_write(0, 1);
+    release_threads();
+}
+
+static void on_signal(int sig, siginfo_t *info, void *uc) {
+    int saved_errno = errno;
+    if (sig <= 0 || sig >= NSIGS)
+        return;
+    /* In the child of a vfork the table is the parent's memory: read it, never change it. */
+    int own = own_process();
+    int locked = spin_lock(&sig_lock, 1);
+    struct sigaction v = view[sig];
+    if (v.sa_handler != SIG_DFL && !own) {
+        if (locked)
+            spin_unlock(&sig_lock);
+        errno = saved_errno;
+        if (v.sa_flags & SA_SIGINFO)
+            v.sa_sigaction(sig, info, uc);
+        else
+            v.sa_handler(sig);
+        return;
+    }
+    if (v.sa_handler != SIG_DFL) {
+        /* The program's one-shot handler (SA_RESETHAND): its view is SIG_DFL from now on, as
+         * the kernel would have made it (the kernel resets the handler only, flags and mask
+         * stay as they were). */
+        view[sig].sa_handler = SIG_DFL;
+        (void)install_ours(sig, 0);
+        if (locked)
+            spin_unlock(&sig_lock);
+        errno = saved_errno;
+        if (v.sa_flags & SA_SIGINFO)
+            v.sa_sigaction(sig, info, uc);
+        else
+            v.sa_handler(sig);
+        return;
+    }
+    if (locked)
+        spin_unlock(&sig_lock);
+    crash_settle();
+    /* Now as the plain program: SIG_DFL, and the signal again. It is blocked while this handler
+     * runs, so it is delivered -- and ends the process as SIG_DFL does, core dump included --
+     * when the handler returns, before the interrupted code runs again. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    (void)sigaction(sig, &dfl, 0);
+    if (own)
+        __atomic_store_n(&ours[sig], 0, __ATOMIC_RELEASE);
+    (void)syscall(SYS_tgkill, (long)getpid(), (long)syscall(SYS_gettid), (long)sig);
+    errno = saved_errno;
+}
+
+/* The owner's part of the `sigaction` wrapper: the program's view in and out, the kernel's
+ * action as described at the top. Signals are blocked while the table changes, so a handler
+ * calling sigaction on the same thread cannot deadlock. */
+int owner_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    /* A vfork child (resetting dispositions before an exec) must not change the parent's
+     * table: it gets the real call. */
+    if (sig <= 0 || sig >= NSIGS || !__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) ||
+        !managed[sig] || !own_process())
+        return sigaction(sig, act, old);
+    sigset_t all, prev;
+    sigfillset(&all);
+    (void)pthread_sigmask(SIG_SETMASK, &all, &prev);
+    spin_lock(&sig_lock, 0);
+    int rc = 0;
+    struct sigaction k;
+    if (ours[sig] && (sigaction(sig, 0, &k) != 0 || !is_ours(&k)))
+        ours[sig] = 0; /* changed behind the wrappers' back (code tally did not build) */
+    struct sigaction was = view[sig];
+    int was_ours = ours[sig];
+    if (act) {
+        /* The kernel takes handler value 0 as SIG_DFL and 1 as SIG_IGN, with or without
+         * SA_SIGINFO (sa_sigaction shares the field). */
+        int dfl = act->sa_handler == SIG_DFL;
+        int oneshot = !dfl && act->sa_handler != SIG_IGN && (act->sa_flags & SA_RESETHAND);
+        if (dfl || oneshot) {
+            rc = was_ours ? 0 : sigaction(sig, 0, &was);
+            if (rc == 0)
+                rc = install_ours(sig, oneshot ? act : 0);
+            if (rc == 0) {
+                view[sig] = *act;
+                /* As the kernel would report it: without SIGKILL and SIGSTOP in the mask, with
+                 * the flags libc adds (SA_RESTORER) */
+                sigdelset(&view[sig].sa_mask, SIGKILL);
+                sigdelset(&view[sig].sa_mask, SIGSTOP);
+                if (sigaction(sig, 0, &k) == 0)
+                    view[sig].sa_flags |= k.sa_flags & ~(act->sa_flags | SA_SIGINFO | SA_RESTART);
+                __atomic_store_n(&ours[sig], 1, __ATOMIC_RELEASE);
+            }
+        } else {
+            rc = sigaction(sig, act, was_ours ? 0 : &was);
+            if (rc == 0)
+                __atomic_store_n(&ours[sig], 0, __ATOMIC_RELEASE);
+        }
+    } else if (!was_ours) {
+        rc = sigaction(sig, 0, &was);
+    }
+    int err = errno;
+    spin_unlock(&sig_lock);
+    (void)pthread_sigmask(SIG_SETMASK, &prev, 0);
+    if (rc == 0 && old)
+        *old = was;
+    errno = err;
+    return rc;
+}
+
+/* `sigaction` (REDIRECTS): through the owner of the registry, whichever image calls it. */
+int __tally_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+    struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    if (r && r->owner && r->owner != &tally__self)
+        return r->owner->sigaction(sig, act, old);
+    return owner_sigaction(sig, act, old);
+}
+
+/* `signal` (REDIRECTS): glibc's BSD semantics (the signal blocked while its handler runs,
+ * SA_RESTART), through the sigaction wrapper. */
+__sighandler_t __tally_signal(int sig, __sighandler_t handler) {
+    if (handler == SIG_ERR || sig <= 0 || sig >= NSIGS) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    struct sigaction a, old;
+    memset(&a, 0, sizeof a);
+    a.sa_handler = handler;
+    sigemptyset(&a.sa_mask);
+    sigaddset(&a.sa_mask, sig);
+    a.sa_flags = SA_RESTART;
+    if (__tally_sigaction(sig, &a, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}

@@ -1,0 +1,213 @@
+/*
+ * threads.c -- threads still running when the process ends (exit, quick_exit, _exit, a fatal
+ * signal): their active frames are charged as the ending thread's are. ARCHITECTURE.md, "Fatal
+ * signals and threads at exit".
+ *
+ * A thread's frame list is thread-local (`__tally_top`, one per image), so each thread charges its
+ * own: the ending thread lists /proc/self/task and sends every other thread a real-time signal
+ * (tgkill) whose handler -- installed at that moment, every signal blocked while it runs,
+ * SA_RESTART -- charges the thread's records in every live copy of the runtime (each copy's
+ * `cut` with no bound: all of them, and the list emptied so they are charged once), acknowledges
+ * and waits until the profile is written, then returns to what the thread was doing. The ending
+ * thread waits a bounded time (2 s) for the acknowledgements. A thread that blocks the signal
+ * (its SigBlk in /proc/self/task/<tid>/status; the signal is chosen among the real-time signals
+ * the program leaves at SIG_DFL as the one the fewest threads block), whose mask cannot be
+ * read, that does not answer in time, or that cannot be listed (no /proc; past 4096 threads)
+ * stays uncharged: its functions are then inconsistent in the report.
+ *
+ * Everything here is async-signal-safe (it runs in the fatal-signal handler): getdents64 on a
+ * descriptor, tgkill, nanosleep, atomics.
+ */
+#include "rt.h"
+
+enum { IDLE, STOPPING, HOLDING, WRITTEN };
+
+/* IDLE until the end; STOPPING while threads charge; HOLDING while the profile is written;
+ * WRITTEN. */
+static int phase;
+static int acks;           /* threads that charged their frames */
+static char charge_lock;   /* one thread charges at a time (the increments are plain) */
+
+static void pause_1ms(void) {
+    struct timespec ts = {0, 1000000};
+    (void)nanosleep(&ts, 0);
+}
+
+/* Runs on each other thread. */
+static void on_stop(int sig, siginfo_t *info, void *uc) {
+    (void)sig;
+    (void)uc;
+    int saved_errno = errno;
+    if (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != STOPPING || info->si_pid != getpid()) {
+        errno = saved_errno;
+        return; /* late (the profile is written) or not sent by the runtime */
+    }
+    struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    if (!spin_lock(&charge_lock, 1)) {
+        errno = saved_errno;
+        return;
+    }
+    if (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == STOPPING) {
+        if (r) {
+            for (struct tally_instance *in = r->live; in; in = in->next)
+                in->cut(UINTPTR_MAX);
+        } else {
+            cut_self(UINTPTR_MAX);
+        }
+        __atomic_add_fetch(&acks, 1, __ATOMIC_ACQ_REL);
+    }
+    spin_unlock(&charge_lock);
+    /* Held until the profile is written (bounded: 10 s), so nothing it does after is counted. */
+    for (int i = 0; i < 10000 && __atomic_load_n(&phase, __ATOMIC_ACQUIRE) != WRITTEN; i++)
+        pause_1ms();
+    errno = saved_errno;
+}
+
+struct dirent64_head {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+#define MAX_THREADS 4096
+
+static long tids[MAX_THREADS];
+static uint64_t masks[MAX_THREADS];
+
+/* The thread's blocked signals (SigBlk: in /proc/self/task/<tid>/status); all of them when
+ * it cannot be read. */
+static uint64_t blocked_of(long tid) {
+    char path[64], buf[2048];
+    size_t n = put_str(path, 0, sizeof path, "/proc/self/task/");
+    n = put_u64(path, n, sizeof path, (uint64_t)tid);
+    (void)put_str(path, n, sizeof path, "/status");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ~(uint64_t)0;
+    size_t len = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + len, sizeof buf - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = 0;
+    const char *p = strstr(buf, "\nSigBlk:");
+    if (!p)
+        return ~(uint64_t)0;
+    p += 8;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    uint64_t m = 0;
+    int digits = 0;
+    for (;; p++, digits++) {
+        int d = *p >= '0' && *p <= '9'   ? *p - '0'
+                : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                                         : -1;
+        if (d < 0)
+            break;
+        m = m << 4 | (uint64_t)d;
+    }
+    return digits ? m : ~(uint64_t)0;
+}
+
+/* A real-time signal the program leaves at SIG_DFL: nothing of the program's is sent on it
+ * (it would end the process) except to a thread that blocks it (sigwait, signalfd), and such a
+ * thread is never sent it here. Of those, the one the fewest of the `count` threads block,
+ * highest first. Its action is on_stop from then on (it stays installed: a late signal must
+ * find it). */
+static int pick_signal(int count) {
+    int best = 0, best_blockers = count + 1;
+    for (int sig = SIGRTMAX; sig >= SIGRTMIN && sig <= 64; sig--) {
+        struct sigaction k;
+        if (sigaction(sig, 0, &k) != 0)
+            continue;
+        if ((k.sa_flags & SA_SIGINFO) && k.sa_sigaction == on_stop)
+            return sig;
+        if (k.sa_handler != SIG_DFL)
+            continue;
+        int blockers = 0;
+        for (int i = 0; i < count; i++)
+            blockers += (int)((masks[i] >> (sig - 1)) & 1);
+        if (blockers < best_blockers) {
+            best = sig;
+            best_blockers = blockers;
+        }
+    }
+    if (!best || best_blockers == count)
+        return 0;
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_sigaction = on_stop;
+    a.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&a.sa_mask);
+    return sigaction(best, &a, 0) == 0 ? best : 0;
+}
+
+/* Lists the other threads (up to MAX_THREADS) into tids[]; returns how many. */
+static int list_threads(long self) {
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    static char buf[4096];
+    int count = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (long pos = 0; pos + (long)sizeof(struct dirent64_head) <= n;) {
+            struct dirent64_head *d = (struct dirent64_head *)(buf + pos);
+            if (d->reclen == 0 || pos + d->reclen > n)
+                break;
+            pos += d->reclen;
+            long tid = 0;
+            const char *p = d->name;
+            for (; *p >= '0' && *p <= '9' && tid < (1L << 40); p++)
+                tid = tid * 10 + (*p - '0');
+            if (*p || tid <= 0 || tid == self || count == MAX_THREADS)
+                continue;
+            tids[count++] = tid;
+        }
+    }
+    close(fd);
+    return count;
+}
+
+/* Before the ending thread settles: every other thread charges its frames and waits. */
+void stop_threads(void) {
+    long self = syscall(SYS_gettid);
+    int count = list_threads(self);
+    if (!count)
+        return;
+    for (int i = 0; i < count; i++)
+        masks[i] = blocked_of(tids[i]);
+    int stop_sig = pick_signal(count);
+    if (!stop_sig)
+        return;
+    pid_t pid = getpid();
+    int sent = 0;
+    __atomic_store_n(&phase, STOPPING, __ATOMIC_RELEASE);
+    for (int i = 0; i < count; i++) {
+        if ((masks[i] >> (stop_sig - 1)) & 1)
+            continue; /* it blocks the signal (or its mask is unknown): left uncharged */
+        if (syscall(SYS_tgkill, (long)pid, tids[i], (long)stop_sig) == 0)
+            sent++;
+    }
+    /* Bounded: 2 s for every thread to answer. */
+    for (int i = 0; i < 2000 && __atomic_load_n(&acks, __ATOMIC_ACQUIRE) < sent; i++)
+        pause_1ms();
+    /* Late answers charge nothing from here on. */
+    spin_lock(&charge_lock, 1);
+    __atomic_store_n(&phase, HOLDING, __ATOMIC_RELEASE);
+    spin_unlock(&charge_lock);
+}
+
+/* After the profile is written: the other threads go on. */
+void release_threads(void) {
+    __atomic_store_n(&phase, WRITTEN, __ATOMIC_RELEASE);
+}
