@@ -359,36 +359,44 @@ impl Graph<'_> {
             })
     }
 
-    /// Entries into the code for which `inside` holds: per block holding such code, its
-    /// count times the number of times the block passes from other code to that code, plus,
-    /// when the block starts with it, the counts of the incoming edges from blocks that do
-    /// not end inside. Continuation edges (from a block ending inside) are
-    /// returned as `(from, to, edge)` for the caller's loop rule.
+    /// Entries into the code for which `part` holds (for a line: its own code and the code
+    /// of functions inlined from it). Inside a block, each stretch of such runs that follows
+    /// other code enters once per execution of the block (two copies of a line in one
+    /// unrolled block count twice); a stretch that starts the block is entered by each
+    /// incoming edge from a block that does not end in such code. Continuation edges (from
+    /// a block ending in it) are returned as `(from, to, edge)` for the caller's loop rule.
     fn entries(
         &self,
         b: usize,
-        inside: &dyn Fn(&LineRun) -> bool,
-        ends_inside: &dyn Fn(usize) -> bool,
+        part: &dyn Fn(&LineRun) -> bool,
         total: &mut Option<u64>,
         continuations: &mut Vec<(usize, usize, usize)>,
     ) {
         let runs = &self.lines[b];
-        // Each time the block comes back to the code from other code: once per execution of
-        // the block (two copies of a line in one unrolled block count twice).
-        let restarts = runs
-            .windows(2)
-            .filter(|w| !inside(&w[0]) && inside(&w[1]))
-            .count() as u64;
-        if restarts > 0 {
-            add(total, self.blocks[b].map(|c| c.saturating_mul(restarts)));
-        }
-        if runs.first().is_some_and(inside) {
+        let mut i = 0;
+        let mut restarts = 0u64;
+        while i < runs.len() {
+            if !part(&runs[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < runs.len() && part(&runs[i]) {
+                i += 1;
+            }
+            if start > 0 {
+                restarts += 1;
+                continue;
+            }
             for &e in &self.preds[b] {
                 match self.edges[e].0 {
-                    Some(u) if ends_inside(u) => continuations.push((u, b, e)),
+                    Some(u) if self.ends_in(u, part) => continuations.push((u, b, e)),
                     _ => add(total, self.edges[e].2),
                 }
             }
+        }
+        if restarts > 0 {
+            add(total, self.blocks[b].map(|c| c.saturating_mul(restarts)));
         }
     }
 }
@@ -450,26 +458,52 @@ impl Builder {
         };
         let back = g.retreating();
 
-        // Lines.
+        // Lines. The call sites of the inline scopes enclosing each scope.
+        let mut called_at: Vec<Vec<LineKey>> = Vec::with_capacity(meta.scopes.len());
+        for (i, sc) in meta.scopes.iter().enumerate() {
+            let mut c = if i == 0 {
+                Vec::new()
+            } else {
+                called_at
+                    .get(sc.parent.index())
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            if i > 0 {
+                c.push((sc.call.file.map(|f| f.0), sc.call.line));
+            }
+            called_at.push(c);
+        }
         let mut counts: BTreeMap<LineKey, Option<u64>> = BTreeMap::new();
         let mut arcs: BTreeMap<LineKey, Vec<(usize, usize, usize)>> = BTreeMap::new();
         for (b, runs) in block_lines.iter().enumerate() {
-            let keys: BTreeSet<LineKey> = runs.iter().map(line_key).collect();
+            // The lines this block holds code of, directly or inlined from a call on them.
+            let mut keys: BTreeSet<LineKey> = BTreeSet::new();
+            for r in runs {
+                keys.insert(line_key(r));
+                if let Some(c) = called_at.get(r.scope.index()) {
+                    keys.extend(c.iter().copied());
+                }
+            }
             for k in keys {
                 let total = counts.entry(k).or_insert(Some(0));
                 let cont = arcs.entry(k).or_default();
-                g.entries(
-                    b,
-                    &|r| line_key(r) == k,
-                    &|u| g.ends_in(u, &|r| line_key(r) == k),
-                    total,
-                    cont,
-                );
+                // Code inlined from a call on the line is part of the line's execution.
+                let part = |r: &LineRun| {
+                    line_key(r) == k
+                        || called_at
+                            .get(r.scope.index())
+                            .is_some_and(|c| c.contains(&k))
+                };
+                g.entries(b, &part, total, cont);
             }
         }
+        // A loop of the line's own code (not of a function inlined from it) enters it again
+        // each iteration.
+        let holds = |b: usize, k: LineKey| block_lines[b].iter().any(|r| line_key(r) == k);
         for (k, cont) in &arcs {
             for &(u, b, e) in cont {
-                if back[e] && closes_loop(cont, u, b) {
+                if back[e] && holds(b, *k) && closes_loop(cont, u, b) {
                     if let Some(t) = counts.get_mut(k) {
                         add(t, g.edges[e].2);
                     }
@@ -548,13 +582,7 @@ impl Builder {
             for b in 0..n {
                 if meta.lines[b].iter().any(|r| within(r, s)) {
                     any = true;
-                    g.entries(
-                        b,
-                        &|r| within(r, s),
-                        &|u| g.ends_in(u, &|r| within(r, s)),
-                        &mut total,
-                        &mut cont,
-                    );
+                    g.entries(b, &|r| within(r, s), &mut total, &mut cont);
                 }
             }
             if !any {
