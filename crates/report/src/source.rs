@@ -575,18 +575,25 @@ impl Builder {
             };
             add(&mut func.count, calls);
         }
+        // The blocks holding code of each scope (or of scopes inlined into it).
+        let mut blocks_of: Vec<Vec<usize>> = vec![Vec::new(); scopes.len()];
+        for (b, runs) in meta.lines.iter().enumerate() {
+            let mut present = BTreeSet::new();
+            for r in runs {
+                present.extend(chains.get(r.scope.index()).into_iter().flatten().copied());
+            }
+            for s in present {
+                blocks_of[s].push(b);
+            }
+        }
         for (s, scope) in scopes.iter().enumerate().skip(1) {
+            if blocks_of[s].is_empty() {
+                continue;
+            }
             let mut total = Some(0);
             let mut cont = Vec::new();
-            let mut any = false;
-            for b in 0..n {
-                if meta.lines[b].iter().any(|r| within(r, s)) {
-                    any = true;
-                    g.entries(b, &|r| within(r, s), &mut total, &mut cont);
-                }
-            }
-            if !any {
-                continue;
+            for &b in &blocks_of[s] {
+                g.entries(b, &|r| within(r, s), &mut total, &mut cont);
             }
             if let Some(func) = self.source_fn(src, scope.func.map(|x| x.index())) {
                 func.inlined += 1;
@@ -594,16 +601,17 @@ impl Builder {
             }
         }
         // The lines of each source function: those of the code of its scopes.
-        for runs in block_lines.iter() {
-            for r in runs {
-                let Some(sf) = scopes.get(r.scope.index()).and_then(|s| s.func) else {
-                    continue;
-                };
-                let path = file_name(r.loc.file.map(|f| f.0));
-                if let Some(func) = self.source_fn(src, Some(sf.index())) {
-                    if func.file == path {
-                        func.lines.insert(r.loc.line);
-                    }
+        let mut own: BTreeSet<(usize, Option<u32>, u32)> = BTreeSet::new();
+        for r in block_lines.iter().flatten() {
+            if let Some(sf) = scopes.get(r.scope.index()).and_then(|s| s.func) {
+                own.insert((sf.index(), r.loc.file.map(|f| f.0), r.loc.line));
+            }
+        }
+        for (sf, file, line) in own {
+            let path = file_name(file);
+            if let Some(func) = self.source_fn(src, Some(sf)) {
+                if func.file == path {
+                    func.lines.insert(line);
                 }
             }
         }
