@@ -45,19 +45,35 @@ fn outcomes(l: &LineCounts) -> (usize, usize) {
 
 type W = Writer<Vec<u8>>;
 
-fn start(w: &mut W, name: &str, attrs: &[(&str, &str)]) {
+/// Text XML 1.0 can hold: characters it forbids (control characters from crafted metadata)
+/// become U+FFFD.
+fn clean(v: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+    if v.chars().any(bad) {
+        v.chars()
+            .map(|c| if bad(c) { '\u{fffd}' } else { c })
+            .collect::<String>()
+            .into()
+    } else {
+        v.into()
+    }
+}
+
+fn tag<'a>(name: &'a str, attrs: &[(&str, &str)]) -> BytesStart<'a> {
     let mut e = BytesStart::new(name);
     for (k, v) in attrs {
-        e.push_attribute((*k, *v));
+        e.push_attribute((*k, clean(v).as_ref()));
     }
+    e
+}
+
+fn start(w: &mut W, name: &str, attrs: &[(&str, &str)]) {
+    let e = tag(name, attrs);
     w.write_event(Event::Start(e)).expect("writing to a Vec");
 }
 
 fn empty(w: &mut W, name: &str, attrs: &[(&str, &str)]) {
-    let mut e = BytesStart::new(name);
-    for (k, v) in attrs {
-        e.push_attribute((*k, *v));
-    }
+    let e = tag(name, attrs);
     w.write_event(Event::Empty(e)).expect("writing to a Vec");
 }
 

@@ -48,10 +48,12 @@ pub fn lcov(m: &SourceModel, title: &str) -> String {
             let _ = writeln!(out, "FN:{},{}", f.line, fn_name(f));
         }
         let mut hit = 0;
+        // A function whose count is undetermined gets no FNDA (LCOV has no "unknown").
         for f in &funcs {
-            let c = f.count.unwrap_or(0);
-            hit += usize::from(c > 0);
-            let _ = writeln!(out, "FNDA:{c},{}", fn_name(f));
+            if let Some(c) = f.count {
+                hit += usize::from(c > 0);
+                let _ = writeln!(out, "FNDA:{c},{}", fn_name(f));
+            }
         }
         let _ = writeln!(out, "FNF:{}", funcs.len());
         let _ = writeln!(out, "FNH:{hit}");

@@ -647,3 +647,178 @@ impl Builder {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BlockCount, EdgeCount};
+    use tally_format::{FileIdx, Loc, Mode, ScopeIdx, ScopeMeta, SourceFnIdx};
+
+    fn run(line: u32, scope: u32) -> LineRun {
+        LineRun {
+            loc: Loc {
+                file: Some(FileIdx(0)),
+                line,
+            },
+            scope: ScopeIdx(scope),
+        }
+    }
+
+    /// `main` (line 1) with blocks n0 -> n1 (a self loop) -> n2 -> EXIT, given block counts,
+    /// the loop's count and each block's lines; `f` (line 20) inlined at line 5 is scope s1.
+    fn report(counts: [u64; 3], loops: u64, lines: Vec<Vec<LineRun>>) -> Report {
+        let edges = [
+            (None, Some(0), counts[0]),
+            (Some(0), Some(1), counts[0]),
+            (Some(1), Some(1), loops),
+            (Some(1), Some(2), counts[0]),
+            (Some(2), None, counts[0]),
+        ];
+        let fns = vec![
+            SourceFn {
+                name: "main".into(),
+                linkage_name: String::new(),
+                loc: Loc {
+                    file: Some(FileIdx(0)),
+                    line: 1,
+                },
+            },
+            SourceFn {
+                name: "f".into(),
+                linkage_name: String::new(),
+                loc: Loc {
+                    file: Some(FileIdx(0)),
+                    line: 20,
+                },
+            },
+        ];
+        let meta = SourceMeta {
+            scopes: vec![
+                ScopeMeta {
+                    func: Some(SourceFnIdx(0)),
+                    parent: ScopeIdx(0),
+                    call: Loc::default(),
+                },
+                ScopeMeta {
+                    func: Some(SourceFnIdx(1)),
+                    parent: ScopeIdx(0),
+                    call: Loc {
+                        file: Some(FileIdx(0)),
+                        line: 5,
+                    },
+                },
+            ],
+            lines,
+            branches: vec![],
+        };
+        let tables = Tables {
+            files: Arc::new(vec!["/t.c".into()]),
+            fns: Arc::new(fns),
+        };
+        let f = FunctionReport {
+            name: "main".into(),
+            demangled: "main".into(),
+            file: Some("/t.c".into()),
+            line: 1,
+            module: "/t.c".into(),
+            mode: Mode::Edge,
+            cfg_hash: 0,
+            entry_count: counts[0],
+            block_executions: 0,
+            blocks: (0..3)
+                .map(|i| BlockCount {
+                    id: i,
+                    count: Some(counts[i as usize]),
+                    file: None,
+                    line: 0,
+                })
+                .collect(),
+            edges: edges
+                .iter()
+                .enumerate()
+                .map(|(i, &(from, to, c))| EdgeCount {
+                    id: i as u32,
+                    from,
+                    to,
+                    kind: "flow",
+                    count: Some(c),
+                })
+                .collect(),
+            counters: 0,
+            copies: 1,
+            paths: None,
+            events: None,
+            inconsistent: None,
+            source: FunctionSource::new(&tables, &meta),
+        };
+        Report {
+            program: Default::default(),
+            modes: vec![Mode::Edge],
+            modules: vec!["/t.c".into()],
+            functions: vec![f],
+            skipped: vec![],
+            counters: 0,
+            counter_sum: 0,
+            path_entry_sum: 0,
+            events: None,
+        }
+    }
+
+    fn line(m: &SourceModel, n: u32) -> Option<u64> {
+        m.files["/t.c"].lines[&n].count
+    }
+
+    #[test]
+    fn copies_of_a_line_in_one_block_add_up() {
+        // n1 runs 512 times and holds two copies of lines 7 and 8 (unrolled by two).
+        let m = model(&report(
+            [1, 512, 1],
+            511,
+            vec![
+                vec![run(6, 0)],
+                vec![run(7, 0), run(8, 0), run(7, 0), run(8, 0), run(6, 0)],
+                vec![run(9, 0)],
+            ],
+        ));
+        assert_eq!(line(&m, 7), Some(1024));
+        assert_eq!(line(&m, 8), Some(1024));
+        // Line 6: once in n0, then once per execution of n1, where it follows line 8.
+        assert_eq!(line(&m, 6), Some(513));
+        assert_eq!(line(&m, 1), Some(1), "the definition line counts the calls");
+    }
+
+    #[test]
+    fn code_inlined_from_a_line_belongs_to_it() {
+        // Line 5 calls f, inlined (s1: lines 21, 22) between two parts of line 5.
+        let m = model(&report(
+            [3, 3, 3],
+            0,
+            vec![
+                vec![run(4, 0)],
+                vec![run(5, 0), run(21, 1), run(22, 1), run(5, 0)],
+                vec![run(9, 0)],
+            ],
+        ));
+        assert_eq!(
+            line(&m, 5),
+            Some(3),
+            "entered once per execution, not twice"
+        );
+        assert_eq!(line(&m, 21), Some(3));
+        let f = m.functions.iter().find(|f| f.name == "f").unwrap();
+        assert_eq!((f.count, f.emitted, f.inlined), (Some(3), 0, 1));
+        assert_eq!(f.lines.iter().copied().collect::<Vec<_>>(), vec![21, 22]);
+        let main = m.functions.iter().find(|f| f.name == "main").unwrap();
+        assert_eq!((main.count, main.emitted), (Some(3), 1));
+    }
+
+    #[test]
+    fn unknown_counts_stay_unknown() {
+        let mut r = report([2, 2, 2], 0, vec![vec![run(4, 0)], vec![run(5, 0)], vec![]]);
+        r.functions[0].blocks[1].count = None;
+        r.functions[0].edges[1].count = None;
+        let m = model(&r);
+        assert_eq!(line(&m, 5), None);
+        assert_eq!(line(&m, 4), Some(2));
+    }
+}
