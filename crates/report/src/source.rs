@@ -359,35 +359,24 @@ impl Graph<'_> {
             })
     }
 
-    /// Entries into the code for which `part` holds (for a line: its own code and the code
-    /// of functions inlined from it). Inside a block, each stretch of such runs that follows
-    /// other code enters once per execution of the block (two copies of a line in one
-    /// unrolled block count twice); a stretch that starts the block is entered by each
-    /// incoming edge from a block that does not end in such code. Continuation edges (from
-    /// a block ending in it) are returned as `(from, to, edge)` for the caller's loop rule.
-    fn entries(
+    /// Entries into some code (a line with the code inlined from it, or an inline scope)
+    /// in block `b`, given what [`stretches`] found there: the block's count for each of the
+    /// `restarts` stretches that follow other code (two copies of a line in one unrolled
+    /// block count twice), and, when a stretch starts the block, the count of each incoming
+    /// edge from a block that does not end in `part` code. Continuation edges (from a block
+    /// ending in it) are returned as `(from, to, edge)` for the caller's loop rule.
+    fn enter(
         &self,
         b: usize,
+        (restarts, starts): (u64, bool),
         part: &dyn Fn(&LineRun) -> bool,
         total: &mut Option<u64>,
         continuations: &mut Vec<(usize, usize, usize)>,
     ) {
-        let runs = &self.lines[b];
-        let mut i = 0;
-        let mut restarts = 0u64;
-        while i < runs.len() {
-            if !part(&runs[i]) {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < runs.len() && part(&runs[i]) {
-                i += 1;
-            }
-            if start > 0 {
-                restarts += 1;
-                continue;
-            }
+        if restarts > 0 {
+            add(total, self.blocks[b].map(|c| c.saturating_mul(restarts)));
+        }
+        if starts {
             for &e in &self.preds[b] {
                 match self.edges[e].0 {
                     Some(u) if self.ends_in(u, part) => continuations.push((u, b, e)),
@@ -395,25 +384,95 @@ impl Graph<'_> {
                 }
             }
         }
-        if restarts > 0 {
-            add(total, self.blocks[b].map(|c| c.saturating_mul(restarts)));
-        }
     }
 }
 
-/// Whether `to` reaches `from` along `arcs` (the continuation arcs of one line).
-fn closes_loop(arcs: &[(usize, usize, usize)], from: usize, to: usize) -> bool {
-    let mut seen = BTreeSet::new();
-    let mut work = vec![to];
-    while let Some(v) = work.pop() {
-        if v == from {
-            return true;
+/// One pass over a block's runs: for each key (a line, an inline scope) that `keys_of` gives
+/// a run, how many stretches of runs holding it start after other code, and whether one
+/// starts the block. Linear in the runs times the keys per run.
+fn stretches<K: Ord + Copy>(
+    runs: &[LineRun],
+    keys_of: &dyn Fn(&LineRun) -> Vec<K>,
+) -> BTreeMap<K, (u64, bool)> {
+    let mut out: BTreeMap<K, (u64, bool)> = BTreeMap::new();
+    let mut prev: Vec<K> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let mut cur = keys_of(r);
+        cur.sort_unstable();
+        cur.dedup();
+        for k in &cur {
+            let e = out.entry(*k).or_default();
+            if prev.binary_search(k).is_err() {
+                if i == 0 {
+                    e.1 = true;
+                } else {
+                    e.0 += 1;
+                }
+            }
         }
-        if seen.insert(v) {
-            work.extend(arcs.iter().filter(|a| a.0 == v).map(|a| a.1));
+        prev = cur;
+    }
+    out
+}
+
+/// Inline chains longer than this are cut (outermost scopes dropped), so that crafted
+/// metadata cannot make the chains grow with the square of the scopes.
+const MAX_INLINE_DEPTH: usize = 64;
+
+/// The strongly connected component of every block the arcs name (Kosaraju, iterative):
+/// an arc `from -> to` lies on a loop of the arcs exactly when both ends share a component.
+/// Linear in the arcs, whatever a crafted profile holds.
+fn components(arcs: &[(usize, usize, usize)]) -> HashMap<usize, usize> {
+    let mut succ: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut pred: HashMap<usize, Vec<usize>> = HashMap::new();
+    for &(u, v, _) in arcs {
+        succ.entry(u).or_default().push(v);
+        pred.entry(v).or_default().push(u);
+        succ.entry(v).or_default();
+        pred.entry(u).or_default();
+    }
+    let mut nodes: Vec<usize> = succ.keys().copied().collect();
+    nodes.sort_unstable();
+    // First pass: finishing order on the arcs.
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut seen: std::collections::HashSet<usize> = Default::default();
+    for &n in &nodes {
+        if !seen.insert(n) {
+            continue;
+        }
+        let mut stack = vec![(n, 0usize)];
+        while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+            let next = succ[&v].get(*i).copied();
+            *i += 1;
+            match next {
+                Some(w) if seen.insert(w) => stack.push((w, 0)),
+                Some(_) => {}
+                None => {
+                    order.push(v);
+                    stack.pop();
+                }
+            }
         }
     }
-    false
+    // Second pass: components on the reversed arcs, in reverse finishing order.
+    let mut comp: HashMap<usize, usize> = HashMap::new();
+    for &n in order.iter().rev() {
+        if comp.contains_key(&n) {
+            continue;
+        }
+        let c = comp.len();
+        comp.insert(n, c);
+        let mut work = vec![n];
+        while let Some(v) = work.pop() {
+            for &w in &pred[&v] {
+                if let std::collections::hash_map::Entry::Vacant(slot) = comp.entry(w) {
+                    slot.insert(c);
+                    work.push(w);
+                }
+            }
+        }
+    }
+    comp
 }
 
 impl Builder {
@@ -470,40 +529,46 @@ impl Builder {
                     .unwrap_or_default()
             };
             if i > 0 {
+                if c.len() >= MAX_INLINE_DEPTH {
+                    c.remove(0);
+                }
                 c.push((sc.call.file.map(|f| f.0), sc.call.line));
             }
             called_at.push(c);
         }
         let mut counts: BTreeMap<LineKey, Option<u64>> = BTreeMap::new();
         let mut arcs: BTreeMap<LineKey, Vec<(usize, usize, usize)>> = BTreeMap::new();
-        for (b, runs) in block_lines.iter().enumerate() {
-            // The lines this block holds code of, directly or inlined from a call on them.
-            let mut keys: BTreeSet<LineKey> = BTreeSet::new();
-            for r in runs {
-                keys.insert(line_key(r));
-                if let Some(c) = called_at.get(r.scope.index()) {
-                    keys.extend(c.iter().copied());
-                }
+        // The lines a run holds code of: its own, and those of the calls it was inlined from
+        // (code inlined from a call on a line is part of that line's execution).
+        let keys_of = |r: &LineRun| {
+            let mut k = vec![line_key(r)];
+            if let Some(c) = called_at.get(r.scope.index()) {
+                k.extend(c.iter().copied());
             }
-            for k in keys {
-                let total = counts.entry(k).or_insert(Some(0));
-                let cont = arcs.entry(k).or_default();
-                // Code inlined from a call on the line is part of the line's execution.
-                let part = |r: &LineRun| {
-                    line_key(r) == k
-                        || called_at
-                            .get(r.scope.index())
-                            .is_some_and(|c| c.contains(&k))
-                };
-                g.entries(b, &part, total, cont);
+            k
+        };
+        for (b, runs) in block_lines.iter().enumerate() {
+            for (k, found) in stretches(runs, &keys_of) {
+                let part = |r: &LineRun| keys_of(r).contains(&k);
+                g.enter(
+                    b,
+                    found,
+                    &part,
+                    counts.entry(k).or_insert(Some(0)),
+                    arcs.entry(k).or_default(),
+                );
             }
         }
         // A loop of the line's own code (not of a function inlined from it) enters it again
         // each iteration.
         let holds = |b: usize, k: LineKey| block_lines[b].iter().any(|r| line_key(r) == k);
         for (k, cont) in &arcs {
+            if !cont.iter().any(|&(_, _, e)| back[e]) {
+                continue;
+            }
+            let comp = components(cont);
             for &(u, b, e) in cont {
-                if back[e] && holds(b, *k) && closes_loop(cont, u, b) {
+                if back[e] && holds(b, *k) && comp.get(&u) == comp.get(&b) {
                     if let Some(t) = counts.get_mut(k) {
                         add(t, g.edges[e].2);
                     }
@@ -561,6 +626,9 @@ impl Builder {
             } else {
                 chains.get(s.parent.index()).cloned().unwrap_or_default()
             };
+            if c.len() >= MAX_INLINE_DEPTH {
+                c.remove(0);
+            }
             c.push(i);
             chains.push(c);
         }
@@ -575,27 +643,22 @@ impl Builder {
             };
             add(&mut func.count, calls);
         }
-        // The blocks holding code of each scope (or of scopes inlined into it).
-        let mut blocks_of: Vec<Vec<usize>> = vec![Vec::new(); scopes.len()];
+        // Entries into each inline scope (its code and the code inlined into it).
+        let mut totals: Vec<Option<Option<u64>>> = vec![None; scopes.len()];
+        let mut cont = Vec::new();
+        let scopes_of = |r: &LineRun| chains.get(r.scope.index()).cloned().unwrap_or_default();
         for (b, runs) in meta.lines.iter().enumerate() {
-            let mut present = BTreeSet::new();
-            for r in runs {
-                present.extend(chains.get(r.scope.index()).into_iter().flatten().copied());
-            }
-            for s in present {
-                blocks_of[s].push(b);
+            for (s, found) in stretches(runs, &scopes_of) {
+                if s == 0 {
+                    continue;
+                }
+                let total = totals[s].get_or_insert(Some(0));
+                g.enter(b, found, &|r| within(r, s), total, &mut cont);
             }
         }
-        for (s, scope) in scopes.iter().enumerate().skip(1) {
-            if blocks_of[s].is_empty() {
-                continue;
-            }
-            let mut total = Some(0);
-            let mut cont = Vec::new();
-            for &b in &blocks_of[s] {
-                g.entries(b, &|r| within(r, s), &mut total, &mut cont);
-            }
-            if let Some(func) = self.source_fn(src, scope.func.map(|x| x.index())) {
+        for (s, total) in totals.into_iter().enumerate().skip(1) {
+            let Some(total) = total else { continue };
+            if let Some(func) = self.source_fn(src, scopes[s].func.map(|x| x.index())) {
                 func.inlined += 1;
                 add(&mut func.count, total);
             }
@@ -820,5 +883,31 @@ mod tests {
         let m = model(&r);
         assert_eq!(line(&m, 5), None);
         assert_eq!(line(&m, 4), Some(2));
+    }
+
+    #[test]
+    fn deep_inline_chains_and_long_blocks_stay_bounded() {
+        // 20,000 nested inline scopes (each inlined into the previous, all from line 5) and
+        // a block of 20,000 runs alternating between them: chains are cut at
+        // MAX_INLINE_DEPTH and every block is read in one pass, so this ends at once (the
+        // chains alone would otherwise hold 200 million entries).
+        const N: u32 = 20_000;
+        let mut r = report([1, 1, 1], 0, vec![vec![run(4, 0)], vec![], vec![run(9, 0)]]);
+        let mut meta = (*r.functions[0].source.meta).clone();
+        for i in 2..N {
+            meta.scopes.push(ScopeMeta {
+                func: Some(SourceFnIdx(1)),
+                parent: ScopeIdx(i - 1),
+                call: Loc {
+                    file: Some(FileIdx(0)),
+                    line: 5,
+                },
+            });
+        }
+        meta.lines[1] = (0..N).map(|i| run(10 + i % 7, i)).collect();
+        r.functions[0].source.meta = Arc::new(meta);
+        let m = model(&r);
+        assert_eq!(line(&m, 4), Some(1));
+        assert!(m.files["/t.c"].lines.len() > 7);
     }
 }
