@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what tally needs on Debian 12 (bookworm) if it is missing: clang-19 and LLVM 19
 # (libraries for building tally), make, cmake and binutils (tests), valgrind, gcc and llvm-profdata
-# (benchmarks: bench/run).
+# (benchmarks: bench/run), lcov (genhtml) and libxml2-utils (xmllint) for the export tests.
 # Safe to run repeatedly; uses sudo when not root.
 set -euo pipefail
 pkgs=(clang-19 llvm-19 llvm-19-dev libpolly-19-dev libclang-rt-19-dev zlib1g-dev libzstd-dev
-      libffi-dev libxml2-dev make cmake binutils gcc g++ valgrind python3 ca-certificates)
+      libffi-dev libxml2-dev make cmake binutils gcc g++ valgrind python3 ca-certificates
+      lcov libxml2-utils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -59,6 +59,8 @@ enum Cmd {
     },
     /// Exact block and edge counts from one or more profiles of the same build.
     Report(ReportArgs),
+    /// Annotated source: every line with how many times it ran (like `llvm-cov show`).
+    Show(ShowArgs),
     /// The hottest acyclic paths of a path profile (built with --tally-mode=path).
     Paths(PathsArgs),
     /// Score counter placements on a profile's measured counts (paper 000 §6, Graphs 2-4):
@@ -121,6 +123,40 @@ struct ReportArgs {
     /// Do not quote source lines next to blocks.
     #[arg(long)]
     no_source: bool,
+    /// Source lines instead of blocks: line, branch and function coverage per file, the
+    /// hottest lines, the source functions (inlined ones included). With --format json: adds
+    /// `files` and `source_functions` to the report.
+    #[arg(long)]
+    lines: bool,
+    /// Export the source-level counts in another format instead of the report: an LCOV
+    /// tracefile or Cobertura XML.
+    #[arg(long, value_enum, conflicts_with_all = ["format", "lines"])]
+    export: Option<Export>,
+    /// Write to this file instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Export {
+    Lcov,
+    Cobertura,
+}
+
+#[derive(clap::Args)]
+struct ShowArgs {
+    /// The profile.
+    #[arg(required = true)]
+    profile: PathBuf,
+    /// Source files to show (a path, or its last components); all when none are given.
+    files: Vec<String>,
+    /// Only the lines of source functions whose name (source, linkage or demangled) matches
+    /// this regular expression.
+    #[arg(long)]
+    function: Option<String>,
+    /// Show the counts of every branch outcome under its line.
+    #[arg(long)]
+    branches: bool,
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -375,6 +411,37 @@ fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
     Ok(0)
 }
 
+fn show(a: ShowArgs) -> Result<i32> {
+    let profile = read_profiles(std::slice::from_ref(&a.profile))?;
+    let r = tally_report::analyze(&profile)?;
+    let m = tally_report::source::model(&r);
+    let re = a
+        .function
+        .as_deref()
+        .map(regex_lite::Regex::new)
+        .transpose()
+        .context("bad --function regular expression")?;
+    let pred = |f: &tally_report::source::SourceFunction| {
+        re.as_ref().is_some_and(|re| {
+            re.is_match(&f.name) || re.is_match(&f.linkage_name) || re.is_match(&f.demangled)
+        })
+    };
+    let o = tally_report::show::ShowOptions {
+        function: re.as_ref().map(|_| &pred as &dyn Fn(&_) -> bool),
+        files: a.files.clone(),
+        branches: a.branches,
+    };
+    let out = tally_report::show::show(&m, &o);
+    if out.is_empty() {
+        anyhow::bail!(
+            "{}: no source lines to show (build with -g; check the file names and --function)",
+            a.profile.display()
+        );
+    }
+    write_out(a.output.as_ref(), out.as_bytes())?;
+    Ok(warn_inconsistent(&r))
+}
+
 fn report(a: ReportArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
     let title = a
@@ -384,9 +451,17 @@ fn report(a: ReportArgs) -> Result<i32> {
         .collect::<Vec<_>>()
         .join(" + ");
     let r = tally_report::analyze(&profile)?;
-    let out = match a.format {
-        Format::Json => tally_report::render::json(&r, &title),
-        Format::Text => {
+    let model = (a.lines || a.export.is_some()).then(|| tally_report::source::model(&r));
+    let out = match (a.export, a.format, &model) {
+        (Some(Export::Lcov), _, Some(m)) => tally_report::lcov::lcov(m, &title),
+        (Some(Export::Cobertura), _, Some(m)) => tally_report::cobertura::cobertura(m),
+        (_, Format::Json, Some(m)) => tally_report::render::json_with_lines(&r, &title, m),
+        (_, Format::Text, Some(m)) => {
+            let top = if a.all { 0 } else { a.top };
+            tally_report::show::lines_text(m, &title, top, !a.no_source)
+        }
+        (_, Format::Json, None) => tally_report::render::json(&r, &title),
+        (_, Format::Text, None) => {
             let mut o = tally_report::render::TextOptions {
                 top: a.top,
                 detail: a.detail,
@@ -427,6 +502,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Cc { args } => driver::main(false, &args),
         Cmd::Cxx { args } => driver::main(true, &args),
         Cmd::Report(a) => report(a),
+        Cmd::Show(a) => show(a),
         Cmd::Paths(a) => paths(a),
         Cmd::Placements(a) => placements(a),
         Cmd::Merge {

@@ -22,7 +22,8 @@ pub mod trace;
 pub mod validate;
 
 pub use meta::{
-    BlockIdx, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta, Linkage, Loc,
-    MetaError, Mode, ModuleMeta, PathMeta, PathStorage, Probe, SkippedFunction, StoredKind,
+    BlockIdx, BranchMeta, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta,
+    LineRun, Linkage, Loc, MetaError, Mode, ModuleMeta, PathMeta, PathStorage, Probe, ScopeIdx,
+    ScopeMeta, SkippedFunction, SourceFn, SourceFnIdx, SourceMeta, StoredKind,
 };
 pub use validate::{InvalidMeta, Problem};

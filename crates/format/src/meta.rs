@@ -27,7 +27,9 @@ pub use crate::validate::{InvalidMeta, Problem};
 pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// Version of the metadata encoding. Bump on any change of the types below.
 /// 5: [`PathMeta::numbering`], the fingerprint of the path numbering.
-pub const META_VERSION: u32 = 5;
+/// 6: [`FunctionMeta::source`] (every line of every block, inline scopes, branches) and
+/// [`ModuleMeta::source_fns`].
+pub const META_VERSION: u32 = 6;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -80,6 +82,17 @@ index_type!(
     /// An entry of [`ModuleMeta::files`].
     FileIdx,
     "file #"
+);
+index_type!(
+    /// An entry of [`ModuleMeta::source_fns`].
+    SourceFnIdx,
+    "source function #"
+);
+index_type!(
+    /// An entry of [`SourceMeta::scopes`]: `s0` is the function's own body, the others are
+    /// inlined calls.
+    ScopeIdx,
+    "s"
 );
 
 impl From<NodeId> for BlockIdx {
@@ -221,6 +234,66 @@ pub struct PathMeta {
     pub numbering: u64,
 }
 
+/// A source function (a `DISubprogram`): a function as written, which may have been inlined
+/// into other functions or not emitted at all.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct SourceFn {
+    /// Source name (`name:` of the subprogram).
+    pub name: String,
+    /// Linkage name (C++ mangled name), empty when the debug info has none (C).
+    pub linkage_name: String,
+    /// Where it is defined.
+    pub loc: Loc,
+}
+
+/// One inline scope of a function: its own body (`s0`) or one inlined call (the code of
+/// `func` inlined at `call`, itself inside scope `parent`). The chain of parents is the
+/// `inlinedAt` chain of the debug info.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ScopeMeta {
+    /// The source function whose code this is; `None` without debug info.
+    pub func: Option<SourceFnIdx>,
+    /// The enclosing scope; below this scope's own index (`s0` names itself).
+    pub parent: ScopeIdx,
+    /// Where the call was inlined (line 0 for `s0`).
+    pub call: Loc,
+}
+
+/// A run of consecutive instructions of a block with the same line and scope.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub struct LineRun {
+    /// The line (never 0: instructions without a line are not listed).
+    pub loc: Loc,
+    /// The inline scope the instructions come from.
+    pub scope: ScopeIdx,
+}
+
+/// A conditional branch or switch of the optimized code: where it is and which graph edges
+/// are its outcomes, in successor order.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct BranchMeta {
+    /// The line of the terminator (the block's last line when it has none).
+    pub loc: Loc,
+    /// Its inline scope.
+    pub scope: ScopeIdx,
+    /// The outcome edges; all leave the same block.
+    pub edges: Vec<EdgeIdx>,
+}
+
+/// What a function's code is made of in source terms (issue 15): its inline scopes, the
+/// lines of every block in instruction order, and its branches. All empty when the
+/// instrumenter recorded nothing (no debug info).
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct SourceMeta {
+    /// Inline scopes; `s0`, the function's own body, first.
+    pub scopes: Vec<ScopeMeta>,
+    /// Per block (empty, or one entry per block): its lines in instruction order, consecutive
+    /// repeats merged.
+    pub lines: Vec<Vec<LineRun>>,
+    /// Conditional branches and switches.
+    pub branches: Vec<BranchMeta>,
+}
+
 /// One function of a module.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct FunctionMeta {
@@ -252,6 +325,9 @@ pub struct FunctionMeta {
     pub paths: Option<PathMeta>,
     /// Events mode: events per block and the inclusive counters.
     pub events: Option<EventMeta>,
+    /// Source lines, inline scopes and branches.
+    #[serde(default)]
+    pub source: SourceMeta,
 }
 
 impl FunctionMeta {
@@ -339,6 +415,9 @@ pub struct ModuleMeta {
     pub files: Vec<String>,
     /// The instrumented functions.
     pub functions: Vec<FunctionMeta>,
+    /// Source functions named by [`ScopeMeta::func`].
+    #[serde(default)]
+    pub source_fns: Vec<SourceFn>,
     /// Defined functions that were not instrumented.
     pub skipped: Vec<SkippedFunction>,
     /// Events mode: what an event is (`insns`, `blocks`, `calls`, `mem`); counter 0 of the module

@@ -783,6 +783,7 @@ mod tests {
             num_counters,
             files: vec![source.into()],
             functions: vec![],
+            source_fns: vec![],
             skipped: vec![],
             event_kind: None,
         }
@@ -810,6 +811,7 @@ mod tests {
             unknown_edges: Vec::new(),
             paths: None,
             events: None,
+            source: Default::default(),
         };
         f.cfg_hash = f.cfg().unwrap().shape_hash();
         ModuleMeta {
@@ -1053,7 +1055,7 @@ mod tests {
         };
         assert_eq!(
             err(&p.write()),
-            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 5)"
+            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 6)"
         );
         let blob = b"garbage!".to_vec();
         let p = Profile {

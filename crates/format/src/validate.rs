@@ -20,6 +20,12 @@
 //!   where it is recomputed (tally-report, against [`PathMeta::numbering`](crate::PathMeta));
 //! - events (events modules only): one `per_block` entry per block; the inclusive counter and
 //!   each call site's counter inside the function's counters; each call site's block a block;
+//! - source lines (issue 15): every source function's location in the file table; per
+//!   function, no lines at all or one list per block, and then at least one scope; `s0` its
+//!   own parent, every other scope's parent below it (so the inline chains end), every scope's
+//!   source function in the module's table and call location in the file table; every line
+//!   run's scope a scope, its line not 0 and its file listed; every branch with at least two
+//!   outcome edges that exist, all leaving one block, its scope a scope and its file listed;
 //! - the module: `event_kind` present exactly in events modules.
 //!
 //! Every failure is an [`InvalidMeta`]: the module's source file, the function, and what is
@@ -33,6 +39,7 @@ use thiserror::Error;
 
 use crate::meta::{
     BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, Loc, ModuleMeta, PathStorage, Probe,
+    ScopeIdx, SourceFnIdx,
 };
 
 /// Metadata that decodes but breaks the contract: where, and what.
@@ -172,6 +179,52 @@ pub enum Problem {
         /// Counters of the function.
         counters: usize,
     },
+    /// Source lines that do not match the blocks, or lines without a scope.
+    #[error("{found} block line lists for {blocks} blocks and {scopes} scopes")]
+    SourceLines {
+        /// Line lists stored.
+        found: usize,
+        /// `num_blocks`.
+        blocks: u32,
+        /// Scopes stored.
+        scopes: usize,
+    },
+    /// A scope, line run or branch that names a scope it cannot (a missing one, or a parent
+    /// that is not an earlier scope).
+    #[error("{what} names scope {scope} but {why}")]
+    Scope {
+        /// Who names it.
+        what: String,
+        /// The scope named.
+        scope: ScopeIdx,
+        /// What is wrong.
+        why: String,
+    },
+    /// A scope naming a source function the module does not list.
+    #[error("scope s{scope} names {func} but the module lists {funcs} source functions")]
+    SourceFunction {
+        /// The scope.
+        scope: usize,
+        /// The source function named.
+        func: SourceFnIdx,
+        /// Length of the source function table.
+        funcs: usize,
+    },
+    /// A line run on line 0.
+    #[error("block n{block} lists a line run on line 0")]
+    LineZero {
+        /// The block.
+        block: usize,
+    },
+    /// A branch with fewer than two outcomes, an outcome edge that does not exist, or
+    /// outcomes leaving different blocks.
+    #[error("branch #{branch} {why}")]
+    Branch {
+        /// Index of the branch.
+        branch: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// A call site in a block the function does not have.
     #[error("call site #{site} is in block {block} but it has {blocks} blocks")]
     CallBlock {
@@ -245,6 +298,15 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
             },
             mode: m.mode.name(),
         }));
+    }
+    for (i, sf) in m.source_fns.iter().enumerate() {
+        if let Some(file) = sf.loc.file.filter(|f| f.index() >= m.files.len()) {
+            return Err(module_err(Problem::File {
+                what: format!("source function #{i}"),
+                file,
+                files: m.files.len(),
+            }));
+        }
     }
     let hashed = m
         .functions
@@ -364,6 +426,7 @@ fn function(
         }
         Ok(())
     };
+    source(m, f, &cfg, &check_loc)?;
     check_edges("zero edges", &f.zero_edges)?;
     check_edges("unknown edges", &f.unknown_edges)?;
 
@@ -441,6 +504,91 @@ fn function(
             }
             counter(&|| format!("call site #{site}"), c.counter)?;
         }
+    }
+    Ok(())
+}
+
+/// Checks that a location's file is listed; the closure names whose location it is.
+type CheckLoc<'a> = dyn Fn(&Loc, &dyn Fn() -> String) -> Result<(), Problem> + 'a;
+
+/// Checks a function's source lines, scopes and branches (see the module doc).
+fn source(
+    m: &ModuleMeta,
+    f: &FunctionMeta,
+    cfg: &tally_graph::Cfg,
+    check_loc: &CheckLoc,
+) -> Result<(), Problem> {
+    let s = &f.source;
+    let has_lines = !s.lines.is_empty() || !s.branches.is_empty();
+    if (!s.lines.is_empty() && s.lines.len() != f.num_blocks as usize)
+        || (has_lines && s.scopes.is_empty())
+    {
+        return Err(Problem::SourceLines {
+            found: s.lines.len(),
+            blocks: f.num_blocks,
+            scopes: s.scopes.len(),
+        });
+    }
+    let scope_ok = |what: &dyn Fn() -> String, scope: ScopeIdx| {
+        if scope.index() < s.scopes.len() {
+            Ok(())
+        } else {
+            Err(Problem::Scope {
+                what: what(),
+                scope,
+                why: format!("the function has {} scopes", s.scopes.len()),
+            })
+        }
+    };
+    for (i, sc) in s.scopes.iter().enumerate() {
+        let parent_ok = if i == 0 {
+            sc.parent.index() == 0
+        } else {
+            sc.parent.index() < i
+        };
+        if !parent_ok {
+            return Err(Problem::Scope {
+                what: format!("scope s{i}"),
+                scope: sc.parent,
+                why: "a parent must be an earlier scope (s0 its own)".into(),
+            });
+        }
+        if let Some(func) = sc.func.filter(|x| x.index() >= m.source_fns.len()) {
+            return Err(Problem::SourceFunction {
+                scope: i,
+                func,
+                funcs: m.source_fns.len(),
+            });
+        }
+        check_loc(&sc.call, &|| format!("scope s{i}"))?;
+    }
+    for (b, runs) in s.lines.iter().enumerate() {
+        for r in runs {
+            if r.loc.line == 0 {
+                return Err(Problem::LineZero { block: b });
+            }
+            check_loc(&r.loc, &|| format!("a line of block n{b}"))?;
+            scope_ok(&|| format!("a line of block n{b}"), r.scope)?;
+        }
+    }
+    for (i, br) in s.branches.iter().enumerate() {
+        let bad = |why: String| Err(Problem::Branch { branch: i, why });
+        if br.edges.len() < 2 {
+            return bad(format!("has {} outcomes", br.edges.len()));
+        }
+        let mut src = None;
+        for &e in &br.edges {
+            if e.index() >= cfg.num_edges() {
+                return bad(format!("names {e}, which the function does not have"));
+            }
+            let from = cfg.edge(e.edge()).src;
+            if cfg.is_exit(from) || src.is_some_and(|s| s != from) {
+                return bad("has outcomes that do not leave one block".into());
+            }
+            src = Some(from);
+        }
+        check_loc(&br.loc, &|| format!("branch #{i}"))?;
+        scope_ok(&|| format!("branch #{i}"), br.scope)?;
     }
     Ok(())
 }

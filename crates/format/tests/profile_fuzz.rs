@@ -48,6 +48,7 @@ fn function(name: &str, base: u32) -> FunctionMeta {
         unknown_edges: Vec::new(),
         paths: None,
         events: None,
+        source: Default::default(),
     };
     f.cfg_hash = f.cfg().unwrap().shape_hash();
     f
@@ -65,6 +66,7 @@ fn module(source: &str, nfun: u32, counters: &[u64]) -> ProfileModule {
         num_counters,
         files: vec![source.into()],
         functions,
+        source_fns: vec![],
         skipped: vec![],
         event_kind: None,
     };

@@ -193,7 +193,7 @@ pub(crate) struct SrcPos {
 }
 
 /// Joins a DIFile's directory and file name.
-fn difile_path(file: LLVMMetadataRef) -> Option<String> {
+pub(crate) fn difile_path(file: LLVMMetadataRef) -> Option<String> {
     if file.is_null() {
         return None;
     }

@@ -4,7 +4,8 @@
 //! an *optimized* module (bitcode or text IR), and for every defined function:
 //!
 //! 1. [`lower`](lower): builds the function's [`tally_graph::Cfg`] (paper 000 §2) with the
-//!    early-termination edges of §3.2, and remembers the IR position of every vertex and edge;
+//!    early-termination edges of §3.2, and remembers the IR position of every vertex and edge
+//!    ([`lines`]: the source lines, inline scopes and branches the metadata records);
 //! 2. plans it in the chosen mode ([`modes`]: one file per mode, behind one trait; the mode's
 //!    facts come from `tally_format::mode::MODES`);
 //! 3. emits its instrumentation (the mode's code, on the shared toolkit: [`emit`] helpers,
@@ -24,6 +25,7 @@ mod ends;
 mod estimate;
 mod frame;
 mod ir;
+mod lines;
 mod lower;
 mod modes;
 mod module;
@@ -44,10 +46,7 @@ use inkwell::memory_buffer::MemoryBuffer;
 use ir::Val;
 use llvm_sys::core as c;
 use llvm_sys::LLVMLinkage;
-use std::collections::HashMap;
-use tally_format::{
-    CounterIdx, FileIdx, FunctionMeta, Linkage, Loc, ModuleMeta, PathStorage, SkippedFunction,
-};
+use tally_format::{CounterIdx, FunctionMeta, Linkage, ModuleMeta, PathStorage, SkippedFunction};
 use thiserror::Error;
 
 /// Numbers describing one instrumented module.
@@ -155,38 +154,14 @@ fn linkage_of(f: Val) -> Linkage {
     }
 }
 
-/// File table for [`Loc`]s.
-#[derive(Default)]
-struct Files {
-    names: Vec<String>,
-    index: HashMap<String, u32>,
-}
-
-impl Files {
-    fn loc(&mut self, p: &ir::SrcPos) -> Loc {
-        let file = p.file.as_ref().map(|f| {
-            if let Some(&i) = self.index.get(f) {
-                i
-            } else {
-                let i = self.names.len() as u32;
-                self.names.push(f.clone());
-                self.index.insert(f.clone(), i);
-                i
-            }
-        });
-        Loc {
-            file: file.map(FileIdx),
-            line: p.line,
-        }
-    }
-}
-
 /// A function's lowering and plan, between planning and emission.
 struct Planned {
     func: Val,
     name: String,
     lowered: lower::Lowered,
     plan: Box<dyn modes::FnPlan>,
+    /// Source lines, scopes and branches, read before instrumentation.
+    source: tally_format::SourceMeta,
 }
 
 /// Instruments an optimized module given as bitcode or textual IR: lower every function, plan
@@ -202,7 +177,9 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let mode = modes::of(opts.mode);
     let mut stats = Stats::default();
     let mut skipped = Vec::new();
-    let work = lower_and_plan(&module, mode, opts, &mut stats, &mut skipped);
+    // Source lines are read from the IR as lowered, before any instrumentation changes it.
+    let mut files = lines::Tables::default();
+    let work = lower_and_plan(&module, mode, opts, &mut stats, &mut skipped, &mut files);
 
     // The counter array and path tables are sized before any code is emitted.
     let reserved = opts.mode.reserved_counters();
@@ -216,7 +193,6 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         opts.atomic,
     );
 
-    let mut files = Files::default();
     let mut functions = Vec::with_capacity(work.len());
     let mut path_fallbacks = Vec::new();
     let mut mem2reg = false;
@@ -251,8 +227,9 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         producer: format!("tally {}", env!("CARGO_PKG_VERSION")),
         mode: opts.mode,
         num_counters: total as u32,
-        files: files.names,
+        files: files.files,
         functions,
+        source_fns: files.source_fns,
         skipped,
         event_kind: opts
             .mode
@@ -283,6 +260,7 @@ fn lower_and_plan(
     opts: &Options,
     stats: &mut Stats,
     skipped: &mut Vec<SkippedFunction>,
+    files: &mut lines::Tables,
 ) -> Vec<Planned> {
     let m = module.as_mut_ptr();
     let kinds = ends::AttrKinds::lookup();
@@ -321,6 +299,7 @@ fn lower_and_plan(
             }
             None => None,
         };
+        let source = lines::source_meta(fv, &l, files);
         let cx = modes::PlanCx {
             l: &l,
             weights: weights.as_ref(),
@@ -330,6 +309,7 @@ fn lower_and_plan(
             Ok(plan) => work.push(Planned {
                 func: fv,
                 name,
+                source,
                 lowered: l,
                 plan,
             }),
@@ -345,7 +325,7 @@ fn function_meta(
     w: &Planned,
     out: &modes::Emitted,
     base: usize,
-    files: &mut Files,
+    files: &mut lines::Tables,
 ) -> FunctionMeta {
     let l = &w.lowered;
     let fpos = ir::function_pos(w.func);
@@ -377,6 +357,7 @@ fn function_meta(
         unknown_edges: out.unknown_edges.iter().map(|&e| e.into()).collect(),
         paths: out.paths.clone(),
         events: out.events.clone(),
+        source: w.source.clone(),
     }
 }
 

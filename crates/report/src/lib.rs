@@ -10,12 +10,18 @@
 //! see `tally_format::validate`); path numberings are checked here, where they are recomputed,
 //! against the fingerprint the instrumenter stored (`PathMeta::numbering`).
 //!
-//! [`analyze`] does the arithmetic; [`render`] prints text and JSON.
+//! [`analyze`] does the arithmetic; [`render`] prints text and JSON. [`source`] turns the
+//! counts into line, branch and function counts (issue 15), which [`show`] prints as annotated
+//! source and a per-line report, and [`lcov`] and [`cobertura`] export.
 #![deny(missing_docs)]
 
+pub mod cobertura;
+pub mod lcov;
 mod modes;
 pub mod placements;
 pub mod render;
+pub mod show;
+pub mod source;
 #[cfg(any(test, feature = "testing"))]
 pub mod trace;
 
@@ -128,6 +134,9 @@ pub struct FunctionReport {
     /// multi-threaded program built without `--tally-atomic`, a thread still running at exit,
     /// or a damaged profile); its counts are then unknown. `None` when they are exact.
     pub inconsistent: Option<String>,
+    /// The function's source lines, inline scopes and branches as its metadata records them
+    /// (read by [`source::model`]).
+    pub source: source::FunctionSource,
 }
 
 /// Events of one function (events mode).
@@ -326,6 +335,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
     let mut events_total: Option<(String, u64)> = None;
     for m in &profile.modules {
         let meta = &m.meta;
+        let tables = source::Tables::of(meta);
         if let Some(kind) = &meta.event_kind {
             let t = m.counters.first().copied().unwrap_or(0);
             let best = events_total.as_ref().map_or(0, |e| e.1);
@@ -460,6 +470,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 paths,
                 events,
                 inconsistent,
+                source: source::FunctionSource::new(&tables, &f.source),
             };
             finish(&mut r);
             if f.linkage == Linkage::Linkonce {

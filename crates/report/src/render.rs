@@ -348,6 +348,9 @@ struct JsonReport<'a> {
     path_entry_sum: u128,
     functions: Vec<JsonFunction<'a>>,
     skipped: Vec<JsonSkipped<'a>>,
+    /// `--lines`: the source-level model (`files`, `source_functions`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    lines: Option<crate::show::LinesJson<'a>>,
 }
 
 #[derive(Serialize)]
@@ -428,7 +431,22 @@ struct JsonSkipped<'a> {
 
 /// Renders the report as JSON (schema `tally-report/1`).
 pub fn json(r: &Report, profile: &str) -> String {
+    json_with(r, profile, None)
+}
+
+/// The JSON report with the source-level model's `files` and `source_functions` added
+/// (`tally report --format json --lines`).
+pub fn json_with_lines(r: &Report, profile: &str, m: &crate::source::SourceModel) -> String {
+    json_with(r, profile, Some(crate::show::lines_json(m)))
+}
+
+fn json_with<'a>(
+    r: &'a Report,
+    profile: &'a str,
+    lines: Option<crate::show::LinesJson<'a>>,
+) -> String {
     let doc = JsonReport {
+        lines,
         schema: "tally-report/1",
         profile,
         program: json_program(&r.program),

@@ -3,7 +3,9 @@
 //! paths and events, bad edge kinds, overlapping counters, names with newlines), wrapped in a
 //! profile whose hashes are right, goes through everything `tally report`, `tally paths` and
 //! `tally placements` do: read, combine, analyze, render text and JSON, paths text and JSON,
-//! placement scores. No case may panic, and every refusal must be one line.
+//! placement scores, and the source-level model with `show`, `report --lines`, LCOV and
+//! Cobertura (issue 15; the metadata's source lines, scopes and branches are generated and
+//! mutated too). No case may panic, and every refusal must be one line.
 //!
 //! The graphs and counts come from tally-graph's test support (random graphs, simulated
 //! executions, the real placements), so valid cases reach the arithmetic; invalid ones are
@@ -23,6 +25,7 @@ use tally_format::{
     BlockIdx, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta, Linkage, Loc,
     Mode, ModuleMeta, PathMeta, PathStorage, Probe, StoredKind,
 };
+use tally_format::{BranchMeta, LineRun, ScopeIdx, ScopeMeta, SourceFn, SourceFnIdx, SourceMeta};
 use tally_graph::paths::{number_paths_limited, NumberedDag};
 use tally_graph::testing::{random_cfg_with, simulate, GenConfig, Rng, SimConfig};
 use tally_graph::{block_counts, heuristic_weights, place_edge_counters, Cfg, EdgeId};
@@ -193,6 +196,7 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
         file: rng.percent(80).then_some(FileIdx(0)),
         line: rng.below(50) as u32,
     };
+    let source = source_meta(rng, &cfg);
     let f = FunctionMeta {
         name,
         linkage: rng
@@ -209,8 +213,86 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
         unknown_edges,
         paths,
         events,
+        source,
     };
     Built { f, values, entries }
+}
+
+/// Source lines of a random graph: scopes in a random inline tree, a few line runs per block,
+/// a branch for every block with two or more flow edges out (sometimes none at all).
+fn source_meta(rng: &mut Rng, cfg: &Cfg) -> SourceMeta {
+    if rng.percent(15) {
+        return SourceMeta::default();
+    }
+    let scopes: Vec<ScopeMeta> = (0..1 + rng.below(4))
+        .map(|i| ScopeMeta {
+            func: rng
+                .percent(90)
+                .then(|| SourceFnIdx(rng.below(SOURCE_FNS) as u32)),
+            parent: ScopeIdx(if i == 0 { 0 } else { rng.below(i) as u32 }),
+            call: Loc {
+                file: Some(FileIdx(0)),
+                line: if i == 0 { 0 } else { 1 + rng.below(40) as u32 },
+            },
+        })
+        .collect();
+    let lines = cfg
+        .blocks()
+        .map(|_| {
+            (0..rng.below(4))
+                .map(|_| LineRun {
+                    loc: Loc {
+                        file: rng.percent(90).then_some(FileIdx(0)),
+                        line: 1 + rng.below(12) as u32,
+                    },
+                    scope: ScopeIdx(rng.below(scopes.len()) as u32),
+                })
+                .collect()
+        })
+        .collect();
+    let mut branches = Vec::new();
+    for n in cfg.blocks() {
+        let out: Vec<EdgeIdx> = cfg
+            .edges()
+            .filter(|(_, e)| e.src == n && e.kind == tally_graph::EdgeKind::Flow)
+            .map(|(id, _)| EdgeIdx::from(id))
+            .collect();
+        if out.len() >= 2 {
+            branches.push(BranchMeta {
+                loc: Loc {
+                    file: Some(FileIdx(0)),
+                    line: 1 + rng.below(12) as u32,
+                },
+                scope: ScopeIdx(0),
+                edges: out,
+            });
+        }
+    }
+    SourceMeta {
+        scopes,
+        lines,
+        branches,
+    }
+}
+
+/// Source functions listed per module.
+const SOURCE_FNS: usize = 3;
+
+fn source_fns() -> Vec<SourceFn> {
+    (0..SOURCE_FNS)
+        .map(|i| SourceFn {
+            name: format!("sf{i}"),
+            linkage_name: if i == 2 {
+                "_Z3sf2v".into()
+            } else {
+                String::new()
+            },
+            loc: Loc {
+                file: Some(FileIdx(0)),
+                line: 1 + i as u32,
+            },
+        })
+        .collect()
 }
 
 /// A module in `mode` with up to four functions; returns the module and its path entries.
@@ -242,6 +324,7 @@ fn build_module(rng: &mut Rng, mode: Mode, source: &str, names: &[&str]) -> Prof
         num_counters: base,
         files: vec![format!("/nonexistent/{source}")],
         functions,
+        source_fns: source_fns(),
         skipped: vec![],
         event_kind: events.then(|| "insns".to_string()),
     };
@@ -279,6 +362,10 @@ fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
     let nfun = nf as u32;
     let f = &mut meta.functions[fi];
     let nb = f.num_blocks;
+    if rng.percent(25) {
+        mutate_source(rng, &mut f.source, nb, f.edges.len() as u32 + 1);
+        return;
+    }
     match rng.below(26) {
         0 => {
             let i = rng.below(f.edges.len().max(1));
@@ -468,6 +555,73 @@ fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
     }
 }
 
+/// One mutation of a function's source lines.
+fn mutate_source(rng: &mut Rng, s: &mut SourceMeta, nb: u32, ne: u32) {
+    let ns = s.scopes.len() as u32;
+    match rng.below(10) {
+        0 => {
+            let n = rng.below(s.lines.len() + 2);
+            s.lines.resize(n, Vec::new());
+        }
+        1 => s.scopes.clear(),
+        2 => {
+            if let Some(sc) = s.scopes.last_mut() {
+                sc.parent = ScopeIdx(wild(rng, ns));
+            }
+        }
+        3 => {
+            if let Some(sc) = s.scopes.first_mut() {
+                sc.func = Some(SourceFnIdx(wild(rng, SOURCE_FNS as u32)));
+            }
+        }
+        4 => {
+            if let Some(r) = s.lines.iter_mut().flatten().next() {
+                r.scope = ScopeIdx(wild(rng, ns));
+            }
+        }
+        5 => {
+            if let Some(r) = s.lines.iter_mut().flatten().next() {
+                r.loc.line = if rng.percent(50) { 0 } else { u32::MAX };
+            }
+        }
+        6 => {
+            if let Some(r) = s.lines.iter_mut().flatten().next() {
+                r.loc.file = Some(FileIdx(wild(rng, 1)));
+            }
+        }
+        7 => {
+            if let Some(b) = s.branches.first_mut() {
+                match rng.below(3) {
+                    0 => b.edges.truncate(1),
+                    1 => b.edges.push(EdgeIdx(wild(rng, ne))),
+                    _ => b.scope = ScopeIdx(wild(rng, ns)),
+                }
+            }
+        }
+        8 => s.branches.push(BranchMeta {
+            loc: Loc {
+                file: Some(FileIdx(0)),
+                line: wild(rng, 10),
+            },
+            scope: ScopeIdx(0),
+            edges: (0..rng.below(4)).map(|_| EdgeIdx(wild(rng, ne))).collect(),
+        }),
+        _ => {
+            // A line run in a block that may not exist.
+            let b = wild(rng, nb) as usize;
+            if let Some(runs) = s.lines.get_mut(b) {
+                runs.push(LineRun {
+                    loc: Loc {
+                        file: Some(FileIdx(0)),
+                        line: wild(rng, 10).max(1),
+                    },
+                    scope: ScopeIdx(wild(rng, ns)),
+                });
+            }
+        }
+    }
+}
+
 /// What happened to one case.
 #[derive(Debug, PartialEq, Eq)]
 enum Outcome {
@@ -524,6 +678,23 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
             tally_report::render::text(&r, "t", &o);
         }
         tally_report::render::json(&r, "t");
+        // The source-level model and everything that renders it (issue 15).
+        let m = tally_report::source::model(&r);
+        let all = |_: &tally_report::source::SourceFunction| true;
+        for function in [None, Some(&all as &dyn Fn(&_) -> bool)] {
+            tally_report::show::show(
+                &m,
+                &tally_report::show::ShowOptions {
+                    function,
+                    files: vec![],
+                    branches: true,
+                },
+            );
+        }
+        tally_report::show::lines_text(&m, "t", 0, false);
+        tally_report::render::json_with_lines(&r, "t", &m);
+        tally_report::lcov::lcov(&m, "t");
+        tally_report::cobertura::cobertura(&m);
         tally_report::render::paths_text(&r, "t", 10, false);
         tally_report::render::paths_text(&r, "t", 0, true);
         tally_report::render::paths_json(&r, "t");
@@ -677,6 +848,7 @@ fn a_different_numbering_is_refused() {
             numbering: numbered.fingerprint() ^ 1,
         }),
         events: None,
+        source: Default::default(),
     };
     let meta = ModuleMeta {
         source: "p.c".into(),
@@ -685,6 +857,7 @@ fn a_different_numbering_is_refused() {
         num_counters: total as u32,
         files: vec![],
         functions: vec![f],
+        source_fns: vec![],
         skipped: vec![],
         event_kind: None,
     };

@@ -50,6 +50,7 @@ impl Module {
             num_counters: n,
             files: vec![source.into()],
             functions: vec![],
+            source_fns: vec![],
             skipped: vec![],
             event_kind: None,
         };

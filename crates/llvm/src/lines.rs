@@ -1,0 +1,254 @@
+//! The source side of a lowered function for the metadata (issue 15): every line each vertex's
+//! instructions belong to, in instruction order, with the inline scope each comes from (the
+//! `inlinedAt` chain of its `DILocation`, one [`ScopeMeta`] per inlined call), the module's
+//! table of source functions (`DISubprogram`s), and every conditional branch and switch with
+//! the line it sits on and the graph edges that are its outcomes.
+//!
+//! The report turns these into line, branch and function counts (tally-report's `source`
+//! module). Nothing here changes the IR.
+
+use crate::ir::{self, SrcPos, Val};
+use crate::lower::{EdgeIr, Lowered};
+use llvm_sys::core as c;
+use llvm_sys::debuginfo as di;
+use llvm_sys::debuginfo::LLVMMetadataKind;
+use llvm_sys::prelude::{LLVMContextRef, LLVMMetadataRef, LLVMValueRef};
+use llvm_sys::LLVMOpcode;
+use std::collections::HashMap;
+use tally_format::{
+    BranchMeta, EdgeIdx, FileIdx, LineRun, Loc, ScopeIdx, ScopeMeta, SourceFn, SourceFnIdx,
+    SourceMeta,
+};
+
+/// The module's file and source-function tables, shared by its functions.
+#[derive(Default)]
+pub(crate) struct Tables {
+    pub files: Vec<String>,
+    file_index: HashMap<String, u32>,
+    pub source_fns: Vec<SourceFn>,
+    /// `DISubprogram` (by address) -> index in `source_fns`.
+    fn_index: HashMap<usize, u32>,
+}
+
+impl Tables {
+    /// The metadata location of a resolved position.
+    pub(crate) fn loc(&mut self, p: &SrcPos) -> Loc {
+        let file = p.file.as_ref().map(|f| match self.file_index.get(f) {
+            Some(&i) => i,
+            None => {
+                let i = self.files.len() as u32;
+                self.files.push(f.clone());
+                self.file_index.insert(f.clone(), i);
+                i
+            }
+        });
+        Loc {
+            file: file.map(FileIdx),
+            line: p.line,
+        }
+    }
+
+    /// The index of a `DISubprogram`, added on first sight.
+    fn source_fn(&mut self, ctx: LLVMContextRef, sp: LLVMMetadataRef) -> SourceFnIdx {
+        if let Some(&i) = self.fn_index.get(&(sp as usize)) {
+            return SourceFnIdx(i);
+        }
+        let name = md_string_operand(ctx, sp, 2).unwrap_or_default();
+        let linkage_name = md_string_operand(ctx, sp, 3).unwrap_or_default();
+        let pos = SrcPos {
+            file: ir::difile_path(unsafe { di::LLVMDIScopeGetFile(sp) }),
+            line: unsafe { di::LLVMDISubprogramGetLine(sp) },
+        };
+        let loc = self.loc(&pos);
+        let i = self.source_fns.len() as u32;
+        self.source_fns.push(SourceFn {
+            name,
+            linkage_name,
+            loc,
+        });
+        self.fn_index.insert(sp as usize, i);
+        SourceFnIdx(i)
+    }
+}
+
+/// Operand `i` of a metadata node, as a value (`None` when absent or null).
+fn md_operand(ctx: LLVMContextRef, md: LLVMMetadataRef, i: u32) -> Option<LLVMValueRef> {
+    let v = unsafe { c::LLVMMetadataAsValue(ctx, md) };
+    let n = unsafe { c::LLVMGetMDNodeNumOperands(v) };
+    if i >= n {
+        return None;
+    }
+    let mut ops = vec![std::ptr::null_mut(); n as usize];
+    unsafe { c::LLVMGetMDNodeOperands(v, ops.as_mut_ptr()) };
+    let op = ops[i as usize];
+    (!op.is_null()).then_some(op)
+}
+
+/// Operand `i` of a metadata node when it is a non-empty string.
+fn md_string_operand(ctx: LLVMContextRef, md: LLVMMetadataRef, i: u32) -> Option<String> {
+    let v = md_operand(ctx, md, i)?;
+    let mut len = 0u32;
+    let p = unsafe { c::LLVMGetMDString(v, &mut len) };
+    if p.is_null() || len == 0 {
+        return None;
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len as usize) };
+    Some(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// The `DISubprogram` a local scope belongs to: lexical blocks are walked up through their
+/// parent scope (operand 1 of `DILexicalBlock` and `DILexicalBlockFile`).
+fn subprogram_of(ctx: LLVMContextRef, mut scope: LLVMMetadataRef) -> Option<LLVMMetadataRef> {
+    // Scopes nest as deep as the source's blocks; the bound only guards against a cycle.
+    for _ in 0..10_000 {
+        if scope.is_null() {
+            return None;
+        }
+        match unsafe { di::LLVMGetMetadataKind(scope) } {
+            LLVMMetadataKind::LLVMDISubprogramMetadataKind => return Some(scope),
+            LLVMMetadataKind::LLVMDILexicalBlockMetadataKind
+            | LLVMMetadataKind::LLVMDILexicalBlockFileMetadataKind => {
+                scope = unsafe { c::LLVMValueAsMetadata(md_operand(ctx, scope, 1)?) };
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Builds the scopes of one function as its instructions name them.
+struct Scopes<'t> {
+    ctx: LLVMContextRef,
+    tables: &'t mut Tables,
+    scopes: Vec<ScopeMeta>,
+    /// `inlinedAt` location (by address) -> scope.
+    index: HashMap<usize, u32>,
+}
+
+impl Scopes<'_> {
+    /// The scope of code whose own scope is `sp_scope` and which was inlined at `at` (null:
+    /// not inlined, `s0`).
+    fn of(&mut self, at: LLVMMetadataRef, sp_scope: LLVMMetadataRef) -> ScopeIdx {
+        // Walk the inlinedAt chain outwards until a known scope (or s0), then create the
+        // missing ones from the outside in, so that every parent comes before its children.
+        let mut chain = Vec::new();
+        let (mut at, mut scope) = (at, sp_scope);
+        let mut parent = 0;
+        while !at.is_null() && chain.len() < 10_000 {
+            if let Some(&i) = self.index.get(&(at as usize)) {
+                parent = i;
+                break;
+            }
+            chain.push((at, scope));
+            scope = unsafe { di::LLVMDILocationGetScope(at) };
+            at = unsafe { di::LLVMDILocationGetInlinedAt(at) };
+        }
+        for &(at, scope) in chain.iter().rev() {
+            let func = subprogram_of(self.ctx, scope).map(|sp| self.tables.source_fn(self.ctx, sp));
+            let call = self.tables.loc(&ir::location_pos(at));
+            let i = self.scopes.len() as u32;
+            self.scopes.push(ScopeMeta {
+                func,
+                parent: ScopeIdx(parent),
+                call,
+            });
+            self.index.insert(at as usize, i);
+            parent = i;
+        }
+        ScopeIdx(parent)
+    }
+
+    /// The line and scope of an instruction, if it has a line.
+    fn run(&mut self, v: Val) -> Option<LineRun> {
+        let dl = v.debug_loc()?;
+        let pos = ir::location_pos(dl);
+        if pos.line == 0 {
+            return None;
+        }
+        let at = unsafe { di::LLVMDILocationGetInlinedAt(dl) };
+        let scope = self.of(at, unsafe { di::LLVMDILocationGetScope(dl) });
+        Some(LineRun {
+            loc: self.tables.loc(&pos),
+            scope,
+        })
+    }
+}
+
+/// Instructions whose location is not code that runs there: debug intrinsics (a variable's
+/// location) and PHIs (promoted memory keeps the location of the store it replaced, so a
+/// loop header's PHIs name lines of code that ran once, before the loop).
+fn is_not_code(v: Val) -> bool {
+    match v.opcode() {
+        LLVMOpcode::LLVMPHI => true,
+        LLVMOpcode::LLVMCall => v
+            .called_function()
+            .is_some_and(|f| f.name().starts_with("llvm.dbg.")),
+        _ => false,
+    }
+}
+
+/// The source lines, scopes and branches of a lowered function (empty without debug info).
+pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> SourceMeta {
+    let Some(sp) = ir::subprogram(func) else {
+        return SourceMeta::default();
+    };
+    let ctx = unsafe { c::LLVMGetTypeContext(c::LLVMTypeOf(func.0)) };
+    let own = tables.source_fn(ctx, sp);
+    let mut s = Scopes {
+        ctx,
+        tables,
+        scopes: vec![ScopeMeta {
+            func: Some(own),
+            parent: ScopeIdx(0),
+            call: Loc::default(),
+        }],
+        index: HashMap::new(),
+    };
+    let mut lines = Vec::with_capacity(l.nodes.len());
+    for n in &l.nodes {
+        let mut runs: Vec<LineRun> = Vec::new();
+        for &v in &n.instrs {
+            if is_not_code(v) {
+                continue;
+            }
+            if let Some(r) = s.run(v) {
+                if runs.last() != Some(&r) {
+                    runs.push(r);
+                }
+            }
+        }
+        lines.push(runs);
+    }
+    // Conditional branches and switches: terminators with two or more successor edges. The
+    // branch sits on the terminator's line, else on the last line of its block.
+    let mut by_term: Vec<(Val, Vec<EdgeIdx>)> = Vec::new();
+    for (i, e) in l.edges.iter().enumerate() {
+        if let EdgeIr::Succ { term, .. } = *e {
+            match by_term.iter_mut().find(|(t, _)| *t == term) {
+                Some((_, edges)) => edges.push(EdgeIdx(i as u32)),
+                None => by_term.push((term, vec![EdgeIdx(i as u32)])),
+            }
+        }
+    }
+    let mut branches = Vec::new();
+    for (term, edges) in by_term {
+        if edges.len() < 2 || !matches!(term.opcode(), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch)
+        {
+            continue;
+        }
+        let src = l.cfg.edge(tally_graph::EdgeId::new(edges[0].index())).src;
+        let at = s.run(term).or_else(|| lines[src.index()].last().copied());
+        if let Some(r) = at {
+            branches.push(BranchMeta {
+                loc: r.loc,
+                scope: r.scope,
+                edges,
+            });
+        }
+    }
+    SourceMeta {
+        scopes: s.scopes,
+        lines,
+        branches,
+    }
+}
