@@ -32,6 +32,10 @@ pub const ABI_VERSION: u32 = 6;
 /// stores the exiting thread's exact event total in the module's counter 0
 /// (`TALLY_MODULE_EVENTS`).
 pub const MODULE_FLAG_EVENTS: u32 = 1;
+/// `struct tally_module.flags`: the counter array is aligned to [`COUNTER_ALIGN`] and its
+/// size is a multiple of it (the entries past `num_counters` are padding), so continuous mode
+/// may map the profile file over it (`TALLY_MODULE_PAGED`). Set by every instrumented module.
+pub const MODULE_FLAG_PAGED: u32 = 2;
 
 /// `struct tally_frame.site` meaning "no early-exit counter" (`TALLY_NO_SITE`, a null pointer).
 pub const NO_SITE: u64 = 0;
@@ -409,6 +413,7 @@ const fn s(name: &'static str, v: i64) -> Define {
 pub const DEFINES: &[Define] = &[
     u("TALLY_ABI_VERSION", ABI_VERSION as u64),
     u("TALLY_MODULE_EVENTS", MODULE_FLAG_EVENTS as u64),
+    u("TALLY_MODULE_PAGED", MODULE_FLAG_PAGED as u64),
     u("TALLY_SITE_PATH_TAG", SITE_PATH_TAG),
     u("TALLY_PATH_HASH_MUL", PATH_HASH_MULTIPLIER),
     u("TALLY_PATH_HOME_BITS", PATH_HOME_BITS as u64),

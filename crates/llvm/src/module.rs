@@ -349,7 +349,8 @@ pub(crate) fn emit_registration(
         let init = struct_value(desc_ty, &abi::TALLY_MODULE, |field| {
             Some(match field {
                 "abi_version" => c::LLVMConstInt(g.i32t, u64::from(ABI_VERSION), 0),
-                "flags" => c::LLVMConstInt(g.i32t, u64::from(flags), 0),
+                // Every array make_globals creates is paged.
+                "flags" => c::LLVMConstInt(g.i32t, u64::from(flags | abi::MODULE_FLAG_PAGED), 0),
                 "hash" => c::LLVMConstInt(g.i64t, hash, 0),
                 "meta" => gmeta,
                 "meta_len" => c::LLVMConstInt(g.i64t, meta.len() as u64, 0),

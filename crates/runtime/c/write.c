@@ -186,8 +186,8 @@ static void out_module(const struct tally_module *m) {
 }
 
 /* Builds an output path into dst: the saved value of a TALLY_* variable with %p and %%
- * expanded, or "<basename of the executable><suffix>" when it is unset or empty (or the
- * process is AT_SECURE: then nothing was saved). Returns 0 (ok), 1 (var=off) or an errno. */
+ * expanded (%c, continuous mode, expands to nothing), or "<basename of the executable><suffix>"
+ * when it is unset or empty (or the process is AT_SECURE: then nothing was saved). Returns 0 (ok), 1 (var=off) or an errno. */
 int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix) {
     size_t n = 0;
     if (ev->set && ev->too_long)
@@ -199,6 +199,8 @@ int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char
         for (const char *s = env; *s; s++) {
             if (s[0] == '%' && s[1] == 'p') {
                 n = put_u64(dst, n, cap, (uint64_t)getpid());
+                s++;
+            } else if (s[0] == '%' && s[1] == 'c') { /* continuous mode: expands to nothing */
                 s++;
             } else if (s[0] == '%' && s[1] == '%') {
                 n = put_str(dst, n, cap, "%");
@@ -641,6 +643,8 @@ void write_profile_locked(void) {
     int err = build_path();
     if (err == 1)
         return;
+    if (!err) /* continuous mode: replace the very file the counters were mapped from */
+        (void)cont_final_path(out.path, sizeof out.path);
     if (err) {
         report_failure(out.path, err);
         return;

@@ -37,6 +37,9 @@ extern "C" {
 /* struct tally_module.flags: the module counts events (events mode); counter 0 receives the
  * exiting thread's total at exit. */
 #define TALLY_MODULE_EVENTS 1u
+/* struct tally_module.flags: the counter array is aligned to TALLY_COUNTER_ALIGN and its size is
+ * a multiple of it (padding past num_counters): continuous mode may map file pages over it. */
+#define TALLY_MODULE_PAGED 2u
 
 /* A struct tally_frame.site with this bit set points at a struct tally_path_site. */
 #define TALLY_SITE_PATH_TAG 1u
@@ -44,7 +47,7 @@ extern "C" {
 /* One per instrumented module (translation unit); emitted by the instrumenter. */
 struct tally_module {
     uint32_t abi_version;      /* TALLY_ABI_VERSION */
-    uint32_t flags;            /* 0 */
+    uint32_t flags;            /* TALLY_MODULE_EVENTS | TALLY_MODULE_PAGED */
     uint64_t hash;             /* FNV-1a 64 of the metadata blob */
     const uint8_t *meta;       /* metadata blob (tally-format meta) */
     uint64_t meta_len;
