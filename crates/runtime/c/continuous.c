@@ -254,6 +254,8 @@ static uint64_t new_record(struct tally_cont *c, const struct tally_module *m, u
 }
 
 static int fork_handler_set;
+static void cont_fork_prepare(void);
+static void cont_fork_parent(void);
 static void cont_fork_child(void);
 
 /* Called by __tally_register with the registry's lock held, after m joined this copy's list. */
@@ -335,7 +337,7 @@ void cont_register(struct tally_registry *r, struct tally_module *m) {
     rec->m = m;
     if (!fork_handler_set) {
         fork_handler_set = 1;
-        (void)pthread_atfork(0, 0, cont_fork_child);
+        (void)pthread_atfork(cont_fork_prepare, cont_fork_parent, cont_fork_child);
     }
 }
 
@@ -359,27 +361,80 @@ int cont_final_path(char *dst, size_t cap) {
     return 1;
 }
 
-/* A fork child: this copy's mapped counters get private pages with the same contents, so that
- * the child never counts into its parent's file; the child goes on in ordinary mode. */
-static void cont_fork_child(void) {
+/* Fork: the child must not count into its parent's file, and must start from the counts as
+ * they were at the fork (the parent goes on incrementing the shared pages as soon as fork
+ * returns in it). The prepare handler (in the forking thread, just before the fork) copies this
+ * copy's mapped counter pages into private anonymous memory, which the child inherits; the
+ * child's handler moves that copy over its counters (mremap: one step), the parent's frees it.
+ * Increments other threads of the parent make between the copy and the fork are not in the
+ * child's counts (a fork of a multi-threaded program). The child goes on in ordinary mode. */
+static int mapped_here(const struct tally_cont *c, const struct tally_module *m,
+                       struct cont_rec **rec) {
+    for (uint64_t i = 0; i < c->count; i++)
+        if (c->recs[i].m == m) {
+            *rec = &c->recs[i];
+            return 1;
+        }
+    return 0;
+}
+
+static struct tally_cont *cont_of_process(void) {
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
-    struct tally_cont *c = r ? r->cont : 0;
-    if (!c)
+    return r ? r->cont : 0;
+}
+
+static void cont_fork_prepare(void) {
+    struct tally_cont *c = cont_of_process();
+    if (!c || c->off)
         return;
     int saved_errno = errno;
+    struct cont_rec *rec;
     for (struct tally_module *m = reg_head; m; m = m->next) {
-        int mapped = 0;
-        for (uint64_t i = 0; i < c->count && !mapped; i++)
-            mapped = c->recs[i].m == m;
-        if (!mapped)
+        if (!mapped_here(c, m, &rec))
             continue;
         size_t len = (size_t)map_len(m);
         void *t = mmap(0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (t == MAP_FAILED)
+        rec->fork_copy = t == MAP_FAILED ? 0 : t;
+        if (rec->fork_copy)
+            memcpy(t, m->counters, len);
+    }
+    errno = saved_errno;
+}
+
+static void cont_fork_parent(void) {
+    struct tally_cont *c = cont_of_process();
+    if (!c)
+        return;
+    struct cont_rec *rec;
+    for (struct tally_module *m = reg_head; m; m = m->next) {
+        if (mapped_here(c, m, &rec) && rec->fork_copy) {
+            (void)munmap(rec->fork_copy, (size_t)map_len(m));
+            rec->fork_copy = 0;
+        }
+    }
+}
+
+static void cont_fork_child(void) {
+    struct tally_cont *c = cont_of_process();
+    if (!c)
+        return;
+    int saved_errno = errno;
+    struct cont_rec *rec;
+    for (struct tally_module *m = reg_head; m; m = m->next) {
+        if (!mapped_here(c, m, &rec))
             continue;
-        memcpy(t, m->counters, len);
+        size_t len = (size_t)map_len(m);
+        void *t = rec->fork_copy;
+        rec->fork_copy = 0;
+        if (!t) { /* no memory at the prepare: copy now (the parent may have counted since) */
+            t = mmap(0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (t == MAP_FAILED)
+                continue;
+            memcpy(t, m->counters, len);
+        }
         if (mremap(t, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)m->counters) == MAP_FAILED)
             (void)munmap(t, len);
+        rec->m = 0; /* no longer mapped from the file */
     }
     c->off = 1;
     if (c->fd >= 0) {

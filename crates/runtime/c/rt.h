@@ -284,6 +284,7 @@ struct cont_rec {
     uint64_t hash, num_counters;
     uint64_t off; /* file offset of its counters (page-aligned) */
     int paths;    /* the module has hashed path tables (its record is never taken back) */
+    void *fork_copy; /* during a fork: a private copy of its counter pages for the child */
 };
 
 /* The state of the process's continuous file, shared by every copy through the registry
