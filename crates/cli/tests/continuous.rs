@@ -267,6 +267,37 @@ fn killed_in_a_loop_reports_interrupted() {
         "{:?}",
         interrupted(&reports[0])
     );
+    // The text report says it too; a merge keeps the profile unfinished.
+    let killed = dir.join("spin-edges-naive.tally");
+    let o = Command::new(tally())
+        .arg("report")
+        .arg(&killed)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("UNFINISHED continuous-mode profile"),
+        "{text}"
+    );
+    assert!(text.contains("INTERRUPTED: spin_forever"), "{text}");
+    assert!(!text.contains("INCONSISTENT"), "{text}");
+    let merged = dir.join("merged.tally");
+    let o = Command::new(tally())
+        .args(["merge", "-o"])
+        .arg(&merged)
+        .arg(&killed)
+        .arg(&killed)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = Profile::read_file(&merged).unwrap();
+    let k = Profile::read_file(&killed).unwrap();
+    assert!(m.unfinished);
+    for (a, b) in m.modules.iter().zip(&k.modules) {
+        let doubled: Vec<u64> = b.counters.iter().map(|c| 2 * c).collect();
+        assert_eq!(a.counters, doubled);
+    }
 }
 
 /// A normal exit in continuous mode (by variable or by `%c`) leaves a finished profile with the
