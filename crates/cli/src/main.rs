@@ -198,18 +198,32 @@ struct PlacementsArgs {
 /// functions whose counts are inconsistent (named on stderr).
 const EXIT_INCONSISTENT: i32 = 3;
 
+/// Exit status of `report`, `paths` and `placements` for an unfinished continuous-mode profile
+/// (the program was killed): exact for every function that was not active at the kill; those
+/// whose counts break the flow law are named on stderr as interrupted.
+const EXIT_UNFINISHED: i32 = 4;
+
 /// Names every function whose counts could not be recovered, one stderr line each, then says
 /// what usually causes it; returns the exit status.
 fn warn_inconsistent(r: &tally_report::Report) -> i32 {
+    let word = r.unrecovered_word();
+    if r.unfinished {
+        eprintln!(
+            "tally: unfinished continuous-mode profile (the program was killed): functions that were not active at the kill are exact; those active at the kill have partial counts, named below as interrupted when their flow does not balance"
+        );
+    }
     let mut n = 0;
     for f in r.inconsistent() {
         n += 1;
         eprintln!(
-            "tally: inconsistent counts in function {} ({}), shown as unknown: {}",
+            "tally: {word} counts in function {} ({}), shown as unknown: {}",
             f.demangled,
             f.module,
             f.inconsistent.as_deref().unwrap_or_default()
         );
+    }
+    if r.unfinished {
+        return EXIT_UNFINISHED;
     }
     if n == 0 {
         return 0;

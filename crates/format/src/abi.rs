@@ -32,6 +32,10 @@ pub const ABI_VERSION: u32 = 6;
 /// stores the exiting thread's exact event total in the module's counter 0
 /// (`TALLY_MODULE_EVENTS`).
 pub const MODULE_FLAG_EVENTS: u32 = 1;
+/// `struct tally_module.flags`: the counter array is aligned to [`COUNTER_ALIGN`] and its
+/// size is a multiple of it (the entries past `num_counters` are padding), so continuous mode
+/// may map the profile file over it (`TALLY_MODULE_PAGED`). Set by every instrumented module.
+pub const MODULE_FLAG_PAGED: u32 = 2;
 
 /// `struct tally_frame.site` meaning "no early-exit counter" (`TALLY_NO_SITE`, a null pointer).
 pub const NO_SITE: u64 = 0;
@@ -74,8 +78,26 @@ pub const PROFILE_VERSION: u32 = 4;
 pub const PROFILE_VERSION_NO_PROGRAM: u32 = 3;
 /// The version before, without checksums either; still read.
 pub const PROFILE_VERSION_NO_CHECKSUM: u32 = 2;
-/// The header flags the runtime writes (none are defined).
+/// The header flags of a finished profile (what the runtime writes at exit and `tally merge`
+/// writes): none.
 pub const PROFILE_FLAGS: u32 = 0;
+/// Header flag of a continuous-mode profile that is not finished (`TALLY_PROFILE_CONTINUOUS`):
+/// the runtime keeps the counters of every module mapped into the file while the program runs
+/// (`TALLY_CONTINUOUS=1` or `%c` in `TALLY_PROFILE`) and replaces it with a finished profile
+/// (flags 0) at a normal exit; a file still carrying the flag was left by a process that was
+/// killed. Such a file may hold padding records ([`PAD_MAGIC`]) before module records, its
+/// checksums are not kept (the counters change under them) and nothing after its last module
+/// record is read (no trailer is required).
+pub const PROFILE_CONTINUOUS: u32 = 1;
+/// Magic bytes of a padding record (`TALLY_PAD_MAGIC`), allowed only in a continuous profile,
+/// before a module record: `"TALLYPAD"  u64 length` (of the whole padding record, at least 16,
+/// a multiple of 8), then zeros. The runtime uses them to put each module's counters at a
+/// page-aligned file offset.
+pub const PAD_MAGIC: &[u8; 8] = b"TALLYPAD";
+/// Alignment, in bytes, of every module's counter array (`__tally_counters`), whose size is
+/// also a multiple of it (`TALLY_COUNTER_ALIGN`): the page size of x86-64 and most aarch64
+/// systems, so that continuous mode can map whole pages of the profile file over it.
+pub const COUNTER_ALIGN: u64 = 4096;
 
 /// Bytes in the profile header: magic, version, flags, module count, pid.
 pub const HEADER_LEN: usize = 32;
@@ -391,6 +413,7 @@ const fn s(name: &'static str, v: i64) -> Define {
 pub const DEFINES: &[Define] = &[
     u("TALLY_ABI_VERSION", ABI_VERSION as u64),
     u("TALLY_MODULE_EVENTS", MODULE_FLAG_EVENTS as u64),
+    u("TALLY_MODULE_PAGED", MODULE_FLAG_PAGED as u64),
     u("TALLY_SITE_PATH_TAG", SITE_PATH_TAG),
     u("TALLY_PATH_HASH_MUL", PATH_HASH_MULTIPLIER),
     u("TALLY_PATH_HOME_BITS", PATH_HOME_BITS as u64),
@@ -404,6 +427,9 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_TRAILER_MAGIC", magic_word(TRAILER_MAGIC)),
     u("TALLY_PROFILE_VERSION", PROFILE_VERSION as u64),
     u("TALLY_PROFILE_FLAGS", PROFILE_FLAGS as u64),
+    u("TALLY_PROFILE_CONTINUOUS", PROFILE_CONTINUOUS as u64),
+    u("TALLY_PAD_MAGIC", magic_word(PAD_MAGIC)),
+    u("TALLY_COUNTER_ALIGN", COUNTER_ALIGN),
     u("TALLY_PROGRAM_PATH_MAX", PROGRAM_PATH_MAX),
     u("TALLY_BUILD_ID_MAX", BUILD_ID_MAX),
     u("TALLY_BUILD_ID_NONE", BUILD_ID_NONE as u64),

@@ -15,6 +15,12 @@
 //! trailer  "TALLYEND"  u64 total file length in bytes (trailer included)
 //! ```
 //!
+//! A continuous-mode profile that is not finished (header flag [`PROFILE_CONTINUOUS`]: the
+//! program was killed while its counters were mapped into the file) may hold padding records
+//! (`"TALLYPAD"  u64 length`, then zeros up to that length) before any module record; its
+//! checksums are not verified (the counters changed under them) and nothing after its last
+//! module record is read. It reads as a [`Profile`] with `unfinished` set.
+//!
 //! Every constant of this layout is in [`crate::abi`], shared with the runtime's writer, which
 //! `crates/runtime/build.rs` checks against it at compile time. Version 3 is the same without
 //! the program record (read with an unknown [`Program`]), version 2 without the checksum
@@ -44,9 +50,9 @@ use thiserror::Error;
 
 use crate::abi::{
     BUILD_ID_GNU, BUILD_ID_MAX, BUILD_ID_MODULES, BUILD_ID_NONE, CHECKSUM_LEN, HEADER_LEN,
-    MODULE_HEADER_LEN, PATH_ENTRY_COUNT, PATH_ENTRY_LEN, PATH_ENTRY_LOST, PROFILE_FLAGS,
-    PROFILE_VERSION_NO_CHECKSUM, PROFILE_VERSION_NO_PROGRAM, PROGRAM_HEADER_LEN, PROGRAM_PATH_MAX,
-    TRAILER_LEN,
+    MODULE_HEADER_LEN, PAD_MAGIC, PATH_ENTRY_COUNT, PATH_ENTRY_LEN, PATH_ENTRY_LOST,
+    PROFILE_CONTINUOUS, PROFILE_FLAGS, PROFILE_VERSION_NO_CHECKSUM, PROFILE_VERSION_NO_PROGRAM,
+    PROGRAM_HEADER_LEN, PROGRAM_PATH_MAX, TRAILER_LEN,
 };
 use crate::meta::{MetaError, ModuleMeta};
 
@@ -61,6 +67,10 @@ pub struct Profile {
     pub program: Program,
     /// The modules, in registration order.
     pub modules: Vec<ProfileModule>,
+    /// A continuous-mode profile left by a process that did not exit normally (header flag
+    /// [`PROFILE_CONTINUOUS`]): functions active when it was killed have counts that do not
+    /// balance, and hashed path counts (path mode) are missing.
+    pub unfinished: bool,
 }
 
 /// The program that wrote a profile: the container's program record.
@@ -248,7 +258,7 @@ pub enum ProfileError {
     #[error("corrupt profile: bad program record ({0})")]
     BadProgram(&'static str),
     /// Header flags this build does not know (version 1 defines none).
-    #[error("profile flags {found:#x} are not supported (this tally reads flags 0)")]
+    #[error("profile flags {found:#x} are not supported (this tally reads flags 0 and {PROFILE_CONTINUOUS})")]
     Flags {
         /// The flags found.
         found: u32,
@@ -256,6 +266,12 @@ pub enum ProfileError {
     /// Something runs past the end of the file, or the trailer is missing or wrong.
     #[error("truncated profile: {0}")]
     Truncated(Truncation),
+    /// A padding record of a continuous profile with a bad length or non-zero bytes.
+    #[error("corrupt profile: bad padding record at byte {offset}")]
+    BadPadding {
+        /// Byte offset of the record.
+        offset: usize,
+    },
     /// A module record does not start with `TALLYMOD`.
     #[error("corrupt profile: module record #{index} at byte {offset} has a bad magic")]
     BadModuleMagic {
@@ -481,6 +497,23 @@ fn read_program(r: &mut Reader<'_>) -> Result<Program, ProfileError> {
     Ok(Program { path, build_id })
 }
 
+/// Skips the padding records before a module record of a continuous profile.
+fn skip_padding(r: &mut Reader<'_>) -> Result<(), ProfileError> {
+    while r.bytes.get(r.pos..r.pos.saturating_add(8)) == Some(&PAD_MAGIC[..]) {
+        let at = r.pos;
+        r.take("a padding record", 8)?;
+        let len = r.u64("the padding length")?;
+        if len < 16 || len % 8 != 0 {
+            return Err(ProfileError::BadPadding { offset: at });
+        }
+        let body = r.take("the padding", len - 16)?;
+        if body.iter().any(|&b| b != 0) {
+            return Err(ProfileError::BadPadding { offset: at });
+        }
+    }
+    Ok(())
+}
+
 /// `len` rounded up to a multiple of 8, if that fits.
 fn pad8(len: u64) -> Option<u64> {
     len.checked_add(7).map(|l| l & !7)
@@ -505,9 +538,10 @@ impl Profile {
         }
         let checksummed = version >= PROFILE_VERSION_NO_PROGRAM;
         let flags = r.u32("the flags")?;
-        if flags != PROFILE_FLAGS {
+        if flags != PROFILE_FLAGS && (flags != PROFILE_CONTINUOUS || version < PROFILE_VERSION) {
             return Err(ProfileError::Flags { found: flags });
         }
+        let unfinished = flags == PROFILE_CONTINUOUS;
         let module_count = r.u64("the module count")?;
         let pid = r.u64("the pid")?;
         let program = if version > PROFILE_VERSION_NO_PROGRAM {
@@ -524,6 +558,9 @@ impl Profile {
         let mut modules = Vec::with_capacity(cap);
         for index in 0..module_count {
             let index = usize::try_from(index).unwrap_or(usize::MAX);
+            if unfinished {
+                skip_padding(&mut r)?;
+            }
             let offset = r.pos;
             let magic = r.take("a module record", MODULE_MAGIC.len() as u64)?;
             if magic != MODULE_MAGIC {
@@ -564,7 +601,7 @@ impl Profile {
                 })
                 .collect();
             let mut module = ProfileModule::from_blob(index, blob.to_vec(), counters)?;
-            if let Some(stored) = checksum {
+            if let Some(stored) = checksum.filter(|_| !unfinished) {
                 let computed = counter_checksum(raw, raw_paths);
                 if computed != stored {
                     return Err(ProfileError::ChecksumMismatch {
@@ -604,6 +641,16 @@ impl Profile {
             modules.push(module);
         }
 
+        if unfinished {
+            // The runtime may have been killed while it appended a module: what follows the
+            // last counted record is not read.
+            return Ok(Profile {
+                pid,
+                program,
+                modules,
+                unfinished,
+            });
+        }
         let at = r.pos;
         let magic = r.take("the trailer", TRAILER_MAGIC.len() as u64)?;
         if magic != TRAILER_MAGIC {
@@ -627,6 +674,7 @@ impl Profile {
             pid,
             program,
             modules,
+            unfinished,
         })
     }
 
@@ -718,7 +766,12 @@ impl Profile {
         let mut out = Vec::with_capacity(HEADER_LEN + program + body + TRAILER_LEN);
         out.extend_from_slice(PROFILE_MAGIC);
         out.extend_from_slice(&PROFILE_VERSION.to_le_bytes());
-        out.extend_from_slice(&PROFILE_FLAGS.to_le_bytes());
+        let flags = if self.unfinished {
+            PROFILE_CONTINUOUS
+        } else {
+            PROFILE_FLAGS
+        };
+        out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&(self.modules.len() as u64).to_le_bytes());
         out.extend_from_slice(&self.pid.to_le_bytes());
         out.extend_from_slice(&(path.len() as u64).to_le_bytes());
@@ -829,6 +882,7 @@ mod tests {
                 ProfileModule::new(meta_with_function(), vec![7]),
                 ProfileModule::new(meta("empty.c", 0), vec![]),
             ],
+            unfinished: false,
         }
     }
 
@@ -852,6 +906,7 @@ mod tests {
             pid: 9,
             program: Default::default(),
             modules: vec![ProfileModule::new(m, vec![5, 6])],
+            unfinished: false,
         };
         let b = p.write();
         assert_eq!(&b[0..8], b"TALLYPRF");
@@ -921,7 +976,7 @@ mod tests {
         b[12] = 2;
         assert_eq!(
             err(&b),
-            "profile flags 0x2 are not supported (this tally reads flags 0)"
+            "profile flags 0x2 are not supported (this tally reads flags 0 and 1)"
         );
     }
 
@@ -940,6 +995,7 @@ mod tests {
             pid: 1,
             program: Default::default(),
             modules: vec![ProfileModule::new(meta("a.c", 2), vec![5, 6])],
+            unfinished: false,
         }
         .write();
         let cut = b.len() - 16 - 8 - 4;
@@ -1052,6 +1108,7 @@ mod tests {
                 counters: vec![],
                 paths: vec![],
             }],
+            unfinished: false,
         };
         assert_eq!(
             err(&p.write()),
@@ -1068,6 +1125,7 @@ mod tests {
                 counters: vec![],
                 paths: vec![],
             }],
+            unfinished: false,
         };
         assert_eq!(
             err(&p.write()),
@@ -1083,6 +1141,7 @@ mod tests {
             pid: 1,
             program: Default::default(),
             modules: vec![m],
+            unfinished: false,
         };
         assert_eq!(
             err(&p.write()),
@@ -1183,6 +1242,7 @@ mod tests {
             pid: 1,
             program: Default::default(),
             modules: vec![m],
+            unfinished: false,
         };
         let b = p.write();
         assert_eq!(Profile::read(&b).unwrap(), p);
@@ -1204,6 +1264,86 @@ mod tests {
             p.write().len() - PROGRAM_HEADER_LEN - 3 * CHECKSUM_LEN
         );
         assert_eq!(Profile::read(&v2).unwrap(), p);
+    }
+
+    /// `p` as an unfinished continuous profile: the flag, a padding record of `pad` bytes
+    /// before every module record, the checksums wrong, no trailer and `tail` after the last
+    /// record (what the runtime leaves when it is killed).
+    fn continuous_bytes(p: &Profile, pad: usize, tail: &[u8]) -> Vec<u8> {
+        let finished = p.write();
+        let mut out = finished[..HEADER_LEN].to_vec();
+        out[12..16].copy_from_slice(&PROFILE_CONTINUOUS.to_le_bytes());
+        let mut at = HEADER_LEN;
+        let prog_end = {
+            let path_len = u64::from_le_bytes(finished[at..at + 8].try_into().unwrap());
+            let id_len = u32::from_le_bytes(finished[at + 12..at + 16].try_into().unwrap());
+            at + PROGRAM_HEADER_LEN + (path_len as usize + id_len as usize).next_multiple_of(8)
+        };
+        out.extend_from_slice(&finished[at..prog_end]);
+        at = prog_end;
+        for m in &p.modules {
+            out.extend_from_slice(PAD_MAGIC);
+            out.extend_from_slice(&(pad as u64).to_le_bytes());
+            out.resize(out.len() + pad - 16, 0);
+            let len = MODULE_HEADER_LEN
+                + m.meta_blob.len().next_multiple_of(8)
+                + 8 * m.counters.len()
+                + CHECKSUM_LEN;
+            out.extend_from_slice(&finished[at..at + len - CHECKSUM_LEN]);
+            out.extend_from_slice(&0xdead_beefu64.to_le_bytes());
+            at += len;
+        }
+        out.extend_from_slice(tail);
+        out
+    }
+
+    #[test]
+    fn unfinished_continuous_profiles_are_read() {
+        let p = sample();
+        let want = Profile {
+            unfinished: true,
+            ..p.clone()
+        };
+        for (pad, tail) in [
+            (16, &b""[..]),
+            (4096, &b"TALLYPAD\x10"[..]),
+            (40, &[7u8; 13][..]),
+        ] {
+            let bytes = continuous_bytes(&p, pad, tail);
+            assert_eq!(Profile::read(&bytes).unwrap(), want, "pad {pad}");
+        }
+        // The writer keeps the flag (the reader ignores its checksums and trailer anyway).
+        assert_eq!(Profile::read(&want.write()).unwrap(), want);
+    }
+
+    #[test]
+    fn bad_continuous_profiles_are_refused() {
+        let p = sample();
+        // Padding only in continuous profiles.
+        let mut bytes = continuous_bytes(&p, 16, b"");
+        bytes[12..16].copy_from_slice(&PROFILE_FLAGS.to_le_bytes());
+        assert!(err(&bytes).contains("bad magic"), "{}", err(&bytes));
+        // A padding record with a bad length, or with non-zero bytes.
+        let at = HEADER_LEN + PROGRAM_HEADER_LEN;
+        for (off, byte) in [(8, 17u8), (8, 8), (16, 1)] {
+            let mut bytes = continuous_bytes(&p, 24, b"");
+            bytes[at + off] = byte;
+            assert!(
+                err(&bytes).contains("bad padding record"),
+                "{}",
+                err(&bytes)
+            );
+        }
+        // A module cut short.
+        let bytes = continuous_bytes(&p, 16, b"");
+        assert!(err(&bytes[..bytes.len() - 9]).starts_with("truncated profile"));
+        // The flag in an old container, or unknown flags.
+        let mut old = write_v3(&p);
+        old[12..16].copy_from_slice(&PROFILE_CONTINUOUS.to_le_bytes());
+        assert!(err(&old).contains("flags 0x1 are not supported"));
+        let mut other = p.write();
+        other[12..16].copy_from_slice(&2u32.to_le_bytes());
+        assert!(err(&other).contains("flags 0x2 are not supported"));
     }
 
     fn with_program(program: Program) -> Profile {

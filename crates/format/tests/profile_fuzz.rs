@@ -88,6 +88,7 @@ fn valid(counters: &[u64], pid: u64) -> Profile {
             module("bb.cc", 1, counters),
             module("empty.c", 0, counters),
         ],
+        unfinished: false,
     }
 }
 

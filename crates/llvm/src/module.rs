@@ -128,12 +128,17 @@ pub(crate) fn make_globals(
         let voidt = c::LLVMVoidTypeInContext(ctx);
         let frame_ty = struct_type(ctx, &abi::TALLY_FRAME);
 
-        let arr_ty = c::LLVMArrayType2(i64t, num_counters.max(1));
+        // Page-aligned and a whole number of pages (abi::COUNTER_ALIGN): continuous mode maps
+        // pages of the profile file over it (ARCHITECTURE.md, "Continuous mode"). The entries
+        // past `num_counters` are padding nothing uses; zero-initialized, the array stays in
+        // .bss, so the padding costs address space, not file size or (untouched) memory.
+        let per_page = abi::COUNTER_ALIGN / 8;
+        let arr_ty = c::LLVMArrayType2(i64t, num_counters.max(1).next_multiple_of(per_page));
         let name = cs("__tally_counters");
         let counters = c::LLVMAddGlobal(m, arr_ty, name.as_ptr());
         c::LLVMSetLinkage(counters, LLVMLinkage::LLVMInternalLinkage);
         c::LLVMSetInitializer(counters, c::LLVMConstNull(arr_ty));
-        c::LLVMSetAlignment(counters, 8);
+        c::LLVMSetAlignment(counters, abi::COUNTER_ALIGN as u32);
 
         let name = cs("__tally_top");
         let mut tls_top = c::LLVMGetNamedGlobal(m, name.as_ptr());
@@ -344,7 +349,8 @@ pub(crate) fn emit_registration(
         let init = struct_value(desc_ty, &abi::TALLY_MODULE, |field| {
             Some(match field {
                 "abi_version" => c::LLVMConstInt(g.i32t, u64::from(ABI_VERSION), 0),
-                "flags" => c::LLVMConstInt(g.i32t, u64::from(flags), 0),
+                // Every array make_globals creates is paged.
+                "flags" => c::LLVMConstInt(g.i32t, u64::from(flags | abi::MODULE_FLAG_PAGED), 0),
                 "hash" => c::LLVMConstInt(g.i64t, hash, 0),
                 "meta" => gmeta,
                 "meta_len" => c::LLVMConstInt(g.i64t, meta.len() as u64, 0),

@@ -160,8 +160,26 @@ fn emitted_structs_have_the_abi_layout() {
                 abi::MODULE_FLAG_EVENTS
             } else {
                 0
-            };
+            } | abi::MODULE_FLAG_PAGED;
             assert_eq!(flags, u64::from(want), "{mode:?}: flags");
+            // Continuous mode maps whole pages over the counter array: aligned, whole pages,
+            // at least num_counters entries.
+            let counters = global(m, "__tally_counters");
+            assert_eq!(
+                u64::from(c::LLVMGetAlignment(counters)),
+                abi::COUNTER_ALIGN,
+                "{mode:?}"
+            );
+            let len = c::LLVMGetArrayLength2(c::LLVMGlobalGetValueType(counters));
+            assert_eq!(
+                (len * 8) % abi::COUNTER_ALIGN,
+                0,
+                "{mode:?}: {len} counters"
+            );
+            assert!(
+                len >= init_field(desc, &abi::TALLY_MODULE, "num_counters"),
+                "{mode:?}"
+            );
             if mode == Mode::Path {
                 let f = c::LLVMGetNamedFunction(m, c"many".as_ptr());
                 assert!(!f.is_null());

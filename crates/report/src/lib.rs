@@ -222,9 +222,25 @@ pub struct Report {
     pub path_entry_sum: u128,
     /// Events mode: what an event is, and the exiting thread's exact total.
     pub events: Option<(String, u64)>,
+    /// The profile is an unfinished continuous-mode profile (the program was killed): the
+    /// functions whose counts break the flow law are *interrupted* (active at the kill) rather
+    /// than inconsistent, and functions active at the kill may also have partial counts that
+    /// balance (ARCHITECTURE.md, "Continuous mode").
+    pub unfinished: bool,
 }
 
 impl Report {
+    /// What a function whose counts could not be recovered is called: `"interrupted"` in an
+    /// unfinished continuous profile (it was active when the program was killed), else
+    /// `"inconsistent"`.
+    pub fn unrecovered_word(&self) -> &'static str {
+        if self.unfinished {
+            "interrupted"
+        } else {
+            "inconsistent"
+        }
+    }
+
     /// The functions whose counts could not be recovered.
     pub fn inconsistent(&self) -> impl Iterator<Item = &FunctionReport> {
         self.functions.iter().filter(|f| f.inconsistent.is_some())
@@ -261,6 +277,7 @@ pub fn combine(
             }
             a.paths = merge_path_entries(&a.paths, &b.paths)?;
         }
+        sum.unfinished |= p.unfinished;
         if p.program != sum.program {
             sum.program = Default::default();
         }
@@ -500,6 +517,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
         counter_sum,
         path_entry_sum,
         events: events_total,
+        unfinished: profile.unfinished,
     })
 }
 

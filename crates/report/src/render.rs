@@ -212,10 +212,17 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
         .iter()
         .fold(0u64, |a, f| a.saturating_add(f.block_executions));
     let _ = writeln!(s, "block executions: {total}\n");
+    if r.unfinished {
+        let _ = writeln!(
+            s,
+            "UNFINISHED continuous-mode profile (the program was killed): functions active at the kill have partial counts\n"
+        );
+    }
     for f in r.inconsistent() {
         let _ = writeln!(
             s,
-            "INCONSISTENT: {} ({}): counts unknown: {}",
+            "{}: {} ({}): counts unknown: {}",
+            r.unrecovered_word().to_uppercase(),
             f.demangled,
             f.module,
             f.inconsistent.as_deref().unwrap_or_default()
@@ -276,7 +283,8 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
             f.counters
         );
         if let Some(why) = &f.inconsistent {
-            let _ = writeln!(s, "   INCONSISTENT, counts unknown: {why}");
+            let word = r.unrecovered_word().to_uppercase();
+            let _ = writeln!(s, "   {word}, counts unknown: {why}");
         }
         let mut blocks: Vec<_> = f.blocks.iter().collect();
         blocks.sort_by(|a, b| b.count.cmp(&a.count).then(a.id.cmp(&b.id)));
@@ -346,6 +354,8 @@ struct JsonReport<'a> {
     counters: usize,
     counter_sum: u128,
     path_entry_sum: u128,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    unfinished: bool,
     functions: Vec<JsonFunction<'a>>,
     skipped: Vec<JsonSkipped<'a>>,
     /// `--lines`: the source-level model (`files`, `source_functions`).
@@ -368,6 +378,8 @@ struct JsonFunction<'a> {
     copies: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     inconsistent: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interrupted: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     events: Option<JsonEvents<'a>>,
     blocks: Vec<JsonBlock<'a>>,
@@ -457,6 +469,7 @@ fn json_with<'a>(
         counters: r.counters,
         counter_sum: r.counter_sum,
         path_entry_sum: r.path_entry_sum,
+        unfinished: r.unfinished,
         functions: r
             .functions
             .iter()
@@ -472,7 +485,8 @@ fn json_with<'a>(
                 block_executions: f.block_executions,
                 counters: f.counters,
                 copies: f.copies,
-                inconsistent: f.inconsistent.as_deref(),
+                inconsistent: f.inconsistent.as_deref().filter(|_| !r.unfinished),
+                interrupted: f.inconsistent.as_deref().filter(|_| r.unfinished),
                 events: f.events.as_ref().map(|e| JsonEvents {
                     inclusive: e.inclusive,
                     exclusive: e.exclusive,

@@ -705,6 +705,7 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
             pid: 0,
             program: Default::default(),
             modules: p.modules.clone(),
+            unfinished: false,
         }
         .write();
     }
@@ -740,6 +741,7 @@ fn case(seed: u64) -> (Vec<u8>, bool) {
             pid: seed,
             program: Default::default(),
             modules,
+            unfinished: false,
         }
         .write(),
         mutated,
@@ -865,6 +867,7 @@ fn a_different_numbering_is_refused() {
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule::new(meta.clone(), vec![0; total as usize])],
+        unfinished: false,
     }
     .write();
     let p = Profile::read(&bytes).unwrap();
@@ -880,6 +883,7 @@ fn a_different_numbering_is_refused() {
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule::new(good, vec![0; total as usize])],
+        unfinished: false,
     };
     tally_report::analyze(&p).unwrap();
 }

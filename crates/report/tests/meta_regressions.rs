@@ -55,6 +55,7 @@ fn report(meta: ModuleMeta, counters: Vec<u64>) -> Result<(), String> {
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule::new(meta, counters)],
+        unfinished: false,
     }
     .write();
     let p = Profile::read(&bytes).map_err(|e| e.to_string())?;

@@ -57,6 +57,7 @@ void read_env(void) {
         env_copy(&env.profile, "TALLY_PROFILE");
         env_copy(&env.trace, "TALLY_TRACE");
         env_copy(&env.stop_at, "TALLY_STOP_AT");
+        env_copy(&env.continuous, "TALLY_CONTINUOUS");
     }
     env.read = 1;
 }

@@ -61,7 +61,7 @@ __asm__(".pushsection .note.tally,\"a\",@note\n"
 static int in_live;
 
 /* Fallback registry when no memory can be mapped (then this copy stays on its own). */
-static struct tally_registry local_registry = {TALLY_REGISTRY_MAGIC, 0, 0, 0, 0, 0, 0, 0, 0};
+static struct tally_registry local_registry = {TALLY_REGISTRY_MAGIC, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* Appends this copy to the registry's live list. Caller holds r->lock. */
 static void enter_live_locked(struct tally_registry *r) {
@@ -232,6 +232,7 @@ void __tally_register(struct tally_module *m) {
         __atomic_store_n(&reg_head, m, __ATOMIC_RELEASE);
     reg_tail = m;
     adopt_dead_locked(r, m);
+    cont_register(r, m);
     if (!in_live) /* left earlier (all modules dlclosed): live again */
         enter_live_locked(r);
     spin_unlock(&r->lock);
@@ -300,6 +301,7 @@ void __tally_unregister(struct tally_module *m) {
     for (struct tally_module *p = reg_head; p; prev = p, p = p->next) {
         if (p != m)
             continue;
+        cont_unregister(r, m);
         struct dead_module *d = snapshot_module(m);
         if (d) {
             if (r->dead_tail)

@@ -103,6 +103,9 @@
 #define owner_sigaction tally__owner_sigaction
 #define stop_threads tally__stop_threads
 #define release_threads tally__release_threads
+#define cont_register tally__cont_register
+#define cont_unregister tally__cont_unregister
+#define cont_final_path tally__cont_final_path
 
 /* ---- base.c: small helpers (no stdio: they may run at exit, in odd states) ---------------- */
 
@@ -147,6 +150,7 @@ struct tally_env {
     struct env_value profile; /* TALLY_PROFILE */
     struct env_value trace;   /* TALLY_TRACE */
     struct env_value stop_at; /* TALLY_STOP_AT */
+    struct env_value continuous; /* TALLY_CONTINUOUS */
 };
 extern struct tally_env env;
 
@@ -179,10 +183,11 @@ extern char reg_lock;
 #define TALLY_INSTANCE_MAGIC 0x534e49594c4c4154ull /* "TALLYINS" */
 /* The layout of struct tally_registry is shared by the copies of one process: change the magic
  * whenever it changes (a copy that finds no registry of its own layout keeps its own). */
-#define TALLY_REGISTRY_MAGIC 0x3247525943524154ull /* "TARCYRG2" */
+#define TALLY_REGISTRY_MAGIC 0x3347525943524154ull /* "TARCYRG3" */
 #define TALLY_NOTE_TYPE 0x7461u                    /* in notes named "tally" */
 
 struct tally_registry;
+struct tally_cont;
 
 /* One per copy of the runtime (per linked image), reached through the image's note. */
 struct tally_instance {
@@ -225,6 +230,7 @@ struct tally_registry {
      * getpid() differs runs in the child of a vfork (or of a clone without fork handlers), on
      * its parent's memory: it must not charge the parent's frames or write its profile. */
     pid_t pid;
+    struct tally_cont *cont; /* continuous mode's file (continuous.c), or NULL */
 };
 
 extern struct tally_instance tally__self;
@@ -333,6 +339,34 @@ int owner_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
  * its frames in every image and waits (bounded) until release_threads. */
 void stop_threads(void);
 void release_threads(void);
+/* ---- continuous.c: counters mapped from the profile file ---------------------------------- */
+
+/* One module record of the continuous file. */
+struct cont_rec {
+    const struct tally_module *m; /* the live module mapped there; NULL once dlclosed */
+    uint64_t hash, num_counters;
+    uint64_t off; /* file offset of its counters (page-aligned) */
+    int paths;    /* the module has hashed path tables (its record is never taken back) */
+    void *fork_copy; /* during a fork: a private copy of its counter pages for the child */
+};
+
+/* The state of the process's continuous file, shared by every copy through the registry
+ * (anonymous memory, never unmapped); changed under the registry's lock. */
+struct tally_cont {
+    int fd;    /* the file, O_RDWR; -1 when none */
+    int off;   /* continuous mode is off in this process (a failure, or a fork child) */
+    pid_t pid; /* the process that laid it out */
+    uint64_t end;   /* bytes laid out (after the last complete record) */
+    uint64_t size;  /* file size */
+    uint64_t count; /* module records */
+    uint64_t cap;   /* of recs */
+    struct cont_rec *recs;
+    char path[PATH_CAP]; /* absolute when getcwd worked */
+};
+
+void cont_register(struct tally_registry *r, struct tally_module *m);
+void cont_unregister(struct tally_registry *r, const struct tally_module *m);
+int cont_final_path(char *dst, size_t cap);
 
 /* ---- trace.c ------------------------------------------------------------------------------- */
 

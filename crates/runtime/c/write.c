@@ -212,8 +212,9 @@ static void out_module(const struct tally_module *m) {
 }
 
 /* Builds an output path into dst: the saved value of a TALLY_* variable with %p and %%
- * expanded (and %m, when `sig` is given: then *merge is set if one was; see merge.c), or "<basename of the executable><suffix>" when it is unset or empty (or the
- * process is AT_SECURE: then nothing was saved). Returns 0 (ok), 1 (var=off) or an errno. */
+ * expanded (and %m, when `sig` is given: then *merge is set if one was, see merge.c; %c,
+ * continuous mode, expands to nothing), or "<basename of the executable><suffix>" when it is
+ * unset or empty (or the process is AT_SECURE: then nothing was saved). Returns 0 (ok), 1 (var=off) or an errno. */
 int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix,
                    const char *sig, int *merge) {
     size_t n = 0;
@@ -230,6 +231,8 @@ int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char
             } else if (s[0] == '%' && s[1] == 'm' && sig) {
                 n = put_str(dst, n, cap, sig);
                 *merge = 1;
+                s++;
+            } else if (s[0] == '%' && s[1] == 'c') { /* continuous mode: expands to nothing */
                 s++;
             } else if (s[0] == '%' && s[1] == '%') {
                 n = put_str(dst, n, cap, "%");
@@ -716,6 +719,8 @@ void write_profile_locked(void) {
     int err = build_path(sig, &merge);
     if (err == 1)
         return;
+    if (!err && !merge) /* continuous mode: replace the very file the counters were mapped from */
+        (void)cont_final_path(out.path, sizeof out.path);
     if (err) {
         report_failure(out.path, err);
         return;

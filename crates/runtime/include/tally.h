@@ -10,6 +10,9 @@
  *   TALLY_PROFILE=path   where the profile is written; "%p" expands to the pid, "%%" to "%".
  *                        Default: "<basename of the executable>.tally" in the current directory.
  *   TALLY_PROFILE=off    write nothing.
+ *   TALLY_CONTINUOUS=1   (or "%c" anywhere in TALLY_PROFILE, expanding to nothing) continuous
+ *                        mode: the counters live in the profile file while the program runs,
+ *                        so a process killed by SIGKILL leaves its counts.
  */
 #ifndef TALLY_H
 #define TALLY_H
@@ -34,6 +37,9 @@ extern "C" {
 /* struct tally_module.flags: the module counts events (events mode); counter 0 receives the
  * exiting thread's total at exit. */
 #define TALLY_MODULE_EVENTS 1u
+/* struct tally_module.flags: the counter array is aligned to TALLY_COUNTER_ALIGN and its size is
+ * a multiple of it (padding past num_counters): continuous mode may map file pages over it. */
+#define TALLY_MODULE_PAGED 2u
 
 /* A struct tally_frame.site with this bit set points at a struct tally_path_site. */
 #define TALLY_SITE_PATH_TAG 1u
@@ -41,7 +47,7 @@ extern "C" {
 /* One per instrumented module (translation unit); emitted by the instrumenter. */
 struct tally_module {
     uint32_t abi_version;      /* TALLY_ABI_VERSION */
-    uint32_t flags;            /* 0 */
+    uint32_t flags;            /* TALLY_MODULE_EVENTS | TALLY_MODULE_PAGED */
     uint64_t hash;             /* FNV-1a 64 of the metadata blob */
     const uint8_t *meta;       /* metadata blob (tally-format meta) */
     uint64_t meta_len;
@@ -158,6 +164,15 @@ void __tally_events_check(const char *where, int64_t query_inc);
 #define TALLY_TRAILER_MAGIC 0x444E45594C4C4154ull /* "TALLYEND" */
 #define TALLY_PROFILE_VERSION 4u
 #define TALLY_PROFILE_FLAGS 0u
+/* Header flag of an unfinished continuous-mode profile (TALLY_CONTINUOUS=1 or %c in
+ * TALLY_PROFILE): each module's counters are mapped from the file while the program runs; a
+ * normal exit replaces it with a finished profile (flags 0). Such a file may have padding
+ * records ("TALLYPAD", u64 length of the whole record, zeros) before module records, keeps no
+ * valid checksums and needs no trailer (nothing after its last module record is read). */
+#define TALLY_PROFILE_CONTINUOUS 1u
+#define TALLY_PAD_MAGIC 0x444150594C4C4154ull /* "TALLYPAD" */
+/* Alignment of every module's counter array; its size is a multiple of it too. */
+#define TALLY_COUNTER_ALIGN 4096u
 /* Version 4: after the header, the program record: u64 path_len, u32 build_id_kind,
  * u32 build_id_len, the executable's path (/proc/self/exe at startup), the build id, zero
  * padding to a multiple of 8. The build id is the main executable's GNU build-id note, else
