@@ -824,6 +824,7 @@ mod tests {
             counter_sum: 0,
             path_entry_sum: 0,
             events: None,
+            unfinished: false,
         }
     }
 
