@@ -215,11 +215,14 @@ fn candidate(
     let mut last: Option<Val> = None;
     for i in 0..n {
         let b = Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) });
+        let v = Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) });
         if in_loop(b) {
             if last.is_some() {
                 return None;
             }
-            last = Some(Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) }));
+            last = Some(v);
+        } else if unsafe { c::LLVMIsUndef(v.0) != 0 || !c::LLVMIsAPoisonValue(v.0).is_null() } {
+            return None; // no value on entry to subtract
         }
     }
     let last = last?;
