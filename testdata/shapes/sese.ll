@@ -2,8 +2,9 @@
 ; -O2: a header entered from two blocks with different start values (the count needs a new
 ; header phi carrying the entry value), increments split over two blocks around a diamond, an
 ; i16 variable counting down with `sub nsw`, an exit taken before the increments (the phi is
-; live there) and one after, and a variable that may wrap (no nsw/nuw: refused).
-; Expected output: "sese 62 54 33 59 0", exit status 0.
+; live there) and one after, a pointer walking down, and a variable that may wrap (no nsw/nuw:
+; refused).
+; Expected output: "sese 62 54 33 59 36", exit status 0.
 
 target triple = "x86_64-pc-linux-gnu"
 
@@ -93,6 +94,25 @@ out:
   ret i32 %c2
 }
 
+@buf = internal global [64 x i64] zeroinitializer
+
+; A pointer walking down by 16 bytes (getelementptr inbounds i8 with a negative offset).
+define internal i32 @walk(i64 %n) {
+entry:
+  %end = getelementptr inbounds i64, ptr @buf, i64 %n
+  br label %head
+head:
+  %p = phi ptr [ %end, %entry ], [ %p2, %head ]
+  %c = phi i32 [ 0, %entry ], [ %c2, %head ]
+  store i64 1, ptr %p
+  %c2 = add i32 %c, 1
+  %p2 = getelementptr inbounds i8, ptr %p, i64 -16
+  %go = icmp ugt ptr %p2, @buf
+  br i1 %go, label %head, label %out
+out:
+  ret i32 %c2
+}
+
 define i32 @main() {
 entry:
   %e1 = call i32 @entries(i32 1, i32 100, i1 true)
@@ -109,6 +129,9 @@ entry:
   %w = call i32 @wraps(i32 -100, i32 95)
   %w2 = call i32 @wraps(i32 0, i32 100)
   %ww = add i32 %w, %w2
-  call i32 (ptr, ...) @printf(ptr @fmt, i32 %e, i32 %d, i32 %kk, i32 %ww, i32 0)
+  %p1 = call i32 @walk(i64 63)
+  %p2 = call i32 @walk(i64 8)
+  %pp = add i32 %p1, %p2
+  call i32 (ptr, ...) @printf(ptr @fmt, i32 %e, i32 %d, i32 %kk, i32 %ww, i32 %pp)
   ret i32 0
 }

@@ -3,8 +3,9 @@
 //!
 //! **Candidates** ([`candidates`]) are found by pattern on the optimized IR, not with
 //! ScalarEvolution: in each natural loop that `SeseLoop::new` accepts and that has one back
-//! edge (LLVM's loop-simplify form), a header phi `p` of integer type whose value on the back
-//! edge is a chain `p + c1 + c2 + ...` of `add`/`sub` instructions with constants (Definition
+//! edge (LLVM's loop-simplify form), a header phi `p` of integer or pointer type whose value on
+//! the back edge is a chain `p + c1 + c2 + ...` of `add`/`sub` instructions with constants, or
+//! of `getelementptr inbounds i8` with constant offsets for a pointer (Definition
 //! 3.5's affine increments, restricted to one phi: a circuit through other phis is not
 //! followed). By SSA, the chain's value on the back edge is the current iteration's `p` plus
 //! `step = c1 + c2 + ...`, whatever blocks the increments sit in, so at every point of an
@@ -14,15 +15,16 @@
 //! no control-equivalence condition is needed, and the rotated loops LLVM emits (the increment
 //! in the header or the latch, which runs once more than the back edge) qualify. Trip-count
 //! counters (ScalarEvolution's backedge-taken count) are not built, nor are counters for loops
-//! whose induction variable is a pointer (`getelementptr`) or that have several back edges.
+//! that have several back edges.
 //!
 //! **Exactness.** One activation adds `k = (p - init) / step` to the back edge's counter at the
 //! exit it leaves by, computed in the phi's N-bit type as `(±(p - init)) udiv |step|` and
 //! zero-extended, which is exact when `k · |step| < 2^N`. That holds when every increment of
 //! the chain is `nsw` (the values stay in the signed range, so `|p - init| < 2^N`), or every
 //! increment is `nuw` with a non-negative constant (the values grow without wrapping); for a
-//! 64-bit variable with step ±1 the count is exact modulo 2^64, like any counter. Other
-//! chains are refused. Loops the frame can end inside (a member has an `EarlyExit` edge:
+//! 64-bit variable with step ±1 the count is exact modulo 2^64, like any counter. A pointer
+//! chain of `inbounds` steps stays inside one object (its values differ by less than 2^63) and
+//! is counted on `ptrtoint` values in i64. Other chains are refused. Loops the frame can end inside (a member has an `EarlyExit` edge:
 //! `exit`, `longjmp`, an exception thrown by a call) are refused whatever `flush_exact` says:
 //! the frame record does not reach the variable, so the value would be lost when the frame is
 //! abandoned. Loops with a `setjmp` inside are refused by the graph crate (`ReentryInside`).
@@ -119,6 +121,9 @@ fn affine_step(v: Val) -> Option<(Val, Link)> {
     let op = v.opcode();
     let konst = |x: Val| !unsafe { c::LLVMIsAConstantInt(x.0) }.is_null();
     let sext = |x: Val| unsafe { c::LLVMConstIntGetSExtValue(x.0) };
+    if op == LLVMOpcode::LLVMGetElementPtr {
+        return gep_step(v);
+    }
     let (u, step) = match op {
         LLVMOpcode::LLVMAdd if konst(v.operand(1)) => (v.operand(0), sext(v.operand(1))),
         LLVMOpcode::LLVMAdd if konst(v.operand(0)) => (v.operand(1), sext(v.operand(0))),
@@ -139,6 +144,31 @@ fn affine_step(v: Val) -> Option<(Val, Link)> {
             nuw,
         },
     ))
+}
+
+/// `v = getelementptr inbounds i8, ptr u, iN C`: `(u, C)`, taken as `nsw` (an `inbounds` chain
+/// stays within one allocated object, so its values differ by less than 2^63).
+fn gep_step(v: Val) -> Option<(Val, Link)> {
+    unsafe {
+        let ctx = c::LLVMGetTypeContext(c::LLVMTypeOf(v.0));
+        if v.num_operands() != 2
+            || c::LLVMIsInBounds(v.0) == 0
+            || c::LLVMGetGEPSourceElementType(v.0) != c::LLVMInt8TypeInContext(ctx)
+            || c::LLVMIsAConstantInt(v.operand(1).0).is_null()
+        {
+            return None;
+        }
+        let step = c::LLVMConstIntGetSExtValue(v.operand(1).0);
+        Some((
+            v.operand(0),
+            Link {
+                inst: v,
+                step,
+                nsw: true,
+                nuw: false,
+            },
+        ))
+    }
 }
 
 /// The SESE counters of one function (at most one per loop), and how many natural loops it
@@ -200,10 +230,14 @@ fn candidate(
     vertex_of: &HashMap<Val, NodeId>,
 ) -> Option<Candidate> {
     let ty = unsafe { c::LLVMTypeOf(phi.0) };
-    if unsafe { c::LLVMGetTypeKind(ty) } != LLVMTypeKind::LLVMIntegerTypeKind {
-        return None;
-    }
-    let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
+    let width = match unsafe { c::LLVMGetTypeKind(ty) } {
+        LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
+        // Pointers of address space 0 are compared as i64 (`ptrtoint`).
+        LLVMTypeKind::LLVMPointerTypeKind if unsafe { c::LLVMGetPointerAddressSpace(ty) } == 0 => {
+            64
+        }
+        _ => return None,
+    };
     if !(8..=64).contains(&width) {
         return None;
     }
@@ -324,12 +358,23 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
     for ((cand, idx), at) in used.iter().zip(points) {
         let phi = cand.phi.get();
         let init = init_value(&em, cand, phi);
-        let ty = unsafe { c::LLVMTypeOf(phi.0) };
+        let pointer = unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
+            == LLVMTypeKind::LLVMPointerTypeKind;
+        let ty = if pointer {
+            cx.g.i64t
+        } else {
+            unsafe { c::LLVMTypeOf(phi.0) }
+        };
         let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
         for &p in &at {
             em.at(p);
             unsafe {
-                let mut d = c::LLVMBuildSub(b, phi.0, init.0, empty.as_ptr());
+                let (mut now, mut start) = (phi.0, init.0);
+                if pointer {
+                    now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
+                    start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());
+                }
+                let mut d = c::LLVMBuildSub(b, now, start, empty.as_ptr());
                 if cand.step < 0 {
                     d = c::LLVMBuildNeg(b, d, empty.as_ptr());
                 }
