@@ -24,10 +24,10 @@
 //! increment is `nuw` with a non-negative constant (the values grow without wrapping); for a
 //! 64-bit variable with step ±1 the count is exact modulo 2^64, like any counter. A pointer
 //! chain of `inbounds` steps stays inside one object (its values differ by less than 2^63) and
-//! is counted on `ptrtoint` values in i64. Other chains are refused. Loops the frame can end inside (a member has an `EarlyExit` edge:
-//! `exit`, `longjmp`, an exception thrown by a call) are refused whatever `flush_exact` says:
-//! the frame record does not reach the variable, so the value would be lost when the frame is
-//! abandoned. Loops with a `setjmp` inside are refused by the graph crate (`ReentryInside`).
+//! is counted on `ptrtoint` values in i64. Other chains are refused. Loops the frame can end
+//! inside (a member has an `EarlyExit` edge: `exit`, `longjmp`, an exception thrown by a call)
+//! are refused whatever `flush_exact` says: the frame record does not reach the variable, so
+//! the value would be lost when the frame is abandoned. Loops with a `setjmp` inside are refused by the graph crate (`ReentryInside`).
 //! An exit edge must have a site of its own (end of its source, start of its target, or a
 //! block splitting it), else the loop is refused.
 //!
