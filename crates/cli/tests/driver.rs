@@ -263,6 +263,7 @@ fn help_lists_tally_options_then_clangs() {
             "--tally-events=<KIND>",
             "--tally-early-exits=<HOW>",
             "--tally-promote[=<on|off>]",
+            "--tally-sese[=<on|off>]",
             "--tally-jump-cost=<X>",
             "--tally-weights=<PROFILE>",
             "--tally-verbose",

@@ -14,6 +14,14 @@ fn computed_goto_switch_irreducible_o0_o2() {
     check_program(&src, 0, "-O2");
 }
 
+/// SESE counters (`--tally-sese=on`, the `edge-sese` variant) on loop shapes C does not give
+/// at -O2: several entry values, increments around a diamond, an i16 counting down, a
+/// variable that may wrap (refused).
+#[test]
+fn sese_loop_shapes() {
+    check_program(&repo().join("testdata/shapes/sese.ll"), 0, "-O0");
+}
+
 #[test]
 fn indirect_branches_sharing_targets_need_tags() {
     let src = repo().join("testdata/shapes/indirect.ll");

@@ -34,6 +34,7 @@ mod plan;
 mod prepare;
 mod promote;
 mod redirect;
+mod sese;
 mod sites;
 mod surgery;
 
@@ -79,6 +80,12 @@ pub struct Stats {
     pub promoted_loops: usize,
     /// Counters on blocks split onto their edge (each costs a jump besides the increment).
     pub split: usize,
+    /// `--tally-sese=on`: natural loops of the instrumented functions.
+    pub loops: usize,
+    /// `--tally-sese=on`: SESE counters found in them ([`Options::sese`]).
+    pub sese_candidates: usize,
+    /// `--tally-sese=on`: edge counters those replaced (no increment in the loop).
+    pub sese_replaced: usize,
 }
 
 impl Stats {
@@ -91,6 +98,9 @@ impl Stats {
         self.shadow_frames += usize::from(out.shadow);
         self.split += out.split;
         self.tagged += out.tagged;
+        self.loops += out.sese.loops;
+        self.sese_candidates += out.sese.candidates;
+        self.sese_replaced += out.sese.replaced;
         self.hashed_paths +=
             usize::from(matches!(&out.paths, Some(p) if p.storage != PathStorage::Array));
     }

@@ -89,6 +89,20 @@ pub struct Options {
                     loop exits (not with --tally-atomic)")
     )]
     pub promote: bool,
+    /// Edge mode: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
+    /// loop's induction variable gives one edge's count at the loop's exits instead of a
+    /// counter incremented every iteration. Off by default until benchmarked
+    /// (`--tally-sese=on` turns it on).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-sese", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "off", default_missing_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = on_off(),
+            help = "Edge mode: in counted loops, derive an edge's count from the induction \
+                    variable at the loop's exits instead of counting every iteration")
+    )]
+    pub sese: bool,
     /// Jump optimization (paper 000 §6.3, generalizing Fig. 19): what an unconditional jump
     /// costs relative to a counter increment. A counter on an edge that must be split also
     /// costs the jump out of the new block, so the spanning tree is taken under weights that
@@ -150,6 +164,7 @@ impl Default for Options {
             events: EventKind::Insns,
             early_exits: EarlyExits::default(),
             promote: true,
+            sese: false,
             jump_cost: DEFAULT_JUMP_COST,
         }
     }

@@ -108,13 +108,15 @@ pub const MODES: [Variant; 5] = [
 /// `edge` mode with each way of making early exits exact forced (the default, `auto`, mixes
 /// them per function), without counters promoted to registers in call-free loops
 /// (`--tally-promote=off`; the default promotes them), and under LLVM's static frequency
-/// estimate instead of paper 000 §5's loop weighting (`--tally-weighting=estimate`): compared
-/// like `edge`, against the `edges-naive` oracle.
-pub const EARLY_EXIT_VARIANTS: [Variant; 4] = [
+/// estimate instead of paper 000 §5's loop weighting (`--tally-weighting=estimate`), and with
+/// the SESE counters of paper 003 (`--tally-sese=on`, off by default): compared like `edge`,
+/// against the `edges-naive` oracle.
+pub const EARLY_EXIT_VARIANTS: [Variant; 5] = [
     Variant::Tally("edge-record"),
     Variant::Tally("edge-derive"),
     Variant::Tally("edge-nopromote"),
     Variant::Tally("edge-estimate"),
+    Variant::Tally("edge-sese"),
 ];
 
 /// Which edges two reports must agree on.
@@ -145,6 +147,9 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
                 }
                 Some("estimate") => {
                     c.args(["--tally-mode=edge", "--tally-weighting=estimate"]);
+                }
+                Some("sese") => {
+                    c.args(["--tally-mode=edge", "--tally-sese=on"]);
                 }
                 _ => {
                     c.arg(format!("--tally-mode={mode}"));

@@ -5,38 +5,107 @@
 //! edges whose counts the flow law derives (no record; gcov's fake edges); functions with
 //! landing pads or setjmp always keep the record. Re-entry edges are always chords. Counts are
 //! recovered by Fig. 6's propagation (`tally_report`).
+//!
+//! With `--tally-sese=on`, the SESE counters of paper 003 ([`crate::sese`]) make some chords
+//! free (`place_edge_counters_sese`): their counters get no increment, the loop's affine
+//! variable gives their count at the loop's exits. Only the record placement uses them: a
+//! function whose early exits are derived from the tree keeps plain chords.
 
-use super::{Counting, FnPlan, ModeImpl, PlanCx};
+use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::frame::record_cost;
 use crate::options::EarlyExits;
 use crate::plan::Plan;
+use crate::sese::{self, Candidate, SeseStats};
 use crate::sites::{base_weights, direct_site, with_jumps};
+use tally_format::Probe;
 use tally_graph::placement::{place_edge_counters, place_edge_counters_exits_in_tree};
+use tally_graph::sese::place_edge_counters_sese;
 use tally_graph::{EdgeId, EdgeKind};
 
 pub(crate) struct Edge;
 
 impl ModeImpl for Edge {
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
-        Ok(Box::new(Counting(plan(cx))))
+        let (plan, sese, stats) = plan_with(cx, cx.opts.sese);
+        Ok(Box::new(EdgePlan {
+            counting: Counting(plan),
+            sese,
+            stats,
+        }))
     }
 }
 
-/// The edge-mode plan of one function (also path mode's fallback).
+/// An edge-mode plan: the counter plan, then one counter per SESE counter used (after the
+/// plan's), whose value is added at the loop's exits.
+struct EdgePlan {
+    counting: Counting,
+    sese: Vec<Candidate>,
+    stats: SeseStats,
+}
+
+impl FnPlan for EdgePlan {
+    fn num_counters(&self) -> usize {
+        self.counting.num_counters() + self.sese.len()
+    }
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        // The SESE code first: it holds IR values that splitting edges for the plan rebuilds.
+        let first = self.counting.num_counters();
+        let used: Vec<(&Candidate, usize)> = self
+            .sese
+            .iter()
+            .enumerate()
+            .map(|(j, c)| (c, first + j))
+            .collect();
+        sese::emit(cx, &used);
+        let mut out = self.counting.emit(cx);
+        out.counters.extend(
+            self.sese
+                .iter()
+                .map(|c| Probe::Edge(c.counter.measured.into())),
+        );
+        out.sese = self.stats;
+        out
+    }
+}
+
+/// The edge-mode plan of one function (also path mode's fallback), without SESE counters.
 pub(crate) fn plan(cx: &PlanCx) -> Plan {
+    plan_with(cx, false).0
+}
+
+/// The edge-mode plan of one function, with the SESE counters it uses when `sese`.
+fn plan_with(cx: &PlanCx, sese: bool) -> (Plan, Vec<Candidate>, SeseStats) {
     let (l, opts) = (cx.l, cx.opts);
     let cfg = &l.cfg;
     let w = with_jumps(l, base_weights(l, cx.weights), opts.jump_cost);
     let unsplittable = |e| direct_site(l, e).is_none();
+    let mut stats = SeseStats::default();
+    let mut cands = Vec::new();
+    if sese {
+        (cands, stats.loops) = sese::candidates(l);
+        stats.candidates = cands.len();
+    }
+    let counters: Vec<_> = cands.iter().map(|c| c.counter.clone()).collect();
+    // The record placement: chords, and the free ones with their candidate's index.
+    let with_record = || -> (Vec<EdgeId>, Vec<(EdgeId, usize)>) {
+        if counters.is_empty() {
+            return (
+                place_edge_counters(cfg, &w, unsplittable).chords,
+                Vec::new(),
+            );
+        }
+        let p = place_edge_counters_sese(cfg, &w, unsplittable, &counters);
+        (p.incremented().collect(), p.free)
+    };
     let may_end_early = l.may_end_early();
     // Per function: the frame record (exit counters charged by the runtime) or the early exits
     // derived from the tree (no record), whichever costs less.
-    let (measured, shadow) = if may_end_early
+    let (measured, free, shadow) = if may_end_early
         && !l.has_landing_pads
         && !l.has_setjmp
         && opts.early_exits != EarlyExits::Record
     {
-        let with_record = place_edge_counters(cfg, &w, unsplittable);
+        let (rec_chords, rec_free) = with_record();
         let without = place_edge_counters_exits_in_tree(cfg, &w, unsplittable);
         let chord_cost = |chords: &[EdgeId]| -> f64 {
             chords
@@ -46,17 +115,26 @@ pub(crate) fn plan(cx: &PlanCx) -> Plan {
                 .sum()
         };
         if opts.early_exits == EarlyExits::Derive
-            || chord_cost(&without.chords) <= chord_cost(&with_record.chords) + record_cost(l, &w)
+            || chord_cost(&without.chords) <= chord_cost(&rec_chords) + record_cost(l, &w)
         {
-            (without.chords, false)
+            (without.chords, Vec::new(), false)
         } else {
-            (with_record.chords, true)
+            (rec_chords, rec_free, true)
         }
     } else {
-        (
-            place_edge_counters(cfg, &w, unsplittable).chords,
-            may_end_early,
-        )
+        let (chords, free) = with_record();
+        (chords, free, may_end_early)
     };
-    Plan::for_edges(l, &measured, shadow && opts.shadow)
+    let plan = Plan::for_edges(l, &measured, shadow && opts.shadow);
+    // A free edge into a block counted through tags is counted there already.
+    let mut used = Vec::new();
+    let mut cands: Vec<Option<Candidate>> = cands.into_iter().map(Some).collect();
+    for (e, k) in free {
+        let tagged = plan.tag_targets.iter().any(|t| t.node == cfg.edge(e).dst);
+        if !tagged {
+            used.extend(cands[k].take());
+        }
+    }
+    stats.replaced = used.len();
+    (plan, used, stats)
 }

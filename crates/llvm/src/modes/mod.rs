@@ -71,6 +71,8 @@ pub(crate) struct Emitted {
     pub promotable: bool,
     /// It uses allocas that mem2reg must promote (the path register).
     pub needs_mem2reg: bool,
+    /// Edge mode with `--tally-sese=on`: loops, SESE counters found and used.
+    pub sese: crate::sese::SeseStats,
 }
 
 /// The plan of one function, made before any code is emitted (the module's counter array

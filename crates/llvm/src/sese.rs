@@ -1,0 +1,431 @@
+//! SESE counters on LLVM IR (paper 003, Frenot & Pereira, CC 2024): the LLVM side of
+//! `tally_graph::sese`, used by `edge` mode with `--tally-sese=on`.
+//!
+//! **Candidates** ([`candidates`]) are found by pattern on the optimized IR, not with
+//! ScalarEvolution: in each natural loop that `SeseLoop::new` accepts and that has one back
+//! edge (LLVM's loop-simplify form), a header phi `p` of integer or pointer type whose value on
+//! the back edge is a chain `p + c1 + c2 + ...` of `add`/`sub` instructions with constants, or
+//! of `getelementptr inbounds i8` with constant offsets for a pointer (Definition
+//! 3.5's affine increments, restricted to one phi: a circuit through other phis is not
+//! followed). By SSA, the chain's value on the back edge is the current iteration's `p` plus
+//! `step = c1 + c2 + ...`, whatever blocks the increments sit in, so at every point of an
+//! activation `p = init + step · (back edges taken)`: the counter measures the back edge (a
+//! free chord for `place_edge_counters_sese`), and `p`, whose header dominates every exit, is
+//! live on all of them. This is Theorem 3.10 read at the header instead of at the increments:
+//! no control-equivalence condition is needed, and the rotated loops LLVM emits (the increment
+//! in the header or the latch, which runs once more than the back edge) qualify. Trip-count
+//! counters (ScalarEvolution's backedge-taken count) are not built, nor are counters for loops
+//! that have several back edges.
+//!
+//! **Exactness.** One activation adds `k = (p - init) / step` to the back edge's counter at the
+//! exit it leaves by, computed in the phi's N-bit type as `(±(p - init)) udiv |step|` and
+//! zero-extended, which is exact when `k · |step| < 2^N`. That holds when every increment of
+//! the chain is `nsw` (the values stay in the signed range, so `|p - init| < 2^N`), or every
+//! increment is `nuw` with a non-negative constant (the values grow without wrapping); for a
+//! 64-bit variable with step ±1 the count is exact modulo 2^64, like any counter. A pointer
+//! chain of `inbounds` steps stays inside one object (its values differ by less than 2^63) and
+//! is counted on `ptrtoint` values in i64. Other chains are refused. Loops the frame can end
+//! inside (a member has an `EarlyExit` edge: `exit`, `longjmp`, an exception thrown by a call)
+//! are refused whatever `flush_exact` says: the frame record does not reach the variable, so
+//! the value would be lost when the frame is abandoned. Loops with a `setjmp` inside are refused by the graph crate (`ReentryInside`).
+//! An exit edge must have a site of its own (end of its source, start of its target, or a
+//! block splitting it), else the loop is refused.
+//!
+//! **Emission** ([`emit`]) runs before the counter plan is applied: first every exit edge that
+//! needs one gets its block (`surgery::split_edge`), then each counter's `init` is taken (the
+//! phi's value on entry, or a new header phi carrying it when the entries disagree) and the
+//! count is added to the back edge's counter at every exit. Phis are held by position
+//! ([`ValRef`]) because splitting an edge rebuilds the phis of its target.
+
+use crate::emit::{cname, Emitter};
+use crate::ir::{Bb, Val};
+use crate::lower::{EdgeIr, Lowered};
+use crate::modes::EmitCx;
+use crate::sites::{direct_site, Realize};
+use crate::surgery::split_edge;
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMOpcode, LLVMTypeKind};
+use std::collections::HashMap;
+use tally_graph::dom::Dominators;
+use tally_graph::sese::{Increment, SeseCounter, SeseKind, SeseLoop};
+use tally_graph::{Dfs, EdgeId, Loops, NodeId};
+
+/// At most this many increments in one chain.
+const MAX_CHAIN: usize = 16;
+
+/// What the search found in one function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SeseStats {
+    /// Natural loops of the function's graph.
+    pub loops: usize,
+    /// SESE counters found (accepted by the graph crate and the checks above).
+    pub candidates: usize,
+    /// Edge counters they replaced.
+    pub replaced: usize,
+}
+
+/// A value that survives edge splitting: a phi by its block and position among the phis.
+#[derive(Clone, Copy, Debug)]
+enum ValRef {
+    Plain(Val),
+    Phi(Bb, usize),
+}
+
+impl ValRef {
+    fn of(v: Val) -> ValRef {
+        if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() || v.opcode() != LLVMOpcode::LLVMPHI {
+            return ValRef::Plain(v);
+        }
+        let bb = v.parent();
+        let i = bb
+            .phis()
+            .iter()
+            .position(|&p| p == v)
+            .expect("a phi is in its block");
+        ValRef::Phi(bb, i)
+    }
+    fn get(self) -> Val {
+        match self {
+            ValRef::Plain(v) => v,
+            ValRef::Phi(bb, i) => bb.phis()[i],
+        }
+    }
+}
+
+/// An affine SESE counter found on the IR.
+pub(crate) struct Candidate {
+    /// The graph's view: loop, increments, measured edge, exits.
+    pub counter: SeseCounter,
+    /// The header phi.
+    phi: ValRef,
+    /// The IR blocks of the loop.
+    loop_bbs: Vec<Bb>,
+    /// The sum of the increments.
+    step: i64,
+}
+
+/// One increment of a chain: the constant and whether the instruction has `nsw` / `nuw`.
+struct Link {
+    inst: Val,
+    step: i64,
+    nsw: bool,
+    nuw: bool,
+}
+
+/// `v = u + C` or `v = u - C` with a constant `C`: `(u, C as added, nsw, nuw)`.
+fn affine_step(v: Val) -> Option<(Val, Link)> {
+    if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() {
+        return None;
+    }
+    let op = v.opcode();
+    let konst = |x: Val| !unsafe { c::LLVMIsAConstantInt(x.0) }.is_null();
+    let sext = |x: Val| unsafe { c::LLVMConstIntGetSExtValue(x.0) };
+    if op == LLVMOpcode::LLVMGetElementPtr {
+        return gep_step(v);
+    }
+    let (u, step) = match op {
+        LLVMOpcode::LLVMAdd if konst(v.operand(1)) => (v.operand(0), sext(v.operand(1))),
+        LLVMOpcode::LLVMAdd if konst(v.operand(0)) => (v.operand(1), sext(v.operand(0))),
+        LLVMOpcode::LLVMSub if konst(v.operand(1)) => {
+            (v.operand(0), sext(v.operand(1)).checked_neg()?)
+        }
+        _ => return None,
+    };
+    let (nsw, nuw) = unsafe { (c::LLVMGetNSW(v.0) != 0, c::LLVMGetNUW(v.0) != 0) };
+    // `sub nuw x, C` subtracts without wrapping: not an unsigned-growing increment.
+    let nuw = nuw && op == LLVMOpcode::LLVMAdd;
+    Some((
+        u,
+        Link {
+            inst: v,
+            step,
+            nsw,
+            nuw,
+        },
+    ))
+}
+
+/// `v = getelementptr inbounds i8, ptr u, iN C`: `(u, C)`, taken as `nsw` (an `inbounds` chain
+/// stays within one allocated object, so its values differ by less than 2^63).
+fn gep_step(v: Val) -> Option<(Val, Link)> {
+    unsafe {
+        let ctx = c::LLVMGetTypeContext(c::LLVMTypeOf(v.0));
+        if v.num_operands() != 2
+            || c::LLVMIsInBounds(v.0) == 0
+            || c::LLVMGetGEPSourceElementType(v.0) != c::LLVMInt8TypeInContext(ctx)
+            || c::LLVMIsAConstantInt(v.operand(1).0).is_null()
+        {
+            return None;
+        }
+        let step = c::LLVMConstIntGetSExtValue(v.operand(1).0);
+        Some((
+            v.operand(0),
+            Link {
+                inst: v,
+                step,
+                nsw: true,
+                nuw: false,
+            },
+        ))
+    }
+}
+
+/// The SESE counters of one function (at most one per loop), and how many natural loops it
+/// has.
+pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
+    let cfg = &l.cfg;
+    let dfs = Dfs::compute(cfg);
+    let loops = Loops::compute(cfg, &dfs);
+    let doms = Dominators::compute(cfg, &dfs);
+    // Instruction -> vertex; IR block -> the vertex holding its terminator.
+    let mut vertex_of: HashMap<Val, NodeId> = HashMap::new();
+    let mut last_vertex: HashMap<Bb, NodeId> = HashMap::new();
+    for (i, n) in l.nodes.iter().enumerate() {
+        for &v in &n.instrs {
+            vertex_of.insert(v, NodeId::new(i));
+        }
+        if let Some(&t) = n.instrs.last() {
+            last_vertex.insert(t.parent(), NodeId::new(i));
+        }
+    }
+    let mut out = Vec::new();
+    for &h in loops.entries() {
+        let Ok(lp) = SeseLoop::new(cfg, &loops, &doms, h) else {
+            continue;
+        };
+        if !lp.early_exits.is_empty() {
+            continue; // the frame may end inside: the value would be lost (module doc)
+        }
+        let header_bb = l.nodes[h.index()].start.parent();
+        let loop_bbs: Vec<Bb> = lp
+            .members
+            .iter()
+            .map(|&m| l.nodes[m.index()].start.parent())
+            .collect();
+        let in_loop = |bb: Bb| last_vertex.get(&bb).is_some_and(|&n| lp.contains(n));
+        for phi in header_bb.phis() {
+            if let Some(cand) = candidate(l, &lp, phi, &in_loop, &vertex_of) {
+                if !out
+                    .iter()
+                    .any(|o: &Candidate| o.counter.measured == cand.counter.measured)
+                {
+                    out.push(Candidate {
+                        loop_bbs: loop_bbs.clone(),
+                        ..cand
+                    });
+                }
+            }
+        }
+    }
+    (out, loops.entries().len())
+}
+
+/// The counter of header phi `phi`, if it is one (see the module doc).
+fn candidate(
+    l: &Lowered,
+    lp: &SeseLoop,
+    phi: Val,
+    in_loop: &dyn Fn(Bb) -> bool,
+    vertex_of: &HashMap<Val, NodeId>,
+) -> Option<Candidate> {
+    let ty = unsafe { c::LLVMTypeOf(phi.0) };
+    let width = match unsafe { c::LLVMGetTypeKind(ty) } {
+        LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
+        // Pointers of address space 0 are compared as i64 (`ptrtoint`).
+        LLVMTypeKind::LLVMPointerTypeKind if unsafe { c::LLVMGetPointerAddressSpace(ty) } == 0 => {
+            64
+        }
+        _ => return None,
+    };
+    if !(8..=64).contains(&width) {
+        return None;
+    }
+    let [latch] = lp.latches[..] else {
+        return None;
+    };
+    // The value on the back edge (the only incoming entry from inside the loop).
+    let n = unsafe { c::LLVMCountIncoming(phi.0) };
+    let mut last: Option<Val> = None;
+    for i in 0..n {
+        let b = Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) });
+        let v = Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) });
+        if in_loop(b) {
+            if last.is_some() {
+                return None;
+            }
+            last = Some(v);
+        } else if unsafe { c::LLVMIsUndef(v.0) != 0 || !c::LLVMIsAPoisonValue(v.0).is_null() } {
+            return None; // no value on entry to subtract
+        }
+    }
+    let last = last?;
+    // The chain back to the phi.
+    let mut links = Vec::new();
+    let mut cur = last;
+    while cur != phi {
+        if links.len() == MAX_CHAIN {
+            return None;
+        }
+        let (u, link) = affine_step(cur)?;
+        links.push(link);
+        cur = u;
+    }
+    let step: i64 = links.iter().try_fold(0i64, |s, k| s.checked_add(k.step))?;
+    let half = 1i128 << (width - 1);
+    if step == 0 || i128::from(step).abs() >= half {
+        return None;
+    }
+    let nonneg = links.iter().all(|k| k.step >= 0);
+    let no_wrap = links.iter().all(|k| k.nsw)
+        || (nonneg && links.iter().all(|k| k.nuw))
+        || (width == 64 && step.abs() == 1);
+    if !no_wrap {
+        return None;
+    }
+    // Every exit needs a place for code.
+    for &e in &lp.exits {
+        let direct = matches!(
+            direct_site(l, e),
+            Some(Realize::NodeEnd(_) | Realize::NodeStart(_) | Realize::Split(_))
+        );
+        if !matches!(l.edges[e.index()], EdgeIr::Succ { .. }) || !direct {
+            return None;
+        }
+    }
+    let mut increments = Vec::new();
+    for k in links.iter().rev() {
+        let block = *vertex_of.get(&k.inst)?;
+        increments.push(Increment {
+            block,
+            step: k.step,
+        });
+    }
+    Some(Candidate {
+        counter: SeseCounter {
+            header: lp.header,
+            kind: SeseKind::Affine { increments },
+            measured: latch,
+            add_at: lp.exits.clone(),
+            may_end_inside: false,
+            flush_exact: true,
+        },
+        phi: ValRef::of(phi),
+        loop_bbs: Vec::new(),
+        step,
+    })
+}
+
+/// Emits the counters `used` (candidate, function-relative counter index) of one function.
+/// Runs before the counter plan is applied.
+pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
+    if used.is_empty() {
+        return;
+    }
+    let l = cx.l;
+    let b = unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) };
+    let em = Emitter {
+        g: cx.g,
+        b,
+        fn_scope: crate::ir::subprogram(cx.func),
+        func: cx.func,
+    };
+    // 1. Where each exit's code goes; splitting rebuilds phis, so all splits come first.
+    let mut split: HashMap<EdgeId, Val> = HashMap::new();
+    let mut points: Vec<Vec<Val>> = Vec::new();
+    for (cand, _) in used {
+        let mut at = Vec::new();
+        for &e in &cand.counter.add_at {
+            let p = match direct_site(l, e) {
+                Some(Realize::NodeEnd(n)) => l.nodes[n.index()].end,
+                Some(Realize::NodeStart(n)) => l.nodes[n.index()].start,
+                Some(Realize::Split(_)) => *split.entry(e).or_insert_with(|| {
+                    let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
+                        unreachable!("candidates exit by terminator edges")
+                    };
+                    split_edge(&em, term, index)
+                        .terminator()
+                        .expect("split block has its branch")
+                }),
+                _ => unreachable!("candidates have direct exit sites"),
+            };
+            at.push(p);
+        }
+        points.push(at);
+    }
+    // 2. Per counter: init, then the count at each exit.
+    let empty = cname("");
+    for ((cand, idx), at) in used.iter().zip(points) {
+        let phi = cand.phi.get();
+        let init = init_value(&em, cand, phi);
+        let pointer = unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
+            == LLVMTypeKind::LLVMPointerTypeKind;
+        let ty = if pointer {
+            cx.g.i64t
+        } else {
+            unsafe { c::LLVMTypeOf(phi.0) }
+        };
+        let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
+        for &p in &at {
+            em.at(p);
+            unsafe {
+                let (mut now, mut start) = (phi.0, init.0);
+                if pointer {
+                    now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
+                    start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());
+                }
+                let mut d = c::LLVMBuildSub(b, now, start, empty.as_ptr());
+                if cand.step < 0 {
+                    d = c::LLVMBuildNeg(b, d, empty.as_ptr());
+                }
+                let abs = c::LLVMConstInt(ty, cand.step.unsigned_abs(), 0);
+                let mut k = c::LLVMBuildUDiv(b, d, abs, empty.as_ptr());
+                if width < 64 {
+                    k = c::LLVMBuildZExt(b, k, cx.g.i64t, empty.as_ptr());
+                }
+                em.add_to(em.counter_ptr(cx.base + *idx as u64), k);
+            }
+        }
+    }
+    unsafe { c::LLVMDisposeBuilder(b) };
+}
+
+/// The phi's value on loop entry: its incoming value from outside the loop when all entries
+/// agree, else a new header phi that takes the entries' values and keeps its own on the back
+/// edges.
+fn init_value(em: &Emitter, cand: &Candidate, phi: Val) -> Val {
+    let n = unsafe { c::LLVMCountIncoming(phi.0) };
+    let incoming: Vec<(LLVMValueRef, LLVMBasicBlockRef)> = (0..n)
+        .map(|i| unsafe {
+            (
+                c::LLVMGetIncomingValue(phi.0, i),
+                c::LLVMGetIncomingBlock(phi.0, i),
+            )
+        })
+        .collect();
+    let outside: Vec<LLVMValueRef> = incoming
+        .iter()
+        .filter(|(_, bb)| !cand.loop_bbs.contains(&Bb(*bb)))
+        .map(|(v, _)| *v)
+        .collect();
+    if outside.windows(2).all(|w| w[0] == w[1]) {
+        return Val(outside[0]);
+    }
+    let name = cname("tally.sese.init");
+    unsafe {
+        em.at(phi);
+        let new = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(phi.0), name.as_ptr());
+        let (mut vals, mut bbs): (Vec<_>, Vec<_>) = incoming
+            .iter()
+            .map(|&(v, bb)| {
+                if cand.loop_bbs.contains(&Bb(bb)) {
+                    (new, bb)
+                } else {
+                    (v, bb)
+                }
+            })
+            .unzip();
+        c::LLVMAddIncoming(new, vals.as_mut_ptr(), bbs.as_mut_ptr(), n);
+        Val(new)
+    }
+}

@@ -1,0 +1,142 @@
+//! SESE counters on LLVM IR (`--tally-sese=on`, `crate::sese`): a counted loop keeps no counter
+//! increment inside it; its back edge's count is added once, at the exit.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use tally_format::Mode;
+
+const SRC: &str = "void zero(int *a, int n) { for (int i = 0; i < n; i++) a[i] = 0; }\n";
+
+/// The text IR of `zero` instrumented in edge mode (no promotion: a promoted counter would
+/// leave the loop body too, hiding what this test is about), and the statistics.
+fn instrumented(dir: &Path, sese: bool) -> (String, tally_llvm::Stats) {
+    let src = dir.join("z.c");
+    std::fs::write(&src, SRC).unwrap();
+    let bc = dir.join("z.bc");
+    // -fno-builtin: else the loop becomes a memset call.
+    let st = Command::new("clang-19")
+        .args(["-O1", "-fno-builtin", "-c", "-emit-llvm"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&bc)
+        .status()
+        .expect("clang-19 runs");
+    assert!(st.success());
+    let out = tally_llvm::instrument(
+        &std::fs::read(&bc).unwrap(),
+        &tally_llvm::Options {
+            mode: Mode::Edge,
+            source: "z.c".into(),
+            promote: false,
+            sese,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let inst = dir.join(if sese { "on.bc" } else { "off.bc" });
+    std::fs::write(&inst, &out.bitcode).unwrap();
+    let dis = Command::new("llvm-dis-19")
+        .arg(&inst)
+        .arg("-o")
+        .arg("-")
+        .output()
+        .expect("llvm-dis-19 runs");
+    assert!(dis.status.success());
+    let text = String::from_utf8(dis.stdout).unwrap();
+    let start = text
+        .find("define dso_local void @zero")
+        .expect("zero is defined");
+    let end = start + text[start..].find("\n}").unwrap();
+    (text[start..end].to_string(), out.stats)
+}
+
+/// The blocks of a function's text IR by label (the entry block is ""), with their successors.
+fn blocks(f: &str) -> BTreeMap<String, (Vec<String>, Vec<String>)> {
+    let mut out: BTreeMap<String, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    let mut cur = String::new();
+    for line in f.lines().skip(1) {
+        if let Some((label, _)) = line.split_once(':').filter(|_| !line.starts_with(' ')) {
+            cur = label.trim().to_string();
+            continue;
+        }
+        let entry = out.entry(cur.clone()).or_default();
+        entry.0.push(line.to_string());
+        for (i, _) in line.match_indices("label %") {
+            let rest = &line[i + 7..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '.' || *c == '_')
+                .collect();
+            entry.1.push(name);
+        }
+    }
+    out
+}
+
+/// Labels of the blocks that lie on a cycle.
+fn on_cycles(b: &BTreeMap<String, (Vec<String>, Vec<String>)>) -> BTreeSet<String> {
+    let reaches = |from: &str, to: &str| {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<String> = b[from].1.clone();
+        while let Some(x) = stack.pop() {
+            if x == to {
+                return true;
+            }
+            if seen.insert(x.clone()) {
+                stack.extend(b.get(&x).map(|v| v.1.clone()).unwrap_or_default());
+            }
+        }
+        false
+    };
+    b.keys().filter(|k| reaches(k, k)).cloned().collect()
+}
+
+fn counter_refs(lines: &[String]) -> usize {
+    lines
+        .iter()
+        .filter(|l| l.contains("@__tally_counters"))
+        .count()
+}
+
+#[test]
+fn counted_loop_has_no_increment_inside_and_one_add_at_the_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (on, stats) = instrumented(dir.path(), true);
+    assert_eq!(
+        (stats.loops, stats.sese_candidates, stats.sese_replaced),
+        (1, 1, 1)
+    );
+    let b = blocks(&on);
+    let cyc = on_cycles(&b);
+    assert!(!cyc.is_empty(), "the loop is still there:\n{on}");
+    for k in &cyc {
+        assert_eq!(
+            counter_refs(&b[k].0),
+            0,
+            "loop block {k} touches a counter:\n{on}"
+        );
+    }
+    // One count added: one division, outside the loop, next to one counter update.
+    let div: Vec<&String> = b
+        .iter()
+        .filter(|(_, (lines, _))| lines.iter().any(|l| l.contains(" udiv ")))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(div.len(), 1, "{on}");
+    assert!(!cyc.contains(div[0]), "{on}");
+    let at_exit: Vec<&String> = b[div[0]]
+        .0
+        .iter()
+        .filter(|l| l.contains(" udiv "))
+        .collect();
+    assert_eq!(at_exit.len(), 1, "{on}");
+    assert!(counter_refs(&b[div[0]].0) > 0, "{on}");
+
+    // Without SESE counters the loop increments a counter (the test can fail).
+    let (off, stats) = instrumented(dir.path(), false);
+    assert_eq!(stats.sese_replaced, 0);
+    let b = blocks(&off);
+    let inside: usize = on_cycles(&b).iter().map(|k| counter_refs(&b[k].0)).sum();
+    assert!(inside > 0, "{off}");
+}
