@@ -67,6 +67,11 @@ enum Cmd {
     /// every block, every edge, spanning-tree chords under heuristic, measured and worst
     /// weights, Vprof(Ecnt), Knuth-Stevenson Vprof(Vcnt). Needs an edge or edges-naive profile.
     Placements(PlacementsArgs),
+    /// What changed between two profiles of the same build (or of builds whose functions match
+    /// by graph hash): functions, blocks, source lines and paths whose counts differ, largest
+    /// change first, and the paths run in one and not the other. Exit status 0 when every count
+    /// is the same, 1 when not, 2 on error.
+    Diff(DiffArgs),
     /// Add profiles of the same build into one; with --by-program, a directory of profiles of
     /// many programs into one profile per program.
     Merge {
@@ -182,6 +187,23 @@ struct PathsArgs {
 }
 
 #[derive(clap::Args)]
+struct DiffArgs {
+    /// The first profile (A).
+    a: PathBuf,
+    /// The second profile (B).
+    b: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Items listed per section in text output (0 = all); JSON lists everything.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Write to this file instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
 struct PlacementsArgs {
     /// Profiles (several are added; they must come from the same build).
     #[arg(required = true)]
@@ -255,6 +277,25 @@ fn placements(a: PlacementsArgs) -> Result<i32> {
     };
     write_out(a.output.as_ref(), out.as_bytes())?;
     Ok(warn_inconsistent(&r))
+}
+
+/// `tally diff A B`: 0 when every count is the same, 1 when not.
+fn diff(a: DiffArgs) -> Result<i32> {
+    let ra = tally_report::analyze(&read_profiles(std::slice::from_ref(&a.a))?)?;
+    let rb = tally_report::analyze(&read_profiles(std::slice::from_ref(&a.b))?)?;
+    let (ma, mb) = (
+        tally_report::source::model(&ra),
+        tally_report::source::model(&rb),
+    );
+    let lines = (!ma.files.is_empty() && !mb.files.is_empty()).then_some((&ma, &mb));
+    let d = tally_report::diff::diff(&ra, &rb, lines);
+    let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+    let out = match a.format {
+        Format::Json => tally_report::diff::json(&d, &na, &nb),
+        Format::Text => tally_report::diff::text(&d, &na, &nb, a.top),
+    };
+    write_out(a.output.as_ref(), out.as_bytes())?;
+    Ok(if d.equal() { 0 } else { 1 })
 }
 
 fn paths(a: PathsArgs) -> Result<i32> {
@@ -518,6 +559,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Report(a) => report(a),
         Cmd::Show(a) => show(a),
         Cmd::Paths(a) => paths(a),
+        Cmd::Diff(a) => diff(a),
         Cmd::Placements(a) => placements(a),
         Cmd::Merge {
             output,

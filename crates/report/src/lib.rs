@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod cobertura;
+pub mod diff;
 pub mod lcov;
 mod modes;
 pub mod placements;

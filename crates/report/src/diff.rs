@@ -1,0 +1,523 @@
+//! `tally diff A B` (issue 15, point 5): what changed between two profiles of the same build,
+//! or of builds whose functions match by graph hash.
+//!
+//! Functions are matched by (module, linkage name, graph hash); those left over by (linkage
+//! name, graph hash), so that a rebuilt program whose unchanged functions kept their graphs
+//! still matches. Functions without a partner are listed as only in A or only in B. For every
+//! matched pair the diff lists its entry counts and block executions, the blocks whose counts
+//! differ (matched by block id: equal graph hashes mean equal graphs), and for path profiles the
+//! paths whose counts differ, by path number (only when both numberings have the same
+//! potential paths and cut edges), with the *path spectra* of paper 004 §1: the paths run in one
+//! profile and not the other. Source lines whose counts differ come from the source-level
+//! model ([`crate::source::model`]) of each side, for lines present in both.
+//!
+//! Every section is sorted by absolute change, largest first (ties: by name, then id). A
+//! function whose counts could not be recovered in either profile (inconsistent or
+//! interrupted) cannot be compared: it is listed as unknown and makes the diff non-equal.
+//!
+//! [`diff`] is pure (two [`Report`]s in, a [`Diff`] out); [`text`] and [`json`] render it.
+
+use crate::{FunctionReport, Report};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// A function, as the diff names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FnId {
+    /// Linkage name.
+    pub name: String,
+    /// Demangled name.
+    pub demangled: String,
+    /// The module it came from.
+    pub module: String,
+    /// Graph hash, 16 hex digits.
+    pub cfg_hash: String,
+}
+
+impl FnId {
+    fn of(f: &FunctionReport) -> FnId {
+        FnId {
+            name: f.name.clone(),
+            demangled: f.demangled.clone(),
+            module: f.module.clone(),
+            cfg_hash: format!("{:016x}", f.cfg_hash),
+        }
+    }
+}
+
+/// A count in A and in B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// The count in A.
+    pub a: u64,
+    /// The count in B.
+    pub b: u64,
+}
+
+impl Change {
+    /// B minus A.
+    pub fn delta(&self) -> i128 {
+        i128::from(self.b) - i128::from(self.a)
+    }
+    /// |B - A|.
+    pub fn magnitude(&self) -> u64 {
+        self.a.abs_diff(self.b)
+    }
+}
+
+/// A matched function whose counts differ.
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionChange {
+    /// The function (as A names it).
+    pub function: FnId,
+    /// Calls.
+    pub entry_count: Change,
+    /// Sum of its block counts.
+    pub block_executions: Change,
+    /// Blocks whose counts differ.
+    pub blocks_changed: usize,
+}
+
+/// A block whose count differs.
+#[derive(Clone, Debug, Serialize)]
+pub struct BlockChange {
+    /// Its function.
+    pub function: String,
+    /// Block id.
+    pub id: u32,
+    /// Source file of the block, if known.
+    pub file: Option<String>,
+    /// Source line (0 = unknown).
+    pub line: u32,
+    /// The counts.
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// A source line whose count differs.
+#[derive(Clone, Debug, Serialize)]
+pub struct LineChange {
+    /// File.
+    pub file: String,
+    /// Line.
+    pub line: u32,
+    /// The counts.
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// A path whose count differs (0 = not run in that profile).
+#[derive(Clone, Debug, Serialize)]
+pub struct PathChange {
+    /// Its function.
+    pub function: String,
+    /// Path number (a decimal string in JSON: it can exceed 2^53).
+    #[serde(serialize_with = "as_string")]
+    pub number: u128,
+    /// Its blocks, in order (from whichever profile ran it).
+    pub blocks: Vec<u32>,
+    /// The counts.
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+fn as_string<S: serde::Serializer>(n: &u128, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&n.to_string())
+}
+
+/// What differs between two profiles.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Diff {
+    /// Functions in both profiles.
+    pub matched: usize,
+    /// Functions only in A.
+    pub only_in_a: Vec<FnId>,
+    /// Functions only in B.
+    pub only_in_b: Vec<FnId>,
+    /// Matched functions whose counts cannot be compared (unrecovered in A or B).
+    pub unknown: Vec<FnId>,
+    /// Matched functions whose counts differ, by |change of block executions|, then of entries.
+    pub functions: Vec<FunctionChange>,
+    /// Blocks whose counts differ.
+    pub blocks: Vec<BlockChange>,
+    /// Source lines whose counts differ.
+    pub lines: Vec<LineChange>,
+    /// Paths whose counts differ (path profiles), spectra included.
+    pub paths: Vec<PathChange>,
+    /// Path spectra: paths run in A and not in B, by count in A.
+    pub paths_only_in_a: Vec<PathChange>,
+    /// Path spectra: paths run in B and not in A, by count in B.
+    pub paths_only_in_b: Vec<PathChange>,
+}
+
+impl Diff {
+    /// Whether the profiles have the same functions and every count is the same.
+    pub fn equal(&self) -> bool {
+        self.only_in_a.is_empty()
+            && self.only_in_b.is_empty()
+            && self.unknown.is_empty()
+            && self.functions.is_empty()
+            && self.lines.is_empty()
+            && self.paths.is_empty()
+    }
+}
+
+/// Largest change first; ties broken by `key` for a stable order.
+fn sort_by_change<T, K: Ord>(v: &mut [T], change: impl Fn(&T) -> u64, key: impl Fn(&T) -> K) {
+    v.sort_by(|x, y| change(y).cmp(&change(x)).then_with(|| key(x).cmp(&key(y))));
+}
+
+/// Pairs the functions of A and B: by (module, name, graph hash), then by (name, graph hash).
+fn pair<'a>(
+    a: &'a Report,
+    b: &'a Report,
+) -> (
+    Vec<(&'a FunctionReport, &'a FunctionReport)>,
+    Vec<&'a FunctionReport>,
+    Vec<&'a FunctionReport>,
+) {
+    let mut exact: HashMap<(&str, &str, u64), usize> = HashMap::new();
+    let mut loose: HashMap<(&str, u64), Vec<usize>> = HashMap::new();
+    for (i, f) in b.functions.iter().enumerate() {
+        exact.insert((&f.module, &f.name, f.cfg_hash), i);
+        loose.entry((&f.name, f.cfg_hash)).or_default().push(i);
+    }
+    let mut taken = vec![false; b.functions.len()];
+    let mut pairs = Vec::new();
+    let mut rest = Vec::new();
+    for f in &a.functions {
+        match exact.get(&(f.module.as_str(), f.name.as_str(), f.cfg_hash)) {
+            Some(&i) if !taken[i] => {
+                taken[i] = true;
+                pairs.push((f, &b.functions[i]));
+            }
+            _ => rest.push(f),
+        }
+    }
+    let mut only_a = Vec::new();
+    for f in rest {
+        let cand = loose
+            .get(&(f.name.as_str(), f.cfg_hash))
+            .and_then(|v| v.iter().copied().find(|&i| !taken[i]));
+        match cand {
+            Some(i) => {
+                taken[i] = true;
+                pairs.push((f, &b.functions[i]));
+            }
+            None => only_a.push(f),
+        }
+    }
+    let only_b = b
+        .functions
+        .iter()
+        .zip(&taken)
+        .filter(|(_, t)| !**t)
+        .map(|(f, _)| f)
+        .collect();
+    (pairs, only_a, only_b)
+}
+
+/// Compares two reports; `lines` are their source-level models when both have line info.
+pub fn diff(
+    a: &Report,
+    b: &Report,
+    lines: Option<(&crate::source::SourceModel, &crate::source::SourceModel)>,
+) -> Diff {
+    let (pairs, only_a, only_b) = pair(a, b);
+    let mut d = Diff {
+        matched: pairs.len(),
+        only_in_a: only_a.into_iter().map(FnId::of).collect(),
+        only_in_b: only_b.into_iter().map(FnId::of).collect(),
+        ..Default::default()
+    };
+    for (fa, fb) in pairs {
+        if fa.inconsistent.is_some() || fb.inconsistent.is_some() {
+            d.unknown.push(FnId::of(fa));
+            continue;
+        }
+        let mut blocks_changed = 0;
+        for (ba, bb) in fa.blocks.iter().zip(&fb.blocks) {
+            if let (Some(ca), Some(cb)) = (ba.count, bb.count) {
+                if ca != cb {
+                    blocks_changed += 1;
+                    d.blocks.push(BlockChange {
+                        function: fa.demangled.clone(),
+                        id: ba.id,
+                        file: ba.file.clone(),
+                        line: ba.line,
+                        change: Change { a: ca, b: cb },
+                    });
+                }
+            }
+        }
+        let mut paths_changed = false;
+        if let (Some(pa), Some(pb)) = (&fa.paths, &fb.paths) {
+            if pa.potential == pb.potential && pa.cuts == pb.cuts {
+                let mut all: BTreeMap<u128, (Change, &[u32])> = BTreeMap::new();
+                for r in &pa.rows {
+                    all.insert(r.number, (Change { a: r.count, b: 0 }, &r.blocks));
+                }
+                for r in &pb.rows {
+                    all.entry(r.number)
+                        .or_insert((Change { a: 0, b: 0 }, &r.blocks))
+                        .0
+                        .b = r.count;
+                }
+                for (number, (change, blocks)) in all {
+                    if change.a == change.b {
+                        continue;
+                    }
+                    paths_changed = true;
+                    let p = PathChange {
+                        function: fa.demangled.clone(),
+                        number,
+                        blocks: blocks.to_vec(),
+                        change,
+                    };
+                    if change.b == 0 {
+                        d.paths_only_in_a.push(p.clone());
+                    } else if change.a == 0 {
+                        d.paths_only_in_b.push(p.clone());
+                    }
+                    d.paths.push(p);
+                }
+            }
+        }
+        let entry = Change {
+            a: fa.entry_count,
+            b: fb.entry_count,
+        };
+        let execs = Change {
+            a: fa.block_executions,
+            b: fb.block_executions,
+        };
+        if blocks_changed > 0 || paths_changed || entry.a != entry.b || execs.a != execs.b {
+            d.functions.push(FunctionChange {
+                function: FnId::of(fa),
+                entry_count: entry,
+                block_executions: execs,
+                blocks_changed,
+            });
+        }
+    }
+    if let Some((ma, mb)) = lines {
+        for (file, fa) in &ma.files {
+            let Some(fb) = mb.files.get(file) else {
+                continue;
+            };
+            for (&line, la) in &fa.lines {
+                let Some(lb) = fb.lines.get(&line) else {
+                    continue;
+                };
+                if let (Some(ca), Some(cb)) = (la.count, lb.count) {
+                    if ca != cb {
+                        d.lines.push(LineChange {
+                            file: file.clone(),
+                            line,
+                            change: Change { a: ca, b: cb },
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let by_name = |f: &FnId| (f.module.clone(), f.name.clone());
+    d.only_in_a.sort_by_key(by_name);
+    d.only_in_b.sort_by_key(by_name);
+    d.unknown.sort_by_key(by_name);
+    d.functions.sort_by(|x, y| {
+        y.block_executions
+            .magnitude()
+            .cmp(&x.block_executions.magnitude())
+            .then(y.entry_count.magnitude().cmp(&x.entry_count.magnitude()))
+            .then_with(|| by_name(&x.function).cmp(&by_name(&y.function)))
+    });
+    sort_by_change(
+        &mut d.blocks,
+        |c| c.change.magnitude(),
+        |c| (c.function.clone(), c.id),
+    );
+    sort_by_change(
+        &mut d.lines,
+        |c| c.change.magnitude(),
+        |c| (c.file.clone(), c.line),
+    );
+    for v in [&mut d.paths, &mut d.paths_only_in_a, &mut d.paths_only_in_b] {
+        sort_by_change(
+            v,
+            |c| c.change.magnitude(),
+            |c| (c.function.clone(), c.number),
+        );
+    }
+    d
+}
+
+/// The first `top` items (all when `top` is 0).
+fn first<T>(v: &[T], top: usize) -> &[T] {
+    if top == 0 {
+        v
+    } else {
+        &v[..v.len().min(top)]
+    }
+}
+
+fn signed(d: i128) -> String {
+    if d > 0 {
+        format!("+{d}")
+    } else {
+        d.to_string()
+    }
+}
+
+fn more(out: &mut String, shown: usize, total: usize) {
+    if shown < total {
+        out.push_str(&format!(
+            "  ... {} more (--top 0 shows all)\n",
+            total - shown
+        ));
+    }
+}
+
+/// Renders the diff as text; `top` items per section (0 = all).
+pub fn text(d: &Diff, a: &str, b: &str, top: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!("tally diff: A = {a}, B = {b}\n");
+    if d.equal() {
+        let _ = writeln!(out, "equal: {} functions, every count the same", d.matched);
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "different: {} of {} matched functions changed, {} only in A, {} only in B, {} unknown; {} blocks, {} lines, {} paths differ ({} run only in A, {} only in B)",
+        d.functions.len(),
+        d.matched,
+        d.only_in_a.len(),
+        d.only_in_b.len(),
+        d.unknown.len(),
+        d.blocks.len(),
+        d.lines.len(),
+        d.paths.len(),
+        d.paths_only_in_a.len(),
+        d.paths_only_in_b.len()
+    );
+    for (title, v) in [
+        ("functions only in A", &d.only_in_a),
+        ("functions only in B", &d.only_in_b),
+        (
+            "functions whose counts are unknown in A or B (not compared)",
+            &d.unknown,
+        ),
+    ] {
+        if v.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}:");
+        for f in first(v, top) {
+            let _ = writeln!(out, "  {} ({})", f.demangled, f.module);
+        }
+        more(&mut out, first(v, top).len(), v.len());
+    }
+    if !d.functions.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nfunctions (by change of block executions):\n{:>14} {:>14} {:>14} {:>12} {:>12}  function",
+            "executions A", "executions B", "change", "calls A", "calls B"
+        );
+        for f in first(&d.functions, top) {
+            let _ = writeln!(
+                out,
+                "{:>14} {:>14} {:>14} {:>12} {:>12}  {}",
+                f.block_executions.a,
+                f.block_executions.b,
+                signed(f.block_executions.delta()),
+                f.entry_count.a,
+                f.entry_count.b,
+                f.function.demangled
+            );
+        }
+        more(&mut out, first(&d.functions, top).len(), d.functions.len());
+    }
+    let header = |out: &mut String, title: &str, what: &str| {
+        let _ = writeln!(
+            out,
+            "\n{title}:\n{:>14} {:>14} {:>14}  {what}",
+            "A", "B", "change"
+        );
+    };
+    let row = |out: &mut String, c: &Change, what: String| {
+        let _ = writeln!(
+            out,
+            "{:>14} {:>14} {:>14}  {what}",
+            c.a,
+            c.b,
+            signed(c.delta())
+        );
+    };
+    if !d.blocks.is_empty() {
+        header(&mut out, "blocks", "block  function  location");
+        for c in first(&d.blocks, top) {
+            let loc = match (&c.file, c.line) {
+                (Some(f), l) if l > 0 => format!("{f}:{l}"),
+                (Some(f), _) => f.clone(),
+                _ => "?".into(),
+            };
+            row(
+                &mut out,
+                &c.change,
+                format!("b{}  {}  {loc}", c.id, c.function),
+            );
+        }
+        more(&mut out, first(&d.blocks, top).len(), d.blocks.len());
+    }
+    if !d.lines.is_empty() {
+        header(&mut out, "lines", "file:line");
+        for c in first(&d.lines, top) {
+            row(&mut out, &c.change, format!("{}:{}", c.file, c.line));
+        }
+        more(&mut out, first(&d.lines, top).len(), d.lines.len());
+    }
+    for (title, v) in [
+        ("paths", &d.paths),
+        ("paths run only in A (path spectra)", &d.paths_only_in_a),
+        ("paths run only in B (path spectra)", &d.paths_only_in_b),
+    ] {
+        if v.is_empty() {
+            continue;
+        }
+        header(&mut out, title, "path  function  blocks");
+        for c in first(v, top) {
+            let blocks: Vec<String> = c.blocks.iter().map(|b| format!("b{b}")).collect();
+            row(
+                &mut out,
+                &c.change,
+                format!("#{}  {}  {}", c.number, c.function, blocks.join(" ")),
+            );
+        }
+        more(&mut out, first(v, top).len(), v.len());
+    }
+    out
+}
+
+#[derive(Serialize)]
+struct JsonDiff<'a> {
+    schema: &'static str,
+    a: &'a str,
+    b: &'a str,
+    equal: bool,
+    #[serde(flatten)]
+    diff: &'a Diff,
+}
+
+/// Renders the diff as JSON (schema `tally-diff/1`); every section complete.
+pub fn json(d: &Diff, a: &str, b: &str) -> String {
+    let doc = JsonDiff {
+        schema: "tally-diff/1",
+        a,
+        b,
+        equal: d.equal(),
+        diff: d,
+    };
+    let mut out = serde_json::to_string_pretty(&doc).expect("diff serializes");
+    out.push('\n');
+    out
+}
