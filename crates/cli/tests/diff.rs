@@ -175,6 +175,9 @@ fn section<K: Ord>(d: &Value, name: &str, key: impl Fn(&Value) -> K) -> BTreeMap
         .collect()
 }
 
+/// A count in A and in B.
+type Pair = (u64, u64);
+
 struct Setup {
     dir: PathBuf,
     a: PathBuf,
@@ -229,7 +232,7 @@ fn diff_lists_exactly_what_changed_largest_first() {
         }
     }
     let rows = d["functions"].as_array().unwrap();
-    let got_fns: BTreeMap<String, ((u64, u64), (u64, u64))> = rows
+    let got_fns: BTreeMap<String, (Pair, Pair)> = rows
         .iter()
         .map(|r| {
             let c = |k: &str, s: &str| r[k][s].as_u64().unwrap();

@@ -521,3 +521,57 @@ pub fn json(d: &Diff, a: &str, b: &str) -> String {
     out.push('\n');
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(line: u32, a: u64, b: u64) -> LineChange {
+        LineChange {
+            file: "x.c".into(),
+            line,
+            change: Change { a, b },
+        }
+    }
+
+    #[test]
+    fn equal_only_without_any_difference() {
+        let mut d = Diff {
+            matched: 2,
+            ..Default::default()
+        };
+        assert!(d.equal());
+        assert!(text(&d, "a", "b", 20).contains("\nequal: 2 functions"));
+        d.lines.push(line(3, 1, 2));
+        assert!(!d.equal());
+        assert!(text(&d, "a", "b", 20).contains("\ndifferent: "));
+    }
+
+    #[test]
+    fn sections_are_cut_at_top_and_say_how_many_more() {
+        let mut v = vec![line(1, 5, 4), line(2, 0, 9), line(3, 7, 0), line(4, 2, 4)];
+        sort_by_change(&mut v, |c| c.change.magnitude(), |c| c.line);
+        assert_eq!(v.iter().map(|c| c.line).collect::<Vec<_>>(), [2, 3, 4, 1]);
+        let d = Diff {
+            lines: v,
+            ..Default::default()
+        };
+        let t = text(&d, "a", "b", 2);
+        assert!(
+            t.contains("             0              9             +9  x.c:2\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("             7              0             -7  x.c:3\n"),
+            "{t}"
+        );
+        assert!(!t.contains("x.c:4"), "{t}");
+        assert!(t.contains("  ... 2 more (--top 0 shows all)"), "{t}");
+        assert!(text(&d, "a", "b", 0).contains("x.c:1\n"));
+        let j: serde_json::Value = serde_json::from_str(&json(&d, "a", "b")).unwrap();
+        assert_eq!(j["schema"], "tally-diff/1");
+        assert_eq!(j["equal"], false);
+        assert_eq!(j["lines"].as_array().unwrap().len(), 4);
+        assert_eq!(j["lines"][0]["b"], 9);
+    }
+}
