@@ -378,6 +378,9 @@ fn more(out: &mut String, shown: usize, total: usize) {
     }
 }
 
+/// Blocks of a path spelled out in text output (JSON has them all).
+const PATH_BLOCKS: usize = 16;
+
 /// Renders the diff as text; `top` items per section (0 = all).
 pub fn text(d: &Diff, a: &str, b: &str, top: usize) -> String {
     use std::fmt::Write as _;
@@ -486,7 +489,15 @@ pub fn text(d: &Diff, a: &str, b: &str, top: usize) -> String {
         }
         header(&mut out, title, "path  function  blocks");
         for c in first(v, top) {
-            let blocks: Vec<String> = c.blocks.iter().map(|b| format!("b{b}")).collect();
+            let mut blocks: Vec<String> = c
+                .blocks
+                .iter()
+                .take(PATH_BLOCKS)
+                .map(|b| format!("b{b}"))
+                .collect();
+            if c.blocks.len() > PATH_BLOCKS {
+                blocks.push(format!("... ({} blocks)", c.blocks.len()));
+            }
             row(
                 &mut out,
                 &c.change,
@@ -573,5 +584,30 @@ mod tests {
         assert_eq!(j["equal"], false);
         assert_eq!(j["lines"].as_array().unwrap().len(), 4);
         assert_eq!(j["lines"][0]["b"], 9);
+    }
+
+    #[test]
+    fn long_paths_are_cut_in_text() {
+        let p = PathChange {
+            function: "f".into(),
+            number: 1 << 70,
+            blocks: (0..40).collect(),
+            change: Change { a: 0, b: 2 },
+        };
+        let d = Diff {
+            paths: vec![p.clone()],
+            paths_only_in_b: vec![p],
+            ..Default::default()
+        };
+        let t = text(&d, "a", "b", 0);
+        assert!(t.contains(" b15 ... (40 blocks)\n"), "{t}");
+        assert!(!t.contains("b16"), "{t}");
+        assert!(t.contains(&format!("#{}  f", 1u128 << 70)), "{t}");
+        let j: serde_json::Value = serde_json::from_str(&json(&d, "a", "b")).unwrap();
+        assert_eq!(j["paths"][0]["number"], (1u128 << 70).to_string());
+        assert_eq!(
+            j["paths_only_in_b"][0]["blocks"].as_array().unwrap().len(),
+            40
+        );
     }
 }
