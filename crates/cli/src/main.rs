@@ -7,6 +7,7 @@
 mod args;
 mod driver;
 mod links;
+mod progress;
 mod rtcache;
 
 use anyhow::{Context as _, Result};
@@ -315,28 +316,48 @@ fn paths(a: PathsArgs) -> Result<i32> {
     Ok(warn_inconsistent(&r))
 }
 
-fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
-    let mut loaded = Vec::new();
-    for p in paths {
-        let prof = match Profile::read_file(p) {
-            Ok(prof) => prof,
-            // That message names the file already.
-            Err(
-                e @ (ProfileError::Io { .. }
-                | ProfileError::NotRegular { .. }
-                | ProfileError::TooLarge { .. }),
-            ) => return Err(e.into()),
-            Err(e) => return Err(anyhow::Error::new(e).context(p.display().to_string())),
-        };
-        loaded.push((p.display().to_string(), prof));
+/// Reads one profile; errors name the file.
+fn read_profile(p: &std::path::Path, bytes: Option<&[u8]>) -> Result<Profile> {
+    let read = match bytes {
+        Some(b) => Profile::read(b),
+        None => Profile::read_file(p),
+    };
+    match read {
+        Ok(prof) => Ok(prof),
+        // That message names the file already.
+        Err(
+            e @ (ProfileError::Io { .. }
+            | ProfileError::NotRegular { .. }
+            | ProfileError::TooLarge { .. }),
+        ) => Err(e.into()),
+        Err(e) => Err(anyhow::Error::new(e).context(p.display().to_string())),
     }
-    let (first, rest) = loaded.split_first().expect("clap requires one profile");
-    let rest: Vec<(&str, &Profile)> = rest.iter().map(|(n, p)| (n.as_str(), p)).collect();
-    Ok(tally_report::combine((&first.0, &first.1), &rest)?)
 }
 
-/// The inputs of `merge --by-program`: files as given, directories as their `*.tally` files
-/// (sorted, not recursive).
+/// Reads profiles of one build and adds them up, one at a time (memory: the sum and one
+/// file). A profile of the same build as the sum is added without decoding its metadata.
+fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
+    let (first, rest) = paths.split_first().expect("clap requires one profile");
+    let first_name = first.display().to_string();
+    let progress = progress::Progress::new("reading", paths.len(), "profiles");
+    let mut sum = read_profile(first, None)?;
+    progress.step();
+    for p in rest {
+        let bytes = Profile::file_bytes(p, tally_format::profile::MAX_PROFILE_BYTES)?;
+        let added = sum
+            .add_same_build(&bytes, false)
+            .map_err(|e| anyhow::Error::new(e).context(p.display().to_string()))?;
+        if added == tally_format::profile::Added::OtherBuild {
+            // Read in full for combine's message, which names what differs.
+            let other = read_profile(p, Some(&bytes))?;
+            sum =
+                tally_report::combine((&first_name, &sum), &[(&p.display().to_string(), &other)])?;
+        }
+        progress.step();
+    }
+    Ok(sum)
+}
+
 fn merge_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for i in inputs {
@@ -358,41 +379,54 @@ fn merge_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// `tally merge --by-program -o DIR INPUTS...`: one merged profile per build.
 fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
     use std::collections::BTreeMap;
-    use std::io::IsTerminal as _;
     use tally_format::profile::{BuildId, Program};
     let files = merge_inputs(inputs)?;
-    let progress = std::io::stderr().is_terminal();
+    let progress = progress::Progress::new("merging", files.len(), "profiles");
     // (program, module hashes) -> (merged profile, inputs)
     let mut groups: BTreeMap<(Program, Vec<u64>), (Profile, usize)> = BTreeMap::new();
+    // The group the last profile went to: runs of one program usually come together, and
+    // adding to it needs no metadata decoding (`add_same_build`).
+    let mut last: Option<(Program, Vec<u64>)> = None;
     let mut failed = 0usize;
-    for (i, f) in files.iter().enumerate() {
-        if progress {
-            eprint!(
-                "\rtally merge: {}/{} profiles, {} programs",
-                i + 1,
-                files.len(),
-                groups.len()
-            );
-        }
+    for f in &files {
+        progress.step();
         let name = f.display().to_string();
-        let refuse = |why: String| {
-            if progress {
-                eprintln!();
-            }
-            eprintln!("tally: skipping {name}: {why}");
+        let refuse = |why: String| progress.println(&format!("tally: skipping {name}: {why}"));
+        let unprefixed = |e: ProfileError| {
+            let msg = e.to_string();
+            msg.strip_prefix("cannot read profile ")
+                .map_or(msg.clone(), |m| {
+                    m.strip_prefix(&format!("{name}: "))
+                        .unwrap_or(m)
+                        .to_string()
+                })
         };
-        let p = match Profile::read_file(f) {
+        let bytes = match Profile::file_bytes(f, tally_format::profile::MAX_PROFILE_BYTES) {
+            Ok(b) => b,
+            Err(e) => {
+                refuse(unprefixed(e));
+                failed += 1;
+                continue;
+            }
+        };
+        if let Some((sum, n)) = last.as_ref().and_then(|k| groups.get_mut(k)) {
+            match sum.add_same_build(&bytes, true) {
+                Ok(tally_format::profile::Added::Added) => {
+                    *n += 1;
+                    continue;
+                }
+                Ok(tally_format::profile::Added::OtherBuild) => {}
+                Err(e) => {
+                    refuse(unprefixed(e));
+                    failed += 1;
+                    continue;
+                }
+            }
+        }
+        let p = match Profile::read(&bytes) {
             Ok(p) => p,
             Err(e) => {
-                let msg = e.to_string();
-                refuse(
-                    msg.strip_prefix("cannot read profile ")
-                        .map_or(msg.clone(), |m| {
-                            m.strip_prefix(&format!("{name}: "))
-                                .unwrap_or(m)
-                                .to_string()
-                        }),
-                );
+                refuse(unprefixed(e));
                 failed += 1;
                 continue;
             }
@@ -401,6 +435,7 @@ fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
             p.program.clone(),
             p.modules.iter().map(|m| m.hash).collect::<Vec<_>>(),
         );
+        last = Some(key.clone());
         match groups.get_mut(&key) {
             None => {
                 let mut p = p;
@@ -418,10 +453,9 @@ fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
                 }
             },
         }
+        progress.message(format!("{} programs", groups.len()));
     }
-    if progress && !files.is_empty() {
-        eprintln!();
-    }
+    drop(progress);
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut taken = std::collections::HashSet::new();
     for ((program, _), (profile, n)) in &groups {

@@ -181,4 +181,20 @@ fn profiles_name_their_program_and_merge_by_program() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(Path::new(&dir.join("mixed.tally")).metadata().is_err());
+
+    // On a terminal (util-linux `script` gives the command a pseudo-terminal) merging many
+    // profiles shows a progress line; off a terminal it does not (checked above).
+    let cmd = format!(
+        "{} merge --by-program -o {} {}",
+        tally().display(),
+        dir.join("tty-merged").display(),
+        runs.display()
+    );
+    let o = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .expect("util-linux script");
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("tally: merging"), "{shown:?}");
+    assert!(shown.contains("/7 profiles"), "{shown:?}");
 }

@@ -306,6 +306,12 @@ pub enum ProfileError {
         /// FNV-1a 64 of the stored counter and path-entry bytes.
         computed: u64,
     },
+    /// Adding a profile's counts to another's overflowed 64 bits.
+    #[error("module record #{index}: a count overflows 64 bits when the profiles are added")]
+    Overflow {
+        /// Position of the module in the file (0-based).
+        index: usize,
+    },
     /// A module's metadata blob does not decode.
     #[error("corrupt profile: module record #{index} metadata: {cause}")]
     BadMetadata {
@@ -519,138 +525,130 @@ fn pad8(len: u64) -> Option<u64> {
     len.checked_add(7).map(|l| l & !7)
 }
 
-impl Profile {
-    /// Parses and checks a profile.
-    pub fn read(bytes: &[u8]) -> Result<Profile, ProfileError> {
-        if bytes.is_empty() {
-            return Err(ProfileError::Empty);
-        }
-        let prefix = bytes.len().min(PROFILE_MAGIC.len());
-        if bytes[..prefix] != PROFILE_MAGIC[..prefix] {
-            return Err(ProfileError::BadMagic);
-        }
-        let mut r = Reader { bytes, pos: 0 };
-        r.take("the header", HEADER_LEN as u64)?;
-        r.pos = PROFILE_MAGIC.len();
-        let version = r.u32("the container version")?;
-        if !(PROFILE_VERSION_NO_CHECKSUM..=PROFILE_VERSION).contains(&version) {
-            return Err(ProfileError::Version { found: version });
-        }
-        let checksummed = version >= PROFILE_VERSION_NO_PROGRAM;
-        let flags = r.u32("the flags")?;
-        if flags != PROFILE_FLAGS && (flags != PROFILE_CONTINUOUS || version < PROFILE_VERSION) {
-            return Err(ProfileError::Flags { found: flags });
-        }
-        let unfinished = flags == PROFILE_CONTINUOUS;
-        let module_count = r.u64("the module count")?;
-        let pid = r.u64("the pid")?;
-        let program = if version > PROFILE_VERSION_NO_PROGRAM {
-            read_program(&mut r)?
-        } else {
-            Program::default()
-        };
+/// A module record as stored: lengths, hash and checksum checked, metadata not decoded.
+struct RawModule<'a> {
+    index: usize,
+    hash: u64,
+    blob: &'a [u8],
+    counters: &'a [u8],
+    paths: &'a [u8],
+    /// `(stored, computed)` when the counter checksum does not match.
+    bad_checksum: Option<(u64, u64)>,
+}
 
-        // Each module takes at least MODULE_HEADER_LEN bytes: never reserve more than fits.
-        let fits = (bytes.len() - r.pos) / MODULE_HEADER_LEN;
-        let cap = usize::try_from(module_count)
-            .unwrap_or(usize::MAX)
-            .min(fits);
-        let mut modules = Vec::with_capacity(cap);
-        for index in 0..module_count {
-            let index = usize::try_from(index).unwrap_or(usize::MAX);
-            if unfinished {
-                skip_padding(&mut r)?;
-            }
-            let offset = r.pos;
-            let magic = r.take("a module record", MODULE_MAGIC.len() as u64)?;
-            if magic != MODULE_MAGIC {
-                return Err(ProfileError::BadModuleMagic { index, offset });
-            }
-            let stored = r.u64("the module hash")?;
-            let meta_len = r.u64("the metadata length")?;
-            let num_counters = r.u64("the counter count")?;
-            let num_paths = r.u64("the path entry count")?;
-            let blob = r.take("the module metadata", meta_len)?;
-            let padded = pad8(meta_len).unwrap_or(u64::MAX);
-            r.take("the metadata padding", padded - meta_len)?;
-            let counter_bytes = num_counters.saturating_mul(8);
-            let raw = r.take("the module counters", counter_bytes)?;
-            let raw_paths = r.take(
-                "the path entries",
-                num_paths.saturating_mul(PATH_ENTRY_LEN as u64),
-            )?;
-            let checksum = if checksummed {
-                Some(r.u64("the counter checksum")?)
-            } else {
-                None
-            };
-            let computed = fnv64(blob);
-            if computed != stored {
-                return Err(ProfileError::HashMismatch {
-                    index,
-                    stored,
-                    computed,
-                });
-            }
-            let counters = raw
-                .chunks_exact(8)
-                .map(|c| {
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(c);
-                    u64::from_le_bytes(a)
-                })
-                .collect();
-            let mut module = ProfileModule::from_blob(index, blob.to_vec(), counters)?;
-            if let Some(stored) = checksum.filter(|_| !unfinished) {
-                let computed = counter_checksum(raw, raw_paths);
-                if computed != stored {
-                    return Err(ProfileError::ChecksumMismatch {
-                        index,
-                        source_file: module.meta.source.clone(),
-                        stored,
-                        computed,
-                    });
-                }
-            }
-            for e in raw_paths.chunks_exact(PATH_ENTRY_LEN) {
-                let word = |i: usize| {
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(&e[i..i + 8]);
-                    u64::from_le_bytes(a)
-                };
-                let head = word(0);
-                let (function, kind) = ((head & 0xffff_ffff) as u32, (head >> 32) as u32);
-                let kind = match kind {
-                    PATH_ENTRY_COUNT => PathEntryKind::Count,
-                    PATH_ENTRY_LOST => PathEntryKind::Lost,
-                    _ => return Err(ProfileError::BadPathEntry { index, function }),
-                };
-                if function as usize >= module.meta.functions.len()
-                    || (kind == PathEntryKind::Count
-                        && module.meta.functions[function as usize].paths.is_none())
-                {
-                    return Err(ProfileError::BadPathEntry { index, function });
-                }
-                module.paths.push(PathEntry {
-                    function,
-                    kind,
-                    path: word(8),
-                    count: word(16),
-                });
-            }
-            modules.push(module);
+impl RawModule<'_> {
+    fn check_sum(&self, meta: &ModuleMeta) -> Result<(), ProfileError> {
+        match self.bad_checksum {
+            None => Ok(()),
+            Some((stored, computed)) => Err(ProfileError::ChecksumMismatch {
+                index: self.index,
+                source_file: meta.source.clone(),
+                stored,
+                computed,
+            }),
         }
+    }
+}
 
+/// A profile parsed down to its module records ([`parse`]).
+struct RawProfile<'a> {
+    pid: u64,
+    program: Program,
+    modules: Vec<RawModule<'a>>,
+    unfinished: bool,
+}
+
+/// Checks everything about a profile but its metadata and path entries: magics, version,
+/// flags, lengths, each module's hash and checksum, the trailer.
+fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
+    if bytes.is_empty() {
+        return Err(ProfileError::Empty);
+    }
+    let prefix = bytes.len().min(PROFILE_MAGIC.len());
+    if bytes[..prefix] != PROFILE_MAGIC[..prefix] {
+        return Err(ProfileError::BadMagic);
+    }
+    let mut r = Reader { bytes, pos: 0 };
+    r.take("the header", HEADER_LEN as u64)?;
+    r.pos = PROFILE_MAGIC.len();
+    let version = r.u32("the container version")?;
+    if !(PROFILE_VERSION_NO_CHECKSUM..=PROFILE_VERSION).contains(&version) {
+        return Err(ProfileError::Version { found: version });
+    }
+    let checksummed = version >= PROFILE_VERSION_NO_PROGRAM;
+    let flags = r.u32("the flags")?;
+    if flags != PROFILE_FLAGS && (flags != PROFILE_CONTINUOUS || version < PROFILE_VERSION) {
+        return Err(ProfileError::Flags { found: flags });
+    }
+    let unfinished = flags == PROFILE_CONTINUOUS;
+    let module_count = r.u64("the module count")?;
+    let pid = r.u64("the pid")?;
+    let program = if version > PROFILE_VERSION_NO_PROGRAM {
+        read_program(&mut r)?
+    } else {
+        Program::default()
+    };
+
+    // Each module takes at least MODULE_HEADER_LEN bytes: never reserve more than fits.
+    let fits = (bytes.len() - r.pos) / MODULE_HEADER_LEN;
+    let cap = usize::try_from(module_count)
+        .unwrap_or(usize::MAX)
+        .min(fits);
+    let mut modules = Vec::with_capacity(cap);
+    for index in 0..module_count {
+        let index = usize::try_from(index).unwrap_or(usize::MAX);
         if unfinished {
-            // The runtime may have been killed while it appended a module: what follows the
-            // last counted record is not read.
-            return Ok(Profile {
-                pid,
-                program,
-                modules,
-                unfinished,
+            skip_padding(&mut r)?;
+        }
+        let offset = r.pos;
+        let magic = r.take("a module record", MODULE_MAGIC.len() as u64)?;
+        if magic != MODULE_MAGIC {
+            return Err(ProfileError::BadModuleMagic { index, offset });
+        }
+        let stored = r.u64("the module hash")?;
+        let meta_len = r.u64("the metadata length")?;
+        let num_counters = r.u64("the counter count")?;
+        let num_paths = r.u64("the path entry count")?;
+        let blob = r.take("the module metadata", meta_len)?;
+        let padded = pad8(meta_len).unwrap_or(u64::MAX);
+        r.take("the metadata padding", padded - meta_len)?;
+        let counter_bytes = num_counters.saturating_mul(8);
+        let counters = r.take("the module counters", counter_bytes)?;
+        let paths = r.take(
+            "the path entries",
+            num_paths.saturating_mul(PATH_ENTRY_LEN as u64),
+        )?;
+        let checksum = if checksummed {
+            Some(r.u64("the counter checksum")?)
+        } else {
+            None
+        };
+        let computed = fnv64(blob);
+        if computed != stored {
+            return Err(ProfileError::HashMismatch {
+                index,
+                stored,
+                computed,
             });
         }
+        // Compared by the caller, after the metadata decodes (the error names its source).
+        let bad_checksum = checksum
+            .filter(|_| !unfinished)
+            .map(|stored| (stored, counter_checksum(counters, paths)))
+            .filter(|(stored, computed)| stored != computed);
+        modules.push(RawModule {
+            index,
+            hash: stored,
+            blob,
+            counters,
+            paths,
+            bad_checksum,
+        });
+    }
+
+    if !unfinished {
+        // (A continuous profile's runtime may have been killed while it appended a module:
+        // what follows the last counted record is not read.)
         let at = r.pos;
         let magic = r.take("the trailer", TRAILER_MAGIC.len() as u64)?;
         if magic != TRAILER_MAGIC {
@@ -670,12 +668,197 @@ impl Profile {
                 end,
             });
         }
+    }
+    Ok(RawProfile {
+        pid,
+        program,
+        modules,
+        unfinished,
+    })
+}
+
+fn le_words(raw: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    raw.chunks_exact(8).map(|c| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        u64::from_le_bytes(a)
+    })
+}
+
+/// Decodes a module record's path entries, checked against its metadata.
+fn decode_path_entries(
+    index: usize,
+    raw: &[u8],
+    meta: &ModuleMeta,
+) -> Result<Vec<PathEntry>, ProfileError> {
+    let mut out = Vec::with_capacity(raw.len() / PATH_ENTRY_LEN);
+    for e in raw.chunks_exact(PATH_ENTRY_LEN) {
+        let mut w = le_words(e);
+        let (head, path, count) = (
+            w.next().unwrap_or(0),
+            w.next().unwrap_or(0),
+            w.next().unwrap_or(0),
+        );
+        let (function, kind) = ((head & 0xffff_ffff) as u32, (head >> 32) as u32);
+        let kind = match kind {
+            PATH_ENTRY_COUNT => PathEntryKind::Count,
+            PATH_ENTRY_LOST => PathEntryKind::Lost,
+            _ => return Err(ProfileError::BadPathEntry { index, function }),
+        };
+        if function as usize >= meta.functions.len()
+            || (kind == PathEntryKind::Count && meta.functions[function as usize].paths.is_none())
+        {
+            return Err(ProfileError::BadPathEntry { index, function });
+        }
+        out.push(PathEntry {
+            function,
+            kind,
+            path,
+            count,
+        });
+    }
+    Ok(out)
+}
+
+/// Adds two lists of path entries (the hashed path counts and losses of one module): entries
+/// for the same path of the same function, and the losses of one function, become one.
+pub fn add_path_entries(a: &[PathEntry], b: &[PathEntry]) -> Option<Vec<PathEntry>> {
+    let mut sum: std::collections::BTreeMap<(u32, bool, u64), u64> = Default::default();
+    for e in a.iter().chain(b) {
+        let k = (e.function, e.kind == PathEntryKind::Lost, e.path);
+        let v = sum.entry(k).or_default();
+        *v = v.checked_add(e.count)?;
+    }
+    Some(
+        sum.into_iter()
+            .map(|((function, lost, path), count)| PathEntry {
+                function,
+                kind: if lost {
+                    PathEntryKind::Lost
+                } else {
+                    PathEntryKind::Count
+                },
+                path,
+                count,
+            })
+            .collect(),
+    )
+}
+
+impl ProfileModule {
+    /// Adds another run's counters and path entries of the same module to this one's; `None`
+    /// (and `self` unchanged) if a sum overflows 64 bits.
+    pub fn add(
+        &mut self,
+        counters: impl IntoIterator<Item = u64>,
+        paths: &[PathEntry],
+    ) -> Option<()> {
+        let sum = self.summed(counters, paths)?;
+        self.set_sum(sum);
+        Some(())
+    }
+
+    /// The sums [`ProfileModule::add`] stores.
+    fn summed(
+        &self,
+        counters: impl IntoIterator<Item = u64>,
+        paths: &[PathEntry],
+    ) -> Option<(Vec<u64>, Option<Vec<PathEntry>>)> {
+        let sums = self
+            .counters
+            .iter()
+            .zip(counters)
+            .map(|(a, b)| a.checked_add(b))
+            .collect::<Option<Vec<u64>>>()?;
+        let paths = if paths.is_empty() && self.paths.is_empty() {
+            None
+        } else {
+            Some(add_path_entries(&self.paths, paths)?)
+        };
+        Some((sums, paths))
+    }
+
+    fn set_sum(&mut self, (counters, paths): (Vec<u64>, Option<Vec<PathEntry>>)) {
+        self.counters = counters;
+        if let Some(p) = paths {
+            self.paths = p;
+        }
+    }
+}
+
+/// What [`Profile::add_same_build`] did.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Added {
+    /// The other profile's counts were added.
+    Added,
+    /// The other profile is of another build (module count or some module's metadata differs):
+    /// nothing was added.
+    OtherBuild,
+}
+
+impl Profile {
+    /// Parses and checks a profile.
+    pub fn read(bytes: &[u8]) -> Result<Profile, ProfileError> {
+        let raw = parse(bytes)?;
+        let mut modules = Vec::with_capacity(raw.modules.len());
+        for m in raw.modules {
+            let counters = le_words(m.counters).collect();
+            let mut module = ProfileModule::from_blob(m.index, m.blob.to_vec(), counters)?;
+            m.check_sum(&module.meta)?;
+            module.paths = decode_path_entries(m.index, m.paths, &module.meta)?;
+            modules.push(module);
+        }
         Ok(Profile {
-            pid,
-            program,
+            pid: raw.pid,
+            program: raw.program,
             modules,
-            unfinished,
+            unfinished: raw.unfinished,
         })
+    }
+
+    /// Adds the counts of the profile `bytes` to this one if it is of the same build (every
+    /// module's metadata byte for byte the same), without decoding its metadata: what merging
+    /// many runs of one program costs per run is reading and checking its bytes. The other
+    /// profile is checked as [`Profile::read`] checks it (a corrupt one is an error, and
+    /// nothing is added); on [`Added::OtherBuild`] the caller reads it in full. With
+    /// `same_program`, a profile that names another program (or none) counts as another build.
+    pub fn add_same_build(
+        &mut self,
+        bytes: &[u8],
+        same_program: bool,
+    ) -> Result<Added, ProfileError> {
+        let raw = parse(bytes)?;
+        if (same_program && raw.program != self.program)
+            || raw.modules.len() != self.modules.len()
+            || raw
+                .modules
+                .iter()
+                .zip(&self.modules)
+                .any(|(r, m)| r.hash != m.hash || r.blob != m.meta_blob.as_slice())
+        {
+            return Ok(Added::OtherBuild);
+        }
+        let mut paths = Vec::with_capacity(raw.modules.len());
+        for (r, m) in raw.modules.iter().zip(&self.modules) {
+            r.check_sum(&m.meta)?;
+            paths.push(decode_path_entries(r.index, r.paths, &m.meta)?);
+        }
+        // Every sum is checked before any is stored: an overflow leaves `self` unchanged.
+        let mut sums = Vec::with_capacity(paths.len());
+        for ((r, p), m) in raw.modules.iter().zip(&paths).zip(&self.modules) {
+            sums.push(
+                m.summed(le_words(r.counters), p)
+                    .ok_or(ProfileError::Overflow { index: r.index })?,
+            );
+        }
+        for (m, sum) in self.modules.iter_mut().zip(sums) {
+            m.set_sum(sum);
+        }
+        self.unfinished |= raw.unfinished;
+        if raw.program != self.program {
+            self.program = Program::default();
+        }
+        Ok(Added::Added)
     }
 
     /// The build id of a program without a GNU build-id note ([`BuildId::Modules`]): FNV-1a 64
@@ -700,6 +883,13 @@ impl Profile {
     /// [`Profile::read_file`] with another bound than [`MAX_PROFILE_BYTES`] (the tests use a
     /// small one: a file over 4 GiB cannot be made where `ulimit -f` forbids it).
     pub fn read_file_bounded(path: impl AsRef<Path>, max: u64) -> Result<Profile, ProfileError> {
+        Profile::read(&Profile::file_bytes(path, max)?)
+    }
+
+    /// The bytes of a profile file, read as [`Profile::read_file_bounded`] reads them (only a
+    /// regular file of at most `max` bytes), for [`Profile::read`] or
+    /// [`Profile::add_same_build`].
+    pub fn file_bytes(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, ProfileError> {
         use std::io::Read;
         let path = path.as_ref();
         let io = |error| ProfileError::Io {
@@ -739,7 +929,7 @@ impl Profile {
                 max,
             });
         }
-        Profile::read(&bytes)
+        Ok(bytes)
     }
 
     /// Serializes in exactly the layout the runtime writes (the current version, with
@@ -1253,6 +1443,105 @@ mod tests {
             Profile::read(&bad),
             Err(ProfileError::ChecksumMismatch { index: 0, .. })
         ));
+    }
+
+    /// A second run of `sample()`'s build: other counts, a lost-increments entry.
+    fn second_run() -> Profile {
+        let mut p = sample();
+        p.pid = 7;
+        p.modules[0].counters = vec![10, 20, 0];
+        p.modules[1].counters = vec![3];
+        p.modules[1].paths.push(PathEntry {
+            function: 0,
+            kind: PathEntryKind::Lost,
+            path: 0,
+            count: 5,
+        });
+        p
+    }
+
+    #[test]
+    fn adding_a_run_of_the_same_build_adds_every_count() {
+        let mut sum = sample();
+        let other = second_run();
+        assert_eq!(
+            sum.add_same_build(&other.write(), true).unwrap(),
+            Added::Added
+        );
+        // What adding the decoded profiles module by module gives.
+        let mut expected = sample();
+        for (a, b) in expected.modules.iter_mut().zip(&other.modules) {
+            a.add(b.counters.iter().copied(), &b.paths).unwrap();
+        }
+        assert_eq!(sum.modules, expected.modules);
+        assert_eq!(sum.modules[0].counters, vec![11, 22, u64::MAX]);
+        assert_eq!(sum.modules[1].paths.len(), 1);
+        assert_eq!(sum.pid, 4242);
+        // Twice: the entries of the same function's losses become one.
+        sum.add_same_build(&second_run().write(), false).unwrap();
+        assert_eq!(sum.modules[1].paths[0].count, 10);
+    }
+
+    #[test]
+    fn adding_refuses_overflow_corruption_and_other_builds_unchanged() {
+        let before = sample();
+        let mut sum = sample();
+        // a.c's third counter is u64::MAX: adding 1 overflows.
+        let mut over = sample();
+        over.modules[0].counters = vec![0, 0, 1];
+        assert!(matches!(
+            sum.add_same_build(&over.write(), false),
+            Err(ProfileError::Overflow { index: 0 })
+        ));
+        assert_eq!(sum, before);
+        // A damaged count (the last module's last path entry): the checksum error, nothing
+        // added.
+        let one = |p: Profile| Profile {
+            modules: vec![p.modules[1].clone()],
+            ..p
+        };
+        let mut one_sum = one(sample());
+        let mut bad = one(second_run()).write();
+        let n = bad.len();
+        bad[n - TRAILER_LEN - CHECKSUM_LEN - 8] ^= 4;
+        assert!(matches!(
+            one_sum.add_same_build(&bad, false),
+            Err(ProfileError::ChecksumMismatch { index: 0, .. })
+        ));
+        assert_eq!(one_sum, one(sample()));
+        // Another build: one module fewer, or one module's metadata changed.
+        let mut fewer = sample();
+        fewer.modules.pop();
+        assert_eq!(
+            sum.add_same_build(&fewer.write(), false).unwrap(),
+            Added::OtherBuild
+        );
+        let mut changed = sample();
+        changed.modules[0] = ProfileModule::new(meta("b.c", 3), vec![1, 2, 3]);
+        assert_eq!(
+            sum.add_same_build(&changed.write(), false).unwrap(),
+            Added::OtherBuild
+        );
+        // Another program, when the program must match.
+        let named = with_program(Program {
+            path: b"/bin/x".to_vec(),
+            build_id: BuildId::None,
+        });
+        assert_eq!(
+            sum.add_same_build(&named.write(), true).unwrap(),
+            Added::OtherBuild
+        );
+        assert_eq!(sum, before);
+        // Without the program check it adds, and the sum names no program.
+        let mut named_sum = Profile {
+            program: named.program.clone(),
+            ..second_run()
+        };
+        assert_eq!(
+            named_sum.add_same_build(&sample().write(), false).unwrap(),
+            Added::Added
+        );
+        assert!(named_sum.program.is_unknown());
     }
 
     #[test]

@@ -273,10 +273,8 @@ pub fn combine(
             if a.hash != b.hash {
                 return Err(mismatch(format!("module {} differs", b.meta.source)));
             }
-            for (x, y) in a.counters.iter_mut().zip(&b.counters) {
-                *x = x.checked_add(*y).ok_or(ReportError::Overflow)?;
-            }
-            a.paths = merge_path_entries(&a.paths, &b.paths)?;
+            a.add(b.counters.iter().copied(), &b.paths)
+                .ok_or(ReportError::Overflow)?;
         }
         sum.unfinished |= p.unfinished;
         if p.program != sum.program {
@@ -284,33 +282,6 @@ pub fn combine(
         }
     }
     Ok(sum)
-}
-
-/// Adds two lists of path entries (hashed path counts and losses of the same functions).
-fn merge_path_entries(
-    a: &[tally_format::profile::PathEntry],
-    b: &[tally_format::profile::PathEntry],
-) -> Result<Vec<tally_format::profile::PathEntry>, ReportError> {
-    use tally_format::profile::{PathEntry, PathEntryKind};
-    let mut sum: std::collections::BTreeMap<(u32, bool, u64), u64> = Default::default();
-    for e in a.iter().chain(b) {
-        let k = (e.function, e.kind == PathEntryKind::Lost, e.path);
-        let v = sum.entry(k).or_default();
-        *v = v.checked_add(e.count).ok_or(ReportError::Overflow)?;
-    }
-    Ok(sum
-        .into_iter()
-        .map(|((function, lost, path), count)| PathEntry {
-            function,
-            kind: if lost {
-                PathEntryKind::Lost
-            } else {
-                PathEntryKind::Count
-            },
-            path,
-            count,
-        })
-        .collect())
 }
 
 fn kind_name(k: tally_graph::EdgeKind) -> &'static str {
