@@ -257,14 +257,18 @@ fn warn_inconsistent(r: &tally_report::Report) -> i32 {
     EXIT_INCONSISTENT
 }
 
-fn placements(a: PlacementsArgs) -> Result<i32> {
-    let profile = read_profiles(&a.profiles)?;
-    let title = a
-        .profiles
+/// How a report names its inputs: `a.tally + b.tally`.
+fn title(profiles: &[PathBuf]) -> String {
+    profiles
         .iter()
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
-        .join(" + ");
+        .join(" + ")
+}
+
+fn placements(a: PlacementsArgs) -> Result<i32> {
+    let profile = read_profiles(&a.profiles)?;
+    let title = title(&a.profiles);
     let r = tally_report::analyze(&profile)?;
     let s = tally_report::placements::score(&r);
     if s.functions == 0 {
@@ -301,12 +305,7 @@ fn diff(a: DiffArgs) -> Result<i32> {
 
 fn paths(a: PathsArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
-    let title = a
-        .profiles
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" + ");
+    let title = title(&a.profiles);
     let r = tally_report::analyze(&profile)?;
     let out = match a.format {
         Format::Json => tally_report::render::paths_json(&r, &title),
@@ -533,12 +532,7 @@ fn show(a: ShowArgs) -> Result<i32> {
 
 fn report(a: ReportArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
-    let title = a
-        .profiles
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" + ");
+    let title = title(&a.profiles);
     let r = tally_report::analyze(&profile)?;
     let model = (a.lines || a.export.is_some()).then(|| tally_report::source::model(&r));
     let out = match (a.export, a.format, &model) {

@@ -107,30 +107,8 @@ fn queries_equal_the_oracle_for_every_event_kind() {
 
 #[test]
 fn lua_api_probes_equal_the_oracle() {
-    let l = locate("lua");
-    let mut args = vec![
-        "-O2".to_string(),
-        "-g".into(),
-        "-DLUA_USE_LINUX".into(),
-        "-DTALLY_PROBE".into(),
-        "-Dluai_makeseed(L)=0x5eedu".into(),
-        format!("-I{}", l.display()),
-        "-include".into(),
-        repo()
-            .join("testdata/lua/deterministic.h")
-            .display()
-            .to_string(),
-        "-include".into(),
-        repo().join("testdata/lua/probe.h").display().to_string(),
-        repo().join("testdata/lua/driver.c").display().to_string(),
-    ];
-    let list = std::fs::read_to_string(repo().join("testdata/lua/SOURCES")).unwrap();
-    args.extend(
-        list.lines()
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| l.join(s.trim()).display().to_string()),
-    );
-    args.push("-lm".into());
+    let probe = repo().join("testdata/lua/probe.h");
+    let args = lua_args(&["-O2", "-DTALLY_PROBE", "-include", probe.to_str().unwrap()]);
     let script = repo().join("testdata/lua/workload.lua");
     let out = check("lua", &args, &[script.to_str().unwrap(), "1"], 0, &[]);
     let probes: u64 = out
@@ -144,21 +122,7 @@ fn lua_api_probes_equal_the_oracle() {
 
 #[test]
 fn sqlite_progress_probes_equal_the_oracle() {
-    let s = locate("sqlite");
-    let args = vec![
-        "-O2".to_string(),
-        "-g".into(),
-        "-DTALLY_PROBE".into(),
-        "-DSQLITE_THREADSAFE=0".into(),
-        "-DSQLITE_OMIT_LOAD_EXTENSION".into(),
-        format!("-I{}", s.display()),
-        repo()
-            .join("testdata/sqlite/driver.c")
-            .display()
-            .to_string(),
-        s.join("sqlite3.c").display().to_string(),
-        "-lm".into(),
-    ];
+    let args = sqlite_args(&["-DTALLY_PROBE"]);
     let out = check("sqlite", &args, &["1"], 0, &[]);
     assert!(out.contains("probes "), "{out}");
 }

@@ -135,27 +135,7 @@ fn path_profiles_equal_the_trace_oracle_on_test_programs() {
 
 #[test]
 fn path_profiles_equal_the_trace_oracle_on_lua() {
-    let l = locate("lua");
-    let mut args = vec![
-        "-O2".to_string(),
-        "-g".into(),
-        "-DLUA_USE_LINUX".into(),
-        "-Dluai_makeseed(L)=0x5eedu".into(),
-        format!("-I{}", l.display()),
-        "-include".into(),
-        repo()
-            .join("testdata/lua/deterministic.h")
-            .display()
-            .to_string(),
-        repo().join("testdata/lua/driver.c").display().to_string(),
-    ];
-    let list = std::fs::read_to_string(repo().join("testdata/lua/SOURCES")).unwrap();
-    args.extend(
-        list.lines()
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| l.join(s.trim()).display().to_string()),
-    );
-    args.push("-lm".into());
+    let args = lua_args(&["-O2"]);
     let script = repo().join("testdata/lua/small.lua");
     check("lua", false, &args, &[script.to_str().unwrap()], 0, 100);
 }

@@ -65,38 +65,13 @@ fn check(
     assert!(nf > 100 && executed > 1000, "{name}: too little compared");
 }
 
-fn lua_args(opt: &str) -> Vec<String> {
-    let l = locate("lua");
-    let mut a = vec![
-        opt.to_string(),
-        "-g".into(),
-        "-DLUA_USE_LINUX".into(),
-        "-Dluai_makeseed(L)=0x5eedu".into(),
-        format!("-I{}", l.display()),
-        "-include".into(),
-        repo()
-            .join("testdata/lua/deterministic.h")
-            .display()
-            .to_string(),
-        repo().join("testdata/lua/driver.c").display().to_string(),
-    ];
-    let list = std::fs::read_to_string(repo().join("testdata/lua/SOURCES")).unwrap();
-    a.extend(
-        list.lines()
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| l.join(s.trim()).display().to_string()),
-    );
-    a.push("-lm".into());
-    a
-}
-
 #[test]
 fn lua_as_c_o2() {
     let script = repo().join("testdata/lua/workload.lua");
     check(
         "lua-c-O2",
         false,
-        &lua_args("-O2"),
+        &lua_args(&["-O2"]),
         &[script.to_str().unwrap(), "1"],
         0,
         &EARLY_EXIT_VARIANTS,
@@ -109,7 +84,7 @@ fn lua_as_c_o0() {
     check(
         "lua-c-O0",
         false,
-        &lua_args("-O0"),
+        &lua_args(&["-O0"]),
         &[script.to_str().unwrap(), "1"],
         0,
         &[],
@@ -120,7 +95,7 @@ fn lua_as_c_o0() {
 fn lua_as_cxx_o2() {
     // Compiled as C++, Lua raises errors with throw/catch instead of longjmp.
     let mut args = vec!["-x".to_string(), "c++".to_string()];
-    args.extend(lua_args("-O2"));
+    args.extend(lua_args(&["-O2"]));
     // -lm must stay an input after the sources; "-x c++" applies to the sources only.
     let script = repo().join("testdata/lua/workload.lua");
     check(
@@ -145,7 +120,7 @@ fn lua_script_error_exit_status() {
     check(
         "lua-err",
         false,
-        &lua_args("-O2"),
+        &lua_args(&["-O2"]),
         &[script.to_str().unwrap()],
         1,
         &EARLY_EXIT_VARIANTS,
@@ -154,19 +129,6 @@ fn lua_script_error_exit_status() {
 
 #[test]
 fn sqlite_o2() {
-    let s = locate("sqlite");
-    let args = vec![
-        "-O2".to_string(),
-        "-g".into(),
-        "-DSQLITE_THREADSAFE=0".into(),
-        "-DSQLITE_OMIT_LOAD_EXTENSION".into(),
-        format!("-I{}", s.display()),
-        repo()
-            .join("testdata/sqlite/driver.c")
-            .display()
-            .to_string(),
-        s.join("sqlite3.c").display().to_string(),
-        "-lm".into(),
-    ];
+    let args = sqlite_args(&[]);
     check("sqlite-O2", false, &args, &["1"], 0, &[]);
 }

@@ -25,6 +25,55 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// The command line (after `tally cc`) that builds the Lua interpreter of
+/// `testdata/lua/driver.c` from the registry's sources, deterministic (fixed hash seed,
+/// `testdata/lua/deterministic.h`); `extra` (an `-O` level, `-D`s, `-include`s) comes after
+/// that header (which includes Lua's `llimits.h`) and before the sources; `-g` is always there.
+pub fn lua_args(extra: &[&str]) -> Vec<String> {
+    let l = locate("lua");
+    let mut a: Vec<String> = vec![
+        "-g".into(),
+        "-DLUA_USE_LINUX".into(),
+        "-Dluai_makeseed(L)=0x5eedu".into(),
+        format!("-I{}", l.display()),
+        "-include".into(),
+        repo()
+            .join("testdata/lua/deterministic.h")
+            .display()
+            .to_string(),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.push(repo().join("testdata/lua/driver.c").display().to_string());
+    let list = std::fs::read_to_string(repo().join("testdata/lua/SOURCES")).unwrap();
+    a.extend(
+        list.lines()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| l.join(s.trim()).display().to_string()),
+    );
+    a.push("-lm".into());
+    a
+}
+
+/// The command line that builds the SQLite amalgamation with `testdata/sqlite/driver.c`
+/// (single-threaded, no extension loading, as in every test), `-O2 -g` and `extra`.
+pub fn sqlite_args(extra: &[&str]) -> Vec<String> {
+    let s = locate("sqlite");
+    let mut a: Vec<String> = vec!["-O2".into(), "-g".into()];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.extend([
+        "-DSQLITE_THREADSAFE=0".into(),
+        "-DSQLITE_OMIT_LOAD_EXTENSION".into(),
+        format!("-I{}", s.display()),
+        repo()
+            .join("testdata/sqlite/driver.c")
+            .display()
+            .to_string(),
+        s.join("sqlite3.c").display().to_string(),
+        "-lm".into(),
+    ]);
+    a
+}
+
 /// Locates a vendored C code base in the cargo registry: `cargo metadata` on
 /// `testdata/vendor/Cargo.toml` (downloading the crates if needed) gives each package's
 /// directory; the C sources are in a fixed subdirectory of it.
