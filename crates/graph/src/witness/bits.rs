@@ -29,7 +29,7 @@ impl BitWriter {
     /// Appends the low `bits` bits of `value`.
     pub fn put(&mut self, value: u64, bits: u8) {
         for i in 0..bits {
-            if self.len % 8 == 0 {
+            if self.len.is_multiple_of(8) {
                 self.bytes.push(0);
             }
             if (value >> i) & 1 == 1 {

@@ -339,24 +339,27 @@ fn assign_values(
         list.dedup();
     }
     let mut color: Vec<Option<u32>> = vec![None; nodes.len()];
+    // The distinct colours among each vertex's neighbours, kept sorted as colours are given.
+    let mut near: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
     for _ in 0..nodes.len() {
-        let saturation = |i: usize| {
-            let mut seen: Vec<u32> = adj[i].iter().filter_map(|&j| color[j]).collect();
-            seen.sort_unstable();
-            seen.dedup();
-            seen.len()
-        };
         let next = (0..nodes.len())
             .filter(|&i| color[i].is_none())
             .max_by(|&a, &b| {
-                (saturation(a), adj[a].len())
-                    .cmp(&(saturation(b), adj[b].len()))
+                (near[a].len(), adj[a].len())
+                    .cmp(&(near[b].len(), adj[b].len()))
                     .then(b.cmp(&a))
             });
         let Some(i) = next else { break };
-        let used: Vec<u32> = adj[i].iter().filter_map(|&j| color[j]).collect();
-        let c = (0..).find(|c| !used.contains(c)).unwrap_or(0);
+        let c = (0..)
+            .zip(near[i].iter())
+            .find(|&(k, &used)| k != used)
+            .map_or(near[i].len() as u32, |(k, _)| k);
         color[i] = Some(c);
+        for &j in &adj[i] {
+            if let Err(at) = near[j].binary_search(&c) {
+                near[j].insert(at, c);
+            }
+        }
     }
     let mut values = IdVec::filled(cfg.num_edges(), None);
     let mut group = IdVec::filled(cfg.num_edges(), None);
