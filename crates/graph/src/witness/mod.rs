@@ -36,7 +36,8 @@
 //!
 //! - [`Record::Witness`]`{value, bits}`: traversing a witnessed edge of the current activation
 //!   writes that edge's value in its plan's width (the width is known to the reader from the
-//!   plan, so the encoding has no tag).
+//!   plan, so the encoding has no tag). A witness of width 0 (one that no predicate ever reads,
+//!   which [`witness_plan`] can leave on a chord) writes nothing: no code is needed for it.
 //! - [`Record::Enter`]`(f)`: the first record of an activation of `f` entered from a call site
 //!   the plan does not resolve ([`Callee::Unknown`]: a call through a pointer, or into code
 //!   that is not traced and may call back) or from no traced caller (the first function of the

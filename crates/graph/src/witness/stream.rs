@@ -80,7 +80,7 @@ pub fn records_of(funcs: &[Traced], events: &[Event]) -> Vec<Record> {
             Event::Edge(e) => {
                 let f = *stack.last().expect("edge outside any activation");
                 let t = &funcs[f.index()];
-                if let Some(w) = t.plan.witness[e] {
+                if let Some(w) = t.plan.witness[e].filter(|w| w.bits > 0) {
                     out.push(Record::Witness {
                         value: w.value,
                         bits: w.bits,
