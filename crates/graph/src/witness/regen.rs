@@ -112,6 +112,17 @@ pub enum RegenError {
         /// The landing block.
         to: NodeId,
     },
+    /// Regeneration followed more steps than allowed without reading a record
+    /// ([`Regenerator::with_max_quiet`]).
+    #[error(
+        "{func} {block}: too many steps without a record (a loop or recursion that writes nothing)"
+    )]
+    Quiet {
+        /// The function of the current activation.
+        func: FuncId,
+        /// Its block.
+        block: NodeId,
+    },
     /// The bit-packed decoder failed.
     #[error("bad encoding: {0}")]
     Decode(String),
@@ -154,6 +165,23 @@ struct Tables {
 pub struct Regenerator<'a> {
     funcs: &'a [Traced],
     tables: Vec<Tables>,
+    max_quiet: u64,
+}
+
+/// Default of [`Regenerator::with_max_quiet`].
+pub const MAX_QUIET: u64 = 1 << 22;
+
+/// A source that notes whether anything was read.
+struct Noting<'s, S> {
+    src: &'s mut S,
+    read: bool,
+}
+
+impl<S: RecordSource> RecordSource for Noting<'_, S> {
+    fn read(&mut self, expect: Expect) -> Result<Option<Record>, RegenError> {
+        self.read = true;
+        self.src.read(expect)
+    }
 }
 
 struct Frame {
@@ -180,7 +208,21 @@ impl<'a> Regenerator<'a> {
                 choice: choice_table(&t.input, &t.plan),
             })
             .collect();
-        Regenerator { funcs, tables }
+        Regenerator {
+            funcs,
+            tables,
+            max_quiet: MAX_QUIET,
+        }
+    }
+
+    /// Sets how many steps (blocks entered, calls, returns) regeneration follows without
+    /// reading a record before it gives up with [`RegenError::Quiet`] (default [`MAX_QUIET`]).
+    /// Only a program stuck in a loop or a recursion that contains no predicate and no
+    /// unknown call runs that long without writing (or a plan that fails [`super::check_plan`]);
+    /// the limit keeps regeneration of such a trace finite.
+    pub fn with_max_quiet(mut self, max_quiet: u64) -> Self {
+        self.max_quiet = max_quiet;
+        self
     }
 
     fn enter(&self, func: FuncId, sink: &mut impl FnMut(Step)) -> Result<Frame, RegenError> {
@@ -212,8 +254,21 @@ impl<'a> Regenerator<'a> {
         src: &mut impl RecordSource,
         mut sink: impl FnMut(Step),
     ) -> Result<(), RegenError> {
+        let src = &mut Noting { src, read: false };
         let mut stack: Vec<Frame> = Vec::new();
+        let mut quiet = 0u64;
         loop {
+            if std::mem::take(&mut src.read) {
+                quiet = 0;
+            } else {
+                quiet += 1;
+                if quiet > self.max_quiet {
+                    let (func, block) = stack
+                        .last()
+                        .map_or((FuncId(0), NodeId::new(0)), |f| (f.func, f.block));
+                    return Err(RegenError::Quiet { func, block });
+                }
+            }
             let Some(top) = stack.last_mut() else {
                 match src.read(Expect::Control)? {
                     None | Some(Record::End) => return Ok(()),

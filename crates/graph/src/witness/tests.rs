@@ -499,3 +499,28 @@ fn simulated_programs_cover_the_interesting_cases() {
         assert!(n >= 10, "only {n} {what} in 300 executions");
     }
 }
+
+#[test]
+fn a_loop_that_writes_nothing_does_not_hang_regeneration() {
+    // n0 -> n1, n1 -> n1: `for (;;) {}`. The self loop is a chord of the tree, witnessed with
+    // width 0 (no predicate reads it), so it writes nothing; a trace of a run killed inside
+    // the loop is just `Enter`.
+    let f = FunctionInput::without_calls(cfg(2, &[(0, 1, Flow), (1, 1, Flow)]));
+    let plan = witness_plan(&f, &heuristic_weights(&f.cfg));
+    assert_eq!(check_plan(&f, &plan), Ok(()));
+    assert_eq!(plan.witness[e(2)], Some(Witness { value: 0, bits: 0 }));
+    let funcs = [Traced { input: f, plan }];
+    let mut steps = 0;
+    let result = Regenerator::new(&funcs).with_max_quiet(1000).run(
+        &mut regen::Records([Record::Enter(FuncId(0))].into_iter()),
+        |_| steps += 1,
+    );
+    assert_eq!(
+        result,
+        Err(RegenError::Quiet {
+            func: FuncId(0),
+            block: n(1)
+        })
+    );
+    assert!(steps <= 1002, "{steps} steps");
+}
