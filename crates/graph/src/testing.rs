@@ -415,7 +415,7 @@ mod tests {
 // them.
 // ------------------------------------------------------------------------------------------
 
-use crate::witness::{CallSite, Callee, Event, FuncId, FunctionInput};
+use crate::witness::{CallSite, Callee, Event, FuncId, FunctionInput, Landing};
 
 /// Shape parameters of [`random_program`].
 #[derive(Clone, Debug)]
@@ -631,12 +631,12 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
                         let g = &funcs[fr.func.index()];
                         for &e in g.cfg.succs(fr.block) {
                             if g.unwind[e] {
-                                options.push((j, g.cfg.edge(e).dst));
+                                options.push((j, g.cfg.edge(e).dst, Landing::Unwind));
                             }
                         }
                         for &e in g.cfg.succs(g.cfg.exit()) {
                             if g.cfg.edge(e).kind == EdgeKind::Reentry {
-                                options.push((j, g.cfg.edge(e).dst));
+                                options.push((j, g.cfg.edge(e).dst, Landing::Reentry));
                             }
                         }
                     }
@@ -644,10 +644,11 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
                         events.push(Event::End);
                         return events;
                     }
-                    let (j, to) = options[rng.below(options.len())];
+                    let (j, to, how) = options[rng.below(options.len())];
                     events.push(Event::Unwind {
                         abandoned: (stack.len() - 1 - j) as u32,
                         to,
+                        how,
                     });
                     stack.truncate(j + 1);
                     let fr = &mut stack[j];

@@ -6,11 +6,12 @@
 //! from regeneration whether a witness is next and its width ([`Expect`]). A control record is
 //! a 2-bit kind (`0` Enter, `1` Back, `2` Unwind, `3` End) followed by its operands as
 //! varints (7 data bits, then a continuation bit, low groups first): `Enter` the function
-//! index, `Unwind` the abandoned count then the landing block. [`encode`] ends every stream
+//! index, `Unwind` one bit for how (`0` re-entry, `1` unwind edge), the abandoned count, then
+//! the landing block. [`encode`] ends every stream
 //! with `End`; the reader returns `None` after `End` or past the last bit.
 
 use super::regen::{Expect, RecordSource, RegenError};
-use super::{FuncId, Record};
+use super::{FuncId, Landing, Record};
 use crate::ids::NodeId;
 
 /// Bits written so far, packed least-significant first.
@@ -61,8 +62,9 @@ impl BitWriter {
                 self.varint(u64::from(f.0));
             }
             Record::Back => self.put(1, 2),
-            Record::Unwind { abandoned, to } => {
+            Record::Unwind { abandoned, to, how } => {
                 self.put(2, 2);
+                self.put(u64::from(how == Landing::Unwind), 1);
                 self.varint(u64::from(abandoned));
                 self.varint(to.index() as u64);
             }
@@ -172,11 +174,16 @@ impl RecordSource for BitReader<'_> {
                     0 => Record::Enter(FuncId(small(self.varint()?)?)),
                     1 => Record::Back,
                     2 => {
+                        let how = match self.get(1).ok_or_else(truncated)? {
+                            0 => Landing::Reentry,
+                            _ => Landing::Unwind,
+                        };
                         let abandoned = small(self.varint()?)?;
                         let to = small(self.varint()?)?;
                         Record::Unwind {
                             abandoned,
                             to: NodeId::new(to as usize),
+                            how,
                         }
                     }
                     _ => {

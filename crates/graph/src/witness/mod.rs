@@ -44,11 +44,11 @@
 //!   thread, `main`, a thread's start routine, an `atexit` handler called after `main`
 //!   returned). Activations entered from a [`Callee::Direct`] site write nothing on entry.
 //! - [`Record::Back`]: written by the caller when a [`Callee::Unknown`] call returns normally.
-//! - [`Record::Unwind`]`{abandoned, to}`: written where control lands after a frame was
+//! - [`Record::Unwind`]`{abandoned, to, how}`: written where control lands after a frame was
 //!   abandoned (`longjmp` arriving at its `setjmp`, an exception arriving at a landing pad):
 //!   `abandoned` traced activations above the landing one were discarded, and the landing
-//!   activation resumes at block `to`, the target of a `Reentry` edge of its function or of an
-//!   unwind edge of the block it was executing a call in. Abandonment starts only inside a
+//!   activation resumes at block `to`, by the `Reentry` edge into `to` or by the unwind edge
+//!   to `to` of the block it was executing a call in ([`Landing`]). Abandonment starts only inside a
 //!   [`Callee::Unknown`] call (`longjmp`, `__cxa_throw` and `exit` are not traced code).
 //! - [`Record::End`]: the thread ends (`exit`, the end of the thread, a fatal signal): every
 //!   activation still on the stack is abandoned. The end of the record iterator means the same.
@@ -176,21 +176,32 @@ impl FunctionInput {
     }
 
     /// The edge by which control lands in `to` when an abandonment ends in an activation
-    /// that was executing a call in `from`: an unwind edge `from -> to`, else the `Reentry`
-    /// edge into `to`.
-    pub fn landing_edge(&self, from: NodeId, to: NodeId) -> Option<EdgeId> {
-        let unwind = self
-            .cfg
-            .succs(from)
-            .iter()
-            .copied()
-            .find(|&e| self.unwind[e] && self.cfg.edge(e).dst == to);
-        unwind.or_else(|| {
-            self.cfg
+    /// that was executing a call in `from`: the unwind edge `from -> to` (the first, if
+    /// parallel) or the `Reentry` edge into `to`.
+    pub fn landing_edge(&self, from: NodeId, to: NodeId, how: Landing) -> Option<EdgeId> {
+        match how {
+            Landing::Unwind => self
+                .cfg
+                .succs(from)
+                .iter()
+                .copied()
+                .find(|&e| self.unwind[e] && self.cfg.edge(e).dst == to),
+            Landing::Reentry => self
+                .cfg
                 .reentry(to)
-                .filter(|&e| self.cfg.edge(e).kind == EdgeKind::Reentry)
-        })
+                .filter(|&e| self.cfg.edge(e).kind == EdgeKind::Reentry),
+        }
     }
+}
+
+/// How control lands after an abandonment.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Landing {
+    /// By a `Reentry` edge (`longjmp` arriving at its `setjmp`).
+    Reentry,
+    /// By an unwind edge of the block whose call was executing (an exception arriving at a
+    /// landing pad).
+    Unwind,
 }
 
 /// A function with the plan it was instrumented with: what regeneration needs.

@@ -296,7 +296,7 @@ impl<'a> Regenerator<'a> {
                         top.waiting = false;
                         top.site += 1;
                     }
-                    Some(Record::Unwind { abandoned, to }) => {
+                    Some(Record::Unwind { abandoned, to, how }) => {
                         let bad = RegenError::BadLanding { abandoned, to };
                         if abandoned as usize >= stack.len() {
                             return Err(bad);
@@ -309,7 +309,7 @@ impl<'a> Regenerator<'a> {
                         if to.index() >= input.cfg.num_blocks() {
                             return Err(bad);
                         }
-                        let via = input.landing_edge(top.block, to).ok_or(bad)?;
+                        let via = input.landing_edge(top.block, to, how).ok_or(bad)?;
                         *top = Frame {
                             func: top.func,
                             block: to,

@@ -4,7 +4,7 @@
 //! must write exactly what [`records_of`] writes; the property tests check that
 //! [`super::regenerate`] inverts it.
 
-use super::{FuncId, Step, Traced};
+use super::{FuncId, Landing, Step, Traced};
 use crate::cfg::EdgeKind;
 use crate::ids::{EdgeId, NodeId};
 
@@ -29,6 +29,8 @@ pub enum Record {
         abandoned: u32,
         /// Where the landing activation resumes (a `Reentry` target or an unwind edge's target).
         to: NodeId,
+        /// By which edge.
+        how: Landing,
     },
     /// The thread ended: every activation on the stack is abandoned.
     End,
@@ -56,6 +58,8 @@ pub enum Event {
         abandoned: u32,
         /// Where the landing activation resumes.
         to: NodeId,
+        /// By which edge.
+        how: Landing,
     },
     /// The thread ended.
     End,
@@ -91,10 +95,10 @@ pub fn records_of(funcs: &[Traced], events: &[Event]) -> Vec<Record> {
                 }
             }
             Event::Back => out.push(Record::Back),
-            Event::Unwind { abandoned, to } => {
+            Event::Unwind { abandoned, to, how } => {
                 let keep = stack.len() - abandoned as usize;
                 stack.truncate(keep);
-                out.push(Record::Unwind { abandoned, to });
+                out.push(Record::Unwind { abandoned, to, how });
             }
             Event::End => {
                 stack.clear();
@@ -140,13 +144,13 @@ pub fn steps_of(funcs: &[Traced], events: &[Event]) -> Vec<Step> {
                 }
             }
             Event::Back => {}
-            Event::Unwind { abandoned, to } => {
+            Event::Unwind { abandoned, to, how } => {
                 let keep = stack.len() - abandoned as usize;
                 stack.truncate(keep);
                 let top = stack.last_mut().expect("landing below the stack");
                 let via = funcs[top.0.index()]
                     .input
-                    .landing_edge(top.1, to)
+                    .landing_edge(top.1, to, how)
                     .expect("landing block is no landing target");
                 top.1 = to;
                 out.push(Step {

@@ -465,11 +465,11 @@ fn simulated_programs_cover_the_interesting_cases() {
                     }
                 }
                 Event::Back => *c.entry("unknown calls returning").or_default() += 1,
-                Event::Unwind { abandoned, to } => {
+                Event::Unwind { abandoned, to, how } => {
                     stack.truncate(stack.len() - abandoned as usize);
                     let top = stack.last_mut().unwrap();
                     let f = &funcs[top.0.index()];
-                    let via = f.landing_edge(top.1, to).unwrap();
+                    let via = f.landing_edge(top.1, to, how).unwrap();
                     let what = match (abandoned, f.cfg.edge(via).kind) {
                         (0, Reentry) => "re-entries in the same frame",
                         (_, Reentry) => "longjmps over frames",
