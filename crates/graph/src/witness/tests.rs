@@ -530,3 +530,54 @@ fn a_loop_that_writes_nothing_does_not_hang_regeneration() {
     );
     assert!(steps <= 1002, "{steps} steps");
 }
+
+/// Regeneration speed from the bit encoding, printed only (`cargo test --release -p
+/// tally-graph --lib regeneration_speed -- --ignored --nocapture`).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn regeneration_speed() {
+    let mut rng = Rng::new(7);
+    let funcs = random_program(
+        &mut rng,
+        &ProgramConfig {
+            max_functions: 8,
+            call_percent: 10,
+            graph: crate::testing::GenConfig {
+                max_blocks: 24,
+                early_exit_percent: 0,
+                ..crate::testing::GenConfig::default()
+            },
+            ..ProgramConfig::default()
+        },
+    );
+    let exec = ExecConfig {
+        top_calls: 20,
+        step_budget: 100_000,
+        abandon_percent: 0,
+        ..ExecConfig::default()
+    };
+    let runs: Vec<Vec<Event>> = (0..20_000)
+        .map(|_| simulate_program(&funcs, &mut rng, &exec))
+        .collect();
+    for kind in [PlanKind::Witness, PlanKind::Branch] {
+        let traced = plans(&funcs, Some(kind));
+        let encoded: Vec<(Vec<u8>, u64)> = runs
+            .iter()
+            .map(|events| encode(&records_of(&traced, events)))
+            .collect();
+        let regen = Regenerator::new(&traced);
+        let start = std::time::Instant::now();
+        let mut blocks = 0u64;
+        for (bytes, len) in &encoded {
+            regen
+                .run(&mut BitReader::new(bytes, *len), |_| blocks += 1)
+                .unwrap();
+        }
+        let secs = start.elapsed().as_secs_f64();
+        let bytes: usize = encoded.iter().map(|(b, _)| b.len()).sum();
+        println!(
+            "{kind:?}: {blocks} blocks, {bytes} trace bytes, {:.1} M blocks/s",
+            blocks as f64 / secs / 1e6
+        );
+    }
+}
