@@ -10,7 +10,8 @@
 //! - [`place`]: `blockers(G, v)` and the blocking placement (§4.2, Fig. 15: blocking witnesses
 //!   as far from calls and EXIT as possible), the maximum spanning tree that may not contain
 //!   witnessed edges (§4.2, Fig. 16(a) and footnote 4), and the witness values: the fewest bits
-//!   per function, values shared by witnesses that regeneration can never confuse (§6.2); the
+//!   (per group of witnesses a predicate may read, at most `ceil(log2 |Ewit|)` per function),
+//!   values shared by witnesses that regeneration can never confuse (§6.2); the
 //!   one-bit-per-conditional-branch plan (AE's old scheme, hardware branch tracers, and §6.2's
 //!   bit tracing, which is the same placement) through the same [`Plan`] type.
 //! - [`check`]: a checker for `Trace(Ewit)` (§4.1: `E - Ewit` has no diamonds and no directed
@@ -63,7 +64,25 @@
 //!
 //! Not covered by this model: signal handlers (an activation entering at an arbitrary point
 //! would need an escape code in every witness alphabet) and code that is neither traced nor
-//! declared in the call sites.
+//! declared in the call sites. A thread that stops at an arbitrary point (a crash) leaves a
+//! trace that regenerates up to the next place a record is needed
+//! ([`RegenError::Truncated`]): the blocks walked after the last record without reading may
+//! go past the crash point, so a flight recorder must add the crashing block.
+//!
+//! # What the instrumentation and runtime must provide
+//!
+//! - [`FuncId`]s that the reader resolves: `Enter` names the function program-wide (e.g. an
+//!   image's function table index), and a [`Callee::Direct`] site names a traced function
+//!   whose activation, entered that way, writes no `Enter`; an activation entered from an
+//!   unknown site or no traced caller must write it (e.g. a thread-local flag set before
+//!   unknown calls and cleared by the callee's entry).
+//! - `Back` after every normal return of an unknown call; nothing for [`Callee::Opaque`] calls,
+//!   which must really never call traced code nor end the frame.
+//! - At each landing (`setjmp`'s second return, a landing pad), `Unwind` with the number of
+//!   traced activations discarded, which the frame records of `edge` mode already let the
+//!   runtime count, and how control landed.
+//! - Witness code on the witnessed edges with width > 0 only; none on `EarlyExit`, `Reentry`
+//!   and unwind edges.
 
 use crate::cfg::{Cfg, EdgeKind};
 use crate::ids::{EdgeId, IdVec, NodeId};

@@ -46,7 +46,10 @@ pub enum Expect {
 /// Why a trace cannot be regenerated.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum RegenError {
-    /// The stream ended where a witness was needed (a truncated trace).
+    /// The stream ended (or `End` came) where a witness was needed: the thread stopped
+    /// between a predicate and its witness (a crash, a trace cut short). Every block up to
+    /// this point has been passed to the sink; the last ones, walked from the last record
+    /// without reading, may include blocks after the point where the thread stopped.
     #[error("the trace ends inside {func} at {block}, where a witness is needed")]
     Truncated {
         /// The activation's function.
@@ -421,7 +424,7 @@ fn read_witness(
     let expected = Expect::Witness(bits);
     match src.read(expected)? {
         Some(Record::Witness { value, bits: b }) if b == bits => Ok(value),
-        None => Err(RegenError::Truncated { func, block }),
+        None | Some(Record::End) => Err(RegenError::Truncated { func, block }),
         Some(found) => Err(RegenError::Unexpected { expected, found }),
     }
 }
