@@ -344,6 +344,30 @@ fn check_program(seed: u64, config: &ProgramConfig) -> Measure {
             .run(&mut BitReader::new(&bytes, len), |s| out.push(s))
             .unwrap_or_else(|err| panic!("seed {seed} {kind:?}: {err}"));
         assert_eq!(out, expected, "seed {seed} {kind:?} (bits)");
+        // A trace cut anywhere (a crash, a flight recorder's tail lost) regenerates to a
+        // prefix of the execution, never to something else.
+        let cut = rng.below(records.len() + 1);
+        let mut part = Vec::new();
+        let result = Regenerator::new(&traced)
+            .run(&mut regen::Records(records[..cut].iter().copied()), |s| {
+                part.push(s)
+            });
+        assert!(
+            matches!(result, Ok(()) | Err(RegenError::Truncated { .. })),
+            "seed {seed} {kind:?} cut {cut}: {result:?}"
+        );
+        assert!(
+            expected.starts_with(&part),
+            "seed {seed} {kind:?} cut {cut}"
+        );
+        let cut_bits = rng.below(len as usize + 1) as u64;
+        part.clear();
+        let _ =
+            Regenerator::new(&traced).run(&mut BitReader::new(&bytes, cut_bits), |s| part.push(s));
+        assert!(
+            expected.starts_with(&part),
+            "seed {seed} {kind:?} cut at bit {cut_bits}"
+        );
         m.bits[k] = witness_bits(&records);
         m.records[k] = records
             .iter()
