@@ -22,6 +22,9 @@
 //!   chord increments and placement, regeneration, derived counts;
 //! - [`sese`]: SESE counters (paper 003): loop variables that replace edge counters, their
 //!   placement as free chords and the recovery of every count;
+//! - [`witness`]: witness tracing (§4): blocking witnesses, the constrained spanning tree,
+//!   witness values (§6.2), the `Trace(Ewit)` and blocking checker, regeneration (Fig. 14)
+//!   with a stack of procedures (§4.2), the record stream and its bit-packed encoding;
 //! - [`hash`]: FNV-1a fingerprints;
 //! - `testing` (with the `testing` feature, or in this crate's unit tests): test support for
 //!   this and other crates (random graphs, an execution simulator, a builder for hand-written
@@ -48,6 +51,7 @@ pub mod sese;
 pub mod testing;
 pub mod vertex;
 pub mod weight;
+pub mod witness;
 
 pub use cfg::{Cfg, CfgError, Edge, EdgeKind};
 pub use dfs::Dfs;
