@@ -461,10 +461,14 @@ impl NumWalk {
                 self.saved.push(self.nvc);
                 self.nvc = num.psi(g.return_vertex(func, site)).eval(self.nvc)?;
             }
-            SEdge::Return { func, site } => {
+            SEdge::Return { func, .. } => {
                 if self.walk.open.is_empty() {
-                    let r = g.return_vertex(func, site);
-                    self.nvc = num.psi(r).eval(num.nurl[func.index()])?;
+                    // An unmatched return into `S`: the completions from `Exit_S` are all its
+                    // unbalanced-right-left ones (§6.1.1). Algorithm 6.1 as printed sets
+                    // `ψ_r(numUnbalRLPaths[Exit_S])`, the completions from `r` instead; that
+                    // breaks density as soon as an edge of `S` has a `ρ` with a non-zero
+                    // coefficient (the property tests find it), so it is read as an erratum.
+                    self.nvc = num.nurl[func.index()];
                 } else {
                     self.nvc = self.saved.pop()?;
                 }

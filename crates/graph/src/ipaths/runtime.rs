@@ -98,7 +98,8 @@ pub enum CallAction {
         psi_r: Lin,
         /// Piecewise: added to `reg` when the call returns with `open == 0` (eq. (35)).
         unmatched_value: u128,
-        /// Piecewise: the caller's `nvc` after such a return, `ψ_r(numUnbalRLPaths[Exit_S])`.
+        /// Piecewise: the caller's `nvc` after such a return, `numUnbalRLPaths[Exit_S]` (not
+        /// `ψ_r` of it, as Algorithm 6.1 is printed: see [`IpNumbering::path_number`]'s walk).
         unmatched_nvc: u128,
     },
     /// A summary edge: save `reg` and `open`, call, restore.
@@ -160,12 +161,7 @@ impl IpNumbering {
                 let psi_r = self.psi(g.return_vertex(f, site));
                 let (unmatched_value, unmatched_nvc) = match self.mode() {
                     Mode::Context => (0, 0),
-                    Mode::Piecewise => (
-                        self.return_value(f, site),
-                        psi_r
-                            .eval(self.num_unbal_rl_paths(f))
-                            .ok_or(IpathError::Overflow { func: f })?,
-                    ),
+                    Mode::Piecewise => (self.return_value(f, site), self.num_unbal_rl_paths(f)),
                 };
                 CallAction::Direct {
                     callee,

@@ -291,7 +291,11 @@ impl Supergraph {
             for (s, k) in f.kind.iter().enumerate() {
                 match *k {
                     SiteKind::Recursive(q) => roots[q.index()] = true,
-                    SiteKind::Direct(q) => callers[q.index()].push((FnId::new(i), s as u32)),
+                    // A call in a dead block never returns anywhere: no return edge.
+                    SiteKind::Direct(q) if f.dag.is_live(f.calls[s].block) => {
+                        callers[q.index()].push((FnId::new(i), s as u32))
+                    }
+                    SiteKind::Direct(_) => {}
                     SiteKind::Unknown => {}
                 }
             }
@@ -344,7 +348,7 @@ impl Supergraph {
     pub fn is_root(&self, f: FnId) -> bool {
         self.roots[f.index()]
     }
-    /// The direct call sites on `f`, in (caller, site) order.
+    /// The direct call sites on `f` in live blocks, in (caller, site) order.
     pub fn callers(&self, f: FnId) -> &[(FnId, u32)] {
         &self.callers[f.index()]
     }
