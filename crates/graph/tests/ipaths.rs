@@ -242,3 +242,93 @@ fn bad_executions_are_errors() {
         assert!(cut_execution(&g, Mode::Context, &events).is_err());
     }
 }
+
+/// The random programs and executions exercise what the property tests are about.
+#[test]
+fn generator_covers_the_interesting_shapes() {
+    use tally_graph::ipaths::supergraph::SiteKind;
+    let (mut runs, mut recursive, mut unknown, mut callbacks, mut cuts) = (0, 0, 0, 0, 0);
+    let (mut unmatched_returns, mut context_restarts_in_callee, mut summaries_in_paths) = (0, 0, 0);
+    for seed in 0..300u64 {
+        let mut rng = Rng::new(seed);
+        let program = random_program(&mut rng, &ProgramConfig::default());
+        let g = Supergraph::new(program.clone()).unwrap();
+        for f in g.functions() {
+            for s in 0..g.calls(f).len() as u32 {
+                recursive += usize::from(matches!(g.site_kind(f, s), SiteKind::Recursive(_)));
+                unknown += usize::from(g.site_kind(f, s) == SiteKind::Unknown);
+            }
+            cuts += g.dag(f).cuts().count();
+        }
+        let Some(events) = random_execution(&program, &mut rng, &ExecConfig::default()) else {
+            continue;
+        };
+        runs += 1;
+        // A callback: an activation entered while another is pending in an unknown call.
+        let mut frames: Vec<FnId> = Vec::new();
+        let mut pending: Vec<Option<u32>> = Vec::new();
+        for ev in &events {
+            use tally_graph::ipaths::Event::*;
+            match *ev {
+                Enter(f) => {
+                    if let (Some(&caller), Some(Some(site))) = (frames.last(), pending.last()) {
+                        callbacks +=
+                            usize::from(g.calls(caller)[*site as usize].callee == Callee::Unknown);
+                    }
+                    frames.push(f);
+                    pending.push(None);
+                }
+                Call(s) => *pending.last_mut().unwrap() = Some(s),
+                Resume => *pending.last_mut().unwrap() = None,
+                Edge(e) => {
+                    if g.cfg(*frames.last().unwrap()).edge(e).kind == Return {
+                        frames.pop();
+                        pending.pop();
+                    }
+                }
+            }
+        }
+        for mode in MODES {
+            let cut = cut_execution(&g, mode, &events).unwrap();
+            for p in &cut.paths {
+                summaries_in_paths +=
+                    usize::from(p.iter().any(|e| matches!(e, SEdge::Summary { .. })));
+                match mode {
+                    Mode::Piecewise => {
+                        // Starts inside a function and leaves it by an unmatched return.
+                        let mut open = 0i32;
+                        for e in p {
+                            match e {
+                                SEdge::Call { .. } => open += 1,
+                                SEdge::Return { .. } if open == 0 => unmatched_returns += 1,
+                                SEdge::Return { .. } => open -= 1,
+                                _ => {}
+                            }
+                        }
+                    }
+                    Mode::Context => {
+                        // A restarted path whose context prefix crosses a call.
+                        let calls = p.iter().position(|e| matches!(e, SEdge::Call { .. }));
+                        let gexit = p.iter().any(|e| matches!(e, SEdge::GExitEnd(_)));
+                        context_restarts_in_callee += usize::from(calls.is_some() && gexit);
+                    }
+                }
+            }
+        }
+    }
+    for (what, n) in [
+        ("executions", runs),
+        ("recursive call sites", recursive),
+        ("unknown call sites", unknown),
+        ("callbacks", callbacks),
+        ("cut edges", cuts),
+        ("unmatched returns in piecewise paths", unmatched_returns),
+        (
+            "context paths ending in a callee",
+            context_restarts_in_callee,
+        ),
+        ("paths with summary edges", summaries_in_paths),
+    ] {
+        assert!(n >= 30, "only {n} {what} in 300 programs");
+    }
+}
