@@ -64,7 +64,7 @@ impl Lin {
         self.a.checked_mul(x)?.checked_add(self.b)
     }
     /// `self + other` (pointwise), `None` on overflow.
-    pub fn add(self, other: Lin) -> Option<Lin> {
+    pub fn checked_add(self, other: Lin) -> Option<Lin> {
         Some(Lin {
             a: self.a.checked_add(other.a)?,
             b: self.b.checked_add(other.b)?,
@@ -233,7 +233,7 @@ impl IpNumbering {
                             continue;
                         }
                         self.rho[f.index()][d] = sum;
-                        sum = sum.add(psi_of(&self.psi_seg, g.dag_target(f, d)))?;
+                        sum = sum.checked_add(psi_of(&self.psi_seg, g.dag_target(f, d)))?;
                     }
                     match vertex {
                         Vertex::Entry(_) => self.psi_entry[f.index()] = sum,
@@ -245,7 +245,7 @@ impl IpNumbering {
             let mut sum = Lin::ZERO;
             for &d in dag.succs(v) {
                 self.rho[f.index()][d] = sum;
-                sum = sum.add(psi_of(&self.psi_seg, g.dag_target(f, d)))?;
+                sum = sum.checked_add(psi_of(&self.psi_seg, g.dag_target(f, d)))?;
             }
             let sites = g.block_sites(f, v);
             let segs = &mut self.psi_seg[f.index()][v];
