@@ -332,3 +332,35 @@ fn generator_covers_the_interesting_shapes() {
         assert!(n >= 30, "only {n} {what} in 300 programs");
     }
 }
+
+#[test]
+fn intraprocedural_paths_beyond_the_limit_are_cut() {
+    // 80 diamonds in a row: 2^80 paths in one function, no calls to demote.
+    let k = 80;
+    let mut edges = Vec::new();
+    for i in 0..k {
+        let (top, l, r, next) = (3 * i, 3 * i + 1, 3 * i + 2, 3 * i + 3);
+        edges.extend([
+            (top, l, Flow),
+            (top, r, Flow),
+            (l, next, Flow),
+            (r, next, Flow),
+        ]);
+    }
+    edges.push((3 * k, 3 * k + 1, Return));
+    let f = Function {
+        cfg: cfg(3 * k + 1, &edges),
+        calls: Vec::new(),
+        entered_from_outside: true,
+        cuts: Vec::new(),
+    };
+    for mode in MODES {
+        let plain = IpNumbering::new(Supergraph::new(vec![f.clone()]).unwrap(), mode).unwrap();
+        assert!(!plain.fits_u64() && plain.total() == 1 << 80, "{mode:?}");
+        let limited = IpNumbering::new_limited(vec![f.clone()], mode, 1 << 20).unwrap();
+        assert!(limited.total() <= 1 << 20, "{mode:?}: {}", limited.total());
+        assert!(limited.graph().dag(FnId::new(0)).cuts().count() > 0);
+        let p = limited.regenerate(limited.total() - 1).unwrap();
+        assert_eq!(limited.path_number(&p), Ok(limited.total() - 1));
+    }
+}

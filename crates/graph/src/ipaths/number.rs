@@ -167,13 +167,20 @@ impl IpNumbering {
     /// Like [`IpNumbering::new`] on [`Supergraph::new`]`(functions)`, but if the number of
     /// paths exceeds `limit` (or `u128`), direct call sites are demoted to summary edges (§8)
     /// until it fits: each round demotes the direct call sites of the callee whose
-    /// `ψ_Entry(1)` is largest (a function whose numbering overflows counts as largest).
+    /// `ψ_Entry(1)` is largest (where a function's numbering overflows, its own direct calls,
+    /// or if it has none the calls of it). If every call is a summary edge and the paths still
+    /// do not fit, each function is cut like path mode
+    /// ([`number_paths_limited`](crate::paths::number_paths_limited)) to
+    /// `limit / (2 · functions)` paths, once; [`IpathError::LimitUnreachable`] if even that
+    /// does not fit.
     pub fn new_limited(
         functions: Vec<Function>,
         mode: Mode,
         limit: u128,
     ) -> Result<IpNumbering, IpathError> {
+        let mut functions = functions;
         let mut demoted: Vec<(FnId, u32)> = Vec::new();
+        let mut cut = false;
         loop {
             let g = Supergraph::with_demoted(functions.clone(), &demoted)?;
             let attempt = IpNumbering::new(g.clone(), mode);
@@ -203,6 +210,21 @@ impl IpNumbering {
                 }
                 Err(_) => return attempt,
             };
+            if next.is_empty() && !cut {
+                // Every call is a summary edge: what is left is intraprocedural. Cut each
+                // function like path mode, to a share of the limit (a root counts its paths
+                // from `Entry_P` and, piecewise, from `GEntry_P`).
+                cut = true;
+                let share = (limit / (2 * functions.len() as u128)).max(1);
+                for f in &mut functions {
+                    if let Ok(nd) = crate::paths::number_paths_limited(&f.cfg, share) {
+                        f.cuts.extend(nd.dag().cuts());
+                        f.cuts.sort();
+                        f.cuts.dedup();
+                    }
+                }
+                continue;
+            }
             if next.is_empty() {
                 let fewest = attempt.map_or(u128::MAX, |num| num.total);
                 return Err(IpathError::LimitUnreachable { limit, fewest });
