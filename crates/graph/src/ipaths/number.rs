@@ -359,6 +359,41 @@ impl IpNumbering {
         self.return_value[f.index()][site as usize]
     }
 
+    /// A fingerprint of the numbering (FNV-1a 64 over the mode, the total, each function's
+    /// call-site kinds, `ψ_Entry`, `ψ_GEntry`, `numUnbalRLPaths`, root values and every `ρ`):
+    /// the instrumenter stores it and the reader, renumbering from the same description,
+    /// compares, as path mode does with [`NumberedDag::fingerprint`](crate::paths::NumberedDag::fingerprint).
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = crate::hash::Fnv64::new();
+        h.write_u64(u64::from(self.mode == Mode::Piecewise));
+        h.write(&self.total.to_le_bytes());
+        for f in self.g.functions() {
+            let i = f.index();
+            h.write_u64(self.g.calls(f).len() as u64);
+            for s in 0..self.g.calls(f).len() as u32 {
+                let (tag, q) = match self.g.site_kind(f, s) {
+                    SiteKind::Direct(q) => (0, q.index() as u64),
+                    SiteKind::Recursive(q) => (1, q.index() as u64),
+                    SiteKind::Unknown => (2, 0),
+                };
+                h.write_u64(tag);
+                h.write_u64(q);
+            }
+            for l in [self.psi_entry[i], self.psi_gentry[i]] {
+                h.write(&l.a.to_le_bytes());
+                h.write(&l.b.to_le_bytes());
+            }
+            h.write(&self.nurl[i].to_le_bytes());
+            h.write(&self.root_value[i].map_or(u128::MAX, |v| v).to_le_bytes());
+            h.write_u64(self.rho[i].len() as u64);
+            for (_, l) in self.rho[i].iter() {
+                h.write(&l.a.to_le_bytes());
+                h.write(&l.b.to_le_bytes());
+            }
+        }
+        h.finish()
+    }
+
     /// The number of the observable path `path` (module doc): the sum of `edgeValueInContext`.
     pub fn path_number(&self, path: &[SEdge]) -> Result<u128, IpathError> {
         let mut w = NumWalk::new(self);

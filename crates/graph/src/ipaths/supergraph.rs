@@ -18,7 +18,8 @@
 //!   Transformation 2 to back edges and the same rewriting to cut edges, early exits and
 //!   re-entries), from the last segment of its source block (or from `Entry_P`/`GEntry_P`) to the
 //!   first segment of its target block (or to `Exit_P` for `Return` edges, `GExit_P` for the
-//!   path-ending dummy edges).
+//!   path-ending dummy edges). A block's early-exit edge (a call in it may not return) thus
+//!   leaves after its last call: the frame is taken to be abandoned in the block's last call.
 //! - `Call` `c -> Entry_Q` and `Return` `Exit_Q -> r` for a *direct* call site: a call of a
 //!   function of the set that is not recursive.
 //! - `Summary` `c -> r` for every other call site (Transformation 3): recursive call sites (back
@@ -98,7 +99,8 @@ pub enum Mode {
 pub enum SiteKind {
     /// A non-recursive call of a function of the set: call and return edges.
     Direct(FnId),
-    /// A recursive call site (Transformation 3): a summary edge; the callee is a root.
+    /// A recursive call site (Transformation 3), or a direct one demoted by
+    /// [`Supergraph::with_demoted`] (§8): a summary edge; the callee is a root.
     Recursive(FnId),
     /// A call of an unknown function: a summary edge.
     Unknown,

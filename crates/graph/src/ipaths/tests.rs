@@ -273,3 +273,18 @@ fn recursion_makes_summary_edges_and_roots() {
     assert_eq!(g.site_index(POW, 1), 0);
     assert_eq!(g.bottom_up(), &[POW, MAIN]);
 }
+
+#[test]
+fn fingerprint_tells_numberings_apart() {
+    let ctx = numbering(Mode::Context);
+    assert_eq!(ctx.fingerprint(), numbering(Mode::Context).fingerprint());
+    assert_ne!(ctx.fingerprint(), numbering(Mode::Piecewise).fingerprint());
+    let demoted = Supergraph::with_demoted(program(), &[(MAIN, 1)]).unwrap();
+    let demoted = IpNumbering::new(demoted, Mode::Context).unwrap();
+    assert_ne!(ctx.fingerprint(), demoted.fingerprint());
+    // The second call of pow now starts its own paths at Entry_global -> Entry_pow.
+    assert!(demoted.graph().is_root(POW));
+    assert_eq!(demoted.call_action(MAIN, 1), Ok(CallAction::Summary));
+    let cut = cut_execution(demoted.graph(), Mode::Context, &execution()).unwrap();
+    assert_eq!(Machine::run(&demoted, &execution()), cut.counts(&demoted));
+}
