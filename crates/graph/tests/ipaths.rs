@@ -84,8 +84,16 @@ fn check_run(
 ) -> Result<(), TestCaseError> {
     let cut = cut_execution(num.graph(), num.mode(), events).unwrap();
     let want = cut.counts(num).unwrap();
-    let got = Machine::run(num, events).unwrap();
-    prop_assert_eq!(&got, &want, "{:?}", num.mode());
+    let m = Machine::execute(num, events).unwrap();
+    prop_assert_eq!(m.counts(), &want, "{:?}", num.mode());
+    // What fits_u64 promises: registers never exceed the paths or numUnbalRLPaths.
+    let nurl = num
+        .graph()
+        .functions()
+        .map(|f| num.num_unbal_rl_paths(f))
+        .max()
+        .unwrap_or(0);
+    prop_assert!(m.max_value() <= num.total().max(nurl));
     for p in &cut.paths {
         let n = num.path_number(p).unwrap();
         prop_assert!(n < num.total());

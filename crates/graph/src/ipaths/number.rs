@@ -30,9 +30,10 @@
 //!
 //! All arithmetic is checked `u128`; [`IpathError::Overflow`] names the function where a
 //! coefficient or count left `u128`. Every value the instrumented program computes (a partial
-//! sum of a path number, `numValidCompsFromExit`, `a·x` and `b` of an increment) is at most the
-//! final path number or the number of paths, so the runtime can use 64-bit registers exactly
-//! when [`IpNumbering::fits_u64`] holds; otherwise the instrumenter makes the set smaller
+//! sum of a path number, `numValidCompsFromExit` handed to a callee, `a·x` and `b` of an
+//! increment) is at most the final path number or the number of paths, and the constants
+//! `numUnbalRLPaths` are checked too, so the runtime can use 64-bit registers exactly when
+//! [`IpNumbering::fits_u64`] holds; otherwise the instrumenter makes the set smaller
 //! ([`IpNumbering::new_limited`] demotes call sites to summary edges, §8) or cuts edges as path
 //! mode does.
 
@@ -317,9 +318,11 @@ impl IpNumbering {
         self.total
     }
     /// True if every path number, and every value the instrumented program computes, fits in
-    /// a `u64` (module doc).
+    /// a `u64` (module doc). Besides the total this checks `numUnbalRLPaths`, the one constant
+    /// the program loads that is not bounded by the number of paths (it can exceed it where
+    /// the paths from `GEntry_P` never reach `Exit_P`).
     pub fn fits_u64(&self) -> bool {
-        self.total <= 1u128 << 64
+        self.total <= 1u128 << 64 && self.nurl.iter().all(|&n| n <= u128::from(u64::MAX))
     }
     /// `ψ_v`. `Entry_global` and `Exit_global` have none (`λx.total` and `λx.1` are returned).
     pub fn psi(&self, v: Vertex) -> Lin {

@@ -209,6 +209,7 @@ pub struct Machine<'n> {
     handshake: Option<(FnId, u128)>,
     frames: Vec<Frame>,
     counts: BTreeMap<u128, u64>,
+    max_value: u128,
 }
 
 impl<'n> Machine<'n> {
@@ -221,23 +222,41 @@ impl<'n> Machine<'n> {
             handshake: None,
             frames: Vec::new(),
             counts: BTreeMap::new(),
+            max_value: 0,
         }
     }
 
     /// Runs `events` (checked first) and returns the path counts.
     pub fn run(num: &'n IpNumbering, events: &[Event]) -> Result<BTreeMap<u128, u64>, IpathError> {
+        Ok(Machine::execute(num, events)?.counts)
+    }
+
+    /// Runs `events` (checked first) and returns the machine in its final state.
+    pub fn execute(num: &'n IpNumbering, events: &[Event]) -> Result<Machine<'n>, IpathError> {
         check_execution(num.graph(), events)?;
         let mut m = Machine::new(num);
         for (at, &ev) in events.iter().enumerate() {
             m.event(ev)
                 .map_err(|what| IpathError::BadExecution { at, what })?;
         }
-        Ok(m.counts)
+        Ok(m)
     }
 
     /// The path counts so far.
     pub fn counts(&self) -> &BTreeMap<u128, u64> {
         &self.counts
+    }
+
+    /// The largest value `reg`, an `nvc` or a handshake has held after any event: what the
+    /// program's registers must hold (see [`IpNumbering::fits_u64`]).
+    pub fn max_value(&self) -> u128 {
+        self.max_value
+    }
+
+    fn note_values(&mut self) {
+        let nvc = self.frames.last().map_or(0, |f| f.nvc);
+        let hand = self.handshake.map_or(0, |h| h.1);
+        self.max_value = self.max_value.max(self.reg).max(nvc).max(hand);
     }
 
     fn count(&mut self, n: u128) -> Result<(), String> {
@@ -357,6 +376,7 @@ impl<'n> Machine<'n> {
                 }
             }
         }
+        self.note_values();
         Ok(())
     }
 }
