@@ -60,7 +60,7 @@ mod tests;
 
 pub use cutter::{cut_execution, CutPaths, Event};
 pub use number::{IpNumbering, Lin};
-pub use runtime::{CallAction, EdgeAction, Machine};
+pub use runtime::{CallAction, EdgeAction, EntryAction, FunctionPlan, Machine};
 pub use supergraph::{CallSite, Callee, Function, Mode, SEdge, Supergraph, Vertex};
 
 /// A function of the set: index into [`Supergraph::functions`].

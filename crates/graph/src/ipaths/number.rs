@@ -167,10 +167,10 @@ impl IpNumbering {
 
     /// Like [`IpNumbering::new`] on [`Supergraph::new`]`(functions)`, but if the number of
     /// paths exceeds `limit` (or `u128`), direct call sites are demoted to summary edges (§8)
-    /// until it fits: each round demotes the direct call sites of the callee whose
-    /// `ψ_Entry(1)` is largest (where a function's numbering overflows, its own direct calls,
-    /// or if it has none the calls of it). If every call is a summary edge and the paths still
-    /// do not fit, each function is cut like path mode
+    /// until it fits: each round demotes the direct call sites of the callees whose
+    /// `ψ_Entry(1)` is at least half the largest (where a function's numbering overflows, its
+    /// own direct calls, or if it has none the calls of it). If every call is a summary edge
+    /// and the paths still do not fit, each function is cut like path mode
     /// ([`number_paths_limited`](crate::paths::number_paths_limited)) to
     /// `limit / (2 · functions)` paths, once; [`IpathError::LimitUnreachable`] if even that
     /// does not fit.
@@ -193,12 +193,17 @@ impl IpNumbering {
             };
             let next: Vec<(FnId, u32)> = match &attempt {
                 Ok(num) if num.total <= limit => return attempt,
-                Ok(num) => g
-                    .functions()
-                    .filter(|&q| !g.callers(q).is_empty())
-                    .max_by_key(|&q| num.psi_entry[q.index()].eval(1).unwrap_or(u128::MAX))
-                    .map(|q| g.callers(q).to_vec())
-                    .unwrap_or_default(),
+                // The calls of the callees with the most paths (at least half the most), so
+                // that a large module needs few rounds.
+                Ok(num) => {
+                    let size = |q: FnId| num.psi_entry[q.index()].eval(1).unwrap_or(u128::MAX);
+                    let called = || g.functions().filter(|&q| !g.callers(q).is_empty());
+                    let most = called().map(size).max().unwrap_or(0);
+                    called()
+                        .filter(|&q| size(q) >= most / 2)
+                        .flat_map(|q| g.callers(q).iter().copied())
+                        .collect()
+                }
                 // The function whose numbering overflowed: its own direct calls first, then
                 // the calls of it.
                 Err(IpathError::Overflow { func }) => {

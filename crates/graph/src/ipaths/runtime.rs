@@ -52,7 +52,7 @@ use super::number::{IpNumbering, Lin};
 use super::supergraph::{Mode, SiteKind};
 use super::{FnId, IpathError};
 use crate::cfg::EdgeKind;
-use crate::ids::EdgeId;
+use crate::ids::{EdgeId, IdVec};
 use crate::paths::dag::CfgImage;
 use std::collections::BTreeMap;
 
@@ -118,7 +118,35 @@ pub struct EntryAction {
     pub root_exit_value: u128,
 }
 
+/// Everything the instrumenter emits for one function.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct FunctionPlan {
+    /// At the entry.
+    pub entry: EntryAction,
+    /// Per control-flow edge.
+    pub edges: IdVec<EdgeId, EdgeAction>,
+    /// Per call site (index into the function's call sites).
+    pub calls: Vec<CallAction>,
+}
+
 impl IpNumbering {
+    /// The actions of every edge, call site and the entry of `f`.
+    pub fn plan(&self, f: FnId) -> Result<FunctionPlan, IpathError> {
+        let cfg = self.graph().cfg(f);
+        let edges = cfg
+            .edges()
+            .map(|(e, _)| self.edge_action(f, e))
+            .collect::<Result<Vec<_>, _>>()?;
+        let calls = (0..self.graph().calls(f).len() as u32)
+            .map(|s| self.call_action(f, s))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FunctionPlan {
+            entry: self.entry_action(f),
+            edges: IdVec::from_vec(edges),
+            calls,
+        })
+    }
+
     /// The action for edge `e` of `f`.
     pub fn edge_action(&self, f: FnId, e: EdgeId) -> Result<EdgeAction, IpathError> {
         let g = self.graph();

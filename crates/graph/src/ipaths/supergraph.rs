@@ -213,6 +213,7 @@ impl Supergraph {
         demoted: &[(FnId, u32)],
     ) -> Result<Supergraph, IpathError> {
         let n = functions.len();
+        let demoted: std::collections::HashSet<(FnId, u32)> = demoted.iter().copied().collect();
         let mut funcs = Vec::with_capacity(n);
         for (i, f) in functions.into_iter().enumerate() {
             let func = FnId::new(i);

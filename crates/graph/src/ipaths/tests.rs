@@ -146,6 +146,35 @@ fn fig7_psi_and_rho_functions() {
     };
     assert_eq!(nonzero(MAIN) + nonzero(POW), 6);
     assert_eq!(num.total(), 36, "profile[36]");
+    // Fig. 9's instrumentation of main, as the plan says it.
+    let plan = num.plan(MAIN).unwrap();
+    assert_eq!(plan.entry.root_value, Some(0), "pathNum = 0");
+    assert_eq!(
+        plan.edges[EdgeId::new(10)],
+        runtime::EdgeAction::ContextRestart {
+            end: Lin::ZERO,
+            start: lin(1, 17)
+        },
+        "profile[pathNum]++; pathNum = 1 * nvc + 17 + pathNumOnEntry"
+    );
+    assert_eq!(
+        plan.edges[EdgeId::new(5)],
+        runtime::EdgeAction::Add(lin(0, 12))
+    );
+    assert_eq!(
+        plan.edges[EdgeId::new(3)],
+        runtime::EdgeAction::Add(lin(0, 17))
+    );
+    assert_eq!(
+        plan.edges[EdgeId::new(11)],
+        runtime::EdgeAction::Return(Lin::ZERO)
+    );
+    for (site, psi_r) in [(0, lin(0, 5)), (1, lin(0, 1))] {
+        assert!(matches!(
+            plan.calls[site],
+            CallAction::Direct { callee: POW, psi_r: p, .. } if p == psi_r
+        ));
+    }
     assert!(num.fits_u64());
 }
 
