@@ -80,6 +80,48 @@ impl Lin {
     }
 }
 
+/// Checked arithmetic for the numbering, or saturating arithmetic that remembers it saturated
+/// (for [`IpNumbering::new_limited`], which needs sizes even where they overflow).
+#[derive(Clone, Debug, Default)]
+struct Arith {
+    saturate: bool,
+    saturated: std::cell::Cell<bool>,
+}
+
+impl Arith {
+    fn or_saturate<T>(&self, checked: Option<T>, saturated: impl FnOnce() -> T) -> Option<T> {
+        match checked {
+            Some(v) => Some(v),
+            None if self.saturate => {
+                self.saturated.set(true);
+                Some(saturated())
+            }
+            None => None,
+        }
+    }
+    fn add(&self, x: u128, y: u128) -> Option<u128> {
+        self.or_saturate(x.checked_add(y), || x.saturating_add(y))
+    }
+    fn eval(&self, l: Lin, x: u128) -> Option<u128> {
+        let sat = || l.a.saturating_mul(x).saturating_add(l.b);
+        self.or_saturate(l.eval(x), sat)
+    }
+    fn lin_add(&self, l: Lin, m: Lin) -> Option<Lin> {
+        let sat = || Lin {
+            a: l.a.saturating_add(m.a),
+            b: l.b.saturating_add(m.b),
+        };
+        self.or_saturate(l.checked_add(m), sat)
+    }
+    fn compose(&self, l: Lin, inner: Lin) -> Option<Lin> {
+        let sat = || Lin {
+            a: l.a.saturating_mul(inner.a),
+            b: l.a.saturating_mul(inner.b).saturating_add(l.b),
+        };
+        self.or_saturate(l.compose(inner), sat)
+    }
+}
+
 /// `G*_fn` with its numbering in one mode (module doc).
 #[derive(Clone, Debug)]
 pub struct IpNumbering {
@@ -102,6 +144,7 @@ pub struct IpNumbering {
     /// Per caller and call site: value of the return edge reached with no open call.
     return_value: Vec<Vec<u128>>,
     total: u128,
+    arith: Arith,
 }
 
 fn overflow(func: FnId) -> IpathError {
@@ -111,6 +154,47 @@ fn overflow(func: FnId) -> IpathError {
 impl IpNumbering {
     /// Numbers the observable paths of `g` in `mode`.
     pub fn new(g: Supergraph, mode: Mode) -> Result<IpNumbering, IpathError> {
+        Self::number(g, mode, false)
+    }
+
+    /// The numbering, with saturating arithmetic if `saturate` (then never `Overflow`).
+    fn number(g: Supergraph, mode: Mode, saturate: bool) -> Result<IpNumbering, IpathError> {
+        let mut num = Self::empty(g, mode, saturate);
+        let n = num.g.num_functions();
+        for i in 0..n {
+            let f = num.g.bottom_up()[i];
+            num.number_function(f, |_| false).ok_or(overflow(f))?;
+        }
+        if mode == Mode::Piecewise {
+            for i in (0..n).rev() {
+                let f = num.g.bottom_up()[i];
+                num.number_exit(f).ok_or(overflow(f))?;
+            }
+        }
+        let mut sum = 0u128;
+        for e in num.g.succs(Vertex::EntryGlobal, mode) {
+            let (f, comps) = match e {
+                SEdge::RootEntry(f) => {
+                    num.root_value[f.index()] = Some(sum);
+                    (f, num.arith.eval(num.psi_entry[f.index()], 1))
+                }
+                SEdge::PieceEntry(f) => {
+                    num.piece_value[f.index()] = Some(sum);
+                    let nurl = num.nurl[f.index()];
+                    (f, num.arith.eval(num.psi_gentry[f.index()], nurl))
+                }
+                _ => unreachable!("Entry_global has only entry edges"),
+            };
+            sum = comps
+                .and_then(|c| num.arith.add(sum, c))
+                .ok_or(overflow(f))?;
+        }
+        num.total = sum;
+        Ok(num)
+    }
+
+    /// The tables of `g`, all zero.
+    fn empty(g: Supergraph, mode: Mode, saturate: bool) -> IpNumbering {
         let n = g.num_functions();
         let mut num = IpNumbering {
             psi_entry: vec![Lin::ZERO; n],
@@ -123,6 +207,10 @@ impl IpNumbering {
             root_exit_value: vec![0; n],
             return_value: g.functions().map(|f| vec![0; g.calls(f).len()]).collect(),
             total: 0,
+            arith: Arith {
+                saturate,
+                saturated: Default::default(),
+            },
             mode,
             g,
         };
@@ -136,111 +224,116 @@ impl IpNumbering {
             num.rho
                 .push(IdVec::filled(num.g.dag(f).num_edges(), Lin::ZERO));
         }
-        for i in 0..n {
-            let f = num.g.bottom_up()[i];
-            num.number_function(f).ok_or(overflow(f))?;
-        }
-        if mode == Mode::Piecewise {
-            for i in (0..n).rev() {
-                let f = num.g.bottom_up()[i];
-                num.number_exit(f).ok_or(overflow(f))?;
-            }
-        }
-        let mut sum = 0u128;
-        for e in num.g.succs(Vertex::EntryGlobal, mode) {
-            let (f, comps) = match e {
-                SEdge::RootEntry(f) => {
-                    num.root_value[f.index()] = Some(sum);
-                    (f, num.psi_entry[f.index()].eval(1))
-                }
-                SEdge::PieceEntry(f) => {
-                    num.piece_value[f.index()] = Some(sum);
-                    (f, num.psi_gentry[f.index()].eval(num.nurl[f.index()]))
-                }
-                _ => unreachable!("Entry_global has only entry edges"),
-            };
-            sum = comps.and_then(|c| sum.checked_add(c)).ok_or(overflow(f))?;
-        }
-        num.total = sum;
-        Ok(num)
+        num
     }
 
     /// Like [`IpNumbering::new`] on [`Supergraph::new`]`(functions)`, but if the number of
     /// paths exceeds `limit` (or `u128`), direct call sites are demoted to summary edges (§8)
-    /// until it fits: each round demotes the direct call sites of the callees whose
-    /// `ψ_Entry(1)` is at least half the largest (where a function's numbering overflows, its
-    /// own direct calls, or if it has none the calls of it). If every call is a summary edge
-    /// and the paths still do not fit, each function is cut like path mode
-    /// ([`number_paths_limited`](crate::paths::number_paths_limited)) to
-    /// `limit / (2 · functions)` paths, once; [`IpathError::LimitUnreachable`] if even that
-    /// does not fit.
+    /// until it fits, and if demoting every call is not enough, functions are cut like path
+    /// mode. The search, like [`number_paths_limited`](crate::paths::number_paths_limited)'s,
+    /// is a heuristic with thresholds `θ = limit, limit/4, limit/16, ..., 0`: one pass per `θ`
+    /// visits the functions callees first and, while a function's `ψ_Entry(1)` (saturating)
+    /// exceeds `θ`, demotes its remaining direct calls of the largest callees (at least half
+    /// the largest); the first `θ` whose result fits is taken. If even `θ = 0` (every call a
+    /// summary edge) does not fit, each function is cut to `limit / (2 · functions)` paths by
+    /// `number_paths_limited`; [`IpathError::LimitUnreachable`] if that does not fit either.
     pub fn new_limited(
         functions: Vec<Function>,
         mode: Mode,
         limit: u128,
     ) -> Result<IpNumbering, IpathError> {
-        let mut functions = functions;
-        let mut demoted: Vec<(FnId, u32)> = Vec::new();
-        let mut cut = false;
+        let n = functions.len().max(1) as u128;
+        let mut g = Supergraph::new(functions)?;
+        if let Ok(num) = IpNumbering::new(g.clone(), mode) {
+            if num.total <= limit {
+                return Ok(num);
+            }
+        }
+        // Fix today's recursive call sites, so that demoting others cannot make a DFS pick
+        // other back edges.
+        let recursive: Vec<(FnId, u32)> = g
+            .functions()
+            .flat_map(|f| (0..g.calls(f).len() as u32).map(move |s| (f, s)))
+            .filter(|&(f, s)| matches!(g.site_kind(f, s), SiteKind::Recursive(_)))
+            .collect();
+        g.demote(recursive);
+        let fits = |h: Supergraph| -> Result<Result<IpNumbering, u128>, IpathError> {
+            let mut num = IpNumbering::number(h, mode, true)?;
+            if num.arith.saturated.get() || num.total > limit {
+                return Ok(Err(num.total));
+            }
+            num.arith.saturate = false;
+            Ok(Ok(num))
+        };
+        let mut theta = limit;
         loop {
-            let g = Supergraph::with_demoted(functions.clone(), &demoted)?;
-            let attempt = IpNumbering::new(g.clone(), mode);
-            let direct_in = |f: FnId| -> Vec<(FnId, u32)> {
-                (0..g.calls(f).len() as u32)
-                    .filter(|&s| matches!(g.site_kind(f, s), SiteKind::Direct(_)))
-                    .map(|s| (f, s))
-                    .collect()
-            };
-            let next: Vec<(FnId, u32)> = match &attempt {
-                Ok(num) if num.total <= limit => return attempt,
-                // The calls of the callees with the most paths (at least half the most), so
-                // that a large module needs few rounds.
-                Ok(num) => {
-                    let size = |q: FnId| num.psi_entry[q.index()].eval(1).unwrap_or(u128::MAX);
-                    let called = || g.functions().filter(|&q| !g.callers(q).is_empty());
-                    let most = called().map(size).max().unwrap_or(0);
-                    called()
-                        .filter(|&q| size(q) >= most / 2)
-                        .flat_map(|q| g.callers(q).iter().copied())
-                        .collect()
-                }
-                // The function whose numbering overflowed: its own direct calls first, then
-                // the calls of it.
-                Err(IpathError::Overflow { func }) => {
-                    let own = direct_in(*func);
-                    if own.is_empty() {
-                        g.callers(*func).to_vec()
-                    } else {
-                        own
-                    }
-                }
-                Err(_) => return attempt,
-            };
-            if next.is_empty() && !cut {
-                // Every call is a summary edge: what is left is intraprocedural. Cut each
-                // function like path mode, to a share of the limit (a root counts its paths
-                // from `Entry_P` and, piecewise, from `GEntry_P`).
-                cut = true;
-                let share = (limit / (2 * functions.len() as u128)).max(1);
-                for f in &mut functions {
-                    if let Ok(nd) = crate::paths::number_paths_limited(&f.cfg, share) {
-                        f.cuts.extend(nd.dag().cuts());
-                        f.cuts.sort();
-                        f.cuts.dedup();
-                    }
-                }
+            let mut h = g.clone();
+            h.demote(Self::limit_pass(&g, mode, theta));
+            if let Ok(num) = fits(h.clone())? {
+                return Ok(num);
+            }
+            if theta > 0 {
+                theta /= 4;
                 continue;
             }
-            if next.is_empty() {
-                let fewest = attempt.map_or(u128::MAX, |num| num.total);
-                return Err(IpathError::LimitUnreachable { limit, fewest });
+            // Every call is a summary edge: what is left is intraprocedural.
+            let share = (limit / (2 * n)).max(1);
+            for f in h.functions().collect::<Vec<_>>() {
+                if let Ok(nd) = crate::paths::number_paths_limited(h.cfg(f), share) {
+                    let cuts: Vec<_> = nd.dag().cuts().collect();
+                    if !cuts.is_empty() {
+                        h.cut(f, &cuts)?;
+                    }
+                }
             }
-            demoted.extend(next);
+            return match fits(h)? {
+                Ok(num) => Ok(num),
+                Err(fewest) => Err(IpathError::LimitUnreachable { limit, fewest }),
+            };
         }
     }
 
+    /// The direct call sites one pass of [`IpNumbering::new_limited`] demotes for `theta`.
+    fn limit_pass(g: &Supergraph, mode: Mode, theta: u128) -> Vec<(FnId, u32)> {
+        let mut num = IpNumbering::empty(g.clone(), mode, true);
+        let mut extra = std::collections::HashSet::new();
+        for &f in g.bottom_up() {
+            loop {
+                num.number_function(f, |s| extra.contains(&(f, s)));
+                let size = |num: &IpNumbering, q: FnId| {
+                    let entry = num.arith.eval(num.psi_entry[q.index()], 1);
+                    let gentry = num.arith.eval(num.psi_gentry[q.index()], 1);
+                    entry
+                        .zip(gentry)
+                        .map_or(u128::MAX, |(a, b)| a.saturating_add(b))
+                };
+                if size(&num, f) <= theta {
+                    break;
+                }
+                let cands: Vec<(u128, u32)> = (0..g.calls(f).len() as u32)
+                    .filter(|&s| !extra.contains(&(f, s)))
+                    .filter_map(|s| match g.site_kind(f, s) {
+                        SiteKind::Direct(q) => Some((size(&num, q), s)),
+                        _ => None,
+                    })
+                    .collect();
+                let Some(most) = cands.iter().map(|c| c.0).max() else {
+                    break;
+                };
+                extra.extend(
+                    cands
+                        .iter()
+                        .filter(|c| c.0 >= most / 2)
+                        .map(|&(_, s)| (f, s)),
+                );
+            }
+        }
+        extra.into_iter().collect()
+    }
+
     /// `ψ` and `ρ` for the vertices and edges of `f`; `None` on overflow.
-    fn number_function(&mut self, f: FnId) -> Option<()> {
+    /// Direct call sites for which `summary` holds are taken as summary edges.
+    fn number_function(&mut self, f: FnId, summary: impl Fn(u32) -> bool) -> Option<()> {
         let g = &self.g;
         let dag = g.dag(f);
         let psi_of = |psi_seg: &Vec<IdVec<NodeId, Vec<Lin>>>, v: Vertex| match v {
@@ -261,7 +354,9 @@ impl IpNumbering {
                             continue;
                         }
                         self.rho[f.index()][d] = sum;
-                        sum = sum.checked_add(psi_of(&self.psi_seg, g.dag_target(f, d)))?;
+                        sum = self
+                            .arith
+                            .lin_add(sum, psi_of(&self.psi_seg, g.dag_target(f, d)))?;
                     }
                     match vertex {
                         Vertex::Entry(_) => self.psi_entry[f.index()] = sum,
@@ -273,15 +368,19 @@ impl IpNumbering {
             let mut sum = Lin::ZERO;
             for &d in dag.succs(v) {
                 self.rho[f.index()][d] = sum;
-                sum = sum.checked_add(psi_of(&self.psi_seg, g.dag_target(f, d)))?;
+                sum = self
+                    .arith
+                    .lin_add(sum, psi_of(&self.psi_seg, g.dag_target(f, d)))?;
             }
             let sites = g.block_sites(f, v);
             let segs = &mut self.psi_seg[f.index()][v];
             segs[sites.len()] = sum;
             for i in (0..sites.len()).rev() {
                 segs[i] = match g.site_kind(f, sites[i]) {
-                    SiteKind::Direct(q) => self.psi_entry[q.index()].compose(segs[i + 1])?,
-                    SiteKind::Recursive(_) | SiteKind::Unknown => segs[i + 1],
+                    SiteKind::Direct(q) if !summary(sites[i]) => {
+                        self.arith.compose(self.psi_entry[q.index()], segs[i + 1])?
+                    }
+                    _ => segs[i + 1],
                 };
             }
         }
@@ -299,12 +398,12 @@ impl IpNumbering {
                 }
                 SEdge::Return { func, site } => {
                     self.return_value[func.index()][site as usize] = sum;
-                    self.psi(self.g.return_vertex(func, site))
-                        .eval(self.nurl[func.index()])?
+                    let psi_r = self.psi(self.g.return_vertex(func, site));
+                    self.arith.eval(psi_r, self.nurl[func.index()])?
                 }
                 _ => unreachable!("Exit_P has only return edges"),
             };
-            sum = sum.checked_add(comps)?;
+            sum = self.arith.add(sum, comps)?;
         }
         self.nurl[f.index()] = sum;
         Some(())

@@ -49,6 +49,7 @@ use super::{FnId, IpathError};
 use crate::cfg::{Cfg, EdgeKind};
 use crate::ids::{EdgeId, IdVec, NodeId};
 use crate::paths::dag::{DagEdgeId, DagEdgeKind, PathDag};
+use std::collections::HashSet;
 
 /// Who a call site calls.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -179,6 +180,7 @@ pub enum SEdge {
 pub(crate) struct FnData {
     pub(crate) cfg: Cfg,
     pub(crate) dag: PathDag,
+    pub(crate) cuts: Vec<EdgeId>,
     pub(crate) calls: Vec<CallSite>,
     pub(crate) kind: Vec<SiteKind>,
     /// Per block, its call sites in position order.
@@ -197,6 +199,8 @@ pub struct Supergraph {
     callers: Vec<Vec<(FnId, u32)>>,
     /// Callees before callers along the non-recursive call edges.
     bottom_up: Vec<FnId>,
+    /// Direct call sites made summary edges (§8).
+    demoted: HashSet<(FnId, u32)>,
 }
 
 impl Supergraph {
@@ -212,8 +216,35 @@ impl Supergraph {
         functions: Vec<Function>,
         demoted: &[(FnId, u32)],
     ) -> Result<Supergraph, IpathError> {
+        let mut g = Self::build(functions)?;
+        g.demoted.extend(demoted.iter().copied());
+        g.classify();
+        Ok(g)
+    }
+
+    /// Demotes the call sites `sites` (caller, site) too (see [`Supergraph::with_demoted`]).
+    pub fn demote(&mut self, sites: impl IntoIterator<Item = (FnId, u32)>) {
+        self.demoted.extend(sites);
+        self.classify();
+    }
+
+    /// Cuts the `Flow` edges `cuts` of `f` too (see [`PathDag::with_cuts`]).
+    pub fn cut(&mut self, f: FnId, cuts: &[EdgeId]) -> Result<(), IpathError> {
+        let data = &mut self.funcs[f.index()];
+        let mut all = data.cuts.clone();
+        all.extend_from_slice(cuts);
+        all.sort();
+        all.dedup();
+        data.dag = PathDag::with_cuts(&data.cfg, &all)
+            .map_err(|source| IpathError::Dag { func: f, source })?;
+        data.cuts = all;
+        // Cuts do not change which blocks are live, so the classification stands.
+        Ok(())
+    }
+
+    /// The functions with their DAGs and call sites, not yet classified.
+    fn build(functions: Vec<Function>) -> Result<Supergraph, IpathError> {
         let n = functions.len();
-        let demoted: std::collections::HashSet<(FnId, u32)> = demoted.iter().copied().collect();
         let mut funcs = Vec::with_capacity(n);
         for (i, f) in functions.into_iter().enumerate() {
             let func = FnId::new(i);
@@ -244,13 +275,27 @@ impl Supergraph {
                 kind: vec![SiteKind::Unknown; f.calls.len()],
                 cfg: f.cfg,
                 dag,
+                cuts: f.cuts,
                 calls: f.calls,
                 block_sites: IdVec::from_vec(block_sites),
                 site_index,
                 entered_from_outside: f.entered_from_outside,
             });
         }
-        // Transformation 3: back edges of a DFS of the call graph are recursive call sites.
+        Ok(Supergraph {
+            funcs,
+            roots: vec![false; n],
+            callers: vec![Vec::new(); n],
+            bottom_up: Vec::new(),
+            demoted: HashSet::new(),
+        })
+    }
+
+    /// Transformation 3: site kinds (back edges of a DFS of the call graph are recursive call
+    /// sites; demoted sites are summary edges too), roots, callers and the bottom-up order.
+    fn classify(&mut self) {
+        let n = self.funcs.len();
+        let funcs = &mut self.funcs;
         let mut state = vec![0u8; n]; // 0 new, 1 on stack, 2 done
         let mut bottom_up = Vec::with_capacity(n);
         let order: Vec<usize> = (0..n)
@@ -275,7 +320,7 @@ impl Supergraph {
                 let Callee::Internal(q) = funcs[f].calls[next].callee else {
                     continue;
                 };
-                let demote = demoted.contains(&(FnId::new(f), next as u32));
+                let demote = self.demoted.contains(&(FnId::new(f), next as u32));
                 funcs[f].kind[next] = match state[q.index()] {
                     1 => SiteKind::Recursive(q),
                     _ if demote => SiteKind::Recursive(q),
@@ -303,12 +348,9 @@ impl Supergraph {
                 }
             }
         }
-        Ok(Supergraph {
-            funcs,
-            roots,
-            callers,
-            bottom_up,
-        })
+        self.roots = roots;
+        self.callers = callers;
+        self.bottom_up = bottom_up;
     }
 
     /// Number of functions.
