@@ -8,13 +8,19 @@
 //! Per thread: the path register `reg` (`pathNum`, which the paper passes by reference) and, in
 //! piecewise mode, `open` (`cntOpenLfParens`). Per activation: `nvc`
 //! (`numValidCompsFromExit`, passed by value), `on_entry` (`pathNumOnEntry`, context mode), and
-//! around a summary call the saved `reg` and `open` (`pathNumBeforeCall`). The paper changes
+//! in a root activation the `reg` and `open` of the interrupted path (the paper's
+//! `pathNumBeforeCall`, which its caller saves around a recursive call; here the root itself
+//! saves and restores them, so that callbacks from unknown code and signal handlers that run
+//! instrumented code leave the interrupted path intact too). The paper changes
 //! every function's signature to pass `reg` and `nvc`; tally must not (functions are called from
 //! other files and through pointers), so a direct call passes `nvc` in a *handshake*: the caller
 //! announces "callee `Q`, `nvc`" and `Q`'s entry takes it if it is addressed to `Q`, otherwise
 //! the activation was entered from outside (a callback, a recursive call, a call from another
-//! file) and is a *root*. How the runtime stores the handshake is its business (a per-thread
-//! slot cleared at every summary call and entry); the machine keeps it as `(callee, nvc)`.
+//! file) and is a *root*. How the runtime stores the handshake is its business; the machine
+//! keeps it as `(callee, nvc)` in a per-thread slot that a direct call sets, the addressed
+//! entry takes, and a summary call and every resume clear. An entry it is not addressed to
+//! leaves it alone: a signal handler (or an interposed callee calling back) running between
+//! the call and the callee's entry must not take or destroy it.
 //!
 //! # Steps
 //!
@@ -22,8 +28,8 @@
 //! [`IpNumbering::fits_u64`]); `count[n]++` counts path `n`.
 //!
 //! - **Entry of `P`** ([`EntryAction`]): with a handshake for `P`: `nvc = handshake.nvc`,
-//!   `on_entry = reg`. Otherwise (root): `reg = root_value` (the value of
-//!   `Entry_global -> Entry_P`, eq. (27)), `nvc = 1`, `open = 1`, `on_entry = reg`. Then
+//!   `on_entry = reg`. Otherwise (root): `saved = (reg, open)`, `reg = root_value` (the value
+//!   of `Entry_global -> Entry_P`, eq. (27)), `nvc = 1`, `open = 1`, `on_entry = reg`. Then
 //!   `reg += start(nvc)` (`ρ` of `Entry_P -> n0`, normally `<0,0>`).
 //! - **Intraprocedural edge** ([`EdgeAction`]): `Add(l)`: `reg += l(nvc)` (§5.5 item 8).
 //!   `ContextRestart { end, start }` (a back edge or cut edge, context mode, §5.5 item 9):
@@ -32,16 +38,16 @@
 //!   `Return(l)`: `reg += l(nvc)`, then the return below.
 //! - **Call at site `s`** ([`CallAction`]): `Direct { callee, psi_r, .. }` (non-recursive call
 //!   of the set): handshake `(callee, psi_r(nvc))`; piecewise also `open += 1`. `Summary`
-//!   (recursive call, call through a pointer, call leaving the set): `saved_reg = reg`,
-//!   `saved_open = open`, no handshake.
+//!   (recursive call, call through a pointer, call leaving the set): no handshake, nothing
+//!   else.
 //! - **Return of `P`**: a root: piecewise, if `open == 0` (the path started inside the
 //!   activation and returns unmatched), `reg += root_exit_value`; then `count[reg]++` (the path
-//!   ends with `Exit_P -> Exit_global`). A non-root does nothing more.
+//!   ends with `Exit_P -> Exit_global`); `(reg, open) = saved`. A non-root does nothing more.
 //! - **Resume after call `s`**: `Direct { unmatched_value, unmatched_nvc, .. }`: piecewise, if
 //!   `open == 0` (the callee restarted the path, so this return is an unmatched right
 //!   parenthesis, Algorithm 6.1): `reg += unmatched_value; nvc = unmatched_nvc`, else
-//!   `open -= 1`; context: nothing (`nvc` is the caller's own). `Summary`: `reg = saved_reg`,
-//!   `open = saved_open`.
+//!   `open -= 1`; context: nothing (`nvc` is the caller's own). `Summary`: nothing. Every
+//!   resume clears the handshake.
 //!
 //! Early exits and re-entries have actions ([`EdgeAction::EarlyExit`],
 //! [`EdgeAction::Reentry`]) with the values the numbering gives them, but the protocol for
@@ -102,7 +108,7 @@ pub enum CallAction {
         /// `ψ_r` of it, as Algorithm 6.1 is printed: see [`IpNumbering::path_number`]'s walk).
         unmatched_nvc: u128,
     },
-    /// A summary edge: save `reg` and `open`, call, restore.
+    /// A summary edge: nothing to do (a root the call enters saves and restores `reg`).
     Summary,
 }
 
@@ -311,12 +317,15 @@ impl<'n> Machine<'n> {
                     saved_reg: 0,
                     saved_open: 0,
                 };
-                match self.handshake.take() {
+                match self.handshake {
                     Some((callee, nvc)) if callee == f => {
+                        self.handshake = None;
                         frame.nvc = nvc;
                         frame.root = false;
                     }
                     _ => {
+                        frame.saved_reg = self.reg;
+                        frame.saved_open = self.open;
                         self.reg = act.root_value.ok_or(format!("{f} is not a root"))?;
                         self.open = 1;
                     }
@@ -351,7 +360,8 @@ impl<'n> Machine<'n> {
                     EdgeAction::Return(l) => {
                         let inc = l.eval(frame.nvc).ok_or_else(ovf)?;
                         self.reg = self.reg.checked_add(inc).ok_or_else(ovf)?;
-                        let root = frame.root;
+                        let (root, saved_reg, saved_open) =
+                            (frame.root, frame.saved_reg, frame.saved_open);
                         self.frames.pop();
                         if root {
                             if piecewise && self.open == 0 {
@@ -359,6 +369,8 @@ impl<'n> Machine<'n> {
                                 self.reg = self.reg.checked_add(inc).ok_or_else(ovf)?;
                             }
                             self.count(self.reg)?;
+                            self.reg = saved_reg;
+                            self.open = saved_open;
                         }
                     }
                     other => return Err(format!("edge {e} of {f}: {other:?} is not simulated")),
@@ -375,15 +387,13 @@ impl<'n> Machine<'n> {
                             self.open += 1;
                         }
                     }
-                    CallAction::Summary => {
-                        frame.saved_reg = self.reg;
-                        frame.saved_open = self.open;
-                    }
+                    CallAction::Summary => {}
                 }
             }
             Event::Resume => {
                 let frame = self.frames.last_mut().ok_or("no activation")?;
                 let site = frame.pending.take().ok_or("no pending call")?;
+                self.handshake = None;
                 match num.call_action(frame.func, site).map_err(err)? {
                     CallAction::Direct {
                         unmatched_value,
@@ -397,10 +407,7 @@ impl<'n> Machine<'n> {
                             self.open -= 1;
                         }
                     }
-                    CallAction::Summary => {
-                        self.reg = frame.saved_reg;
-                        self.open = frame.saved_open;
-                    }
+                    CallAction::Summary => {}
                 }
             }
         }
