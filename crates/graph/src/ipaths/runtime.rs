@@ -20,7 +20,9 @@
 //! keeps it as `(callee, nvc)` in a per-thread slot that a direct call sets, the addressed
 //! entry takes, and a summary call and every resume clear. An entry it is not addressed to
 //! leaves it alone: a signal handler (or an interposed callee calling back) running between
-//! the call and the callee's entry must not take or destroy it.
+//! the call and the callee's entry must not take or destroy it. A call of a definition that
+//! can be interposed must therefore be `Unknown` in the description: if another definition
+//! runs, nobody takes the handshake and the path would lack the callee's part.
 //!
 //! # Steps
 //!
