@@ -20,6 +20,9 @@
 //!   third placement of §6, Graph 3);
 //! - [`paths`]: Ball–Larus path profiling (paper 002): the path DAG, numbering, cutting,
 //!   chord increments and placement, regeneration, derived counts;
+//! - [`ipaths`]: interprocedural path profiling (paper 004, Melski & Reps): the supergraph of
+//!   a set of functions, context and piecewise path numbering with `ψ`/`ρ` functions,
+//!   regeneration, the runtime protocol and a reference cutter;
 //! - [`sese`]: SESE counters (paper 003): loop variables that replace edge counters, their
 //!   placement as free chords and the recovery of every count;
 //! - [`witness`]: witness tracing (§4): blocking witnesses, the constrained spanning tree,
@@ -40,6 +43,7 @@ pub mod dom;
 pub mod events;
 pub mod hash;
 pub mod ids;
+pub mod ipaths;
 pub mod knuth;
 pub mod loops;
 pub mod mst;

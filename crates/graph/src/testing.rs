@@ -710,3 +710,232 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
     }
     events
 }
+
+// ---------------------------------------------------------------------------------------------
+// Interprocedural programs and executions (paper 004; for `crate::ipaths`). A separate block:
+// other additions to this file go above it.
+// ---------------------------------------------------------------------------------------------
+
+/// Random sets of functions with calls, recursion and calls of unknown functions, and random
+/// whole-program executions of them, for the tests of [`crate::ipaths`].
+///
+/// Each function is a [`random_cfg_with`] graph without early exits or re-entries (the
+/// interprocedural runtime protocol does not model abandoned frames yet), with random call
+/// sites: calls of any function of the set (the function itself included, so direct and mutual
+/// recursion occur) and calls of unknown functions, which may call back into the functions
+/// entered from outside. An execution runs a few top-level calls of such functions; each
+/// activation walks its graph like [`simulate`] (random edges, steering to a return once its
+/// step budget is spent) and makes the calls of every block it passes in position order.
+pub mod programs {
+    use super::{distance_to_exit, random_cfg_with, GenConfig, Rng};
+    use crate::cfg::{Cfg, EdgeKind};
+    use crate::ids::{EdgeId, NodeId};
+    use crate::ipaths::{CallSite, Callee, Event, FnId, Function};
+    use crate::paths::PathDag;
+
+    /// Shape parameters of [`random_program`].
+    #[derive(Clone, Debug)]
+    pub struct ProgramConfig {
+        /// The set has `1 ..= max_functions` functions.
+        pub max_functions: usize,
+        /// Each function has `1 ..= max_blocks` blocks.
+        pub max_blocks: usize,
+        /// Chance (%) that a block contains calls.
+        pub call_percent: u32,
+        /// A block with calls has `1 ..= max_calls` of them.
+        pub max_calls: usize,
+        /// Chance (%) that a call is of an unknown function.
+        pub unknown_percent: u32,
+        /// Chance (%) that a function other than the first is entered from outside.
+        pub outside_percent: u32,
+        /// Chance (%) that a cuttable `Flow` edge is cut.
+        pub cut_percent: u32,
+    }
+
+    impl Default for ProgramConfig {
+        fn default() -> Self {
+            ProgramConfig {
+                max_functions: 4,
+                max_blocks: 7,
+                call_percent: 30,
+                max_calls: 2,
+                unknown_percent: 25,
+                outside_percent: 30,
+                cut_percent: 5,
+            }
+        }
+    }
+
+    /// A random set of functions; function 0 is always entered from outside.
+    pub fn random_program(rng: &mut Rng, config: &ProgramConfig) -> Vec<Function> {
+        let n = 1 + rng.below(config.max_functions.max(1));
+        let shape = GenConfig {
+            max_blocks: config.max_blocks,
+            early_exit_percent: 0,
+            reentry_percent: 0,
+            ..GenConfig::default()
+        };
+        (0..n)
+            .map(|i| {
+                let cfg = random_cfg_with(rng, &shape);
+                let mut calls = Vec::new();
+                for b in cfg.blocks() {
+                    if !rng.percent(config.call_percent) {
+                        continue;
+                    }
+                    for _ in 0..1 + rng.below(config.max_calls.max(1)) {
+                        let callee = if rng.percent(config.unknown_percent) {
+                            Callee::Unknown
+                        } else {
+                            Callee::Internal(FnId::new(rng.below(n)))
+                        };
+                        calls.push(CallSite {
+                            block: b,
+                            position: rng.below(4) as u32,
+                            callee,
+                        });
+                    }
+                }
+                let dag = PathDag::new(&cfg);
+                let cuts = cfg
+                    .edges()
+                    .filter(|&(e, edge)| {
+                        edge.kind == EdgeKind::Flow && dag.is_live(edge.src) && !dag.is_back_edge(e)
+                    })
+                    .map(|(e, _)| e)
+                    .filter(|_| rng.percent(config.cut_percent))
+                    .collect();
+                Function {
+                    cfg,
+                    calls,
+                    entered_from_outside: i == 0 || rng.percent(config.outside_percent),
+                    cuts,
+                }
+            })
+            .collect()
+    }
+
+    /// Parameters of [`random_execution`].
+    #[derive(Clone, Debug)]
+    pub struct ExecConfig {
+        /// Number of top-level calls.
+        pub entries: usize,
+        /// Steps per activation before it steers to a return.
+        pub step_budget: usize,
+        /// Chance (%) of each further callback from an unknown callee (at most 2 per call).
+        pub callback_percent: u32,
+        /// Deepest activation nesting before the execution is given up.
+        pub max_depth: usize,
+        /// Longest execution before it is given up.
+        pub max_events: usize,
+    }
+
+    impl Default for ExecConfig {
+        fn default() -> Self {
+            ExecConfig {
+                entries: 3,
+                step_budget: 12,
+                callback_percent: 30,
+                max_depth: 12,
+                max_events: 20_000,
+            }
+        }
+    }
+
+    struct Gen<'a> {
+        program: &'a [Function],
+        dist: Vec<crate::ids::IdVec<NodeId, Option<usize>>>,
+        outside: Vec<FnId>,
+        config: &'a ExecConfig,
+        events: Vec<Event>,
+    }
+
+    impl Gen<'_> {
+        /// One activation of `f`; `None` if the limits are exceeded.
+        fn activation(&mut self, rng: &mut Rng, f: FnId, depth: usize) -> Option<()> {
+            if depth > self.config.max_depth || self.events.len() > self.config.max_events {
+                return None;
+            }
+            let func = &self.program[f.index()];
+            let cfg: &Cfg = &func.cfg;
+            self.events.push(Event::Enter(f));
+            let mut v = cfg.entry();
+            let mut steps = 0;
+            loop {
+                let mut sites: Vec<usize> = (0..func.calls.len())
+                    .filter(|&s| func.calls[s].block == v)
+                    .collect();
+                sites.sort_by_key(|&s| (func.calls[s].position, s));
+                for s in sites {
+                    self.events.push(Event::Call(s as u32));
+                    match func.calls[s].callee {
+                        Callee::Internal(q) => self.activation(rng, q, depth + 1)?,
+                        Callee::Unknown => {
+                            for _ in 0..2 {
+                                if !rng.percent(self.config.callback_percent) {
+                                    break;
+                                }
+                                if let Some(q) = rng.pick(&self.outside) {
+                                    self.activation(rng, q, depth + 1)?;
+                                }
+                            }
+                        }
+                    }
+                    self.events.push(Event::Resume);
+                }
+                let outs: Vec<EdgeId> = cfg
+                    .succs(v)
+                    .iter()
+                    .copied()
+                    .filter(|&e| cfg.edge(e).kind.is_structural())
+                    .collect();
+                steps += 1;
+                let e = if steps > self.config.step_budget {
+                    let dist = &self.dist[f.index()];
+                    outs.iter()
+                        .copied()
+                        .find(|&e| cfg.edge(e).kind == EdgeKind::Return)
+                        .or_else(|| {
+                            outs.iter()
+                                .copied()
+                                .filter_map(|e| dist[cfg.edge(e).dst].map(|d| (d, e)))
+                                .min()
+                                .map(|(_, e)| e)
+                        })?
+                } else {
+                    rng.pick(&outs)?
+                };
+                self.events.push(Event::Edge(e));
+                if cfg.edge(e).kind == EdgeKind::Return {
+                    return Some(());
+                }
+                v = cfg.edge(e).dst;
+            }
+        }
+    }
+
+    /// A random execution of `program` (module doc), `None` if it recursed deeper than
+    /// `max_depth` or grew longer than `max_events`.
+    pub fn random_execution(
+        program: &[Function],
+        rng: &mut Rng,
+        config: &ExecConfig,
+    ) -> Option<Vec<Event>> {
+        let outside: Vec<FnId> = (0..program.len())
+            .filter(|&i| program[i].entered_from_outside)
+            .map(FnId::new)
+            .collect();
+        let mut gen = Gen {
+            program,
+            dist: program.iter().map(|f| distance_to_exit(&f.cfg)).collect(),
+            outside,
+            config,
+            events: Vec::new(),
+        };
+        for _ in 0..config.entries {
+            let f = rng.pick(&gen.outside)?;
+            gen.activation(rng, f, 0)?;
+        }
+        Some(gen.events)
+    }
+}

@@ -1,0 +1,374 @@
+//! Interprocedural path profiling (paper 004) on random programs: several random graphs with
+//! calls, direct and mutual recursion, calls of unknown functions that call back, and cut
+//! edges, run by random executions.
+//!
+//! - the counts of the runtime protocol ([`Machine`], §5.5/§6.3) equal those of the reference
+//!   cutter ([`cut_execution`], the paper's path definitions), and every cut path regenerates
+//!   from its number;
+//! - the numbering is dense (Theorem 4.1): where the paths are few enough to enumerate by the
+//!   grammar alone ([`Walk`]), there are exactly `total` of them and their numbers are
+//!   `0 .. total`, each once; elsewhere sampled numbers regenerate to paths that renumber to
+//!   themselves;
+//! - numbers that do not fit 64 bits are detected, and demoting call sites (§8) makes them fit.
+
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+use tally_graph::ipaths::supergraph::Walk;
+use tally_graph::ipaths::{
+    cut_execution, CallSite, Callee, FnId, Function, IpNumbering, IpathError, Machine, Mode, SEdge,
+    Supergraph, Vertex,
+};
+use tally_graph::testing::programs::{random_execution, random_program, ExecConfig, ProgramConfig};
+use tally_graph::testing::{cfg, Rng};
+use tally_graph::EdgeKind::*;
+use tally_graph::NodeId;
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 300,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+const MODES: [Mode; 2] = [Mode::Context, Mode::Piecewise];
+
+/// All observable paths by the grammar alone, `None` if more than `cap` or too much search.
+fn enumerate(g: &Supergraph, mode: Mode, cap: usize) -> Option<Vec<Vec<SEdge>>> {
+    fn go(
+        g: &Supergraph,
+        mode: Mode,
+        w: &Walk,
+        path: &mut Vec<SEdge>,
+        out: &mut Vec<Vec<SEdge>>,
+        budget: &mut usize,
+        cap: usize,
+    ) -> bool {
+        *budget = budget.saturating_sub(1);
+        if *budget == 0 || out.len() > cap {
+            return false;
+        }
+        if w.at == Vertex::ExitGlobal {
+            out.push(path.clone());
+            return true;
+        }
+        for e in w.valid_succs(g, mode) {
+            let mut next = w.clone();
+            next.step(g, e);
+            path.push(e);
+            if !go(g, mode, &next, path, out, budget, cap) {
+                return false;
+            }
+            path.pop();
+        }
+        true
+    }
+    let mut out = Vec::new();
+    let mut budget = 200_000;
+    go(
+        g,
+        mode,
+        &Walk::new(),
+        &mut Vec::new(),
+        &mut out,
+        &mut budget,
+        cap,
+    )
+    .then_some(out)
+}
+
+/// Runs one program in both modes on one execution: machine = cutter, cut paths regenerate.
+fn check_run(
+    num: &IpNumbering,
+    events: &[tally_graph::ipaths::Event],
+) -> Result<(), TestCaseError> {
+    let cut = cut_execution(num.graph(), num.mode(), events).unwrap();
+    let want = cut.counts(num).unwrap();
+    let m = Machine::execute(num, events).unwrap();
+    prop_assert_eq!(m.counts(), &want, "{:?}", num.mode());
+    // What fits_u64 promises: registers never exceed the paths or numUnbalRLPaths.
+    let nurl = num
+        .graph()
+        .functions()
+        .map(|f| num.num_unbal_rl_paths(f))
+        .max()
+        .unwrap_or(0);
+    prop_assert!(m.max_value() <= num.total().max(nurl));
+    for p in &cut.paths {
+        let n = num.path_number(p).unwrap();
+        prop_assert!(n < num.total());
+        prop_assert_eq!(&num.regenerate(n).unwrap(), p);
+    }
+    Ok(())
+}
+
+fn check_dense(num: &IpNumbering, rng: &mut Rng) -> Result<(), TestCaseError> {
+    let g = num.graph();
+    if let Some(all) = enumerate(g, num.mode(), 4000) {
+        prop_assert_eq!(all.len() as u128, num.total());
+        let mut seen = BTreeSet::new();
+        for p in &all {
+            let n = num.path_number(p).unwrap();
+            prop_assert!(
+                n < num.total() && seen.insert(n),
+                "number {} twice or out of range",
+                n
+            );
+            prop_assert_eq!(&num.regenerate(n).unwrap(), p);
+        }
+    } else {
+        for _ in 0..200 {
+            let n = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) % num.total();
+            let p = num.regenerate(n).unwrap();
+            prop_assert_eq!(num.path_number(&p), Ok(n));
+        }
+    }
+    prop_assert!(num.regenerate(num.total()).is_err());
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn machine_equals_cutter_and_numbering_is_dense(seed in any::<u64>()) {
+        let mut rng = Rng::new(seed);
+        let program = random_program(&mut rng, &ProgramConfig::default());
+        let g = Supergraph::new(program.clone()).unwrap();
+        let events = (0..5).find_map(|_| random_execution(&program, &mut rng, &ExecConfig::default()));
+        for mode in MODES {
+            let num = IpNumbering::new(g.clone(), mode).unwrap();
+            check_dense(&num, &mut rng)?;
+            if let Some(events) = &events {
+                check_run(&num, events)?;
+            }
+        }
+    }
+
+    #[test]
+    fn demoted_call_sites_fit_a_limit_and_stay_exact(seed in any::<u64>(), limit in 1u128..200) {
+        let mut rng = Rng::new(seed);
+        let config = ProgramConfig { call_percent: 60, unknown_percent: 10, ..ProgramConfig::default() };
+        let program = random_program(&mut rng, &config);
+        let events = (0..5).find_map(|_| random_execution(&program, &mut rng, &ExecConfig::default()));
+        for mode in MODES {
+            match IpNumbering::new_limited(program.clone(), mode, limit) {
+                Ok(num) => {
+                    prop_assert!(num.total() <= limit);
+                    check_dense(&num, &mut rng)?;
+                    if let Some(events) = &events {
+                        check_run(&num, events)?;
+                    }
+                }
+                Err(IpathError::LimitUnreachable { fewest, .. }) => prop_assert!(fewest > limit),
+                Err(e) => prop_assert!(false, "{}", e),
+            }
+        }
+    }
+}
+
+/// `n` functions, each with two diamonds in a row and, in the block between them, two calls
+/// of the next one: `ψ_Entry` of function `i` is about `4 · 2^(2(n-i))`-ish, exponential.
+fn chain(n: usize) -> Vec<Function> {
+    (0..n)
+        .map(|i| {
+            let g = cfg(
+                7,
+                &[
+                    (0, 1, Flow),
+                    (0, 2, Flow),
+                    (1, 3, Flow),
+                    (2, 3, Flow),
+                    (3, 4, Flow),
+                    (3, 5, Flow),
+                    (4, 6, Flow),
+                    (5, 6, Flow),
+                    (6, 7, Return),
+                ],
+            );
+            let calls = if i + 1 < n {
+                (0..2)
+                    .map(|p| CallSite {
+                        block: NodeId::new(3),
+                        position: p,
+                        callee: Callee::Internal(FnId::new(i + 1)),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            Function {
+                cfg: g,
+                calls,
+                entered_from_outside: i == 0,
+                cuts: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn path_counts_beyond_64_bits_are_detected() {
+    for mode in MODES {
+        // 4 paths per function, squared at every level down: 4^(2^k) grows past 2^64 quickly.
+        let small = IpNumbering::new(Supergraph::new(chain(3)).unwrap(), mode).unwrap();
+        assert!(small.fits_u64(), "{mode:?}");
+        let big = IpNumbering::new(Supergraph::new(chain(6)).unwrap(), mode).unwrap();
+        assert!(!big.fits_u64(), "{mode:?}: {} paths", big.total());
+        assert!(matches!(
+            IpNumbering::new(Supergraph::new(chain(12)).unwrap(), mode),
+            Err(IpathError::Overflow { .. })
+        ));
+        let limited = IpNumbering::new_limited(chain(12), mode, 1 << 32).unwrap();
+        assert!(limited.total() <= 1 << 32 && limited.fits_u64(), "{mode:?}");
+        // Regeneration still inverts numbering near the top of the range.
+        let top = limited.total() - 1;
+        let p = limited.regenerate(top).unwrap();
+        assert_eq!(limited.path_number(&p), Ok(top));
+    }
+}
+
+#[test]
+fn bad_executions_are_errors() {
+    let program = chain(2);
+    let g = Supergraph::new(program).unwrap();
+    use tally_graph::ipaths::Event::*;
+    use tally_graph::EdgeId;
+    let e = EdgeId::new;
+    for events in [
+        vec![Enter(FnId::new(1))],             // not entered from outside
+        vec![Enter(FnId::new(0)), Edge(e(1))], // stops inside
+        vec![Enter(FnId::new(0)), Edge(e(5))], // edge not from n0
+        vec![Enter(FnId::new(0)), Edge(e(1)), Edge(e(3)), Edge(e(5))], // calls of n3 skipped
+        vec![Enter(FnId::new(0)), Edge(e(1)), Edge(e(3)), Call(1)], // call out of order
+    ] {
+        let num = IpNumbering::new(g.clone(), Mode::Context).unwrap();
+        assert!(matches!(
+            Machine::run(&num, &events),
+            Err(IpathError::BadExecution { .. })
+        ));
+        assert!(cut_execution(&g, Mode::Context, &events).is_err());
+    }
+}
+
+/// The random programs and executions exercise what the property tests are about.
+#[test]
+fn generator_covers_the_interesting_shapes() {
+    use tally_graph::ipaths::supergraph::SiteKind;
+    let (mut runs, mut recursive, mut unknown, mut callbacks, mut cuts) = (0, 0, 0, 0, 0);
+    let (mut unmatched_returns, mut context_restarts_in_callee, mut summaries_in_paths) = (0, 0, 0);
+    for seed in 0..300u64 {
+        let mut rng = Rng::new(seed);
+        let program = random_program(&mut rng, &ProgramConfig::default());
+        let g = Supergraph::new(program.clone()).unwrap();
+        for f in g.functions() {
+            for s in 0..g.calls(f).len() as u32 {
+                recursive += usize::from(matches!(g.site_kind(f, s), SiteKind::Recursive(_)));
+                unknown += usize::from(g.site_kind(f, s) == SiteKind::Unknown);
+            }
+            cuts += g.dag(f).cuts().count();
+        }
+        let Some(events) = random_execution(&program, &mut rng, &ExecConfig::default()) else {
+            continue;
+        };
+        runs += 1;
+        // A callback: an activation entered while another is pending in an unknown call.
+        let mut frames: Vec<FnId> = Vec::new();
+        let mut pending: Vec<Option<u32>> = Vec::new();
+        for ev in &events {
+            use tally_graph::ipaths::Event::*;
+            match *ev {
+                Enter(f) => {
+                    if let (Some(&caller), Some(Some(site))) = (frames.last(), pending.last()) {
+                        callbacks +=
+                            usize::from(g.calls(caller)[*site as usize].callee == Callee::Unknown);
+                    }
+                    frames.push(f);
+                    pending.push(None);
+                }
+                Call(s) => *pending.last_mut().unwrap() = Some(s),
+                Resume => *pending.last_mut().unwrap() = None,
+                Edge(e) => {
+                    if g.cfg(*frames.last().unwrap()).edge(e).kind == Return {
+                        frames.pop();
+                        pending.pop();
+                    }
+                }
+            }
+        }
+        for mode in MODES {
+            let cut = cut_execution(&g, mode, &events).unwrap();
+            for p in &cut.paths {
+                summaries_in_paths +=
+                    usize::from(p.iter().any(|e| matches!(e, SEdge::Summary { .. })));
+                match mode {
+                    Mode::Piecewise => {
+                        // Starts inside a function and leaves it by an unmatched return.
+                        let mut open = 0i32;
+                        for e in p {
+                            match e {
+                                SEdge::Call { .. } => open += 1,
+                                SEdge::Return { .. } if open == 0 => unmatched_returns += 1,
+                                SEdge::Return { .. } => open -= 1,
+                                _ => {}
+                            }
+                        }
+                    }
+                    Mode::Context => {
+                        // A restarted path whose context prefix crosses a call.
+                        let calls = p.iter().position(|e| matches!(e, SEdge::Call { .. }));
+                        let gexit = p.iter().any(|e| matches!(e, SEdge::GExitEnd(_)));
+                        context_restarts_in_callee += usize::from(calls.is_some() && gexit);
+                    }
+                }
+            }
+        }
+    }
+    for (what, n) in [
+        ("executions", runs),
+        ("recursive call sites", recursive),
+        ("unknown call sites", unknown),
+        ("callbacks", callbacks),
+        ("cut edges", cuts),
+        ("unmatched returns in piecewise paths", unmatched_returns),
+        (
+            "context paths ending in a callee",
+            context_restarts_in_callee,
+        ),
+        ("paths with summary edges", summaries_in_paths),
+    ] {
+        assert!(n >= 30, "only {n} {what} in 300 programs");
+    }
+}
+
+#[test]
+fn intraprocedural_paths_beyond_the_limit_are_cut() {
+    // 80 diamonds in a row: 2^80 paths in one function, no calls to demote.
+    let k = 80;
+    let mut edges = Vec::new();
+    for i in 0..k {
+        let (top, l, r, next) = (3 * i, 3 * i + 1, 3 * i + 2, 3 * i + 3);
+        edges.extend([
+            (top, l, Flow),
+            (top, r, Flow),
+            (l, next, Flow),
+            (r, next, Flow),
+        ]);
+    }
+    edges.push((3 * k, 3 * k + 1, Return));
+    let f = Function {
+        cfg: cfg(3 * k + 1, &edges),
+        calls: Vec::new(),
+        entered_from_outside: true,
+        cuts: Vec::new(),
+    };
+    for mode in MODES {
+        let plain = IpNumbering::new(Supergraph::new(vec![f.clone()]).unwrap(), mode).unwrap();
+        assert!(!plain.fits_u64() && plain.total() == 1 << 80, "{mode:?}");
+        let limited = IpNumbering::new_limited(vec![f.clone()], mode, 1 << 20).unwrap();
+        assert!(limited.total() <= 1 << 20, "{mode:?}: {}", limited.total());
+        assert!(limited.graph().dag(FnId::new(0)).cuts().count() > 0);
+        let p = limited.regenerate(limited.total() - 1).unwrap();
+        assert_eq!(limited.path_number(&p), Ok(limited.total() - 1));
+    }
+}
