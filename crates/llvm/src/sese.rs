@@ -18,8 +18,11 @@
 //! that have several back edges.
 //!
 //! **Exactness.** One activation adds `k = (p - init) / step` to the back edge's counter at the
-//! exit it leaves by, computed in the phi's N-bit type as `(±(p - init)) udiv |step|` and
-//! zero-extended, which is exact when `k · |step| < 2^N`. That holds when every increment of
+//! exit it leaves by, computed in the phi's N-bit type as the exact division `(±(p - init)) /
+//! |step|` and zero-extended, which is exact when `k · |step| < 2^N`. The division is a shift
+//! right by the step's trailing zeros and a multiplication by its odd part's inverse modulo
+//! 2^N ([`ExactDiv`]), not a `udiv`: the instrumented IR is not optimized again, and a `udiv`
+//! by a constant would stay a hardware division on every exit. That holds when every increment of
 //! the chain is `nsw` (the values stay in the signed range, so `|p - init| < 2^N`), or every
 //! increment is `nuw` with a non-negative constant (the values grow without wrapping); for a
 //! 64-bit variable with step ±1 the count is exact modulo 2^64, like any counter. A pointer
@@ -48,7 +51,7 @@ use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
 use std::collections::HashMap;
 use tally_graph::dom::Dominators;
-use tally_graph::sese::{Increment, SeseCounter, SeseKind, SeseLoop};
+use tally_graph::sese::{ExactDiv, Increment, SeseCounter, SeseKind, SeseLoop};
 use tally_graph::{Dfs, EdgeId, Loops, NodeId};
 
 /// At most this many increments in one chain.
@@ -366,6 +369,8 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
             unsafe { c::LLVMTypeOf(phi.0) }
         };
         let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
+        let div = ExactDiv::new(cand.step.unsigned_abs(), width)
+            .expect("candidates have 0 < |step| < 2^(width-1)");
         for &p in &at {
             em.at(p);
             unsafe {
@@ -378,8 +383,16 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
                 if cand.step < 0 {
                     d = c::LLVMBuildNeg(b, d, empty.as_ptr());
                 }
-                let abs = c::LLVMConstInt(ty, cand.step.unsigned_abs(), 0);
-                let mut k = c::LLVMBuildUDiv(b, d, abs, empty.as_ptr());
+                // The exact division by |step| (module doc): a shift and a multiplication.
+                let mut k = d;
+                if div.shift > 0 {
+                    let t = c::LLVMConstInt(ty, u64::from(div.shift), 0);
+                    k = c::LLVMBuildLShr(b, k, t, empty.as_ptr());
+                }
+                if div.mul != 1 {
+                    let m = c::LLVMConstInt(ty, div.mul, 0);
+                    k = c::LLVMBuildMul(b, k, m, empty.as_ptr());
+                }
                 if width < 64 {
                     k = c::LLVMBuildZExt(b, k, cx.g.i64t, empty.as_ptr());
                 }

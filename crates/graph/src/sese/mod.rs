@@ -50,8 +50,11 @@ use crate::placement::EdgePlacement;
 use crate::propagate::{propagate, FlowError};
 use thiserror::Error;
 
+mod exact_div;
 #[cfg(test)]
 mod tests;
+
+pub use exact_div::{mask, ExactDiv};
 
 /// Why a loop or a counter cannot be used.
 #[derive(Debug, Error, PartialEq, Eq)]
