@@ -206,6 +206,11 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
             .iter()
             .map(|&m| l.nodes[m.index()].start.parent())
             .collect();
+        if std::env::var_os("TALLY_SESE_SKIP_PROMOTABLE").is_some()
+            && promotable(&lp, &loops, &loop_bbs)
+        {
+            continue;
+        }
         let in_loop = |bb: Bb| last_vertex.get(&bb).is_some_and(|&n| lp.contains(n));
         for phi in header_bb.phis() {
             if let Some(cand) = candidate(l, &lp, phi, &in_loop, &vertex_of) {
@@ -222,6 +227,28 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
         }
     }
     (out, loops.entries().len())
+}
+
+/// Whether counter promotion ([`crate::promote`]) would keep the loop's counters in registers:
+/// innermost (no other loop's header inside) and free of calls other than intrinsics.
+fn promotable(lp: &SeseLoop, loops: &Loops, bbs: &[Bb]) -> bool {
+    let innermost = !loops
+        .entries()
+        .iter()
+        .any(|&h| h != lp.header && lp.contains(h));
+    innermost
+        && bbs.iter().all(|bb| {
+            bb.instructions().iter().all(|i| match i.opcode() {
+                LLVMOpcode::LLVMCall => {
+                    !i.calls_inline_asm()
+                        && i.called_function().is_some_and(|f| f.intrinsic_id() != 0)
+                }
+                LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr | LLVMOpcode::LLVMIndirectBr => {
+                    false
+                }
+                _ => true,
+            })
+        })
 }
 
 /// The counter of header phi `phi`, if it is one (see the module doc).
@@ -325,6 +352,7 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
     if used.is_empty() {
         return;
     }
+    log_measured_edges(cx, used);
     let l = cx.l;
     let b = unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) };
     let em = Emitter {
@@ -401,6 +429,35 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
         }
     }
     unsafe { c::LLVMDisposeBuilder(b) };
+}
+
+/// With `TALLY_SESE_EDGES=<file>` in the environment (a benchmark diagnostic, see
+/// `bench/run`): appends one line `<source file>\t<function>\t<edge id>` per SESE counter
+/// used, so that the dynamic increments they removed (their edges' counts in a report) can be
+/// told apart from the counters' sum. One `write` per function on a file opened for appending.
+fn log_measured_edges(cx: &EmitCx, used: &[(&Candidate, usize)]) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("TALLY_SESE_EDGES") else {
+        return;
+    };
+    let module = unsafe {
+        let m = c::LLVMGetGlobalParent(cx.func.0);
+        let mut len = 0;
+        let p = c::LLVMGetSourceFileName(m, &mut len);
+        String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len)).into_owned()
+    };
+    let name = cx.func.name();
+    let text: String = used
+        .iter()
+        .map(|(cand, _)| format!("{module}\t{name}\t{}\n", cand.counter.measured.index()))
+        .collect();
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        let _ = f.write_all(text.as_bytes());
+    }
 }
 
 /// The phi's value on loop entry: its incoming value from outside the loop when all entries
