@@ -51,7 +51,7 @@ use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
 use std::collections::HashMap;
 use tally_graph::dom::Dominators;
-use tally_graph::sese::{ExactDiv, Increment, SeseCounter, SeseKind, SeseLoop};
+use tally_graph::sese::{mask, ExactDiv, Increment, SeseCounter, SeseKind, SeseLoop};
 use tally_graph::{Dfs, EdgeId, Loops, NodeId};
 
 /// At most this many increments in one chain.
@@ -106,6 +106,10 @@ pub(crate) struct Candidate {
     loop_bbs: Vec<Bb>,
     /// The sum of the increments.
     step: i64,
+    /// The value on the back edge (`phi + step`), and per exit of `counter.add_at` whether it
+    /// is available there (its block dominates the exit's source).
+    last: Val,
+    last_at: Vec<bool>,
 }
 
 /// One increment of a chain: the constant and whether the instruction has `nsw` / `nuw`.
@@ -206,49 +210,50 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
             .iter()
             .map(|&m| l.nodes[m.index()].start.parent())
             .collect();
-        if std::env::var_os("TALLY_SESE_SKIP_PROMOTABLE").is_some()
-            && promotable(&lp, &loops, &loop_bbs)
-        {
-            continue;
-        }
         let in_loop = |bb: Bb| last_vertex.get(&bb).is_some_and(|&n| lp.contains(n));
-        for phi in header_bb.phis() {
-            if let Some(cand) = candidate(l, &lp, phi, &in_loop, &vertex_of) {
-                if !out
-                    .iter()
-                    .any(|o: &Candidate| o.counter.measured == cand.counter.measured)
-                {
-                    out.push(Candidate {
-                        loop_bbs: loop_bbs.clone(),
-                        ..cand
-                    });
-                }
-            }
+        // One counter per loop: the variable the back end is least likely to drop.
+        let best = header_bb
+            .phis()
+            .into_iter()
+            .filter_map(|phi| candidate(l, &lp, phi, &in_loop, &vertex_of, &doms))
+            .max_by_key(|c| survives(c, &in_loop));
+        if let Some(cand) = best {
+            out.push(Candidate {
+                loop_bbs: loop_bbs.clone(),
+                ..cand
+            });
         }
     }
     (out, loops.entries().len())
 }
 
-/// Whether counter promotion ([`crate::promote`]) would keep the loop's counters in registers:
-/// innermost (no other loop's header inside) and free of calls other than intrinsics.
-fn promotable(lp: &SeseLoop, loops: &Loops, bbs: &[Bb]) -> bool {
-    let innermost = !loops
-        .entries()
-        .iter()
-        .any(|&h| h != lp.header && lp.contains(h));
-    innermost
-        && bbs.iter().all(|bb| {
-            bb.instructions().iter().all(|i| match i.opcode() {
-                LLVMOpcode::LLVMCall => {
-                    !i.calls_inline_asm()
-                        && i.called_function().is_some_and(|f| f.intrinsic_id() != 0)
-                }
-                LLVMOpcode::LLVMInvoke | LLVMOpcode::LLVMCallBr | LLVMOpcode::LLVMIndirectBr => {
-                    false
-                }
-                _ => true,
-            })
-        })
+/// How likely the back end keeps the candidate's variable in the loop anyway, so that reading
+/// it at the exits costs no register: 2 if its value is already used after the loop, 1 for a
+/// pointer (an address, kept by loop strength reduction), 0 for an integer used only inside,
+/// which LSR often replaces by a pointer induction variable — reading it at an exit then keeps
+/// an extra increment in every iteration (Lua's `traversestrongtable`, bench/NOTES.md).
+fn survives(c: &Candidate, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
+    let used_outside = |v: Val| unsafe {
+        let mut u = c::LLVMGetFirstUse(v.0);
+        while !u.is_null() {
+            let user = c::LLVMGetUser(u);
+            if c::LLVMIsAInstruction(user).is_null() || !in_loop(Val(user).parent()) {
+                return true;
+            }
+            u = c::LLVMGetNextUse(u);
+        }
+        false
+    };
+    let phi = c.phi.get();
+    if used_outside(phi) || used_outside(c.last) {
+        2
+    } else if unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
+        == LLVMTypeKind::LLVMPointerTypeKind
+    {
+        1
+    } else {
+        0
+    }
 }
 
 /// The counter of header phi `phi`, if it is one (see the module doc).
@@ -258,6 +263,7 @@ fn candidate(
     phi: Val,
     in_loop: &dyn Fn(Bb) -> bool,
     vertex_of: &HashMap<Val, NodeId>,
+    doms: &Dominators,
 ) -> Option<Candidate> {
     let ty = unsafe { c::LLVMTypeOf(phi.0) };
     let width = match unsafe { c::LLVMGetTypeKind(ty) } {
@@ -331,7 +337,15 @@ fn candidate(
             step: k.step,
         });
     }
+    let last_block = *vertex_of.get(&last)?;
+    let last_at = lp
+        .exits
+        .iter()
+        .map(|&e| doms.dominates(last_block, l.cfg.edge(e).src))
+        .collect();
     Some(Candidate {
+        last,
+        last_at,
         counter: SeseCounter {
             header: lp.header,
             kind: SeseKind::Affine { increments },
@@ -399,13 +413,21 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
         let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
         let div = ExactDiv::new(cand.step.unsigned_abs(), width)
             .expect("candidates have 0 < |step| < 2^(width-1)");
-        for &p in &at {
+        for (&p, &use_last) in at.iter().zip(&cand.last_at) {
             em.at(p);
             unsafe {
-                let (mut now, mut start) = (phi.0, init.0);
+                // After the increments, `last - (init + step)` rather than `phi - init`: the
+                // phi need not stay live next to `last` (rotated loops exit after the
+                // increment; keeping both costs the register allocator copies in the loop).
+                let now = if use_last { cand.last.0 } else { phi.0 };
+                let (mut now, mut start) = (now, init.0);
                 if pointer {
                     now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
                     start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());
+                }
+                if use_last {
+                    let step = c::LLVMConstInt(ty, cand.step as u64 & mask(width), 0);
+                    start = c::LLVMBuildAdd(b, start, step, empty.as_ptr());
                 }
                 let mut d = c::LLVMBuildSub(b, now, start, empty.as_ptr());
                 if cand.step < 0 {
