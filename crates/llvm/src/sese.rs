@@ -34,10 +34,15 @@
 //! An exit edge must have a site of its own (end of its source, start of its target, or a
 //! block splitting it), else the loop is refused.
 //!
+//! **Choice.** One counter per loop: of the header's candidate phis, the one the back end is
+//! likeliest to keep anyway ([`survives`]: its value used after the loop, else a pointer).
+//!
 //! **Emission** ([`emit`]) runs before the counter plan is applied: first every exit edge that
 //! needs one gets its block (`surgery::split_edge`), then each counter's `init` is taken (the
 //! phi's value on entry, or a new header phi carrying it when the entries disagree) and the
-//! count is added to the back edge's counter at every exit. Phis are held by position
+//! count is added to the back edge's counter at every exit. Where the back-edge value `last =
+//! p + step` dominates the exit, the count is `(last - (init + step)) / step`: reading `p` there
+//! would keep it live beside `last` (register copies in the loop). Phis are held by position
 //! ([`ValRef`]) because splitting an edge rebuilds the phis of its target.
 
 use crate::emit::{cname, Emitter};
