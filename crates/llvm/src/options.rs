@@ -91,8 +91,8 @@ pub struct Options {
     pub promote: bool,
     /// Edge mode: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
     /// loop's induction variable gives one edge's count at the loop's exits instead of a
-    /// counter incremented every iteration. Off by default until benchmarked
-    /// (`--tally-sese=on` turns it on).
+    /// counter incremented every iteration. Off by default: on the benchmark suite it costs
+    /// more instructions than it saves (docs/sese.md; `--tally-sese=on` turns it on).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-sese", value_name = "on|off", num_args = 0..=1,

@@ -18,8 +18,11 @@
 //! that have several back edges.
 //!
 //! **Exactness.** One activation adds `k = (p - init) / step` to the back edge's counter at the
-//! exit it leaves by, computed in the phi's N-bit type as `(±(p - init)) udiv |step|` and
-//! zero-extended, which is exact when `k · |step| < 2^N`. That holds when every increment of
+//! exit it leaves by, computed in the phi's N-bit type as the exact division `(±(p - init)) /
+//! |step|` and zero-extended, which is exact when `k · |step| < 2^N`. The division is a shift
+//! right by the step's trailing zeros and a multiplication by its odd part's inverse modulo
+//! 2^N ([`ExactDiv`]), not a `udiv`: the instrumented IR is not optimized again, and a `udiv`
+//! by a constant would stay a hardware division on every exit. That holds when every increment of
 //! the chain is `nsw` (the values stay in the signed range, so `|p - init| < 2^N`), or every
 //! increment is `nuw` with a non-negative constant (the values grow without wrapping); for a
 //! 64-bit variable with step ±1 the count is exact modulo 2^64, like any counter. A pointer
@@ -31,10 +34,15 @@
 //! An exit edge must have a site of its own (end of its source, start of its target, or a
 //! block splitting it), else the loop is refused.
 //!
+//! **Choice.** One counter per loop: of the header's candidate phis, the one the back end is
+//! likeliest to keep anyway ([`survives`]: its value used after the loop, else a pointer).
+//!
 //! **Emission** ([`emit`]) runs before the counter plan is applied: first every exit edge that
 //! needs one gets its block (`surgery::split_edge`), then each counter's `init` is taken (the
 //! phi's value on entry, or a new header phi carrying it when the entries disagree) and the
-//! count is added to the back edge's counter at every exit. Phis are held by position
+//! count is added to the back edge's counter at every exit. Where the back-edge value `last =
+//! p + step` dominates the exit, the count is `(last - (init + step)) / step`: reading `p` there
+//! would keep it live beside `last` (register copies in the loop). Phis are held by position
 //! ([`ValRef`]) because splitting an edge rebuilds the phis of its target.
 
 use crate::emit::{cname, Emitter};
@@ -48,7 +56,7 @@ use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
 use std::collections::HashMap;
 use tally_graph::dom::Dominators;
-use tally_graph::sese::{Increment, SeseCounter, SeseKind, SeseLoop};
+use tally_graph::sese::{mask, ExactDiv, Increment, SeseCounter, SeseKind, SeseLoop};
 use tally_graph::{Dfs, EdgeId, Loops, NodeId};
 
 /// At most this many increments in one chain.
@@ -103,6 +111,10 @@ pub(crate) struct Candidate {
     loop_bbs: Vec<Bb>,
     /// The sum of the increments.
     step: i64,
+    /// The value on the back edge (`phi + step`), and per exit of `counter.add_at` whether it
+    /// is available there (its block dominates the exit's source).
+    last: Val,
+    last_at: Vec<bool>,
 }
 
 /// One increment of a chain: the constant and whether the instruction has `nsw` / `nuw`.
@@ -204,21 +216,49 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
             .map(|&m| l.nodes[m.index()].start.parent())
             .collect();
         let in_loop = |bb: Bb| last_vertex.get(&bb).is_some_and(|&n| lp.contains(n));
-        for phi in header_bb.phis() {
-            if let Some(cand) = candidate(l, &lp, phi, &in_loop, &vertex_of) {
-                if !out
-                    .iter()
-                    .any(|o: &Candidate| o.counter.measured == cand.counter.measured)
-                {
-                    out.push(Candidate {
-                        loop_bbs: loop_bbs.clone(),
-                        ..cand
-                    });
-                }
-            }
+        // One counter per loop: the variable the back end is least likely to drop.
+        let best = header_bb
+            .phis()
+            .into_iter()
+            .filter_map(|phi| candidate(l, &lp, phi, &in_loop, &vertex_of, &doms))
+            .max_by_key(|c| survives(c, &in_loop));
+        if let Some(cand) = best {
+            out.push(Candidate {
+                loop_bbs: loop_bbs.clone(),
+                ..cand
+            });
         }
     }
     (out, loops.entries().len())
+}
+
+/// How likely the back end keeps the candidate's variable in the loop anyway, so that reading
+/// it at the exits costs no register: 2 if its value is already used after the loop, 1 for a
+/// pointer (an address, kept by loop strength reduction), 0 for an integer used only inside,
+/// which LSR often replaces by a pointer induction variable — reading it at an exit then keeps
+/// an extra increment in every iteration (Lua's `traversestrongtable`, bench/NOTES.md).
+fn survives(c: &Candidate, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
+    let used_outside = |v: Val| unsafe {
+        let mut u = c::LLVMGetFirstUse(v.0);
+        while !u.is_null() {
+            let user = c::LLVMGetUser(u);
+            if c::LLVMIsAInstruction(user).is_null() || !in_loop(Val(user).parent()) {
+                return true;
+            }
+            u = c::LLVMGetNextUse(u);
+        }
+        false
+    };
+    let phi = c.phi.get();
+    if used_outside(phi) || used_outside(c.last) {
+        2
+    } else if unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
+        == LLVMTypeKind::LLVMPointerTypeKind
+    {
+        1
+    } else {
+        0
+    }
 }
 
 /// The counter of header phi `phi`, if it is one (see the module doc).
@@ -228,6 +268,7 @@ fn candidate(
     phi: Val,
     in_loop: &dyn Fn(Bb) -> bool,
     vertex_of: &HashMap<Val, NodeId>,
+    doms: &Dominators,
 ) -> Option<Candidate> {
     let ty = unsafe { c::LLVMTypeOf(phi.0) };
     let width = match unsafe { c::LLVMGetTypeKind(ty) } {
@@ -301,7 +342,15 @@ fn candidate(
             step: k.step,
         });
     }
+    let last_block = *vertex_of.get(&last)?;
+    let last_at = lp
+        .exits
+        .iter()
+        .map(|&e| doms.dominates(last_block, l.cfg.edge(e).src))
+        .collect();
     Some(Candidate {
+        last,
+        last_at,
         counter: SeseCounter {
             header: lp.header,
             kind: SeseKind::Affine { increments },
@@ -322,6 +371,7 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
     if used.is_empty() {
         return;
     }
+    log_measured_edges(cx, used);
     let l = cx.l;
     let b = unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) };
     let em = Emitter {
@@ -366,20 +416,38 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
             unsafe { c::LLVMTypeOf(phi.0) }
         };
         let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
-        for &p in &at {
+        let div = ExactDiv::new(cand.step.unsigned_abs(), width)
+            .expect("candidates have 0 < |step| < 2^(width-1)");
+        for (&p, &use_last) in at.iter().zip(&cand.last_at) {
             em.at(p);
             unsafe {
-                let (mut now, mut start) = (phi.0, init.0);
+                // After the increments, `last - (init + step)` rather than `phi - init`: the
+                // phi need not stay live next to `last` (rotated loops exit after the
+                // increment; keeping both costs the register allocator copies in the loop).
+                let now = if use_last { cand.last.0 } else { phi.0 };
+                let (mut now, mut start) = (now, init.0);
                 if pointer {
                     now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
                     start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());
+                }
+                if use_last {
+                    let step = c::LLVMConstInt(ty, cand.step as u64 & mask(width), 0);
+                    start = c::LLVMBuildAdd(b, start, step, empty.as_ptr());
                 }
                 let mut d = c::LLVMBuildSub(b, now, start, empty.as_ptr());
                 if cand.step < 0 {
                     d = c::LLVMBuildNeg(b, d, empty.as_ptr());
                 }
-                let abs = c::LLVMConstInt(ty, cand.step.unsigned_abs(), 0);
-                let mut k = c::LLVMBuildUDiv(b, d, abs, empty.as_ptr());
+                // The exact division by |step| (module doc): a shift and a multiplication.
+                let mut k = d;
+                if div.shift > 0 {
+                    let t = c::LLVMConstInt(ty, u64::from(div.shift), 0);
+                    k = c::LLVMBuildLShr(b, k, t, empty.as_ptr());
+                }
+                if div.mul != 1 {
+                    let m = c::LLVMConstInt(ty, div.mul, 0);
+                    k = c::LLVMBuildMul(b, k, m, empty.as_ptr());
+                }
                 if width < 64 {
                     k = c::LLVMBuildZExt(b, k, cx.g.i64t, empty.as_ptr());
                 }
@@ -388,6 +456,35 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
         }
     }
     unsafe { c::LLVMDisposeBuilder(b) };
+}
+
+/// With `TALLY_SESE_EDGES=<file>` in the environment (a benchmark diagnostic, see
+/// `bench/run`): appends one line `<source file>\t<function>\t<edge id>` per SESE counter
+/// used, so that the dynamic increments they removed (their edges' counts in a report) can be
+/// told apart from the counters' sum. One `write` per function on a file opened for appending.
+fn log_measured_edges(cx: &EmitCx, used: &[(&Candidate, usize)]) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("TALLY_SESE_EDGES") else {
+        return;
+    };
+    let module = unsafe {
+        let m = c::LLVMGetGlobalParent(cx.func.0);
+        let mut len = 0;
+        let p = c::LLVMGetSourceFileName(m, &mut len);
+        String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len)).into_owned()
+    };
+    let name = cx.func.name();
+    let text: String = used
+        .iter()
+        .map(|(cand, _)| format!("{module}\t{name}\t{}\n", cand.counter.measured.index()))
+        .collect();
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        let _ = f.write_all(text.as_bytes());
+    }
 }
 
 /// The phi's value on loop entry: its incoming value from outside the loop when all entries

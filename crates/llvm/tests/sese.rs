@@ -6,11 +6,12 @@ use std::path::Path;
 use std::process::Command;
 use tally_format::Mode;
 
-const SRC: &str = "void zero(int *a, int n) { for (int i = 0; i < n; i++) a[i] = 0; }\n";
+const SRC: &str = "void zero(int *a, int n) { for (int i = 0; i < n; i++) a[i] = 0; }\n\
+int twelve(int n) { int s = 0; for (int i = 0; i < n; i += 12) s ^= i * i; return s; }\n";
 
-/// The text IR of `zero` instrumented in edge mode (no promotion: a promoted counter would
-/// leave the loop body too, hiding what this test is about), and the statistics.
-fn instrumented(dir: &Path, sese: bool) -> (String, tally_llvm::Stats) {
+/// The text IR of function `name` instrumented in edge mode (no promotion: a promoted counter
+/// would leave the loop body too, hiding what this test is about), and the module's statistics.
+fn instrumented(dir: &Path, sese: bool, name: &str) -> (String, tally_llvm::Stats) {
     let src = dir.join("z.c");
     std::fs::write(&src, SRC).unwrap();
     let bc = dir.join("z.bc");
@@ -45,8 +46,9 @@ fn instrumented(dir: &Path, sese: bool) -> (String, tally_llvm::Stats) {
     assert!(dis.status.success());
     let text = String::from_utf8(dis.stdout).unwrap();
     let start = text
-        .find("define dso_local void @zero")
-        .expect("zero is defined");
+        .find(&format!(" @{name}("))
+        .and_then(|i| text[..i].rfind("define "))
+        .unwrap_or_else(|| panic!("{name} is defined"));
     let end = start + text[start..].find("\n}").unwrap();
     (text[start..end].to_string(), out.stats)
 }
@@ -99,13 +101,29 @@ fn counter_refs(lines: &[String]) -> usize {
         .count()
 }
 
+/// The blocks outside cycles that update a counter with a computed (non-constant) value: the
+/// SESE exits' additions.
+fn sese_adds(
+    b: &BTreeMap<String, (Vec<String>, Vec<String>)>,
+    cyc: &BTreeSet<String>,
+) -> Vec<String> {
+    b.iter()
+        .filter(|(k, (lines, _))| {
+            !cyc.contains(*k)
+                && counter_refs(lines) > 0
+                && lines.iter().any(|l| l.contains(" sub "))
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 #[test]
 fn counted_loop_has_no_increment_inside_and_one_add_at_the_exit() {
     let dir = tempfile::tempdir().unwrap();
-    let (on, stats) = instrumented(dir.path(), true);
+    let (on, stats) = instrumented(dir.path(), true, "zero");
     assert_eq!(
         (stats.loops, stats.sese_candidates, stats.sese_replaced),
-        (1, 1, 1)
+        (2, 2, 2)
     );
     let b = blocks(&on);
     let cyc = on_cycles(&b);
@@ -117,26 +135,43 @@ fn counted_loop_has_no_increment_inside_and_one_add_at_the_exit() {
             "loop block {k} touches a counter:\n{on}"
         );
     }
-    // One count added: one division, outside the loop, next to one counter update.
-    let div: Vec<&String> = b
-        .iter()
-        .filter(|(_, (lines, _))| lines.iter().any(|l| l.contains(" udiv ")))
-        .map(|(k, _)| k)
-        .collect();
-    assert_eq!(div.len(), 1, "{on}");
-    assert!(!cyc.contains(div[0]), "{on}");
-    let at_exit: Vec<&String> = b[div[0]]
-        .0
-        .iter()
-        .filter(|l| l.contains(" udiv "))
-        .collect();
-    assert_eq!(at_exit.len(), 1, "{on}");
-    assert!(counter_refs(&b[div[0]].0) > 0, "{on}");
+    // One count added, outside the loop; a step of 1 needs no division at all.
+    assert_eq!(sese_adds(&b, &cyc).len(), 1, "{on}");
+    for op in [" udiv ", " lshr ", " mul "] {
+        assert!(!on.contains(op), "{op} in\n{on}");
+    }
 
     // Without SESE counters the loop increments a counter (the test can fail).
-    let (off, stats) = instrumented(dir.path(), false);
+    let (off, stats) = instrumented(dir.path(), false, "zero");
     assert_eq!(stats.sese_replaced, 0);
     let b = blocks(&off);
     let inside: usize = on_cycles(&b).iter().map(|k| counter_refs(&b[k].0)).sum();
     assert!(inside > 0, "{off}");
+}
+
+/// `i += 12` in i32: the count `(i - 0) / 12` is `(d >> 2) * 0xAAAAAAAB` (3's inverse modulo
+/// 2^32), with no hardware division (the instrumented IR is not optimized again).
+#[test]
+fn exit_count_divides_by_shift_and_inverse() {
+    let dir = tempfile::tempdir().unwrap();
+    let (on, _) = instrumented(dir.path(), true, "twelve");
+    let b = blocks(&on);
+    let cyc = on_cycles(&b);
+    let adds = sese_adds(&b, &cyc);
+    assert_eq!(adds.len(), 1, "{on}");
+    let lines = &b[&adds[0]].0;
+    assert!(!on.contains(" udiv "), "{on}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" lshr i32 ") && l.ends_with(", 2")),
+        "{on}"
+    );
+    // 0xAAAAAAAB as a signed i32.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(" mul i32 ") && l.ends_with(", -1431655765")),
+        "{on}"
+    );
 }

@@ -45,13 +45,16 @@ use crate::dfs::Dfs;
 use crate::dom::Dominators;
 use crate::ids::{EdgeId, IdVec, NodeId};
 use crate::loops::Loops;
-use crate::mst::{max_spanning_tree, TreeClass, UnionFind};
+use crate::mst::{max_spanning_tree, max_spanning_tree_exits_in_tree, TreeClass, UnionFind};
 use crate::placement::EdgePlacement;
 use crate::propagate::{propagate, FlowError};
 use thiserror::Error;
 
+mod exact_div;
 #[cfg(test)]
 mod tests;
+
+pub use exact_div::{mask, ExactDiv};
 
 /// Why a loop or a counter cannot be used.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -538,6 +541,30 @@ pub fn place_edge_counters_sese(
     unsplittable: impl Fn(EdgeId) -> bool,
     counters: &[SeseCounter],
 ) -> SesePlacement {
+    place_sese(cfg, weights, unsplittable, counters, false)
+}
+
+/// [`place_edge_counters_sese`] with every `EarlyExit` edge in the tree, like
+/// [`place_edge_counters_exits_in_tree`](crate::placement::place_edge_counters_exits_in_tree):
+/// the early exits' counts are derived by the flow law, with no frame record. Exact only with
+/// counters whose loop the frame cannot end inside (`!may_end_inside`): their values are all
+/// added whenever the frame ends, since it ends outside their loops; others are left unused.
+pub fn place_edge_counters_sese_exits_in_tree(
+    cfg: &Cfg,
+    weights: &IdVec<EdgeId, f64>,
+    unsplittable: impl Fn(EdgeId) -> bool,
+    counters: &[SeseCounter],
+) -> SesePlacement {
+    place_sese(cfg, weights, unsplittable, counters, true)
+}
+
+fn place_sese(
+    cfg: &Cfg,
+    weights: &IdVec<EdgeId, f64>,
+    unsplittable: impl Fn(EdgeId) -> bool,
+    counters: &[SeseCounter],
+    exits_in_tree: bool,
+) -> SesePlacement {
     let eligible = |e: EdgeId| {
         matches!(
             cfg.edge(e).kind,
@@ -563,14 +590,17 @@ pub fn place_edge_counters_sese(
     let mut excluded: Vec<EdgeId> = Vec::new();
     for (k, c) in counters.iter().enumerate() {
         excluded.push(c.measured);
-        if excluded[..excluded.len() - 1].contains(&c.measured) || components(&excluded) != base {
+        if (exits_in_tree && c.may_end_inside)
+            || excluded[..excluded.len() - 1].contains(&c.measured)
+            || components(&excluded) != base
+        {
             excluded.pop();
             unused.push(k);
         } else {
             free.push((c.measured, k));
         }
     }
-    let tree = max_spanning_tree(cfg, |e| {
+    let class = |e| {
         if excluded.contains(&e) {
             TreeClass::Excluded
         } else if unsplittable(e) {
@@ -578,7 +608,12 @@ pub fn place_edge_counters_sese(
         } else {
             TreeClass::Weighted(weights[e])
         }
-    });
+    };
+    let tree = if exits_in_tree {
+        max_spanning_tree_exits_in_tree(cfg, class)
+    } else {
+        max_spanning_tree(cfg, class)
+    };
     let chords = tree.chords().collect();
     free.sort_unstable();
     SesePlacement {

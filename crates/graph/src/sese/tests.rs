@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::cfg::EdgeKind::*;
-use crate::placement::place_edge_counters;
+use crate::placement::{place_edge_counters, place_edge_counters_exits_in_tree};
 use crate::testing::{cfg, random_cfg_with, GenConfig, Rng};
 use crate::weight::heuristic_weights;
 use proptest::prelude::*;
@@ -497,6 +497,8 @@ struct Stats {
     multi_exit: usize,
     multi_latch: usize,
     nested: usize,
+    exits_in_tree: usize,
+    free_exits_in_tree: usize,
 }
 
 /// One random case: a random graph (structured code or an arbitrary graph), counters on its usable loops (some invalid on purpose, to
@@ -568,14 +570,35 @@ fn check_seed(seed: u64) -> Stats {
         }
     }
     let only: Vec<SeseCounter> = counters.iter().map(|(c, _)| c.clone()).collect();
-    let p = place_edge_counters_sese(&g, &w, |_| false, &only);
-    let plain = place_edge_counters(&g, &w, |_| false);
+    // A third of the cases derive the early exits from the tree (no frame record).
+    let exits_in_tree = rng.percent(30);
+    let (p, plain) = if exits_in_tree {
+        stats.exits_in_tree += 1;
+        (
+            place_edge_counters_sese_exits_in_tree(&g, &w, |_| false, &only),
+            place_edge_counters_exits_in_tree(&g, &w, |_| false),
+        )
+    } else {
+        (
+            place_edge_counters_sese(&g, &w, |_| false, &only),
+            place_edge_counters(&g, &w, |_| false),
+        )
+    };
     // Ball–Larus with free chords: each free edge replaces one counter, no more are needed.
     assert_eq!(
         p.incremented().count() + p.free.len(),
         plain.chords.len(),
         "seed {seed}"
     );
+    if exits_in_tree {
+        assert!(
+            p.free.iter().all(|&(_, k)| !only[k].may_end_inside),
+            "seed {seed}"
+        );
+        // Cases where the derived early exits depend on the free chords' values.
+        stats.free_exits_in_tree +=
+            usize::from(!p.free.is_empty() && g.edges().any(|(_, e)| e.kind == EarlyExit));
+    }
     for &(f, k) in &p.free {
         assert!(!p.placement.tree.in_tree[f], "seed {seed}");
         assert_eq!(only[k].measured, f);
@@ -607,7 +630,8 @@ fn check_seed(seed: u64) -> Stats {
             if let Some((init, v, taken)) = state[k] {
                 if leaves {
                     state[k] = None;
-                    if edge.kind == EarlyExit && !c.flush_exact {
+                    // Derived early exits have no frame record to flush a value from.
+                    if edge.kind == EarlyExit && (!c.flush_exact || exits_in_tree) {
                         assert!(c.may_end_inside, "seed {seed}");
                         lost |= taken > 0;
                         stats.lost += usize::from(taken > 0);
@@ -685,7 +709,7 @@ proptest! {
 #[test]
 fn random_cases_cover_the_patterns() {
     let mut total = Stats::default();
-    for seed in 0..400 {
+    for seed in 0..500 {
         let s = check_seed(seed);
         total.free += s.free;
         total.multi_increment += s.multi_increment;
@@ -696,6 +720,8 @@ fn random_cases_cover_the_patterns() {
         total.multi_exit += s.multi_exit;
         total.multi_latch += s.multi_latch;
         total.nested += s.nested;
+        total.exits_in_tree += s.exits_in_tree;
+        total.free_exits_in_tree += s.free_exits_in_tree;
     }
     eprintln!("{total:?}");
     let want = [
@@ -716,6 +742,11 @@ fn random_cases_cover_the_patterns() {
             20,
         ),
         ("counters of nested loops", total.nested, 40),
+        (
+            "early exits derived next to free chords",
+            total.free_exits_in_tree,
+            20,
+        ),
     ];
     for (what, got, min) in want {
         assert!(got >= min, "only {got} {what}: {total:?}");

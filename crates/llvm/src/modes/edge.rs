@@ -8,8 +8,9 @@
 //!
 //! With `--tally-sese=on`, the SESE counters of paper 003 ([`crate::sese`]) make some chords
 //! free (`place_edge_counters_sese`): their counters get no increment, the loop's affine
-//! variable gives their count at the loop's exits. Only the record placement uses them: a
-//! function whose early exits are derived from the tree keeps plain chords.
+//! variable gives their count at the loop's exits. Both placements use them: the record one,
+//! and the one whose early exits are derived from the tree (the counted loops contain no call
+//! that may end the frame, so their values are added before it can end).
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::frame::record_cost;
@@ -19,7 +20,7 @@ use crate::sese::{self, Candidate, SeseStats};
 use crate::sites::{base_weights, direct_site, with_jumps};
 use tally_format::Probe;
 use tally_graph::placement::{place_edge_counters, place_edge_counters_exits_in_tree};
-use tally_graph::sese::place_edge_counters_sese;
+use tally_graph::sese::{place_edge_counters_sese, place_edge_counters_sese_exits_in_tree};
 use tally_graph::{EdgeId, EdgeKind};
 
 pub(crate) struct Edge;
@@ -106,7 +107,18 @@ fn plan_with(cx: &PlanCx, sese: bool) -> (Plan, Vec<Candidate>, SeseStats) {
         && opts.early_exits != EarlyExits::Record
     {
         let (rec_chords, rec_free) = with_record();
-        let without = place_edge_counters_exits_in_tree(cfg, &w, unsplittable);
+        // The derived placement takes the SESE counters too (their loops cannot end the frame,
+        // so every value is added before the frame can end): comparing a placement with free
+        // chords against one without would favour frame records.
+        let (without_chords, without_free) = if counters.is_empty() {
+            (
+                place_edge_counters_exits_in_tree(cfg, &w, unsplittable).chords,
+                Vec::new(),
+            )
+        } else {
+            let p = place_edge_counters_sese_exits_in_tree(cfg, &w, unsplittable, &counters);
+            (p.incremented().collect(), p.free)
+        };
         let chord_cost = |chords: &[EdgeId]| -> f64 {
             chords
                 .iter()
@@ -115,9 +127,9 @@ fn plan_with(cx: &PlanCx, sese: bool) -> (Plan, Vec<Candidate>, SeseStats) {
                 .sum()
         };
         if opts.early_exits == EarlyExits::Derive
-            || chord_cost(&without.chords) <= chord_cost(&rec_chords) + record_cost(l, &w)
+            || chord_cost(&without_chords) <= chord_cost(&rec_chords) + record_cost(l, &w)
         {
-            (without.chords, Vec::new(), false)
+            (without_chords, without_free, false)
         } else {
             (rec_chords, rec_free, true)
         }
