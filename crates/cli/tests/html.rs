@@ -59,6 +59,8 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 10; k++) t += classify(k);
     if (argc > 5)
         t += never(argc);
+    if (argc > 7)
+        puts("</script><script>console.error('injected from code')</script>");
     printf("%d %d %d %c\n", best, util_sum(a + 1, 63), t, tag[1]);
     return 0;
 }
