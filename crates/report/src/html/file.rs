@@ -31,7 +31,7 @@ pub(crate) fn render(ctx: &Ctx, path: &str, text: &mut SourceText) -> String {
     let fns: Vec<_> = m.functions_in(path).collect();
     if !fns.is_empty() {
         b.push_str(
-            "<h2>Functions</h2><table class=\"list\" id=\"source-functions\"><thead><tr><th class=\"sort\">Function</th><th class=\"sort num\">Line</th><th class=\"sort num\">Count</th><th class=\"num\">Emitted</th><th class=\"num\">Inlined</th><th>Control-flow graphs</th></tr></thead><tbody>",
+            "<details><summary><h2 class=\"inline\">Functions</h2> defined in this file, inlined ones included, with their counts</summary><table class=\"list\" id=\"source-functions\"><thead><tr><th class=\"sort\">Function</th><th class=\"sort num\">Line</th><th class=\"sort num\">Count</th><th class=\"num\">Emitted</th><th class=\"num\">Inlined</th><th>Control-flow graphs</th></tr></thead><tbody>",
         );
         for f in fns {
             let mut graphs = String::new();
@@ -56,7 +56,7 @@ pub(crate) fn render(ctx: &Ctx, path: &str, text: &mut SourceText) -> String {
                 cnt = count_text(f.count),
             );
         }
-        b.push_str("</tbody></table>");
+        b.push_str("</tbody></table></details>");
     }
 
     let max_here = file

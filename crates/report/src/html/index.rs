@@ -31,11 +31,18 @@ impl Dir {
     fn render(&self, o: &mut String) {
         o.push_str("<ul class=\"tree\">");
         for (name, d) in &self.dirs {
+            // A chain of directories with one subdirectory and no file is one entry.
+            let (mut name, mut d) = (name.clone(), d);
+            while d.files.is_empty() && d.dirs.len() == 1 {
+                let (sub, next) = d.dirs.iter().next().expect("one subdirectory");
+                name = format!("{name}/{sub}");
+                d = next;
+            }
             let (h, n) = d.lines();
             let _ = write!(
                 o,
                 "<li><details open><summary>{}/ <span class=\"pct\">{}/{} lines {}</span></summary>",
-                esc(name),
+                esc(&name),
                 h,
                 n,
                 crate::source::percent(h, n)

@@ -181,7 +181,7 @@ pub(crate) fn ratio_cell(hit: usize, total: usize) -> String {
 const CSS: &str = r#"
 body{font:14px/1.4 system-ui,sans-serif;margin:0 1.5em 2em;color:#222}
 header{position:sticky;top:0;background:#fff;border-bottom:1px solid #ccc;padding:.4em 0;z-index:2}
-h1{font-size:1.25em;margin:.2em 0}h2{font-size:1.1em;margin:1.2em 0 .4em}
+h1{font-size:1.25em;margin:.2em 0}h2{font-size:1.1em;margin:1.2em 0 .4em}h2.inline{display:inline-block}summary{cursor:pointer}
 a{color:#0645ad;text-decoration:none}a:hover{text-decoration:underline}
 table{border-collapse:collapse}td,th{padding:1px 8px;text-align:left;vertical-align:top}
 th{background:#eee;position:sticky;top:3.2em}
@@ -201,9 +201,10 @@ table.src tr.unrun td.t{background:#fdecec}
 table.src tr.cur td{outline:2px solid #06c;outline-offset:-2px}
 table.src td.b{color:#555;font-size:.9em}
 .br0{color:#b00;font-weight:bold}
-.h1{background:#fff7d6}.h2{background:#ffefb8}.h3{background:#ffe39a}.h4{background:#ffd37f}
-.h5{background:#ffc069}.h6{background:#ffaa57}.h7{background:#ff914a}.h8{background:#ff7541}
-.h9{background:#f5563b}.h10{background:#e43a35;color:#fff}
+span.h1,tr.h1 td.c{background:#fff7d6}span.h2,tr.h2 td.c{background:#ffefb8}span.h3,tr.h3 td.c{background:#ffe39a}span.h4,tr.h4 td.c{background:#ffd37f}
+span.h5,tr.h5 td.c{background:#ffc069}span.h6,tr.h6 td.c{background:#ffaa57}span.h7,tr.h7 td.c{background:#ff914a}span.h8,tr.h8 td.c{background:#ff7541}
+span.h9,tr.h9 td.c{background:#f5563b;color:#fff}span.h10,tr.h10 td.c{background:#e43a35;color:#fff}
+
 .scale span{display:inline-block;padding:0 6px;font-size:.85em}
 .graph{overflow:auto;border:1px solid #ddd;max-height:80vh;background:#fcfcfc}
 .graph svg{max-width:100%;height:auto;cursor:zoom-in}.graph.full svg{max-width:none;cursor:zoom-out}
