@@ -84,6 +84,16 @@ __attribute__((noinline)) int classify(int c) {
 }
 "#;
 
+/// `tally html -o OUT PROFILE`.
+fn tally_html(out: &Path, prof: &Path) -> std::process::Output {
+    Command::new(tally())
+        .args(["html", "-o"])
+        .arg(out)
+        .arg(prof)
+        .output()
+        .unwrap()
+}
+
 /// Builds and runs the program in `mode`, then writes its site; returns (scratch dir, profile,
 /// site dir).
 fn site(mode: &'static str) -> (PathBuf, PathBuf, PathBuf) {
@@ -102,12 +112,7 @@ fn site(mode: &'static str) -> (PathBuf, PathBuf, PathBuf) {
     let o = run(Path::new("./prog"), &[], &dir, &prof);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = dir.join("site");
-    let o = Command::new(tally())
-        .args(["html", "-o"])
-        .arg(&out)
-        .arg(&prof)
-        .output()
-        .unwrap();
+    let o = tally_html(&out, &prof);
     assert!(
         o.status.success(),
         "tally html: {}",
@@ -467,12 +472,7 @@ fn html_site_counts_escaping_and_chromium() {
 fn html_output_directory_safety_and_bad_input() {
     let dir = scratch("html-safety");
     // A missing profile: one line, exit status 2.
-    let o = Command::new(tally())
-        .args(["html", "-o"])
-        .arg(dir.join("site"))
-        .arg(dir.join("missing.tally"))
-        .output()
-        .unwrap();
+    let o = tally_html(&dir.join("site"), &dir.join("missing.tally"));
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -483,12 +483,7 @@ fn html_output_directory_safety_and_bad_input() {
     let victim = dir.join("victim");
     std::fs::write(&victim, "keep").unwrap();
     std::os::unix::fs::symlink(&victim, out.join("index.html")).unwrap();
-    let o = Command::new(tally())
-        .args(["html", "-o"])
-        .arg(&out)
-        .arg(&prof)
-        .output()
-        .unwrap();
+    let o = tally_html(&out, &prof);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -499,12 +494,7 @@ fn html_output_directory_safety_and_bad_input() {
     // Without the link the site is written, and rewritten over itself.
     std::fs::remove_file(out.join("index.html")).unwrap();
     for _ in 0..2 {
-        let o = Command::new(tally())
-            .args(["html", "-o"])
-            .arg(&out)
-            .arg(&prof)
-            .output()
-            .unwrap();
+        let o = tally_html(&out, &prof);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     let names: BTreeSet<String> = std::fs::read_dir(&out)

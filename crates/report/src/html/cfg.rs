@@ -2,17 +2,18 @@
 //! SVG rendered at generation time) with each block's count and source lines, edge width by
 //! count and, in path profiles, the hottest path highlighted (the others on a click in the
 //! paths table); then tables of the blocks, edges and paths. Functions with more than
-//! [`MAX_GRAPH_BLOCKS`](super::MAX_GRAPH_BLOCKS) blocks, that never ran or whose counts are
-//! unknown get the tables only, and the page says why.
+//! [`MAX_GRAPH_BLOCKS`](super::MAX_GRAPH_BLOCKS) blocks, that never ran, whose counts are
+//! unknown or that are not among the [`MAX_GRAPHS`](super::MAX_GRAPHS) hottest drawable ones get
+//! the tables only, and the page says why.
 
-use super::{count_text, esc, heat, heat_color, page, Ctx, MAX_GRAPH_BLOCKS};
+use super::{count_text, esc, heat, heat_color, page, Ctx, MAX_GRAPHS, MAX_GRAPH_BLOCKS};
 use crate::show::SourceText;
 use crate::{FunctionReport, PathRow};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 /// Graphs up to this many blocks get the layout's crossing minimisation.
-const OPTIMIZE_BLOCKS: usize = 40;
+const OPTIMIZE_BLOCKS: usize = 25;
 
 /// Paths listed in the paths table.
 const TOP_PATHS: usize = 20;
@@ -109,6 +110,23 @@ fn hottest_paths(f: &FunctionReport) -> Vec<&PathRow> {
     rows
 }
 
+/// Whether a function's graph can be drawn, or why not.
+pub(crate) fn drawable(f: &FunctionReport) -> Result<(), String> {
+    if f.inconsistent.is_some() {
+        return Err("its counts are unknown".into());
+    }
+    if f.entry_count == 0 && f.block_executions == 0 {
+        return Err("it never ran".into());
+    }
+    if f.blocks.len() > MAX_GRAPH_BLOCKS {
+        return Err(format!(
+            "it has {} blocks, more than the {MAX_GRAPH_BLOCKS} drawn",
+            f.blocks.len()
+        ));
+    }
+    Ok(())
+}
+
 /// Lays the graph out and renders it as SVG, or says why not.
 fn graph_svg(
     f: &FunctionReport,
@@ -123,18 +141,6 @@ fn graph_svg(
     use layout::std_shapes::shapes::{Arrow, Element, LineEndKind, ShapeKind};
     use layout::topo::layout::VisualGraph;
 
-    if f.inconsistent.is_some() {
-        return Err("its counts are unknown".into());
-    }
-    if f.entry_count == 0 && f.block_executions == 0 {
-        return Err("it never ran".into());
-    }
-    if f.blocks.len() > MAX_GRAPH_BLOCKS {
-        return Err(format!(
-            "it has {} blocks, more than the {MAX_GRAPH_BLOCKS} drawn",
-            f.blocks.len()
-        ));
-    }
     let max_block = f.blocks.iter().filter_map(|b| b.count).max().unwrap_or(0);
     let max_edge = f.edges.iter().filter_map(|e| e.count).max().unwrap_or(0);
     let dir = Orientation::TopToBottom;
@@ -154,12 +160,6 @@ fn graph_svg(
             "ENTRY".into(),
             "#e8eefc",
             "class=\"blk\" data-block=\"entry\"".into(),
-        );
-        let exit = node(
-            &mut vg,
-            "EXIT".into(),
-            "#e8eefc",
-            "class=\"blk\" data-block=\"exit\"".into(),
         );
         let blocks: Vec<_> = f
             .blocks
@@ -197,7 +197,14 @@ fn graph_svg(
             };
             let to = match e.to {
                 Some(b) => blocks[b as usize],
-                None => exit,
+                // One EXIT per edge that leaves: a single one would make every return a
+                // long edge across the layers, which the layout pays for dearly.
+                None => node(
+                    &mut vg,
+                    "EXIT".into(),
+                    "#e8eefc",
+                    "class=\"blk\" data-block=\"exit\"".into(),
+                ),
             };
             let w = match e.count {
                 Some(0) | None => 1,
@@ -252,23 +259,16 @@ fn graph_svg(
     Ok(svg.replace("<marker ", "<marker markerUnits=\"userSpaceOnUse\" "))
 }
 
-pub(crate) fn render(ctx: &Ctx, f: &FunctionReport, text: &mut SourceText) -> String {
+/// The page; `draw`: this function is among the hottest [`MAX_GRAPHS`] drawable ones.
+pub(crate) fn render(ctx: &Ctx, f: &FunctionReport, text: &mut SourceText, draw: bool) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
         "<header><h1><a href=\"index.html\">tally</a> / {}</h1></header>",
         esc(&f.demangled)
     );
-    let at = match &f.file {
-        Some(file) => {
-            let loc = format!("{file}:{}", f.line);
-            match ctx.page_of_file(file) {
-                Some(p) => format!("<a href=\"{p}#L{}\">{}</a>", f.line, esc(&loc)),
-                None => esc(&loc),
-            }
-        }
-        None => "unknown".into(),
-    };
+    let at = ctx.defined_at(f);
+    let at = if at.is_empty() { "unknown".into() } else { at };
     let _ = write!(
         b,
         "<p>Defined at {at}; module {}; mode {}; <span id=\"calls\" data-count=\"{c}\">{c} calls</span>, {} block executions, {} blocks, {} edges{}.</p>",
@@ -300,7 +300,16 @@ pub(crate) fn render(ctx: &Ctx, f: &FunctionReport, text: &mut SourceText) -> St
         .map(|p| p.blocks.iter().copied().collect())
         .unwrap_or_default();
     b.push_str("<h2>Control-flow graph</h2>");
-    match graph_svg(f, &hot, &hot_blocks) {
+    let svg = drawable(f).and_then(|()| {
+        if draw {
+            graph_svg(f, &hot, &hot_blocks)
+        } else {
+            Err(format!(
+                "only the graphs of the {MAX_GRAPHS} hottest functions are drawn"
+            ))
+        }
+    });
+    match svg {
         Ok(svg) => {
             b.push_str(
                 "<p class=\"help\">Blocks show their id, count (×) and source lines, coloured by count; edges are labelled with their counts, wider when hotter, dashed when never taken; ENTRY and EXIT stand for the function's entry and exit.",

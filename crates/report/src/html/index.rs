@@ -145,16 +145,7 @@ pub(crate) fn render(ctx: &Ctx) -> String {
 <table class=\"list\" id=\"functions\"><thead><tr><th class=\"sort\">Function</th><th class=\"sort\">Defined at</th><th class=\"sort num\">Calls</th><th class=\"sort num\">Block executions</th><th class=\"sort num\">Blocks</th></tr></thead><tbody>",
     );
     for (i, f) in ctx.r.functions.iter().enumerate() {
-        let at = match &f.file {
-            Some(file) => {
-                let loc = format!("{file}:{}", f.line);
-                match ctx.page_of_file(file) {
-                    Some(p) => format!("<a href=\"{p}#L{}\">{}</a>", f.line, esc(&loc)),
-                    None => esc(&loc),
-                }
-            }
-            None => String::new(),
-        };
+        let at = ctx.defined_at(f);
         let unknown = f.inconsistent.is_some();
         let calls = if unknown {
             "?".to_string()

@@ -26,8 +26,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// Functions with more blocks than this get tables instead of a drawn graph.
-pub const MAX_GRAPH_BLOCKS: usize = 150;
+/// Functions with more blocks than this get tables instead of a drawn graph: `layout-rs`
+/// takes under half a second up to there on SQLite's functions, but from 75 blocks on some
+/// graphs take seconds to minutes.
+pub const MAX_GRAPH_BLOCKS: usize = 60;
+
+/// Graphs drawn per site: the hottest functions' (a layout of a large graph takes a second).
+pub const MAX_GRAPHS: usize = 100;
 
 /// Why a site cannot be written.
 #[derive(Debug, Error)]
@@ -70,12 +75,63 @@ pub fn site(r: &Report, m: &SourceModel, title: &str) -> Vec<Page> {
             html: file::render(&ctx, path, &mut text),
         });
     }
-    for (i, f) in r.functions.iter().enumerate() {
-        pages.push(Page {
-            name: ctx.fn_page(i),
-            html: cfg::render(&ctx, f, &mut text),
-        });
-    }
+    // Graphs for the hottest drawable functions only; the layouts run on every core.
+    let mut left = MAX_GRAPHS;
+    let draw: Vec<bool> = r
+        .functions
+        .iter()
+        .map(|f| {
+            let d = left > 0 && cfg::drawable(f).is_ok();
+            left -= usize::from(d);
+            d
+        })
+        .collect();
+    // `layout-rs` asserts on some graphs; `cfg` catches the panic and says so on the page, so
+    // its message is kept off stderr (any other panic still reports as before).
+    let prev: std::sync::Arc<dyn Fn(&std::panic::PanicHookInfo) + Send + Sync> =
+        std::panic::take_hook().into();
+    let report = prev.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        if !info
+            .location()
+            .is_some_and(|l| l.file().contains("/layout-rs-"))
+        {
+            report(info);
+        }
+    }));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    let mut fn_pages: Vec<(usize, Page)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (ctx, draw) = (&ctx, &draw);
+                s.spawn(move || {
+                    let mut text = crate::show::SourceText::default();
+                    (t..r.functions.len())
+                        .step_by(threads)
+                        .map(|i| {
+                            let html = cfg::render(ctx, &r.functions[i], &mut text, draw[i]);
+                            (
+                                i,
+                                Page {
+                                    name: ctx.fn_page(i),
+                                    html,
+                                },
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    std::panic::set_hook(Box::new(move |info| prev(info)));
+    fn_pages.sort_by_key(|(i, _)| *i);
+    pages.extend(fn_pages.into_iter().map(|(_, p)| p));
     pages
 }
 
@@ -111,6 +167,19 @@ impl<'a> Ctx<'a> {
 
     pub fn fn_page(&self, i: usize) -> String {
         format!("g{i}.html")
+    }
+
+    /// Where a function is defined, `file:line` linked to the line on its file's page; empty
+    /// when unknown.
+    pub fn defined_at(&self, f: &crate::FunctionReport) -> String {
+        let Some(file) = &f.file else {
+            return String::new();
+        };
+        let loc = esc(&format!("{file}:{}", f.line));
+        match self.page_of_file(file) {
+            Some(p) => format!("<a href=\"{p}#L{}\">{loc}</a>", f.line),
+            None => loc,
+        }
     }
 
     /// The page of a source file, by path.
