@@ -478,6 +478,18 @@ fn html_output_directory_safety_and_bad_input() {
     assert_eq!(err.lines().count(), 1, "{err}");
     // A symbolic link at a page's name is refused, not followed.
     let (_, prof, _) = demo_profile(&dir);
+    // A regular file where the directory should be: one line naming it once.
+    let file = dir.join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let o = tally_html(&file, &prof);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.lines().count() == 1
+            && err.contains("cannot write")
+            && err.matches("os error").count() == 1,
+        "{err}"
+    );
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let victim = dir.join("victim");

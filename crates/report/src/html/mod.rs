@@ -38,15 +38,15 @@ pub const MAX_GRAPHS: usize = 100;
 #[derive(Debug, Error)]
 pub enum HtmlError {
     /// An I/O error on a path.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {}: {error}", path.display())]
     Io {
         /// The path.
         path: PathBuf,
-        /// The error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not a `source`: error chains print it once).
+        error: std::io::Error,
     },
     /// A page's name is taken by a symbolic link or something that is not a regular file.
-    #[error("refusing to replace {path}: it is a symbolic link or not a regular file")]
+    #[error("refusing to replace {}: it is a symbolic link or not a regular file", path.display())]
     NotRegular {
         /// The path.
         path: PathBuf,
@@ -383,7 +383,7 @@ pub fn write_site(dir: &Path, pages: &[Page]) -> Result<(), HtmlError> {
     use std::io::Write as _;
     let io = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| HtmlError::Io { path, source }
+        move |error| HtmlError::Io { path, error }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     for p in pages {
