@@ -11,7 +11,9 @@
 //! - every page loads in Debian's headless Chromium without a console message (errors,
 //!   uncaught exceptions, Content-Security-Policy violations all log one) and its script runs
 //!   to the end (it marks `<body data-ready="1">`); the checker is shown to catch a page that
-//!   throws. Without `chromium` on PATH this part fails under CI=true and is skipped loudly
+//!   throws. File pages are loaded with `?keys`, which makes their script press `n u U p`
+//!   (real keydown events through the page's handler): where each lands must be the hot and
+//!   never-run lines the page's rows say. Without `chromium` on PATH this part fails under CI=true and is skipped loudly
 //!   otherwise (`apt-get install chromium`; scripts/setup.sh installs it);
 //! - the output directory: a symbolic link at a page's name is refused and not followed; a
 //!   missing profile is a one-line error.
@@ -390,9 +392,14 @@ fn check_escaped(site: &Path) {
     assert!(all.contains("&lt;/script&gt;&lt;script&gt;console.error("));
 }
 
-/// Chromium's verdict on a page: `Err` with the console lines when it logged any, or when
-/// its script did not run to the end.
-fn chromium_check(chromium: &Path, page: &Path, profile_dir: &Path) -> Result<(), String> {
+/// Chromium's verdict on a page (`query` appended to its URL): `Err` with the console lines
+/// when it logged any, or when its script did not run to the end; else the DOM.
+fn chromium_check(
+    chromium: &Path,
+    page: &Path,
+    query: &str,
+    profile_dir: &Path,
+) -> Result<String, String> {
     let o = Command::new(chromium)
         .args([
             "--headless=new",
@@ -404,7 +411,7 @@ fn chromium_check(chromium: &Path, page: &Path, profile_dir: &Path) -> Result<()
             "--dump-dom",
         ])
         .arg(format!("--user-data-dir={}", profile_dir.display()))
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("file://{}{query}", page.display()))
         .output()
         .expect("run chromium");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -419,7 +426,55 @@ fn chromium_check(chromium: &Path, page: &Path, profile_dir: &Path) -> Result<()
             o.status
         ));
     }
-    Ok(())
+    Ok(dom.into_owned())
+}
+
+/// Where the keys `n u U p` should land on a file page, from its rows: the first hot line,
+/// the next line that never ran after it, the previous one before that, the previous hot line
+/// before that (each search wraps around; `-` when there is none).
+fn expected_keys(html: &str) -> String {
+    let rows: Vec<(String, bool, bool)> = tags(html, "tr", "id")
+        .iter()
+        .filter_map(|t| {
+            let id = attr(t, "id")?;
+            id.starts_with('L').then(|| {
+                let hot = t.contains(" data-hot=");
+                let unrun = attr(t, "class").is_some_and(|c| c.split(' ').any(|c| c == "unrun"));
+                (id, hot, unrun)
+            })
+        })
+        .collect();
+    let n = rows.len() as i64;
+    let mut cur: i64 = -1;
+    let mut seen = Vec::new();
+    for (step, want_hot) in [(1i64, true), (1, false), (-1, false), (-1, true)] {
+        let base = if cur < 0 {
+            if step > 0 {
+                -1
+            } else {
+                0
+            }
+        } else {
+            cur
+        };
+        let found = (1..=n).map(|k| (base + step * k).rem_euclid(n)).find(|&i| {
+            let r = &rows[i as usize];
+            if want_hot {
+                r.1
+            } else {
+                r.2
+            }
+        });
+        if let Some(i) = found {
+            cur = i;
+        }
+        seen.push(if cur < 0 {
+            "-".to_string()
+        } else {
+            rows[cur as usize].0.clone()
+        });
+    }
+    seen.join(" ")
 }
 
 fn find_chromium() -> Option<PathBuf> {
@@ -442,18 +497,36 @@ fn check_in_chromium(sites: &[&Path]) {
     // The checker catches a page that throws and one that logs.
     let bad = scratch.join("bad.html");
     std::fs::write(&bad, "<!DOCTYPE html><body><script>console.error('x');nope();document.body.setAttribute('data-ready','1')</script></body>").unwrap();
-    assert!(chromium_check(&chromium, &bad, &scratch.join("profile")).is_err());
-    let mut n = 0;
+    assert!(chromium_check(&chromium, &bad, "", &scratch.join("profile")).is_err());
+    let (mut n, mut keys) = (0, 0);
     for site in sites {
-        for (name, _) in pages(site) {
+        for (name, html) in pages(site) {
             let page = site.join(&name);
-            if let Err(e) = chromium_check(&chromium, &page, &scratch.join("profile")) {
-                panic!("{}: {e}", page.display());
+            // File pages are loaded with `?keys`: their script presses n u U p.
+            let query = if html.contains("<table class=\"src\"") {
+                "?keys"
+            } else {
+                ""
+            };
+            let dom = chromium_check(&chromium, &page, query, &scratch.join("profile"))
+                .unwrap_or_else(|e| panic!("{}: {e}", page.display()));
+            if !query.is_empty() {
+                let want = expected_keys(&html);
+                assert!(
+                    want.split(' ').any(|k| k != "-"),
+                    "{name}: no hot or unrun line"
+                );
+                assert!(
+                    dom.contains(&format!("data-keys=\"{want}\"")),
+                    "{name}: keys n u U p should land on {want}"
+                );
+                keys += 1;
             }
             n += 1;
         }
     }
-    eprintln!("{n} pages loaded in Chromium without a console message");
+    assert!(keys >= 4, "file pages with keys checked: {keys}");
+    eprintln!("{n} pages loaded in Chromium without a console message; keys checked on {keys}");
 }
 
 #[test]

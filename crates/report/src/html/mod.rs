@@ -329,6 +329,15 @@ if(src){
     if(e.key==="n")jump(hot,1);else if(e.key==="p")jump(hot,-1);
     else if(e.key==="u")jump(unrun,1);else if(e.key==="U")jump(unrun,-1);
   });
+  // `?keys` (the tests): press n u U p and record where each lands in <body data-keys>.
+  if(location.search==="?keys"){
+    var seen=[];
+    ["n","u","U","p"].forEach(function(k){
+      d.dispatchEvent(new KeyboardEvent("keydown",{key:k}));
+      var c=src.querySelector("tr.cur");seen.push(c?c.id:"-");
+    });
+    d.body.setAttribute("data-keys",seen.join(" "));
+  }
 }
 function highlight(row){
   d.querySelectorAll("tr.path.sel").forEach(function(r){r.classList.remove("sel");});
