@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what tally needs on Debian 12 (bookworm) if it is missing: clang-19 and LLVM 19
 # (libraries for building tally), make, cmake and binutils (tests), valgrind, gcc and llvm-profdata
-# (benchmarks: bench/run), lcov (genhtml) and libxml2-utils (xmllint) for the export tests.
+# (benchmarks: bench/run), lcov (genhtml) and libxml2-utils (xmllint) for the export tests,
+# chromium (headless) for the `tally html` test and screenshots.
 # Safe to run repeatedly; uses sudo when not root.
 set -euo pipefail
 pkgs=(clang-19 llvm-19 llvm-19-dev libpolly-19-dev libclang-rt-19-dev zlib1g-dev libzstd-dev
       libffi-dev libxml2-dev make cmake binutils gcc g++ valgrind python3 ca-certificates
-      lcov libxml2-utils)
+      lcov libxml2-utils chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

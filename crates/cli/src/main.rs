@@ -73,6 +73,9 @@ enum Cmd {
     /// change first, and the paths run in one and not the other. Exit status 0 when every count
     /// is the same, 1 when not, 2 on error.
     Diff(DiffArgs),
+    /// A static HTML site of the counts (works from file://): directory tree and file list
+    /// with coverage, annotated source with a heat scale, control-flow graphs.
+    Html(HtmlArgs),
     /// Add profiles of the same build into one; with --by-program, a directory of profiles of
     /// many programs into one profile per program.
     Merge {
@@ -185,6 +188,16 @@ struct PathsArgs {
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct HtmlArgs {
+    /// Output directory (created if missing; pages already there are replaced).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Profiles (several are added; they must come from the same build).
+    #[arg(required = true)]
+    profiles: Vec<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -530,6 +543,20 @@ fn show(a: ShowArgs) -> Result<i32> {
     Ok(warn_inconsistent(&r))
 }
 
+/// `tally html -o DIR PROFILE...`: the site of `tally_report::html`.
+fn html(a: HtmlArgs) -> Result<i32> {
+    let r = tally_report::analyze(&read_profiles(&a.profiles)?)?;
+    let title: Vec<_> = a.profiles.iter().map(|p| p.display().to_string()).collect();
+    let pages = tally_report::html::site(&r, &tally_report::source::model(&r), &title.join(" + "));
+    tally_report::html::write_site(&a.output, &pages)?;
+    println!(
+        "{}: {} pages",
+        a.output.join("index.html").display(),
+        pages.len()
+    );
+    Ok(warn_inconsistent(&r))
+}
+
 fn report(a: ReportArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
     let title = title(&a.profiles);
@@ -588,6 +615,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Show(a) => show(a),
         Cmd::Paths(a) => paths(a),
         Cmd::Diff(a) => diff(a),
+        Cmd::Html(a) => html(a),
         Cmd::Placements(a) => placements(a),
         Cmd::Merge {
             output,

@@ -12,11 +12,12 @@
 //!
 //! [`analyze`] does the arithmetic; [`render`] prints text and JSON. [`source`] turns the
 //! counts into line, branch and function counts (issue 15), which [`show`] prints as annotated
-//! source and a per-line report, and [`lcov`] and [`cobertura`] export.
+//! source and a per-line report, and [`lcov`] and [`cobertura`] export; [`html`] renders the static site of `tally html`.
 #![deny(missing_docs)]
 
 pub mod cobertura;
 pub mod diff;
+pub mod html;
 pub mod lcov;
 mod modes;
 pub mod placements;
