@@ -546,8 +546,15 @@ fn show(a: ShowArgs) -> Result<i32> {
 /// `tally html -o DIR PROFILE...`: the site of `tally_report::html`.
 fn html(a: HtmlArgs) -> Result<i32> {
     let r = tally_report::analyze(&read_profiles(&a.profiles)?)?;
-    let title: Vec<_> = a.profiles.iter().map(|p| p.display().to_string()).collect();
-    let pages = tally_report::html::site(&r, &tally_report::source::model(&r), &title.join(" + "));
+    let model = tally_report::source::model(&r);
+    let pages = {
+        let progress = progress::Progress::new(
+            "making",
+            tally_report::html::page_count(&r, &model),
+            "pages",
+        );
+        tally_report::html::site_with_progress(&r, &model, &title(&a.profiles), &|| progress.step())
+    };
     tally_report::html::write_site(&a.output, &pages)?;
     println!(
         "{}: {} pages",

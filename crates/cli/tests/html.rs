@@ -581,7 +581,23 @@ fn html_output_directory_safety_and_bad_input() {
     for _ in 0..2 {
         let o = tally_html(&out, &prof);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
     }
+    // Off a terminal (above) nothing but errors on stderr; on one (a pseudo-terminal from
+    // util-linux `script`) a progress line counts the pages.
+    let cmd = format!(
+        "{} html -o {} {}",
+        tally().display(),
+        out.display(),
+        prof.display()
+    );
+    let o = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .expect("util-linux script");
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("tally: making"), "{shown:?}");
+    assert!(shown.contains(" pages"), "{shown:?}");
     let names: BTreeSet<String> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -63,17 +63,34 @@ pub struct Page {
 
 /// Renders the whole site of a report and its source model; `title` names the profiles.
 pub fn site(r: &Report, m: &SourceModel, title: &str) -> Vec<Page> {
+    site_with_progress(r, m, title, &|| {})
+}
+
+/// How many pages [`site`] makes: the index, one per source file, one per function.
+pub fn page_count(r: &Report, m: &SourceModel) -> usize {
+    1 + m.files.len() + r.functions.len()
+}
+
+/// [`site`], calling `step` after each page is made (from several threads).
+pub fn site_with_progress(
+    r: &Report,
+    m: &SourceModel,
+    title: &str,
+    step: &(dyn Fn() + Sync),
+) -> Vec<Page> {
     let ctx = Ctx::new(r, m, title);
     let mut pages = vec![Page {
         name: "index.html".into(),
         html: index::render(&ctx),
     }];
+    step();
     let mut text = crate::show::SourceText::default();
     for (i, path) in m.files.keys().enumerate() {
         pages.push(Page {
             name: ctx.file_page(i),
             html: file::render(&ctx, path, &mut text),
         });
+        step();
     }
     // Graphs for the hottest drawable functions only; the layouts run on every core.
     let mut left = MAX_GRAPHS;
@@ -112,6 +129,7 @@ pub fn site(r: &Report, m: &SourceModel, title: &str) -> Vec<Page> {
                         .step_by(threads)
                         .map(|i| {
                             let html = cfg::render(ctx, &r.functions[i], &mut text, draw[i]);
+                            step();
                             (
                                 i,
                                 Page {
