@@ -238,7 +238,7 @@ fn symbolic_links_are_never_written_through() {
 #[test]
 fn trace_files_follow_the_same_rules() {
     let dir = scratch("safety-trace");
-    let bin = build_c(&dir, "small", Variant::Tally("trace"), SMALL);
+    let bin = build_c(&dir, "small", Variant::Tally("trace-naive"), SMALL);
     let victim = dir.join("victim");
     std::fs::write(&victim, "secret\n").unwrap();
     let trace = dir.join("t.trace");

@@ -1054,6 +1054,7 @@ mod tests {
             unknown_edges: Vec::new(),
             paths: None,
             events: None,
+            wtrace: None,
             source: Default::default(),
         };
         f.cfg_hash = f.cfg().unwrap().shape_hash();
