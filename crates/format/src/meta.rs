@@ -227,8 +227,13 @@ pub struct WtraceMeta {
     pub witness: Vec<Option<(u32, u8)>>,
     /// For each vertex (EXIT included), the width of the witness read there.
     pub read_bits: Vec<u8>,
+    /// The unwind edges (an `invoke`'s edge to its landing pad), which carry no witness.
+    pub unwind: Vec<EdgeIdx>,
     /// The plan is the one-bit-per-branch plan (`PlanKind::Branch`).
     pub branch: bool,
+    /// Why the function could not be traced, if it could not (the other fields are then
+    /// empty): it writes a "lost" record at entry, so regeneration stops where it runs.
+    pub untraced: Option<String>,
 }
 
 /// Where a function's path counts live (path mode).

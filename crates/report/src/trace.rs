@@ -177,7 +177,10 @@ pub fn path_counts_from_trace(
 /// global order, each activation's entry block and the target of each edge it took (edges to
 /// EXIT enter no block), as `(function name, block)`. Exact for single-threaded runs (the
 /// records of concurrent threads interleave).
-pub fn block_sequence(trace: &[TraceRecord], profile: &Profile) -> Result<Vec<(String, u32)>, String> {
+pub fn block_sequence(
+    trace: &[TraceRecord],
+    profile: &Profile,
+) -> Result<Vec<(String, u32)>, String> {
     let mut cfgs: HashMap<(u64, u32), (String, Cfg)> = HashMap::new();
     for m in &profile.modules {
         for (i, f) in m.meta.functions.iter().enumerate() {

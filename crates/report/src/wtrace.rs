@@ -62,9 +62,14 @@ fn program(profile: &Profile) -> Result<Program<'_>, String> {
         ids: HashMap::new(),
     };
     let mut by_name: HashMap<(u64, &str), FuncId> = HashMap::new();
+    // Functions that are instrumented but not traced: calls to them are unknown calls, whose
+    // callee writes a "lost" record.
+    let mut untraced: HashMap<(u64, &str), ()> = HashMap::new();
     for m in &profile.modules {
         for (i, f) in m.meta.functions.iter().enumerate() {
-            if f.wtrace.is_some() {
+            if f.wtrace.as_ref().is_some_and(|w| w.untraced.is_some()) {
+                untraced.insert((m.hash, f.name.as_str()), ());
+            } else if f.wtrace.is_some() {
                 let id = FuncId(p.meta.len() as u32);
                 p.ids.insert((m.hash, i as u32), id);
                 by_name.insert((m.hash, f.name.as_str()), id);
@@ -77,7 +82,9 @@ fn program(profile: &Profile) -> Result<Program<'_>, String> {
     }
     for m in &profile.modules {
         for f in &m.meta.functions {
-            let Some(w) = &f.wtrace else { continue };
+            let Some(w) = f.wtrace.as_ref().filter(|w| w.untraced.is_none()) else {
+                continue;
+            };
             let bad = |what: &str| format!("corrupt trace metadata of {}: {what}", f.name);
             let cfg = f.cfg().map_err(|e| bad(&e.to_string()))?;
             if w.calls.len() != cfg.num_blocks()
@@ -91,10 +98,24 @@ fn program(profile: &Profile) -> Result<Program<'_>, String> {
                 let mut sites = Vec::with_capacity(block.len());
                 for c in block {
                     let callee = match c {
+                        WCallee::Direct(name)
+                            if untraced.contains_key(&(m.hash, name.as_str())) =>
+                        {
+                            Callee::Unknown
+                        }
                         WCallee::Direct(name) => Callee::Direct(
-                            *by_name
-                                .get(&(m.hash, name.as_str()))
-                                .ok_or_else(|| bad(&format!("direct callee {name} is not traced")))?,
+                            *by_name.get(&(m.hash, name.as_str())).ok_or_else(|| {
+                                let why = m
+                                    .meta
+                                    .skipped
+                                    .iter()
+                                    .find(|s| &s.name == name)
+                                    .map_or("not in the metadata", |s| s.reason.as_str());
+                                bad(&format!(
+                                    "direct callee {name} was not instrumented ({why}); \
+                                         the trace cannot be regenerated"
+                                ))
+                            })?,
                         ),
                         WCallee::Opaque => Callee::Opaque,
                         WCallee::Unknown => Callee::Unknown,
@@ -104,7 +125,14 @@ fn program(profile: &Profile) -> Result<Program<'_>, String> {
                 calls.push(sites);
             }
             calls.push(Vec::new());
-            let unwind = IdVec::filled(cfg.num_edges(), false);
+            let mut unwind = IdVec::filled(cfg.num_edges(), false);
+            for e in &w.unwind {
+                let e = e.edge();
+                if e.index() >= cfg.num_edges() {
+                    return Err(bad("unwind edge out of range"));
+                }
+                unwind[e] = true;
+            }
             let input = FunctionInput {
                 cfg,
                 calls: IdVec::from_vec(calls),
@@ -258,7 +286,13 @@ pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String
 /// `tally trace`'s output: blocks `from..from + limit` (0: all) of those `keep` selects, as
 /// text (one line per block: index, thread, function, block, file:line) or JSON; the threads
 /// that stopped early are listed after them.
-pub fn render(r: &Regenerated, keep: impl Fn(&Block) -> bool, from: usize, limit: usize, json: bool) -> String {
+pub fn render(
+    r: &Regenerated,
+    keep: impl Fn(&Block) -> bool,
+    from: usize,
+    limit: usize,
+    json: bool,
+) -> String {
     let limit = if limit == 0 { usize::MAX } else { limit };
     let shown: Vec<(usize, &Block)> = r
         .blocks
@@ -301,7 +335,10 @@ pub fn render(r: &Regenerated, keep: impl Fn(&Block) -> bool, from: usize, limit
             Some(f) => format!("{f}:{}", b.line),
             None => "?".into(),
         };
-        s.push_str(&format!("{i:>10}  t{}  {}  b{}  {at}\n", b.thread, b.function, b.block));
+        s.push_str(&format!(
+            "{i:>10}  t{}  {}  b{}  {at}\n",
+            b.thread, b.function, b.block
+        ));
     }
     for (t, why) in &r.stopped {
         s.push_str(&format!("thread {t}: {why}\n"));

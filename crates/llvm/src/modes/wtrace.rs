@@ -36,12 +36,56 @@ use tally_graph::{EdgeId, IdVec, NodeId};
 /// leaves of libc a program calls most. Conservative: anything not listed is `Unknown` (one
 /// `Back` record per call). The allocator is not listed (a program may define its own).
 const OPAQUE_LIBC: &[&str] = &[
-    "strlen", "strnlen", "strcmp", "strncmp", "strcpy", "strncpy", "strcat", "strncat", "strchr",
-    "strrchr", "strstr", "strspn", "strcspn", "memcpy", "memmove", "memset", "memcmp", "memchr",
-    "printf", "fprintf", "sprintf", "snprintf", "puts", "putchar", "fputs", "fputc", "putc",
-    "fwrite", "fflush", "abs", "labs", "llabs", "sqrt", "sin", "cos", "exp", "log", "pow",
-    "floor", "ceil", "fabs", "atoi", "atol", "strtol", "strtoul", "strtod", "toupper", "tolower",
-    "__ctype_b_loc", "__errno_location",
+    "strlen",
+    "strnlen",
+    "strcmp",
+    "strncmp",
+    "strcpy",
+    "strncpy",
+    "strcat",
+    "strncat",
+    "strchr",
+    "strrchr",
+    "strstr",
+    "strspn",
+    "strcspn",
+    "memcpy",
+    "memmove",
+    "memset",
+    "memcmp",
+    "memchr",
+    "printf",
+    "fprintf",
+    "sprintf",
+    "snprintf",
+    "puts",
+    "putchar",
+    "fputs",
+    "fputc",
+    "putc",
+    "fwrite",
+    "fflush",
+    "abs",
+    "labs",
+    "llabs",
+    "sqrt",
+    "sin",
+    "cos",
+    "exp",
+    "log",
+    "pow",
+    "floor",
+    "ceil",
+    "fabs",
+    "atoi",
+    "atol",
+    "strtol",
+    "strtoul",
+    "strtod",
+    "toupper",
+    "tolower",
+    "__ctype_b_loc",
+    "__errno_location",
 ];
 
 pub(crate) struct WTrace {
@@ -134,6 +178,16 @@ fn input_of(l: &Lowered, calls: &[Vec<Call>]) -> FunctionInput {
 
 impl ModeImpl for WTrace {
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
+        // A function that cannot be traced is still instrumented, to say so where it runs:
+        // its callers' plans treat it as any other call.
+        Ok(self
+            .plan_traced(cx)
+            .unwrap_or_else(|why| Box::new(Untraced(why))))
+    }
+}
+
+impl WTrace {
+    fn plan_traced(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
         let l = cx.l;
         let calls = calls_of(l);
         let input = input_of(l, &calls);
@@ -146,7 +200,8 @@ impl ModeImpl for WTrace {
             };
             witness::cheaper_plan(&input, &weights)
         };
-        witness::check_plan(&input, &plan).map_err(|e| format!("trace plan fails its check: {e}"))?;
+        witness::check_plan(&input, &plan)
+            .map_err(|e| format!("trace plan fails its check: {e}"))?;
         for (i, n) in l.nodes.iter().enumerate() {
             let v = NodeId::new(i);
             // A witness on the return edge sits before a `tail` call that precedes the `ret`;
@@ -187,12 +242,18 @@ impl ModeImpl for WTrace {
             .map(|(e, _)| e)
             .collect();
         let sites = SitePlan::for_edges(l, &witnessed, false);
-        Ok(Box::new(WPlan { calls, plan, sites }))
+        Ok(Box::new(WPlan {
+            calls,
+            unwind: input.unwind,
+            plan,
+            sites,
+        }))
     }
 }
 
 struct WPlan {
     calls: Vec<Vec<Call>>,
+    unwind: IdVec<EdgeId, bool>,
     plan: Plan,
     sites: SitePlan,
 }
@@ -226,7 +287,10 @@ impl Runtime {
             s
         };
         Runtime {
-            enter: f("__tally_wtrace_enter", &mut [g.ptrt, g.ptrt, g.i32t, g.ptrt]),
+            enter: f(
+                "__tally_wtrace_enter",
+                &mut [g.ptrt, g.ptrt, g.i32t, g.ptrt],
+            ),
             put: f("__tally_wtrace_put", &mut [g.i32t, g.i32t]),
             direct: f("__tally_wtrace_direct", &mut [g.ptrt]),
             back: f("__tally_wtrace_back", &mut []),
@@ -289,7 +353,10 @@ impl FnPlan for WPlan {
                     em.call(rt.reentry, &mut [sj.0], sj);
                 }
             } else if n.landing_pad {
-                let pad = n.instrs.iter().find(|v| v.opcode() == LLVMOpcode::LLVMLandingPad);
+                let pad = n
+                    .instrs
+                    .iter()
+                    .find(|v| v.opcode() == LLVMOpcode::LLVMLandingPad);
                 if let Some(next) = pad.and_then(|p| p.next()) {
                     em.at(next);
                     em.call(rt.lost, &mut [], next);
@@ -314,7 +381,50 @@ impl FnPlan for WPlan {
                     .map(|w| w.map(|w| (w.value, w.bits)))
                     .collect(),
                 read_bits: self.plan.read_bits.values().to_vec(),
+                unwind: self
+                    .unwind
+                    .iter()
+                    .filter(|(_, &u)| u)
+                    .map(|(e, _)| e.into())
+                    .collect(),
                 branch: self.plan.kind == PlanKind::Branch,
+                untraced: None,
+            }),
+            ..Emitted::default()
+        }
+    }
+}
+
+/// A function trace mode cannot trace: it writes a "lost" record at entry, which regeneration
+/// reads as "not exact past this point" (its callers treat it as an unknown callee).
+struct Untraced(String);
+
+impl FnPlan for Untraced {
+    fn num_counters(&self) -> usize {
+        0
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        let rt = Runtime::declare(cx.g);
+        let em = Emitter {
+            g: cx.g,
+            b: unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) },
+            fn_scope: ir::subprogram(cx.func),
+            func: cx.func,
+        };
+        if let Some(first) = cx.l.nodes.first().map(|n| n.start) {
+            em.at(first);
+            em.call(rt.lost, &mut [], first);
+        }
+        unsafe { c::LLVMDisposeBuilder(em.b) };
+        Emitted {
+            wtrace: Some(WtraceMeta {
+                calls: Vec::new(),
+                witness: Vec::new(),
+                read_bits: Vec::new(),
+                unwind: Vec::new(),
+                branch: false,
+                untraced: Some(self.0.clone()),
             }),
             ..Emitted::default()
         }
