@@ -30,7 +30,7 @@ use tally_graph::paths::{number_paths_limited, NumberedDag};
 use tally_graph::testing::{random_cfg_with, simulate, GenConfig, Rng, SimConfig};
 use tally_graph::{block_counts, heuristic_weights, place_edge_counters, Cfg, EdgeId};
 
-const MODES: [Mode; 8] = [
+const MODES: [Mode; 9] = [
     Mode::Edge,
     Mode::EdgesNaive,
     Mode::BlocksNaive,
