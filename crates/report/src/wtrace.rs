@@ -11,14 +11,14 @@ use tally_format::trace::{read_witness_trace, WitnessTrace};
 use tally_format::{FunctionMeta, WCallee};
 use tally_graph::witness::regen::{Expect, RecordSource, Regenerator};
 use tally_graph::witness::{
-    check_plan, CallSite, Callee, FuncId, FunctionInput, Plan, PlanKind, Record, RegenError,
-    Traced, Witness,
+    check_plan, CallSite, Callee, FuncId, FunctionInput, Landing, Plan, PlanKind, Record,
+    RegenError, Traced, Witness,
 };
 use tally_graph::IdVec;
 
 /// What the reader says when a thread landed where regeneration cannot follow.
 pub const NOT_EXACT: &str =
-    "regeneration not exact past this point: control landed after a longjmp or an exception";
+    "regeneration not exact past this point: control landed in an exception handler (not traced)";
 
 /// One executed block.
 #[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
@@ -168,6 +168,10 @@ struct Stream<'a> {
     ids: &'a HashMap<(u64, u32), FuncId>,
 }
 
+fn cut() -> RegenError {
+    RegenError::Decode("the trace ends inside a control record".into())
+}
+
 impl Stream<'_> {
     fn get(&mut self, bits: u8) -> Option<u64> {
         if self.bytes.len() as u64 * 8 - self.pos < u64::from(bits) {
@@ -183,7 +187,6 @@ impl Stream<'_> {
     }
 
     fn varint(&mut self) -> Result<u64, RegenError> {
-        let cut = || RegenError::Decode("the trace ends inside a control record".into());
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let group = self.get(7).ok_or_else(cut)?;
@@ -228,7 +231,23 @@ impl RecordSource for Stream<'_> {
                         }
                     }
                     1 => Ok(Some(Record::Back)),
-                    2 => Err(RegenError::Decode(NOT_EXACT.into())),
+                    2 => {
+                        if self.get(1).ok_or_else(cut)? == 1 {
+                            return Err(RegenError::Decode(NOT_EXACT.into()));
+                        }
+                        let abandoned = self.varint()?;
+                        let to = self.varint()?;
+                        let small = |v: u64| {
+                            u32::try_from(v).map_err(|_| {
+                                RegenError::Decode(format!("landing operand {v} too large"))
+                            })
+                        };
+                        Ok(Some(Record::Unwind {
+                            abandoned: small(abandoned)?,
+                            to: tally_graph::NodeId::new(small(to)? as usize),
+                            how: Landing::Reentry,
+                        }))
+                    }
                     _ => {
                         self.ended = true;
                         Ok(Some(Record::End))

@@ -8,7 +8,9 @@
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
  * records carry (slot, function index). Control records: 2-bit kind (0 Enter, 1 Back,
- * 2 lost landing + varint 0, 3 End) and varints of 7 bits + a continuation bit.
+ * 2 landing, 3 End) and varints of 7 bits + a continuation bit; a landing has one bit, 0 for a
+ * longjmp re-entry (then varints: activations abandoned, landing block), 1 for a landing
+ * regeneration does not follow (a landing pad).
  * A thread's buffer is mmap'd on its first record and kept until the end of the process
  * (listed in wt.threads), where every stream gets its End and is flushed (wtrace_finish, from
  * trace_finish: exit, _exit, the fatal-signal path).
@@ -40,6 +42,9 @@ static struct {
 static __thread struct wt_thread *wt_self;
 /* The callee a traced direct call site is about to enter (it writes no Enter). */
 static __thread const void *wt_direct;
+/* Traced activations of this thread (entries minus returns): a longjmp's Unwind record says
+ * how many it abandoned. */
+static __thread uint32_t wt_depth;
 
 /* Spins for the lock; `bounded` (the end of the process, possibly in a signal handler that
  * interrupted its holder) gives up after a while and goes on without it. Returns whether
@@ -156,21 +161,27 @@ static uint32_t wt_module(uint32_t *slot, const uint64_t *counters) {
     return s;
 }
 
-void __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, uint32_t function,
-                          const void *self) {
+uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, uint32_t function,
+                              const void *self) {
+    uint32_t depth = ++wt_depth;
     if (wt_direct == self) {
         wt_direct = 0;
-        return;
+        return depth;
     }
     struct wt_thread *t = wt_stream();
     if (!t)
-        return;
+        return depth;
     uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!s)
         s = wt_module(slot, module_counters);
     wt_bits(t, 0, 2);
     wt_varint(t, s);
     wt_varint(t, function);
+    return depth;
+}
+
+void __tally_wtrace_ret(void) {
+    wt_depth--;
 }
 
 void __tally_wtrace_put(uint32_t value, uint32_t bits) {
@@ -191,15 +202,21 @@ void __tally_wtrace_back(void) {
 
 void __tally_wtrace_lost(void) {
     struct wt_thread *t = wt_stream();
-    if (t) {
-        wt_bits(t, 2, 2);
-        wt_varint(t, 0);
-    }
+    if (t)
+        wt_bits(t, 2 | 1 << 2, 3); /* kind 2, how 1: not followed */
 }
 
-void __tally_wtrace_reentry(int32_t ret) {
-    if (ret != 0)
-        __tally_wtrace_lost();
+void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
+    if (ret == 0)
+        return;
+    uint32_t abandoned = wt_depth - depth;
+    wt_depth = depth;
+    struct wt_thread *t = wt_stream();
+    if (t) {
+        wt_bits(t, 2, 3); /* kind 2, how 0: re-entry */
+        wt_varint(t, abandoned);
+        wt_varint(t, block);
+    }
 }
 
 /* Every stream ends (End, padded to a byte) and is flushed. Threads still running at this

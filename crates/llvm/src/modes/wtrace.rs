@@ -11,9 +11,12 @@
 //!   `__tally_wtrace_direct(callee)` just before the call (a per-thread flag naming the
 //!   callee, so a stale flag can never silence another function's `Enter`);
 //! - after every `Unknown` call that returns: `__tally_wtrace_back()`;
-//! - where regeneration cannot follow (the second return of `setjmp`, a landing pad):
-//!   `__tally_wtrace_reentry(ret)` / `__tally_wtrace_lost()`, a record that makes the reader
-//!   stop with "not exact past this point".
+//! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
+//!   record with the number of traced activations the `longjmp` abandoned (the runtime keeps
+//!   each thread's depth: `enter` adds one and returns it, `__tally_wtrace_ret()` before each
+//!   `ret` takes one off; functions with `setjmp` keep their depth in an alloca);
+//! - a landing pad: `__tally_wtrace_lost()`, a record that makes the reader stop with "not
+//!   exact past this point" (exceptions are not followed).
 //!
 //! The metadata keeps the call sites (callees by name) and the plan ([`WtraceMeta`]), so the
 //! reader regenerates with exactly the plan the code was built with.
@@ -235,6 +238,13 @@ impl WTrace {
                 }
             }
         }
+        let musttail = calls.iter().flatten().any(|c| {
+            c.instr.opcode() == LLVMOpcode::LLVMCall
+                && c.instr.tail_kind() == llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail
+        });
+        if musttail {
+            return Err("trace mode: a musttail call (the return would need code after it)".into());
+        }
         let witnessed: Vec<EdgeId> = plan
             .witness
             .iter()
@@ -265,6 +275,7 @@ struct Runtime {
     direct: (LLVMValueRef, LLVMTypeRef),
     back: (LLVMValueRef, LLVMTypeRef),
     lost: (LLVMValueRef, LLVMTypeRef),
+    ret: (LLVMValueRef, LLVMTypeRef),
     reentry: (LLVMValueRef, LLVMTypeRef),
     /// The module's slot in the trace (`__tally_wtrace_slot`, 0 until the runtime assigns it).
     slot: LLVMValueRef,
@@ -287,15 +298,22 @@ impl Runtime {
             s
         };
         Runtime {
-            enter: f(
-                "__tally_wtrace_enter",
-                &mut [g.ptrt, g.ptrt, g.i32t, g.ptrt],
-            ),
+            enter: unsafe {
+                let n = cname("__tally_wtrace_enter");
+                let mut args = [g.ptrt, g.ptrt, g.i32t, g.ptrt];
+                let ty = c::LLVMFunctionType(g.i32t, args.as_mut_ptr(), 4, 0);
+                let mut func = c::LLVMGetNamedFunction(m, n.as_ptr());
+                if func.is_null() {
+                    func = c::LLVMAddFunction(m, n.as_ptr(), ty);
+                }
+                (func, ty)
+            },
+            ret: f("__tally_wtrace_ret", &mut []),
             put: f("__tally_wtrace_put", &mut [g.i32t, g.i32t]),
             direct: f("__tally_wtrace_direct", &mut [g.ptrt]),
             back: f("__tally_wtrace_back", &mut []),
             lost: f("__tally_wtrace_lost", &mut []),
-            reentry: f("__tally_wtrace_reentry", &mut [g.i32t]),
+            reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
             slot,
         }
     }
@@ -335,6 +353,7 @@ impl FnPlan for WPlan {
             rt: &rt,
             function: cx.index,
             witness: &self.plan.witness,
+            depth: cx.l.has_setjmp.then(std::ptr::null_mut),
         };
         crate::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
         // 3. The direct flag immediately before each direct call (after any site code).
@@ -345,12 +364,18 @@ impl FnPlan for WPlan {
                 em.call(rt.direct, &mut [callee.0], call.instr);
             }
         }
-        // 4. Landings regeneration cannot follow, first thing where control lands.
-        for n in &cx.l.nodes {
-            if let Some(sj) = n.after_setjmp {
+        // 4. Landings, first thing where control lands: `setjmp`'s second return (`Unwind`:
+        // the traced activations above this one that the `longjmp` abandoned), landing pads
+        // ("lost": not followed). And the depth of traced activations at each `ret`.
+        for (i, n) in cx.l.nodes.iter().enumerate() {
+            if let (Some(sj), Some(depth)) = (n.after_setjmp, log.depth) {
                 if let Some(next) = sj.next() {
                     em.at(next);
-                    em.call(rt.reentry, &mut [sj.0], sj);
+                    let d = unsafe {
+                        let empty = cname("");
+                        c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
+                    };
+                    em.call(rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
                 }
             } else if n.landing_pad {
                 let pad = n
@@ -360,6 +385,18 @@ impl FnPlan for WPlan {
                 if let Some(next) = pad.and_then(|p| p.next()) {
                     em.at(next);
                     em.call(rt.lost, &mut [], next);
+                }
+            }
+        }
+        for n in &cx.l.nodes {
+            if let Some(term) = n
+                .instrs
+                .last()
+                .filter(|t| t.opcode() == LLVMOpcode::LLVMRet)
+            {
+                if n.returns {
+                    em.at(*term);
+                    em.call(rt.ret, &mut [], *term);
                 }
             }
         }
@@ -436,6 +473,8 @@ struct Log<'a> {
     rt: &'a Runtime,
     function: u32,
     witness: &'a IdVec<EdgeId, Option<witness::Witness>>,
+    /// Functions with `setjmp`: the alloca keeping the activation's depth (set by `enter`).
+    depth: Option<LLVMValueRef>,
 }
 
 impl Log<'_> {
@@ -452,16 +491,30 @@ impl Log<'_> {
 
 impl SiteAction for Log<'_> {
     fn enter(&mut self, em: &Emitter, entry_first: Val) {
-        em.call(
-            self.rt.enter,
-            &mut [
-                self.rt.slot,
-                em.g.counters,
-                em.i32c(u64::from(self.function)),
-                em.func.0,
-            ],
-            entry_first,
-        );
+        let empty = cname("");
+        let mut args = [
+            self.rt.slot,
+            em.g.counters,
+            em.i32c(u64::from(self.function)),
+            em.func.0,
+        ];
+        unsafe {
+            let call = c::LLVMBuildCall2(
+                em.b,
+                self.rt.enter.1,
+                self.rt.enter.0,
+                args.as_mut_ptr(),
+                4,
+                empty.as_ptr(),
+            );
+            Val(call).set_debug_loc(em.call_loc(entry_first));
+            if self.depth.is_some() {
+                let n = cname("tally.depth");
+                let slot = c::LLVMBuildAlloca(em.b, em.g.i32t, n.as_ptr());
+                c::LLVMBuildStore(em.b, call, slot);
+                self.depth = Some(slot);
+            }
+        }
     }
 
     fn at_site(&self, em: &Emitter, probe: Probe, _idx: u64) {
