@@ -16,6 +16,10 @@ struct Outcome {
     oracle: Vec<(String, u32)>,
     trace_bytes: u64,
     naive_bytes: u64,
+    /// Streams in the trace.
+    threads: usize,
+    /// The scratch directory (`trace/` and `trace-naive/` builds and their files).
+    dir: PathBuf,
 }
 
 /// Builds `args` in trace and trace-naive mode, runs both, regenerates and reads the oracle.
@@ -56,6 +60,11 @@ fn run_both(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
         oracle,
         trace_bytes: bytes.len() as u64,
         naive_bytes: naive_bytes.len() as u64,
+        threads: tally_format::trace::read_witness_trace(&bytes)
+            .unwrap()
+            .threads
+            .len(),
+        dir,
     }
 }
 
@@ -142,4 +151,154 @@ fn regenerated_block_sequences_equal_trace_naive() {
         }
     }
     assert!(exact >= 16, "only {exact} programs regenerated exactly");
+}
+
+/// Calls through pointers, `qsort` calling back into traced code, a callback table, recursion
+/// through a pointer and a switch: every `Enter`/`Back` case of the stream model.
+const CALLBACKS: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+static int cmp_rev(const void *a, const void *b) { return cmp_int(b, a); }
+static int twice(int x) { return 2 * x; }
+static int inc(int x) { return x + 1; }
+static int rec(int (*f)(int), int n) { return n <= 0 ? 0 : f(n) + rec(f, n - 1); }
+int apply(int (*f)(int), int x) { return f(x); }
+int main(int argc, char **argv) {
+    int a[200];
+    unsigned s = 7;
+    for (int i = 0; i < 200; i++) { s = s * 1103515245u + 12345u; a[i] = (int)(s >> 8) % 1000; }
+    qsort(a, 200, sizeof a[0], argc > 5 ? cmp_rev : cmp_int);
+    int (*fs[3])(int) = {twice, inc, abs};
+    long t = 0;
+    for (int i = 0; i < 200; i++) {
+        switch (a[i] % 5) {
+        case 0: t += apply(fs[i % 3], a[i]); break;
+        case 1: t += rec(fs[(i + 1) % 3], a[i] % 7); break;
+        case 2: t -= (long)strlen(argv[0]); break;
+        default: t ^= a[i];
+        }
+    }
+    qsort(a, 200, sizeof a[0], cmp_rev);
+    printf("%ld %d %d\n", t, a[0], a[199]);
+    return 0;
+}
+"#;
+
+#[test]
+fn callbacks_and_pointers_regenerate_exactly() {
+    let dir = scratch("wtrace-callbacks-src");
+    let src = dir.join("callbacks.c");
+    std::fs::write(&src, CALLBACKS).unwrap();
+    for opt in ["-O0", "-O2"] {
+        let name = format!("callbacks{opt}");
+        let o = run_both(&name, false, &single(&src, opt), 0);
+        assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+        assert!(
+            o.regenerated == o.oracle,
+            "{name}: {}",
+            first_difference(&o.regenerated, &o.oracle)
+        );
+        assert!(o.oracle.len() > 1000, "{name}: too little compared");
+        eprintln!(
+            "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
+            o.oracle.len(),
+            o.trace_bytes,
+            o.naive_bytes
+        );
+    }
+}
+
+/// Four threads at once (one stream each): the blocks regenerated over all threads, counted,
+/// equal trace-naive's (whose records interleave the threads, so only counts compare).
+#[test]
+fn threads_regenerate_to_the_oracle_block_counts() {
+    let src = repo().join("testdata/threads/workers.c");
+    let args = vec![
+        "-O2".into(),
+        "-g".into(),
+        "-pthread".into(),
+        src.display().to_string(),
+    ];
+    let o = run_both("workers", false, &args, 0);
+    assert!(o.stopped.is_empty(), "{:?}", o.stopped);
+    let count = |v: &[(String, u32)]| {
+        let mut m = std::collections::BTreeMap::new();
+        for b in v {
+            *m.entry(b.clone()).or_insert(0u64) += 1;
+        }
+        m
+    };
+    assert!(o.threads >= 5, "{} streams", o.threads);
+    assert_eq!(count(&o.regenerated), count(&o.oracle));
+    eprintln!(
+        "workers: {} blocks in {} threads; trace {} bytes, trace-naive {} bytes",
+        o.oracle.len(),
+        o.threads,
+        o.trace_bytes,
+        o.naive_bytes
+    );
+}
+
+/// `tally trace` on the command line: text, JSON, a range and a function filter; a file that
+/// is not a trace is a one-line error.
+#[test]
+fn tally_trace_command() {
+    let src = repo().join("testdata/early/recursion.c");
+    let o = run_both("cli", false, &single(&src, "-O1"), 4);
+    let dir = o.dir.join("trace");
+    let run = |args: &[&str]| {
+        std::process::Command::new(tally())
+            .arg("trace")
+            .arg(dir.join("prog.trace"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let text = run(&["--limit", "5"]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert_eq!(text.lines().count(), 6, "{text}");
+    assert!(text.lines().nth(1).unwrap().contains("main"), "{text}");
+    assert!(text.contains("recursion.c:"), "{text}");
+    let json = run(&[
+        "--format",
+        "json",
+        "--function",
+        "^main$",
+        "--from",
+        "1",
+        "--limit",
+        "3",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["total_blocks"].as_u64(), Some(o.oracle.len() as u64));
+    let blocks = v["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 3);
+    assert!(blocks.iter().all(|b| b["function"] == "main"));
+    let mains: Vec<u32> = o
+        .oracle
+        .iter()
+        .filter(|b| b.0 == "main")
+        .map(|b| b.1)
+        .collect();
+    let shown: Vec<u32> = blocks
+        .iter()
+        .map(|b| b["block"].as_u64().unwrap() as u32)
+        .collect();
+    assert_eq!(shown, mains[1..4]);
+    let bad = std::process::Command::new(tally())
+        .args(["trace", "--profile"])
+        .arg(dir.join("prog.tally"))
+        .arg(dir.join("prog.tally"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not a tally trace"), "{err}");
 }
