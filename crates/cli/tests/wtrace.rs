@@ -18,18 +18,34 @@ struct Outcome {
     naive_bytes: u64,
     /// Streams in the trace.
     threads: usize,
+    /// Functions traced with the one-bit-per-branch plan.
+    branch_plans: usize,
     /// The scratch directory (`trace/` and `trace-naive/` builds and their files).
     dir: PathBuf,
 }
 
 /// Builds `args` in trace and trace-naive mode, runs both, regenerates and reads the oracle.
 fn run_both(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
+    run_both_with(name, cxx, args, status, &[])
+}
+
+/// [`run_both`] with `trace_flags` added to the trace build's arguments.
+fn run_both_with(
+    name: &str,
+    cxx: bool,
+    args: &[String],
+    status: i32,
+    trace_flags: &[&str],
+) -> Outcome {
     let dir = scratch(&format!("wtrace-{name}"));
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut outs = Vec::new();
     for mode in ["trace", "trace-naive"] {
         let vdir = dir.join(mode);
         std::fs::create_dir_all(&vdir).unwrap();
+        let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
+        if mode == "trace" {
+            a.splice(0..0, trace_flags.iter().copied());
+        }
         build(Variant::Tally(mode), cxx, &a, &vdir.join("prog"), &dir);
         let out = std::process::Command::new("./prog")
             .current_dir(&vdir)
@@ -42,6 +58,12 @@ fn run_both(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
     }
     assert_eq!(outs[0], outs[1], "{name}: outputs differ");
     let prof = tally_format::profile::Profile::read_file(dir.join("trace/prog.tally")).unwrap();
+    let branch_plans = prof
+        .modules
+        .iter()
+        .flat_map(|m| &m.meta.functions)
+        .filter(|f| f.wtrace.as_ref().is_some_and(|w| w.branch))
+        .count();
     let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
     let r =
         tally_report::wtrace::regenerate(&bytes, &prof).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -65,6 +87,7 @@ fn run_both(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
             .threads
             .len(),
         dir,
+        branch_plans,
     }
 }
 
@@ -301,4 +324,40 @@ fn tally_trace_command() {
     let err = String::from_utf8(bad.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("not a tally trace"), "{err}");
+}
+
+/// `--tally-trace=bits`: every function takes the one-bit-per-branch plan (§6.2's bit
+/// tracing), which regenerates as exactly; its size is printed next to the default's.
+#[test]
+fn bit_tracing_regenerates_exactly() {
+    for file in ["testdata/shapes/shapes.c", "testdata/early/longjmp.c"] {
+        let src = repo().join(file);
+        let base = src.file_name().unwrap().to_str().unwrap().to_string();
+        let default = run_both(&format!("{base}-witness"), false, &single(&src, "-O2"), 0);
+        let bits = run_both_with(
+            &format!("{base}-bits"),
+            false,
+            &single(&src, "-O2"),
+            0,
+            &["--tally-trace=bits"],
+        );
+        assert!(bits.stopped.is_empty(), "{base}: {:?}", bits.stopped);
+        assert!(
+            bits.regenerated == bits.oracle,
+            "{base}: {}",
+            first_difference(&bits.regenerated, &bits.oracle)
+        );
+        assert!(
+            bits.branch_plans > 0,
+            "{base}: no function took the branch plan"
+        );
+        eprintln!(
+            "{base} -O2: {} blocks; trace (cheaper plan, {} of the functions on the branch plan) {} bytes, --tally-trace=bits {} bytes, trace-naive {} bytes",
+            bits.oracle.len(),
+            default.branch_plans,
+            default.trace_bytes,
+            bits.trace_bytes,
+            bits.naive_bytes
+        );
+    }
 }

@@ -112,7 +112,7 @@ pub(crate) fn of(mode: Mode) -> &'static dyn ModeImpl {
         Mode::Vertex => &vertex::Vertex,
         Mode::Path => &path::Path,
         Mode::TraceNaive => &trace::Trace,
-        Mode::Trace => &wtrace::WTrace { bits: false },
+        Mode::Trace => &wtrace::WTrace,
         Mode::Events => &events::Events { naive: false },
         Mode::EventsNaive => &events::Events { naive: true },
     }

@@ -91,10 +91,7 @@ const OPAQUE_LIBC: &[&str] = &[
     "__errno_location",
 ];
 
-pub(crate) struct WTrace {
-    /// `--tally-trace=bits`: the one-bit-per-branch plan everywhere.
-    pub bits: bool,
-}
+pub(crate) struct WTrace;
 
 /// One call instruction of a block and how the plan sees it.
 struct Call {
@@ -194,7 +191,7 @@ impl WTrace {
         let l = cx.l;
         let calls = calls_of(l);
         let input = input_of(l, &calls);
-        let plan = if self.bits {
+        let plan = if cx.opts.trace_bits {
             witness::branch_plan(&input)
         } else {
             let weights = match cx.weights {
