@@ -26,16 +26,18 @@ struct Outcome {
 
 /// Builds `args` in trace and trace-naive mode, runs both, regenerates and reads the oracle.
 fn run_both(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
-    run_both_with(name, cxx, args, status, &[])
+    run_both_with(name, cxx, args, Some(status), &[], &[])
 }
 
-/// [`run_both`] with `trace_flags` added to the trace build's arguments.
+/// [`run_both`] with `trace_flags` added to the trace build's arguments, the programs run
+/// with `run_args`, and `status` `None` for a death by signal.
 fn run_both_with(
     name: &str,
     cxx: bool,
     args: &[String],
-    status: i32,
+    status: Option<i32>,
     trace_flags: &[&str],
+    run_args: &[&str],
 ) -> Outcome {
     let dir = scratch(&format!("wtrace-{name}"));
     let mut outs = Vec::new();
@@ -48,12 +50,13 @@ fn run_both_with(
         }
         build(Variant::Tally(mode), cxx, &a, &vdir.join("prog"), &dir);
         let out = std::process::Command::new("./prog")
+            .args(run_args)
             .current_dir(&vdir)
             .env("TALLY_PROFILE", vdir.join("prog.tally"))
             .env("TALLY_TRACE", vdir.join("prog.trace"))
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(status), "{name} {mode}");
+        assert_eq!(out.status.code(), status, "{name} {mode}");
         outs.push(out.stdout);
     }
     assert_eq!(outs[0], outs[1], "{name}: outputs differ");
@@ -338,8 +341,9 @@ fn bit_tracing_regenerates_exactly() {
             &format!("{base}-bits"),
             false,
             &single(&src, "-O2"),
-            0,
+            Some(0),
             &["--tally-trace=bits"],
+            &[],
         );
         assert!(bits.stopped.is_empty(), "{base}: {:?}", bits.stopped);
         assert!(
@@ -359,5 +363,26 @@ fn bit_tracing_regenerates_exactly() {
             bits.trace_bytes,
             bits.naive_bytes
         );
+    }
+}
+
+/// A process that ends by `abort`, by `raise` of a fatal signal, or normally after a function
+/// with an endless loop of calls (`for (;;) pause();`, whose cycle has no predicate): the
+/// streams end at the fatal-signal path and regenerate exactly. (A fault *between* calls is
+/// not compared: the last blocks regenerated may go past the faulting instruction.)
+#[test]
+fn fatal_signals_end_the_streams() {
+    let src = repo().join("testdata/crash/crash.c");
+    for (how, status) in [("", Some(0)), ("abort", None), ("raise", None)] {
+        let name = format!("crash-{}", if how.is_empty() { "none" } else { how });
+        let run: Vec<&str> = if how.is_empty() { vec![] } else { vec![how] };
+        let o = run_both_with(&name, false, &single(&src, "-O1"), status, &[], &run);
+        assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+        assert!(
+            o.regenerated == o.oracle,
+            "{name}: {}",
+            first_difference(&o.regenerated, &o.oracle)
+        );
+        assert!(o.oracle.len() > 100, "{name}: too little compared");
     }
 }

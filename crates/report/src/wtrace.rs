@@ -18,7 +18,7 @@ use tally_graph::IdVec;
 
 /// What the reader says when a thread landed where regeneration cannot follow.
 pub const NOT_EXACT: &str =
-    "regeneration not exact past this point: control landed in an exception handler (not traced)";
+    "regeneration not exact past this point: control reached an exception handler or a function trace mode could not instrument";
 
 /// One executed block.
 #[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]

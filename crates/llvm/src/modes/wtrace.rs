@@ -191,32 +191,28 @@ impl WTrace {
         let l = cx.l;
         let calls = calls_of(l);
         let input = input_of(l, &calls);
-        let plan = if cx.opts.trace_bits {
+        let weights = match cx.weights {
+            Some(w) => w.clone(),
+            None => tally_graph::weight::heuristic_weights(&l.cfg),
+        };
+        // The branch plan leaves cycles without a predicate (`for (;;) pause();`) unwitnessed,
+        // which `check_plan` rejects (`E - Ewit` must be acyclic); `cheaper_plan` does not
+        // know that, so the witness plan is the fallback.
+        let first = if cx.opts.trace_bits {
             witness::branch_plan(&input)
         } else {
-            let weights = match cx.weights {
-                Some(w) => w.clone(),
-                None => tally_graph::weight::heuristic_weights(&l.cfg),
-            };
             witness::cheaper_plan(&input, &weights)
         };
-        witness::check_plan(&input, &plan)
-            .map_err(|e| format!("trace plan fails its check: {e}"))?;
-        for (i, n) in l.nodes.iter().enumerate() {
-            let v = NodeId::new(i);
-            // A witness on the return edge sits before a `tail` call that precedes the `ret`;
-            // the stream needs it after the call's records.
-            let before_tail_call = n.returns
-                && n.end.opcode() == LLVMOpcode::LLVMCall
-                && n.end.is_call_like()
-                && classify(n.end) != WCallee::Opaque
-                && l.cfg.succs(v).iter().any(|&e| {
-                    l.cfg.edge(e).kind == tally_graph::EdgeKind::Return
-                        && plan.witness[e].is_some_and(|w| w.bits > 0)
-                });
-            if before_tail_call {
-                return Err("trace mode: a witness on the return edge after a tail call".into());
+        let plan = match witness::check_plan(&input, &first) {
+            Ok(()) => first,
+            Err(e) => {
+                let second = witness::witness_plan(&input, &weights);
+                witness::check_plan(&input, &second)
+                    .map_err(|_| format!("trace plan fails its check: {e}"))?;
+                second
             }
+        };
+        for (i, _) in l.nodes.iter().enumerate() {
             for call in &calls[i] {
                 if call.instr.opcode() != LLVMOpcode::LLVMCall && call.callee == WCallee::Unknown {
                     // `Back` goes at the start of the normal destination: it must be entered
@@ -242,10 +238,15 @@ impl WTrace {
         if musttail {
             return Err("trace mode: a musttail call (the return would need code after it)".into());
         }
+        // Return edges are written by hand right before the `ret` (after a `tail` call the
+        // sites would put them before the call, whose records come first).
         let witnessed: Vec<EdgeId> = plan
             .witness
             .iter()
-            .filter(|(_, w)| w.is_some_and(|w| w.bits > 0))
+            .filter(|(e, w)| {
+                w.is_some_and(|w| w.bits > 0)
+                    && l.cfg.edge(*e).kind != tally_graph::EdgeKind::Return
+            })
             .map(|(e, _)| e)
             .collect();
         let sites = SitePlan::for_edges(l, &witnessed, false);
