@@ -22,6 +22,8 @@
 
 struct wt_thread {
     struct wt_thread *next; /* every stream, for the end of the process */
+    const void *direct;     /* the callee a traced direct call site is about to enter */
+    uint32_t depth;         /* traced activations (entries minus returns): for Unwind */
     uint32_t tid;
     int ended;
     uint64_t acc; /* bits not yet in buf, least-significant first */
@@ -39,12 +41,8 @@ static struct {
     char path[PATH_CAP];
 } wt;
 
-static __thread struct wt_thread *wt_self;
-/* The callee a traced direct call site is about to enter (it writes no Enter). */
-static __thread const void *wt_direct;
-/* Traced activations of this thread (entries minus returns): a longjmp's Unwind record says
- * how many it abandoned. */
-static __thread uint32_t wt_depth;
+/* The thread's stream and state: one TLS pointer (the buffer is mmap'd). */
+static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec")));
 
 /* Spins for the lock; `bounded` (the end of the process, possibly in a signal handler that
  * interrupted its holder) gives up after a while and goes on without it. Returns whether
@@ -163,13 +161,15 @@ static uint32_t wt_module(uint32_t *slot, const uint64_t *counters) {
 
 uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, uint32_t function,
                               const void *self) {
-    uint32_t depth = ++wt_depth;
-    if (wt_direct == self) {
-        wt_direct = 0;
+    struct wt_thread *t = wt_get();
+    if (!t)
+        return 0;
+    uint32_t depth = ++t->depth;
+    if (t->direct == self) {
+        t->direct = 0;
         return depth;
     }
-    struct wt_thread *t = wt_stream();
-    if (!t)
+    if (t->ended)
         return depth;
     uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!s)
@@ -181,7 +181,9 @@ uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, u
 }
 
 void __tally_wtrace_ret(void) {
-    wt_depth--;
+    struct wt_thread *t = wt_self;
+    if (t)
+        t->depth--;
 }
 
 void __tally_wtrace_put(uint32_t value, uint32_t bits) {
@@ -191,7 +193,9 @@ void __tally_wtrace_put(uint32_t value, uint32_t bits) {
 }
 
 void __tally_wtrace_direct(const void *callee) {
-    wt_direct = callee;
+    struct wt_thread *t = wt_get();
+    if (t)
+        t->direct = callee;
 }
 
 void __tally_wtrace_back(void) {
@@ -209,10 +213,12 @@ void __tally_wtrace_lost(void) {
 void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
     if (ret == 0)
         return;
-    uint32_t abandoned = wt_depth - depth;
-    wt_depth = depth;
-    struct wt_thread *t = wt_stream();
-    if (t) {
+    struct wt_thread *t = wt_get();
+    if (!t)
+        return;
+    uint32_t abandoned = t->depth - depth;
+    t->depth = depth;
+    if (!t->ended) {
         wt_bits(t, 2, 3); /* kind 2, how 0: re-entry */
         wt_varint(t, abandoned);
         wt_varint(t, block);
