@@ -64,6 +64,9 @@ enum Cmd {
     Show(ShowArgs),
     /// The hottest acyclic paths of a path profile (built with --tally-mode=path).
     Paths(PathsArgs),
+    /// The executed block sequence of each thread, regenerated from a witness trace
+    /// (built with --tally-mode=trace) and the profile of the same run.
+    Trace(TraceArgs),
     /// Score counter placements on a profile's measured counts (paper 000 §6, Graphs 2-4):
     /// every block, every edge, spanning-tree chords under heuristic, measured and worst
     /// weights, Vprof(Ecnt), Knuth-Stevenson Vprof(Vcnt). Needs an edge or edges-naive profile.
@@ -201,6 +204,30 @@ struct HtmlArgs {
 }
 
 #[derive(clap::Args)]
+struct TraceArgs {
+    /// The trace file (TALLY_TRACE, default <program>.trace).
+    trace: PathBuf,
+    /// The profile the same run wrote (default: the trace's path with `.tally` for `.trace`).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Skip the first N shown blocks.
+    #[arg(long, default_value_t = 0)]
+    from: usize,
+    /// Show at most N blocks (0 = all).
+    #[arg(long, default_value_t = 0)]
+    limit: usize,
+    /// Only blocks of functions whose name matches this regular expression.
+    #[arg(long)]
+    function: Option<String>,
+    /// Write to this file instead of stdout.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
 struct DiffArgs {
     /// The first profile (A).
     a: PathBuf,
@@ -326,6 +353,34 @@ fn paths(a: PathsArgs) -> Result<i32> {
     };
     write_out(a.output.as_ref(), out.as_bytes())?;
     Ok(warn_inconsistent(&r))
+}
+
+fn trace(a: TraceArgs) -> Result<i32> {
+    let profile_path = a
+        .profile
+        .clone()
+        .unwrap_or_else(|| a.trace.with_extension("tally"));
+    let profile = read_profile(&profile_path, None)?;
+    let meta = std::fs::metadata(&a.trace).with_context(|| format!("{}", a.trace.display()))?;
+    if !meta.is_file() {
+        anyhow::bail!("{}: not a regular file", a.trace.display());
+    }
+    let bytes = std::fs::read(&a.trace).with_context(|| format!("{}", a.trace.display()))?;
+    let filter = match &a.function {
+        Some(re) => Some(regex_lite::Regex::new(re).with_context(|| format!("--function {re}"))?),
+        None => None,
+    };
+    let r = tally_report::wtrace::regenerate(&bytes, &profile)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
+    let out = tally_report::wtrace::render(
+        &r,
+        |b| filter.as_ref().is_none_or(|f| f.is_match(&b.function)),
+        a.from,
+        a.limit,
+        matches!(a.format, Format::Json),
+    );
+    write_out(a.output.as_ref(), out.as_bytes())?;
+    Ok(i32::from(!r.stopped.is_empty()))
 }
 
 /// Reads one profile; errors name the file.
@@ -621,6 +676,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Report(a) => report(a),
         Cmd::Show(a) => show(a),
         Cmd::Paths(a) => paths(a),
+        Cmd::Trace(a) => trace(a),
         Cmd::Diff(a) => diff(a),
         Cmd::Html(a) => html(a),
         Cmd::Placements(a) => placements(a),

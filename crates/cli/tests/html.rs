@@ -581,7 +581,11 @@ fn html_output_directory_safety_and_bad_input() {
     for _ in 0..2 {
         let o = tally_html(&out, &prof);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     // Off a terminal (above) nothing but errors on stderr; on one (a pseudo-terminal from
     // util-linux `script`) a progress line counts the pages.

@@ -1,5 +1,5 @@
 //! Path profiles (paper 002) against an independent oracle: a full control-flow trace of the
-//! same program (`--tally-mode=trace`: every edge taken, per activation), cut into acyclic
+//! same program (`--tally-mode=trace-naive`: every edge taken, per activation), cut into acyclic
 //! paths at back edges, cut edges, early exits and re-entries and numbered by the sum of `Val`
 //! along each path — no instrumentation increments involved. On small inputs every path count
 //! of every function must equal the path profile's. (That the block and edge counts derived
@@ -16,7 +16,7 @@ fn check(name: &str, cxx: bool, args: &[String], run_args: &[&str], status: i32,
     let dir = scratch(&format!("paths-{name}"));
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut outs = Vec::new();
-    for mode in ["path", "trace"] {
+    for mode in ["path", "trace-naive"] {
         let vdir = dir.join(mode);
         std::fs::create_dir_all(&vdir).unwrap();
         build(Variant::Tally(mode), cxx, &a, &vdir.join("prog"), &dir);
@@ -32,8 +32,8 @@ fn check(name: &str, cxx: bool, args: &[String], run_args: &[&str], status: i32,
     }
     assert_eq!(outs[0], outs[1], "{name}: outputs differ");
     let path_prof = Profile::read_file(dir.join("path/prog.tally")).unwrap();
-    let trace_prof = Profile::read_file(dir.join("trace/prog.tally")).unwrap();
-    let trace_bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
+    let trace_prof = Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
+    let trace_bytes = std::fs::read(dir.join("trace-naive/prog.trace")).unwrap();
     let trace = tally_format::trace::read_trace(&trace_bytes).unwrap();
     let oracle = tally_report::trace::path_counts_from_trace(&trace, &trace_prof, &path_prof)
         .unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -237,8 +237,15 @@ fn symbolic_links_are_never_written_through() {
 
 #[test]
 fn trace_files_follow_the_same_rules() {
-    let dir = scratch("safety-trace");
-    let bin = build_c(&dir, "small", Variant::Tally("trace"), SMALL);
+    // Both trace modes open their file the same way (`trace_open_file`).
+    for (mode, magic) in [("trace-naive", b"TALLYTRC"), ("trace", b"TALLYWTR")] {
+        trace_file_rules(mode, magic);
+    }
+}
+
+fn trace_file_rules(mode: &'static str, magic: &[u8]) {
+    let dir = scratch(&format!("safety-{mode}"));
+    let bin = build_c(&dir, "small", Variant::Tally(mode), SMALL);
     let victim = dir.join("victim");
     std::fs::write(&victim, "secret\n").unwrap();
     let trace = dir.join("t.trace");
@@ -258,7 +265,7 @@ fn trace_files_follow_the_same_rules() {
         .unwrap()
         .file_type()
         .is_file());
-    assert!(std::fs::read(&trace).unwrap().starts_with(b"TALLYTRC"));
+    assert!(std::fs::read(&trace).unwrap().starts_with(magic), "{mode}");
     let fifo = dir.join("fifo");
     assert!(Command::new("mkfifo")
         .arg(&fifo)

@@ -8,8 +8,8 @@
 //! - [`meta`]: per-module instrumentation metadata (graphs, locations, the counter plan),
 //!   embedded in each instrumented object file;
 //! - [`profile`]: the profile file the runtime writes at exit (metadata blobs plus counters);
-//! - `trace` (with the `testing` feature): the trace file of trace mode (every edge taken), the
-//!   oracle for path profiles in the tests;
+//! - [`trace`]: the trace files: `trace-naive` (every edge taken, the oracle for path profiles
+//!   and witness traces in the tests) and `trace` (bit-packed witness streams, one per thread);
 //! - [`validate`]: the checks every decoded metadata blob passes before anyone reads it.
 #![deny(missing_docs)]
 
@@ -17,13 +17,12 @@ pub mod abi;
 pub mod meta;
 pub mod mode;
 pub mod profile;
-#[cfg(any(test, feature = "testing"))]
 pub mod trace;
 pub mod validate;
 
 pub use meta::{
     BlockIdx, BranchMeta, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta,
     LineRun, Linkage, Loc, MetaError, Mode, ModuleMeta, PathMeta, PathStorage, Probe, ScopeIdx,
-    ScopeMeta, SkippedFunction, SourceFn, SourceFnIdx, SourceMeta, StoredKind,
+    ScopeMeta, SkippedFunction, SourceFn, SourceFnIdx, SourceMeta, StoredKind, WCallee, WtraceMeta,
 };
 pub use validate::{InvalidMeta, Problem};

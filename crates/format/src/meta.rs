@@ -29,7 +29,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// 5: [`PathMeta::numbering`], the fingerprint of the path numbering.
 /// 6: [`FunctionMeta::source`] (every line of every block, inline scopes, branches) and
 /// [`ModuleMeta::source_fns`].
-pub const META_VERSION: u32 = 6;
+/// 7: [`FunctionMeta::wtrace`] (trace mode: call sites and witnesses).
+pub const META_VERSION: u32 = 7;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -206,6 +207,35 @@ pub struct CallSiteMeta {
     pub counter: CounterIdx,
 }
 
+/// Who a call site calls, as trace mode's plan saw it (`tally_graph::witness::Callee`).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum WCallee {
+    /// A function defined (and traced) in the same module, by linkage name.
+    Direct(String),
+    /// Code that writes nothing and never calls traced code (intrinsics, libc leaves).
+    Opaque,
+    /// Anything else (calls through pointers, other declared functions): `Enter`/`Back`.
+    Unknown,
+}
+
+/// Trace mode: what regeneration needs of one function besides its graph.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct WtraceMeta {
+    /// The call sites of each block (`num_blocks` entries), in execution order.
+    pub calls: Vec<Vec<WCallee>>,
+    /// The witness `(value, bits)` of each edge (`e0` included), `None` when it writes nothing.
+    pub witness: Vec<Option<(u32, u8)>>,
+    /// For each vertex (EXIT included), the width of the witness read there.
+    pub read_bits: Vec<u8>,
+    /// The unwind edges (an `invoke`'s edge to its landing pad), which carry no witness.
+    pub unwind: Vec<EdgeIdx>,
+    /// The plan is the one-bit-per-branch plan (`PlanKind::Branch`).
+    pub branch: bool,
+    /// Why the function could not be traced, if it could not (the other fields are then
+    /// empty): it writes a "lost" record at entry, so regeneration stops where it runs.
+    pub untraced: Option<String>,
+}
+
 /// Where a function's path counts live (path mode).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 pub enum PathStorage {
@@ -325,6 +355,8 @@ pub struct FunctionMeta {
     pub paths: Option<PathMeta>,
     /// Events mode: events per block and the inclusive counters.
     pub events: Option<EventMeta>,
+    /// Trace mode: call sites and witnesses.
+    pub wtrace: Option<WtraceMeta>,
     /// Source lines, inline scopes and branches.
     #[serde(default)]
     pub source: SourceMeta,

@@ -24,7 +24,10 @@ pub enum Mode {
     /// Ball-Larus path profiling (paper 002): how often each acyclic path ran.
     Path,
     /// A full control-flow trace (every edge taken, per activation) written to a trace file:
-    /// the independent oracle for path profiles. No counters.
+    /// the independent oracle of path profiles and of witness traces. No counters.
+    TraceNaive,
+    /// Witness tracing (paper 000 §4): a few bits on a few edges per thread, from which
+    /// `tally trace` regenerates the exact block sequence. No counters.
     Trace,
     /// Exact event counting with on-line queries (paper 001): one aggregate per-thread counter
     /// incremented on chords, per-function and per-call-site inclusive counters.
@@ -167,17 +170,31 @@ pub const MODES: &[ModeSpec] = &[
         paths: false,
     },
     ModeSpec {
-        mode: Mode::Trace,
-        name: "trace",
+        mode: Mode::TraceNaive,
+        name: "trace-naive",
         help: "no counters: every edge taken is logged to a trace file (small runs only)",
         counters: "no counters: every edge taken, per activation, to a trace file (`TALLY_TRACE=path`, default `<program>.trace`)",
-        usage: "the independent oracle of path profiles in the tests; only for small runs",
+        usage: "the independent oracle of path profiles and of `trace` in the tests; only for small runs",
         placement: "none: every edge taken is logged per activation (`__tally_trace_*`)",
         recovery: "`tally-report::trace`: the oracle cutting traces into paths",
         weighs: false,
         promotes: false,
         events: false,
         oracle: true,
+        paths: false,
+    },
+    ModeSpec {
+        mode: Mode::Trace,
+        name: "trace",
+        help: "no counters: witness tracing, a few bits per thread from which `tally trace` regenerates every block executed",
+        counters: "no counters: witnesses on a few edges (paper 000 §4), bit-packed per thread into a trace file (`TALLY_TRACE=path`, default `<program>.trace`)",
+        usage: "`tally trace FILE --profile PROFILE`: the executed block sequence with source lines",
+        placement: "`tally-graph::witness::cheaper_plan` per function, checked by `check_plan`; `__tally_wtrace_*` calls on witnessed edges, at entries, around calls (`tally-llvm::modes::wtrace`, `c/wtrace.c`)",
+        recovery: "`tally-report::wtrace`: regeneration (Fig. 14 with a call stack, `witness::Regenerator`) from the plans stored in the metadata",
+        weighs: true,
+        promotes: false,
+        events: false,
+        oracle: false,
         paths: false,
     },
 ];
@@ -300,6 +317,7 @@ mod tests {
             | Mode::BlocksNaive
             | Mode::Vertex
             | Mode::Path
+            | Mode::TraceNaive
             | Mode::Trace
             | Mode::Events
             | Mode::EventsNaive => MODES.iter().filter(|s| s.mode == m).count(),
@@ -308,7 +326,7 @@ mod tests {
             assert_eq!(listed(s.mode), 1, "{}", s.name);
             assert_eq!(Mode::from_name(s.name), Some(s.mode));
         }
-        assert_eq!(MODES.len(), 8);
+        assert_eq!(MODES.len(), 9);
         let mut names: Vec<_> = MODES.iter().map(|s| s.name).collect();
         names.sort_unstable();
         names.dedup();

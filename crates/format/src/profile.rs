@@ -1054,6 +1054,7 @@ mod tests {
             unknown_edges: Vec::new(),
             paths: None,
             events: None,
+            wtrace: None,
             source: Default::default(),
         };
         f.cfg_hash = f.cfg().unwrap().shape_hash();
@@ -1302,7 +1303,7 @@ mod tests {
         };
         assert_eq!(
             err(&p.write()),
-            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 6)"
+            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 7)"
         );
         let blob = b"garbage!".to_vec();
         let p = Profile {

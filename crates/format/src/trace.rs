@@ -87,3 +87,73 @@ pub fn read_trace(bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
         })
         .collect()
 }
+
+/// Magic of a witness trace (`--tally-mode=trace`, `crates/runtime/c/wtrace.c`).
+pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
+/// Version of the witness trace format.
+pub const WTRACE_VERSION: u32 = 1;
+/// The thread id of a chunk that names a module instead of carrying stream bytes.
+pub const WTRACE_MODULE_CHUNK: u32 = u32::MAX;
+
+/// A witness trace, split into its per-thread bit streams.
+///
+/// ```text
+/// "TALLYWTR"  u32 version (=1)  u32 0
+/// chunk*      u32 thread  u32 length  byte[length]
+/// ```
+/// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`
+/// (named by `Enter` records) is the module whose metadata hashes to `hash`. Any other chunk
+/// continues the bit stream of thread `thread` (threads are numbered from 1 in the order they
+/// first wrote). A stream is `tally_graph::witness::bits`' encoding, except that `Enter` carries
+/// two varints, the module slot and the function's index in that module's metadata, and that
+/// an `Unwind` record (kind 2) is followed by one varint, 0: the thread landed somewhere
+/// regeneration cannot follow (a `longjmp` or an exception).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct WitnessTrace {
+    /// `(slot, module hash)`, in the order written.
+    pub modules: Vec<(u32, u64)>,
+    /// `(thread, stream bytes)`, in the order the threads first wrote.
+    pub threads: Vec<(u32, Vec<u8>)>,
+}
+
+/// Parses a witness trace file.
+pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
+    if bytes.len() < 16 || &bytes[..8] != WTRACE_MAGIC {
+        return Err(TraceError::BadMagic);
+    }
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let version = u32_at(bytes, 8);
+    if version != WTRACE_VERSION {
+        return Err(TraceError::Version(version));
+    }
+    let mut out = WitnessTrace::default();
+    let mut pos = 16;
+    let mut chunk = 0;
+    while pos < bytes.len() {
+        if bytes.len() - pos < 8 {
+            return Err(TraceError::Truncated(bytes.len() - pos));
+        }
+        let thread = u32_at(bytes, pos);
+        let len = u32_at(bytes, pos + 4) as usize;
+        pos += 8;
+        if bytes.len() - pos < len {
+            return Err(TraceError::Truncated(bytes.len() - pos + 8));
+        }
+        let body = &bytes[pos..pos + len];
+        pos += len;
+        if thread == WTRACE_MODULE_CHUNK {
+            if len != 12 {
+                return Err(TraceError::BadRecord(chunk));
+            }
+            let mut h = [0u8; 8];
+            h.copy_from_slice(&body[4..12]);
+            out.modules.push((u32_at(body, 0), u64::from_le_bytes(h)));
+        } else if let Some(t) = out.threads.iter_mut().find(|t| t.0 == thread) {
+            t.1.extend_from_slice(body);
+        } else {
+            out.threads.push((thread, body.to_vec()));
+        }
+        chunk += 1;
+    }
+    Ok(out)
+}

@@ -48,6 +48,7 @@ fn function(name: &str, base: u32) -> FunctionMeta {
         unknown_edges: Vec::new(),
         paths: None,
         events: None,
+        wtrace: None,
         source: Default::default(),
     };
     f.cfg_hash = f.cfg().unwrap().shape_hash();

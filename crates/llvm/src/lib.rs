@@ -367,6 +367,7 @@ fn function_meta(
         unknown_edges: out.unknown_edges.iter().map(|&e| e.into()).collect(),
         paths: out.paths.clone(),
         events: out.events.clone(),
+        wtrace: out.wtrace.clone(),
         source: w.source.clone(),
     }
 }

@@ -92,7 +92,7 @@ pub(crate) fn cs(s: &str) -> CString {
 }
 
 /// Declares a function `void name(args...)` unless it exists.
-fn declare_void_fn(
+pub(crate) fn declare_void_fn(
     m: LLVMModuleRef,
     voidt: LLVMTypeRef,
     name: &str,

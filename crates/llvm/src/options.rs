@@ -103,6 +103,18 @@ pub struct Options {
                     variable at the loop's exits instead of counting every iteration")
     )]
     pub sese: bool,
+    /// Trace mode: `bits` takes the one-bit-per-branch plan (`witness::branch_plan`, §6.2's
+    /// bit tracing) in every function instead of the cheaper of it and the witness plan.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-trace", value_name = "witness|bits", num_args = 1,
+            require_equals = true, default_value = "witness",
+            action = clap::ArgAction::Set,
+            value_parser = witness_bits(),
+            help = "Trace mode: `bits` writes one witness per conditional branch (bit tracing) \
+                    instead of the cheaper of that and the witness plan, per function")
+    )]
+    pub trace_bits: bool,
     /// Jump optimization (paper 000 §6.3, generalizing Fig. 19): what an unconditional jump
     /// costs relative to a counter increment. A counter on an edge that must be split also
     /// costs the jump out of the new block, so the spanning tree is taken under weights that
@@ -115,6 +127,13 @@ pub struct Options {
                     block and a jump; 0 turns it off")
     )]
     pub jump_cost: f64,
+}
+
+/// Parses `witness` or `bits` (`--tally-trace`).
+#[cfg(feature = "clap")]
+fn witness_bits() -> impl clap::builder::TypedValueParser<Value = bool> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(["witness", "bits"]).map(|v| v == "bits")
 }
 
 /// Parses `on` or `off` (`--tally-promote`); errors list both.
@@ -165,6 +184,7 @@ impl Default for Options {
             early_exits: EarlyExits::default(),
             promote: true,
             sese: false,
+            trace_bits: false,
             jump_cost: DEFAULT_JUMP_COST,
         }
     }

@@ -58,6 +58,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             jump_cost: tally_llvm::DEFAULT_JUMP_COST,
             promote: true,
             sese: false,
+            trace_bits: false,
         },
     )
     .unwrap_or_else(|e| panic!("{mode:?}: {e}"))

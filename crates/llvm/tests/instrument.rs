@@ -103,7 +103,13 @@ fn check(src: &str, lang: &str) {
                             .count();
                         assert!(f.counters.len() >= cfg.num_edges() - early, "{}", f.name);
                     }
-                    Mode::Trace => assert!(f.counters.is_empty(), "a trace build counts nothing"),
+                    Mode::TraceNaive => {
+                        assert!(f.counters.is_empty(), "a trace build counts nothing")
+                    }
+                    Mode::Trace => {
+                        assert!(f.counters.is_empty(), "a trace build counts nothing");
+                        assert!(f.wtrace.is_some(), "{}: trace metadata", f.name);
+                    }
                     Mode::Events | Mode::EventsNaive => {
                         let e = f.events.as_ref().expect("events metadata");
                         assert_eq!(e.per_block.len(), cfg.num_blocks());

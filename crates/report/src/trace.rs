@@ -172,3 +172,49 @@ pub fn path_counts_from_trace(
     }
     Ok(out)
 }
+
+/// The block sequence of a trace-naive trace (the oracle of witness traces): in the records'
+/// global order, each activation's entry block and the target of each edge it took (edges to
+/// EXIT enter no block), as `(function name, block)`. Exact for single-threaded runs (the
+/// records of concurrent threads interleave).
+pub fn block_sequence(
+    trace: &[TraceRecord],
+    profile: &Profile,
+) -> Result<Vec<(String, u32)>, String> {
+    let mut cfgs: HashMap<(u64, u32), (String, Cfg)> = HashMap::new();
+    for m in &profile.modules {
+        for (i, f) in m.meta.functions.iter().enumerate() {
+            let cfg = f.cfg().map_err(|e| e.to_string())?;
+            cfgs.insert((m.hash, i as u32), (f.name.clone(), cfg));
+        }
+    }
+    let mut acts: HashMap<u64, &(String, Cfg)> = HashMap::new();
+    let mut out = Vec::new();
+    for r in trace {
+        match *r {
+            TraceRecord::Enter {
+                act,
+                module,
+                function,
+            } => {
+                let f = cfgs
+                    .get(&(module, function))
+                    .ok_or_else(|| format!("unknown function {function} of module {module:x}"))?;
+                out.push((f.0.clone(), f.1.entry().index() as u32));
+                acts.insert(act, f);
+            }
+            TraceRecord::Edge { act, edge } => {
+                let f = acts.get(&act).ok_or("an edge of an unknown activation")?;
+                let e = EdgeId::new(edge as usize);
+                if e.index() >= f.1.num_edges() {
+                    return Err(format!("edge {edge} out of range in {}", f.0));
+                }
+                let dst = f.1.edge(e).dst;
+                if !f.1.is_exit(dst) {
+                    out.push((f.0.clone(), dst.index() as u32));
+                }
+            }
+        }
+    }
+    Ok(out)
+}

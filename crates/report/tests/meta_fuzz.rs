@@ -30,7 +30,7 @@ use tally_graph::paths::{number_paths_limited, NumberedDag};
 use tally_graph::testing::{random_cfg_with, simulate, GenConfig, Rng, SimConfig};
 use tally_graph::{block_counts, heuristic_weights, place_edge_counters, Cfg, EdgeId};
 
-const MODES: [Mode; 8] = [
+const MODES: [Mode; 9] = [
     Mode::Edge,
     Mode::EdgesNaive,
     Mode::BlocksNaive,
@@ -38,6 +38,7 @@ const MODES: [Mode; 8] = [
     Mode::Path,
     Mode::Events,
     Mode::EventsNaive,
+    Mode::TraceNaive,
     Mode::Trace,
 ];
 
@@ -184,7 +185,7 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
                 calls,
             });
         }
-        Mode::Trace => {}
+        Mode::Trace | Mode::TraceNaive => {}
     }
     if mode == Mode::Path && paths.is_none() {
         for e in place_edge_counters(&cfg, &w, |_| false).chords {
@@ -213,6 +214,7 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
         unknown_edges,
         paths,
         events,
+        wtrace: None,
         source,
     };
     Built { f, values, entries }
@@ -850,6 +852,7 @@ fn a_different_numbering_is_refused() {
             numbering: numbered.fingerprint() ^ 1,
         }),
         events: None,
+        wtrace: None,
         source: Default::default(),
     };
     let meta = ModuleMeta {

@@ -86,6 +86,10 @@
 #define own_process tally__own_process
 #define trace_finish tally__trace_finish
 #define trace_forked tally__trace_forked
+#define trace_open_file tally__trace_open_file
+#define trace_module_hash tally__trace_module_hash
+#define wtrace_finish tally__wtrace_finish
+#define wtrace_forked tally__wtrace_forked
 /* exec.c, merge.c and their hooks */
 #define out_begin tally__out_begin
 #define out_bytes tally__out_bytes
@@ -373,5 +377,16 @@ int cont_final_path(char *dst, size_t cap);
 void trace_finish(void);
 /* Called in a fork child: it traces nothing. */
 void trace_forked(void);
+/* Opens the trace file (TALLY_TRACE) into `path` (PATH_CAP bytes): fd > 0, or -1. */
+int trace_open_file(char *path);
+/* The hash of the registered module whose counter array is `counters` (0: none). */
+uint64_t trace_module_hash(const uint64_t *counters);
+
+/* ---- wtrace.c ------------------------------------------------------------------------------ */
+
+/* Ends every thread's witness stream (End) and flushes it; async-signal-safe. */
+void wtrace_finish(void);
+/* Called in a fork child: it traces nothing. */
+void wtrace_forked(void);
 
 #endif

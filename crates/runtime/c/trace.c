@@ -1,5 +1,6 @@
 /*
- * trace.c -- trace mode: a full control-flow trace (every edge), the oracle for path profiles.
+ * trace.c -- trace-naive mode: a full control-flow trace (every edge), the oracle for path
+ * profiles and witness traces; the trace file's opening, shared with wtrace.c.
  */
 #include "rt.h"
 
@@ -31,40 +32,45 @@ static void trace_flush_locked(void) {
     trace.n = 0;
 }
 
-/* Opens the trace file (TALLY_TRACE, default <program>.trace) as open_target says; a new file
- * is renamed into place at once, so the trace is written under its final name. */
-static void trace_open(void) {
+/* Opens the trace file (TALLY_TRACE, default <program>.trace) as open_target says, into
+ * `path` (PATH_CAP bytes); a new file is renamed into place at once, so the trace is written
+ * under its final name. Returns the descriptor (> 0) or -1 (off, refused or failed; reported).
+ * Shared by trace-naive and witness tracing (wtrace.c). */
+int trace_open_file(char *path) {
     char line[PATH_CAP + 256];
     char tmp[PATH_CAP + 64];
-    trace.fd = -1;
-    int err = build_path_for(trace.path, sizeof trace.path, &env.trace, ".trace", 0, 0);
+    int err = build_path_for(path, PATH_CAP, &env.trace, ".trace", 0, 0);
     if (err == 1)
-        return;
+        return -1;
     if (err) {
-        report_line(line, sizeof line, "cannot open the trace file", trace.path, strerror(err));
-        return;
+        report_line(line, sizeof line, "cannot open the trace file", path, strerror(err));
+        return -1;
     }
     if (!secure_target_ok()) {
-        report_line(line, sizeof line, "not writing the trace file", trace.path, secure_refusal);
-        return;
+        report_line(line, sizeof line, "not writing the trace file", path, secure_refusal);
+        return -1;
     }
     const char *why;
-    int fd = open_target(trace.path, tmp, sizeof tmp, &err, &why);
+    int fd = open_target(path, tmp, sizeof tmp, &err, &why);
     if (fd == OPEN_REFUSED) {
-        report_line(line, sizeof line, "not writing the trace file", trace.path, why);
-        return;
+        report_line(line, sizeof line, "not writing the trace file", path, why);
+        return -1;
     }
-    if (fd >= 0 && tmp[0] && rename(tmp, trace.path) != 0) {
+    if (fd >= 0 && tmp[0] && rename(tmp, path) != 0) {
         err = errno;
         (void)unlink(tmp);
         (void)close(fd);
         fd = -2;
     }
     if (fd < 0) {
-        report_line(line, sizeof line, "cannot open the trace file", trace.path, strerror(err));
-        return;
+        report_line(line, sizeof line, "cannot open the trace file", path, strerror(err));
+        return -1;
     }
-    trace.fd = fd == 0 ? dup(fd) : fd;
+    return fd == 0 ? dup(fd) : fd;
+}
+
+static void trace_open(void) {
+    trace.fd = trace_open_file(trace.path);
     if (trace.fd > 0) {
         memcpy(trace.buf, "TALLYTRC\x01\0\0\0\0\0\0\0", 16);
         trace.n = 16;
@@ -89,7 +95,7 @@ static void trace_record(uint64_t a, uint64_t b, uint64_t c) {
     errno = saved_errno;
 }
 
-static uint64_t module_hash_of(const uint64_t *counters) {
+uint64_t trace_module_hash(const uint64_t *counters) {
     for (const struct tally_module *m = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); m;
          m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE))
         if (m->counters == counters)
@@ -99,7 +105,7 @@ static uint64_t module_hash_of(const uint64_t *counters) {
 
 uint64_t __tally_trace_enter(const uint64_t *module_counters, uint32_t function) {
     uint64_t act = __atomic_add_fetch(&trace.next_act, 1, __ATOMIC_RELAXED);
-    trace_record(act, (uint64_t)function, module_hash_of(module_counters));
+    trace_record(act, (uint64_t)function, trace_module_hash(module_counters));
     return act;
 }
 
@@ -113,6 +119,7 @@ void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret) {
 }
 
 void trace_finish(void) {
+    wtrace_finish();
     while (__atomic_exchange_n(&trace.lock, 1, __ATOMIC_ACQUIRE))
         sched_yield();
     trace_flush_locked();
@@ -124,6 +131,7 @@ void trace_finish(void) {
  * child traces nothing (its copy of the descriptor is closed, the inherited buffer dropped), so
  * the parent's trace stays the exact record of the parent. */
 void trace_forked(void) {
+    wtrace_forked();
     if (trace.fd > 0)
         (void)close(trace.fd);
     trace.fd = -1;

@@ -126,6 +126,26 @@ void __tally_trace_edge(uint64_t act, uint32_t edge);
 /* Trace mode: after setjmp; logs the re-entry edge when ret != 0. */
 void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret);
 
+/* Witness trace mode (`trace`, c/wtrace.c), per thread: a function is entered (`slot`: the
+ * module's trace slot, 0 until assigned; `self`: the function, which writes nothing when the
+ * caller announced it with __tally_wtrace_direct). Returns the thread's depth of traced
+ * activations, this one included. */
+uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, uint32_t function,
+                              const void *self);
+/* A traced function returns (`ret`): one traced activation fewer on this thread. */
+void __tally_wtrace_ret(void);
+/* A witness: the low `bits` bits of `value`. */
+void __tally_wtrace_put(uint32_t value, uint32_t bits);
+/* A traced direct call of `callee` follows. */
+void __tally_wtrace_direct(const void *callee);
+/* An unknown call returned normally. */
+void __tally_wtrace_back(void);
+/* Control landed where regeneration cannot follow (a landing pad). */
+void __tally_wtrace_lost(void);
+/* After setjmp: when ret != 0, a longjmp landed in the activation at `depth` (what enter
+ * returned), at block `block`. */
+void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block);
+
 /* Adds 1 to the count of `path` in `t` (path mode, functions with hashed path counters). */
 void __tally_path_count(struct tally_path_table *t, uint64_t path);
 

@@ -832,6 +832,7 @@ fn hashed_path_counts_are_exact_through_home_and_overflow() {
             numbering: 0, // the profile is read, never reported
         }),
         events: None,
+        wtrace: None,
         source: Default::default(),
     };
     let f = |name: &str, table: u32| {

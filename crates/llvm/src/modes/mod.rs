@@ -11,6 +11,7 @@ mod naive;
 mod path;
 mod trace;
 mod vertex;
+mod wtrace;
 
 pub use events::EV_SLACK;
 
@@ -61,6 +62,8 @@ pub(crate) struct Emitted {
     pub paths: Option<PathMeta>,
     /// Events mode: events per block and call sites.
     pub events: Option<EventMeta>,
+    /// Trace mode: call sites and witnesses.
+    pub wtrace: Option<tally_format::WtraceMeta>,
     /// The function keeps a shadow-stack frame record.
     pub shadow: bool,
     /// Counters on blocks split onto their edge.
@@ -108,7 +111,8 @@ pub(crate) fn of(mode: Mode) -> &'static dyn ModeImpl {
         Mode::BlocksNaive => &naive::BlocksNaive,
         Mode::Vertex => &vertex::Vertex,
         Mode::Path => &path::Path,
-        Mode::Trace => &trace::Trace,
+        Mode::TraceNaive => &trace::Trace,
+        Mode::Trace => &wtrace::WTrace,
         Mode::Events => &events::Events { naive: false },
         Mode::EventsNaive => &events::Events { naive: true },
     }

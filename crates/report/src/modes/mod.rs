@@ -77,7 +77,7 @@ pub(crate) fn of(mode: Mode) -> &'static dyn Reconstruct {
         Mode::Vertex => &vertex::Vertex,
         Mode::BlocksNaive => &blocks::Blocks,
         Mode::Path => &path::Path,
-        Mode::Trace | Mode::Events | Mode::EventsNaive => &none::Uncounted,
+        Mode::TraceNaive | Mode::Trace | Mode::Events | Mode::EventsNaive => &none::Uncounted,
     }
 }
 

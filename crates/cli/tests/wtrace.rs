@@ -1,0 +1,388 @@
+//! Witness tracing (`--tally-mode=trace`, paper 000 §4) against its oracle: the same program
+//! built in `trace-naive` mode (every edge taken, per activation) and run on the same input.
+//! The block sequence `tally trace` regenerates from the witnesses must equal trace-naive's,
+//! block for block, `longjmp` included; where regeneration cannot be exact (an exception
+//! landing pad) it must stop there with a clear error, after a prefix of the oracle's sequence.
+
+mod support;
+use std::path::{Path, PathBuf};
+use support::*;
+
+struct Outcome {
+    /// `(function, block)` of every regenerated block.
+    regenerated: Vec<(String, u32)>,
+    /// Why regeneration stopped early, if it did.
+    stopped: Vec<String>,
+    oracle: Vec<(String, u32)>,
+    trace_bytes: u64,
+    naive_bytes: u64,
+    /// Streams in the trace.
+    threads: usize,
+    /// Functions traced with the one-bit-per-branch plan.
+    branch_plans: usize,
+    /// The scratch directory (`trace/` and `trace-naive/` builds and their files).
+    dir: PathBuf,
+}
+
+/// Builds `args` in trace and trace-naive mode, runs both, regenerates and reads the oracle.
+fn run_both(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
+    run_both_with(name, cxx, args, Some(status), &[], &[])
+}
+
+/// [`run_both`] with `trace_flags` added to the trace build's arguments, the programs run
+/// with `run_args`, and `status` `None` for a death by signal.
+fn run_both_with(
+    name: &str,
+    cxx: bool,
+    args: &[String],
+    status: Option<i32>,
+    trace_flags: &[&str],
+    run_args: &[&str],
+) -> Outcome {
+    let dir = scratch(&format!("wtrace-{name}"));
+    let mut outs = Vec::new();
+    for mode in ["trace", "trace-naive"] {
+        let vdir = dir.join(mode);
+        std::fs::create_dir_all(&vdir).unwrap();
+        let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
+        if mode == "trace" {
+            a.splice(0..0, trace_flags.iter().copied());
+        }
+        build(Variant::Tally(mode), cxx, &a, &vdir.join("prog"), &dir);
+        let out = std::process::Command::new("./prog")
+            .args(run_args)
+            .current_dir(&vdir)
+            .env("TALLY_PROFILE", vdir.join("prog.tally"))
+            .env("TALLY_TRACE", vdir.join("prog.trace"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), status, "{name} {mode}");
+        outs.push(out.stdout);
+    }
+    assert_eq!(outs[0], outs[1], "{name}: outputs differ");
+    let prof = tally_format::profile::Profile::read_file(dir.join("trace/prog.tally")).unwrap();
+    let branch_plans = prof
+        .modules
+        .iter()
+        .flat_map(|m| &m.meta.functions)
+        .filter(|f| f.wtrace.as_ref().is_some_and(|w| w.branch))
+        .count();
+    let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
+    let r =
+        tally_report::wtrace::regenerate(&bytes, &prof).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let naive_prof =
+        tally_format::profile::Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
+    let naive_bytes = std::fs::read(dir.join("trace-naive/prog.trace")).unwrap();
+    let naive = tally_format::trace::read_trace(&naive_bytes).unwrap();
+    let oracle = tally_report::trace::block_sequence(&naive, &naive_prof).unwrap();
+    Outcome {
+        regenerated: r
+            .blocks
+            .iter()
+            .map(|b| (b.function.clone(), b.block))
+            .collect(),
+        stopped: r.stopped.iter().map(|s| s.1.clone()).collect(),
+        oracle,
+        trace_bytes: bytes.len() as u64,
+        naive_bytes: naive_bytes.len() as u64,
+        threads: tally_format::trace::read_witness_trace(&bytes)
+            .unwrap()
+            .threads
+            .len(),
+        dir,
+        branch_plans,
+    }
+}
+
+fn first_difference(a: &[(String, u32)], b: &[(String, u32)]) -> String {
+    let i = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    format!(
+        "first difference at block {i} of {} / {}: regenerated {:?}, oracle {:?}",
+        a.len(),
+        b.len(),
+        a.get(i.saturating_sub(2)..(i + 3).min(a.len())),
+        b.get(i.saturating_sub(2)..(i + 3).min(b.len()))
+    )
+}
+
+fn single(file: &Path, opt: &str) -> Vec<String> {
+    vec![opt.into(), "-g".into(), file.display().to_string()]
+}
+
+/// The test programs of the path oracle: every early-exit case and the shapes. Programs that
+/// throw must stop with the "not exact" error after a prefix of the oracle.
+#[test]
+fn regenerated_block_sequences_equal_trace_naive() {
+    let early: Vec<(PathBuf, i32)> =
+        std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let mut it = l.split_whitespace();
+                (
+                    repo().join("testdata/early").join(it.next().unwrap()),
+                    it.next().unwrap().parse().unwrap(),
+                )
+            })
+            .chain(
+                ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
+                    .iter()
+                    .map(|f| (repo().join("testdata/shapes").join(f), 0)),
+            )
+            .collect();
+    let mut exact = 0;
+    for (file, status) in &early {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("{}{opt}", file.file_name().unwrap().to_str().unwrap());
+            let cxx = file.extension().is_some_and(|e| e == "cpp");
+            let o = run_both(&name, cxx, &single(file, opt), *status);
+            eprintln!(
+                "{name}: {} blocks; trace {} bytes, trace-naive {} bytes ({:.4}x)",
+                o.oracle.len(),
+                o.trace_bytes,
+                o.naive_bytes,
+                o.trace_bytes as f64 / o.naive_bytes as f64
+            );
+            if o.stopped.is_empty() {
+                assert!(
+                    o.regenerated == o.oracle,
+                    "{name}: {}",
+                    first_difference(&o.regenerated, &o.oracle)
+                );
+                // At -O2 latch.ll folds to a constant (one block).
+                if !name.starts_with("latch.ll-O2") {
+                    assert!(o.oracle.len() > 10, "{name}: too little compared");
+                }
+                exact += 1;
+            } else {
+                assert!(
+                    o.stopped
+                        .iter()
+                        .all(|s| s == tally_report::wtrace::NOT_EXACT),
+                    "{name}: {:?}",
+                    o.stopped
+                );
+                assert!(
+                    o.oracle.starts_with(&o.regenerated),
+                    "{name}: stopped early, but not after a prefix: {}",
+                    first_difference(&o.regenerated, &o.oracle)
+                );
+                eprintln!(
+                    "{name}: stopped after {} blocks: {:?}",
+                    o.regenerated.len(),
+                    o.stopped
+                );
+            }
+        }
+    }
+    assert!(exact >= 16, "only {exact} programs regenerated exactly");
+}
+
+/// Calls through pointers, `qsort` calling back into traced code, a callback table, recursion
+/// through a pointer and a switch: every `Enter`/`Back` case of the stream model.
+const CALLBACKS: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+static int cmp_rev(const void *a, const void *b) { return cmp_int(b, a); }
+static int twice(int x) { return 2 * x; }
+static int inc(int x) { return x + 1; }
+static int rec(int (*f)(int), int n) { return n <= 0 ? 0 : f(n) + rec(f, n - 1); }
+int apply(int (*f)(int), int x) { return f(x); }
+int main(int argc, char **argv) {
+    int a[200];
+    unsigned s = 7;
+    for (int i = 0; i < 200; i++) { s = s * 1103515245u + 12345u; a[i] = (int)(s >> 8) % 1000; }
+    qsort(a, 200, sizeof a[0], argc > 5 ? cmp_rev : cmp_int);
+    int (*fs[3])(int) = {twice, inc, abs};
+    long t = 0;
+    for (int i = 0; i < 200; i++) {
+        switch (a[i] % 5) {
+        case 0: t += apply(fs[i % 3], a[i]); break;
+        case 1: t += rec(fs[(i + 1) % 3], a[i] % 7); break;
+        case 2: t -= (long)strlen(argv[0]); break;
+        default: t ^= a[i];
+        }
+    }
+    qsort(a, 200, sizeof a[0], cmp_rev);
+    printf("%ld %d %d\n", t, a[0], a[199]);
+    return 0;
+}
+"#;
+
+#[test]
+fn callbacks_and_pointers_regenerate_exactly() {
+    let dir = scratch("wtrace-callbacks-src");
+    let src = dir.join("callbacks.c");
+    std::fs::write(&src, CALLBACKS).unwrap();
+    for opt in ["-O0", "-O2"] {
+        let name = format!("callbacks{opt}");
+        let o = run_both(&name, false, &single(&src, opt), 0);
+        assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+        assert!(
+            o.regenerated == o.oracle,
+            "{name}: {}",
+            first_difference(&o.regenerated, &o.oracle)
+        );
+        assert!(o.oracle.len() > 1000, "{name}: too little compared");
+        eprintln!(
+            "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
+            o.oracle.len(),
+            o.trace_bytes,
+            o.naive_bytes
+        );
+    }
+}
+
+/// Four threads at once (one stream each): the blocks regenerated over all threads, counted,
+/// equal trace-naive's (whose records interleave the threads, so only counts compare).
+#[test]
+fn threads_regenerate_to_the_oracle_block_counts() {
+    let src = repo().join("testdata/threads/workers.c");
+    let args = vec![
+        "-O2".into(),
+        "-g".into(),
+        "-pthread".into(),
+        src.display().to_string(),
+    ];
+    let o = run_both("workers", false, &args, 0);
+    assert!(o.stopped.is_empty(), "{:?}", o.stopped);
+    let count = |v: &[(String, u32)]| {
+        let mut m = std::collections::BTreeMap::new();
+        for b in v {
+            *m.entry(b.clone()).or_insert(0u64) += 1;
+        }
+        m
+    };
+    assert!(o.threads >= 5, "{} streams", o.threads);
+    assert_eq!(count(&o.regenerated), count(&o.oracle));
+    eprintln!(
+        "workers: {} blocks in {} threads; trace {} bytes, trace-naive {} bytes",
+        o.oracle.len(),
+        o.threads,
+        o.trace_bytes,
+        o.naive_bytes
+    );
+}
+
+/// `tally trace` on the command line: text, JSON, a range and a function filter; a file that
+/// is not a trace is a one-line error.
+#[test]
+fn tally_trace_command() {
+    let src = repo().join("testdata/early/recursion.c");
+    let o = run_both("cli", false, &single(&src, "-O1"), 4);
+    let dir = o.dir.join("trace");
+    let run = |args: &[&str]| {
+        std::process::Command::new(tally())
+            .arg("trace")
+            .arg(dir.join("prog.trace"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let text = run(&["--limit", "5"]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert_eq!(text.lines().count(), 6, "{text}");
+    assert!(text.lines().nth(1).unwrap().contains("main"), "{text}");
+    assert!(text.contains("recursion.c:"), "{text}");
+    let json = run(&[
+        "--format",
+        "json",
+        "--function",
+        "^main$",
+        "--from",
+        "1",
+        "--limit",
+        "3",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["total_blocks"].as_u64(), Some(o.oracle.len() as u64));
+    let blocks = v["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 3);
+    assert!(blocks.iter().all(|b| b["function"] == "main"));
+    let mains: Vec<u32> = o
+        .oracle
+        .iter()
+        .filter(|b| b.0 == "main")
+        .map(|b| b.1)
+        .collect();
+    let shown: Vec<u32> = blocks
+        .iter()
+        .map(|b| b["block"].as_u64().unwrap() as u32)
+        .collect();
+    assert_eq!(shown, mains[1..4]);
+    let bad = std::process::Command::new(tally())
+        .args(["trace", "--profile"])
+        .arg(dir.join("prog.tally"))
+        .arg(dir.join("prog.tally"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not a tally trace"), "{err}");
+}
+
+/// `--tally-trace=bits`: every function takes the one-bit-per-branch plan (§6.2's bit
+/// tracing), which regenerates as exactly; its size is printed next to the default's.
+#[test]
+fn bit_tracing_regenerates_exactly() {
+    for file in ["testdata/shapes/shapes.c", "testdata/early/longjmp.c"] {
+        let src = repo().join(file);
+        let base = src.file_name().unwrap().to_str().unwrap().to_string();
+        let default = run_both(&format!("{base}-witness"), false, &single(&src, "-O2"), 0);
+        let bits = run_both_with(
+            &format!("{base}-bits"),
+            false,
+            &single(&src, "-O2"),
+            Some(0),
+            &["--tally-trace=bits"],
+            &[],
+        );
+        assert!(bits.stopped.is_empty(), "{base}: {:?}", bits.stopped);
+        assert!(
+            bits.regenerated == bits.oracle,
+            "{base}: {}",
+            first_difference(&bits.regenerated, &bits.oracle)
+        );
+        assert!(
+            bits.branch_plans > 0,
+            "{base}: no function took the branch plan"
+        );
+        eprintln!(
+            "{base} -O2: {} blocks; trace (cheaper plan, {} of the functions on the branch plan) {} bytes, --tally-trace=bits {} bytes, trace-naive {} bytes",
+            bits.oracle.len(),
+            default.branch_plans,
+            default.trace_bytes,
+            bits.trace_bytes,
+            bits.naive_bytes
+        );
+    }
+}
+
+/// A process that ends by `abort`, by `raise` of a fatal signal, or normally after a function
+/// with an endless loop of calls (`for (;;) pause();`, whose cycle has no predicate): the
+/// streams end at the fatal-signal path and regenerate exactly. (A fault *between* calls is
+/// not compared: the last blocks regenerated may go past the faulting instruction.)
+#[test]
+fn fatal_signals_end_the_streams() {
+    let src = repo().join("testdata/crash/crash.c");
+    for (how, status) in [("", Some(0)), ("abort", None), ("raise", None)] {
+        let name = format!("crash-{}", if how.is_empty() { "none" } else { how });
+        let run: Vec<&str> = if how.is_empty() { vec![] } else { vec![how] };
+        let o = run_both_with(&name, false, &single(&src, "-O1"), status, &[], &run);
+        assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+        assert!(
+            o.regenerated == o.oracle,
+            "{name}: {}",
+            first_difference(&o.regenerated, &o.oracle)
+        );
+        assert!(o.oracle.len() > 100, "{name}: too little compared");
+    }
+}

@@ -1,0 +1,574 @@
+//! `trace` mode: witness tracing (paper 000 §4; `tally_graph::witness`). Each function is
+//! lowered to a [`FunctionInput`] (its graph, the call sites of each block in order, its
+//! unwind edges), given the cheaper of the witness and branch plans (`cheaper_plan`, checked
+//! by `check_plan`), and instrumented to write exactly the records of
+//! `tally_graph::witness::stream::records_of` through the runtime (`c/wtrace.c`):
+//!
+//! - every witnessed edge of width > 0: `__tally_wtrace_put(value, bits)` at the edge's site
+//!   (the sites of [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none);
+//! - the entry: `__tally_wtrace_enter(&slot, counters, index, self)`, which writes `Enter`
+//!   unless the caller was a traced `Direct` site, which said so by
+//!   `__tally_wtrace_direct(callee)` just before the call (a per-thread flag naming the
+//!   callee, so a stale flag can never silence another function's `Enter`);
+//! - after every `Unknown` call that returns: `__tally_wtrace_back()`;
+//! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
+//!   record with the number of traced activations the `longjmp` abandoned (the runtime keeps
+//!   each thread's depth: `enter` adds one and returns it, `__tally_wtrace_ret()` before each
+//!   `ret` takes one off; functions with `setjmp` keep their depth in an alloca);
+//! - a landing pad: `__tally_wtrace_lost()`, a record that makes the reader stop with "not
+//!   exact past this point" (exceptions are not followed).
+//!
+//! The metadata keeps the call sites (callees by name) and the plan ([`WtraceMeta`]), so the
+//! reader regenerates with exactly the plan the code was built with.
+
+use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
+use crate::apply::SiteAction;
+use crate::emit::{cname, Emitter};
+use crate::ends::SETJMP_NAMES;
+use crate::ir::{self, Val};
+use crate::lower::{EdgeIr, Lowered};
+use crate::plan::{Plan as SitePlan, TagTarget};
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMLinkage, LLVMOpcode};
+use tally_format::{Probe, WCallee, WtraceMeta};
+use tally_graph::witness::{self, CallSite, Callee, FuncId, FunctionInput, Plan, PlanKind};
+use tally_graph::{EdgeId, IdVec, NodeId};
+
+/// Declared-only functions known to write nothing and never call back into the program: the
+/// leaves of libc a program calls most. Conservative: anything not listed is `Unknown` (one
+/// `Back` record per call). The allocator is not listed (a program may define its own).
+const OPAQUE_LIBC: &[&str] = &[
+    "strlen",
+    "strnlen",
+    "strcmp",
+    "strncmp",
+    "strcpy",
+    "strncpy",
+    "strcat",
+    "strncat",
+    "strchr",
+    "strrchr",
+    "strstr",
+    "strspn",
+    "strcspn",
+    "memcpy",
+    "memmove",
+    "memset",
+    "memcmp",
+    "memchr",
+    "printf",
+    "fprintf",
+    "sprintf",
+    "snprintf",
+    "puts",
+    "putchar",
+    "fputs",
+    "fputc",
+    "putc",
+    "fwrite",
+    "fflush",
+    "abs",
+    "labs",
+    "llabs",
+    "sqrt",
+    "sin",
+    "cos",
+    "exp",
+    "log",
+    "pow",
+    "floor",
+    "ceil",
+    "fabs",
+    "atoi",
+    "atol",
+    "strtol",
+    "strtoul",
+    "strtod",
+    "toupper",
+    "tolower",
+    "__ctype_b_loc",
+    "__errno_location",
+];
+
+pub(crate) struct WTrace;
+
+/// One call instruction of a block and how the plan sees it.
+struct Call {
+    instr: Val,
+    callee: WCallee,
+}
+
+fn classify(v: Val) -> WCallee {
+    if v.calls_inline_asm() {
+        return WCallee::Opaque;
+    }
+    let Some(f) = v.called_function() else {
+        return WCallee::Unknown;
+    };
+    let name = f.name();
+    if f.intrinsic_id() != 0 || SETJMP_NAMES.contains(&name.as_str()) {
+        // setjmp's first return is normal; its second is a landing (`__tally_wtrace_reentry`).
+        return WCallee::Opaque;
+    }
+    if !f.is_declaration() && !name.starts_with("__tally_") {
+        use LLVMLinkage::*;
+        // Only a definition the linker cannot replace by another copy is `Direct`.
+        return match f.linkage() {
+            LLVMInternalLinkage | LLVMPrivateLinkage | LLVMExternalLinkage => WCallee::Direct(name),
+            _ => WCallee::Unknown,
+        };
+    }
+    if OPAQUE_LIBC.contains(&name.as_str()) {
+        WCallee::Opaque
+    } else {
+        WCallee::Unknown
+    }
+}
+
+fn calls_of(l: &Lowered) -> Vec<Vec<Call>> {
+    l.nodes
+        .iter()
+        .map(|n| {
+            n.instrs
+                .iter()
+                .filter(|v| v.is_call_like())
+                .map(|&instr| Call {
+                    instr,
+                    callee: classify(instr),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn input_of(l: &Lowered, calls: &[Vec<Call>]) -> FunctionInput {
+    let mut per_node: Vec<Vec<CallSite>> = calls
+        .iter()
+        .map(|cs| {
+            cs.iter()
+                .map(|call| CallSite {
+                    callee: match call.callee {
+                        // The plan only asks whether a site is a call vertex.
+                        WCallee::Direct(_) => Callee::Direct(FuncId(0)),
+                        WCallee::Opaque => Callee::Opaque,
+                        WCallee::Unknown => Callee::Unknown,
+                    },
+                })
+                .collect()
+        })
+        .collect();
+    per_node.push(Vec::new()); // EXIT
+    let unwind = l
+        .edges
+        .iter()
+        .map(|e| match *e {
+            EdgeIr::Succ { term, index, .. } => {
+                term.opcode() == LLVMOpcode::LLVMInvoke && index == 1
+            }
+            _ => false,
+        })
+        .collect();
+    FunctionInput {
+        cfg: l.cfg.clone(),
+        calls: IdVec::from_vec(per_node),
+        unwind: IdVec::from_vec(unwind),
+    }
+}
+
+impl ModeImpl for WTrace {
+    fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
+        // A function that cannot be traced is still instrumented, to say so where it runs:
+        // its callers' plans treat it as any other call.
+        Ok(self
+            .plan_traced(cx)
+            .unwrap_or_else(|why| Box::new(Untraced(why))))
+    }
+}
+
+impl WTrace {
+    fn plan_traced(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
+        let l = cx.l;
+        let calls = calls_of(l);
+        let input = input_of(l, &calls);
+        let weights = match cx.weights {
+            Some(w) => w.clone(),
+            None => tally_graph::weight::heuristic_weights(&l.cfg),
+        };
+        // The branch plan leaves cycles without a predicate (`for (;;) pause();`) unwitnessed,
+        // which `check_plan` rejects (`E - Ewit` must be acyclic); `cheaper_plan` does not
+        // know that, so the witness plan is the fallback.
+        let first = if cx.opts.trace_bits {
+            witness::branch_plan(&input)
+        } else {
+            witness::cheaper_plan(&input, &weights)
+        };
+        let plan = match witness::check_plan(&input, &first) {
+            Ok(()) => first,
+            Err(e) => {
+                let second = witness::witness_plan(&input, &weights);
+                witness::check_plan(&input, &second)
+                    .map_err(|_| format!("trace plan fails its check: {e}"))?;
+                second
+            }
+        };
+        for (i, _) in l.nodes.iter().enumerate() {
+            for call in &calls[i] {
+                if call.instr.opcode() != LLVMOpcode::LLVMCall && call.callee == WCallee::Unknown {
+                    // `Back` goes at the start of the normal destination: it must be entered
+                    // from this call only.
+                    let normal = call.instr.successor(0);
+                    let shared = l
+                        .nodes
+                        .iter()
+                        .position(|n| n.after_setjmp.is_none() && n.start.parent() == normal)
+                        .is_none_or(|d| l.cfg.preds(NodeId::new(d)).len() != 1);
+                    if shared || call.instr.opcode() != LLVMOpcode::LLVMInvoke {
+                        return Err("trace mode: an unknown invoke or callbr whose normal \
+                                    destination is shared"
+                            .into());
+                    }
+                }
+            }
+        }
+        let musttail = calls.iter().flatten().any(|c| {
+            c.instr.opcode() == LLVMOpcode::LLVMCall
+                && c.instr.tail_kind() == llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail
+        });
+        if musttail {
+            return Err("trace mode: a musttail call (the return would need code after it)".into());
+        }
+        // Return edges are written by hand right before the `ret` (after a `tail` call the
+        // sites would put them before the call, whose records come first).
+        let witnessed: Vec<EdgeId> = plan
+            .witness
+            .iter()
+            .filter(|(e, w)| {
+                w.is_some_and(|w| w.bits > 0)
+                    && l.cfg.edge(*e).kind != tally_graph::EdgeKind::Return
+            })
+            .map(|(e, _)| e)
+            .collect();
+        let sites = SitePlan::for_edges(l, &witnessed, false);
+        Ok(Box::new(WPlan {
+            calls,
+            unwind: input.unwind,
+            plan,
+            sites,
+        }))
+    }
+}
+
+struct WPlan {
+    calls: Vec<Vec<Call>>,
+    unwind: IdVec<EdgeId, bool>,
+    plan: Plan,
+    sites: SitePlan,
+}
+
+/// The runtime entry points of trace mode.
+struct Runtime {
+    enter: (LLVMValueRef, LLVMTypeRef),
+    put: (LLVMValueRef, LLVMTypeRef),
+    direct: (LLVMValueRef, LLVMTypeRef),
+    back: (LLVMValueRef, LLVMTypeRef),
+    lost: (LLVMValueRef, LLVMTypeRef),
+    ret: (LLVMValueRef, LLVMTypeRef),
+    reentry: (LLVMValueRef, LLVMTypeRef),
+    /// The module's slot in the trace (`__tally_wtrace_slot`, 0 until the runtime assigns it).
+    slot: LLVMValueRef,
+}
+
+impl Runtime {
+    fn declare(g: &crate::emit::Globals) -> Runtime {
+        let m = g.module;
+        let f = |name: &str, args: &mut [LLVMTypeRef]| {
+            crate::module::declare_void_fn(m, g.voidt, name, args)
+        };
+        let slot = unsafe {
+            let n = cname("__tally_wtrace_slot");
+            let mut s = c::LLVMGetNamedGlobal(m, n.as_ptr());
+            if s.is_null() {
+                s = c::LLVMAddGlobal(m, g.i32t, n.as_ptr());
+                c::LLVMSetLinkage(s, LLVMLinkage::LLVMInternalLinkage);
+                c::LLVMSetInitializer(s, c::LLVMConstInt(g.i32t, 0, 0));
+            }
+            s
+        };
+        Runtime {
+            enter: unsafe {
+                let n = cname("__tally_wtrace_enter");
+                let mut args = [g.ptrt, g.ptrt, g.i32t, g.ptrt];
+                let ty = c::LLVMFunctionType(g.i32t, args.as_mut_ptr(), 4, 0);
+                let mut func = c::LLVMGetNamedFunction(m, n.as_ptr());
+                if func.is_null() {
+                    func = c::LLVMAddFunction(m, n.as_ptr(), ty);
+                }
+                (func, ty)
+            },
+            ret: f("__tally_wtrace_ret", &mut []),
+            put: f("__tally_wtrace_put", &mut [g.i32t, g.i32t]),
+            direct: f("__tally_wtrace_direct", &mut [g.ptrt]),
+            back: f("__tally_wtrace_back", &mut []),
+            lost: f("__tally_wtrace_lost", &mut []),
+            reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
+            slot,
+        }
+    }
+}
+
+impl FnPlan for WPlan {
+    fn num_counters(&self) -> usize {
+        0 // a trace build counts nothing
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        let rt = Runtime::declare(cx.g);
+        let em = Emitter {
+            g: cx.g,
+            b: unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) },
+            fn_scope: ir::subprogram(cx.func),
+            func: cx.func,
+        };
+        // 1. `Back` right after each unknown call, before any code the sites put at the end
+        // of its block (the out-edge's witness follows the call's records).
+        for call in self.calls.iter().flatten() {
+            if call.callee != WCallee::Unknown {
+                continue;
+            }
+            let after = if call.instr.opcode() == LLVMOpcode::LLVMCall {
+                call.instr.next()
+            } else {
+                call.instr.successor(0).insertion_start()
+            };
+            if let Some(after) = after {
+                em.at(after);
+                em.call(rt.back, &mut [], call.instr);
+            }
+        }
+        // 2. Entry and witnesses.
+        let mut log = Log {
+            rt: &rt,
+            function: cx.index,
+            witness: &self.plan.witness,
+            depth: cx.l.has_setjmp.then(std::ptr::null_mut),
+        };
+        crate::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
+        // 3. The direct flag immediately before each direct call (after any site code).
+        for call in self.calls.iter().flatten() {
+            if let WCallee::Direct(_) = call.callee {
+                let callee = call.instr.called_value();
+                em.at(call.instr);
+                em.call(rt.direct, &mut [callee.0], call.instr);
+            }
+        }
+        // 4. Landings, first thing where control lands: `setjmp`'s second return (`Unwind`:
+        // the traced activations above this one that the `longjmp` abandoned), landing pads
+        // ("lost": not followed). And the depth of traced activations at each `ret`.
+        for (i, n) in cx.l.nodes.iter().enumerate() {
+            if let (Some(sj), Some(depth)) = (n.after_setjmp, log.depth) {
+                if let Some(next) = sj.next() {
+                    em.at(next);
+                    let d = unsafe {
+                        let empty = cname("");
+                        c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
+                    };
+                    em.call(rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
+                }
+            } else if n.landing_pad {
+                let pad = n
+                    .instrs
+                    .iter()
+                    .find(|v| v.opcode() == LLVMOpcode::LLVMLandingPad);
+                if let Some(next) = pad.and_then(|p| p.next()) {
+                    em.at(next);
+                    em.call(rt.lost, &mut [], next);
+                }
+            }
+        }
+        for n in &cx.l.nodes {
+            if let Some(term) = n
+                .instrs
+                .last()
+                .filter(|t| t.opcode() == LLVMOpcode::LLVMRet)
+            {
+                if n.returns {
+                    em.at(*term);
+                    em.call(rt.ret, &mut [], *term);
+                }
+            }
+        }
+        unsafe { c::LLVMDisposeBuilder(em.b) };
+        Emitted {
+            split: self.sites.split(),
+            tagged: self.sites.tagged(),
+            wtrace: Some(WtraceMeta {
+                calls: self
+                    .calls
+                    .iter()
+                    .map(|cs| cs.iter().map(|c| c.callee.clone()).collect())
+                    .collect(),
+                witness: self
+                    .plan
+                    .witness
+                    .values()
+                    .iter()
+                    .map(|w| w.map(|w| (w.value, w.bits)))
+                    .collect(),
+                read_bits: self.plan.read_bits.values().to_vec(),
+                unwind: self
+                    .unwind
+                    .iter()
+                    .filter(|(_, &u)| u)
+                    .map(|(e, _)| e.into())
+                    .collect(),
+                branch: self.plan.kind == PlanKind::Branch,
+                untraced: None,
+            }),
+            ..Emitted::default()
+        }
+    }
+}
+
+/// A function trace mode cannot trace: it writes a "lost" record at entry, which regeneration
+/// reads as "not exact past this point" (its callers treat it as an unknown callee).
+struct Untraced(String);
+
+impl FnPlan for Untraced {
+    fn num_counters(&self) -> usize {
+        0
+    }
+
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        let rt = Runtime::declare(cx.g);
+        let em = Emitter {
+            g: cx.g,
+            b: unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) },
+            fn_scope: ir::subprogram(cx.func),
+            func: cx.func,
+        };
+        if let Some(first) = cx.l.nodes.first().map(|n| n.start) {
+            em.at(first);
+            em.call(rt.lost, &mut [], first);
+        }
+        unsafe { c::LLVMDisposeBuilder(em.b) };
+        Emitted {
+            wtrace: Some(WtraceMeta {
+                calls: Vec::new(),
+                witness: Vec::new(),
+                read_bits: Vec::new(),
+                unwind: Vec::new(),
+                branch: false,
+                untraced: Some(self.0.clone()),
+            }),
+            ..Emitted::default()
+        }
+    }
+}
+
+/// Writes the entry record and the witnesses.
+struct Log<'a> {
+    rt: &'a Runtime,
+    function: u32,
+    witness: &'a IdVec<EdgeId, Option<witness::Witness>>,
+    /// Functions with `setjmp`: the alloca keeping the activation's depth (set by `enter`).
+    depth: Option<LLVMValueRef>,
+}
+
+impl Log<'_> {
+    fn put(&self, em: &Emitter, e: EdgeId, near: Val) {
+        if let Some(w) = self.witness[e].filter(|w| w.bits > 0) {
+            em.call(
+                self.rt.put,
+                &mut [em.i32c(u64::from(w.value)), em.i32c(u64::from(w.bits))],
+                near,
+            );
+        }
+    }
+}
+
+impl SiteAction for Log<'_> {
+    fn enter(&mut self, em: &Emitter, entry_first: Val) {
+        let empty = cname("");
+        let mut args = [
+            self.rt.slot,
+            em.g.counters,
+            em.i32c(u64::from(self.function)),
+            em.func.0,
+        ];
+        unsafe {
+            let call = c::LLVMBuildCall2(
+                em.b,
+                self.rt.enter.1,
+                self.rt.enter.0,
+                args.as_mut_ptr(),
+                4,
+                empty.as_ptr(),
+            );
+            Val(call).set_debug_loc(em.call_loc(entry_first));
+            if self.depth.is_some() {
+                let n = cname("tally.depth");
+                let slot = c::LLVMBuildAlloca(em.b, em.g.i32t, n.as_ptr());
+                c::LLVMBuildStore(em.b, call, slot);
+                self.depth = Some(slot);
+            }
+        }
+    }
+
+    fn at_site(&self, em: &Emitter, probe: Probe, _idx: u64) {
+        let Probe::Edge(e) = probe else {
+            unreachable!("trace mode witnesses edges, not {probe:?}")
+        };
+        let here = unsafe { Val(c::LLVMGetBasicBlockTerminator(c::LLVMGetInsertBlock(em.b))) };
+        let near = if here.is_null() {
+            Val(unsafe { c::LLVMGetFirstInstruction(c::LLVMGetInsertBlock(em.b)) })
+        } else {
+            here
+        };
+        self.put(em, e.edge(), near);
+    }
+
+    fn at_reentry(&self, _em: &Emitter, _probe: Probe, _idx: u64, _sj: Val) {
+        // Re-entry edges carry no witness (the landing writes its own record).
+    }
+
+    fn at_tag_target(&self, em: &Emitter, l: &Lowered, t: &TagTarget, tag: LLVMValueRef, _: u64) {
+        // The witness of incoming edge `tag`, from constant tables (width 0: nothing).
+        let empty = cname("");
+        let g = em.g;
+        let start = l.nodes[t.node.index()].start;
+        let preds = l.cfg.preds(t.node);
+        let table = |f: &dyn Fn(Option<witness::Witness>) -> u64| unsafe {
+            let mut vals: Vec<LLVMValueRef> = preds
+                .iter()
+                .map(|&e| em.i32c(f(self.witness[e].filter(|w| w.bits > 0))))
+                .collect();
+            let arr = c::LLVMConstArray2(g.i32t, vals.as_mut_ptr(), vals.len() as u64);
+            let n = cname("__tally_wtrace_preds");
+            let table = c::LLVMAddGlobal(g.module, c::LLVMTypeOf(arr), n.as_ptr());
+            c::LLVMSetLinkage(table, LLVMLinkage::LLVMPrivateLinkage);
+            c::LLVMSetInitializer(table, arr);
+            c::LLVMSetGlobalConstant(table, 1);
+            table
+        };
+        let values = table(&|w| w.map_or(0, |w| u64::from(w.value)));
+        let widths = table(&|w| w.map_or(0, |w| u64::from(w.bits)));
+        unsafe {
+            let v = c::LLVMBuildLoad2(em.b, g.i32t, tag, empty.as_ptr());
+            let load = |table| {
+                let mut idx = [v];
+                let p = c::LLVMBuildInBoundsGEP2(
+                    em.b,
+                    g.i32t,
+                    table,
+                    idx.as_mut_ptr(),
+                    1,
+                    empty.as_ptr(),
+                );
+                c::LLVMBuildLoad2(em.b, g.i32t, p, empty.as_ptr())
+            };
+            let (value, bits) = (load(values), load(widths));
+            em.call(self.rt.put, &mut [value, bits], start);
+        }
+    }
+}

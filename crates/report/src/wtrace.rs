@@ -1,0 +1,366 @@
+//! `tally trace`: the executed block sequence of each thread, regenerated from a witness
+//! trace (`--tally-mode=trace`, `tally_format::trace::read_witness_trace`) and the profile the
+//! same run wrote (its metadata holds each function's graph, call sites and plan). Regeneration
+//! is paper 000's Fig. 14 with a stack of active procedures (`tally_graph::witness::regen`);
+//! this module resolves the trace's `(module slot, function index)` names and decodes the
+//! runtime's bit stream (`crates/runtime/c/wtrace.c`).
+
+use std::collections::HashMap;
+use tally_format::profile::Profile;
+use tally_format::trace::{read_witness_trace, WitnessTrace};
+use tally_format::{FunctionMeta, WCallee};
+use tally_graph::witness::regen::{Expect, RecordSource, Regenerator};
+use tally_graph::witness::{
+    check_plan, CallSite, Callee, FuncId, FunctionInput, Landing, Plan, PlanKind, Record,
+    RegenError, Traced, Witness,
+};
+use tally_graph::IdVec;
+
+/// What the reader says when a thread landed where regeneration cannot follow.
+pub const NOT_EXACT: &str =
+    "regeneration not exact past this point: control reached an exception handler or a function trace mode could not instrument";
+
+/// One executed block.
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
+pub struct Block {
+    /// The thread (numbered from 1 in the order threads first wrote).
+    pub thread: u32,
+    /// The function's linkage name.
+    pub function: String,
+    /// The block's index in the function's graph.
+    pub block: u32,
+    /// Its source file, if known.
+    pub file: Option<String>,
+    /// Its line (0 when unknown).
+    pub line: u32,
+}
+
+/// The regenerated execution.
+#[derive(Clone, PartialEq, Eq, Debug, Default, serde::Serialize)]
+pub struct Regenerated {
+    /// Every block, thread by thread, in execution order within each thread.
+    pub blocks: Vec<Block>,
+    /// Threads whose regeneration stopped early, and why (their blocks up to that point are
+    /// in [`Regenerated::blocks`]).
+    pub stopped: Vec<(u32, String)>,
+    /// Size of the trace file in bytes.
+    pub trace_bytes: usize,
+}
+
+struct Program<'a> {
+    funcs: Vec<Traced>,
+    /// For each FuncId: its metadata and its module's file table.
+    meta: Vec<(&'a FunctionMeta, &'a [String])>,
+    /// `(module hash, function index)` -> FuncId.
+    ids: HashMap<(u64, u32), FuncId>,
+}
+
+fn program(profile: &Profile) -> Result<Program<'_>, String> {
+    let mut p = Program {
+        funcs: Vec::new(),
+        meta: Vec::new(),
+        ids: HashMap::new(),
+    };
+    let mut by_name: HashMap<(u64, &str), FuncId> = HashMap::new();
+    // Functions that are instrumented but not traced: calls to them are unknown calls, whose
+    // callee writes a "lost" record.
+    let mut untraced: HashMap<(u64, &str), ()> = HashMap::new();
+    for m in &profile.modules {
+        for (i, f) in m.meta.functions.iter().enumerate() {
+            if f.wtrace.as_ref().is_some_and(|w| w.untraced.is_some()) {
+                untraced.insert((m.hash, f.name.as_str()), ());
+            } else if f.wtrace.is_some() {
+                let id = FuncId(p.meta.len() as u32);
+                p.ids.insert((m.hash, i as u32), id);
+                by_name.insert((m.hash, f.name.as_str()), id);
+                p.meta.push((f, &m.meta.files));
+            }
+        }
+    }
+    if p.meta.is_empty() {
+        return Err("the profile holds no function built with --tally-mode=trace".into());
+    }
+    for m in &profile.modules {
+        for f in &m.meta.functions {
+            let Some(w) = f.wtrace.as_ref().filter(|w| w.untraced.is_none()) else {
+                continue;
+            };
+            let bad = |what: &str| format!("corrupt trace metadata of {}: {what}", f.name);
+            let cfg = f.cfg().map_err(|e| bad(&e.to_string()))?;
+            if w.calls.len() != cfg.num_blocks()
+                || w.witness.len() != cfg.num_edges()
+                || w.read_bits.len() != cfg.num_nodes()
+            {
+                return Err(bad("sizes differ from the graph"));
+            }
+            let mut calls = Vec::with_capacity(cfg.num_nodes());
+            for block in &w.calls {
+                let mut sites = Vec::with_capacity(block.len());
+                for c in block {
+                    let callee = match c {
+                        WCallee::Direct(name)
+                            if untraced.contains_key(&(m.hash, name.as_str())) =>
+                        {
+                            Callee::Unknown
+                        }
+                        WCallee::Direct(name) => Callee::Direct(
+                            *by_name.get(&(m.hash, name.as_str())).ok_or_else(|| {
+                                let why = m
+                                    .meta
+                                    .skipped
+                                    .iter()
+                                    .find(|s| &s.name == name)
+                                    .map_or("not in the metadata", |s| s.reason.as_str());
+                                bad(&format!(
+                                    "direct callee {name} was not instrumented ({why}); \
+                                         the trace cannot be regenerated"
+                                ))
+                            })?,
+                        ),
+                        WCallee::Opaque => Callee::Opaque,
+                        WCallee::Unknown => Callee::Unknown,
+                    };
+                    sites.push(CallSite { callee });
+                }
+                calls.push(sites);
+            }
+            calls.push(Vec::new());
+            let mut unwind = IdVec::filled(cfg.num_edges(), false);
+            for e in &w.unwind {
+                let e = e.edge();
+                if e.index() >= cfg.num_edges() {
+                    return Err(bad("unwind edge out of range"));
+                }
+                unwind[e] = true;
+            }
+            let input = FunctionInput {
+                cfg,
+                calls: IdVec::from_vec(calls),
+                unwind,
+            };
+            let plan = Plan {
+                kind: if w.branch {
+                    PlanKind::Branch
+                } else {
+                    PlanKind::Witness
+                },
+                witness: IdVec::from_vec(
+                    w.witness
+                        .iter()
+                        .map(|x| x.map(|(value, bits)| Witness { value, bits }))
+                        .collect(),
+                ),
+                read_bits: IdVec::from_vec(w.read_bits.clone()),
+            };
+            check_plan(&input, &plan).map_err(|e| bad(&e.to_string()))?;
+            p.funcs.push(Traced { input, plan });
+        }
+    }
+    Ok(p)
+}
+
+/// The runtime's bit stream of one thread, as regeneration asks for it.
+struct Stream<'a> {
+    bytes: &'a [u8],
+    pos: u64,
+    ended: bool,
+    slots: &'a HashMap<u32, u64>,
+    ids: &'a HashMap<(u64, u32), FuncId>,
+}
+
+fn cut() -> RegenError {
+    RegenError::Decode("the trace ends inside a control record".into())
+}
+
+impl Stream<'_> {
+    fn get(&mut self, bits: u8) -> Option<u64> {
+        if self.bytes.len() as u64 * 8 - self.pos < u64::from(bits) {
+            return None;
+        }
+        let mut v = 0u64;
+        for i in 0..u64::from(bits) {
+            let p = self.pos + i;
+            v |= u64::from((self.bytes[(p / 8) as usize] >> (p % 8)) & 1) << i;
+        }
+        self.pos += u64::from(bits);
+        Some(v)
+    }
+
+    fn varint(&mut self) -> Result<u64, RegenError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let group = self.get(7).ok_or_else(cut)?;
+            let more = self.get(1).ok_or_else(cut)?;
+            v |= group << shift;
+            if more == 0 {
+                return Ok(v);
+            }
+        }
+        Err(RegenError::Decode("varint longer than 64 bits".into()))
+    }
+}
+
+impl RecordSource for Stream<'_> {
+    fn read(&mut self, expect: Expect) -> Result<Option<Record>, RegenError> {
+        if self.ended {
+            return Ok(None);
+        }
+        match expect {
+            Expect::Witness(bits) => Ok(self.get(bits).map(|v| Record::Witness {
+                value: v as u32,
+                bits,
+            })),
+            Expect::Control => {
+                let Some(kind) = self.get(2) else {
+                    return Ok(None);
+                };
+                match kind {
+                    0 => {
+                        let slot = self.varint()?;
+                        let index = self.varint()?;
+                        let f = u32::try_from(slot)
+                            .ok()
+                            .and_then(|s| self.slots.get(&s))
+                            .zip(u32::try_from(index).ok())
+                            .and_then(|(&hash, i)| self.ids.get(&(hash, i)));
+                        match f {
+                            Some(&f) => Ok(Some(Record::Enter(f))),
+                            None => Err(RegenError::Decode(format!(
+                                "Enter names function {index} of module slot {slot}, which the profile does not hold"
+                            ))),
+                        }
+                    }
+                    1 => Ok(Some(Record::Back)),
+                    2 => {
+                        if self.get(1).ok_or_else(cut)? == 1 {
+                            return Err(RegenError::Decode(NOT_EXACT.into()));
+                        }
+                        let abandoned = self.varint()?;
+                        let to = self.varint()?;
+                        let small = |v: u64| {
+                            u32::try_from(v).map_err(|_| {
+                                RegenError::Decode(format!("landing operand {v} too large"))
+                            })
+                        };
+                        Ok(Some(Record::Unwind {
+                            abandoned: small(abandoned)?,
+                            to: tally_graph::NodeId::new(small(to)? as usize),
+                            how: Landing::Reentry,
+                        }))
+                    }
+                    _ => {
+                        self.ended = true;
+                        Ok(Some(Record::End))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Regenerates every thread of the witness trace `bytes`, written by a run whose profile is
+/// `profile`.
+pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String> {
+    let trace: WitnessTrace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
+    let p = program(profile)?;
+    let slots: HashMap<u32, u64> = trace.modules.iter().copied().collect();
+    let regen = Regenerator::new(&p.funcs);
+    let mut out = Regenerated {
+        trace_bytes: bytes.len(),
+        ..Regenerated::default()
+    };
+    for (thread, stream) in &trace.threads {
+        let mut src = Stream {
+            bytes: stream,
+            pos: 0,
+            ended: false,
+            slots: &slots,
+            ids: &p.ids,
+        };
+        let blocks = &mut out.blocks;
+        let r = regen.run(&mut src, |s| {
+            let (f, files) = p.meta[s.func.index()];
+            let loc = f.blocks.get(s.block.index());
+            blocks.push(Block {
+                thread: *thread,
+                function: f.name.clone(),
+                block: s.block.index() as u32,
+                file: loc
+                    .and_then(|l| l.file)
+                    .and_then(|i| files.get(i.0 as usize).cloned()),
+                line: loc.map_or(0, |l| l.line),
+            });
+        });
+        if let Err(e) = r {
+            let why = match e {
+                RegenError::Decode(m) => m,
+                other => other.to_string(),
+            };
+            out.stopped.push((*thread, why));
+        }
+    }
+    Ok(out)
+}
+
+/// `tally trace`'s output: blocks `from..from + limit` (0: all) of those `keep` selects, as
+/// text (one line per block: index, thread, function, block, file:line) or JSON; the threads
+/// that stopped early are listed after them.
+pub fn render(
+    r: &Regenerated,
+    keep: impl Fn(&Block) -> bool,
+    from: usize,
+    limit: usize,
+    json: bool,
+) -> String {
+    let limit = if limit == 0 { usize::MAX } else { limit };
+    let shown: Vec<(usize, &Block)> = r
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| keep(b))
+        .skip(from)
+        .take(limit)
+        .collect();
+    if json {
+        let blocks: Vec<serde_json::Value> = shown
+            .iter()
+            .map(|(i, b)| {
+                serde_json::json!({
+                    "index": i, "thread": b.thread, "function": b.function,
+                    "block": b.block, "file": b.file, "line": b.line,
+                })
+            })
+            .collect();
+        let stopped: Vec<serde_json::Value> = r
+            .stopped
+            .iter()
+            .map(|(t, why)| serde_json::json!({"thread": t, "error": why}))
+            .collect();
+        let v = serde_json::json!({
+            "total_blocks": r.blocks.len(),
+            "trace_bytes": r.trace_bytes,
+            "blocks": blocks,
+            "stopped": stopped,
+        });
+        return format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default());
+    }
+    let mut s = format!(
+        "{} blocks regenerated from {} trace bytes\n",
+        r.blocks.len(),
+        r.trace_bytes
+    );
+    for (i, b) in shown {
+        let at = match &b.file {
+            Some(f) => format!("{f}:{}", b.line),
+            None => "?".into(),
+        };
+        s.push_str(&format!(
+            "{i:>10}  t{}  {}  b{}  {at}\n",
+            b.thread, b.function, b.block
+        ));
+    }
+    for (t, why) in &r.stopped {
+        s.push_str(&format!("thread {t}: {why}\n"));
+    }
+    s
+}
