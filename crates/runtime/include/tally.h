@@ -129,6 +129,19 @@ void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret);
 /* Adds 1 to the count of `path` in `t` (path mode, functions with hashed path counters). */
 void __tally_path_count(struct tally_path_table *t, uint64_t path);
 
+/* Interprocedural path profiling (modes ipath, ipath-piecewise; tally_graph::ipaths::runtime):
+ * the handshake of a direct call (callee, its nvc), the path register passed across direct calls
+ * and, piecewise, the count of open calls. Per thread. */
+extern __thread void *__tally_ipath_hand_fn;
+extern __thread uint64_t __tally_ipath_hand_nvc;
+extern __thread uint64_t __tally_ipath_reg;
+extern __thread uint64_t __tally_ipath_open;
+/* The return of an instrumented function: a non-root passes `reg` back to its caller; a root
+ * counts its path in `t` (adding `root_exit_value` when no call is open) and restores the
+ * interrupted path's register and open count. */
+void __tally_ipath_ret(struct tally_path_table *t, uint64_t root, uint64_t reg, uint64_t saved_reg,
+                       uint64_t saved_open, uint64_t root_exit_value);
+
 /* Called first thing in a landing pad of the frame owning `f`: charges every record above `f`
  * (frames discarded by the unwinder) and makes `f` the innermost record. */
 void __tally_unwound(struct tally_frame *f);
