@@ -335,6 +335,8 @@ mod tests {
             | Mode::Vertex
             | Mode::Path
             | Mode::Trace
+            | Mode::Ipath
+            | Mode::IpathPiecewise
             | Mode::Events
             | Mode::EventsNaive => MODES.iter().filter(|s| s.mode == m).count(),
         };
@@ -342,7 +344,7 @@ mod tests {
             assert_eq!(listed(s.mode), 1, "{}", s.name);
             assert_eq!(Mode::from_name(s.name), Some(s.mode));
         }
-        assert_eq!(MODES.len(), 8);
+        assert_eq!(MODES.len(), 10);
         let mut names: Vec<_> = MODES.iter().map(|s| s.name).collect();
         names.sort_unstable();
         names.dedup();

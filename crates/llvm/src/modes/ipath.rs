@@ -514,13 +514,7 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                 if p.piecewise {
                     let o = ip.load(ip.rt.open);
                     let zero = unsafe {
-                        c::LLVMBuildICmp(
-                            b,
-                            LLVMIntPredicate::LLVMIntEQ,
-                            o,
-                            ip.k(0),
-                            empty.as_ptr(),
-                        )
+                        c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, o, ip.k(0), empty.as_ptr())
                     };
                     let r = ip.load(ip.s.reg);
                     let r2 = ip.add(r, ip.k(unmatched_value));
@@ -563,7 +557,9 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
     }
 
     // The entry, right after the allocas: take the handshake or start a root path.
-    em.at(last_alloca.next().expect("the allocas precede the entry code"));
+    em.at(last_alloca
+        .next()
+        .expect("the allocas precede the entry code"));
     let act = p.plan.entry;
     unsafe {
         let hf = c::LLVMBuildLoad2(b, g.ptrt, ip.rt.hand_fn, empty.as_ptr());

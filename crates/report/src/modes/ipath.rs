@@ -76,7 +76,10 @@ pub(crate) fn solve_module(
             .functions
             .get(f.function as usize)
             .ok_or_else(|| ReportSolveError::Meta("a set function out of range".into()))?;
-        cfgs.push(fm.cfg().map_err(|e| ReportSolveError::Meta(e.to_string()))?);
+        cfgs.push(
+            fm.cfg()
+                .map_err(|e| ReportSolveError::Meta(e.to_string()))?,
+        );
     }
     let functions = ip
         .functions
