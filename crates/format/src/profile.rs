@@ -1303,7 +1303,7 @@ mod tests {
         };
         assert_eq!(
             err(&p.write()),
-            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 6)"
+            "corrupt profile: module record #0 metadata: metadata version 9 is not supported (this tally reads version 7)"
         );
         let blob = b"garbage!".to_vec();
         let p = Profile {
