@@ -40,10 +40,20 @@ fn compare(file: &Path, opt: &str, mode: &'static str) -> usize {
             .expect("run tally paths");
         assert!(o.status.success(), "{what}: tally paths: {o:?}");
         let text = String::from_utf8_lossy(&o.stdout);
-        for want in ["interprocedural paths executed", "\n        call\n", "\n        return\n"] {
-            assert!(text.contains(want), "{what}: tally paths lacks {want:?}:\n{text}");
+        for want in [
+            "interprocedural paths executed",
+            "\n        call\n",
+            "\n        return\n",
+        ] {
+            assert!(
+                text.contains(want),
+                "{what}: tally paths lacks {want:?}:\n{text}"
+            );
         }
-        assert!(text.contains("leaf:b0 (") && text.contains("calls.c:"), "{what}:\n{text}");
+        assert!(
+            text.contains("leaf:b0 (") && text.contains("calls.c:"),
+            "{what}:\n{text}"
+        );
     }
     assert_same_counts(
         &what,

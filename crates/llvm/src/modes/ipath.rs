@@ -101,7 +101,7 @@ fn call_insts(l: &Lowered) -> Vec<(NodeId, u32, Val)> {
             let is_call = matches!(v.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke);
             if is_call
                 && !v.calls_inline_asm()
-                && !v.called_function().is_some_and(|f| f.intrinsic_id() != 0)
+                && v.called_function().is_none_or(|f| f.intrinsic_id() == 0)
             {
                 out.push((NodeId::new(i), pos as u32, v));
             }
