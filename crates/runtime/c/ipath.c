@@ -15,15 +15,15 @@ __thread uint64_t __tally_ipath_hand_nvc;
 __thread uint64_t __tally_ipath_reg;
 __thread uint64_t __tally_ipath_open;
 
-void __tally_ipath_ret(struct tally_path_table *t, uint64_t root, uint64_t reg, uint64_t saved_reg,
-                       uint64_t saved_open, uint64_t root_exit_value) {
+uint64_t __tally_ipath_ret(uint64_t root, uint64_t reg, uint64_t saved_reg, uint64_t saved_open,
+                           uint64_t root_exit_value) {
     if (!root) {
         __tally_ipath_reg = reg;
-        return;
+        return UINT64_MAX;
     }
     if (__tally_ipath_open == 0)
         reg += root_exit_value;
-    __tally_path_count(t, reg);
     __tally_ipath_reg = saved_reg;
     __tally_ipath_open = saved_open;
+    return reg;
 }

@@ -136,11 +136,11 @@ extern __thread void *__tally_ipath_hand_fn;
 extern __thread uint64_t __tally_ipath_hand_nvc;
 extern __thread uint64_t __tally_ipath_reg;
 extern __thread uint64_t __tally_ipath_open;
-/* The return of an instrumented function: a non-root passes `reg` back to its caller; a root
- * counts its path in `t` (adding `root_exit_value` when no call is open) and restores the
- * interrupted path's register and open count. */
-void __tally_ipath_ret(struct tally_path_table *t, uint64_t root, uint64_t reg, uint64_t saved_reg,
-                       uint64_t saved_open, uint64_t root_exit_value);
+/* The return of an instrumented function that may be a root: a non-root passes `reg` back to its
+ * caller and gets UINT64_MAX; a root restores the interrupted path's register and open count and
+ * gets the number of its path to count (plus `root_exit_value` when no call is open). */
+uint64_t __tally_ipath_ret(uint64_t root, uint64_t reg, uint64_t saved_reg, uint64_t saved_open,
+                           uint64_t root_exit_value);
 
 /* Called first thing in a landing pad of the frame owning `f`: charges every record above `f`
  * (frames discarded by the unwinder) and makes `f` the innermost record. */

@@ -23,8 +23,9 @@
 //! handshake if it names this function, else act as a root. Edges: `reg += a*nvc + b`; back and
 //! cut edges count and restart. Direct calls: store `reg`, the handshake (`psi_r(nvc)`) and,
 //! piecewise, `open += 1`; after the call reload `reg`, clear the handshake and, piecewise,
-//! apply the unmatched-return adjustment. Summary calls clear the handshake. Returns call
-//! `__tally_ipath_ret`, which counts a root's path. All counts go to one hashed path table per
+//! apply the unmatched-return adjustment. Summary calls clear the handshake. Returns pass `reg`
+//! back to the caller, or (functions that may be roots) call `__tally_ipath_ret`, which
+//! restores a root's interrupted path and returns the root's path number, counted inline. All counts go to one hashed path table per
 //! module (path mode's home table and `__tally_path_count`), owned by the set's first function.
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
@@ -327,12 +328,19 @@ fn runtime(g: &Globals) -> Rt {
         hand_nvc: tls(abi::IPATH_HAND_NVC, i64t),
         reg: tls(abi::IPATH_REG, i64t),
         open: tls(abi::IPATH_OPEN, i64t),
-        ret: crate::module::declare_void_fn(
-            g.module,
-            g.voidt,
-            abi::IPATH_RET,
-            &mut [g.ptrt, i64t, i64t, i64t, i64t, i64t],
-        ),
+        ret: unsafe {
+            let n = cname(abi::IPATH_RET);
+            let mut args = [i64t, i64t, i64t, i64t, i64t];
+            let ty = c::LLVMFunctionType(i64t, args.as_mut_ptr(), args.len() as u32, 0);
+            let mut f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
+            if f.is_null() {
+                f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
+                let nounwind = ir::attr_kind("nounwind");
+                let a = c::LLVMCreateEnumAttribute(g.ctx, nounwind, 0);
+                c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, a);
+            }
+            (f, ty)
+        },
     }
 }
 
@@ -353,6 +361,8 @@ struct Ip<'a, 'b> {
     home: LLVMValueRef,
     /// Piecewise: added when a root returns with no open call.
     root_exit: u128,
+    /// The function is a root of the numbering (else every entry takes a handshake).
+    can_be_root: bool,
 }
 
 impl Ip<'_, '_> {
@@ -399,6 +409,45 @@ impl Ip<'_, '_> {
             None => em.call(em.g.path_count, &mut [self.table, p], near),
         }
     }
+    /// Splits the block before `near` (a returning block's end) and counts path `p` on a
+    /// branch unless it is `u64::MAX` (`__tally_ipath_ret`'s "not a root"), with the inline
+    /// home-table probe.
+    fn count_unless_none(&self, p: LLVMValueRef, near: Val) {
+        let em = self.em;
+        let g = em.g;
+        let e = cname("");
+        unsafe {
+            let here = near.parent();
+            let n1 = cname("tally.ip.count");
+            let n2 = cname("tally.ip.ret");
+            let count_bb = c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, n1.as_ptr());
+            let rest = c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, n2.as_ptr());
+            c::LLVMMoveBasicBlockAfter(count_bb, here.0);
+            c::LLVMMoveBasicBlockAfter(rest, count_bb);
+            // Move `near` and what follows it (the return) to `rest`: a returning block has
+            // no successors, so no phi names it.
+            let mut moved = Vec::new();
+            let mut v = Some(near);
+            while let Some(i) = v {
+                moved.push(i);
+                v = i.next();
+            }
+            c::LLVMPositionBuilderAtEnd(em.b, rest);
+            for i in moved {
+                c::LLVMInstructionRemoveFromParent(i.0);
+                c::LLVMInsertIntoBuilder(em.b, i.0);
+            }
+            c::LLVMPositionBuilderAtEnd(em.b, here.0);
+            let none = c::LLVMConstInt(g.i64t, u64::MAX, 0);
+            let is = c::LLVMBuildICmp(em.b, LLVMIntPredicate::LLVMIntNE, p, none, e.as_ptr());
+            c::LLVMBuildCondBr(em.b, is, count_bb, rest);
+            c::LLVMPositionBuilderAtEnd(em.b, count_bb);
+            let br = c::LLVMBuildBr(em.b, rest);
+            em.at(Val(br));
+            self.count(p, near);
+        }
+    }
+
     fn edge(&self, a: EdgeAction, near: Val) {
         match a {
             EdgeAction::None => {}
@@ -420,15 +469,32 @@ impl Ip<'_, '_> {
             }
             EdgeAction::Return(l) => {
                 self.reg_add(l);
+                if !self.can_be_root {
+                    // Always entered through the handshake: pass `reg` back, no call.
+                    self.store(self.load(self.s.reg), self.rt.reg);
+                    return;
+                }
                 let mut args = [
-                    self.table,
                     self.load(self.s.root),
                     self.load(self.s.reg),
                     self.load(self.s.saved_reg),
                     self.load(self.s.saved_open),
                     self.k(self.root_exit),
                 ];
-                self.em.call(self.rt.ret, &mut args, near);
+                let e = cname("");
+                let p = unsafe {
+                    let call = c::LLVMBuildCall2(
+                        self.em.b,
+                        self.rt.ret.1,
+                        self.rt.ret.0,
+                        args.as_mut_ptr(),
+                        args.len() as u32,
+                        e.as_ptr(),
+                    );
+                    Val(call).set_debug_loc(self.em.call_loc(near));
+                    call
+                };
+                self.count_unless_none(p, near);
             }
             EdgeAction::EarlyExit(_) | EdgeAction::Reentry(_) => {
                 unreachable!("set functions cannot end early")
@@ -483,6 +549,7 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         table,
         home,
         root_exit: p.plan.entry.root_exit_value,
+        can_be_root: p.plan.entry.root_value.is_some(),
     };
 
     // Call sites first: their code sits right before and right after the call, so code placed
