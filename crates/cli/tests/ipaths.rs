@@ -13,15 +13,26 @@ use support::*;
 /// and returns the number of executed functions profiled by paths (no counters).
 fn compare(file: &Path, opt: &str, mode: &'static str) -> usize {
     let name = file.file_name().unwrap().to_str().unwrap();
-    let dir = scratch(&format!("ipaths-{name}{opt}-{mode}"));
     let src = file.display().to_string();
+    compare_args(name, opt, &[opt, "-g", &src], &[], mode)
+}
+
+/// [`compare`] for a build from `args`, run with `run_args`.
+fn compare_args(
+    name: &str,
+    opt: &str,
+    args: &[&str],
+    run_args: &[&str],
+    mode: &'static str,
+) -> usize {
+    let dir = scratch(&format!("ipaths-{name}{opt}-{mode}"));
     let mut reports = Vec::new();
     let mut outputs = Vec::new();
     for v in [Variant::Tally(mode), Variant::Tally("edges-naive")] {
         let bin = dir.join(v.name());
-        build(v, false, &[opt, "-g", &src], &bin, &dir);
+        build(v, false, args, &bin, &dir);
         let prof = dir.join(format!("{}.prof", v.name()));
-        let o = run(&bin, &[], &dir, &prof);
+        let o = run(&bin, run_args, &dir, &prof);
         assert!(o.status.success(), "{name}{opt} {}: {o:?}", v.name());
         outputs.push(o.stdout);
         reports.push(report_json(&prof));
@@ -103,5 +114,16 @@ fn ipath_counts_equal_edges_naive_on_path_test_programs() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn ipath_counts_equal_edges_naive_on_lua() {
+    let args = lua_args(&["-O2"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let script = repo().join("testdata/lua/small.lua");
+    for mode in ["ipath", "ipath-piecewise"] {
+        let n = compare_args("lua", "-O2", &args, &[script.to_str().unwrap()], mode);
+        assert!(n >= 20, "lua {mode}: only {n} functions profiled by paths");
     }
 }
