@@ -44,6 +44,19 @@ pub const NO_SITE: u64 = 0;
 pub const SITE_PATH_TAG: u64 = 1;
 
 /// The multiplier of the path hashes (Fibonacci hashing, 2^64 / golden ratio): a path's home
+/// Interprocedural path profiling (modes `ipath`, `ipath-piecewise`): the runtime's per-thread
+/// handshake slot (the callee a direct call names, and its `nvc`), the path register passed
+/// across direct calls and, piecewise, the number of open calls (`c/ipath.c`, `tally.h`).
+pub const IPATH_HAND_FN: &str = "__tally_ipath_hand_fn";
+/// See [`IPATH_HAND_FN`].
+pub const IPATH_HAND_NVC: &str = "__tally_ipath_hand_nvc";
+/// See [`IPATH_HAND_FN`].
+pub const IPATH_REG: &str = "__tally_ipath_reg";
+/// See [`IPATH_HAND_FN`].
+pub const IPATH_OPEN: &str = "__tally_ipath_open";
+/// The runtime's return of an instrumented function (count a root's path, restore).
+pub const IPATH_RET: &str = "__tally_ipath_ret";
+
 /// slot is `(path * PATH_HASH_MULTIPLIER) >> (64 - PATH_HOME_BITS)` (`TALLY_PATH_HASH_MUL`).
 pub const PATH_HASH_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
 /// log2 of the slots of a hashed function's home table (`TALLY_PATH_HOME_BITS`).

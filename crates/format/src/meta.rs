@@ -29,7 +29,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// 5: [`PathMeta::numbering`], the fingerprint of the path numbering.
 /// 6: [`FunctionMeta::source`] (every line of every block, inline scopes, branches) and
 /// [`ModuleMeta::source_fns`].
-/// 7: [`FunctionMeta::wtrace`] (trace mode: call sites and witnesses).
+/// 7: [`FunctionMeta::wtrace`] (trace mode: call sites and witnesses) and [`ModuleMeta::ipath`]
+/// (the interprocedural path modes).
 pub const META_VERSION: u32 = 7;
 
 macro_rules! index_type {
@@ -455,6 +456,74 @@ pub struct ModuleMeta {
     /// Events mode: what an event is (`insns`, `blocks`, `calls`, `mem`); counter 0 of the module
     /// holds the exiting thread's total when the profile was written.
     pub event_kind: Option<String>,
+    /// Interprocedural path modes: what the reader needs to number the paths as the
+    /// instrumenter did.
+    pub ipath: Option<IpathMeta>,
+}
+
+/// The interprocedural path numbering of a module (modes `ipath`, `ipath-piecewise`): the
+/// description `tally_graph::ipaths::IpNumbering::new_limited` was given, and what it gave.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct IpathMeta {
+    /// The functions of the set, in numbering order (`FnId` = index here).
+    pub functions: Vec<IpathFunction>,
+    /// The limit on the number of paths passed to `new_limited`.
+    pub limit: u128,
+    /// The number of observable paths.
+    pub total: u128,
+    /// `IpNumbering::fingerprint`.
+    pub fingerprint: u64,
+    /// Index (in [`ModuleMeta::functions`]) of the function whose path table holds the counts.
+    pub table_owner: u32,
+}
+
+/// One function of an interprocedural path set.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct IpathFunction {
+    /// Its index in [`ModuleMeta::functions`].
+    pub function: u32,
+    /// It can be entered other than by a direct call of the set.
+    pub from_outside: bool,
+    /// Its call sites, in id order.
+    pub calls: Vec<IpathCall>,
+    /// Cut edges given to the numbering (besides those it makes itself).
+    pub cuts: Vec<EdgeIdx>,
+}
+
+impl IpathFunction {
+    /// The graph crate's description of the function (graph `cfg`): the instrumenter and the
+    /// reader build the numbering from the same one.
+    pub fn to_function(&self, cfg: Cfg) -> tally_graph::ipaths::Function {
+        use tally_graph::ipaths::{CallSite, Callee, FnId};
+        tally_graph::ipaths::Function {
+            cfg,
+            calls: self
+                .calls
+                .iter()
+                .map(|c| CallSite {
+                    block: c.block.node(),
+                    position: c.position,
+                    callee: match c.callee {
+                        Some(q) => Callee::Internal(FnId::new(q as usize)),
+                        None => Callee::Unknown,
+                    },
+                })
+                .collect(),
+            entered_from_outside: self.from_outside,
+            cuts: self.cuts.iter().map(|e| e.edge()).collect(),
+        }
+    }
+}
+
+/// One call site of a function of an interprocedural path set.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct IpathCall {
+    /// Its block.
+    pub block: BlockIdx,
+    /// Its position among the block's instructions.
+    pub position: u32,
+    /// The callee's index in [`IpathMeta::functions`]; `None`: unknown (a summary edge).
+    pub callee: Option<u32>,
 }
 
 /// A metadata blob that cannot be decoded.

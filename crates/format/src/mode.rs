@@ -29,6 +29,12 @@ pub enum Mode {
     /// Witness tracing (paper 000 §4): a few bits on a few edges per thread, from which
     /// `tally trace` regenerates the exact block sequence. No counters.
     Trace,
+    /// Interprocedural context paths (paper 004 §5): paths across calls within a translation
+    /// unit, numbered with their calling context.
+    Ipath,
+    /// Interprocedural piecewise paths (paper 004 §6): paths across calls and returns that
+    /// partition the execution.
+    IpathPiecewise,
     /// Exact event counting with on-line queries (paper 001): one aggregate per-thread counter
     /// incremented on chords, per-function and per-call-site inclusive counters.
     Events,
@@ -137,6 +143,34 @@ pub const MODES: &[ModeSpec] = &[
         recovery: "paths regenerated from their numbers; block and edge counts derived from path counts (`paths::derive_counts`)",
         weighs: true,
         promotes: true,
+        events: false,
+        oracle: false,
+        paths: true,
+    },
+    ModeSpec {
+        mode: Mode::Ipath,
+        name: "ipath",
+        help: "interprocedural path profiling (context paths across the calls of a file)",
+        counters: "interprocedural path profiling (Melski & Reps 1999, context paths): paths across calls between the functions of a file, counted with their calling context",
+        usage: "`tally paths`: interprocedural paths across functions; `tally report`: counts derived from paths",
+        placement: "paper 004 §5 (`tally-graph::ipaths`, `tally-llvm::modes::ipath`): per file, the functions that cannot end early form the set; register and `nvc` as allocas, `reg += a*nvc + b` on edges, a per-thread handshake (`__tally_ipath_*` TLS) at direct calls of static functions, one hashed path table per file; other functions get edge counters",
+        recovery: "the numbering rebuilt from the stored call sites and checked by fingerprint; paths regenerated, block and edge counts derived from them",
+        weighs: false,
+        promotes: false,
+        events: false,
+        oracle: false,
+        paths: true,
+    },
+    ModeSpec {
+        mode: Mode::IpathPiecewise,
+        name: "ipath-piecewise",
+        help: "interprocedural piecewise path profiling (paths across calls and returns)",
+        counters: "interprocedural piecewise paths (Melski & Reps 1999 §6): paths across calls and returns that partition the execution",
+        usage: "as `ipath`, without the repeated calling context",
+        placement: "as `ipath`, with paper 004 §6's `open` count and unmatched-return adjustments",
+        recovery: "as `ipath`",
+        weighs: false,
+        promotes: false,
         events: false,
         oracle: false,
         paths: true,
@@ -319,6 +353,8 @@ mod tests {
             | Mode::Path
             | Mode::TraceNaive
             | Mode::Trace
+            | Mode::Ipath
+            | Mode::IpathPiecewise
             | Mode::Events
             | Mode::EventsNaive => MODES.iter().filter(|s| s.mode == m).count(),
         };
@@ -326,7 +362,7 @@ mod tests {
             assert_eq!(listed(s.mode), 1, "{}", s.name);
             assert_eq!(Mode::from_name(s.name), Some(s.mode));
         }
-        assert_eq!(MODES.len(), 9);
+        assert_eq!(MODES.len(), 11);
         let mut names: Vec<_> = MODES.iter().map(|s| s.name).collect();
         names.sort_unstable();
         names.dedup();

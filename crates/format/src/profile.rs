@@ -1029,6 +1029,7 @@ mod tests {
             source_fns: vec![],
             skipped: vec![],
             event_kind: None,
+            ipath: None,
         }
     }
 

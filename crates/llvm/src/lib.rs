@@ -189,7 +189,18 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let mut skipped = Vec::new();
     // Source lines are read from the IR as lowered, before any instrumentation changes it.
     let mut files = lines::Tables::default();
-    let work = lower_and_plan(&module, mode, opts, &mut stats, &mut skipped, &mut files);
+    let mut work = lower_and_plan(&module, mode, opts, &mut stats, &mut skipped, &mut files);
+    // Interprocedural modes plan the module as a whole.
+    let funcs: Vec<_> = work.iter().map(|w| (w.func, &w.lowered)).collect();
+    let module_plan = mode.plan_module(&funcs);
+    let (mut ipath, mut ip_failure) = (None, None);
+    if let Some(mp) = module_plan {
+        for (i, plan) in mp.plans {
+            work[i].plan = plan;
+        }
+        ipath = mp.meta;
+        ip_failure = mp.failure;
+    }
 
     // The counter array and path tables are sized before any code is emitted.
     let reserved = opts.mode.reserved_counters();
@@ -231,6 +242,9 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         base += w.plan.num_counters();
         table += w.plan.num_tables();
     }
+    if let Some(why) = ip_failure {
+        path_fallbacks.push(("(the interprocedural set)".into(), why));
+    }
     stats.path_fallbacks = path_fallbacks.len();
     let meta = ModuleMeta {
         source: opts.source.clone(),
@@ -245,6 +259,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             .mode
             .counts_events()
             .then(|| opts.events.name().to_string()),
+        ipath,
     };
     let bitcode = finish(
         &module,

@@ -316,7 +316,7 @@ unsafe fn path_probe_fn(
 /// one %fs-relative access. Position-independent code that is not PIE may end up in a shared
 /// object, possibly `dlopen`ed, where local-exec cannot link and initial-exec needs static TLS
 /// that a `dlopen`ed object may not get: it uses general-dynamic (issue 14, point 5).
-fn runtime_tls_model(m: LLVMModuleRef) -> LLVMThreadLocalMode {
+pub(crate) fn runtime_tls_model(m: LLVMModuleRef) -> LLVMThreadLocalMode {
     if crate::ends::module_is_executable(m) {
         LLVMThreadLocalMode::LLVMLocalExecTLSModel
     } else {

@@ -121,6 +121,20 @@ fn check(src: &str, lang: &str) {
                                 || f.counters.iter().all(|p| matches!(p, Probe::Edge(_)))
                         );
                     }
+                    Mode::Ipath | Mode::IpathPiecewise => {
+                        // In the set (no counters) or edge counters.
+                        let ip = meta.ipath.as_ref();
+                        let member = ip.is_some_and(|ip| {
+                            ip.functions
+                                .iter()
+                                .any(|m| meta.functions[m.function as usize].name == f.name)
+                        });
+                        assert!(
+                            (member && f.counters.is_empty())
+                                || (!member
+                                    && f.counters.iter().all(|p| matches!(p, Probe::Edge(_))))
+                        );
+                    }
                     Mode::Edge | Mode::Vertex => {
                         // chords: |E| - |V| + components, never more than all edges
                         assert!(f.counters.len() <= cfg.num_edges());

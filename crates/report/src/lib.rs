@@ -230,6 +230,9 @@ pub struct Report {
     /// than inconsistent, and functions active at the kill may also have partial counts that
     /// balance (ARCHITECTURE.md, "Continuous mode").
     pub unfinished: bool,
+    /// Interprocedural paths (modes `ipath`, `ipath-piecewise`), per module in path-number
+    /// order.
+    pub ipaths: Vec<IpathPath>,
 }
 
 impl Report {
@@ -324,6 +327,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
     let mut counter_sum = 0u128;
     let mut path_entry_sum = 0u128;
     let mut events_total: Option<(String, u64)> = None;
+    let mut ipaths = Vec::new();
     for m in &profile.modules {
         let meta = &m.meta;
         let tables = source::Tables::of(meta);
@@ -344,6 +348,40 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                 module: meta.source.clone(),
                 reason: s.reason.clone(),
             });
+        }
+        // Interprocedural path modes: the set is solved as a whole.
+        let mut ip_solved: HashMap<usize, Result<modes::Solved, String>> = HashMap::new();
+        if let Some(ip) = &meta.ipath {
+            let owner = ip.table_owner as usize;
+            let meta_err = |message: String| ReportError::Meta {
+                function: "(the interprocedural set)".into(),
+                source_file: one_line(&meta.source),
+                message,
+            };
+            let pm = meta
+                .functions
+                .get(owner)
+                .and_then(|f| f.paths.as_ref())
+                .ok_or_else(|| meta_err("the path table's owner has no paths".into()))?;
+            let pp = path_profile(pm, &[], &m.paths, owner);
+            match modes::ipath::solve_module(meta, ip, &pp.counts, pp.lost) {
+                Ok(solved) => {
+                    for (fi, s) in solved.functions {
+                        ip_solved.insert(fi, Ok(s));
+                    }
+                    ipaths.extend(solved.rows.iter().map(|r| ipath_text(meta, r)));
+                }
+                Err(
+                    e @ (ReportSolveError::Numbering { .. }
+                    | ReportSolveError::Fingerprint { .. }
+                    | ReportSolveError::Meta(_)),
+                ) => return Err(meta_err(e.to_string())),
+                Err(e) => {
+                    for f in &ip.functions {
+                        ip_solved.insert(f.function as usize, Err(one_line(&e.to_string())));
+                    }
+                }
+            }
         }
         for (fi, f) in meta.functions.iter().enumerate() {
             let cfg = f.cfg().map_err(|e| ReportError::Meta {
@@ -368,7 +406,15 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
             // Counts that break the flow law mark the function inconsistent (its counts unknown,
             // the reason kept); the rest of the profile is still reported (issue 14 point 8).
             let mut inconsistent = None;
-            let mut solved = match modes::of(meta.mode).solve(&cfg, f, vals, paths.as_ref()) {
+            let result = match ip_solved.remove(&fi) {
+                Some(Ok(s)) => Ok(s),
+                Some(Err(why)) => {
+                    inconsistent = Some(why);
+                    Ok(modes::Solved::unknown(&cfg))
+                }
+                None => modes::of(meta.mode).solve(&cfg, f, vals, paths.as_ref()),
+            };
+            let mut solved = match result {
                 Ok(s) => s,
                 // The metadata's numbering is not ours: a metadata error, not a count.
                 Err(
@@ -492,7 +538,52 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
         path_entry_sum,
         events: events_total,
         unfinished: profile.unfinished,
+        ipaths,
     })
+}
+
+/// An interprocedural path as text: each block as `function:bN (file:line)`, calls and
+/// returns marked.
+fn ipath_text(meta: &ModuleMeta, r: &modes::ipath::IpathRow) -> IpathPath {
+    use modes::ipath::IpathStep;
+    let steps = r
+        .steps
+        .iter()
+        .map(|s| match *s {
+            IpathStep::Block { function, block } => {
+                let f = &meta.functions[function as usize];
+                let at = f.blocks.get(block as usize).map(|l| {
+                    let file = loc_file(meta, l).unwrap_or_default();
+                    format!(" ({file}:{})", l.line)
+                });
+                format!("{}:b{block}{}", demangle(&f.name), at.unwrap_or_default())
+            }
+            IpathStep::Call => "call".into(),
+            IpathStep::Return => "return".into(),
+            IpathStep::Summary => "(summary call)".into(),
+            IpathStep::Restart => "(restart)".into(),
+            IpathStep::Cut => "(back/cut edge)".into(),
+        })
+        .collect();
+    IpathPath {
+        module: meta.source.clone(),
+        number: r.number,
+        count: r.count,
+        steps,
+    }
+}
+
+/// An interprocedural path (modes `ipath`, `ipath-piecewise`) as `tally paths` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IpathPath {
+    /// The module (source file) whose set it belongs to.
+    pub module: String,
+    /// Path number.
+    pub number: u128,
+    /// Times it ran.
+    pub count: u64,
+    /// Blocks (`function:bN (file:line)`), calls, returns, restarts and cuts, in order.
+    pub steps: Vec<String>,
 }
 
 /// The path counts of function `fi` of a module: from its counter slice (array storage) or

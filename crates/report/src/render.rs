@@ -605,6 +605,14 @@ fn path_line(s: &mut String, rank: usize, x: &Ranked, sources: &mut Sources, sou
 /// Renders the path profile: hottest paths, the paths doing the most work (runs x blocks),
 /// and per function its potential and executed paths.
 pub fn paths_text(r: &Report, title: &str, top: usize, source: bool) -> String {
+    if r.modes.iter().any(|m| {
+        matches!(
+            m,
+            tally_format::Mode::Ipath | tally_format::Mode::IpathPiecewise
+        )
+    }) {
+        return ipaths_text(r, title, top);
+    }
     let mut s = String::new();
     let pf: Vec<&FunctionReport> = r.functions.iter().filter(|f| f.paths.is_some()).collect();
     let potential: u128 = pf
@@ -692,6 +700,49 @@ pub fn paths_text(r: &Report, title: &str, top: usize, source: bool) -> String {
     }
     if fs.len() > nf {
         let _ = writeln!(s, "  ... {} more (--top 0 shows all)", fs.len() - nf);
+    }
+    s
+}
+
+/// Renders interprocedural paths (modes `ipath`, `ipath-piecewise`), hottest first: each as
+/// its blocks across functions (`function:bN (file:line)`) with calls, returns, summary calls,
+/// restarts after back or cut edges and path ends at them marked.
+fn ipaths_text(r: &Report, title: &str, top: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "tally paths: {title}\n{}{} interprocedural paths executed",
+        program_line(&r.program),
+        r.ipaths.len()
+    );
+    let mut all: Vec<&crate::IpathPath> = r.ipaths.iter().collect();
+    all.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(a.module.cmp(&b.module))
+            .then(a.number.cmp(&b.number))
+    });
+    let n = if top == 0 {
+        all.len()
+    } else {
+        top.min(all.len())
+    };
+    let _ = writeln!(s, "\nHottest interprocedural paths:");
+    for (i, p) in all.iter().take(n).enumerate() {
+        let _ = writeln!(
+            s,
+            "{:>4}. {:>12} runs  path {} of {}",
+            i + 1,
+            p.count,
+            p.number,
+            p.module
+        );
+        for step in &p.steps {
+            let _ = writeln!(s, "        {step}");
+        }
+    }
+    if all.len() > n {
+        let _ = writeln!(s, "  ... {} more (--top 0 shows all)", all.len() - n);
     }
     s
 }

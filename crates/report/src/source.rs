@@ -825,6 +825,7 @@ mod tests {
             path_entry_sum: 0,
             events: None,
             unfinished: false,
+            ipaths: Vec::new(),
         }
     }
 

@@ -185,7 +185,7 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
                 calls,
             });
         }
-        Mode::Trace | Mode::TraceNaive => {}
+        Mode::Trace | Mode::TraceNaive | Mode::Ipath | Mode::IpathPiecewise => {}
     }
     if mode == Mode::Path && paths.is_none() {
         for e in place_edge_counters(&cfg, &w, |_| false).chords {
@@ -329,6 +329,7 @@ fn build_module(rng: &mut Rng, mode: Mode, source: &str, names: &[&str]) -> Prof
         source_fns: source_fns(),
         skipped: vec![],
         event_kind: events.then(|| "insns".to_string()),
+        ipath: None,
     };
     let mut m = ProfileModule::new(meta, values);
     m.paths = paths;
@@ -865,6 +866,7 @@ fn a_different_numbering_is_refused() {
         source_fns: vec![],
         skipped: vec![],
         event_kind: None,
+        ipath: None,
     };
     let bytes = Profile {
         pid: 1,

@@ -149,6 +149,19 @@ void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block);
 /* Adds 1 to the count of `path` in `t` (path mode, functions with hashed path counters). */
 void __tally_path_count(struct tally_path_table *t, uint64_t path);
 
+/* Interprocedural path profiling (modes ipath, ipath-piecewise; tally_graph::ipaths::runtime):
+ * the handshake of a direct call (callee, its nvc), the path register passed across direct calls
+ * and, piecewise, the count of open calls. Per thread. */
+extern __thread void *__tally_ipath_hand_fn;
+extern __thread uint64_t __tally_ipath_hand_nvc;
+extern __thread uint64_t __tally_ipath_reg;
+extern __thread uint64_t __tally_ipath_open;
+/* The return of an instrumented function that may be a root: a non-root passes `reg` back to its
+ * caller and gets UINT64_MAX; a root restores the interrupted path's register and open count and
+ * gets the number of its path to count (plus `root_exit_value` when no call is open). */
+uint64_t __tally_ipath_ret(uint64_t root, uint64_t reg, uint64_t saved_reg, uint64_t saved_open,
+                           uint64_t root_exit_value);
+
 /* Called first thing in a landing pad of the frame owning `f`: charges every record above `f`
  * (frames discarded by the unwinder) and makes `f` the innermost record. */
 void __tally_unwound(struct tally_frame *f);

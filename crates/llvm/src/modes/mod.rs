@@ -7,6 +7,7 @@
 
 mod edge;
 mod events;
+mod ipath;
 mod naive;
 mod path;
 mod trace;
@@ -101,7 +102,14 @@ pub(crate) trait ModeImpl: Sync {
     /// Plans one function, or says why it cannot be instrumented (it is then left alone and
     /// listed in the metadata's skipped functions).
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String>;
+    /// Plans the module as a whole after every function was planned (interprocedural modes):
+    /// replacement plans for some functions and module metadata.
+    fn plan_module(&self, _funcs: &[(Val, &Lowered)]) -> Option<ModulePlan> {
+        None
+    }
 }
+
+pub(crate) use ipath::ModulePlan;
 
 /// The code of `mode`: the registration of every mode.
 pub(crate) fn of(mode: Mode) -> &'static dyn ModeImpl {
@@ -113,6 +121,8 @@ pub(crate) fn of(mode: Mode) -> &'static dyn ModeImpl {
         Mode::Path => &path::Path,
         Mode::TraceNaive => &trace::Trace,
         Mode::Trace => &wtrace::WTrace,
+        Mode::Ipath => &ipath::Ipath { piecewise: false },
+        Mode::IpathPiecewise => &ipath::Ipath { piecewise: true },
         Mode::Events => &events::Events { naive: false },
         Mode::EventsNaive => &events::Events { naive: true },
     }

@@ -4,6 +4,7 @@
 
 mod blocks;
 mod edge;
+pub(crate) mod ipath;
 mod none;
 mod path;
 mod vertex;
@@ -33,7 +34,7 @@ impl Solved {
     }
 
     /// Every count determined.
-    fn exact(edges: IdVec<EdgeId, u64>, blocks: IdVec<NodeId, u64>) -> Solved {
+    pub(crate) fn exact(edges: IdVec<EdgeId, u64>, blocks: IdVec<NodeId, u64>) -> Solved {
         Solved {
             edges: IdVec::from_vec(edges.into_vec().into_iter().map(Some).collect()),
             blocks: IdVec::from_vec(blocks.into_vec().into_iter().map(Some).collect()),
@@ -53,6 +54,10 @@ pub(crate) enum ReportSolveError {
     Numbering { stored: u128, computed: u128 },
     #[error("the profile's path numbering (fingerprint {stored:016x}) is not the one this tally computes from the graph and cuts ({computed:016x}), so its path numbers cannot be read")]
     Fingerprint { stored: u64, computed: u64 },
+    #[error("{0}")]
+    Meta(String),
+    #[error("a derived count overflows 64 bits")]
+    Overflow,
     #[error("{0} path increments were lost (the program ran out of memory for path tables)")]
     Lost(u64),
 }
@@ -77,6 +82,8 @@ pub(crate) fn of(mode: Mode) -> &'static dyn Reconstruct {
         Mode::Vertex => &vertex::Vertex,
         Mode::BlocksNaive => &blocks::Blocks,
         Mode::Path => &path::Path,
+        // The set is solved per module (`ipath::solve_module`); the rest has edge counters.
+        Mode::Ipath | Mode::IpathPiecewise => &edge::Edges,
         Mode::TraceNaive | Mode::Trace | Mode::Events | Mode::EventsNaive => &none::Uncounted,
     }
 }

@@ -53,6 +53,7 @@ impl Module {
             source_fns: vec![],
             skipped: vec![],
             event_kind: None,
+            ipath: None,
         };
         let blob = meta.encode();
         let hash = fnv64(&blob);

@@ -1,0 +1,129 @@
+//! Interprocedural path profiles (modes `ipath` and `ipath-piecewise`, paper 004): the block
+//! and edge counts derived from the regenerated interprocedural paths must equal the
+//! `edges-naive` oracle's on every function, on programs with direct calls between static
+//! functions, recursion, calls through pointers, callbacks from libc and loops, at -O0 and
+//! -O2 — and enough functions must really be profiled by paths (no counters) for the
+//! comparison to mean something.
+
+mod support;
+use std::path::Path;
+use support::*;
+
+/// Builds `file` in `mode` and in edges-naive with `opt -g`, runs both, compares every count,
+/// and returns the number of executed functions profiled by paths (no counters).
+fn compare(file: &Path, opt: &str, mode: &'static str) -> usize {
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let src = file.display().to_string();
+    compare_args(name, opt, &[opt, "-g", &src], &[], mode)
+}
+
+/// [`compare`] for a build from `args`, run with `run_args`.
+fn compare_args(
+    name: &str,
+    opt: &str,
+    args: &[&str],
+    run_args: &[&str],
+    mode: &'static str,
+) -> usize {
+    let dir = scratch(&format!("ipaths-{name}{opt}-{mode}"));
+    let mut reports = Vec::new();
+    let mut outputs = Vec::new();
+    for v in [Variant::Tally(mode), Variant::Tally("edges-naive")] {
+        let bin = dir.join(v.name());
+        build(v, false, args, &bin, &dir);
+        let prof = dir.join(format!("{}.prof", v.name()));
+        let o = run(&bin, run_args, &dir, &prof);
+        assert!(o.status.success(), "{name}{opt} {}: {o:?}", v.name());
+        outputs.push(o.stdout);
+        reports.push(report_json(&prof));
+    }
+    assert_eq!(
+        outputs[0], outputs[1],
+        "{name}{opt}: {mode} changed the output"
+    );
+    let what = format!("{name}{opt}");
+    if name == "calls.c" {
+        // `tally paths` spells interprocedural paths out across functions.
+        let o = std::process::Command::new(tally())
+            .args(["paths", "--top", "0"])
+            .arg(dir.join(format!("{mode}.prof")))
+            .output()
+            .expect("run tally paths");
+        assert!(o.status.success(), "{what}: tally paths: {o:?}");
+        let text = String::from_utf8_lossy(&o.stdout);
+        for want in [
+            "interprocedural paths executed",
+            "\n        call\n",
+            "\n        return\n",
+        ] {
+            assert!(
+                text.contains(want),
+                "{what}: tally paths lacks {want:?}:\n{text}"
+            );
+        }
+        assert!(
+            text.contains("leaf:b0 (") && text.contains("calls.c:"),
+            "{what}:\n{text}"
+        );
+    }
+    assert_same_counts(
+        &what,
+        mode,
+        &reports[0],
+        "edges-naive",
+        &reports[1],
+        Edges::All,
+    );
+    reports[0]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["counters"].as_u64() == Some(0) && f["entry_count"].as_u64() > Some(0))
+        .count()
+}
+
+#[test]
+fn ipath_counts_equal_edges_naive() {
+    let calls = repo().join("testdata/ipath/calls.c");
+    for mode in ["ipath", "ipath-piecewise"] {
+        for opt in ["-O0", "-O2"] {
+            // leaf, mid, fact, even, odd, cb, cmp (a qsort callback) are in the set.
+            let n = compare(&calls, opt, mode);
+            assert!(
+                n >= 6,
+                "calls.c{opt} {mode}: only {n} functions profiled by paths"
+            );
+        }
+    }
+}
+
+#[test]
+fn ipath_counts_equal_edges_naive_on_path_test_programs() {
+    // The programs of paths.rs without early exits: shapes.c and manypaths.c.
+    for file in ["shapes.c", "manypaths.c"] {
+        let f = repo().join("testdata/shapes").join(file);
+        for mode in ["ipath", "ipath-piecewise"] {
+            for opt in ["-O0", "-O2"] {
+                // At -O2 everything is inlined into main, which calls printf (it may end
+                // early and has edge counters): only the counts are compared.
+                let n = compare(&f, opt, mode);
+                let want = usize::from(opt == "-O0");
+                assert!(
+                    n >= want,
+                    "{file}{opt} {mode}: no function profiled by paths"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn ipath_counts_equal_edges_naive_on_lua() {
+    let args = lua_args(&["-O2"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let script = repo().join("testdata/lua/small.lua");
+    for mode in ["ipath", "ipath-piecewise"] {
+        let n = compare_args("lua", "-O2", &args, &[script.to_str().unwrap()], mode);
+        assert!(n >= 20, "lua {mode}: only {n} functions profiled by paths");
+    }
+}

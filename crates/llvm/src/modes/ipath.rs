@@ -1,0 +1,653 @@
+//! Modes `ipath` and `ipath-piecewise`: interprocedural path profiling (Melski & Reps, paper
+//! 004) of the functions of one translation unit, executing the specification of
+//! `tally_graph::ipaths::runtime` (§5.5 context paths, §6.3 piecewise paths).
+//!
+//! # The set of functions
+//!
+//! [`Ipath::plan_module`] sees every lowered function of the module. A function is in the set
+//! when it cannot end early (no early-exit edge, landing pad or setjmp: every activation of a
+//! set function returns, so no pending path is ever abandoned; paper 004 §9.2 is not
+//! implemented), has no `callbr` or `musttail` call and every edge that may need code can take
+//! it (as path mode requires). Other functions are profiled with edge counters, exactly, and
+//! calls to them are summary edges. A call is *direct* (`Callee::Internal`) when it calls a set
+//! function with local linkage (which cannot be interposed) and is not the `tail` call ending a
+//! returning block (the return's code precedes it); every other call is `Unknown`. A set
+//! function is *entered from outside* unless every use of it is the callee of a direct call.
+//!
+//! # Code
+//!
+//! Per activation: allocas (promoted by mem2reg) for the register `reg`, `nvc`, `on_entry`, the
+//! root flag and the interrupted path's register and `open`. Per thread (`c/ipath.c`):
+//! the handshake (`__tally_ipath_hand_fn`, `__tally_ipath_hand_nvc`), the register passed
+//! across direct calls (`__tally_ipath_reg`) and `open` (`__tally_ipath_open`). Entry: take the
+//! handshake if it names this function, else act as a root. Edges: `reg += a*nvc + b`; back and
+//! cut edges count and restart. Direct calls: store `reg`, the handshake (`psi_r(nvc)`) and,
+//! piecewise, `open += 1`; after the call reload `reg`, clear the handshake and, piecewise,
+//! apply the unmatched-return adjustment. Summary calls clear the handshake. Returns pass `reg`
+//! back to the caller, or (functions that may be roots) call `__tally_ipath_ret`, which
+//! restores a root's interrupted path and returns the root's path number, counted inline. All counts go to one hashed path table per
+//! module (path mode's home table and `__tally_path_count`), owned by the set's first function.
+
+use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
+use crate::emit::{cname, Emitter, Globals};
+use crate::ir::{self, Val};
+use crate::lower::{EdgeIr, Lowered};
+use crate::sites::{direct_site, Realize};
+use crate::surgery::split_edge;
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
+use std::collections::HashMap;
+use tally_format::{abi, IpathCall, IpathFunction, IpathMeta, PathMeta, PathStorage};
+use tally_graph::ipaths::{CallAction, EdgeAction, FnId, FunctionPlan, IpNumbering, Lin, Mode};
+use tally_graph::{EdgeId, NodeId};
+
+/// Most paths of a module's set (numbers and every value the program computes fit a `u64`).
+pub(crate) const LIMIT: u128 = 1 << 62;
+
+/// `ipath` (`piecewise: false`) and `ipath-piecewise`.
+pub(crate) struct Ipath {
+    pub piecewise: bool,
+}
+
+impl ModeImpl for Ipath {
+    /// Edge counters until [`Ipath::plan_module`] replaces the plans of the set.
+    fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
+        Ok(Box::new(Fallback {
+            counting: Counting(super::edge::plan(cx)),
+            reason: ineligible(cx.l)
+                .unwrap_or("the interprocedural set could not be numbered")
+                .into(),
+        }))
+    }
+
+    fn plan_module(&self, funcs: &[(Val, &Lowered)]) -> Option<ModulePlan> {
+        Some(plan_module(funcs, self.piecewise))
+    }
+}
+
+/// What [`ModeImpl::plan_module`] gives: plans replacing some functions' and the metadata.
+pub(crate) struct ModulePlan {
+    /// `(index in the module's functions, plan)`.
+    pub plans: Vec<(usize, Box<dyn FnPlan>)>,
+    /// Why the whole module falls back to edge counters, if it does.
+    pub failure: Option<String>,
+    /// The numbering's description.
+    pub meta: Option<IpathMeta>,
+}
+
+/// A function profiled with edge counters.
+struct Fallback {
+    counting: Counting,
+    reason: String,
+}
+
+impl FnPlan for Fallback {
+    fn num_counters(&self) -> usize {
+        self.counting.num_counters()
+    }
+    fn fallback(&self) -> Option<&str> {
+        Some(&self.reason)
+    }
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        self.counting.emit(cx)
+    }
+}
+
+/// The call instructions of a function that are call sites, in site order.
+fn call_insts(l: &Lowered) -> Vec<(NodeId, u32, Val)> {
+    let mut out = Vec::new();
+    for (i, node) in l.nodes.iter().enumerate() {
+        for (pos, &v) in node.instrs.iter().enumerate() {
+            let is_call = matches!(v.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke);
+            if is_call
+                && !v.calls_inline_asm()
+                && v.called_function().is_none_or(|f| f.intrinsic_id() == 0)
+            {
+                out.push((NodeId::new(i), pos as u32, v));
+            }
+        }
+    }
+    out
+}
+
+/// Why function `l` cannot be in the set, if it cannot.
+fn ineligible(l: &Lowered) -> Option<&'static str> {
+    if l.may_end_early() {
+        return Some("it may end early (exit, longjmp, exception): edge counters");
+    }
+    for node in &l.nodes {
+        for &v in &node.instrs {
+            if v.opcode() == LLVMOpcode::LLVMCallBr {
+                return Some("it has a callbr");
+            }
+            if v.opcode() == LLVMOpcode::LLVMCall
+                && v.tail_kind() == LLVMTailCallKind::LLVMTailCallKindMustTail
+            {
+                return Some("it has a musttail call");
+            }
+        }
+    }
+    for (e, _) in l.cfg.edges() {
+        if let EdgeIr::Succ { .. } = l.edges[e.index()] {
+            if direct_site(l, e).is_none() {
+                return Some("an edge can be neither split nor placed at one of its ends");
+            }
+        }
+    }
+    None
+}
+
+fn is_local(f: Val) -> bool {
+    matches!(
+        f.linkage(),
+        LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+    )
+}
+
+fn num_uses(f: Val) -> usize {
+    let mut n = 0;
+    let mut u = unsafe { c::LLVMGetFirstUse(f.0) };
+    while !u.is_null() {
+        n += 1;
+        u = unsafe { c::LLVMGetNextUse(u) };
+    }
+    n
+}
+
+/// Builds the set, numbers it and plans each member.
+fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
+    let members: Vec<usize> = (0..funcs.len())
+        .filter(|&i| ineligible(funcs[i].1).is_none())
+        .collect();
+    let fn_of: HashMap<LLVMValueRef, usize> = members
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| (funcs[i].0 .0, k))
+        .collect();
+    let mut direct_uses = vec![0usize; members.len()];
+    let mut sites = Vec::with_capacity(members.len());
+    let mut metas = Vec::with_capacity(members.len());
+    let mut functions = Vec::with_capacity(members.len());
+    for &i in &members {
+        let (_, l) = funcs[i];
+        let insts = call_insts(l);
+        let mut calls = Vec::with_capacity(insts.len());
+        for &(n, pos, v) in &insts {
+            let node = &l.nodes[n.index()];
+            let ends_return = node.returns && node.end == v;
+            let callee = v
+                .called_function()
+                .filter(|&f| is_local(f) && !ends_return)
+                .and_then(|f| fn_of.get(&f.0).copied());
+            if let Some(k) = callee {
+                direct_uses[k] += 1;
+            }
+            calls.push(IpathCall {
+                block: n.into(),
+                position: pos,
+                callee: callee.map(|k| k as u32),
+            });
+        }
+        sites.push(insts);
+        metas.push(calls);
+    }
+    let mut ip_functions = Vec::with_capacity(members.len());
+    for (k, &i) in members.iter().enumerate() {
+        let (f, l) = funcs[i];
+        let from_outside = !is_local(f) || num_uses(f) != direct_uses[k];
+        let calls = std::mem::take(&mut metas[k]);
+        let f = IpathFunction {
+            function: i as u32,
+            from_outside,
+            calls,
+            cuts: Vec::new(),
+        };
+        functions.push(f.to_function(l.cfg.clone()));
+        ip_functions.push(f);
+    }
+    let mut out = ModulePlan {
+        plans: Vec::new(),
+        failure: None,
+        meta: None,
+    };
+    let Some(&owner) = members.first() else {
+        return out;
+    };
+    let mode = if piecewise {
+        Mode::Piecewise
+    } else {
+        Mode::Context
+    };
+    let num = match IpNumbering::new_limited(functions, mode, LIMIT) {
+        Ok(n) if n.fits_u64() => n,
+        Ok(_) => {
+            out.failure = Some("the numbering does not fit 64 bits".into());
+            return out;
+        }
+        Err(e) => {
+            out.failure = Some(e.to_string());
+            return out;
+        }
+    };
+    for (k, &i) in members.iter().enumerate() {
+        let plan = match num.plan(FnId::new(k)) {
+            Ok(p) => p,
+            Err(e) => {
+                out.failure = Some(e.to_string());
+                out.plans.clear();
+                return out;
+            }
+        };
+        let callees = ip_functions[k]
+            .calls
+            .iter()
+            .map(|c| c.callee.map(|q| funcs[members[q as usize]].0))
+            .collect();
+        out.plans.push((
+            i,
+            Box::new(IpathPlan {
+                plan,
+                sites: sites[k].iter().map(|s| s.2).collect(),
+                callees,
+                owner: owner as u32,
+                piecewise,
+                path_meta: (i == owner).then(|| PathMeta {
+                    cuts: Vec::new(),
+                    num_paths: num.total(),
+                    storage: PathStorage::Hash { table: 0 },
+                    numbering: num.fingerprint(),
+                }),
+            }),
+        ));
+    }
+    out.meta = Some(IpathMeta {
+        functions: ip_functions,
+        limit: LIMIT,
+        total: num.total(),
+        fingerprint: num.fingerprint(),
+        table_owner: owner as u32,
+    });
+    out
+}
+
+/// The plan of one function of the set.
+struct IpathPlan {
+    plan: FunctionPlan,
+    /// Per call site, its instruction.
+    sites: Vec<Val>,
+    /// Per call site, the callee when direct.
+    callees: Vec<Option<Val>>,
+    /// Module metadata index of the function owning the path table.
+    owner: u32,
+    piecewise: bool,
+    /// The owner's path metadata.
+    path_meta: Option<PathMeta>,
+}
+
+impl FnPlan for IpathPlan {
+    fn num_counters(&self) -> usize {
+        0
+    }
+    fn num_tables(&self) -> usize {
+        usize::from(self.path_meta.is_some())
+    }
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        emit(cx, self);
+        Emitted {
+            paths: self.path_meta.clone(),
+            needs_mem2reg: true,
+            ..Emitted::default()
+        }
+    }
+}
+
+/// The runtime's thread-locals and return function.
+struct Rt {
+    hand_fn: LLVMValueRef,
+    hand_nvc: LLVMValueRef,
+    reg: LLVMValueRef,
+    open: LLVMValueRef,
+    ret: (LLVMValueRef, LLVMTypeRef),
+}
+
+fn runtime(g: &Globals) -> Rt {
+    let tls = |name: &str, ty: LLVMTypeRef| unsafe {
+        let n = cname(name);
+        let mut v = c::LLVMGetNamedGlobal(g.module, n.as_ptr());
+        if v.is_null() {
+            v = c::LLVMAddGlobal(g.module, ty, n.as_ptr());
+            c::LLVMSetLinkage(v, LLVMLinkage::LLVMExternalLinkage);
+            c::LLVMSetThreadLocalMode(v, crate::module::runtime_tls_model(g.module));
+        }
+        v
+    };
+    let i64t = g.i64t;
+    Rt {
+        hand_fn: tls(abi::IPATH_HAND_FN, g.ptrt),
+        hand_nvc: tls(abi::IPATH_HAND_NVC, i64t),
+        reg: tls(abi::IPATH_REG, i64t),
+        open: tls(abi::IPATH_OPEN, i64t),
+        ret: unsafe {
+            let n = cname(abi::IPATH_RET);
+            let mut args = [i64t, i64t, i64t, i64t, i64t];
+            let ty = c::LLVMFunctionType(i64t, args.as_mut_ptr(), args.len() as u32, 0);
+            let mut f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
+            if f.is_null() {
+                f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
+                let nounwind = ir::attr_kind("nounwind");
+                let a = c::LLVMCreateEnumAttribute(g.ctx, nounwind, 0);
+                c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, a);
+            }
+            (f, ty)
+        },
+    }
+}
+
+struct Slots {
+    reg: LLVMValueRef,
+    nvc: LLVMValueRef,
+    on_entry: LLVMValueRef,
+    root: LLVMValueRef,
+    saved_reg: LLVMValueRef,
+    saved_open: LLVMValueRef,
+}
+
+struct Ip<'a, 'b> {
+    em: &'a Emitter<'b>,
+    s: Slots,
+    rt: Rt,
+    table: LLVMValueRef,
+    home: LLVMValueRef,
+    /// Piecewise: added when a root returns with no open call.
+    root_exit: u128,
+    /// The function is a root of the numbering (else every entry takes a handshake).
+    can_be_root: bool,
+}
+
+impl Ip<'_, '_> {
+    fn k(&self, v: u128) -> LLVMValueRef {
+        self.em.i64c(v as u64)
+    }
+    fn load(&self, p: LLVMValueRef) -> LLVMValueRef {
+        let e = cname("");
+        unsafe { c::LLVMBuildLoad2(self.em.b, self.em.g.i64t, p, e.as_ptr()) }
+    }
+    fn store(&self, v: LLVMValueRef, p: LLVMValueRef) {
+        unsafe { c::LLVMBuildStore(self.em.b, v, p) };
+    }
+    fn add(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
+        let e = cname("");
+        unsafe { c::LLVMBuildAdd(self.em.b, a, b, e.as_ptr()) }
+    }
+    fn select(&self, c_: LLVMValueRef, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
+        let e = cname("");
+        unsafe { c::LLVMBuildSelect(self.em.b, c_, a, b, e.as_ptr()) }
+    }
+    /// `l(nvc)` (the values fit 64 bits: `fits_u64`).
+    fn lin(&self, l: Lin, nvc: LLVMValueRef) -> LLVMValueRef {
+        if l.a == 0 {
+            return self.k(l.b);
+        }
+        let e = cname("");
+        let m = unsafe { c::LLVMBuildMul(self.em.b, self.k(l.a), nvc, e.as_ptr()) };
+        self.add(m, self.k(l.b))
+    }
+    /// `reg += l(nvc)`.
+    fn reg_add(&self, l: Lin) {
+        if l == Lin::ZERO {
+            return;
+        }
+        let nvc = self.load(self.s.nvc);
+        let v = self.add(self.load(self.s.reg), self.lin(l, nvc));
+        self.store(v, self.s.reg);
+    }
+    fn count(&self, p: LLVMValueRef, near: Val) {
+        let em = self.em;
+        match em.g.path_probe {
+            Some(f) => em.call(f, &mut [self.table, self.home, p], near),
+            None => em.call(em.g.path_count, &mut [self.table, p], near),
+        }
+    }
+    /// Splits the block before `near` (a returning block's end) and counts path `p` on a
+    /// branch unless it is `u64::MAX` (`__tally_ipath_ret`'s "not a root"), with the inline
+    /// home-table probe.
+    fn count_unless_none(&self, p: LLVMValueRef, near: Val) {
+        let em = self.em;
+        let g = em.g;
+        let e = cname("");
+        unsafe {
+            let here = near.parent();
+            let n1 = cname("tally.ip.count");
+            let n2 = cname("tally.ip.ret");
+            let count_bb = c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, n1.as_ptr());
+            let rest = c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, n2.as_ptr());
+            c::LLVMMoveBasicBlockAfter(count_bb, here.0);
+            c::LLVMMoveBasicBlockAfter(rest, count_bb);
+            // Move `near` and what follows it (the return) to `rest`: a returning block has
+            // no successors, so no phi names it.
+            let mut moved = Vec::new();
+            let mut v = Some(near);
+            while let Some(i) = v {
+                moved.push(i);
+                v = i.next();
+            }
+            c::LLVMPositionBuilderAtEnd(em.b, rest);
+            for i in moved {
+                c::LLVMInstructionRemoveFromParent(i.0);
+                c::LLVMInsertIntoBuilder(em.b, i.0);
+            }
+            c::LLVMPositionBuilderAtEnd(em.b, here.0);
+            let none = c::LLVMConstInt(g.i64t, u64::MAX, 0);
+            let is = c::LLVMBuildICmp(em.b, LLVMIntPredicate::LLVMIntNE, p, none, e.as_ptr());
+            c::LLVMBuildCondBr(em.b, is, count_bb, rest);
+            c::LLVMPositionBuilderAtEnd(em.b, count_bb);
+            let br = c::LLVMBuildBr(em.b, rest);
+            em.at(Val(br));
+            self.count(p, near);
+        }
+    }
+
+    fn edge(&self, a: EdgeAction, near: Val) {
+        match a {
+            EdgeAction::None => {}
+            EdgeAction::Add(l) => self.reg_add(l),
+            EdgeAction::ContextRestart { end, start } => {
+                let nvc = self.load(self.s.nvc);
+                let p = self.add(self.load(self.s.reg), self.lin(end, nvc));
+                self.count(p, near);
+                let r = self.add(self.load(self.s.on_entry), self.lin(start, nvc));
+                self.store(r, self.s.reg);
+            }
+            EdgeAction::PieceRestart { end, nvc: n, reg } => {
+                let nvc = self.load(self.s.nvc);
+                let p = self.add(self.load(self.s.reg), self.lin(end, nvc));
+                self.count(p, near);
+                self.store(self.k(0), self.rt.open);
+                self.store(self.k(n), self.s.nvc);
+                self.store(self.k(reg), self.s.reg);
+            }
+            EdgeAction::Return(l) => {
+                self.reg_add(l);
+                if !self.can_be_root {
+                    // Always entered through the handshake: pass `reg` back, no call.
+                    self.store(self.load(self.s.reg), self.rt.reg);
+                    return;
+                }
+                let mut args = [
+                    self.load(self.s.root),
+                    self.load(self.s.reg),
+                    self.load(self.s.saved_reg),
+                    self.load(self.s.saved_open),
+                    self.k(self.root_exit),
+                ];
+                let e = cname("");
+                let p = unsafe {
+                    let call = c::LLVMBuildCall2(
+                        self.em.b,
+                        self.rt.ret.1,
+                        self.rt.ret.0,
+                        args.as_mut_ptr(),
+                        args.len() as u32,
+                        e.as_ptr(),
+                    );
+                    Val(call).set_debug_loc(self.em.call_loc(near));
+                    call
+                };
+                self.count_unless_none(p, near);
+            }
+            EdgeAction::EarlyExit(_) | EdgeAction::Reentry(_) => {
+                unreachable!("set functions cannot end early")
+            }
+        }
+    }
+}
+
+/// The first instruction of `bb` that is not a phi.
+fn first_non_phi(bb: ir::Bb) -> Val {
+    let mut v = bb.first().expect("blocks have a terminator");
+    while v.opcode() == LLVMOpcode::LLVMPHI {
+        v = v.next().expect("blocks end with a terminator");
+    }
+    v
+}
+
+/// Instruments one function of the set.
+fn emit(cx: &EmitCx, p: &IpathPlan) {
+    let (g, l, func) = (cx.g, cx.l, cx.func);
+    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
+    let em = Emitter {
+        g,
+        b,
+        fn_scope: ir::subprogram(func),
+        func,
+    };
+    let empty = cname("");
+    let entry_first = func
+        .first_block()
+        .and_then(|bb| bb.first())
+        .expect("lowered functions have an entry instruction");
+    em.at(entry_first);
+    let alloca = |name: &str| unsafe {
+        let n = cname(name);
+        c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
+    };
+    let s = Slots {
+        reg: alloca("tally.ip.reg"),
+        nvc: alloca("tally.ip.nvc"),
+        on_entry: alloca("tally.ip.on_entry"),
+        root: alloca("tally.ip.root"),
+        saved_reg: alloca("tally.ip.saved_reg"),
+        saved_open: alloca("tally.ip.saved_open"),
+    };
+    let last_alloca = Val(s.saved_open);
+    let (table, home) = crate::module::path_table(g, 0, p.owner);
+    let ip = Ip {
+        em: &em,
+        s,
+        rt: runtime(g),
+        table,
+        home,
+        root_exit: p.plan.entry.root_exit_value,
+        can_be_root: p.plan.entry.root_value.is_some(),
+    };
+
+    // Call sites first: their code sits right before and right after the call, so code placed
+    // later at a block's start or end stays outside it.
+    for (site, (&call, act)) in p.sites.iter().zip(&p.plan.calls).enumerate() {
+        em.at(call);
+        match *act {
+            CallAction::Summary => unsafe {
+                c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn);
+            },
+            CallAction::Direct {
+                psi_r,
+                unmatched_value,
+                unmatched_nvc,
+                ..
+            } => {
+                let callee = p.callees[site].expect("direct sites name their callee");
+                ip.store(ip.load(ip.s.reg), ip.rt.reg);
+                ip.store(callee.0, ip.rt.hand_fn);
+                let nvc = ip.load(ip.s.nvc);
+                ip.store(ip.lin(psi_r, nvc), ip.rt.hand_nvc);
+                if p.piecewise {
+                    let o = ip.add(ip.load(ip.rt.open), ip.k(1));
+                    ip.store(o, ip.rt.open);
+                }
+                em.at(call.next().expect("a call is not a terminator"));
+                ip.store(ip.load(ip.rt.reg), ip.s.reg);
+                unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn) };
+                if p.piecewise {
+                    let o = ip.load(ip.rt.open);
+                    let zero = unsafe {
+                        c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, o, ip.k(0), empty.as_ptr())
+                    };
+                    let r = ip.load(ip.s.reg);
+                    let r2 = ip.add(r, ip.k(unmatched_value));
+                    ip.store(ip.select(zero, r2, r), ip.s.reg);
+                    let n = ip.select(zero, ip.k(unmatched_nvc), ip.load(ip.s.nvc));
+                    ip.store(n, ip.s.nvc);
+                    let o1 = unsafe { c::LLVMBuildSub(b, o, ip.k(1), empty.as_ptr()) };
+                    ip.store(ip.select(zero, ip.k(0), o1), ip.rt.open);
+                }
+            }
+        }
+    }
+
+    // Edge actions. Those at the start of a block first, as path mode does: in a block whose
+    // only instruction is its terminator the start and the end are the same point.
+    let at_start = |e: EdgeId| matches!(direct_site(l, e), Some(Realize::NodeStart(_)));
+    let edges = || p.plan.edges.iter().map(|(e, &a)| (e, a));
+    let in_order = edges()
+        .filter(|&(e, _)| at_start(e))
+        .chain(edges().filter(|&(e, _)| !at_start(e)));
+    for (e, act) in in_order {
+        if act == EdgeAction::None {
+            continue;
+        }
+        let at = match direct_site(l, e).expect("checked by ineligible") {
+            Realize::NodeEnd(n) => l.nodes[n.index()].end,
+            Realize::NodeStart(n) => first_non_phi(l.nodes[n.index()].start.parent()),
+            Realize::Split(_) => {
+                let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
+                    unreachable!("only terminator edges are split")
+                };
+                split_edge(&em, term, index)
+                    .terminator()
+                    .expect("split block has its branch")
+            }
+            other => unreachable!("edge {e} realized as {other:?}"),
+        };
+        em.at(at);
+        ip.edge(act, at);
+    }
+
+    // The entry, right after the allocas: take the handshake or start a root path.
+    em.at(last_alloca
+        .next()
+        .expect("the allocas precede the entry code"));
+    let act = p.plan.entry;
+    unsafe {
+        let hf = c::LLVMBuildLoad2(b, g.ptrt, ip.rt.hand_fn, empty.as_ptr());
+        let taken = c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, hf, func.0, empty.as_ptr());
+        let hn = ip.load(ip.rt.hand_nvc);
+        let treg = ip.load(ip.rt.reg);
+        let topen = ip.load(ip.rt.open);
+        let nvc = ip.select(taken, hn, ip.k(1));
+        let reg = ip.select(taken, treg, ip.k(act.root_value.unwrap_or(0)));
+        let notaken = c::LLVMBuildNot(b, taken, empty.as_ptr());
+        let root = c::LLVMBuildZExt(b, notaken, g.i64t, empty.as_ptr());
+        ip.store(root, ip.s.root);
+        ip.store(treg, ip.s.saved_reg);
+        ip.store(topen, ip.s.saved_open);
+        let hf2 = ip.select(taken, c::LLVMConstNull(g.ptrt), hf);
+        c::LLVMBuildStore(b, hf2, ip.rt.hand_fn);
+        ip.store(ip.select(taken, topen, ip.k(1)), ip.rt.open);
+        ip.store(nvc, ip.s.nvc);
+        ip.store(reg, ip.s.on_entry);
+        let r = ip.add(reg, ip.lin(act.start, nvc));
+        ip.store(r, ip.s.reg);
+    }
+    unsafe { c::LLVMDisposeBuilder(b) };
+}
