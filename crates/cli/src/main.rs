@@ -633,7 +633,13 @@ fn report(a: ReportArgs) -> Result<i32> {
     let mut title = title(&a.profiles);
     let mut stopped = Vec::new();
     let r = match &a.trace {
-        None => tally_report::analyze(&profile)?,
+        None => {
+            let r = tally_report::analyze(&profile)?;
+            if r.modes.contains(&tally_format::Mode::Trace) {
+                eprintln!("tally: a trace build counts nothing in its profile; its counts come from the trace: tally report --trace PROG.trace {}", title);
+            }
+            r
+        }
         Some(t) => {
             if a.profiles.len() != 1 {
                 anyhow::bail!("--trace takes the one profile its run wrote");

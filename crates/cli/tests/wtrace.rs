@@ -3,6 +3,7 @@
 //! The block sequence `tally trace` regenerates from the witnesses must equal trace-naive's,
 //! block for block, `longjmp` included; where regeneration cannot be exact (an exception
 //! landing pad) it must stop there with a clear error, after a prefix of the oracle's sequence.
+//! `tally report --trace` must give the block and edge counts of the `edges-naive` oracle.
 
 mod support;
 use std::path::{Path, PathBuf};
@@ -450,6 +451,31 @@ fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], statu
                 && err.contains("counts cover the regenerated part"),
             "{name}: {err}"
         );
+        // The counts are those of the regenerated prefix (which the regeneration test
+        // compares with trace-naive's sequence).
+        let prof = tally_format::profile::Profile::read_file(t.join("prog.tally")).unwrap();
+        let bytes = std::fs::read(t.join("prog.trace")).unwrap();
+        let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+        let mut want = std::collections::BTreeMap::new();
+        for b in &r.blocks {
+            *want
+                .entry((b.function.clone(), b.block as u64))
+                .or_insert(0u64) += 1;
+        }
+        let traced: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut got = std::collections::BTreeMap::new();
+        for f in traced["functions"].as_array().unwrap() {
+            for b in f["blocks"].as_array().unwrap() {
+                if let Some(c) = b["count"].as_u64().filter(|&c| c > 0) {
+                    let key = (
+                        f["name"].as_str().unwrap().to_string(),
+                        b["id"].as_u64().unwrap(),
+                    );
+                    got.insert(key, c);
+                }
+            }
+        }
+        assert_eq!(got, want, "{name}: counts are not the regenerated prefix's");
         return false;
     }
     assert_eq!(o.status.code(), Some(0), "{name}: {err}");

@@ -3,7 +3,8 @@
 //! same run wrote (its metadata holds each function's graph, call sites and plan). Regeneration
 //! is paper 000's Fig. 14 with a stack of active procedures (`tally_graph::witness::regen`);
 //! this module resolves the trace's `(module slot, function index)` names and decodes the
-//! runtime's bit stream (`crates/runtime/c/wtrace.c`).
+//! runtime's bit stream (`crates/runtime/c/wtrace.c`). [`report`] is `tally report --trace`:
+//! the block and edge counts of the regenerated execution, counted as it is regenerated.
 
 use std::collections::HashMap;
 use tally_format::profile::Profile;
