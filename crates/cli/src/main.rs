@@ -144,6 +144,10 @@ struct ReportArgs {
     /// tracefile or Cobertura XML.
     #[arg(long, value_enum, conflicts_with_all = ["format", "lines"])]
     export: Option<Export>,
+    /// A witness trace (`--tally-mode=trace`) of the run that wrote the profile: the counts are
+    /// those of its regenerated execution, as an `edge` profile would give them.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -361,11 +365,7 @@ fn trace(a: TraceArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| a.trace.with_extension("tally"));
     let profile = read_profile(&profile_path, None)?;
-    let meta = std::fs::metadata(&a.trace).with_context(|| format!("{}", a.trace.display()))?;
-    if !meta.is_file() {
-        anyhow::bail!("{}: not a regular file", a.trace.display());
-    }
-    let bytes = std::fs::read(&a.trace).with_context(|| format!("{}", a.trace.display()))?;
+    let bytes = read_trace(&a.trace)?;
     let filter = match &a.function {
         Some(re) => Some(regex_lite::Regex::new(re).with_context(|| format!("--function {re}"))?),
         None => None,
@@ -381,6 +381,15 @@ fn trace(a: TraceArgs) -> Result<i32> {
     );
     write_out(a.output.as_ref(), out.as_bytes())?;
     Ok(i32::from(!r.stopped.is_empty()))
+}
+
+/// Reads a trace file (a regular file only).
+fn read_trace(t: &std::path::Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(t).with_context(|| format!("{}", t.display()))?;
+    if !meta.is_file() {
+        anyhow::bail!("{}: not a regular file", t.display());
+    }
+    std::fs::read(t).with_context(|| format!("{}", t.display()))
 }
 
 /// Reads one profile; errors name the file.
@@ -621,8 +630,28 @@ fn html(a: HtmlArgs) -> Result<i32> {
 
 fn report(a: ReportArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
-    let title = title(&a.profiles);
-    let r = tally_report::analyze(&profile)?;
+    let mut title = title(&a.profiles);
+    let mut stopped = Vec::new();
+    let r = match &a.trace {
+        None => {
+            let r = tally_report::analyze(&profile)?;
+            if r.modes.contains(&tally_format::Mode::Trace) {
+                eprintln!("tally: a trace build counts nothing in its profile; its counts come from the trace: tally report --trace PROG.trace {}", title);
+            }
+            r
+        }
+        Some(t) => {
+            if a.profiles.len() != 1 {
+                anyhow::bail!("--trace takes the one profile its run wrote");
+            }
+            let bytes = read_trace(t)?;
+            let (r, s) = tally_report::wtrace::report(&bytes, &profile)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", t.display()))?;
+            title = format!("{} (trace {})", title, t.display());
+            stopped = s;
+            r
+        }
+    };
     let model = (a.lines || a.export.is_some()).then(|| tally_report::source::model(&r));
     let out = match (a.export, a.format, &model) {
         (Some(Export::Lcov), _, Some(m)) => tally_report::lcov::lcov(m, &title),
@@ -651,7 +680,18 @@ fn report(a: ReportArgs) -> Result<i32> {
         }
     };
     write_out(a.output.as_ref(), out.as_bytes())?;
-    Ok(warn_inconsistent(&r))
+    let status = warn_inconsistent(&r);
+    for (thread, why) in &stopped {
+        eprintln!("tally: thread {thread}: regeneration stopped early: {why}");
+    }
+    if !stopped.is_empty() {
+        eprintln!(
+            "tally: the counts cover the regenerated part of {} thread(s) only",
+            stopped.len()
+        );
+        return Ok(EXIT_INCONSISTENT);
+    }
+    Ok(status)
 }
 
 fn write_out(path: Option<&PathBuf>, bytes: &[u8]) -> Result<()> {

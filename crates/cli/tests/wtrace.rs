@@ -3,6 +3,7 @@
 //! The block sequence `tally trace` regenerates from the witnesses must equal trace-naive's,
 //! block for block, `longjmp` included; where regeneration cannot be exact (an exception
 //! landing pad) it must stop there with a clear error, after a prefix of the oracle's sequence.
+//! `tally report --trace` must give the block and edge counts of the `edges-naive` oracle.
 
 mod support;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,46 @@ struct Outcome {
     dir: PathBuf,
 }
 
+/// A program to build in two modes and run on the same input.
+struct Run<'a> {
+    name: &'a str,
+    cxx: bool,
+    args: &'a [String],
+    /// Exit status of both runs (`None`: death by signal).
+    status: Option<i32>,
+    /// Added to the `trace` build's arguments.
+    trace_flags: &'a [&'a str],
+    run_args: &'a [&'a str],
+}
+
+impl Run<'_> {
+    /// Builds the program in `modes` under `dir/MODE/prog` and runs each there (profile
+    /// `prog.tally`, trace `prog.trace`); both must exit with `status` and print the same.
+    fn build_and_run(&self, dir: &Path, modes: [&'static str; 2]) {
+        let name = self.name;
+        let mut outs = Vec::new();
+        for mode in modes {
+            let vdir = dir.join(mode);
+            std::fs::create_dir_all(&vdir).unwrap();
+            let mut a: Vec<&str> = self.args.iter().map(String::as_str).collect();
+            if mode == "trace" {
+                a.splice(0..0, self.trace_flags.iter().copied());
+            }
+            build(Variant::Tally(mode), self.cxx, &a, &vdir.join("prog"), dir);
+            let out = std::process::Command::new("./prog")
+                .args(self.run_args)
+                .current_dir(&vdir)
+                .env("TALLY_PROFILE", vdir.join("prog.tally"))
+                .env("TALLY_TRACE", vdir.join("prog.trace"))
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), self.status, "{name} {mode}");
+            outs.push(out.stdout);
+        }
+        assert_eq!(outs[0], outs[1], "{name}: outputs differ");
+    }
+}
+
 /// Builds `args` in trace and trace-naive mode, runs both, regenerates and reads the oracle.
 fn run_both(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
     run_both_with(name, cxx, args, Some(status), &[], &[])
@@ -40,26 +81,15 @@ fn run_both_with(
     run_args: &[&str],
 ) -> Outcome {
     let dir = scratch(&format!("wtrace-{name}"));
-    let mut outs = Vec::new();
-    for mode in ["trace", "trace-naive"] {
-        let vdir = dir.join(mode);
-        std::fs::create_dir_all(&vdir).unwrap();
-        let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
-        if mode == "trace" {
-            a.splice(0..0, trace_flags.iter().copied());
-        }
-        build(Variant::Tally(mode), cxx, &a, &vdir.join("prog"), &dir);
-        let out = std::process::Command::new("./prog")
-            .args(run_args)
-            .current_dir(&vdir)
-            .env("TALLY_PROFILE", vdir.join("prog.tally"))
-            .env("TALLY_TRACE", vdir.join("prog.trace"))
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), status, "{name} {mode}");
-        outs.push(out.stdout);
-    }
-    assert_eq!(outs[0], outs[1], "{name}: outputs differ");
+    let run = Run {
+        name,
+        cxx,
+        args,
+        status,
+        trace_flags,
+        run_args,
+    };
+    run.build_and_run(&dir, ["trace", "trace-naive"]);
     let prof = tally_format::profile::Profile::read_file(dir.join("trace/prog.tally")).unwrap();
     let branch_plans = prof
         .modules
@@ -109,30 +139,34 @@ fn single(file: &Path, opt: &str) -> Vec<String> {
     vec![opt.into(), "-g".into(), file.display().to_string()]
 }
 
-/// The test programs of the path oracle: every early-exit case and the shapes. Programs that
-/// throw must stop with the "not exact" error after a prefix of the oracle.
+/// The test programs of the path oracle, with their exit status: every early-exit case and
+/// the shapes.
+fn early_and_shapes() -> Vec<(PathBuf, i32)> {
+    std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut it = l.split_whitespace();
+            (
+                repo().join("testdata/early").join(it.next().unwrap()),
+                it.next().unwrap().parse().unwrap(),
+            )
+        })
+        .chain(
+            ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
+                .iter()
+                .map(|f| (repo().join("testdata/shapes").join(f), 0)),
+        )
+        .collect()
+}
+
+/// The programs of [`early_and_shapes`]. Programs that throw must stop with the "not exact"
+/// error after a prefix of the oracle.
 #[test]
 fn regenerated_block_sequences_equal_trace_naive() {
-    let early: Vec<(PathBuf, i32)> =
-        std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
-            .unwrap()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                let mut it = l.split_whitespace();
-                (
-                    repo().join("testdata/early").join(it.next().unwrap()),
-                    it.next().unwrap().parse().unwrap(),
-                )
-            })
-            .chain(
-                ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
-                    .iter()
-                    .map(|f| (repo().join("testdata/shapes").join(f), 0)),
-            )
-            .collect();
     let mut exact = 0;
-    for (file, status) in &early {
+    for (file, status) in &early_and_shapes() {
         for opt in ["-O0", "-O2"] {
             let name = format!("{}{opt}", file.file_name().unwrap().to_str().unwrap());
             let cxx = file.extension().is_some_and(|e| e == "cpp");
@@ -385,4 +419,115 @@ fn fatal_signals_end_the_streams() {
         );
         assert!(o.oracle.len() > 100, "{name}: too little compared");
     }
+}
+
+/// `tally report --trace prog.trace prog.tally` against the `edges-naive` oracle built from
+/// the same arguments and run on the same input: every block and edge count equal. Where
+/// regeneration stops early (an exception), the exit status is 3 and stderr says the counts
+/// cover the regenerated part. Returns whether regeneration was complete.
+fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], status: i32) -> bool {
+    let dir = scratch(&format!("wtrace-report-{name}"));
+    let run = Run {
+        name,
+        cxx,
+        args,
+        status: Some(status),
+        trace_flags: &[],
+        run_args: &[],
+    };
+    run.build_and_run(&dir, ["trace", "edges-naive"]);
+    let t = dir.join("trace");
+    let o = std::process::Command::new(tally())
+        .args(["report", "--format", "json", "--trace"])
+        .arg(t.join("prog.trace"))
+        .arg(t.join("prog.tally"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() == Some(3) {
+        assert!(
+            err.contains("regeneration stopped early")
+                && err.contains(tally_report::wtrace::NOT_EXACT)
+                && err.contains("counts cover the regenerated part"),
+            "{name}: {err}"
+        );
+        // The counts are those of the regenerated prefix (which the regeneration test
+        // compares with trace-naive's sequence).
+        let prof = tally_format::profile::Profile::read_file(t.join("prog.tally")).unwrap();
+        let bytes = std::fs::read(t.join("prog.trace")).unwrap();
+        let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+        let mut want = std::collections::BTreeMap::new();
+        for b in &r.blocks {
+            *want
+                .entry((b.function.clone(), b.block as u64))
+                .or_insert(0u64) += 1;
+        }
+        let traced: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut got = std::collections::BTreeMap::new();
+        for f in traced["functions"].as_array().unwrap() {
+            for b in f["blocks"].as_array().unwrap() {
+                if let Some(c) = b["count"].as_u64().filter(|&c| c > 0) {
+                    let key = (
+                        f["name"].as_str().unwrap().to_string(),
+                        b["id"].as_u64().unwrap(),
+                    );
+                    got.insert(key, c);
+                }
+            }
+        }
+        assert_eq!(got, want, "{name}: counts are not the regenerated prefix's");
+        return false;
+    }
+    assert_eq!(o.status.code(), Some(0), "{name}: {err}");
+    let traced: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let oracle = report_json(&dir.join("edges-naive/prog.tally"));
+    let (fns, executed) =
+        assert_same_counts(name, "trace", &traced, "edges-naive", &oracle, Edges::All);
+    // At -O2 latch.ll folds to a constant (one block).
+    assert!(
+        fns >= 1 && (executed >= 3 || name.starts_with("latch.ll-O2")),
+        "{name}: too little compared"
+    );
+    true
+}
+
+/// Block and edge counts from witness traces (issue 17 point 3) equal the `edges-naive`
+/// oracle's on every program the regeneration tests use: the early exits and shapes,
+/// callbacks through pointers and `qsort`, and four threads.
+#[test]
+fn trace_report_counts_equal_edges_naive() {
+    let mut exact = 0;
+    for (file, status) in &early_and_shapes() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("{}{opt}", file.file_name().unwrap().to_str().unwrap());
+            let cxx = file.extension().is_some_and(|e| e == "cpp");
+            exact += usize::from(trace_report_equals_edges_naive(
+                &name,
+                cxx,
+                &single(file, opt),
+                *status,
+            ));
+        }
+    }
+    assert!(exact >= 16, "only {exact} programs counted exactly");
+    let dir = scratch("wtrace-report-callbacks-src");
+    let src = dir.join("callbacks.c");
+    std::fs::write(&src, CALLBACKS).unwrap();
+    for opt in ["-O0", "-O2"] {
+        assert!(trace_report_equals_edges_naive(
+            &format!("callbacks{opt}"),
+            false,
+            &single(&src, opt),
+            0
+        ));
+    }
+    let workers = repo().join("testdata/threads/workers.c");
+    let args = vec![
+        "-O2".into(),
+        "-g".into(),
+        "-pthread".into(),
+        "--tally-atomic".into(),
+        workers.display().to_string(),
+    ];
+    assert!(trace_report_equals_edges_naive("workers", false, &args, 0));
 }

@@ -318,6 +318,16 @@ pub fn demangle(name: &str) -> String {
 
 /// Computes exact counts for every function of a profile.
 pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
+    analyze_counted(profile, &HashMap::new())
+}
+
+/// Edge and block counts measured outside the profile's counters (a witness trace,
+/// [`wtrace::report`]), by `(module index, function index)`: `(edges, blocks)` in id order.
+pub type Counted = HashMap<(usize, usize), (Vec<u64>, Vec<u64>)>;
+
+/// [`analyze`], taking the counts of the functions in `counted` from there instead of from
+/// their counters.
+pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, ReportError> {
     let mut functions: Vec<FunctionReport> = Vec::new();
     // (name, cfg hash) -> index in `functions`, for merging linkonce copies.
     let mut linkonce: HashMap<(String, u64), usize> = HashMap::new();
@@ -328,7 +338,7 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
     let mut path_entry_sum = 0u128;
     let mut events_total: Option<(String, u64)> = None;
     let mut ipaths = Vec::new();
-    for m in &profile.modules {
+    for (mi, m) in profile.modules.iter().enumerate() {
         let meta = &m.meta;
         let tables = source::Tables::of(meta);
         if let Some(kind) = &meta.event_kind {
@@ -412,7 +422,15 @@ pub fn analyze(profile: &Profile) -> Result<Report, ReportError> {
                     inconsistent = Some(why);
                     Ok(modes::Solved::unknown(&cfg))
                 }
-                None => modes::of(meta.mode).solve(&cfg, f, vals, paths.as_ref()),
+                None => match counted.get(&(mi, fi)) {
+                    Some((e, b)) if e.len() == cfg.num_edges() && b.len() == cfg.num_blocks() => {
+                        Ok(modes::Solved::exact(
+                            tally_graph::IdVec::from_vec(e.clone()),
+                            tally_graph::IdVec::from_vec(b.clone()),
+                        ))
+                    }
+                    _ => modes::of(meta.mode).solve(&cfg, f, vals, paths.as_ref()),
+                },
             };
             let mut solved = match result {
                 Ok(s) => s,

@@ -3,18 +3,19 @@
 //! same run wrote (its metadata holds each function's graph, call sites and plan). Regeneration
 //! is paper 000's Fig. 14 with a stack of active procedures (`tally_graph::witness::regen`);
 //! this module resolves the trace's `(module slot, function index)` names and decodes the
-//! runtime's bit stream (`crates/runtime/c/wtrace.c`).
+//! runtime's bit stream (`crates/runtime/c/wtrace.c`). [`report`] is `tally report --trace`:
+//! the block and edge counts of the regenerated execution, counted as it is regenerated.
 
 use std::collections::HashMap;
 use tally_format::profile::Profile;
 use tally_format::trace::{read_witness_trace, WitnessTrace};
 use tally_format::{FunctionMeta, WCallee};
-use tally_graph::witness::regen::{Expect, RecordSource, Regenerator};
+use tally_graph::witness::regen::{Expect, RecordSource, Regenerator, Step};
 use tally_graph::witness::{
     check_plan, CallSite, Callee, FuncId, FunctionInput, Landing, Plan, PlanKind, Record,
     RegenError, Traced, Witness,
 };
-use tally_graph::IdVec;
+use tally_graph::{EdgeId, IdVec};
 
 /// What the reader says when a thread landed where regeneration cannot follow.
 pub const NOT_EXACT: &str =
@@ -51,6 +52,8 @@ struct Program<'a> {
     funcs: Vec<Traced>,
     /// For each FuncId: its metadata and its module's file table.
     meta: Vec<(&'a FunctionMeta, &'a [String])>,
+    /// For each FuncId: its module's index in the profile and its index in the module.
+    at: Vec<(usize, usize)>,
     /// `(module hash, function index)` -> FuncId.
     ids: HashMap<(u64, u32), FuncId>,
 }
@@ -59,13 +62,14 @@ fn program(profile: &Profile) -> Result<Program<'_>, String> {
     let mut p = Program {
         funcs: Vec::new(),
         meta: Vec::new(),
+        at: Vec::new(),
         ids: HashMap::new(),
     };
     let mut by_name: HashMap<(u64, &str), FuncId> = HashMap::new();
     // Functions that are instrumented but not traced: calls to them are unknown calls, whose
     // callee writes a "lost" record.
     let mut untraced: HashMap<(u64, &str), ()> = HashMap::new();
-    for m in &profile.modules {
+    for (mi, m) in profile.modules.iter().enumerate() {
         for (i, f) in m.meta.functions.iter().enumerate() {
             if f.wtrace.as_ref().is_some_and(|w| w.untraced.is_some()) {
                 untraced.insert((m.hash, f.name.as_str()), ());
@@ -74,6 +78,7 @@ fn program(profile: &Profile) -> Result<Program<'_>, String> {
                 p.ids.insert((m.hash, i as u32), id);
                 by_name.insert((m.hash, f.name.as_str()), id);
                 p.meta.push((f, &m.meta.files));
+                p.at.push((mi, i));
             }
         }
     }
@@ -258,17 +263,27 @@ impl RecordSource for Stream<'_> {
     }
 }
 
-/// Regenerates every thread of the witness trace `bytes`, written by a run whose profile is
-/// `profile`.
-pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String> {
+/// What regeneration reports, in execution order within a thread.
+enum Event {
+    /// A block entered.
+    Step(Step),
+    /// An activation of the function returned by this `Return` edge.
+    Return(FuncId, EdgeId),
+}
+
+/// Regenerates every thread of the witness trace `bytes` against `profile`, calling `each`
+/// with the thread and every event as it comes (nothing is kept); returns the program and
+/// the threads that stopped early, and why.
+fn walk<'a>(
+    bytes: &[u8],
+    profile: &'a Profile,
+    mut each: impl FnMut(&Program<'a>, u32, Event),
+) -> Result<(Program<'a>, Vec<(u32, String)>), String> {
     let trace: WitnessTrace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
     let p = program(profile)?;
     let slots: HashMap<u32, u64> = trace.modules.iter().copied().collect();
     let regen = Regenerator::new(&p.funcs);
-    let mut out = Regenerated {
-        trace_bytes: bytes.len(),
-        ..Regenerated::default()
-    };
+    let mut stopped = Vec::new();
     for (thread, stream) in &trace.threads {
         let mut src = Stream {
             bytes: stream,
@@ -277,29 +292,104 @@ pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String
             slots: &slots,
             ids: &p.ids,
         };
-        let blocks = &mut out.blocks;
-        let r = regen.run(&mut src, |s| {
-            let (f, files) = p.meta[s.func.index()];
-            let loc = f.blocks.get(s.block.index());
-            blocks.push(Block {
-                thread: *thread,
-                function: f.name.clone(),
-                block: s.block.index() as u32,
-                file: loc
-                    .and_then(|l| l.file)
-                    .and_then(|i| files.get(i.0 as usize).cloned()),
-                line: loc.map_or(0, |l| l.line),
-            });
-        });
+        let each = std::cell::RefCell::new(&mut each);
+        let r = regen.run_with_returns(
+            &mut src,
+            |s| (each.borrow_mut())(&p, *thread, Event::Step(s)),
+            |f, e| (each.borrow_mut())(&p, *thread, Event::Return(f, e)),
+        );
         if let Err(e) = r {
             let why = match e {
                 RegenError::Decode(m) => m,
                 other => other.to_string(),
             };
-            out.stopped.push((*thread, why));
+            stopped.push((*thread, why));
         }
     }
-    Ok(out)
+    Ok((p, stopped))
+}
+
+/// Regenerates every thread of the witness trace `bytes`, written by a run whose profile is
+/// `profile`.
+pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String> {
+    let mut blocks = Vec::new();
+    let (_, stopped) = walk(bytes, profile, |p, thread, ev| {
+        let Event::Step(s) = ev else { return };
+        let (f, files) = p.meta[s.func.index()];
+        let loc = f.blocks.get(s.block.index());
+        blocks.push(Block {
+            thread,
+            function: f.name.clone(),
+            block: s.block.index() as u32,
+            file: loc
+                .and_then(|l| l.file)
+                .and_then(|i| files.get(i.0 as usize).cloned()),
+            line: loc.map_or(0, |l| l.line),
+        });
+    })?;
+    Ok(Regenerated {
+        blocks,
+        stopped,
+        trace_bytes: bytes.len(),
+    })
+}
+
+/// The block and edge counts of a witness trace, as an `edge` profile of the same run would
+/// give them: every regenerated block and every edge entered (`Step::via`) or returned by is
+/// counted while regenerating (memory: one counter per edge and block of the program), summed
+/// over threads; early-exit edges, which no record tells, are derived by flow conservation at
+/// their block as `edges-naive` derives them. Returns the report and the threads whose
+/// regeneration stopped early (the counts then cover the regenerated prefix).
+pub fn report(
+    bytes: &[u8],
+    profile: &Profile,
+) -> Result<(crate::Report, Vec<(u32, String)>), String> {
+    let mut edges: Vec<Vec<u64>> = Vec::new();
+    let mut blocks: Vec<Vec<u64>> = Vec::new();
+    let (p, stopped) = walk(bytes, profile, |p, _, ev| {
+        if edges.is_empty() {
+            for t in &p.funcs {
+                edges.push(vec![0; t.input.cfg.num_edges()]);
+                blocks.push(vec![0; t.input.cfg.num_blocks()]);
+            }
+        }
+        let (f, e) = match ev {
+            Event::Step(s) => {
+                let b = &mut blocks[s.func.index()][s.block.index()];
+                *b = b.saturating_add(1);
+                (s.func, s.via)
+            }
+            Event::Return(f, e) => (f, e),
+        };
+        let c = &mut edges[f.index()][e.index()];
+        *c = c.saturating_add(1);
+    })?;
+    let mut counted = HashMap::new();
+    for (i, t) in p.funcs.iter().enumerate() {
+        let cfg = &t.input.cfg;
+        let mut e = edges
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| vec![0; cfg.num_edges()]);
+        let b = blocks
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| vec![0; cfg.num_blocks()]);
+        for v in cfg.blocks() {
+            let Some(ee) = cfg.early_exit(v) else {
+                continue;
+            };
+            let left = cfg
+                .succs(v)
+                .iter()
+                .filter(|&&x| x != ee)
+                .fold(0u64, |a, x| a.saturating_add(e[x.index()]));
+            e[ee.index()] = b[v.index()].saturating_sub(left);
+        }
+        counted.insert(p.at[i], (e, b));
+    }
+    let r = crate::analyze_counted(profile, &counted).map_err(|e| e.to_string())?;
+    Ok((r, stopped))
 }
 
 /// `tally trace`'s output: blocks `from..from + limit` (0: all) of those `keep` selects, as

@@ -255,7 +255,18 @@ impl<'a> Regenerator<'a> {
     pub fn run(
         &self,
         src: &mut impl RecordSource,
+        sink: impl FnMut(Step),
+    ) -> Result<(), RegenError> {
+        self.run_with_returns(src, sink, |_, _| {})
+    }
+
+    /// [`Regenerator::run`], also calling `ret` with each `Return` edge taken (an activation
+    /// returning normally: no block is entered, so no [`Step`] tells it).
+    pub fn run_with_returns(
+        &self,
+        src: &mut impl RecordSource,
         mut sink: impl FnMut(Step),
+        mut ret: impl FnMut(FuncId, EdgeId),
     ) -> Result<(), RegenError> {
         let src = &mut Noting { src, read: false };
         let mut stack: Vec<Frame> = Vec::new();
@@ -397,6 +408,7 @@ impl<'a> Regenerator<'a> {
                 if top.pending.is_some() {
                     return Err(RegenError::Pending { func, block });
                 }
+                ret(func, e);
                 stack.pop();
             } else {
                 top.block = edge.dst;
