@@ -205,6 +205,10 @@ struct HtmlArgs {
     /// Profiles (several are added; they must come from the same build).
     #[arg(required = true)]
     profiles: Vec<PathBuf>,
+    /// A witness trace (`--tally-mode=trace`) of the run that wrote the profile: the site
+    /// shows the counts of its regenerated execution.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -609,7 +613,8 @@ fn show(a: ShowArgs) -> Result<i32> {
 
 /// `tally html -o DIR PROFILE...`: the site of `tally_report::html`.
 fn html(a: HtmlArgs) -> Result<i32> {
-    let r = tally_report::analyze(&read_profiles(&a.profiles)?)?;
+    let mut title = title(&a.profiles);
+    let (r, stopped) = analyze_maybe_traced(&a.profiles, a.trace.as_ref(), &mut title)?;
     let model = tally_report::source::model(&r);
     let pages = {
         let progress = progress::Progress::new(
@@ -617,7 +622,7 @@ fn html(a: HtmlArgs) -> Result<i32> {
             tally_report::html::page_count(&r, &model),
             "pages",
         );
-        tally_report::html::site_with_progress(&r, &model, &title(&a.profiles), &|| progress.step())
+        tally_report::html::site_with_progress(&r, &model, &title, &|| progress.step())
     };
     tally_report::html::write_site(&a.output, &pages)?;
     println!(
@@ -625,33 +630,56 @@ fn html(a: HtmlArgs) -> Result<i32> {
         a.output.join("index.html").display(),
         pages.len()
     );
-    Ok(warn_inconsistent(&r))
+    Ok(warn_stopped(&stopped, warn_inconsistent(&r)))
 }
 
-fn report(a: ReportArgs) -> Result<i32> {
-    let profile = read_profiles(&a.profiles)?;
-    let mut title = title(&a.profiles);
-    let mut stopped = Vec::new();
-    let r = match &a.trace {
+/// The report of `profiles`, or with `trace` the counts of the witness trace its one profile's
+/// run wrote (`title` then names the trace too), and the threads whose regeneration stopped.
+fn analyze_maybe_traced(
+    profiles: &[PathBuf],
+    trace: Option<&PathBuf>,
+    title: &mut String,
+) -> Result<(tally_report::Report, Vec<(u32, String)>)> {
+    let profile = read_profiles(profiles)?;
+    match trace {
         None => {
             let r = tally_report::analyze(&profile)?;
             if r.modes.contains(&tally_format::Mode::Trace) {
-                eprintln!("tally: a trace build counts nothing in its profile; its counts come from the trace: tally report --trace PROG.trace {}", title);
+                eprintln!("tally: a trace build counts nothing in its profile; pass the trace its run wrote: --trace PROG.trace {}", title);
             }
-            r
+            Ok((r, Vec::new()))
         }
         Some(t) => {
-            if a.profiles.len() != 1 {
+            if profiles.len() != 1 {
                 anyhow::bail!("--trace takes the one profile its run wrote");
             }
             let bytes = read_trace(t)?;
             let (r, s) = tally_report::wtrace::report(&bytes, &profile)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", t.display()))?;
-            title = format!("{} (trace {})", title, t.display());
-            stopped = s;
-            r
+            *title = format!("{} (trace {})", title, t.display());
+            Ok((r, s))
         }
-    };
+    }
+}
+
+/// Says which threads' regeneration stopped early; the exit status.
+fn warn_stopped(stopped: &[(u32, String)], status: i32) -> i32 {
+    for (thread, why) in stopped {
+        eprintln!("tally: thread {thread}: regeneration stopped early: {why}");
+    }
+    if stopped.is_empty() {
+        return status;
+    }
+    eprintln!(
+        "tally: the counts cover the regenerated part of {} thread(s) only",
+        stopped.len()
+    );
+    EXIT_INCONSISTENT
+}
+
+fn report(a: ReportArgs) -> Result<i32> {
+    let mut title = title(&a.profiles);
+    let (r, stopped) = analyze_maybe_traced(&a.profiles, a.trace.as_ref(), &mut title)?;
     let model = (a.lines || a.export.is_some()).then(|| tally_report::source::model(&r));
     let out = match (a.export, a.format, &model) {
         (Some(Export::Lcov), _, Some(m)) => tally_report::lcov::lcov(m, &title),
@@ -680,18 +708,7 @@ fn report(a: ReportArgs) -> Result<i32> {
         }
     };
     write_out(a.output.as_ref(), out.as_bytes())?;
-    let status = warn_inconsistent(&r);
-    for (thread, why) in &stopped {
-        eprintln!("tally: thread {thread}: regeneration stopped early: {why}");
-    }
-    if !stopped.is_empty() {
-        eprintln!(
-            "tally: the counts cover the regenerated part of {} thread(s) only",
-            stopped.len()
-        );
-        return Ok(EXIT_INCONSISTENT);
-    }
-    Ok(status)
+    Ok(warn_stopped(&stopped, warn_inconsistent(&r)))
 }
 
 fn write_out(path: Option<&PathBuf>, bytes: &[u8]) -> Result<()> {

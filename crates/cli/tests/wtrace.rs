@@ -531,3 +531,60 @@ fn trace_report_counts_equal_edges_naive() {
     ];
     assert!(trace_report_equals_edges_naive("workers", false, &args, 0));
 }
+
+/// The `data-count` values (line counts) of a site's file pages, sorted.
+fn site_line_counts(dir: &std::path::Path) -> Vec<String> {
+    let mut counts = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with('f') && name.ends_with(".html")) {
+            continue;
+        }
+        let page = std::fs::read_to_string(&p).unwrap();
+        for part in page.split("data-count=\"").skip(1) {
+            counts.push(part.split('"').next().unwrap().to_string());
+        }
+    }
+    counts.sort();
+    counts
+}
+
+#[test]
+fn html_site_of_a_trace_equals_edges_naive_site() {
+    let dir = scratch("wtrace-html");
+    let src = dir.join("callbacks.c");
+    std::fs::write(&src, CALLBACKS).unwrap();
+    let run = Run {
+        name: "html",
+        cxx: false,
+        args: &single(&src, "-O2"),
+        status: Some(0),
+        trace_flags: &[],
+        run_args: &[],
+    };
+    run.build_and_run(&dir, ["trace", "edges-naive"]);
+    let (t, n) = (dir.join("trace"), dir.join("edges-naive"));
+    let o = std::process::Command::new(tally())
+        .args(["html", "-o"])
+        .arg(dir.join("site-trace"))
+        .arg("--trace")
+        .arg(t.join("prog.trace"))
+        .arg(t.join("prog.tally"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = std::process::Command::new(tally())
+        .args(["html", "-o"])
+        .arg(dir.join("site-naive"))
+        .arg(n.join("prog.tally"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (traced, naive) = (
+        site_line_counts(&dir.join("site-trace")),
+        site_line_counts(&dir.join("site-naive")),
+    );
+    assert!(traced.iter().any(|c| c != "0"), "{traced:?}");
+    assert_eq!(traced, naive);
+}
