@@ -146,6 +146,14 @@ pub struct RingThread {
 /// two varints, the module slot and the function's index in that module's metadata, and that
 /// an `Unwind` record (kind 2) is followed by one varint, 0: the thread landed somewhere
 /// regeneration cannot follow (a `longjmp` or an exception).
+///
+/// A flight recorder's file (`TALLY_TRACE_RING`, `crates/runtime/c/wring.c`) has header flag
+/// [`WTRACE_RING`] in the `u32` after the version; each thread chunk is then one chunk of the
+/// thread's ring, oldest first: `u32 bits` (stream bits after the sync header), the sync
+/// header (LEB128 count, then per activation bottom first LEB128 slot, function index, call
+/// site + 1, 0 for none), the stream bytes. A chunk of thread [`WTRACE_STACK_CHUNK`] holds
+/// `u32 thread, u32 depth` and `{u32 slot, u32 index, u32 site + 1}` per recorded activation
+/// (bottom first): the thread's stack at the dump.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct WitnessTrace {
     /// `(slot, module hash)`, in the order written.

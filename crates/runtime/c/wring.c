@@ -29,7 +29,7 @@
 
 #define WR_CHUNKS 64    /* chunk descriptors per thread (older chunks are dropped) */
 #define WR_FRAMES 1024  /* shadow stack: deeper activations are not recorded (no sync there) */
-#define WR_MIN 4096     /* smallest ring */
+#define WR_MIN 1024     /* smallest ring */
 #define WR_MAX (1u << 28) /* a chunk's bit count fits a u32 */
 #define WR_STACK_CHUNK 0xfffffffeu
 #define WR_MODS 4096    /* module slots whose hashes are kept */
@@ -99,7 +99,7 @@ uint64_t wring_size(void) {
                 wr.size = v;
             } else {
                 static const char msg[] =
-                    "tally: TALLY_TRACE_RING must be a size from 4K to 256M (bytes, or with a K, M "
+                    "tally: TALLY_TRACE_RING must be a size from 1K to 256M (bytes, or with a K, M "
                     "or G suffix); the flight recorder is off\n";
                 write_stderr(msg, sizeof msg - 1);
             }

@@ -15,7 +15,7 @@
  *                        so a process killed by SIGKILL leaves its counts.
  *   TALLY_TRACE=path     where trace modes write their trace (default "<program>.trace").
  *   TALLY_TRACE_RING=SIZE  trace mode's flight recorder: each thread keeps only the last SIZE
- *                        bytes (4K to 256M; K and M suffixes) of its trace, written when the
+ *                        bytes (1K to 256M; K and M suffixes) of its trace, written when the
  *                        process ends (exit, crash, abort) or calls tally_dump_trace().
  */
 #ifndef TALLY_H
