@@ -72,7 +72,7 @@ fn regenerate(dir: &Path, file: &str) -> Regenerated {
 type Block = (String, u32);
 
 /// trace-naive's block sequence and, at its end, the stack of activations (bottom first,
-/// each with its current block), simulated from its records (one thread).
+/// each with its current block), simulated from its records.
 fn oracle(dir: &Path, file: &str) -> (Vec<Block>, Vec<Block>) {
     let prof = Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
     let bytes = std::fs::read(dir.join("trace-naive").join(file)).unwrap();
@@ -84,8 +84,9 @@ fn oracle(dir: &Path, file: &str) -> (Vec<Block>, Vec<Block>) {
             cfgs.insert((m.hash, i as u32), (f.name.clone(), f.cfg().unwrap()));
         }
     }
-    // (activation, function key, current block)
-    let mut stack: Vec<(u64, (u64, u32), u32)> = Vec::new();
+    // The live activations (entered, not returned: the program has no longjmp) with their
+    // current block, by activation id (entry order). At the end only one thread has any.
+    let mut live: std::collections::BTreeMap<u64, ((u64, u32), u32)> = Default::default();
     for r in &recs {
         match *r {
             TraceRecord::Enter {
@@ -94,25 +95,21 @@ fn oracle(dir: &Path, file: &str) -> (Vec<Block>, Vec<Block>) {
                 function,
             } => {
                 let entry = cfgs[&(module, function)].1.entry().index() as u32;
-                stack.push((act, (module, function), entry));
+                live.insert(act, ((module, function), entry));
             }
             TraceRecord::Edge { act, edge } => {
-                // A longjmp abandons the activations above the one that takes an edge.
-                while stack.last().is_some_and(|a| a.0 != act) {
-                    stack.pop();
-                }
-                let top = stack.last_mut().expect("an edge of no active activation");
-                let cfg = &cfgs[&top.1].1;
+                let a = live.get_mut(&act).expect("an edge of no live activation");
+                let cfg = &cfgs[&a.0].1;
                 let dst = cfg.edge(EdgeId::new(edge as usize)).dst;
                 if cfg.is_exit(dst) {
-                    stack.pop();
+                    live.remove(&act);
                 } else {
-                    top.2 = dst.index() as u32;
+                    a.1 = dst.index() as u32;
                 }
             }
         }
     }
-    let stack = stack.iter().map(|a| (cfgs[&a.1].0.clone(), a.2)).collect();
+    let stack = live.values().map(|a| (cfgs[&a.0].0.clone(), a.1)).collect();
     (seq, stack)
 }
 
