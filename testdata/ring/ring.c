@@ -2,13 +2,14 @@
  * branches, calls through pointers and callbacks (qsort), optionally in worker threads, that
  * ends as argv[1] says: "exit" (normally), "segv" (a store through a null pointer, three
  * activations deep), "abort", or "dump" (tally_dump_trace() halfway, the file copied to
- * TALLY_TRACE.snap, then a normal exit). argv[2]: iterations; argv[3]: worker threads. */
+ * TALLY_TRACE.snap, then a normal exit). argv[2]: iterations; argv[3]: worker threads.
+ * Built with `-I` the directory where the test put `tally header`'s output. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void tally_dump_trace(void);
+#include "tally.h" /* `tally header`: tally_dump_trace() */
 
 static int cmp(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;

@@ -23,13 +23,23 @@ fn build_both(name: &str) -> PathBuf {
     let dir = scratch(&format!("wring-{name}"));
     let src = repo().join("testdata/ring/ring.c");
     let src = src.display().to_string();
+    // The program includes the header `tally header` prints, for tally_dump_trace().
+    let header = std::process::Command::new(tally())
+        .arg("header")
+        .output()
+        .unwrap();
+    assert!(header.status.success());
+    let text = String::from_utf8(header.stdout).unwrap();
+    assert!(text.contains("void tally_dump_trace(void);"), "{text}");
+    std::fs::write(dir.join("tally.h"), text).unwrap();
+    let include = format!("-I{}", dir.display());
     for mode in ["trace", "trace-naive"] {
         let vdir = dir.join(mode);
         std::fs::create_dir_all(&vdir).unwrap();
         build(
             Variant::Tally(mode),
             false,
-            &["-O1", "-g", "-pthread", &src],
+            &["-O1", "-g", "-pthread", &include, &src],
             &vdir.join("prog"),
             &dir,
         );
@@ -239,6 +249,17 @@ fn exit_tail_equals_trace_naive() {
     assert!(seq.ends_with(&tail), "exit: the whole tail is the oracle's");
     assert!(stack.is_empty());
     assert_eq!(end.depth, 0);
+    // A ring has no counts: `tally report --trace` says so in one line.
+    let rep = std::process::Command::new(tally())
+        .args(["report", "--trace"])
+        .arg(dir.join("trace/prog.trace"))
+        .arg(dir.join("trace/prog.tally"))
+        .output()
+        .unwrap();
+    assert_ne!(rep.status.code(), Some(0));
+    let err = String::from_utf8(rep.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("flight recorder"), "{err}");
 }
 
 /// `tally_dump_trace()` halfway (the program copies the file right after): the snapshot's

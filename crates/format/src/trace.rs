@@ -228,6 +228,13 @@ fn ring_thread(ring: &mut Vec<(u32, RingThread)>, thread: u32) -> &mut RingThrea
     &mut ring[i].1
 }
 
+/// Whether `bytes` is a flight recorder's witness trace (header flag [`WTRACE_RING`]).
+pub fn is_flight_recorder(bytes: &[u8]) -> bool {
+    bytes.len() >= 16
+        && &bytes[..8] == WTRACE_MAGIC
+        && u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) & WTRACE_RING != 0
+}
+
 /// Parses a witness trace file.
 pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
     if bytes.len() < 16 || &bytes[..8] != WTRACE_MAGIC {

@@ -357,6 +357,9 @@ pub fn report(
 ) -> Result<(crate::Report, Vec<(u32, String)>), String> {
     let mut edges: Vec<Vec<u64>> = Vec::new();
     let mut blocks: Vec<Vec<u64>> = Vec::new();
+    if tally_format::trace::is_flight_recorder(bytes) {
+        return Err(FLIGHT_RECORDER_NO_COUNTS.into());
+    }
     let (p, stopped, _) = walk(bytes, profile, |p, _, ev| {
         if edges.is_empty() {
             for t in &p.funcs {
@@ -507,6 +510,9 @@ fn render_ring(ends: &[RingEnd]) -> String {
     }
     s
 }
+
+/// Why [`report`] refuses a flight recorder's file.
+pub const FLIGHT_RECORDER_NO_COUNTS: &str = "a flight recorder's trace (TALLY_TRACE_RING) holds only the last blocks of each thread: it has no counts (`tally trace` shows them)";
 
 /// One activation of a flight recorder thread's call stack at the dump.
 #[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
