@@ -2,7 +2,8 @@
  * branches, calls through pointers and callbacks (qsort), optionally in worker threads, that
  * ends as argv[1] says: "exit" (normally), "segv" (a store through a null pointer, three
  * activations deep), "abort", or "dump" (tally_dump_trace() halfway, the file copied to
- * TALLY_TRACE.snap, then a normal exit). argv[2]: iterations; argv[3]: worker threads.
+ * TALLY_TRACE.snap, then a normal exit). argv[2]: iterations; argv[3]: worker threads;
+ * argv[4]: before the end, recurse that deep and run a few iterations there.
  * Built with `-I` the directory where the test put `tally header`'s output. */
 #include <pthread.h>
 #include <stdio.h>
@@ -92,6 +93,17 @@ __attribute__((noinline)) static void snapshot(void) {
 
 static int iterations;
 
+__attribute__((noinline)) static long dive(int d, unsigned *seed) {
+    long total = 0;
+    if (d == 0)
+        for (int i = 0; i < 5; i++)
+            total += work(i, seed);
+    else
+        total = dive(d - 1, seed);
+    sink++;
+    return total;
+}
+
 static void *worker(void *arg) {
     unsigned seed = (unsigned)(size_t)arg;
     long total = 0;
@@ -104,6 +116,7 @@ int main(int argc, char **argv) {
     const char *how = argc > 1 ? argv[1] : "exit";
     iterations = argc > 2 ? atoi(argv[2]) : 1000;
     int threads = argc > 3 ? atoi(argv[3]) : 0;
+    int depth = argc > 4 ? atoi(argv[4]) : 0;
     pthread_t t[8];
     long total = 0;
     for (int i = 0; i < threads && i < 8; i++)
@@ -119,6 +132,8 @@ int main(int argc, char **argv) {
         if (i == iterations / 2 && strcmp(how, "dump") == 0)
             snapshot();
     }
+    if (depth > 0)
+        total += dive(depth, &seed);
     printf("%ld\n", total);
     fflush(stdout);
     if (strcmp(how, "segv") == 0)

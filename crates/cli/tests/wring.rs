@@ -323,6 +323,32 @@ fn threads_each_have_a_ring() {
     assert_eq!(ring_stack(main), stack);
 }
 
+/// Recursion 400 deep with work at the bottom, then the fault: there the activations' sync
+/// header (3 bytes each) would exceed a quarter of the 4K ring, so no chunk starts while that
+/// deep (the current chunk goes on, unpadded); the tail, which covers the way back up, and
+/// the stack at the fault are still the oracle's.
+#[test]
+fn too_deep_to_synchronize() {
+    let dir = build_both("deep");
+    let out = run_pair(&dir, &["segv", "100", "0", "400"], "4K");
+    assert_eq!(out.status.signal(), Some(libc_sig("SEGV")));
+    let r = regenerate(&dir, "prog.trace");
+    let end = &r.ring[0];
+    let (seq, stack) = oracle(&dir, "prog.trace");
+    assert_tail("deep", &thread_blocks(&r, end.thread), end, &seq);
+    assert_eq!(stack.len(), 6);
+    assert_eq!(end.depth, 6);
+    assert_eq!(ring_stack(end), stack);
+    let dives = thread_blocks(&r, end.thread)
+        .iter()
+        .filter(|b| b.0 == "dive")
+        .count();
+    assert!(
+        dives > 600,
+        "the tail does not cover the dive: {dives} blocks"
+    );
+}
+
 /// A bad TALLY_TRACE_RING: one line on stderr, and the trace is the full one (the ring off),
 /// equal to the oracle block for block.
 #[test]

@@ -6,7 +6,7 @@
  *
  * The stream is a bit stream that regeneration can only read from its start, so the ring is a
  * sequence of *chunks*, each starting at a synchronization point: at a function entry (after
- * its Enter record, if any), once the current chunk holds SIZE/8 bytes, the stream is padded to
+ * its Enter record, if any), once the current chunk holds SIZE/8 stream bytes, the stream is padded to
  * a byte and a new chunk begins with a Sync header: the thread's traced activations, bottom
  * first, as (module slot, function index, call site), from a per-thread shadow stack that
  * __tally_wtrace_enter/_ret/_direct/_call keep (the site is the function's call instruction
@@ -168,17 +168,6 @@ void wring_bytes(struct wr_ring *r, const unsigned char *p, size_t n) {
     __atomic_store_n(&r->chunks[(r->head - 1) % WR_CHUNKS].end, r->w, __ATOMIC_RELEASE);
 }
 
-/* Whether the next entry should start a chunk: none yet, or the current one holds a chunk's
- * worth (`buffered`: bytes of the stream not yet in the ring). */
-int wring_want_sync(const struct wr_ring *r, uint32_t depth, size_t buffered) {
-    if (depth > WR_FRAMES)
-        return 0;
-    if (!r->head)
-        return 1;
-    const struct wr_chunk *c = &r->chunks[(r->head - 1) % WR_CHUNKS];
-    return r->w + buffered - c->start >= r->size / 8;
-}
-
 static size_t wr_leb(unsigned char *out, uint64_t v) {
     size_t n = 0;
     do {
@@ -189,20 +178,36 @@ static size_t wr_leb(unsigned char *out, uint64_t v) {
     return n;
 }
 
-/* Starts a chunk: the stream so far is in the ring, padded with `pad` bits; `depth`
- * activations are on the stack, the top one just entered. */
-void wring_sync(struct wr_ring *r, uint32_t depth, unsigned pad) {
-    if (depth > WR_FRAMES)
-        return;
-    size_t len = 0;
+/* Bytes of the sync header of `depth` activations. */
+static size_t wr_sync_len(const struct wr_ring *r, uint32_t depth) {
     unsigned char tmp[16];
-    len += wr_leb(tmp, depth);
+    size_t len = wr_leb(tmp, depth);
     for (uint32_t i = 0; i < depth; i++) {
         const struct wr_frame *f = &r->frames[i];
         len += wr_leb(tmp, f->slot) + wr_leb(tmp, f->index) + wr_leb(tmp, (uint32_t)(f->site + 1u));
     }
-    if (len > r->size / 4)
-        return; /* too deep to synchronize here: the current chunk goes on */
+    return len;
+}
+
+/* Whether an entry at `depth` starts a chunk: there is none yet, or the current one holds a
+ * chunk's worth (`buffered`: bytes of the stream not yet in the ring); and the activations
+ * are recorded and their sync header small enough (SIZE/4). */
+int wring_want_sync(const struct wr_ring *r, uint32_t depth, size_t buffered) {
+    if (depth > WR_FRAMES)
+        return 0;
+    if (r->head) {
+        const struct wr_chunk *c = &r->chunks[(r->head - 1) % WR_CHUNKS];
+        if (r->w + buffered - c->start - c->sync < r->size / 8) /* stream bytes only */
+            return 0;
+    }
+    return wr_sync_len(r, depth) <= r->size / 4;
+}
+
+/* Starts a chunk (wring_want_sync said so): the stream so far is in the ring, padded with
+ * `pad` bits; `depth` activations are on the stack, the top one just entered. */
+void wring_sync(struct wr_ring *r, uint32_t depth, unsigned pad) {
+    unsigned char tmp[16];
+    size_t len = wr_sync_len(r, depth);
     if (r->head)
         r->chunks[(r->head - 1) % WR_CHUNKS].pad = pad;
     uint64_t start = r->w;
