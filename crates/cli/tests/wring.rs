@@ -349,6 +349,35 @@ fn too_deep_to_synchronize() {
     );
 }
 
+/// A damaged ring file (bytes flipped, cut short) is read without a panic: an error, or a
+/// thread that stops early.
+#[test]
+fn damaged_ring_files_do_not_panic() {
+    let dir = build_both("damaged");
+    run_pair(&dir, &["segv", "20"], "1K");
+    let prof = Profile::read_file(dir.join("trace/prog.tally")).unwrap();
+    let good = std::fs::read(dir.join("trace/prog.trace")).unwrap();
+    let mut seed = 12345u64;
+    let mut errors = 0;
+    for i in 0..400 {
+        let mut b = good.clone();
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let at = 16 + (seed >> 33) as usize % (b.len() - 16);
+        if i % 4 == 0 {
+            b.truncate(at);
+        } else {
+            b[at] ^= 1 << ((seed >> 20) % 8);
+        }
+        match tally_report::wtrace::regenerate(&b, &prof) {
+            Ok(r) => errors += usize::from(!r.stopped.is_empty()),
+            Err(_) => errors += 1,
+        }
+    }
+    assert!(errors > 0);
+}
+
 /// A bad TALLY_TRACE_RING: one line on stderr, and the trace is the full one (the ring off),
 /// equal to the oracle block for block.
 #[test]
