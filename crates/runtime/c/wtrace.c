@@ -277,9 +277,10 @@ void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
     }
 }
 
-/* The flight recorder's file: every thread's ring as it is now (the calling thread's buffered
- * bits included; other threads' bits not yet in their buffer are not), from the file's start.
- * The lock is held (or given up on). */
+/* The flight recorder's file: every thread's ring as it is now, with the bytes and bits it
+ * has not moved to the ring yet (read without synchronization from threads still running:
+ * their newest chunk may come out torn), from the file's start. The lock is held (or given
+ * up on). */
 static void wt_dump_locked(void) {
     if (wt.fd == 0)
         wt.fd = trace_open_file(wt.path);
