@@ -221,6 +221,17 @@ fn crash_tail_and_stack_equal_trace_naive() {
                 .any(|l| l.contains("#0") && l.contains("crash_here") && l.contains("ring.c:")),
             "{text}"
         );
+        let json = std::process::Command::new(tally())
+            .arg("trace")
+            .arg(dir.join("trace/prog.trace"))
+            .args(["--format", "json", "--limit", "1"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let top = &v["ring"][0]["stack"][0];
+        assert_eq!(top["function"], "crash_here", "{v}");
+        assert_eq!(top["block"].as_u64(), Some(u64::from(stack[5].1)), "{v}");
+        assert!(top["line"].as_u64().unwrap() > 0, "{v}");
     }
 }
 
