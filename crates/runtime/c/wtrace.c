@@ -306,8 +306,8 @@ static void wt_dump_locked(void) {
 void tally_dump_trace(void) {
     struct wt_thread *t = wt_self;
     int held = wt_lock(1);
-    if (wring_size())
-        wt_dump_locked();
+    if (wring_size() && __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE))
+        wt_dump_locked(); /* (no stream: not a trace build, or nothing traced yet) */
     else if (t && !t->ended && t->n)
         wt_chunk_locked(t->tid, t->buf, t->n), t->n = 0;
     wt_unlock(held);
