@@ -5,6 +5,9 @@
 //! this module resolves the trace's `(module slot, function index)` names and decodes the
 //! runtime's bit stream (`crates/runtime/c/wtrace.c`). [`report`] is `tally report --trace`:
 //! the block and edge counts of the regenerated execution, counted as it is regenerated.
+//! A flight recorder's file (`TALLY_TRACE_RING`, `c/wring.c`) is regenerated per thread from
+//! its oldest chunk's synchronization point ([`RingEnd`]: the tail and the call stack at the
+//! end); it has no counts.
 
 use std::collections::HashMap;
 use tally_format::profile::Profile;
