@@ -94,6 +94,44 @@ pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 pub const WTRACE_VERSION: u32 = 1;
 /// The thread id of a chunk that names a module instead of carrying stream bytes.
 pub const WTRACE_MODULE_CHUNK: u32 = u32::MAX;
+/// Header flag (the `u32` after the version) of a flight recorder's file (`TALLY_TRACE_RING`).
+pub const WTRACE_RING: u32 = 1;
+/// The thread id of a flight recorder's chunk holding a thread's activations at the dump.
+pub const WTRACE_STACK_CHUNK: u32 = u32::MAX - 1;
+
+/// A traced activation as the flight recorder's shadow stack holds it.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct RingFrame {
+    /// The module's trace slot.
+    pub slot: u32,
+    /// The function's index in the module's metadata.
+    pub index: u32,
+    /// The call site it is calling at (its calls numbered over its blocks in order), if any.
+    pub site: Option<u32>,
+}
+
+/// One chunk of a flight recorder's ring: it starts at a synchronization point.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RingChunk {
+    /// The thread's traced activations there, bottom first; the top one was just entered.
+    pub sync: Vec<RingFrame>,
+    /// The stream bits that follow (the bytes' last ones are padding).
+    pub bits: u64,
+    /// The stream bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// A thread of a flight recorder's file: its chunks, oldest first, and its activations at the
+/// dump (bottom first; `depth` may exceed the frames recorded).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct RingThread {
+    /// The chunks still in the ring, oldest first.
+    pub chunks: Vec<RingChunk>,
+    /// The number of traced activations at the dump.
+    pub depth: u32,
+    /// The recorded ones, bottom first.
+    pub stack: Vec<RingFrame>,
+}
 
 /// A witness trace, split into its per-thread bit streams.
 ///
@@ -108,12 +146,93 @@ pub const WTRACE_MODULE_CHUNK: u32 = u32::MAX;
 /// two varints, the module slot and the function's index in that module's metadata, and that
 /// an `Unwind` record (kind 2) is followed by one varint, 0: the thread landed somewhere
 /// regeneration cannot follow (a `longjmp` or an exception).
+///
+/// A flight recorder's file (`TALLY_TRACE_RING`, `crates/runtime/c/wring.c`) has header flag
+/// [`WTRACE_RING`] in the `u32` after the version; each thread chunk is then one chunk of the
+/// thread's ring, oldest first: `u32 bits` (stream bits after the sync header), the sync
+/// header (LEB128 count, then per activation bottom first LEB128 slot, function index, call
+/// site + 1, 0 for none), the stream bytes. A chunk of thread [`WTRACE_STACK_CHUNK`] holds
+/// `u32 thread, u32 depth` and `{u32 slot, u32 index, u32 site + 1}` per recorded activation
+/// (bottom first): the thread's stack at the dump.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct WitnessTrace {
     /// `(slot, module hash)`, in the order written.
     pub modules: Vec<(u32, u64)>,
-    /// `(thread, stream bytes)`, in the order the threads first wrote.
+    /// `(thread, stream bytes)`, in the order the threads first wrote (empty in a flight
+    /// recorder's file).
     pub threads: Vec<(u32, Vec<u8>)>,
+    /// A flight recorder's file (`TALLY_TRACE_RING`, header flag [`WTRACE_RING`]): each
+    /// thread's chunks and stack, in the order written.
+    pub ring: Option<Vec<(u32, RingThread)>>,
+}
+
+fn leb(bytes: &[u8], pos: &mut usize) -> Option<u32> {
+    let mut v = 0u64;
+    for shift in (0..35).step_by(7) {
+        let b = *bytes.get(*pos)?;
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return u32::try_from(v).ok();
+        }
+    }
+    None
+}
+
+/// A flight recorder's thread chunk: `u32 bits`, the sync header (LEB128 count, then slot,
+/// index, site + 1 per activation), the stream bytes.
+fn ring_chunk(body: &[u8]) -> Option<RingChunk> {
+    let bits = u64::from(u32::from_le_bytes(body.get(..4)?.try_into().ok()?));
+    let mut pos = 4;
+    let n = leb(body, &mut pos)?;
+    let mut sync = Vec::new();
+    for _ in 0..n {
+        let slot = leb(body, &mut pos)?;
+        let index = leb(body, &mut pos)?;
+        let site = leb(body, &mut pos)?.checked_sub(1);
+        sync.push(RingFrame { slot, index, site });
+    }
+    let bytes = body[pos..].to_vec();
+    (bits <= bytes.len() as u64 * 8).then_some(RingChunk { sync, bits, bytes })
+}
+
+/// A flight recorder's stack chunk: `u32 thread, u32 depth`, then `{u32 slot, index, site + 1}`.
+fn ring_stack(body: &[u8]) -> Option<(u32, u32, Vec<RingFrame>)> {
+    let u = |i: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(body.get(i..i + 4)?.try_into().ok()?))
+    };
+    if body.len() < 8 || !(body.len() - 8).is_multiple_of(12) {
+        return None;
+    }
+    let frames = (8..body.len())
+        .step_by(12)
+        .map(|i| {
+            Some(RingFrame {
+                slot: u(i)?,
+                index: u(i + 4)?,
+                site: u(i + 8)?.checked_sub(1),
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((u(0)?, u(4)?, frames))
+}
+
+fn ring_thread(ring: &mut Vec<(u32, RingThread)>, thread: u32) -> &mut RingThread {
+    let i = match ring.iter().position(|t| t.0 == thread) {
+        Some(i) => i,
+        None => {
+            ring.push((thread, RingThread::default()));
+            ring.len() - 1
+        }
+    };
+    &mut ring[i].1
+}
+
+/// Whether `bytes` is a flight recorder's witness trace (header flag [`WTRACE_RING`]).
+pub fn is_flight_recorder(bytes: &[u8]) -> bool {
+    bytes.len() >= 16
+        && &bytes[..8] == WTRACE_MAGIC
+        && u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) & WTRACE_RING != 0
 }
 
 /// Parses a witness trace file.
@@ -127,6 +246,7 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
         return Err(TraceError::Version(version));
     }
     let mut out = WitnessTrace::default();
+    let mut ring = (u32_at(bytes, 12) & WTRACE_RING != 0).then(Vec::new);
     let mut pos = 16;
     let mut chunk = 0;
     while pos < bytes.len() {
@@ -148,6 +268,16 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
             let mut h = [0u8; 8];
             h.copy_from_slice(&body[4..12]);
             out.modules.push((u32_at(body, 0), u64::from_le_bytes(h)));
+        } else if let Some(ring) = ring.as_mut() {
+            if thread == WTRACE_STACK_CHUNK {
+                let (t, depth, stack) = ring_stack(body).ok_or(TraceError::BadRecord(chunk))?;
+                let t = ring_thread(ring, t);
+                t.depth = depth;
+                t.stack = stack;
+            } else {
+                let c = ring_chunk(body).ok_or(TraceError::BadRecord(chunk))?;
+                ring_thread(ring, thread).chunks.push(c);
+            }
         } else if let Some(t) = out.threads.iter_mut().find(|t| t.0 == thread) {
             t.1.extend_from_slice(body);
         } else {
@@ -155,5 +285,6 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
         }
         chunk += 1;
     }
+    out.ring = ring;
     Ok(out)
 }

@@ -5,6 +5,9 @@
 //! this module resolves the trace's `(module slot, function index)` names and decodes the
 //! runtime's bit stream (`crates/runtime/c/wtrace.c`). [`report`] is `tally report --trace`:
 //! the block and edge counts of the regenerated execution, counted as it is regenerated.
+//! A flight recorder's file (`TALLY_TRACE_RING`, `c/wring.c`) is regenerated per thread from
+//! its oldest chunk's synchronization point ([`RingEnd`]: the tail and the call stack at the
+//! end); it has no counts.
 
 use std::collections::HashMap;
 use tally_format::profile::Profile;
@@ -46,6 +49,8 @@ pub struct Regenerated {
     pub stopped: Vec<(u32, String)>,
     /// Size of the trace file in bytes.
     pub trace_bytes: usize,
+    /// A flight recorder's file (`TALLY_TRACE_RING`): how each thread ends.
+    pub ring: Vec<RingEnd>,
 }
 
 struct Program<'a> {
@@ -342,14 +347,14 @@ impl RecordSource for Stream<'_> {
     }
 }
 
+/// What [`walk`] returns: the threads that stopped early, and why; a flight recorder's ends.
+type Walked = (Vec<(u32, String)>, Vec<RingEnd>);
+
 /// Regenerates every thread of the witness trace `bytes` against the program `p` (of the
 /// run's profile), calling `each` with the thread and every event as it comes (nothing is
-/// kept); returns the threads that stopped early, and why.
-fn walk(
-    bytes: &[u8],
-    p: &Program<'_>,
-    mut each: impl FnMut(u32, Visit),
-) -> Result<Vec<(u32, String)>, String> {
+/// kept); returns the threads that stopped early, and why, and the ends of a flight
+/// recorder's threads.
+fn walk(bytes: &[u8], p: &Program<'_>, mut each: impl FnMut(u32, Visit)) -> Result<Walked, String> {
     let trace: WitnessTrace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
     let names = Names::new(&trace, &p.ids);
     let regen = Regenerator::new(&p.funcs);
@@ -370,7 +375,14 @@ fn walk(
             stopped.push((*thread, why));
         }
     }
-    Ok(stopped)
+    let slots: HashMap<u32, u64> = trace.modules.iter().copied().collect();
+    let mut ends = Vec::new();
+    for (thread, rt) in trace.ring.iter().flatten() {
+        let (end, why) = walk_ring_thread(p, &regen, &names, &slots, *thread, rt, &mut each);
+        stopped.extend(why.map(|w| (*thread, w)));
+        ends.push(end);
+    }
+    Ok((stopped, ends))
 }
 
 /// Regenerates every thread of the witness trace `bytes`, written by a run whose profile is
@@ -378,7 +390,7 @@ fn walk(
 pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String> {
     let mut blocks = Vec::new();
     let p = program(profile)?;
-    let stopped = walk(bytes, &p, |thread, ev| {
+    let (stopped, ring) = walk(bytes, &p, |thread, ev| {
         let Visit::Step(s) = ev else { return };
         let (f, files) = p.meta[s.func.index()];
         let loc = f.blocks.get(s.block.index());
@@ -396,6 +408,7 @@ pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String
         blocks,
         stopped,
         trace_bytes: bytes.len(),
+        ring,
     })
 }
 
@@ -409,6 +422,9 @@ pub fn report(
     bytes: &[u8],
     profile: &Profile,
 ) -> Result<(crate::Report, Vec<(u32, String)>), String> {
+    if tally_format::trace::is_flight_recorder(bytes) {
+        return Err(FLIGHT_RECORDER_NO_COUNTS.into());
+    }
     // Flat counters (one lookup per event): function i's edges at ebase[i].., blocks at
     // bbase[i]...
     let p = program(profile)?;
@@ -436,6 +452,7 @@ pub fn report(
             let c = &mut ecount[ebase[f.index()] + e.index()];
             *c = c.saturating_add(1);
         })?
+        .0
     };
     let mut counted = HashMap::new();
     for (i, t) in p.funcs.iter().enumerate() {
@@ -500,6 +517,10 @@ pub fn render(
             "blocks": blocks,
             "stopped": stopped,
         });
+        let mut v = v;
+        if !r.ring.is_empty() {
+            v["ring"] = serde_json::to_value(&r.ring).unwrap_or_default();
+        }
         return format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default());
     }
     let mut s = format!(
@@ -520,5 +541,270 @@ pub fn render(
     for (t, why) in &r.stopped {
         s.push_str(&format!("thread {t}: {why}\n"));
     }
+    s.push_str(&render_ring(&r.ring));
     s
+}
+
+/// The flight recorder's part of `tally trace`'s text: per thread, how much of its tail was
+/// regenerated and its call stack at the dump, top first.
+fn render_ring(ends: &[RingEnd]) -> String {
+    let mut s = String::new();
+    for e in ends {
+        s.push_str(&format!(
+            "thread {}: flight recorder: its last {} blocks",
+            e.thread, e.blocks
+        ));
+        if e.certain < e.blocks {
+            s.push_str(&format!(
+                " (the last {} walked past the last record: it may have stopped among them)",
+                e.blocks - e.certain
+            ));
+        }
+        s.push_str(&format!(
+            "; call stack at the end ({} activations):\n",
+            e.depth
+        ));
+        for (i, f) in e.stack.iter().enumerate() {
+            let at = match &f.file {
+                Some(file) => format!("{file}:{}", f.line),
+                None => "?".into(),
+            };
+            let block = f.block.map_or("b?".into(), |b| format!("b{b}"));
+            s.push_str(&format!("  #{i:<3} {}  {block}  {at}\n", f.function));
+        }
+        if (e.stack.len() as u64) < u64::from(e.depth) {
+            s.push_str(&format!(
+                "  ... {} deeper activations not recorded\n",
+                u64::from(e.depth) - e.stack.len() as u64
+            ));
+        }
+    }
+    s
+}
+
+/// Why [`report`] refuses a flight recorder's file.
+pub const FLIGHT_RECORDER_NO_COUNTS: &str = "a flight recorder's trace (TALLY_TRACE_RING) holds only the last blocks of each thread: it has no counts (`tally trace` shows them)";
+
+/// One activation of a flight recorder thread's call stack at the dump.
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
+pub struct StackFrame {
+    /// The function's linkage name.
+    pub function: String,
+    /// Its current block: for a caller the block of the call it is in, for the top
+    /// activation the last block regeneration reached in it (`None`: not regenerated).
+    pub block: Option<u32>,
+    /// The block's source file, if known.
+    pub file: Option<String>,
+    /// Its line (0 when unknown).
+    pub line: u32,
+}
+
+/// How a flight recorder thread (`TALLY_TRACE_RING`) ends.
+#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
+pub struct RingEnd {
+    /// The thread.
+    pub thread: u32,
+    /// Its blocks regenerated from the ring (the tail of its execution).
+    pub blocks: usize,
+    /// The first `certain` of them come before the last record read: the thread ran them.
+    /// The others were walked from there without a record; a thread that crashed may have
+    /// stopped anywhere among them.
+    pub certain: usize,
+    /// Traced activations at the dump (`stack` may hold fewer, bottom ones, when deeper).
+    pub depth: u32,
+    /// The activations at the dump as the runtime's shadow stack holds them, top first.
+    pub stack: Vec<StackFrame>,
+}
+
+/// A source that counts what it read (for [`RingEnd::certain`]).
+struct Counting<'s, S> {
+    src: &'s mut S,
+    steps: &'s std::cell::Cell<usize>,
+    certain: usize,
+}
+
+impl<S: RecordSource> RecordSource for Counting<'_, S> {
+    fn read(&mut self, expect: Expect) -> Result<Option<Record>, RegenError> {
+        let r = self.src.read(expect)?;
+        // `End` is written where the process ended, not where the thread was.
+        if r.is_some_and(|r| r != Record::End) {
+            self.certain = self.steps.get();
+        }
+        Ok(r)
+    }
+}
+
+/// A flight recorder's chunks as one stream: each chunk's stream bits after its sync header,
+/// concatenated (the runtime padded the stream to a byte before each sync), then `End`.
+fn ring_stream(chunks: &[tally_format::trace::RingChunk]) -> Vec<u8> {
+    let mut w = tally_graph::witness::bits::BitWriter::new();
+    for c in chunks {
+        let full = (c.bits / 8) as usize;
+        for &b in &c.bytes[..full] {
+            w.put(u64::from(b), 8);
+        }
+        if c.bits % 8 != 0 {
+            w.put(u64::from(c.bytes[full]), (c.bits % 8) as u8);
+        }
+    }
+    w.put(3, 2);
+    w.finish().0
+}
+
+/// The function of a shadow-stack frame, and its call site's `(block, position)`.
+fn ring_frame(
+    p: &Program<'_>,
+    slots: &HashMap<u32, u64>,
+    f: &tally_format::trace::RingFrame,
+) -> Result<(FuncId, Option<(usize, usize)>), String> {
+    let id = slots
+        .get(&f.slot)
+        .and_then(|h| p.ids.get(&(*h, f.index)))
+        .copied()
+        .ok_or_else(|| {
+            format!(
+                "the flight recorder names function {} of module slot {}, which the profile does not hold",
+                f.index, f.slot
+            )
+        })?;
+    let site = f.site.and_then(|s| {
+        let calls = &p.funcs[id.index()].input.calls;
+        let mut k = s as usize;
+        for (b, sites) in calls.iter() {
+            if k < sites.len() {
+                return Some((b.index(), k));
+            }
+            k -= sites.len();
+        }
+        None
+    });
+    Ok((id, site))
+}
+
+/// Regenerates one flight recorder thread from its oldest chunk's synchronization point:
+/// the callers resume in their calls, the top activation at its entry. Returns the thread's
+/// end and why regeneration stopped early, if it did.
+fn walk_ring_thread(
+    p: &Program<'_>,
+    regen: &Regenerator<'_>,
+    names: &Names,
+    slots: &HashMap<u32, u64>,
+    thread: u32,
+    rt: &tally_format::trace::RingThread,
+    each: &mut impl FnMut(u32, Visit),
+) -> (RingEnd, Option<String>) {
+    use tally_graph::witness::Activation;
+    let steps = std::cell::Cell::new(0usize);
+    let last_in: std::cell::RefCell<HashMap<FuncId, tally_graph::NodeId>> = Default::default();
+    let mut end = RingEnd {
+        thread,
+        blocks: 0,
+        certain: 0,
+        depth: rt.depth,
+        stack: Vec::new(),
+    };
+    let mut stack: Vec<Activation> = Vec::new();
+    let mut run = || -> Result<(), String> {
+        let first = rt
+            .chunks
+            .first()
+            .ok_or("the ring holds no whole chunk (nothing since a synchronization point fits)")?;
+        let n = first.sync.len();
+        for (i, f) in first.sync.iter().enumerate() {
+            let (func, site) = ring_frame(p, slots, f)?;
+            let input = &p.funcs[func.index()].input;
+            if i + 1 == n {
+                let (block, via) = (input.cfg.entry(), input.cfg.entry_edge());
+                steps.set(steps.get() + 1);
+                last_in.borrow_mut().insert(func, block);
+                each(
+                    thread,
+                    Visit::Step(tally_graph::witness::Step { func, block, via }),
+                );
+                stack.push(Activation {
+                    func,
+                    block,
+                    site: 0,
+                    waiting: false,
+                });
+                continue;
+            }
+            let (b, k) = site.ok_or("a synchronization point's caller is at no call site")?;
+            let block = tally_graph::NodeId::new(b);
+            let waiting = match input.calls[block][k].callee {
+                Callee::Direct(_) => false,
+                Callee::Unknown => true,
+                Callee::Opaque => return Err("a caller at an opaque call site".into()),
+            };
+            stack.push(Activation {
+                func,
+                block,
+                site: if waiting { k } else { k + 1 },
+                waiting,
+            });
+        }
+        let bytes = ring_stream(&rt.chunks);
+        let mut stream = Stream {
+            bytes: &bytes,
+            pos: 0,
+            ended: false,
+            names,
+        };
+        let mut src = Counting {
+            src: &mut stream,
+            steps: &steps,
+            certain: 0,
+        };
+        let r = regen.run_from(&mut stack, &mut src, |v| {
+            if let Visit::Step(s) = v {
+                steps.set(steps.get() + 1);
+                last_in.borrow_mut().insert(s.func, s.block);
+            }
+            each(thread, v)
+        });
+        end.certain = src.certain;
+        r.map_err(|e| match e {
+            RegenError::Decode(m) => m,
+            other => other.to_string(),
+        })
+    };
+    let stopped = run().err();
+    end.blocks = steps.get();
+    // The call stack at the dump: the runtime's shadow stack; the top activation's block is
+    // where regeneration left it.
+    let n = rt.stack.len();
+    for (i, f) in rt.stack.iter().enumerate().rev() {
+        let Ok((func, site)) = ring_frame(p, slots, f) else {
+            end.stack.push(StackFrame {
+                function: format!("<slot {} function {}>", f.slot, f.index),
+                block: None,
+                file: None,
+                line: 0,
+            });
+            continue;
+        };
+        let block = if i + 1 == n && n == rt.depth as usize {
+            // Where regeneration left it, or (it walked on past the last record, out of
+            // this activation) the last block it reached in the function.
+            stack
+                .last()
+                .filter(|a| a.func == func && stack.len() == n)
+                .map(|a| a.block)
+                .or_else(|| last_in.borrow().get(&func).copied())
+                .map(|b| b.index())
+        } else {
+            site.map(|s| s.0)
+        };
+        let (meta, files) = p.meta[func.index()];
+        let loc = block.and_then(|b| meta.blocks.get(b));
+        end.stack.push(StackFrame {
+            function: meta.name.clone(),
+            block: block.map(|b| b as u32),
+            file: loc
+                .and_then(|l| l.file)
+                .and_then(|i| files.get(i.0 as usize).cloned()),
+            line: loc.map_or(0, |l| l.line),
+        });
+    }
+    (end, stopped)
 }

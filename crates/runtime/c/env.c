@@ -58,6 +58,7 @@ void read_env(void) {
         env_copy(&env.trace, "TALLY_TRACE");
         env_copy(&env.stop_at, "TALLY_STOP_AT");
         env_copy(&env.continuous, "TALLY_CONTINUOUS");
+        env_copy(&env.trace_ring, "TALLY_TRACE_RING");
     }
     env.read = 1;
 }

@@ -27,6 +27,13 @@ static int probe_chunk(uintptr_t c) {
     return r == -1 && errno == EINVAL;
 }
 
+/* Whether the path site a (stale or corrupt) record names can be read: its table is checked
+ * only after that (a stale record's odd site may point anywhere). */
+static int path_site_readable(const struct tally_path_site *ps) {
+    uintptr_t p = (uintptr_t)ps, q = p + sizeof *ps - 1;
+    return ps && q > p && probe_chunk(p & ~(CHUNK - 1)) && probe_chunk(q & ~(CHUNK - 1));
+}
+
 /* Charges a frame record's site: a counter, or (low bit set) a hashed path. Invalid sites are
  * passed over. */
 static void charge_site(uint64_t *site) {
@@ -34,7 +41,7 @@ static void charge_site(uint64_t *site) {
     if (a & TALLY_SITE_PATH_TAG) {
         const struct tally_path_site *ps =
             (const struct tally_path_site *)(a & ~(uintptr_t)TALLY_SITE_PATH_TAG);
-        if ((a & 6) == 0 && ps && is_path_table(ps->table))
+        if ((a & 6) == 0 && path_site_readable(ps) && is_path_table(ps->table))
             count_path(ps->table, ps->path);
     } else if (site != TALLY_NO_SITE && is_counter(site)) {
         (*site)++;
@@ -49,7 +56,7 @@ static void uncharge_site(uint64_t *site) {
     if (a & TALLY_SITE_PATH_TAG) {
         const struct tally_path_site *ps =
             (const struct tally_path_site *)(a & ~(uintptr_t)TALLY_SITE_PATH_TAG);
-        if ((a & 6) == 0 && ps && is_path_table(ps->table))
+        if ((a & 6) == 0 && path_site_readable(ps) && is_path_table(ps->table))
             uncount_path(ps->table, ps->path);
     } else if (site != TALLY_NO_SITE && is_counter(site)) {
         (*site)--;

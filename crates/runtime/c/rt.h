@@ -90,6 +90,16 @@
 #define trace_module_hash tally__trace_module_hash
 #define wtrace_finish tally__wtrace_finish
 #define wtrace_forked tally__wtrace_forked
+#define wring_size tally__wring_size
+#define wring_new tally__wring_new
+#define wring_module tally__wring_module
+#define wring_push tally__wring_push
+#define wring_site tally__wring_site
+#define wring_bytes tally__wring_bytes
+#define wring_want_sync tally__wring_want_sync
+#define wring_sync tally__wring_sync
+#define wring_dump_begin tally__wring_dump_begin
+#define wring_dump_thread tally__wring_dump_thread
 /* exec.c, merge.c and their hooks */
 #define out_begin tally__out_begin
 #define out_bytes tally__out_bytes
@@ -155,6 +165,7 @@ struct tally_env {
     struct env_value trace;   /* TALLY_TRACE */
     struct env_value stop_at; /* TALLY_STOP_AT */
     struct env_value continuous; /* TALLY_CONTINUOUS */
+    struct env_value trace_ring; /* TALLY_TRACE_RING (wring.c) */
 };
 extern struct tally_env env;
 
@@ -388,5 +399,30 @@ uint64_t trace_module_hash(const uint64_t *counters);
 void wtrace_finish(void);
 /* Called in a fork child: it traces nothing. */
 void wtrace_forked(void);
+
+/* ---- wring.c: the flight recorder (TALLY_TRACE_RING) --------------------------------------- */
+
+struct wr_ring;
+/* The ring size per thread (parsed once; a bad value is reported once), 0: off. */
+uint64_t wring_size(void);
+/* A thread's ring and shadow stack (mmap'd), or null. */
+struct wr_ring *wring_new(void);
+/* Module slot `slot` is the module whose metadata hashes to `hash`. */
+void wring_module(uint32_t slot, uint64_t hash);
+/* The shadow stack: activation `depth` (from 1) is function `index` of module `slot`; it is
+ * calling at call site `site`. */
+void wring_push(struct wr_ring *r, uint32_t depth, uint32_t slot, uint32_t index);
+void wring_site(struct wr_ring *r, uint32_t depth, uint32_t site);
+/* Stream bytes into the ring (the current chunk). */
+void wring_bytes(struct wr_ring *r, const unsigned char *p, size_t n);
+/* Whether an entry at `depth` with `buffered` stream bytes not yet in the ring starts a chunk. */
+int wring_want_sync(const struct wr_ring *r, uint32_t depth, size_t buffered);
+/* Starts a chunk (the stream so far is in the ring, its last `pad` bits padding). */
+void wring_sync(struct wr_ring *r, uint32_t depth, unsigned pad);
+/* The dump: the file's start, then each thread. 0 or -1; bytes written are added to *pos. */
+int wring_dump_begin(int fd, uint32_t modules, uint64_t *pos);
+int wring_dump_thread(int fd, uint32_t tid, const struct wr_ring *r, uint32_t depth,
+                      const unsigned char *buf, size_t n, uint64_t acc, unsigned nacc,
+                      uint64_t *pos);
 
 #endif

@@ -13,7 +13,9 @@
  * regeneration does not follow (a landing pad).
  * A thread's buffer is mmap'd on its first record and kept until the end of the process
  * (listed in wt.threads), where every stream gets its End and is flushed (wtrace_finish, from
- * trace_finish: exit, _exit, the fatal-signal path).
+ * trace_finish: exit, _exit, the fatal-signal path). With TALLY_TRACE_RING the full buffers go to
+ * the thread's ring instead (wring.c: the flight recorder), written as a whole file at the end
+ * and by tally_dump_trace().
  */
 #include "rt.h"
 
@@ -26,6 +28,7 @@ struct wt_thread {
     uint32_t depth;         /* traced activations (entries minus returns): for Unwind */
     uint32_t tid;
     int ended;
+    struct wr_ring *ring; /* the flight recorder's ring and shadow stack, or null */
     uint64_t acc; /* bits not yet in buf, least-significant first */
     unsigned nacc;
     size_t n;
@@ -83,6 +86,11 @@ static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) 
 }
 
 static void wt_flush(struct wt_thread *t, int bounded) {
+    if (t->ring) {
+        wring_bytes(t->ring, t->buf, t->n);
+        t->n = 0;
+        return;
+    }
     int saved_errno = errno;
     int held = wt_lock(bounded);
     if (t->n)
@@ -100,6 +108,10 @@ static struct wt_thread *wt_get(void) {
     if (p == MAP_FAILED)
         return 0;
     t = p;
+    if (wring_size()) {
+        t->ring = wring_new();
+        t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
+    }
     t->tid = __atomic_add_fetch(&wt.next_tid, 1, __ATOMIC_RELAXED);
     int held = wt_lock(0);
     t->next = wt.threads;
@@ -151,12 +163,44 @@ static uint32_t wt_module(uint32_t *slot, const uint64_t *counters) {
         for (int k = 0; k < 8; k++)
             rec[4 + k] = (unsigned char)(hash >> (8 * k));
         int saved_errno = errno;
-        wt_chunk_locked(WT_MODULE_CHUNK, rec, sizeof rec);
+        if (wring_size())
+            wring_module(s, hash); /* written with the rings */
+        else
+            wt_chunk_locked(WT_MODULE_CHUNK, rec, sizeof rec);
         errno = saved_errno;
         __atomic_store_n(slot, s, __ATOMIC_RELEASE);
     }
     wt_unlock(held);
     return s;
+}
+
+static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) {
+    wt_bits(t, 0, 2);
+    wt_varint(t, s);
+    wt_varint(t, function);
+}
+
+/* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
+ * point when the current chunk is full (after Enter: the new chunk starts inside the
+ * activation, at its entry). */
+static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced, uint32_t *slot,
+                              const uint64_t *module_counters, uint32_t function) {
+    if (t->ended)
+        return depth;
+    uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!s)
+        s = wt_module(slot, module_counters);
+    wring_push(t->ring, depth, s, function);
+    if (announced)
+        wt_enter_record(t, s, function);
+    if (wring_want_sync(t->ring, depth, t->n)) {
+        unsigned pad = t->nacc ? 8 - t->nacc : 0;
+        if (pad)
+            wt_bits(t, 0, pad);
+        wt_flush(t, 0);
+        wring_sync(t->ring, depth, pad);
+    }
+    return depth;
 }
 
 uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, uint32_t function,
@@ -165,18 +209,17 @@ uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, u
     if (!t)
         return 0;
     uint32_t depth = ++t->depth;
-    if (t->direct == self) {
+    int announced = t->direct != self;
+    if (!announced)
         t->direct = 0;
-        return depth;
-    }
-    if (t->ended)
+    if (t->ring)
+        return wt_enter_ring(t, depth, announced, slot, module_counters, function);
+    if (!announced || t->ended)
         return depth;
     uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!s)
         s = wt_module(slot, module_counters);
-    wt_bits(t, 0, 2);
-    wt_varint(t, s);
-    wt_varint(t, function);
+    wt_enter_record(t, s, function);
     return depth;
 }
 
@@ -192,10 +235,19 @@ void __tally_wtrace_put(uint32_t value, uint32_t bits) {
         wt_bits(t, value, bits);
 }
 
-void __tally_wtrace_direct(const void *callee) {
+void __tally_wtrace_direct(const void *callee, uint32_t site) {
     struct wt_thread *t = wt_get();
-    if (t)
+    if (t) {
         t->direct = callee;
+        if (t->ring)
+            wring_site(t->ring, t->depth, site);
+    }
+}
+
+void __tally_wtrace_call(uint32_t site) {
+    struct wt_thread *t = wt_self;
+    if (t && t->ring)
+        wring_site(t->ring, t->depth, site);
 }
 
 void __tally_wtrace_back(void) {
@@ -225,9 +277,47 @@ void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
     }
 }
 
-/* Every stream ends (End, padded to a byte) and is flushed. Threads still running at this
- * point (a crash) may lose what they write afterwards; threads that ended earlier end here. */
+/* The flight recorder's file: every thread's ring as it is now, with the bytes and bits it
+ * has not moved to the ring yet (read without synchronization from threads still running:
+ * their newest chunk may come out torn), from the file's start. The lock is held (or given
+ * up on). */
+static void wt_dump_locked(void) {
+    if (wt.fd == 0)
+        wt.fd = trace_open_file(wt.path);
+    if (wt.fd <= 0)
+        return;
+    int saved_errno = errno;
+    uint64_t pos = 0;
+    int bad = wring_dump_begin(wt.fd, wt.next_slot, &pos);
+    for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t && !bad;
+         t = t->next) {
+        if (t->ring)
+            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->depth, t->buf, t->n, t->acc,
+                                    t->nacc, &pos);
+    }
+    if (bad || ftruncate(wt.fd, (off_t)pos) != 0) {
+        static const char msg[] = "tally: cannot write the trace file\n";
+        write_stderr(msg, sizeof msg - 1);
+        wt.fd = -1;
+    }
+    errno = saved_errno;
+}
+
+void tally_dump_trace(void) {
+    struct wt_thread *t = wt_self;
+    int held = wt_lock(1);
+    if (wring_size() && __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE))
+        wt_dump_locked(); /* (no stream: not a trace build, or nothing traced yet) */
+    else if (t && !t->ended && t->n)
+        wt_chunk_locked(t->tid, t->buf, t->n), t->n = 0;
+    wt_unlock(held);
+}
+
+/* Every stream ends (End, padded to a byte) and is flushed (with a flight recorder: into its
+ * ring, then the rings are written). Threads still running at this point (a crash) may lose
+ * what they write afterwards; threads that ended earlier end here. */
 void wtrace_finish(void) {
+    int any = 0;
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (t->ended)
             continue;
@@ -236,6 +326,12 @@ void wtrace_finish(void) {
             wt_bits(t, 0, 8 - t->nacc);
         t->ended = 1;
         wt_flush(t, 1);
+        any = 1;
+    }
+    if (any && wring_size() && wt.fd >= 0) {
+        int held = wt_lock(1);
+        wt_dump_locked();
+        wt_unlock(held);
     }
 }
 

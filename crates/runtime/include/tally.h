@@ -13,6 +13,10 @@
  *   TALLY_CONTINUOUS=1   (or "%c" anywhere in TALLY_PROFILE, expanding to nothing) continuous
  *                        mode: the counters live in the profile file while the program runs,
  *                        so a process killed by SIGKILL leaves its counts.
+ *   TALLY_TRACE=path     where trace modes write their trace (default "<program>.trace").
+ *   TALLY_TRACE_RING=SIZE  trace mode's flight recorder: each thread keeps only the last SIZE
+ *                        bytes (1K to 256M; K and M suffixes) of its trace, written when the
+ *                        process ends (exit, crash, abort) or calls tally_dump_trace().
  */
 #ifndef TALLY_H
 #define TALLY_H
@@ -136,8 +140,11 @@ uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, u
 void __tally_wtrace_ret(void);
 /* A witness: the low `bits` bits of `value`. */
 void __tally_wtrace_put(uint32_t value, uint32_t bits);
-/* A traced direct call of `callee` follows. */
-void __tally_wtrace_direct(const void *callee);
+/* A traced direct call of `callee` follows, at call site `site` of the caller (its call
+ * instructions numbered over its blocks in order). */
+void __tally_wtrace_direct(const void *callee, uint32_t site);
+/* An unknown call follows, at call site `site` (for the flight recorder's call stack). */
+void __tally_wtrace_call(uint32_t site);
 /* An unknown call returned normally. */
 void __tally_wtrace_back(void);
 /* Control landed where regeneration cannot follow (a landing pad). */
@@ -226,6 +233,12 @@ void tally_write_profile(void);
 
 /* Sets every counter of every registered module to zero. */
 void tally_reset_counters(void);
+
+/* Trace mode (--tally-mode=trace): with TALLY_TRACE_RING, writes the trace file now from every
+ * thread's ring (the last SIZE bytes of each thread's trace; the file is rewritten at each
+ * call and at the end of the process); without it, writes this thread's buffered trace bytes.
+ * Async-signal-safe. */
+void tally_dump_trace(void);
 
 #ifdef __cplusplus
 }

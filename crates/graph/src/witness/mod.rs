@@ -101,7 +101,7 @@ pub use place::{
     blockers, blocking_placement, branch_plan, cheaper_plan, constrained_spanning_tree,
     witness_plan, witness_sets, Plan, PlanKind, Witness,
 };
-pub use regen::{regenerate, RegenError, Step};
+pub use regen::{regenerate, Activation, RegenError, Step};
 pub use stream::{records_of, steps_of, Event, Record};
 
 /// A function of the traced program: an index into the slice of [`Traced`] functions that

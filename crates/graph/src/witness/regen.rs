@@ -330,6 +330,23 @@ struct Frame {
     pending: Option<u32>,
 }
 
+/// An activation as regeneration holds it between records: where a flight recorder's
+/// synchronization point resumes ([`Regenerator::run_from`]) and what the stack is when
+/// regeneration stops. Nothing is pending in such an activation (the blocking property: no
+/// witness is pending at a call vertex).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Activation {
+    /// The function.
+    pub func: FuncId,
+    /// Its current block.
+    pub block: NodeId,
+    /// The next call site of the block to follow (a direct call at `site - 1` is running
+    /// when this is not the top activation).
+    pub site: usize,
+    /// Whether the unknown call at `site` is running (its `Back` is the next record).
+    pub waiting: bool,
+}
+
 impl<'a> Regenerator<'a> {
     /// Builds the choice tables of every function (the witness sets of §4.1, per value).
     pub fn new(funcs: &'a [Traced]) -> Self {
@@ -394,10 +411,66 @@ impl<'a> Regenerator<'a> {
     pub fn run_visits(
         &self,
         src: &mut impl RecordSource,
+        visit: impl FnMut(Visit),
+    ) -> Result<(), RegenError> {
+        self.run_from(&mut Vec::new(), src, visit)
+    }
+
+    /// [`Regenerator::run_visits`] from the activations in `stack` (bottom first; the state at
+    /// a flight recorder's synchronization point) instead of an empty stack; when it returns,
+    /// `stack` holds the activations active at that point (bottom first).
+    pub fn run_from(
+        &self,
+        stack: &mut Vec<Activation>,
+        src: &mut impl RecordSource,
+        visit: impl FnMut(Visit),
+    ) -> Result<(), RegenError> {
+        let mut frames = Vec::with_capacity(stack.len());
+        for a in stack.iter() {
+            let t = self
+                .funcs
+                .get(a.func.index())
+                .ok_or(RegenError::NoFunction(a.func))?;
+            if a.block.index() >= t.input.cfg.num_blocks()
+                || a.site > t.input.calls[a.block].len()
+                || (a.waiting && a.site == t.input.calls[a.block].len())
+            {
+                return Err(RegenError::Decode(format!(
+                    "no call site {} in block {} of {}",
+                    a.site, a.block, a.func
+                )));
+            }
+            // A frame's `sites` are those still to follow: past a waited-on unknown call.
+            let all = self.tables[a.func.index()].blocks[a.block].sites.clone();
+            frames.push(Frame {
+                func: a.func,
+                block: a.block,
+                sites: all.start + a.site as u32 + u32::from(a.waiting)..all.end,
+                waiting: a.waiting,
+                pending: None,
+            });
+        }
+        let r = self.run_frames(&mut frames, src, visit);
+        stack.clear();
+        stack.extend(frames.iter().map(|f| {
+            let start = self.tables[f.func.index()].blocks[f.block].sites.start;
+            Activation {
+                func: f.func,
+                block: f.block,
+                site: (f.sites.start - start - u32::from(f.waiting)) as usize,
+                waiting: f.waiting,
+            }
+        }));
+        r
+    }
+
+    fn run_frames(
+        &self,
+        stack: &mut Vec<Frame>,
+        src: &mut impl RecordSource,
         mut visit: impl FnMut(Visit),
     ) -> Result<(), RegenError> {
         let src = &mut Noting { src, read: false };
-        let mut stack: Vec<Frame> = Vec::new();
         let mut quiet = 0u64;
         loop {
             if std::mem::take(&mut src.read) {

@@ -8,8 +8,11 @@
 //!   (the sites of [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none);
 //! - the entry: `__tally_wtrace_enter(&slot, counters, index, self)`, which writes `Enter`
 //!   unless the caller was a traced `Direct` site, which said so by
-//!   `__tally_wtrace_direct(callee)` just before the call (a per-thread flag naming the
-//!   callee, so a stale flag can never silence another function's `Enter`);
+//!   `__tally_wtrace_direct(callee, site)` just before the call (a per-thread flag naming the
+//!   callee, so a stale flag can never silence another function's `Enter`; `site` numbers
+//!   the function's calls over its blocks in order, as the metadata lists them);
+//! - before every `Unknown` call: `__tally_wtrace_call(site)`; with `direct`, this keeps the
+//!   flight recorder's shadow stack (`c/wring.c`: where each activation is calling);
 //! - after every `Unknown` call that returns: `__tally_wtrace_back()`;
 //! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
 //!   record with the number of traced activations the `longjmp` abandoned (the runtime keeps
@@ -271,6 +274,7 @@ struct Runtime {
     enter: (LLVMValueRef, LLVMTypeRef),
     put: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
+    call: (LLVMValueRef, LLVMTypeRef),
     back: (LLVMValueRef, LLVMTypeRef),
     lost: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
@@ -308,7 +312,8 @@ impl Runtime {
             },
             ret: f("__tally_wtrace_ret", &mut []),
             put: f("__tally_wtrace_put", &mut [g.i32t, g.i32t]),
-            direct: f("__tally_wtrace_direct", &mut [g.ptrt]),
+            direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
+            call: f("__tally_wtrace_call", &mut [g.i32t]),
             back: f("__tally_wtrace_back", &mut []),
             lost: f("__tally_wtrace_lost", &mut []),
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
@@ -354,12 +359,22 @@ impl FnPlan for WPlan {
             depth: cx.l.has_setjmp.then(std::ptr::null_mut),
         };
         crate::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
-        // 3. The direct flag immediately before each direct call (after any site code).
-        for call in self.calls.iter().flatten() {
-            if let WCallee::Direct(_) = call.callee {
-                let callee = call.instr.called_value();
-                em.at(call.instr);
-                em.call(rt.direct, &mut [callee.0], call.instr);
+        // 3. The direct flag immediately before each direct call (after any site code), and
+        // the call site (numbered over the blocks' calls in order, as the metadata lists
+        // them) before each direct and unknown call, for the flight recorder's call stack.
+        for (site, call) in self.calls.iter().flatten().enumerate() {
+            let site = em.i32c(site as u64);
+            match call.callee {
+                WCallee::Direct(_) => {
+                    let callee = call.instr.called_value();
+                    em.at(call.instr);
+                    em.call(rt.direct, &mut [callee.0, site], call.instr);
+                }
+                WCallee::Unknown => {
+                    em.at(call.instr);
+                    em.call(rt.call, &mut [site], call.instr);
+                }
+                WCallee::Opaque => {}
             }
         }
         // 4. Landings, first thing where control lands: `setjmp`'s second return (`Unwind`:

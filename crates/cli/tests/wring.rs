@@ -1,0 +1,440 @@
+//! The witness trace's flight recorder (`TALLY_TRACE_RING`, issue 17 point 4) against the
+//! `trace-naive` oracle: `testdata/ring/ring.c` built in both modes and run on the same input,
+//! long enough for the ring to wrap many times, then ending by a fault (SIGSEGV), `abort()`, a
+//! normal exit, or after a `tally_dump_trace()` halfway. The blocks regenerated from the ring
+//! must be the tail of trace-naive's block sequence, block for block (up to the blocks the
+//! reader says it walked past the last record), the call stack printed must be the oracle's
+//! stack at its end, function and block, and the exit status (death by signal) must not change.
+
+mod support;
+use std::collections::HashMap;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use support::*;
+use tally_format::profile::Profile;
+use tally_format::trace::TraceRecord;
+use tally_graph::EdgeId;
+use tally_report::wtrace::{Regenerated, RingEnd};
+
+/// Builds `testdata/ring/ring.c` under `dir/trace` and `dir/trace-naive`.
+fn build_both(name: &str) -> PathBuf {
+    let dir = scratch(&format!("wring-{name}"));
+    let src = repo().join("testdata/ring/ring.c");
+    let src = src.display().to_string();
+    // The program includes the header `tally header` prints, for tally_dump_trace().
+    let header = std::process::Command::new(tally())
+        .arg("header")
+        .output()
+        .unwrap();
+    assert!(header.status.success());
+    let text = String::from_utf8(header.stdout).unwrap();
+    assert!(text.contains("void tally_dump_trace(void);"), "{text}");
+    std::fs::write(dir.join("tally.h"), text).unwrap();
+    let include = format!("-I{}", dir.display());
+    for mode in ["trace", "trace-naive"] {
+        let vdir = dir.join(mode);
+        std::fs::create_dir_all(&vdir).unwrap();
+        build(
+            Variant::Tally(mode),
+            false,
+            &["-O1", "-g", "-pthread", &include, &src],
+            &vdir.join("prog"),
+            &dir,
+        );
+    }
+    dir
+}
+
+/// Runs `dir/mode/prog args` with its profile and trace there (and `ring`, if any).
+fn run_prog(dir: &Path, mode: &str, args: &[&str], ring: Option<&str>) -> Output {
+    let vdir = dir.join(mode);
+    let mut c = std::process::Command::new("./prog");
+    c.args(args)
+        .current_dir(&vdir)
+        .env("TALLY_PROFILE", vdir.join("prog.tally"))
+        .env("TALLY_TRACE", vdir.join("prog.trace"))
+        .env_remove("TALLY_TRACE_RING");
+    if let Some(r) = ring {
+        c.env("TALLY_TRACE_RING", r);
+    }
+    c.output().unwrap()
+}
+
+/// Runs both builds on `args` (the trace build with `ring`): same exit status or signal, same
+/// output. Returns the trace build's run.
+fn run_pair(dir: &Path, args: &[&str], ring: &str) -> Output {
+    let t = run_prog(dir, "trace", args, Some(ring));
+    let n = run_prog(dir, "trace-naive", args, None);
+    assert_eq!(t.status.code(), n.status.code(), "{args:?}");
+    assert_eq!(t.status.signal(), n.status.signal(), "{args:?}");
+    assert_eq!(t.stdout, n.stdout, "{args:?}");
+    t
+}
+
+fn regenerate(dir: &Path, file: &str) -> Regenerated {
+    let prof = Profile::read_file(dir.join("trace/prog.tally")).unwrap();
+    let bytes = std::fs::read(dir.join("trace").join(file)).unwrap();
+    tally_report::wtrace::regenerate(&bytes, &prof).unwrap()
+}
+
+type Block = (String, u32);
+
+/// trace-naive's block sequence and, at its end, the stack of activations (bottom first,
+/// each with its current block), simulated from its records.
+fn oracle(dir: &Path, file: &str) -> (Vec<Block>, Vec<Block>) {
+    let prof = Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
+    let bytes = std::fs::read(dir.join("trace-naive").join(file)).unwrap();
+    let recs = tally_format::trace::read_trace(&bytes).unwrap();
+    let seq = tally_report::trace::block_sequence(&recs, &prof).unwrap();
+    let mut cfgs = HashMap::new();
+    for m in &prof.modules {
+        for (i, f) in m.meta.functions.iter().enumerate() {
+            cfgs.insert((m.hash, i as u32), (f.name.clone(), f.cfg().unwrap()));
+        }
+    }
+    // The live activations (entered, not returned: the program has no longjmp) with their
+    // current block, by activation id (entry order). At the end only one thread has any.
+    let mut live: std::collections::BTreeMap<u64, ((u64, u32), u32)> = Default::default();
+    for r in &recs {
+        match *r {
+            TraceRecord::Enter {
+                act,
+                module,
+                function,
+            } => {
+                let entry = cfgs[&(module, function)].1.entry().index() as u32;
+                live.insert(act, ((module, function), entry));
+            }
+            TraceRecord::Edge { act, edge } => {
+                let a = live.get_mut(&act).expect("an edge of no live activation");
+                let cfg = &cfgs[&a.0].1;
+                let dst = cfg.edge(EdgeId::new(edge as usize)).dst;
+                if cfg.is_exit(dst) {
+                    live.remove(&act);
+                } else {
+                    a.1 = dst.index() as u32;
+                }
+            }
+        }
+    }
+    let stack = live.values().map(|a| (cfgs[&a.0].0.clone(), a.1)).collect();
+    (seq, stack)
+}
+
+/// The blocks of `thread`.
+fn thread_blocks(r: &Regenerated, thread: u32) -> Vec<Block> {
+    r.blocks
+        .iter()
+        .filter(|b| b.thread == thread)
+        .map(|b| (b.function.clone(), b.block))
+        .collect()
+}
+
+/// The regenerated tail `tail` (of which the first `end.certain` blocks precede the last
+/// record) must be the end of `oracle`, possibly without some of the blocks walked past the
+/// last record. Returns how many of those the oracle has.
+fn assert_tail(what: &str, tail: &[Block], end: &RingEnd, oracle: &[Block]) -> usize {
+    assert_eq!(end.blocks, tail.len(), "{what}");
+    assert!(end.certain > 1000, "{what}: only {} blocks", end.certain);
+    assert!(
+        oracle.len() > 3 * tail.len(),
+        "{what}: the ring kept {} of {} blocks: it did not wrap",
+        tail.len(),
+        oracle.len()
+    );
+    let m = (0..=tail.len() - end.certain)
+        .find(|&m| oracle.ends_with(&tail[..end.certain + m]))
+        .unwrap_or_else(|| {
+            let c = end.certain;
+            panic!(
+                "{what}: the regenerated tail is not the oracle's: its last certain blocks {:?}, the oracle's last {:?}",
+                &tail[c.saturating_sub(5)..c],
+                &oracle[oracle.len().saturating_sub(8)..]
+            )
+        });
+    eprintln!(
+        "{what}: {} blocks regenerated from the ring ({} walked past the last record, {m} of them run), oracle {} blocks",
+        tail.len(),
+        tail.len() - end.certain,
+        oracle.len()
+    );
+    m
+}
+
+/// The printed stack (top first) as `(function, block)`, bottom first.
+fn ring_stack(end: &RingEnd) -> Vec<Block> {
+    end.stack
+        .iter()
+        .rev()
+        .map(|f| {
+            (
+                f.function.clone(),
+                f.block.expect("a frame without a block"),
+            )
+        })
+        .collect()
+}
+
+/// A SIGSEGV, and `abort()`, after a long run: killed by the same signal as without the
+/// recorder; the ring's tail is trace-naive's, and the call stack at the crash is the
+/// oracle's (functions and blocks, the faulting block on top).
+#[test]
+fn crash_tail_and_stack_equal_trace_naive() {
+    let dir = build_both("crash");
+    for (how, sig) in [("segv", libc_sig("SEGV")), ("abort", libc_sig("ABRT"))] {
+        let out = run_pair(&dir, &[how, "100"], "2K");
+        assert_eq!(out.status.signal(), Some(sig), "{how}");
+        assert!(
+            out.stderr.is_empty(),
+            "{how}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = regenerate(&dir, "prog.trace");
+        assert_eq!(r.ring.len(), 1, "{how}");
+        let end = &r.ring[0];
+        let (seq, stack) = oracle(&dir, "prog.trace");
+        assert_tail(how, &thread_blocks(&r, end.thread), end, &seq);
+        let names: Vec<&str> = stack.iter().map(|b| b.0.as_str()).collect();
+        assert_eq!(
+            names,
+            ["main", "deep", "deep", "deep", "deep", "crash_here"],
+            "{how}"
+        );
+        assert_eq!(end.depth, 6, "{how}");
+        assert_eq!(ring_stack(end), stack, "{how}");
+        // `tally trace` prints the stack with source lines.
+        let text = std::process::Command::new(tally())
+            .arg("trace")
+            .arg(dir.join("trace/prog.trace"))
+            .args(["--from", "0", "--limit", "3"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(text.stdout).unwrap();
+        assert!(
+            text.contains("call stack at the end (6 activations)"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.contains("#0") && l.contains("crash_here") && l.contains("ring.c:")),
+            "{text}"
+        );
+        let json = std::process::Command::new(tally())
+            .arg("trace")
+            .arg(dir.join("trace/prog.trace"))
+            .args(["--format", "json", "--limit", "1"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let top = &v["ring"][0]["stack"][0];
+        assert_eq!(top["function"], "crash_here", "{v}");
+        assert_eq!(top["block"].as_u64(), Some(u64::from(stack[5].1)), "{v}");
+        assert!(top["line"].as_u64().unwrap() > 0, "{v}");
+    }
+}
+
+/// The signal numbers of this platform (Linux).
+fn libc_sig(name: &str) -> i32 {
+    match name {
+        "SEGV" => 11,
+        "ABRT" => 6,
+        _ => unreachable!(),
+    }
+}
+
+/// A normal exit writes the ring: its tail is the oracle's, to the last block, and no
+/// activation is left.
+#[test]
+fn exit_tail_equals_trace_naive() {
+    let dir = build_both("exit");
+    let out = run_pair(&dir, &["exit", "100"], "2K");
+    assert_eq!(out.status.code(), Some(0));
+    let r = regenerate(&dir, "prog.trace");
+    assert!(r.stopped.is_empty(), "{:?}", r.stopped);
+    let end = &r.ring[0];
+    let (seq, stack) = oracle(&dir, "prog.trace");
+    let tail = thread_blocks(&r, end.thread);
+    assert_tail("exit", &tail, end, &seq);
+    assert!(seq.ends_with(&tail), "exit: the whole tail is the oracle's");
+    assert!(stack.is_empty());
+    assert_eq!(end.depth, 0);
+    // A ring has no counts: `tally report --trace` says so in one line.
+    let rep = std::process::Command::new(tally())
+        .args(["report", "--trace"])
+        .arg(dir.join("trace/prog.trace"))
+        .arg(dir.join("trace/prog.tally"))
+        .output()
+        .unwrap();
+    assert_ne!(rep.status.code(), Some(0));
+    let err = String::from_utf8(rep.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("flight recorder"), "{err}");
+}
+
+/// `tally_dump_trace()` halfway (the program copies the file right after): the snapshot's
+/// tail is the oracle's sequence up to the call, and its stack is `main -> snapshot`.
+#[test]
+fn dump_mid_run_equals_trace_naive_prefix() {
+    let dir = build_both("dump");
+    let out = run_pair(&dir, &["dump", "100"], "2K");
+    assert_eq!(out.status.code(), Some(0));
+    let r = regenerate(&dir, "prog.trace.snap");
+    let end = &r.ring[0];
+    let (seq, _) = oracle(&dir, "prog.trace");
+    let at = seq
+        .iter()
+        .position(|b| b.0 == "snapshot")
+        .expect("snapshot in the oracle");
+    let tail = thread_blocks(&r, end.thread);
+    assert_eq!(tail.last().map(|b| b.0.as_str()), Some("snapshot"));
+    assert_tail("dump", &tail, end, &seq[..=at]);
+    let names: Vec<String> = ring_stack(end).into_iter().map(|b| b.0).collect();
+    assert_eq!(names, ["main", "snapshot"]);
+    assert!(
+        at > 1000 && seq.len() - at > 1000,
+        "not halfway: {at} of {}",
+        seq.len()
+    );
+    // The file at the end is the ring at exit, not the snapshot.
+    let last = regenerate(&dir, "prog.trace");
+    let (_, stack) = oracle(&dir, "prog.trace");
+    assert!(stack.is_empty() && last.ring[0].depth == 0);
+    assert!(seq.ends_with(&thread_blocks(&last, last.ring[0].thread)));
+}
+
+/// Worker threads, joined, then the main thread faults: every thread has its ring; the
+/// workers' end with no activation left, the main thread's tail is the oracle's (whose last
+/// blocks are the main thread's alone) and its stack the oracle's.
+#[test]
+fn threads_each_have_a_ring() {
+    let dir = build_both("threads");
+    let out = run_pair(&dir, &["segv", "30", "3"], "1K");
+    assert_eq!(out.status.signal(), Some(libc_sig("SEGV")));
+    let r = regenerate(&dir, "prog.trace");
+    assert_eq!(r.ring.len(), 4, "{:?}", r.ring);
+    let (seq, stack) = oracle(&dir, "prog.trace");
+    let main = r
+        .ring
+        .iter()
+        .find(|e| e.depth > 0)
+        .expect("the main thread's ring");
+    for e in r.ring.iter().filter(|e| e.thread != main.thread) {
+        assert_eq!(e.depth, 0, "worker {}", e.thread);
+        assert!(e.blocks > 1000, "worker {}: {} blocks", e.thread, e.blocks);
+        assert!(
+            !r.stopped.iter().any(|s| s.0 == e.thread),
+            "worker {}: {:?}",
+            e.thread,
+            r.stopped
+        );
+    }
+    assert_tail("threads", &thread_blocks(&r, main.thread), main, &seq);
+    assert_eq!(ring_stack(main), stack);
+}
+
+/// Recursion 400 deep with work at the bottom, then the fault: there the activations' sync
+/// header (3 bytes each) would exceed a quarter of the 4K ring, so no chunk starts while that
+/// deep (the current chunk goes on, unpadded); the tail, which covers the way back up, and
+/// the stack at the fault are still the oracle's.
+#[test]
+fn too_deep_to_synchronize() {
+    let dir = build_both("deep");
+    let out = run_pair(&dir, &["segv", "100", "0", "400"], "4K");
+    assert_eq!(out.status.signal(), Some(libc_sig("SEGV")));
+    let r = regenerate(&dir, "prog.trace");
+    let end = &r.ring[0];
+    let (seq, stack) = oracle(&dir, "prog.trace");
+    assert_tail("deep", &thread_blocks(&r, end.thread), end, &seq);
+    assert_eq!(stack.len(), 6);
+    assert_eq!(end.depth, 6);
+    assert_eq!(ring_stack(end), stack);
+    let dives = thread_blocks(&r, end.thread)
+        .iter()
+        .filter(|b| b.0 == "dive")
+        .count();
+    assert!(
+        dives > 600,
+        "the tail does not cover the dive: {dives} blocks"
+    );
+}
+
+/// A damaged ring file (bytes flipped, cut short) is read without a panic: an error, or a
+/// thread that stops early.
+#[test]
+fn damaged_ring_files_do_not_panic() {
+    let dir = build_both("damaged");
+    run_pair(&dir, &["segv", "20"], "1K");
+    let prof = Profile::read_file(dir.join("trace/prog.tally")).unwrap();
+    let good = std::fs::read(dir.join("trace/prog.trace")).unwrap();
+    let mut seed = 12345u64;
+    let mut errors = 0;
+    for i in 0..400 {
+        let mut b = good.clone();
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let at = 16 + (seed >> 33) as usize % (b.len() - 16);
+        if i % 4 == 0 {
+            b.truncate(at);
+        } else {
+            b[at] ^= 1 << ((seed >> 20) % 8);
+        }
+        match tally_report::wtrace::regenerate(&b, &prof) {
+            Ok(r) => errors += usize::from(!r.stopped.is_empty()),
+            Err(_) => errors += 1,
+        }
+    }
+    assert!(errors > 0);
+}
+
+/// A bad TALLY_TRACE_RING: one line on stderr, and the trace is the full one (the ring off),
+/// equal to the oracle block for block.
+#[test]
+fn bad_ring_size_is_reported_and_ignored() {
+    let dir = build_both("bad");
+    for bad in ["12X", "100", "-5", "9999999999999999999999", "1M5"] {
+        let out = run_pair(&dir, &["exit", "5"], bad);
+        assert_eq!(out.status.code(), Some(0), "{bad}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{bad}: {err}");
+        assert!(err.contains("TALLY_TRACE_RING"), "{bad}: {err}");
+        let r = regenerate(&dir, "prog.trace");
+        assert!(r.ring.is_empty() && r.stopped.is_empty(), "{bad}");
+        let (seq, _) = oracle(&dir, "prog.trace");
+        assert_eq!(thread_blocks(&r, 1), seq, "{bad}");
+    }
+}
+
+/// The file written at the crash is opened like every trace file (`trace_open_file`): a
+/// symlink in its place is replaced, never followed; a FIFO is refused, not waited on.
+#[test]
+fn ring_file_is_not_written_through_a_symlink_or_into_a_fifo() {
+    let dir = build_both("symlink");
+    let vdir = dir.join("trace");
+    let file = vdir.join("prog.trace");
+    let victim = vdir.join("victim");
+    std::fs::write(&victim, b"keep").unwrap();
+    let _ = std::fs::remove_file(&file);
+    std::os::unix::fs::symlink(&victim, &file).unwrap();
+    let out = run_prog(&dir, "trace", &["segv", "5"], Some("4K"));
+    assert_eq!(out.status.signal(), Some(libc_sig("SEGV")));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    assert!(!std::fs::symlink_metadata(&file).unwrap().is_symlink());
+    assert_eq!(regenerate(&dir, "prog.trace").ring.len(), 1);
+    std::fs::remove_file(&file).unwrap();
+    let mk = std::process::Command::new("mkfifo")
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(mk.success());
+    let out = run_prog(&dir, "trace", &["segv", "5"], Some("4K"));
+    assert_eq!(out.status.signal(), Some(libc_sig("SEGV")));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("not writing the trace file"), "{err}");
+    assert!(std::fs::symlink_metadata(&file)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+}
