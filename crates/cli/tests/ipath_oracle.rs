@@ -22,8 +22,8 @@
 //! Not covered by the conversion: a set function tail-calling (`return f(x)`, call marked
 //! `tail`) a function that enters the set again. trace-naive logs the `Return` edge before such
 //! a call and the cutter's model has no place for the callee's activation after its caller's
-//! return; none of the programs below does it in a way that reaches the set (the conversion
-//! would then fail with "no site that can call it" or a cutter error, not pass silently). Only
+//! return; such a callee would be attributed to a later unknown site of the caller's caller
+//! (the same paths when the callee is a root there too) or make the conversion fail. Only
 //! single-threaded programs (trace-naive's records of concurrent threads interleave).
 
 mod support;
@@ -439,20 +439,48 @@ fn ipath_counts_equal_the_cut_trace_on_test_programs() {
     assert!(runs > 100_000 && crossing > 1000, "too little compared");
 }
 
-/// Lua on a small script.
-#[test]
-fn ipath_counts_equal_the_cut_trace_on_lua() {
-    let args = lua_args(&["-O2"]);
-    let script = repo().join("testdata/lua/small.lua");
+/// Both modes on a real program built from `args` and run with `run_args`: at least `sets`
+/// sets, `runs` path runs and `crossing` runs across calls must be compared.
+fn real_program(
+    name: &str,
+    args: &[String],
+    run_args: &[&str],
+    sets: usize,
+    runs: u64,
+    crossing: u64,
+) {
     for mode in ["ipath", "ipath-piecewise"] {
-        let c = check("lua", &args, &[script.to_str().unwrap()], 0, mode);
+        let c = check(name, args, run_args, 0, mode);
         eprintln!(
-            "lua {mode}: {} sets, {} path runs equal, {} of them across calls",
+            "{name} {mode}: {} sets, {} path runs equal, {} of them across calls",
             c.sets, c.runs, c.crossing
         );
         assert!(
-            c.sets >= 10 && c.runs > 1000 && c.crossing > 100,
-            "lua {mode}: too little compared"
+            c.sets >= sets && c.runs > runs && c.crossing > crossing,
+            "{name} {mode}: too little compared"
         );
     }
+}
+
+/// Lua on a small script.
+#[test]
+fn ipath_counts_equal_the_cut_trace_on_lua() {
+    let script = repo().join("testdata/lua/small.lua");
+    real_program(
+        "lua",
+        &lua_args(&["-O2"]),
+        &[script.to_str().unwrap()],
+        10,
+        1000,
+        100,
+    );
+}
+
+/// SQLite (the amalgamation and the driver: two sets) on the driver's smallest workload.
+/// Ignored by default: trace-naive writes a 300 MB trace there and the test takes about 7
+/// minutes (2026-11-24: 196458 path runs equal in both modes, 7604 / 5295 across calls).
+#[test]
+#[ignore = "trace-naive writes a 300 MB trace; run with --ignored"]
+fn ipath_counts_equal_the_cut_trace_on_sqlite() {
+    real_program("sqlite", &sqlite_args(&[]), &["1"], 1, 1000, 100);
 }

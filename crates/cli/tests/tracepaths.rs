@@ -348,22 +348,39 @@ fn trace_paths_equal_path_mode_on_test_programs() {
     assert!(exact >= 16, "only {exact} programs compared");
 }
 
+/// A real program built from `args` and run with `run_args`: at least `functions` functions
+/// and `runs` path runs must be compared.
+fn real_program(name: &str, args: &[String], run_args: &[&str], functions: usize, runs: u64) {
+    let dir = build_both(name, false, args, run_args, 0);
+    let c = compare(name, &dir);
+    eprintln!(
+        "{name}: {} functions, {} path runs compared, {} moved by tail calls",
+        c.functions, c.path_runs, c.tail_moves
+    );
+    assert!(
+        c.functions >= functions && c.path_runs >= runs,
+        "{name}: too little compared"
+    );
+}
+
 /// Lua on a small script: hundreds of functions, loops, calls through pointers, longjmp-based
 /// errors.
 #[test]
 fn trace_paths_equal_path_mode_on_lua() {
-    let args = lua_args(&["-O2"]);
     let script = repo().join("testdata/lua/small.lua");
-    let dir = build_both("lua", false, &args, &[script.to_str().unwrap()], 0);
-    let c = compare("lua", &dir);
-    eprintln!(
-        "lua: {} functions, {} path runs compared, {} moved by tail calls",
-        c.functions, c.path_runs, c.tail_moves
+    real_program(
+        "lua",
+        &lua_args(&["-O2"]),
+        &[script.to_str().unwrap()],
+        100,
+        10_000,
     );
-    assert!(
-        c.functions >= 100 && c.path_runs >= 10_000,
-        "lua: too little compared"
-    );
+}
+
+/// SQLite on the driver's smallest workload.
+#[test]
+fn trace_paths_equal_path_mode_on_sqlite() {
+    real_program("sqlite", &sqlite_args(&[]), &["1"], 500, 10_000);
 }
 
 /// The text form and the function filter: `tally paths`' terms, hottest first.
