@@ -10,12 +10,12 @@ use std::collections::HashMap;
 use tally_format::profile::Profile;
 use tally_format::trace::{read_witness_trace, WitnessTrace};
 use tally_format::{FunctionMeta, WCallee};
-use tally_graph::witness::regen::{Expect, RecordSource, Regenerator, Step};
+use tally_graph::witness::regen::{Expect, RecordSource, Regenerator, Visit};
 use tally_graph::witness::{
     check_plan, CallSite, Callee, FuncId, FunctionInput, Landing, Plan, PlanKind, Record,
     RegenError, Traced, Witness,
 };
-use tally_graph::{EdgeId, IdVec};
+use tally_graph::IdVec;
 
 /// What the reader says when a thread landed where regeneration cannot follow.
 pub const NOT_EXACT: &str =
@@ -169,8 +169,67 @@ struct Stream<'a> {
     bytes: &'a [u8],
     pos: u64,
     ended: bool,
-    slots: &'a HashMap<u32, u64>,
-    ids: &'a HashMap<(u64, u32), FuncId>,
+    names: &'a Names,
+}
+
+/// The functions an `Enter` record can name, by module slot and function index: looked up
+/// once per `Enter`, so by index where the slots are small (the runtime numbers them from 1).
+struct Names {
+    /// Slot -> index in `modules`, for slots below [`Names::DENSE`].
+    dense: Vec<Option<usize>>,
+    /// The same for larger slots.
+    sparse: HashMap<u32, usize>,
+    /// Per named module: function index -> FuncId.
+    modules: Vec<Vec<Option<FuncId>>>,
+}
+
+impl Names {
+    const DENSE: u32 = 1 << 16;
+
+    fn new(trace: &WitnessTrace, ids: &HashMap<(u64, u32), FuncId>) -> Names {
+        let mut n = Names {
+            dense: Vec::new(),
+            sparse: HashMap::new(),
+            modules: Vec::new(),
+        };
+        let mut by_hash: HashMap<u64, usize> = HashMap::new();
+        for (&(hash, i), &f) in ids {
+            let at = *by_hash.entry(hash).or_insert_with(|| {
+                n.modules.push(Vec::new());
+                n.modules.len() - 1
+            });
+            let funcs = &mut n.modules[at];
+            let i = i as usize;
+            if funcs.len() <= i {
+                funcs.resize(i + 1, None);
+            }
+            funcs[i] = Some(f);
+        }
+        for &(slot, hash) in &trace.modules {
+            let Some(&at) = by_hash.get(&hash) else {
+                continue;
+            };
+            if slot < Self::DENSE {
+                if n.dense.len() <= slot as usize {
+                    n.dense.resize(slot as usize + 1, None);
+                }
+                n.dense[slot as usize] = Some(at);
+            } else {
+                n.sparse.insert(slot, at);
+            }
+        }
+        n
+    }
+
+    fn get(&self, slot: u64, index: u64) -> Option<FuncId> {
+        let slot = u32::try_from(slot).ok()?;
+        let m = if slot < Self::DENSE {
+            *self.dense.get(slot as usize)?
+        } else {
+            self.sparse.get(&slot).copied()
+        }?;
+        *self.modules[m].get(usize::try_from(index).ok()?)?
+    }
 }
 
 fn cut() -> RegenError {
@@ -178,26 +237,40 @@ fn cut() -> RegenError {
 }
 
 impl Stream<'_> {
+    /// The next `bits` (at most 57) bits, least-significant first: one unaligned 8-byte load
+    /// where the stream has 8 bytes left, a byte loop at its end.
+    #[inline(always)]
     fn get(&mut self, bits: u8) -> Option<u64> {
-        if self.bytes.len() as u64 * 8 - self.pos < u64::from(bits) {
+        debug_assert!(bits <= 57);
+        let total = self.bytes.len() as u64 * 8;
+        if total - self.pos < u64::from(bits) {
             return None;
         }
-        let mut v = 0u64;
-        for i in 0..u64::from(bits) {
-            let p = self.pos + i;
-            v |= u64::from((self.bytes[(p / 8) as usize] >> (p % 8)) & 1) << i;
-        }
+        let byte = (self.pos / 8) as usize;
+        let shift = self.pos % 8;
+        let word = match self.bytes.get(byte..byte + 8) {
+            Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
+            None => {
+                let mut w = [0u8; 8];
+                let tail = &self.bytes[byte..];
+                w[..tail.len()].copy_from_slice(tail);
+                u64::from_le_bytes(w)
+            }
+        };
         self.pos += u64::from(bits);
-        Some(v)
+        Some((word >> shift) & ((1u64 << bits) - 1))
     }
 
     fn varint(&mut self) -> Result<u64, RegenError> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let group = self.get(7).ok_or_else(cut)?;
-            let more = self.get(1).ok_or_else(cut)?;
-            v |= group << shift;
-            if more == 0 {
+        let first = self.get(8).ok_or_else(cut)?;
+        if first & 0x80 == 0 {
+            return Ok(first);
+        }
+        let mut v = first & 0x7f;
+        for shift in (7..64).step_by(7) {
+            let byte = self.get(8).ok_or_else(cut)?;
+            v |= (byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
                 return Ok(v);
             }
         }
@@ -206,11 +279,22 @@ impl Stream<'_> {
 }
 
 impl RecordSource for Stream<'_> {
+    #[inline]
+    fn try_witness(&mut self, bits: u8) -> Option<u32> {
+        if self.ended || bits > 32 {
+            return None;
+        }
+        self.get(bits).map(|v| v as u32)
+    }
+
     fn read(&mut self, expect: Expect) -> Result<Option<Record>, RegenError> {
         if self.ended {
             return Ok(None);
         }
         match expect {
+            Expect::Witness(bits) if bits > 32 => Err(RegenError::Decode(format!(
+                "a witness of {bits} bits (at most 32 are written)"
+            ))),
             Expect::Witness(bits) => Ok(self.get(bits).map(|v| Record::Witness {
                 value: v as u32,
                 bits,
@@ -223,13 +307,8 @@ impl RecordSource for Stream<'_> {
                     0 => {
                         let slot = self.varint()?;
                         let index = self.varint()?;
-                        let f = u32::try_from(slot)
-                            .ok()
-                            .and_then(|s| self.slots.get(&s))
-                            .zip(u32::try_from(index).ok())
-                            .and_then(|(&hash, i)| self.ids.get(&(hash, i)));
-                        match f {
-                            Some(&f) => Ok(Some(Record::Enter(f))),
+                        match self.names.get(slot, index) {
+                            Some(f) => Ok(Some(Record::Enter(f))),
                             None => Err(RegenError::Decode(format!(
                                 "Enter names function {index} of module slot {slot}, which the profile does not hold"
                             ))),
@@ -263,25 +342,16 @@ impl RecordSource for Stream<'_> {
     }
 }
 
-/// What regeneration reports, in execution order within a thread.
-enum Event {
-    /// A block entered.
-    Step(Step),
-    /// An activation of the function returned by this `Return` edge.
-    Return(FuncId, EdgeId),
-}
-
-/// Regenerates every thread of the witness trace `bytes` against `profile`, calling `each`
-/// with the thread and every event as it comes (nothing is kept); returns the program and
-/// the threads that stopped early, and why.
-fn walk<'a>(
+/// Regenerates every thread of the witness trace `bytes` against the program `p` (of the
+/// run's profile), calling `each` with the thread and every event as it comes (nothing is
+/// kept); returns the threads that stopped early, and why.
+fn walk(
     bytes: &[u8],
-    profile: &'a Profile,
-    mut each: impl FnMut(&Program<'a>, u32, Event),
-) -> Result<(Program<'a>, Vec<(u32, String)>), String> {
+    p: &Program<'_>,
+    mut each: impl FnMut(u32, Visit),
+) -> Result<Vec<(u32, String)>, String> {
     let trace: WitnessTrace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
-    let p = program(profile)?;
-    let slots: HashMap<u32, u64> = trace.modules.iter().copied().collect();
+    let names = Names::new(&trace, &p.ids);
     let regen = Regenerator::new(&p.funcs);
     let mut stopped = Vec::new();
     for (thread, stream) in &trace.threads {
@@ -289,15 +359,9 @@ fn walk<'a>(
             bytes: stream,
             pos: 0,
             ended: false,
-            slots: &slots,
-            ids: &p.ids,
+            names: &names,
         };
-        let each = std::cell::RefCell::new(&mut each);
-        let r = regen.run_with_returns(
-            &mut src,
-            |s| (each.borrow_mut())(&p, *thread, Event::Step(s)),
-            |f, e| (each.borrow_mut())(&p, *thread, Event::Return(f, e)),
-        );
+        let r = regen.run_visits(&mut src, |v| each(*thread, v));
         if let Err(e) = r {
             let why = match e {
                 RegenError::Decode(m) => m,
@@ -306,15 +370,16 @@ fn walk<'a>(
             stopped.push((*thread, why));
         }
     }
-    Ok((p, stopped))
+    Ok(stopped)
 }
 
 /// Regenerates every thread of the witness trace `bytes`, written by a run whose profile is
 /// `profile`.
 pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String> {
     let mut blocks = Vec::new();
-    let (_, stopped) = walk(bytes, profile, |p, thread, ev| {
-        let Event::Step(s) = ev else { return };
+    let p = program(profile)?;
+    let stopped = walk(bytes, &p, |thread, ev| {
+        let Visit::Step(s) = ev else { return };
         let (f, files) = p.meta[s.func.index()];
         let loc = f.blocks.get(s.block.index());
         blocks.push(Block {
@@ -344,37 +409,40 @@ pub fn report(
     bytes: &[u8],
     profile: &Profile,
 ) -> Result<(crate::Report, Vec<(u32, String)>), String> {
-    let mut edges: Vec<Vec<u64>> = Vec::new();
-    let mut blocks: Vec<Vec<u64>> = Vec::new();
-    let (p, stopped) = walk(bytes, profile, |p, _, ev| {
-        if edges.is_empty() {
-            for t in &p.funcs {
-                edges.push(vec![0; t.input.cfg.num_edges()]);
-                blocks.push(vec![0; t.input.cfg.num_blocks()]);
-            }
-        }
-        let (f, e) = match ev {
-            Event::Step(s) => {
-                let b = &mut blocks[s.func.index()][s.block.index()];
-                *b = b.saturating_add(1);
-                (s.func, s.via)
-            }
-            Event::Return(f, e) => (f, e),
-        };
-        let c = &mut edges[f.index()][e.index()];
-        *c = c.saturating_add(1);
-    })?;
+    // Flat counters (one lookup per event): function i's edges at ebase[i].., blocks at
+    // bbase[i]...
+    let p = program(profile)?;
+    let (mut ebase, mut bbase) = (Vec::new(), Vec::new());
+    let (mut ne, mut nb) = (0, 0);
+    for t in &p.funcs {
+        ebase.push(ne);
+        bbase.push(nb);
+        ne += t.input.cfg.num_edges();
+        nb += t.input.cfg.num_blocks();
+    }
+    let (mut edges, mut blocks) = (vec![0u64; ne], vec![0u64; nb]);
+    let stopped = {
+        let (ebase, bbase) = (ebase.as_slice(), bbase.as_slice());
+        let (ecount, bcount) = (edges.as_mut_slice(), blocks.as_mut_slice());
+        walk(bytes, &p, move |_, ev| {
+            let (f, e) = match ev {
+                Visit::Step(s) => {
+                    let b = &mut bcount[bbase[s.func.index()] + s.block.index()];
+                    *b = b.saturating_add(1);
+                    (s.func, s.via)
+                }
+                Visit::Return(f, e) => (f, e),
+            };
+            let c = &mut ecount[ebase[f.index()] + e.index()];
+            *c = c.saturating_add(1);
+        })?
+    };
     let mut counted = HashMap::new();
     for (i, t) in p.funcs.iter().enumerate() {
         let cfg = &t.input.cfg;
-        let mut e = edges
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| vec![0; cfg.num_edges()]);
-        let b = blocks
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| vec![0; cfg.num_blocks()]);
+        let (ne, nb) = (cfg.num_edges(), cfg.num_blocks());
+        let mut e = edges[ebase[i]..ebase[i] + ne].to_vec();
+        let b = blocks[bbase[i]..bbase[i] + nb].to_vec();
         for v in cfg.blocks() {
             let Some(ee) = cfg.early_exit(v) else {
                 continue;

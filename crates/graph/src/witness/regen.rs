@@ -34,6 +34,15 @@ pub struct Step {
     pub via: EdgeId,
 }
 
+/// An event of the regenerated execution ([`Regenerator::run_visits`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Visit {
+    /// A block entered.
+    Step(Step),
+    /// An activation of this function returned by this `Return` edge.
+    Return(FuncId, EdgeId),
+}
+
 /// What regeneration expects to read next.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Expect {
@@ -136,6 +145,15 @@ pub trait RecordSource {
     /// The next record, `None` at the end. `expect` says what regeneration expects; a source
     /// that stores record kinds may ignore it.
     fn read(&mut self, expect: Expect) -> Result<Option<Record>, RegenError>;
+
+    /// A fast path for the most frequent read, a witness of `bits` bits (1..=32): its value,
+    /// or `None` to let regeneration call [`RecordSource::read`] instead (the default; a
+    /// source returns `None` at least where `read` would not give a witness of that width).
+    #[inline]
+    fn try_witness(&mut self, bits: u8) -> Option<u32> {
+        let _ = bits;
+        None
+    }
 }
 
 /// An iterator of records as a [`RecordSource`].
@@ -158,9 +176,118 @@ pub fn regenerate(
     Ok(out)
 }
 
+/// How regeneration leaves a block once its calls are done, precomputed per block.
+#[derive(Copy, Clone)]
+enum Leave {
+    /// No normal successor.
+    None,
+    /// One normal successor: this edge, and what traversing it does.
+    One(EdgeId, EdgeAct),
+    /// A predicate: read a witness of `bits` bits and look the value up in
+    /// `choice[start..start + len]` (indexed directly by value when `dense`).
+    Choice {
+        bits: u8,
+        dense: bool,
+        start: u32,
+        len: u32,
+    },
+}
+
+/// What traversing an edge does, precomputed per edge.
+#[derive(Copy, Clone)]
+struct EdgeAct {
+    dst: NodeId,
+    ret: bool,
+    /// The edge's witness, if it has one: (value, bits).
+    witness: Option<(u32, u8)>,
+}
+
+/// A block's call sites (a range of its function's `callees`) and how it is left.
+#[derive(Clone)]
+struct BlockTab {
+    sites: std::ops::Range<u32>,
+    leave: Leave,
+}
+
+/// One function's tables, flat: per block its call sites and how it is left, per edge what
+/// traversing it does.
 struct Tables {
-    succs: IdVec<NodeId, Vec<EdgeId>>,
-    choice: IdVec<NodeId, Vec<(u32, EdgeId)>>,
+    blocks: IdVec<NodeId, BlockTab>,
+    callees: Vec<Callee>,
+    choice: Vec<EdgeId>,
+    choice_values: Vec<u32>,
+    edges: IdVec<EdgeId, EdgeAct>,
+}
+
+impl Tables {
+    fn new(t: &Traced) -> Tables {
+        let cfg = &t.input.cfg;
+        let table = choice_table(&t.input, &t.plan);
+        let mut callees = Vec::new();
+        let mut choice = Vec::new();
+        let mut choice_values = Vec::new();
+        let edges = cfg
+            .edges()
+            .map(|(e, edge)| EdgeAct {
+                dst: edge.dst,
+                ret: edge.kind == EdgeKind::Return,
+                witness: t.plan.witness[e].map(|w| (w.value, w.bits)),
+            })
+            .collect();
+        let edges: IdVec<EdgeId, EdgeAct> = IdVec::from_vec(edges);
+        let act = |e: EdgeId| edges[e];
+        let mut blocks = Vec::with_capacity(cfg.num_nodes());
+        for v in cfg.nodes() {
+            let start = callees.len() as u32;
+            callees.extend(t.input.calls[v].iter().map(|c| c.callee));
+            let sites = start..callees.len() as u32;
+            let mut outs = t.input.normal_succs(v);
+            let leave = match (outs.next(), outs.next()) {
+                (None, _) => Leave::None,
+                (Some(e), None) => Leave::One(e, act(e)),
+                (Some(_), Some(_)) => {
+                    let c = &table[v];
+                    let dense = c
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &(value, _))| value as usize == i);
+                    let start = choice.len() as u32;
+                    choice.extend(c.iter().map(|&(_, e)| e));
+                    choice_values.extend(c.iter().map(|&(value, _)| value));
+                    Leave::Choice {
+                        bits: t.plan.read_bits[v],
+                        dense,
+                        start,
+                        len: c.len() as u32,
+                    }
+                }
+            };
+            blocks.push(BlockTab { sites, leave });
+        }
+        Tables {
+            blocks: IdVec::from_vec(blocks),
+            callees,
+            choice,
+            choice_values,
+            edges,
+        }
+    }
+
+    /// The out-edge of a predicate chosen by witness `value`.
+    #[inline]
+    fn choose(&self, dense: bool, start: u32, len: u32, value: u32) -> Option<EdgeId> {
+        let (start, len) = (start as usize, len as usize);
+        if dense {
+            return ((value as usize) < len).then(|| self.choice[start + value as usize]);
+        }
+        let values = &self.choice_values[start..start + len];
+        let i = if len <= 8 {
+            values.iter().position(|&v| v == value)
+        } else {
+            values.binary_search(&value).ok()
+        };
+        i.map(|i| self.choice[start + i])
+    }
 }
 
 /// A program's functions and plans with the tables regeneration looks up (each predicate's
@@ -185,12 +312,20 @@ impl<S: RecordSource> RecordSource for Noting<'_, S> {
         self.read = true;
         self.src.read(expect)
     }
+
+    #[inline]
+    fn try_witness(&mut self, bits: u8) -> Option<u32> {
+        self.read = true;
+        self.src.try_witness(bits)
+    }
 }
 
 struct Frame {
     func: FuncId,
     block: NodeId,
-    site: usize,
+    /// The call sites of the block still to follow (indices into its function's `callees`;
+    /// an `Unknown` site being waited on has been taken off already).
+    sites: std::ops::Range<u32>,
     waiting: bool,
     pending: Option<u32>,
 }
@@ -198,19 +333,7 @@ struct Frame {
 impl<'a> Regenerator<'a> {
     /// Builds the choice tables of every function (the witness sets of §4.1, per value).
     pub fn new(funcs: &'a [Traced]) -> Self {
-        let tables = funcs
-            .iter()
-            .map(|t| Tables {
-                succs: IdVec::from_vec(
-                    t.input
-                        .cfg
-                        .nodes()
-                        .map(|v| t.input.normal_succs(v).collect())
-                        .collect(),
-                ),
-                choice: choice_table(&t.input, &t.plan),
-            })
-            .collect();
+        let tables = funcs.iter().map(Tables::new).collect();
         Regenerator {
             funcs,
             tables,
@@ -228,21 +351,21 @@ impl<'a> Regenerator<'a> {
         self
     }
 
-    fn enter(&self, func: FuncId, sink: &mut impl FnMut(Step)) -> Result<Frame, RegenError> {
+    fn enter(&self, func: FuncId, visit: &mut impl FnMut(Visit)) -> Result<Frame, RegenError> {
         let t = self
             .funcs
             .get(func.index())
             .ok_or(RegenError::NoFunction(func))?;
         let cfg = &t.input.cfg;
-        sink(Step {
+        visit(Visit::Step(Step {
             func,
             block: cfg.entry(),
             via: cfg.entry_edge(),
-        });
+        }));
         Ok(Frame {
             func,
             block: cfg.entry(),
-            site: 0,
+            sites: self.tables[func.index()].blocks[cfg.entry()].sites.clone(),
             waiting: false,
             pending: None,
         })
@@ -257,16 +380,21 @@ impl<'a> Regenerator<'a> {
         src: &mut impl RecordSource,
         sink: impl FnMut(Step),
     ) -> Result<(), RegenError> {
-        self.run_with_returns(src, sink, |_, _| {})
+        let mut sink = sink;
+        self.run_visits(src, |v| {
+            if let Visit::Step(s) = v {
+                sink(s)
+            }
+        })
     }
 
-    /// [`Regenerator::run`], also calling `ret` with each `Return` edge taken (an activation
-    /// returning normally: no block is entered, so no [`Step`] tells it).
-    pub fn run_with_returns(
+    /// [`Regenerator::run`], also telling each `Return` edge taken (an activation returning
+    /// normally: no block is entered, so no [`Step`] tells it): `visit` gets every event in
+    /// execution order.
+    pub fn run_visits(
         &self,
         src: &mut impl RecordSource,
-        mut sink: impl FnMut(Step),
-        mut ret: impl FnMut(FuncId, EdgeId),
+        mut visit: impl FnMut(Visit),
     ) -> Result<(), RegenError> {
         let src = &mut Noting { src, read: false };
         let mut stack: Vec<Frame> = Vec::new();
@@ -287,7 +415,7 @@ impl<'a> Regenerator<'a> {
                 match src.read(Expect::Control)? {
                     None | Some(Record::End) => return Ok(()),
                     Some(Record::Enter(f)) => {
-                        let frame = self.enter(f, &mut sink)?;
+                        let frame = self.enter(f, &mut visit)?;
                         stack.push(frame);
                         continue;
                     }
@@ -303,13 +431,10 @@ impl<'a> Regenerator<'a> {
                 match src.read(Expect::Control)? {
                     None | Some(Record::End) => return Ok(()),
                     Some(Record::Enter(g)) => {
-                        let frame = self.enter(g, &mut sink)?;
+                        let frame = self.enter(g, &mut visit)?;
                         stack.push(frame);
                     }
-                    Some(Record::Back) => {
-                        top.waiting = false;
-                        top.site += 1;
-                    }
+                    Some(Record::Back) => top.waiting = false,
                     Some(Record::Unwind { abandoned, to, how }) => {
                         let bad = RegenError::BadLanding { abandoned, to };
                         if abandoned as usize >= stack.len() {
@@ -327,15 +452,15 @@ impl<'a> Regenerator<'a> {
                         *top = Frame {
                             func: top.func,
                             block: to,
-                            site: 0,
+                            sites: self.tables[top.func.index()].blocks[to].sites.clone(),
                             waiting: false,
                             pending: None,
                         };
-                        sink(Step {
+                        visit(Visit::Step(Step {
                             func: top.func,
                             block: to,
                             via,
-                        });
+                        }));
                     }
                     Some(found) => {
                         return Err(RegenError::Unexpected {
@@ -346,11 +471,9 @@ impl<'a> Regenerator<'a> {
                 }
                 continue;
             }
-            let traced = &self.funcs[top.func.index()];
             let tables = &self.tables[top.func.index()];
-            let sites = &traced.input.calls[top.block];
-            if top.site < sites.len() {
-                let callee = sites[top.site].callee;
+            if let Some(site) = top.sites.next() {
+                let callee = tables.callees[site as usize];
                 if callee != Callee::Opaque && top.pending.is_some() {
                     return Err(RegenError::Pending {
                         func: top.func,
@@ -358,71 +481,73 @@ impl<'a> Regenerator<'a> {
                     });
                 }
                 match callee {
-                    Callee::Opaque => top.site += 1,
+                    Callee::Opaque => {}
                     Callee::Unknown => top.waiting = true,
                     Callee::Direct(g) => {
-                        top.site += 1;
-                        let frame = self.enter(g, &mut sink)?;
+                        let frame = self.enter(g, &mut visit)?;
                         stack.push(frame);
                     }
                 }
                 continue;
             }
             let (func, block) = (top.func, top.block);
-            let outs = &tables.succs[block];
-            let e = match outs.len() {
-                0 => return Err(RegenError::NoSuccessor { func, block }),
-                1 => outs[0],
-                _ => {
+            let (e, act) = match tables.blocks[block].leave {
+                Leave::None => return Err(RegenError::NoSuccessor { func, block }),
+                Leave::One(e, act) => (e, act),
+                Leave::Choice {
+                    bits,
+                    dense,
+                    start,
+                    len,
+                } => {
                     let value = match top.pending {
                         Some(v) => v,
                         None => {
-                            let v = read_witness(src, traced.plan.read_bits[block], func, block)?;
+                            let v = read_witness(src, bits, func, block)?;
                             top.pending = Some(v);
                             v
                         }
                     };
-                    let choices = &tables.choice[block];
-                    match choices.binary_search_by_key(&value, |&(v, _)| v) {
-                        Ok(i) => choices[i].1,
-                        Err(_) => return Err(RegenError::NoChoice { func, block, value }),
-                    }
+                    let e = tables
+                        .choose(dense, start, len, value)
+                        .ok_or(RegenError::NoChoice { func, block, value })?;
+                    (e, tables.edges[e])
                 }
             };
-            if let Some(w) = traced.plan.witness[e] {
+            if let Some((value, bits)) = act.witness {
                 let found = match top.pending.take() {
                     Some(v) => v,
-                    None => read_witness(src, w.bits, func, block)?,
+                    None => read_witness(src, bits, func, block)?,
                 };
-                if found != w.value {
+                if found != value {
                     return Err(RegenError::WrongWitness {
                         func,
                         edge: e,
-                        expected: w.value,
+                        expected: value,
                         found,
                     });
                 }
             }
-            let edge = traced.input.cfg.edge(e);
-            if edge.kind == EdgeKind::Return {
+            if act.ret {
                 if top.pending.is_some() {
                     return Err(RegenError::Pending { func, block });
                 }
-                ret(func, e);
+                visit(Visit::Return(func, e));
                 stack.pop();
             } else {
-                top.block = edge.dst;
-                top.site = 0;
-                sink(Step {
+                top.block = act.dst;
+                top.sites = tables.blocks[act.dst].sites.clone();
+                visit(Visit::Step(Step {
                     func,
-                    block: edge.dst,
+                    block: act.dst,
                     via: e,
-                });
+                }));
             }
         }
     }
 }
 
+#[inline]
 fn read_witness(
     src: &mut impl RecordSource,
     bits: u8,
@@ -432,6 +557,9 @@ fn read_witness(
     // A witness of width 0 carries nothing and is not written (module doc of `super`).
     if bits == 0 {
         return Ok(0);
+    }
+    if let Some(v) = src.try_witness(bits) {
+        return Ok(v);
     }
     let expected = Expect::Witness(bits);
     match src.read(expected)? {
