@@ -535,14 +535,14 @@ pub enum Activity {
         /// The block entered.
         block: tally_graph::NodeId,
         /// The edge by which it was entered.
-        via: EdgeId,
+        via: tally_graph::EdgeId,
     },
     /// The innermost activation, of the function at `at`, returned by its `Return` edge.
     Return {
         /// The function.
         at: (usize, usize),
         /// The `Return` edge.
-        edge: EdgeId,
+        edge: tally_graph::EdgeId,
     },
 }
 
@@ -554,14 +554,15 @@ pub fn activity(
     profile: &Profile,
     mut each: impl FnMut(u32, Activity),
 ) -> Result<Vec<(u32, String)>, String> {
-    let (_, stopped) = walk(bytes, profile, |p, thread, ev| {
+    let p = program(profile)?;
+    let stopped = walk(bytes, &p, |thread, ev| {
         let a = match ev {
-            Event::Step(s) => Activity::Step {
+            Visit::Step(s) => Activity::Step {
                 at: p.at[s.func.index()],
                 block: s.block,
                 via: s.via,
             },
-            Event::Return(f, edge) => Activity::Return {
+            Visit::Return(f, edge) => Activity::Return {
                 at: p.at[f.index()],
                 edge,
             },
