@@ -230,6 +230,11 @@ struct TraceArgs {
     /// Only blocks of functions whose name matches this regular expression.
     #[arg(long)]
     function: Option<String>,
+    /// Cut the regenerated execution into Ball-Larus paths, numbered as `path` mode numbers
+    /// them, and print them as `tally paths` does (--limit: paths per ranking, 0 = all;
+    /// --function: only those functions).
+    #[arg(long)]
+    paths: bool,
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -374,6 +379,9 @@ fn trace(a: TraceArgs) -> Result<i32> {
         Some(re) => Some(regex_lite::Regex::new(re).with_context(|| format!("--function {re}"))?),
         None => None,
     };
+    if a.paths {
+        return trace_paths(&a, &profile_path, &profile, &bytes, filter.as_ref());
+    }
     let r = tally_report::wtrace::regenerate(&bytes, &profile)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
     let out = tally_report::wtrace::render(
@@ -385,6 +393,36 @@ fn trace(a: TraceArgs) -> Result<i32> {
     );
     write_out(a.output.as_ref(), out.as_bytes())?;
     Ok(i32::from(!r.stopped.is_empty()))
+}
+
+/// `tally trace --paths`: the regenerated execution cut into paths, rendered as `tally paths`
+/// renders a path profile; threads that stopped early and uncounted paths are said on stderr
+/// (exit status 1).
+fn trace_paths(
+    a: &TraceArgs,
+    profile_path: &std::path::Path,
+    profile: &Profile,
+    bytes: &[u8],
+    filter: Option<&regex_lite::Regex>,
+) -> Result<i32> {
+    let mut t = tally_report::tracepaths::trace_paths(bytes, profile)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
+    if let Some(f) = filter {
+        t.report.functions.retain(|x| f.is_match(&x.name));
+    }
+    let title = format!("{} (trace {})", profile_path.display(), a.trace.display());
+    let out = match a.format {
+        Format::Json => tally_report::render::paths_json(&t.report, &title),
+        Format::Text => tally_report::render::paths_text(&t.report, &title, a.limit, true),
+    };
+    write_out(a.output.as_ref(), out.as_bytes())?;
+    for (thread, why) in &t.stopped {
+        eprintln!("tally: thread {thread}: {why} (its paths are counted up to there)");
+    }
+    for n in &t.notes {
+        eprintln!("tally: {n}");
+    }
+    Ok(i32::from(!t.stopped.is_empty() || !t.notes.is_empty()))
 }
 
 /// Reads a trace file (a regular file only).

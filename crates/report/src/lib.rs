@@ -26,6 +26,7 @@ pub mod show;
 pub mod source;
 #[cfg(any(test, feature = "testing"))]
 pub mod trace;
+pub mod tracepaths;
 pub mod wtrace;
 
 use modes::{ReportSolveError, Solved};

@@ -808,3 +808,55 @@ fn walk_ring_thread(
     }
     (end, stopped)
 }
+
+/// One event of [`activity`], in execution order within its thread.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Activity {
+    /// A block of the function at `at` (`(module index, function index)` in the profile)
+    /// entered by the edge `via`: `e0` starts an activation; a `Reentry` edge is a `longjmp`
+    /// landing (the activations above the landing one were abandoned).
+    Step {
+        /// The function.
+        at: (usize, usize),
+        /// The block entered.
+        block: tally_graph::NodeId,
+        /// The edge by which it was entered.
+        via: tally_graph::EdgeId,
+    },
+    /// The innermost activation, of the function at `at`, returned by its `Return` edge.
+    Return {
+        /// The function.
+        at: (usize, usize),
+        /// The `Return` edge.
+        edge: tally_graph::EdgeId,
+    },
+}
+
+/// Regenerates every thread of the witness trace `bytes` (threads one after another), calling
+/// `each(thread, event)` for every block entered and every return: for readers that follow
+/// activations (`crate::tracepaths`). Returns the threads that stopped early, and why.
+pub fn activity(
+    bytes: &[u8],
+    profile: &Profile,
+    mut each: impl FnMut(u32, Activity),
+) -> Result<Vec<(u32, String)>, String> {
+    if tally_format::trace::is_flight_recorder(bytes) {
+        return Err(FLIGHT_RECORDER_NO_COUNTS.into());
+    }
+    let p = program(profile)?;
+    let (stopped, _) = walk(bytes, &p, |thread, ev| {
+        let a = match ev {
+            Visit::Step(s) => Activity::Step {
+                at: p.at[s.func.index()],
+                block: s.block,
+                via: s.via,
+            },
+            Visit::Return(f, edge) => Activity::Return {
+                at: p.at[f.index()],
+                edge,
+            },
+        };
+        each(thread, a);
+    })?;
+    Ok(stopped)
+}

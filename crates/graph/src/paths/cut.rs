@@ -106,6 +106,15 @@ fn pass(dag: &PathDag, theta: u128) -> Pass {
     Pass { cuts, total }
 }
 
+/// Most paths `path` mode lets a function keep before extra cuts are made (path numbers must
+/// fit a signed 64-bit register with room for increments). Readers that number paths without
+/// a path build's metadata (`tally trace --paths`) cut with the same limit, so that their
+/// path numbers are `path` mode's.
+pub const MAX_PATHS: u128 = 1 << 62;
+
+/// Most paths `path` mode counts in the module's counter array; more go to a hash table.
+pub const ARRAY_PATHS: u128 = 1024;
+
 /// The path DAG of `cfg` and its numbering, with `Flow` edges cut (module doc) so that
 /// `NumPaths(START) <= limit`. The cut edges are [`PathDag::cuts`] of the result.
 pub fn number_paths_limited(cfg: &Cfg, limit: u128) -> Result<NumberedDag, PathError> {

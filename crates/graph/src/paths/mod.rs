@@ -41,7 +41,7 @@ pub mod place;
 pub mod regen;
 
 pub use actions::{Action, PathPlacement};
-pub use cut::number_paths_limited;
+pub use cut::{number_paths_limited, ARRAY_PATHS, MAX_PATHS};
 pub use dag::{CfgImage, DagEdge, DagEdgeId, DagEdgeKind, PathDag};
 pub use derive::{derive_counts, derive_edge_counts, DerivedCounts};
 pub use number::{number_paths, NumberedDag};

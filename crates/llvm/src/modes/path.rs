@@ -37,10 +37,10 @@ use tally_graph::paths::{
 use tally_graph::{EdgeId, IdVec, NodeId};
 
 /// Most paths a function keeps before extra cuts are made (path numbers must fit a signed
-/// 64-bit register with room for increments).
-pub(crate) const MAX_PATHS: u128 = 1 << 62;
+/// 64-bit register with room for increments); readers number with the same limit.
+pub(crate) const MAX_PATHS: u128 = tally_graph::paths::MAX_PATHS;
 /// Most paths counted in an array; more go to the runtime's hash table.
-pub(crate) const ARRAY_PATHS: u128 = 1024;
+pub(crate) const ARRAY_PATHS: u128 = tally_graph::paths::ARRAY_PATHS;
 
 pub(crate) struct Path;
 

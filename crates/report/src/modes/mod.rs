@@ -6,7 +6,7 @@ mod blocks;
 mod edge;
 pub(crate) mod ipath;
 mod none;
-mod path;
+pub(crate) mod path;
 mod vertex;
 
 use crate::{PathProfile, PathRow};

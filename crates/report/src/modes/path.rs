@@ -45,34 +45,42 @@ impl Reconstruct for Path {
         }
         let d = tally_graph::paths::derive_counts(cfg, &numbered, pp.counts.iter().copied())
             .map_err(ReportSolveError::Paths)?;
-        let mut rows = Vec::with_capacity(pp.counts.len());
-        for &(number, count) in &pp.counts {
-            let r = numbered
-                .regenerate(number)
-                .map_err(ReportSolveError::Paths)?;
-            use tally_graph::paths::{PathEnd, PathStart};
-            rows.push(PathRow {
-                number,
-                count,
-                blocks: r.blocks.iter().map(|b| b.index() as u32).collect(),
-                start: match r.start {
-                    PathStart::Entry => "entry",
-                    PathStart::Reentry(_) => "reentry",
-                    PathStart::Back(_) => "back-edge",
-                    PathStart::Cut(_) => "cut",
-                },
-                end: match r.end {
-                    PathEnd::Return(_) => "return",
-                    PathEnd::EarlyExit(_) => "early-exit",
-                    PathEnd::Back(_) => "back-edge",
-                    PathEnd::Cut(_) => "cut",
-                },
-            })
-        }
+        let rows = path_rows(&numbered, &pp.counts).map_err(ReportSolveError::Paths)?;
         Ok(Solved {
             edges: IdVec::from_vec(d.edges.into_vec().into_iter().map(Some).collect()),
             blocks: IdVec::from_vec(d.blocks.into_vec().into_iter().map(Some).collect()),
             rows: Some(rows),
         })
     }
+}
+
+/// The executed paths spelled out: each `(number, count)` of `counts` regenerated from its
+/// number (paper 002 §3.5), with how it starts and ends.
+pub(crate) fn path_rows(
+    numbered: &tally_graph::paths::NumberedDag,
+    counts: &[(u128, u64)],
+) -> Result<Vec<PathRow>, tally_graph::paths::PathError> {
+    use tally_graph::paths::{PathEnd, PathStart};
+    let mut rows = Vec::with_capacity(counts.len());
+    for &(number, count) in counts {
+        let r = numbered.regenerate(number)?;
+        rows.push(PathRow {
+            number,
+            count,
+            blocks: r.blocks.iter().map(|b| b.index() as u32).collect(),
+            start: match r.start {
+                PathStart::Entry => "entry",
+                PathStart::Reentry(_) => "reentry",
+                PathStart::Back(_) => "back-edge",
+                PathStart::Cut(_) => "cut",
+            },
+            end: match r.end {
+                PathEnd::Return(_) => "return",
+                PathEnd::EarlyExit(_) => "early-exit",
+                PathEnd::Back(_) => "back-edge",
+                PathEnd::Cut(_) => "cut",
+            },
+        })
+    }
+    Ok(rows)
 }
