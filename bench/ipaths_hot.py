@@ -2,7 +2,8 @@
 """The hottest interprocedural paths of an `ipath` or `ipath-piecewise` profile (paper 004,
 Melski & Reps 1998) that cross a call, with their source lines: the listings of docs/ipaths.md.
 
-    bench/ipaths_hot.py [--tally target/release/tally] [--top 5] [--title T] PROFILE.tally
+    bench/ipaths_hot.py [--tally target/release/tally] [--top 5] [--root DIR] [--title T]
+                        [--function NAME]... PROFILE.tally
 
 Reads `tally paths --top 0 PROFILE` (an interprocedural profile's paths are printed as steps:
 `function:bN (file:line)` blocks and `call`, `return`, `(summary call)`, `(restart)`,
@@ -116,9 +117,11 @@ def main():
     ap.add_argument("profile")
     ap.add_argument("--tally", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                                     "target", "release", "tally"))
-    ap.add_argument("--top", type=int, default=5, help="crossing paths listed (default 5)")
+    ap.add_argument("--top", type=int, default=5, help="crossing paths listed (default 5; 0: all)")
     ap.add_argument("--root", default=None, help="file names are shown relative to this directory")
     ap.add_argument("--title", default=None)
+    ap.add_argument("--function", action="append", default=[],
+                    help="only paths through this function (repeatable: through any of them)")
     a = ap.parse_args()
     try:
         paths, _ = parse(tally_paths(a.tally, a.profile))
@@ -134,7 +137,11 @@ def main():
           f"{s['crossing_paths']} of them cross a call or return ({share:.1f}% of the runs); "
           f"they go through {s['functions_on_paths']} functions, at most {s['most_functions']} in one path.")
     print()
-    hot = sorted((p for p in paths if crosses(p)), key=lambda p: -p["count"])[:a.top]
+    hot = sorted((p for p in paths if crosses(p) and (not a.function or functions(p) & set(a.function))),
+                 key=lambda p: -p["count"])[:a.top or None]
+    if a.function:
+        print(f"Crossing paths through {', '.join(a.function)}:")
+        print()
     for i, p in enumerate(hot, 1):
         print(f"{i}. path {p['number']} of {os.path.relpath(p['module'], root) if p['module'].startswith(root) else p['module']}: "
               f"**{p['count']} runs**, functions {', '.join(sorted(functions(p)))}")
