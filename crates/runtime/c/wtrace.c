@@ -14,6 +14,14 @@
  * A thread's buffer is mmap'd on its first record and kept until the end of the process
  * (listed in wt.threads), where every stream gets its End and is flushed (wtrace_finish, from
  * trace_finish: exit, _exit, the fatal-signal path).
+ *
+ * The fast path (below, "Accumulator"): every record goes through the thread's 64-bit
+ * accumulator (struct tally_wtrace_acc, first in the stream), which instrumented code reaches
+ * through the initial-exec TLS pointer __tally_wtrace_acc and appends witnesses, Back and lost
+ * records to inline; a full word goes to the buffer (8 bytes, least-significant first: the
+ * same bytes as bit by bit) in __tally_wtrace_spill. The pointer is never null: until the
+ * thread has a stream it points at wt_no_stream, whose n = 64 sends every record to the slow
+ * path (which makes the stream); an ended stream (process end, fork child) keeps n = 64 too.
  */
 #include "rt.h"
 
@@ -21,13 +29,12 @@
 #define WT_MODULE_CHUNK 0xffffffffu
 
 struct wt_thread {
-    struct wt_thread *next; /* every stream, for the end of the process */
+    struct tally_wtrace_acc a; /* the fast path's accumulator (n == 64 once ended) */
+    struct wt_thread *next;    /* every stream, for the end of the process */
     const void *direct;     /* the callee a traced direct call site is about to enter */
     uint32_t depth;         /* traced activations (entries minus returns): for Unwind */
     uint32_t tid;
     int ended;
-    uint64_t acc; /* bits not yet in buf, least-significant first */
-    unsigned nacc;
     size_t n;
     unsigned char buf[WT_BUF];
 };
@@ -43,6 +50,14 @@ static struct {
 
 /* The thread's stream and state: one TLS pointer (the buffer is mmap'd). */
 static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec")));
+
+/* ---- Accumulator (the fast path's state) ---------------------------------------------------- */
+
+/* What __tally_wtrace_acc points at while the thread has no stream: n = 64, so instrumented
+ * code never writes it (every record takes __tally_wtrace_spill). */
+static struct tally_wtrace_acc wt_no_stream = {0, 64};
+__thread struct tally_wtrace_acc *__tally_wtrace_acc
+    __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
 
 /* Spins for the lock; `bounded` (the end of the process, possibly in a signal handler that
  * interrupted its holder) gives up after a while and goes on without it. Returns whether
@@ -106,20 +121,70 @@ static struct wt_thread *wt_get(void) {
     wt.threads = t;
     wt_unlock(held);
     wt_self = t;
+    __tally_wtrace_acc = &t->a;
     return t;
 }
 
-static void wt_bits(struct wt_thread *t, uint64_t v, unsigned bits) {
-    t->acc |= (v & ((1ull << bits) - 1)) << t->nacc;
-    t->nacc += bits;
-    while (t->nacc >= 8) {
-        t->buf[t->n++] = (unsigned char)t->acc;
-        t->acc >>= 8;
-        t->nacc -= 8;
+/* ---- Accumulator ------------------------------------------------------------------------------ */
+
+/* Appends the accumulator's low `bytes` bytes to the buffer, flushing it when full. */
+static void wt_acc_bytes(struct wt_thread *t, uint64_t w, unsigned bytes) {
+    for (unsigned k = 0; k < bytes; k++) {
+        t->buf[t->n++] = (unsigned char)(w >> (8 * k));
         if (t->n == WT_BUF)
             wt_flush(t, 0);
     }
 }
+
+/* Appends the low `bits` (<= 32) bits of v to a live stream: what the inline code does, and
+ * the word that fills the accumulator goes to the buffer. */
+static void wt_bits(struct wt_thread *t, uint64_t v, unsigned bits) {
+    if (!bits)
+        return;
+    v &= (1ull << bits) - 1;
+    uint64_t n = t->a.n;
+    if (n > 63)
+        return; /* (ended meanwhile, by another thread's exit) */
+    uint64_t acc = t->a.acc | v << n;
+    n += bits;
+    if (n >= 64) {
+        if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && t->n + 8 <= WT_BUF) {
+            memcpy(t->buf + t->n, &acc, 8); /* least-significant byte first */
+            t->n += 8;
+            if (t->n == WT_BUF)
+                wt_flush(t, 0);
+        } else {
+            wt_acc_bytes(t, acc, 8);
+        }
+        n -= 64;
+        acc = n ? v >> (bits - n) : 0;
+    }
+    t->a.acc = acc;
+    t->a.n = n;
+}
+
+/* The stream ends: its accumulator, padded to a byte, goes to the buffer; the inline code
+ * takes the slow path from now on, which drops every record. */
+static void wt_acc_end(struct wt_thread *t) {
+    if (t->a.n % 8)
+        wt_bits(t, 0, 8 - (unsigned)(t->a.n % 8));
+    wt_acc_bytes(t, t->a.acc, (unsigned)(t->a.n / 8));
+    t->a.acc = 0;
+    t->a.n = 64;
+}
+
+void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
+    struct wt_thread *t = wt_get();
+    if (!t || t->ended) {
+        if (t)
+            t->a.n = 64; /* (a signal handler may have ended the stream mid-record) */
+        return;
+    }
+    if (bits <= 32)
+        wt_bits(t, value, (unsigned)bits);
+}
+
+/* ---- Control records ---------------------------------------------------------------------------- */
 
 static void wt_varint(struct wt_thread *t, uint64_t v) {
     for (;;) {
@@ -130,12 +195,6 @@ static void wt_varint(struct wt_thread *t, uint64_t v) {
         if (!more)
             return;
     }
-}
-
-/* The thread's stream, or null when it cannot or must not write. */
-static struct wt_thread *wt_stream(void) {
-    struct wt_thread *t = wt_get();
-    return t && !t->ended ? t : 0;
 }
 
 /* Assigns the module its slot and names it in the trace. */
@@ -186,28 +245,10 @@ void __tally_wtrace_ret(void) {
         t->depth--;
 }
 
-void __tally_wtrace_put(uint32_t value, uint32_t bits) {
-    struct wt_thread *t = wt_stream();
-    if (t && bits && bits <= 32)
-        wt_bits(t, value, bits);
-}
-
 void __tally_wtrace_direct(const void *callee) {
     struct wt_thread *t = wt_get();
     if (t)
         t->direct = callee;
-}
-
-void __tally_wtrace_back(void) {
-    struct wt_thread *t = wt_stream();
-    if (t)
-        wt_bits(t, 1, 2);
-}
-
-void __tally_wtrace_lost(void) {
-    struct wt_thread *t = wt_stream();
-    if (t)
-        wt_bits(t, 2 | 1 << 2, 3); /* kind 2, how 1: not followed */
 }
 
 void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
@@ -232,8 +273,7 @@ void wtrace_finish(void) {
         if (t->ended)
             continue;
         wt_bits(t, 3, 2);
-        if (t->nacc)
-            wt_bits(t, 0, 8 - t->nacc);
+        wt_acc_end(t);
         t->ended = 1;
         wt_flush(t, 1);
     }
@@ -247,6 +287,7 @@ void wtrace_forked(void) {
     for (struct wt_thread *t = wt.threads; t; t = t->next) {
         t->n = 0;
         t->ended = 1;
+        t->a.n = 64;
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
 }

@@ -4,19 +4,22 @@
 //! by `check_plan`), and instrumented to write exactly the records of
 //! `tally_graph::witness::stream::records_of` through the runtime (`c/wtrace.c`):
 //!
-//! - every witnessed edge of width > 0: `__tally_wtrace_put(value, bits)` at the edge's site
-//!   (the sites of [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none);
+//! - every witnessed edge of width > 0: its value appended inline to the thread's bit
+//!   accumulator ([`put_fn`]: `acc |= value << n; n += bits`, `__tally_wtrace_spill` when the
+//!   word is full) at the edge's site (the sites of [`crate::plan::Plan::for_edges`],
+//!   predecessor tags where an edge has none);
 //! - the entry: `__tally_wtrace_enter(&slot, counters, index, self)`, which writes `Enter`
 //!   unless the caller was a traced `Direct` site, which said so by
 //!   `__tally_wtrace_direct(callee)` just before the call (a per-thread flag naming the
 //!   callee, so a stale flag can never silence another function's `Enter`);
-//! - after every `Unknown` call that returns: `__tally_wtrace_back()`;
+//! - after every `Unknown` call that returns: a `Back` record (2 bits), inline the same way;
 //! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
 //!   record with the number of traced activations the `longjmp` abandoned (the runtime keeps
 //!   each thread's depth: `enter` adds one and returns it, `__tally_wtrace_ret()` before each
 //!   `ret` takes one off; functions with `setjmp` keep their depth in an alloca);
-//! - a landing pad: `__tally_wtrace_lost()`, a record that makes the reader stop with "not
-//!   exact past this point" (exceptions are not followed).
+//! - a landing pad, and the entry of a function that cannot be traced: a "lost" record (kind
+//!   2, how 1; inline), which makes the reader stop with "not exact past this point"
+//!   (exceptions are not followed).
 //!
 //! The metadata keeps the call sites (callees by name) and the plan ([`WtraceMeta`]), so the
 //! reader regenerates with exactly the plan the code was built with.
@@ -31,7 +34,7 @@ use crate::plan::{Plan as SitePlan, TagTarget};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};
-use tally_format::{Probe, WCallee, WtraceMeta};
+use tally_format::{abi, Probe, WCallee, WtraceMeta};
 use tally_graph::witness::{self, CallSite, Callee, FuncId, FunctionInput, Plan, PlanKind};
 use tally_graph::{EdgeId, IdVec, NodeId};
 
@@ -266,13 +269,17 @@ struct WPlan {
     sites: SitePlan,
 }
 
+/// `Back` (kind 1 in 2 bits) and "lost" (kind 2, how 1: 3 bits), as `witness::bits` and the
+/// runtime's reader encode them: `(value, bits)`.
+const BACK: (u64, u64) = (1, 2);
+const LOST: (u64, u64) = (2 | 1 << 2, 3);
+
 /// The runtime entry points of trace mode.
 struct Runtime {
     enter: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.put(i64 value, i64 bits)`, always inlined ([`put_fn`]).
     put: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
-    back: (LLVMValueRef, LLVMTypeRef),
-    lost: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
     reentry: (LLVMValueRef, LLVMTypeRef),
     /// The module's slot in the trace (`__tally_wtrace_slot`, 0 until the runtime assigns it).
@@ -307,13 +314,97 @@ impl Runtime {
                 (func, ty)
             },
             ret: f("__tally_wtrace_ret", &mut []),
-            put: f("__tally_wtrace_put", &mut [g.i32t, g.i32t]),
+            put: unsafe { put_fn(g) },
             direct: f("__tally_wtrace_direct", &mut [g.ptrt]),
-            back: f("__tally_wtrace_back", &mut []),
-            lost: f("__tally_wtrace_lost", &mut []),
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
             slot,
         }
+    }
+}
+
+/// Defines (once per module) `internal void tally.wtrace.put(i64 value, i64 bits)`, always
+/// inlined: appends the low `bits` bits of `value` (already masked) to the thread's
+/// accumulator (`struct tally_wtrace_acc` through the TLS pointer `__tally_wtrace_acc`) when
+/// they fit below bit 64, else calls `__tally_wtrace_spill(value, bits)` (cold: the word is
+/// full, or the thread has no stream yet or it has ended, which the runtime marks `n = 64`).
+/// With constant arguments the inlined body is a TLS load, two loads, a compare, a shift, an
+/// or and two stores.
+unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    let (ctx, m, i64t) = (g.ctx, g.module, g.i64t);
+    let mut args = [i64t, i64t];
+    let ty = c::LLVMFunctionType(g.voidt, args.as_mut_ptr(), 2, 0);
+    let name = cname("tally.wtrace.put");
+    let f = c::LLVMGetNamedFunction(m, name.as_ptr());
+    if !f.is_null() {
+        return (f, ty);
+    }
+    let f = c::LLVMAddFunction(m, name.as_ptr(), ty);
+    c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+    for a in ["alwaysinline", "nounwind"] {
+        let attr = c::LLVMCreateEnumAttribute(ctx, ir::attr_kind(a), 0);
+        c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+    }
+    let spill = crate::module::declare_void_fn(m, g.voidt, abi::WTRACE_SPILL, &mut [i64t, i64t]);
+    let cold = c::LLVMCreateEnumAttribute(ctx, ir::attr_kind("cold"), 0);
+    c::LLVMAddAttributeAtIndex(spill.0, llvm_sys::LLVMAttributeFunctionIndex, cold);
+    let tls = {
+        let n = cname(abi::WTRACE_ACC);
+        let mut v = c::LLVMGetNamedGlobal(m, n.as_ptr());
+        if v.is_null() {
+            v = c::LLVMAddGlobal(m, g.ptrt, n.as_ptr());
+            c::LLVMSetLinkage(v, LLVMLinkage::LLVMExternalLinkage);
+            c::LLVMSetThreadLocalMode(v, crate::module::runtime_tls_model(m));
+        }
+        v
+    };
+    let (value, bits) = (c::LLVMGetParam(f, 0), c::LLVMGetParam(f, 1));
+    let e = cname("");
+    let entry = c::LLVMAppendBasicBlockInContext(ctx, f, cname("entry").as_ptr());
+    let fast = c::LLVMAppendBasicBlockInContext(ctx, f, cname("fast").as_ptr());
+    let slow = c::LLVMAppendBasicBlockInContext(ctx, f, cname("spill").as_ptr());
+    let b = c::LLVMCreateBuilderInContext(ctx);
+    c::LLVMPositionBuilderAtEnd(b, entry);
+    let acc_p = c::LLVMBuildLoad2(b, g.ptrt, tls, e.as_ptr());
+    let field = |i: &str| {
+        let k = abi::TALLY_WTRACE_ACC.fields.iter().find(|f| f.name == i);
+        let off = k.expect("struct tally_wtrace_acc field").offset as u64;
+        let mut idx = [c::LLVMConstInt(i64t, off, 0)];
+        let i8t = c::LLVMInt8TypeInContext(ctx);
+        c::LLVMBuildInBoundsGEP2(b, i8t, acc_p, idx.as_mut_ptr(), 1, e.as_ptr())
+    };
+    let (word_p, n_p) = (field("acc"), field("n"));
+    let n = c::LLVMBuildLoad2(b, i64t, n_p, e.as_ptr());
+    let n2 = c::LLVMBuildAdd(b, n, bits, e.as_ptr());
+    let full = c::LLVMBuildICmp(
+        b,
+        llvm_sys::LLVMIntPredicate::LLVMIntUGE,
+        n2,
+        c::LLVMConstInt(i64t, 64, 0),
+        e.as_ptr(),
+    );
+    let br = c::LLVMBuildCondBr(b, full, slow, fast);
+    ir::set_branch_weights(ctx, br, &[1, 1 << 10]);
+    c::LLVMPositionBuilderAtEnd(b, fast);
+    let word = c::LLVMBuildLoad2(b, i64t, word_p, e.as_ptr());
+    let shifted = c::LLVMBuildShl(b, value, n, e.as_ptr());
+    let word = c::LLVMBuildOr(b, word, shifted, e.as_ptr());
+    c::LLVMBuildStore(b, word, word_p);
+    c::LLVMBuildStore(b, n2, n_p);
+    c::LLVMBuildRetVoid(b);
+    c::LLVMPositionBuilderAtEnd(b, slow);
+    let mut a = [value, bits];
+    c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
+    c::LLVMBuildRetVoid(b);
+    c::LLVMDisposeBuilder(b);
+    (f, ty)
+}
+
+impl Runtime {
+    /// Appends the record `(value, bits)` (constants, `value` below `2^bits`) before `near`'s
+    /// position (the builder's).
+    fn put_const(&self, em: &Emitter, (value, bits): (u64, u64), near: Val) {
+        debug_assert!(bits > 0 && bits <= 32 && value >> bits == 0);
+        em.call(self.put, &mut [em.i64c(value), em.i64c(bits)], near);
     }
 }
 
@@ -343,7 +434,7 @@ impl FnPlan for WPlan {
             };
             if let Some(after) = after {
                 em.at(after);
-                em.call(rt.back, &mut [], call.instr);
+                rt.put_const(&em, BACK, call.instr);
             }
         }
         // 2. Entry and witnesses.
@@ -382,7 +473,7 @@ impl FnPlan for WPlan {
                     .find(|v| v.opcode() == LLVMOpcode::LLVMLandingPad);
                 if let Some(next) = pad.and_then(|p| p.next()) {
                     em.at(next);
-                    em.call(rt.lost, &mut [], next);
+                    rt.put_const(&em, LOST, next);
                 }
             }
         }
@@ -425,6 +516,8 @@ impl FnPlan for WPlan {
                 branch: self.plan.kind == PlanKind::Branch,
                 untraced: None,
             }),
+            // (always-inline: the records' `tally.wtrace.put`)
+            needs_mem2reg: true,
             ..Emitted::default()
         }
     }
@@ -449,7 +542,7 @@ impl FnPlan for Untraced {
         };
         if let Some(first) = cx.l.nodes.first().map(|n| n.start) {
             em.at(first);
-            em.call(rt.lost, &mut [], first);
+            rt.put_const(&em, LOST, first);
         }
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
@@ -461,6 +554,7 @@ impl FnPlan for Untraced {
                 branch: false,
                 untraced: Some(self.0.clone()),
             }),
+            needs_mem2reg: true,
             ..Emitted::default()
         }
     }
@@ -478,11 +572,10 @@ struct Log<'a> {
 impl Log<'_> {
     fn put(&self, em: &Emitter, e: EdgeId, near: Val) {
         if let Some(w) = self.witness[e].filter(|w| w.bits > 0) {
-            em.call(
-                self.rt.put,
-                &mut [em.i32c(u64::from(w.value)), em.i32c(u64::from(w.bits))],
-                near,
-            );
+            // The value is masked here, at compile time.
+            let bits = u64::from(w.bits);
+            let value = u64::from(w.value) & ((1u64 << bits) - 1);
+            self.rt.put_const(em, (value, bits), near);
         }
     }
 }
@@ -567,7 +660,10 @@ impl SiteAction for Log<'_> {
                 );
                 c::LLVMBuildLoad2(em.b, g.i32t, p, empty.as_ptr())
             };
+            // (Table values are below 2^width; width 0 appends nothing.)
             let (value, bits) = (load(values), load(widths));
+            let value = c::LLVMBuildZExt(em.b, value, g.i64t, empty.as_ptr());
+            let bits = c::LLVMBuildZExt(em.b, bits, g.i64t, empty.as_ptr());
             em.call(self.rt.put, &mut [value, bits], start);
         }
     }
