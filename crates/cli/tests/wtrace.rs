@@ -304,6 +304,72 @@ fn threads_regenerate_to_the_oracle_block_counts() {
     );
 }
 
+/// A parent that forks three children while its accumulator holds a part-filled word (one
+/// child returns through `exit`, which runs tally's exit handler in the child, the others
+/// through `_exit`); each child runs enough traced code to fill words and spill, and must write
+/// nothing. The parent's trace crosses a buffer flush (more than 4 KiB) and regenerates block
+/// for block as trace-naive's, in one stream.
+const FORKS: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static unsigned work(unsigned s, int n) {
+    for (int i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        if (s & 0x100)
+            s ^= s >> 3;
+        else if (s & 0x200)
+            s += 7;
+    }
+    return s;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    unsigned s = work(1, 20000 + argc);
+    fflush(stdout);
+    for (int k = 0; k < 3; k++) {
+        pid_t p = fork();
+        if (p == 0) {
+            unsigned c = work(s + k, 5000);
+            if (k == 1)
+                exit(c & 1 ? 3 : 4);
+            _exit(c & 1 ? 3 : 4);
+        }
+        int st = 0;
+        waitpid(p, &st, 0);
+        s = work(s ^ (unsigned)WEXITSTATUS(st), 300 + k);
+    }
+    printf("%u\n", s);
+    return 0;
+}
+"#;
+
+#[test]
+fn fork_children_write_nothing_and_the_parent_regenerates_exactly() {
+    let dir = scratch("wtrace-forks-src");
+    let src = dir.join("forks.c");
+    std::fs::write(&src, FORKS).unwrap();
+    for opt in ["-O0", "-O2"] {
+        let name = format!("forks{opt}");
+        let o = run_both(&name, false, &single(&src, opt), 0);
+        assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+        assert_eq!(o.threads, 1, "{name}: a fork child wrote a stream");
+        assert!(
+            o.regenerated == o.oracle,
+            "{name}: {}",
+            first_difference(&o.regenerated, &o.oracle)
+        );
+        assert!(o.trace_bytes > 4096, "{name}: {} bytes", o.trace_bytes);
+        eprintln!(
+            "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
+            o.oracle.len(),
+            o.trace_bytes,
+            o.naive_bytes
+        );
+    }
+}
+
 /// `tally trace` on the command line: text, JSON, a range and a function filter; a file that
 /// is not a trace is a one-line error.
 #[test]

@@ -279,6 +279,12 @@ struct Runtime {
     enter: (LLVMValueRef, LLVMTypeRef),
     /// `tally.wtrace.put(i64 value, i64 bits)`, always inlined ([`put_fn`]).
     put: (LLVMValueRef, LLVMTypeRef),
+    /// The same on a function's own copy of the accumulator ([`local_fns`]):
+    /// `tally.wtrace.put.local(ptr acc, ptr n, i64 value, i64 bits)`, and its copies to and
+    /// from the thread's, `tally.wtrace.save(ptr acc, ptr n)`, `tally.wtrace.load(...)`.
+    put_local: (LLVMValueRef, LLVMTypeRef),
+    save: (LLVMValueRef, LLVMTypeRef),
+    load: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
     reentry: (LLVMValueRef, LLVMTypeRef),
@@ -315,6 +321,9 @@ impl Runtime {
             },
             ret: f("__tally_wtrace_ret", &mut []),
             put: unsafe { put_fn(g) },
+            put_local: unsafe { local_fns(g).0 },
+            save: unsafe { local_fns(g).1 },
+            load: unsafe { local_fns(g).2 },
             direct: f("__tally_wtrace_direct", &mut [g.ptrt]),
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
             slot,
@@ -330,49 +339,93 @@ impl Runtime {
 /// With constant arguments the inlined body is a TLS load, two loads, a compare, a shift, an
 /// or and two stores.
 unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
-    let (ctx, m, i64t) = (g.ctx, g.module, g.i64t);
-    let mut args = [i64t, i64t];
+    let mut args = [g.i64t, g.i64t];
     let ty = c::LLVMFunctionType(g.voidt, args.as_mut_ptr(), 2, 0);
-    let name = cname("tally.wtrace.put");
-    let f = c::LLVMGetNamedFunction(m, name.as_ptr());
-    if !f.is_null() {
-        return (f, ty);
+    let (f, entry) = helper(g, "tally.wtrace.put", ty);
+    let Some(entry) = entry else { return (f, ty) };
+    let spill = spill_fn(g);
+    let b = c::LLVMCreateBuilderInContext(g.ctx);
+    c::LLVMPositionBuilderAtEnd(b, entry);
+    let (value, bits) = (c::LLVMGetParam(f, 0), c::LLVMGetParam(f, 1));
+    let acc = (acc_field(g, b, "acc"), acc_field(g, b, "n"));
+    build_append(g, f, b, acc, (value, bits), |b, _| {
+        let mut a = [value, bits];
+        let e = cname("");
+        c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
+    });
+    c::LLVMDisposeBuilder(b);
+    (f, ty)
+}
+
+/// The thread's accumulator pointer (`__tally_wtrace_acc`, thread-local) and the address of
+/// field `field` of what it points at, built at `b`'s position.
+unsafe fn acc_field(g: &crate::emit::Globals, b: LLVMBuilderRef, field: &str) -> LLVMValueRef {
+    let (ctx, m, i64t) = (g.ctx, g.module, g.i64t);
+    let n = cname(abi::WTRACE_ACC);
+    let mut tls = c::LLVMGetNamedGlobal(m, n.as_ptr());
+    if tls.is_null() {
+        tls = c::LLVMAddGlobal(m, g.ptrt, n.as_ptr());
+        c::LLVMSetLinkage(tls, LLVMLinkage::LLVMExternalLinkage);
+        c::LLVMSetThreadLocalMode(tls, crate::module::runtime_tls_model(m));
     }
-    let f = c::LLVMAddFunction(m, name.as_ptr(), ty);
+    let e = cname("");
+    let p = c::LLVMBuildLoad2(b, g.ptrt, tls, e.as_ptr());
+    let k = abi::TALLY_WTRACE_ACC
+        .fields
+        .iter()
+        .find(|f| f.name == field);
+    let off = k.expect("struct tally_wtrace_acc field").offset as u64;
+    let mut idx = [c::LLVMConstInt(i64t, off, 0)];
+    let i8t = c::LLVMInt8TypeInContext(ctx);
+    c::LLVMBuildInBoundsGEP2(b, i8t, p, idx.as_mut_ptr(), 1, e.as_ptr())
+}
+
+/// An internal, always-inlined, nounwind function `name` of type `ty` and its entry block
+/// (`None` if the module has it already).
+unsafe fn helper(
+    g: &crate::emit::Globals,
+    name: &str,
+    ty: LLVMTypeRef,
+) -> (LLVMValueRef, Option<LLVMBasicBlockRef>) {
+    let n = cname(name);
+    let f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
+    if !f.is_null() {
+        return (f, None);
+    }
+    let f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
     c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
     for a in ["alwaysinline", "nounwind"] {
-        let attr = c::LLVMCreateEnumAttribute(ctx, ir::attr_kind(a), 0);
+        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(a), 0);
         c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
     }
-    let spill = crate::module::declare_void_fn(m, g.voidt, abi::WTRACE_SPILL, &mut [i64t, i64t]);
-    let cold = c::LLVMCreateEnumAttribute(ctx, ir::attr_kind("cold"), 0);
+    let entry = c::LLVMAppendBasicBlockInContext(g.ctx, f, cname("entry").as_ptr());
+    (f, Some(entry))
+}
+
+/// `__tally_wtrace_spill(value, bits)`, cold.
+unsafe fn spill_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    let spill =
+        crate::module::declare_void_fn(g.module, g.voidt, abi::WTRACE_SPILL, &mut [g.i64t, g.i64t]);
+    let cold = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind("cold"), 0);
     c::LLVMAddAttributeAtIndex(spill.0, llvm_sys::LLVMAttributeFunctionIndex, cold);
-    let tls = {
-        let n = cname(abi::WTRACE_ACC);
-        let mut v = c::LLVMGetNamedGlobal(m, n.as_ptr());
-        if v.is_null() {
-            v = c::LLVMAddGlobal(m, g.ptrt, n.as_ptr());
-            c::LLVMSetLinkage(v, LLVMLinkage::LLVMExternalLinkage);
-            c::LLVMSetThreadLocalMode(v, crate::module::runtime_tls_model(m));
-        }
-        v
-    };
-    let (value, bits) = (c::LLVMGetParam(f, 0), c::LLVMGetParam(f, 1));
+    spill
+}
+
+/// Builds, at `b`'s end, the append of `(value, bits)` to the accumulator `word_p`/`n_p`: the
+/// inline part when it fits below bit 64, else `spill(b)` (which builds the cold path, from
+/// `n`, and returns).
+unsafe fn build_append(
+    g: &crate::emit::Globals,
+    f: LLVMValueRef,
+    b: LLVMBuilderRef,
+    (word_p, n_p): (LLVMValueRef, LLVMValueRef),
+    (value, bits): (LLVMValueRef, LLVMValueRef),
+    spill: impl FnOnce(LLVMBuilderRef, LLVMValueRef),
+) {
+    let (ctx, i64t) = (g.ctx, g.i64t);
     let e = cname("");
-    let entry = c::LLVMAppendBasicBlockInContext(ctx, f, cname("entry").as_ptr());
     let fast = c::LLVMAppendBasicBlockInContext(ctx, f, cname("fast").as_ptr());
     let slow = c::LLVMAppendBasicBlockInContext(ctx, f, cname("spill").as_ptr());
-    let b = c::LLVMCreateBuilderInContext(ctx);
-    c::LLVMPositionBuilderAtEnd(b, entry);
-    let acc_p = c::LLVMBuildLoad2(b, g.ptrt, tls, e.as_ptr());
-    let field = |i: &str| {
-        let k = abi::TALLY_WTRACE_ACC.fields.iter().find(|f| f.name == i);
-        let off = k.expect("struct tally_wtrace_acc field").offset as u64;
-        let mut idx = [c::LLVMConstInt(i64t, off, 0)];
-        let i8t = c::LLVMInt8TypeInContext(ctx);
-        c::LLVMBuildInBoundsGEP2(b, i8t, acc_p, idx.as_mut_ptr(), 1, e.as_ptr())
-    };
-    let (word_p, n_p) = (field("acc"), field("n"));
     let n = c::LLVMBuildLoad2(b, i64t, n_p, e.as_ptr());
     let n2 = c::LLVMBuildAdd(b, n, bits, e.as_ptr());
     let full = c::LLVMBuildICmp(
@@ -392,19 +445,146 @@ unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     c::LLVMBuildStore(b, n2, n_p);
     c::LLVMBuildRetVoid(b);
     c::LLVMPositionBuilderAtEnd(b, slow);
-    let mut a = [value, bits];
-    c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
+    spill(b, n);
     c::LLVMBuildRetVoid(b);
-    c::LLVMDisposeBuilder(b);
-    (f, ty)
 }
 
-impl Runtime {
-    /// Appends the record `(value, bits)` (constants, `value` below `2^bits`) before `near`'s
-    /// position (the builder's).
+/// Defines `tally.wtrace.put.local(ptr acc, ptr n, i64 value, i64 bits)`,
+/// `tally.wtrace.save(ptr acc, ptr n)` and `tally.wtrace.load(ptr acc, ptr n)` (always
+/// inlined): a function without `setjmp` or landing pads keeps the accumulator in two allocas,
+/// which mem2reg makes registers, loaded from the thread's after `enter` and after every call
+/// that may write records, and saved to it before such calls, before `ret`, and around the
+/// cold `__tally_wtrace_spill` (so a record costs an add, a compare, a shift and an or).
+unsafe fn local_fns(
+    g: &crate::emit::Globals,
+) -> (
+    (LLVMValueRef, LLVMTypeRef),
+    (LLVMValueRef, LLVMTypeRef),
+    (LLVMValueRef, LLVMTypeRef),
+) {
+    let (ctx, i64t, ptrt) = (g.ctx, g.i64t, g.ptrt);
+    let e = cname("");
+    let mut args2 = [ptrt, ptrt];
+    let ty2 = c::LLVMFunctionType(g.voidt, args2.as_mut_ptr(), 2, 0);
+    let b = c::LLVMCreateBuilderInContext(ctx);
+    let copy = |b: LLVMBuilderRef, from: [LLVMValueRef; 2], to: [LLVMValueRef; 2]| {
+        for (x, y) in from.into_iter().zip(to) {
+            let v = c::LLVMBuildLoad2(b, i64t, x, e.as_ptr());
+            c::LLVMBuildStore(b, v, y);
+        }
+    };
+    let (save, entry) = helper(g, "tally.wtrace.save", ty2);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let to = [acc_field(g, b, "acc"), acc_field(g, b, "n")];
+        copy(b, [c::LLVMGetParam(save, 0), c::LLVMGetParam(save, 1)], to);
+        c::LLVMBuildRetVoid(b);
+    }
+    let (load, entry) = helper(g, "tally.wtrace.load", ty2);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let from = [acc_field(g, b, "acc"), acc_field(g, b, "n")];
+        copy(
+            b,
+            from,
+            [c::LLVMGetParam(load, 0), c::LLVMGetParam(load, 1)],
+        );
+        c::LLVMBuildRetVoid(b);
+    }
+    let mut args4 = [ptrt, ptrt, i64t, i64t];
+    let ty4 = c::LLVMFunctionType(g.voidt, args4.as_mut_ptr(), 4, 0);
+    let (put, entry) = helper(g, "tally.wtrace.put.local", ty4);
+    if let Some(entry) = entry {
+        let spill = spill_fn(g);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let p = |i| c::LLVMGetParam(put, i);
+        let (acc, n, value, bits) = (p(0), p(1), p(2), p(3));
+        build_append(g, put, b, (acc, n), (value, bits), |b, _| {
+            let mut a = [acc, n];
+            c::LLVMBuildCall2(b, ty2, save, a.as_mut_ptr(), 2, e.as_ptr());
+            let mut a = [value, bits];
+            c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
+            let mut a = [acc, n];
+            c::LLVMBuildCall2(b, ty2, load, a.as_mut_ptr(), 2, e.as_ptr());
+        });
+    }
+    c::LLVMDisposeBuilder(b);
+    ((put, ty4), (save, ty2), (load, ty2))
+}
+
+/// Where a function's records go: the thread's accumulator, or the function's own copy
+/// (`acc`, `n` allocas; see [`local_fns`]).
+struct Rec<'a> {
+    rt: &'a Runtime,
+    local: Option<(LLVMValueRef, LLVMValueRef)>,
+}
+
+impl Rec<'_> {
+    /// Appends the record `(value, bits)` (`value` below `2^bits`) at the builder's position.
+    fn put(&self, em: &Emitter, value: LLVMValueRef, bits: LLVMValueRef, near: Val) {
+        match self.local {
+            Some((acc, n)) => em.call(self.rt.put_local, &mut [acc, n, value, bits], near),
+            None => em.call(self.rt.put, &mut [value, bits], near),
+        }
+    }
+
+    /// [`Rec::put`] of constants.
     fn put_const(&self, em: &Emitter, (value, bits): (u64, u64), near: Val) {
         debug_assert!(bits > 0 && bits <= 32 && value >> bits == 0);
-        em.call(self.put, &mut [em.i64c(value), em.i64c(bits)], near);
+        self.put(em, em.i64c(value), em.i64c(bits), near);
+    }
+
+    /// With a local accumulator: saved before every call that may write records (any call but
+    /// intrinsics, inline asm, the libc leaves of [`OPAQUE_LIBC`] and the runtime's `direct`
+    /// and `ret`) and before every `ret`, loaded after such calls and after `enter`. Run last,
+    /// over the whole instrumented function.
+    fn save_and_load_around_calls(&self, em: &Emitter) {
+        let Some((acc, n)) = self.local else { return };
+        // The sites may have put a new entry block before the allocas' block.
+        if let Some(first) = em.func.first_block().and_then(|b| b.first()) {
+            for a in [n, acc] {
+                if a != first.0 {
+                    em.at(first);
+                    unsafe {
+                        c::LLVMInstructionRemoveFromParent(a);
+                        c::LLVMInsertIntoBuilder(em.b, a);
+                    }
+                }
+            }
+        }
+        let blocks = em.func.blocks();
+        for bb in blocks {
+            for v in bb.instructions() {
+                let (save, load) = if v.opcode() == LLVMOpcode::LLVMRet {
+                    (true, false)
+                } else if v.opcode() == LLVMOpcode::LLVMCall {
+                    match v.called_function().map(|f| (f.name(), f.intrinsic_id())) {
+                        _ if v.calls_inline_asm() => (false, false),
+                        Some((_, id)) if id != 0 => (false, false),
+                        Some((name, _)) => match name.as_str() {
+                            "__tally_wtrace_enter" => (false, true),
+                            "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
+                            x if x.starts_with("tally.wtrace.") => (false, false),
+                            x if OPAQUE_LIBC.contains(&x) => (false, false),
+                            _ => (true, true),
+                        },
+                        None => (true, true),
+                    }
+                } else {
+                    (false, false)
+                };
+                if save {
+                    em.at(v);
+                    em.call(self.rt.save, &mut [acc, n], v);
+                }
+                if load {
+                    if let Some(next) = v.next() {
+                        em.at(next);
+                        em.call(self.rt.load, &mut [acc, n], v);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -421,6 +601,30 @@ impl FnPlan for WPlan {
             fn_scope: ir::subprogram(cx.func),
             func: cx.func,
         };
+        // 0. The function's own accumulator, unless control can land in it from elsewhere
+        // (`setjmp`, landing pads, any `invoke` or `callbr`): two allocas in the entry block.
+        let landings = cx.l.has_setjmp
+            || cx.func.blocks().iter().any(|bb| {
+                bb.instructions().iter().any(|v| {
+                    matches!(
+                        v.opcode(),
+                        LLVMOpcode::LLVMInvoke
+                            | LLVMOpcode::LLVMCallBr
+                            | LLVMOpcode::LLVMLandingPad
+                            | LLVMOpcode::LLVMResume
+                    )
+                })
+            });
+        let local = match cx.func.first_block().and_then(|b| b.first()) {
+            Some(first) if !landings => unsafe {
+                em.at(first);
+                let a = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.acc").as_ptr());
+                let n = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.n").as_ptr());
+                Some((a, n))
+            },
+            _ => None,
+        };
+        let rt = Rec { rt: &rt, local };
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
         for call in self.calls.iter().flatten() {
@@ -439,7 +643,7 @@ impl FnPlan for WPlan {
         }
         // 2. Entry and witnesses.
         let mut log = Log {
-            rt: &rt,
+            rec: &rt,
             function: cx.index,
             witness: &self.plan.witness,
             depth: cx.l.has_setjmp.then(std::ptr::null_mut),
@@ -450,7 +654,7 @@ impl FnPlan for WPlan {
             if let WCallee::Direct(_) = call.callee {
                 let callee = call.instr.called_value();
                 em.at(call.instr);
-                em.call(rt.direct, &mut [callee.0], call.instr);
+                em.call(rt.rt.direct, &mut [callee.0], call.instr);
             }
         }
         // 4. Landings, first thing where control lands: `setjmp`'s second return (`Unwind`:
@@ -464,7 +668,7 @@ impl FnPlan for WPlan {
                         let empty = cname("");
                         c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
                     };
-                    em.call(rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
+                    em.call(rt.rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
                 }
             } else if n.landing_pad {
                 let pad = n
@@ -485,10 +689,12 @@ impl FnPlan for WPlan {
             {
                 if n.returns {
                     em.at(*term);
-                    em.call(rt.ret, &mut [], *term);
+                    em.call(rt.rt.ret, &mut [], *term);
                 }
             }
         }
+        // 5. Last: the local accumulator is saved and loaded around calls and at `ret`.
+        rt.save_and_load_around_calls(&em);
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
             split: self.sites.split(),
@@ -542,7 +748,11 @@ impl FnPlan for Untraced {
         };
         if let Some(first) = cx.l.nodes.first().map(|n| n.start) {
             em.at(first);
-            rt.put_const(&em, LOST, first);
+            Rec {
+                rt: &rt,
+                local: None,
+            }
+            .put_const(&em, LOST, first);
         }
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
@@ -562,7 +772,7 @@ impl FnPlan for Untraced {
 
 /// Writes the entry record and the witnesses.
 struct Log<'a> {
-    rt: &'a Runtime,
+    rec: &'a Rec<'a>,
     function: u32,
     witness: &'a IdVec<EdgeId, Option<witness::Witness>>,
     /// Functions with `setjmp`: the alloca keeping the activation's depth (set by `enter`).
@@ -575,7 +785,7 @@ impl Log<'_> {
             // The value is masked here, at compile time.
             let bits = u64::from(w.bits);
             let value = u64::from(w.value) & ((1u64 << bits) - 1);
-            self.rt.put_const(em, (value, bits), near);
+            self.rec.put_const(em, (value, bits), near);
         }
     }
 }
@@ -584,7 +794,7 @@ impl SiteAction for Log<'_> {
     fn enter(&mut self, em: &Emitter, entry_first: Val) {
         let empty = cname("");
         let mut args = [
-            self.rt.slot,
+            self.rec.rt.slot,
             em.g.counters,
             em.i32c(u64::from(self.function)),
             em.func.0,
@@ -592,8 +802,8 @@ impl SiteAction for Log<'_> {
         unsafe {
             let call = c::LLVMBuildCall2(
                 em.b,
-                self.rt.enter.1,
-                self.rt.enter.0,
+                self.rec.rt.enter.1,
+                self.rec.rt.enter.0,
                 args.as_mut_ptr(),
                 4,
                 empty.as_ptr(),
@@ -664,7 +874,7 @@ impl SiteAction for Log<'_> {
             let (value, bits) = (load(values), load(widths));
             let value = c::LLVMBuildZExt(em.b, value, g.i64t, empty.as_ptr());
             let bits = c::LLVMBuildZExt(em.b, bits, g.i64t, empty.as_ptr());
-            em.call(self.rt.put, &mut [value, bits], start);
+            self.rec.put(em, value, bits, start);
         }
     }
 }
