@@ -370,6 +370,43 @@ fn fork_children_write_nothing_and_the_parent_regenerates_exactly() {
     }
 }
 
+/// 300 functions called through a table of pointers: every call writes an `Enter` whose
+/// function index needs a two-group varint (the runtime packs a varint at once), and the
+/// witnesses of the callees' branches land at every position of the accumulator's word.
+#[test]
+fn long_varints_regenerate_exactly() {
+    let dir = scratch("wtrace-varints-src");
+    let src = dir.join("many.c");
+    let mut c = String::from("#include <stdio.h>\n");
+    for i in 0..300 {
+        c.push_str(&format!(
+            "int f{i}(int x) {{ return x % {m} == 0 ? x / 2 + {i} : x * 3 - {i}; }}\n",
+            m = i % 7 + 2
+        ));
+    }
+    c.push_str("int (*tab[300])(int) = {");
+    c.push_str(
+        &(0..300)
+            .map(|i| format!("f{i}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    c.push_str(
+        "};\nint main(int argc, char **argv) {\n    (void)argv;\n    long s = argc;\n    \
+         for (int i = 0; i < 3000; i++)\n        s += tab[(i * 7 + (int)(s & 3)) % 300]((int)(s & 0xffff) + i);\n    \
+         printf(\"%ld\\n\", s);\n    return 0;\n}\n",
+    );
+    std::fs::write(&src, c).unwrap();
+    let o = run_both("varints", false, &single(&src, "-O2"), 0);
+    assert!(o.stopped.is_empty(), "{:?}", o.stopped);
+    assert!(
+        o.regenerated == o.oracle,
+        "{}",
+        first_difference(&o.regenerated, &o.oracle)
+    );
+    assert!(o.oracle.len() > 6000, "too little compared");
+}
+
 /// `tally trace` on the command line: text, JSON, a range and a function filter; a file that
 /// is not a trace is a one-line error.
 #[test]

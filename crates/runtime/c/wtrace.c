@@ -136,26 +136,33 @@ static void wt_acc_bytes(struct wt_thread *t, uint64_t w, unsigned bytes) {
     }
 }
 
-/* Appends the low `bits` (<= 32) bits of v to a live stream: what the inline code does, and
+/* The accumulator's full word `w` goes to the buffer (flushed when full). */
+static __attribute__((noinline)) void wt_word(struct wt_thread *t, uint64_t w) {
+    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && t->n + 8 <= WT_BUF) {
+        memcpy(t->buf + t->n, &w, 8); /* least-significant byte first */
+        t->n += 8;
+        if (t->n == WT_BUF)
+            wt_flush(t, 0);
+    } else {
+        wt_acc_bytes(t, w, 8);
+    }
+}
+
+/* Appends the low `bits` (<= 64) bits of v to a live stream: what the inline code does, and
  * the word that fills the accumulator goes to the buffer. */
-static void wt_bits(struct wt_thread *t, uint64_t v, unsigned bits) {
-    if (!bits)
+static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, uint64_t v,
+                                                          unsigned bits) {
+    if (!bits || bits > 64)
         return;
-    v &= (1ull << bits) - 1;
+    if (bits < 64)
+        v &= (1ull << bits) - 1;
     uint64_t n = t->a.n;
     if (n > 63)
         return; /* (ended meanwhile, by another thread's exit) */
     uint64_t acc = t->a.acc | v << n;
     n += bits;
     if (n >= 64) {
-        if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && t->n + 8 <= WT_BUF) {
-            memcpy(t->buf + t->n, &acc, 8); /* least-significant byte first */
-            t->n += 8;
-            if (t->n == WT_BUF)
-                wt_flush(t, 0);
-        } else {
-            wt_acc_bytes(t, acc, 8);
-        }
+        wt_word(t, acc);
         n -= 64;
         acc = n ? v >> (bits - n) : 0;
     }
@@ -186,15 +193,22 @@ void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
 
 /* ---- Control records ---------------------------------------------------------------------------- */
 
+/* A varint: groups of 7 bits + a continuation bit, low groups first; appended at once (one
+ * wt_bits for values below 2^56). */
 static void wt_varint(struct wt_thread *t, uint64_t v) {
+    uint64_t code = 0;
+    unsigned bits = 0;
     for (;;) {
         int more = v >= 0x80;
-        wt_bits(t, v & 0x7f, 7);
-        wt_bits(t, (uint64_t)more, 1);
+        code |= ((v & 0x7f) | (uint64_t)more << 7) << bits;
+        bits += 8;
         v >>= 7;
-        if (!more)
-            return;
+        if (!more || bits == 56)
+            break;
     }
+    wt_bits(t, code, bits);
+    if (v && bits == 56 && (code >> 55) & 1)
+        wt_varint(t, v);
 }
 
 /* Assigns the module its slot and names it in the trace. */
