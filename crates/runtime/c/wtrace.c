@@ -196,6 +196,14 @@ void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
 /* A varint: groups of 7 bits + a continuation bit, low groups first; appended at once (one
  * wt_bits for values below 2^56). */
 static void wt_varint(struct wt_thread *t, uint64_t v) {
+    if (v < 0x80) { /* (the usual slots and function indices: one or two groups) */
+        wt_bits(t, v, 8);
+        return;
+    }
+    if (v < 0x4000) {
+        wt_bits(t, (v & 0x7f) | 0x80 | (v >> 7) << 8, 16);
+        return;
+    }
     uint64_t code = 0;
     unsigned bits = 0;
     for (;;) {
