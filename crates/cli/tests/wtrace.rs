@@ -304,6 +304,109 @@ fn threads_regenerate_to_the_oracle_block_counts() {
     );
 }
 
+/// A parent that forks three children while its accumulator holds a part-filled word (one
+/// child returns through `exit`, which runs tally's exit handler in the child, the others
+/// through `_exit`); each child runs enough traced code to fill words and spill, and must write
+/// nothing. The parent's trace crosses a buffer flush (more than 4 KiB) and regenerates block
+/// for block as trace-naive's, in one stream.
+const FORKS: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static unsigned work(unsigned s, int n) {
+    for (int i = 0; i < n; i++) {
+        s = s * 1103515245u + 12345u;
+        if (s & 0x100)
+            s ^= s >> 3;
+        else if (s & 0x200)
+            s += 7;
+    }
+    return s;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    unsigned s = work(1, 20000 + argc);
+    fflush(stdout);
+    for (int k = 0; k < 3; k++) {
+        pid_t p = fork();
+        if (p == 0) {
+            unsigned c = work(s + k, 5000);
+            if (k == 1)
+                exit(c & 1 ? 3 : 4);
+            _exit(c & 1 ? 3 : 4);
+        }
+        int st = 0;
+        waitpid(p, &st, 0);
+        s = work(s ^ (unsigned)WEXITSTATUS(st), 300 + k);
+    }
+    printf("%u\n", s);
+    return 0;
+}
+"#;
+
+#[test]
+fn fork_children_write_nothing_and_the_parent_regenerates_exactly() {
+    let dir = scratch("wtrace-forks-src");
+    let src = dir.join("forks.c");
+    std::fs::write(&src, FORKS).unwrap();
+    for opt in ["-O0", "-O2"] {
+        let name = format!("forks{opt}");
+        let o = run_both(&name, false, &single(&src, opt), 0);
+        assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+        assert_eq!(o.threads, 1, "{name}: a fork child wrote a stream");
+        assert!(
+            o.regenerated == o.oracle,
+            "{name}: {}",
+            first_difference(&o.regenerated, &o.oracle)
+        );
+        assert!(o.trace_bytes > 4096, "{name}: {} bytes", o.trace_bytes);
+        eprintln!(
+            "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
+            o.oracle.len(),
+            o.trace_bytes,
+            o.naive_bytes
+        );
+    }
+}
+
+/// 300 functions called through a table of pointers: every call writes an `Enter` whose
+/// function index needs a two-group varint (the runtime packs a varint at once), and the
+/// witnesses of the callees' branches land at every position of the accumulator's word.
+#[test]
+fn long_varints_regenerate_exactly() {
+    let dir = scratch("wtrace-varints-src");
+    let src = dir.join("many.c");
+    let mut c = String::from("#include <stdio.h>\n");
+    for i in 0..300 {
+        c.push_str(&format!(
+            "int f{i}(int x) {{ return x % {m} == 0 ? x / 2 + {i} : x * 3 - {i}; }}\n",
+            m = i % 7 + 2
+        ));
+    }
+    c.push_str("int (*tab[300])(int) = {");
+    c.push_str(
+        &(0..300)
+            .map(|i| format!("f{i}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    c.push_str(
+        "};\nint main(int argc, char **argv) {\n    (void)argv;\n    long s = argc;\n    \
+         for (int i = 0; i < 3000; i++)\n        s += tab[(i * 7 + (int)(s & 3)) % 300]((int)(s & 0xffff) + i);\n    \
+         printf(\"%ld\\n\", s);\n    return 0;\n}\n",
+    );
+    std::fs::write(&src, c).unwrap();
+    let o = run_both("varints", false, &single(&src, "-O2"), 0);
+    assert!(o.stopped.is_empty(), "{:?}", o.stopped);
+    assert!(
+        o.regenerated == o.oracle,
+        "{}",
+        first_difference(&o.regenerated, &o.oracle)
+    );
+    assert!(o.oracle.len() > 6000, "too little compared");
+}
+
 /// `tally trace` on the command line: text, JSON, a range and a function filter; a file that
 /// is not a trace is a one-line error.
 #[test]

@@ -43,7 +43,6 @@ pub const NO_SITE: u64 = 0;
 /// counter (path mode, hashed paths; `TALLY_SITE_PATH_TAG`).
 pub const SITE_PATH_TAG: u64 = 1;
 
-/// The multiplier of the path hashes (Fibonacci hashing, 2^64 / golden ratio): a path's home
 /// Interprocedural path profiling (modes `ipath`, `ipath-piecewise`): the runtime's per-thread
 /// handshake slot (the callee a direct call names, and its `nvc`), the path register passed
 /// across direct calls and, piecewise, the number of open calls (`c/ipath.c`, `tally.h`).
@@ -57,6 +56,16 @@ pub const IPATH_OPEN: &str = "__tally_ipath_open";
 /// The runtime's return of an instrumented function (count a root's path, restore).
 pub const IPATH_RET: &str = "__tally_ipath_ret";
 
+/// Witness trace mode: the thread-local pointer to the calling thread's
+/// [`TallyWtraceAcc`] (`c/wtrace.c`, `tally.h`; never null: a read-only one with `n = 64`
+/// until the thread has a stream).
+pub const WTRACE_ACC: &str = "__tally_wtrace_acc";
+/// Witness trace mode: `void __tally_wtrace_spill(uint64_t value, uint64_t bits)`, the slow
+/// path of an inline record: the accumulator is full (its word goes to the thread's buffer),
+/// the thread has no stream yet, or its stream has ended.
+pub const WTRACE_SPILL: &str = "__tally_wtrace_spill";
+
+/// The multiplier of the path hashes (Fibonacci hashing, 2^64 / golden ratio): a path's home
 /// slot is `(path * PATH_HASH_MULTIPLIER) >> (64 - PATH_HOME_BITS)` (`TALLY_PATH_HASH_MUL`).
 pub const PATH_HASH_MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
 /// log2 of the slots of a hashed function's home table (`TALLY_PATH_HOME_BITS`).
@@ -346,13 +355,35 @@ pub const TALLY_PATH_SITE: StructLayout = layout!(
     [(table, Ptr), (path, U64)]
 );
 
+/// `struct tally_wtrace_acc`: a thread's witness-trace bit accumulator (trace mode), reached
+/// through [`WTRACE_ACC`]; instrumented code appends a record of `b` bits inline (`acc |= v <<
+/// n; n += b`) while `n + b < 64`, else calls [`WTRACE_SPILL`].
+#[repr(C)]
+#[derive(Debug)]
+pub struct TallyWtraceAcc {
+    /// Bits not yet in the thread's buffer, least-significant first.
+    pub acc: u64,
+    /// How many (below 64; 64 while the thread has no stream or its stream has ended, so that
+    /// every record takes the slow path).
+    pub n: u64,
+}
+
 /// `struct tally_frame`.
 pub const TALLY_FRAME: StructLayout =
     layout!(TallyFrame, "tally_frame", [(prev, Ptr), (site, Ptr)]);
 
+/// `struct tally_wtrace_acc`.
+pub const TALLY_WTRACE_ACC: StructLayout =
+    layout!(TallyWtraceAcc, "tally_wtrace_acc", [(acc, U64), (n, U64)]);
+
 /// Every shared struct.
-pub const LAYOUTS: &[StructLayout] =
-    &[TALLY_MODULE, TALLY_PATH_TABLE, TALLY_PATH_SITE, TALLY_FRAME];
+pub const LAYOUTS: &[StructLayout] = &[
+    TALLY_MODULE,
+    TALLY_PATH_TABLE,
+    TALLY_PATH_SITE,
+    TALLY_FRAME,
+    TALLY_WTRACE_ACC,
+];
 
 /// Whether `l`'s field table is exactly what C's layout rules give for its field types: every
 /// field at the next offset aligned to its size, the size rounded up to the largest alignment.

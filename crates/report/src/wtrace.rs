@@ -172,6 +172,10 @@ fn program(profile: &Profile) -> Result<Program<'_>, String> {
 /// The runtime's bit stream of one thread, as regeneration asks for it.
 struct Stream<'a> {
     bytes: &'a [u8],
+    /// The stream's length in bits (at most `bytes.len() * 8`): a flight recorder's stream
+    /// ends exactly where the thread's last record does, so that a witness missing there is
+    /// read as the end of the stream, never as padding.
+    len: u64,
     pos: u64,
     ended: bool,
     names: &'a Names,
@@ -247,7 +251,7 @@ impl Stream<'_> {
     #[inline(always)]
     fn get(&mut self, bits: u8) -> Option<u64> {
         debug_assert!(bits <= 57);
-        let total = self.bytes.len() as u64 * 8;
+        let total = self.len;
         if total - self.pos < u64::from(bits) {
             return None;
         }
@@ -362,6 +366,7 @@ fn walk(bytes: &[u8], p: &Program<'_>, mut each: impl FnMut(u32, Visit)) -> Resu
     for (thread, stream) in &trace.threads {
         let mut src = Stream {
             bytes: stream,
+            len: stream.len() as u64 * 8,
             pos: 0,
             ended: false,
             names: &names,
@@ -635,8 +640,10 @@ impl<S: RecordSource> RecordSource for Counting<'_, S> {
 }
 
 /// A flight recorder's chunks as one stream: each chunk's stream bits after its sync header,
-/// concatenated (the runtime padded the stream to a byte before each sync), then `End`.
-fn ring_stream(chunks: &[tally_format::trace::RingChunk]) -> Vec<u8> {
+/// concatenated (the runtime padded the stream to a byte before each sync); returns the bytes
+/// and the number of bits (nothing is added: where the thread's last record ends, the stream
+/// ends, so a witness the thread had not written yet reads as the end).
+fn ring_stream(chunks: &[tally_format::trace::RingChunk]) -> (Vec<u8>, u64) {
     let mut w = tally_graph::witness::bits::BitWriter::new();
     for c in chunks {
         let full = (c.bits / 8) as usize;
@@ -647,8 +654,8 @@ fn ring_stream(chunks: &[tally_format::trace::RingChunk]) -> Vec<u8> {
             w.put(u64::from(c.bytes[full]), (c.bits % 8) as u8);
         }
     }
-    w.put(3, 2);
-    w.finish().0
+    let bits = w.len();
+    (w.finish().0, bits)
 }
 
 /// The function of a shadow-stack frame, and its call site's `(block, position)`.
@@ -743,9 +750,10 @@ fn walk_ring_thread(
                 waiting,
             });
         }
-        let bytes = ring_stream(&rt.chunks);
+        let (bytes, bits) = ring_stream(&rt.chunks);
         let mut stream = Stream {
             bytes: &bytes,
+            len: bits.min(bytes.len() as u64 * 8),
             pos: 0,
             ended: false,
             names,

@@ -270,8 +270,8 @@ int wring_dump_begin(int fd, uint32_t modules, uint64_t *pos) {
     return 0;
 }
 
-/* One thread's chunks (its stream not yet in the ring: `buf`/`n` bytes, then `nacc` bits of
- * `acc`) and its stack chunk (`depth` activations). Returns 0 or -1, adds to *pos. */
+/* One thread's chunks (its stream not yet in the ring: `buf`/`n` bytes, then `nacc` (< 64) bits
+ * of `acc`) and its stack chunk (`depth` activations). Returns 0 or -1, adds to *pos. */
 int wring_dump_thread(int fd, uint32_t tid, const struct wr_ring *r, uint32_t depth,
                       const unsigned char *buf, size_t n, uint64_t acc, unsigned nacc,
                       uint64_t *pos) {
@@ -289,10 +289,13 @@ int wring_dump_thread(int fd, uint32_t tid, const struct wr_ring *r, uint32_t de
         uint64_t data = end - c->start - c->sync;
         uint64_t bits = data * 8 - (last ? 0 : c->pad);
         uint64_t extra = 0;
-        unsigned char tail = (unsigned char)acc;
+        unsigned char tail[8];
+        unsigned tail_n = (nacc + 7) / 8; /* nacc < 64 */
+        for (unsigned k = 0; k < 8; k++)
+            tail[k] = (unsigned char)(acc >> (8 * k));
         if (last) {
             bits += (uint64_t)n * 8 + nacc;
-            extra = n + (nacc ? 1 : 0);
+            extra = n + tail_n;
         }
         uint64_t len = 4 + (end - c->start) + extra;
         if (len > 0xffffffffu)
@@ -303,7 +306,7 @@ int wring_dump_thread(int fd, uint32_t tid, const struct wr_ring *r, uint32_t de
         wr_u32(h + 8, (uint32_t)bits);
         if (write_all(fd, h, 12) != 0 || wr_write_ring(fd, r, c->start, end - c->start) != 0)
             return -1;
-        if (last && ((n && write_all(fd, buf, n) != 0) || (nacc && write_all(fd, &tail, 1) != 0)))
+        if (last && ((n && write_all(fd, buf, n) != 0) || (tail_n && write_all(fd, tail, tail_n) != 0)))
             return -1;
         *pos += 8 + len;
     }

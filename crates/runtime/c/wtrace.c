@@ -16,6 +16,14 @@
  * trace_finish: exit, _exit, the fatal-signal path). With TALLY_TRACE_RING the full buffers go to
  * the thread's ring instead (wring.c: the flight recorder), written as a whole file at the end
  * and by tally_dump_trace().
+ *
+ * The fast path (below, "Accumulator"): every record goes through the thread's 64-bit
+ * accumulator (struct tally_wtrace_acc, first in the stream), which instrumented code reaches
+ * through the initial-exec TLS pointer __tally_wtrace_acc and appends witnesses, Back and lost
+ * records to inline; a full word goes to the buffer (8 bytes, least-significant first: the
+ * same bytes as bit by bit) in __tally_wtrace_spill. The pointer is never null: until the
+ * thread has a stream it points at wt_no_stream, whose n = 64 sends every record to the slow
+ * path (which makes the stream); an ended stream (process end, fork child) keeps n = 64 too.
  */
 #include "rt.h"
 
@@ -23,14 +31,13 @@
 #define WT_MODULE_CHUNK 0xffffffffu
 
 struct wt_thread {
-    struct wt_thread *next; /* every stream, for the end of the process */
+    struct tally_wtrace_acc a; /* the fast path's accumulator (n == 64 once ended) */
+    struct wt_thread *next;    /* every stream, for the end of the process */
     const void *direct;     /* the callee a traced direct call site is about to enter */
     uint32_t depth;         /* traced activations (entries minus returns): for Unwind */
     uint32_t tid;
     int ended;
     struct wr_ring *ring; /* the flight recorder's ring and shadow stack, or null */
-    uint64_t acc; /* bits not yet in buf, least-significant first */
-    unsigned nacc;
     size_t n;
     unsigned char buf[WT_BUF];
 };
@@ -46,6 +53,14 @@ static struct {
 
 /* The thread's stream and state: one TLS pointer (the buffer is mmap'd). */
 static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec")));
+
+/* ---- Accumulator (the fast path's state) ---------------------------------------------------- */
+
+/* What __tally_wtrace_acc points at while the thread has no stream: n = 64, so instrumented
+ * code never writes it (every record takes __tally_wtrace_spill). */
+static struct tally_wtrace_acc wt_no_stream = {0, 64};
+__thread struct tally_wtrace_acc *__tally_wtrace_acc
+    __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
 
 /* Spins for the lock; `bounded` (the end of the process, possibly in a signal handler that
  * interrupted its holder) gives up after a while and goes on without it. Returns whether
@@ -111,6 +126,8 @@ static struct wt_thread *wt_get(void) {
     if (wring_size()) {
         t->ring = wring_new();
         t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
+        if (t->ended)
+            t->a.n = 64;
     }
     t->tid = __atomic_add_fetch(&wt.next_tid, 1, __ATOMIC_RELAXED);
     int held = wt_lock(0);
@@ -118,36 +135,114 @@ static struct wt_thread *wt_get(void) {
     wt.threads = t;
     wt_unlock(held);
     wt_self = t;
+    __tally_wtrace_acc = &t->a;
     return t;
 }
 
-static void wt_bits(struct wt_thread *t, uint64_t v, unsigned bits) {
-    t->acc |= (v & ((1ull << bits) - 1)) << t->nacc;
-    t->nacc += bits;
-    while (t->nacc >= 8) {
-        t->buf[t->n++] = (unsigned char)t->acc;
-        t->acc >>= 8;
-        t->nacc -= 8;
+/* ---- Accumulator ------------------------------------------------------------------------------ */
+
+/* Appends the accumulator's low `bytes` bytes to the buffer, flushing it when full. */
+static void wt_acc_bytes(struct wt_thread *t, uint64_t w, unsigned bytes) {
+    for (unsigned k = 0; k < bytes; k++) {
+        t->buf[t->n++] = (unsigned char)(w >> (8 * k));
         if (t->n == WT_BUF)
             wt_flush(t, 0);
     }
 }
 
-static void wt_varint(struct wt_thread *t, uint64_t v) {
-    for (;;) {
-        int more = v >= 0x80;
-        wt_bits(t, v & 0x7f, 7);
-        wt_bits(t, (uint64_t)more, 1);
-        v >>= 7;
-        if (!more)
-            return;
+/* The accumulator's full word `w` goes to the buffer (flushed when full). */
+static __attribute__((noinline)) void wt_word(struct wt_thread *t, uint64_t w) {
+    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && t->n + 8 <= WT_BUF) {
+        memcpy(t->buf + t->n, &w, 8); /* least-significant byte first */
+        t->n += 8;
+        if (t->n == WT_BUF)
+            wt_flush(t, 0);
+    } else {
+        wt_acc_bytes(t, w, 8);
     }
 }
 
-/* The thread's stream, or null when it cannot or must not write. */
-static struct wt_thread *wt_stream(void) {
+/* Appends the low `bits` (<= 64) bits of v to a live stream: what the inline code does, and
+ * the word that fills the accumulator goes to the buffer. */
+static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, uint64_t v,
+                                                          unsigned bits) {
+    if (!bits || bits > 64)
+        return;
+    if (bits < 64)
+        v &= (1ull << bits) - 1;
+    uint64_t n = t->a.n;
+    if (n > 63)
+        return; /* (ended meanwhile, by another thread's exit) */
+    uint64_t acc = t->a.acc | v << n;
+    n += bits;
+    if (n >= 64) {
+        wt_word(t, acc);
+        n -= 64;
+        acc = n ? v >> (bits - n) : 0;
+    }
+    t->a.acc = acc;
+    t->a.n = n;
+}
+
+/* The accumulator, padded to a byte, goes to the buffer (a flight recorder's chunk ends, the
+ * stream ends); returns the padding bits. */
+static unsigned wt_acc_drain(struct wt_thread *t) {
+    if (t->a.n > 63)
+        return 0;
+    unsigned pad = (8 - (unsigned)(t->a.n % 8)) % 8;
+    if (pad)
+        wt_bits(t, 0, pad);
+    wt_acc_bytes(t, t->a.acc, (unsigned)(t->a.n / 8));
+    t->a.acc = 0;
+    t->a.n = 0;
+    return pad;
+}
+
+/* The stream ends: its accumulator, padded to a byte, goes to the buffer; the inline code
+ * takes the slow path from now on, which drops every record. */
+static void wt_acc_end(struct wt_thread *t) {
+    wt_acc_drain(t);
+    t->a.acc = 0;
+    t->a.n = 64;
+}
+
+void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
     struct wt_thread *t = wt_get();
-    return t && !t->ended ? t : 0;
+    if (!t || t->ended) {
+        if (t)
+            t->a.n = 64; /* (a signal handler may have ended the stream mid-record) */
+        return;
+    }
+    if (bits <= 32)
+        wt_bits(t, value, (unsigned)bits);
+}
+
+/* ---- Control records ---------------------------------------------------------------------------- */
+
+/* A varint: groups of 7 bits + a continuation bit, low groups first; appended at once (one
+ * wt_bits for values below 2^56). */
+static void wt_varint(struct wt_thread *t, uint64_t v) {
+    if (v < 0x80) { /* (the usual slots and function indices: one or two groups) */
+        wt_bits(t, v, 8);
+        return;
+    }
+    if (v < 0x4000) {
+        wt_bits(t, (v & 0x7f) | 0x80 | (v >> 7) << 8, 16);
+        return;
+    }
+    uint64_t code = 0;
+    unsigned bits = 0;
+    for (;;) {
+        int more = v >= 0x80;
+        code |= ((v & 0x7f) | (uint64_t)more << 7) << bits;
+        bits += 8;
+        v >>= 7;
+        if (!more || bits == 56)
+            break;
+    }
+    wt_bits(t, code, bits);
+    if (v && bits == 56 && (code >> 55) & 1)
+        wt_varint(t, v);
 }
 
 /* Assigns the module its slot and names it in the trace. */
@@ -182,7 +277,7 @@ static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) 
 
 /* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
  * point when the current chunk is full (after Enter: the new chunk starts inside the
- * activation, at its entry). */
+ * activation, at its entry). The accumulator is drained (padded to a byte) into the chunk. */
 static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced, uint32_t *slot,
                               const uint64_t *module_counters, uint32_t function) {
     if (t->ended)
@@ -193,10 +288,8 @@ static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced
     wring_push(t->ring, depth, s, function);
     if (announced)
         wt_enter_record(t, s, function);
-    if (wring_want_sync(t->ring, depth, t->n)) {
-        unsigned pad = t->nacc ? 8 - t->nacc : 0;
-        if (pad)
-            wt_bits(t, 0, pad);
+    if (wring_want_sync(t->ring, depth, t->n + t->a.n / 8)) {
+        unsigned pad = wt_acc_drain(t);
         wt_flush(t, 0);
         wring_sync(t->ring, depth, pad);
     }
@@ -229,12 +322,6 @@ void __tally_wtrace_ret(void) {
         t->depth--;
 }
 
-void __tally_wtrace_put(uint32_t value, uint32_t bits) {
-    struct wt_thread *t = wt_stream();
-    if (t && bits && bits <= 32)
-        wt_bits(t, value, bits);
-}
-
 void __tally_wtrace_direct(const void *callee, uint32_t site) {
     struct wt_thread *t = wt_get();
     if (t) {
@@ -248,18 +335,6 @@ void __tally_wtrace_call(uint32_t site) {
     struct wt_thread *t = wt_self;
     if (t && t->ring)
         wring_site(t->ring, t->depth, site);
-}
-
-void __tally_wtrace_back(void) {
-    struct wt_thread *t = wt_stream();
-    if (t)
-        wt_bits(t, 1, 2);
-}
-
-void __tally_wtrace_lost(void) {
-    struct wt_thread *t = wt_stream();
-    if (t)
-        wt_bits(t, 2 | 1 << 2, 3); /* kind 2, how 1: not followed */
 }
 
 void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
@@ -279,8 +354,9 @@ void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
 
 /* The flight recorder's file: every thread's ring as it is now, with the bytes and bits it
  * has not moved to the ring yet (read without synchronization from threads still running:
- * their newest chunk may come out torn), from the file's start. The lock is held (or given
- * up on). */
+ * their newest chunk may come out torn; a function that keeps the accumulator in registers
+ * between calls has its latest bits there), from the file's start. The lock is held (or
+ * given up on). */
 static void wt_dump_locked(void) {
     if (wt.fd == 0)
         wt.fd = trace_open_file(wt.path);
@@ -291,9 +367,10 @@ static void wt_dump_locked(void) {
     int bad = wring_dump_begin(wt.fd, wt.next_slot, &pos);
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t && !bad;
          t = t->next) {
+        uint64_t n = t->a.n;
         if (t->ring)
-            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->depth, t->buf, t->n, t->acc,
-                                    t->nacc, &pos);
+            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->depth, t->buf, t->n, t->a.acc,
+                                    n > 63 ? 0 : (unsigned)n, &pos);
     }
     if (bad || ftruncate(wt.fd, (off_t)pos) != 0) {
         static const char msg[] = "tally: cannot write the trace file\n";
@@ -322,8 +399,7 @@ void wtrace_finish(void) {
         if (t->ended)
             continue;
         wt_bits(t, 3, 2);
-        if (t->nacc)
-            wt_bits(t, 0, 8 - t->nacc);
+        wt_acc_end(t);
         t->ended = 1;
         wt_flush(t, 1);
         any = 1;
@@ -343,6 +419,7 @@ void wtrace_forked(void) {
     for (struct wt_thread *t = wt.threads; t; t = t->next) {
         t->n = 0;
         t->ended = 1;
+        t->a.n = 64;
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
 }

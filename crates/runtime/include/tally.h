@@ -138,17 +138,24 @@ uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, u
                               const void *self);
 /* A traced function returns (`ret`): one traced activation fewer on this thread. */
 void __tally_wtrace_ret(void);
-/* A witness: the low `bits` bits of `value`. */
-void __tally_wtrace_put(uint32_t value, uint32_t bits);
+/* A thread's bit accumulator (instrumented code appends witnesses, Back and lost records
+ * inline: `acc |= value << n; n += bits` while n + bits < 64, else __tally_wtrace_spill). */
+struct tally_wtrace_acc {
+    uint64_t acc; /* bits not yet in the thread's buffer, least-significant first */
+    uint64_t n;   /* how many (< 64); 64 while the thread has no stream or it has ended */
+};
+/* The calling thread's accumulator; never null (a read-only one with n = 64 until the thread
+ * has a stream). */
+extern __thread struct tally_wtrace_acc *__tally_wtrace_acc __attribute__((tls_model("initial-exec")));
+/* The slow path of an inline record of the low `bits` (<= 32) bits of `value`: the
+ * accumulator's full word goes to the thread's buffer, or the thread gets its stream, or the
+ * record is dropped (the stream has ended: exit, a fork child). */
+void __tally_wtrace_spill(uint64_t value, uint64_t bits);
 /* A traced direct call of `callee` follows, at call site `site` of the caller (its call
  * instructions numbered over its blocks in order). */
 void __tally_wtrace_direct(const void *callee, uint32_t site);
 /* An unknown call follows, at call site `site` (for the flight recorder's call stack). */
 void __tally_wtrace_call(uint32_t site);
-/* An unknown call returned normally. */
-void __tally_wtrace_back(void);
-/* Control landed where regeneration cannot follow (a landing pad). */
-void __tally_wtrace_lost(void);
 /* After setjmp: when ret != 0, a longjmp landed in the activation at `depth` (what enter
  * returned), at block `block`. */
 void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block);

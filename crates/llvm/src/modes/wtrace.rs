@@ -4,8 +4,10 @@
 //! by `check_plan`), and instrumented to write exactly the records of
 //! `tally_graph::witness::stream::records_of` through the runtime (`c/wtrace.c`):
 //!
-//! - every witnessed edge of width > 0: `__tally_wtrace_put(value, bits)` at the edge's site
-//!   (the sites of [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none);
+//! - every witnessed edge of width > 0: its value appended inline to the thread's bit
+//!   accumulator ([`put_fn`]: `acc |= value << n; n += bits`, `__tally_wtrace_spill` when the
+//!   word is full) at the edge's site (the sites of [`crate::plan::Plan::for_edges`],
+//!   predecessor tags where an edge has none);
 //! - the entry: `__tally_wtrace_enter(&slot, counters, index, self)`, which writes `Enter`
 //!   unless the caller was a traced `Direct` site, which said so by
 //!   `__tally_wtrace_direct(callee, site)` just before the call (a per-thread flag naming the
@@ -13,13 +15,14 @@
 //!   the function's calls over its blocks in order, as the metadata lists them);
 //! - before every `Unknown` call: `__tally_wtrace_call(site)`; with `direct`, this keeps the
 //!   flight recorder's shadow stack (`c/wring.c`: where each activation is calling);
-//! - after every `Unknown` call that returns: `__tally_wtrace_back()`;
+//! - after every `Unknown` call that returns: a `Back` record (2 bits), inline the same way;
 //! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
 //!   record with the number of traced activations the `longjmp` abandoned (the runtime keeps
 //!   each thread's depth: `enter` adds one and returns it, `__tally_wtrace_ret()` before each
 //!   `ret` takes one off; functions with `setjmp` keep their depth in an alloca);
-//! - a landing pad: `__tally_wtrace_lost()`, a record that makes the reader stop with "not
-//!   exact past this point" (exceptions are not followed).
+//! - a landing pad, and the entry of a function that cannot be traced: a "lost" record (kind
+//!   2, how 1; inline), which makes the reader stop with "not exact past this point"
+//!   (exceptions are not followed).
 //!
 //! The metadata keeps the call sites (callees by name) and the plan ([`WtraceMeta`]), so the
 //! reader regenerates with exactly the plan the code was built with.
@@ -34,7 +37,7 @@ use crate::plan::{Plan as SitePlan, TagTarget};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};
-use tally_format::{Probe, WCallee, WtraceMeta};
+use tally_format::{abi, Probe, WCallee, WtraceMeta};
 use tally_graph::witness::{self, CallSite, Callee, FuncId, FunctionInput, Plan, PlanKind};
 use tally_graph::{EdgeId, IdVec, NodeId};
 
@@ -269,14 +272,24 @@ struct WPlan {
     sites: SitePlan,
 }
 
+/// `Back` (kind 1 in 2 bits) and "lost" (kind 2, how 1: 3 bits), as `witness::bits` and the
+/// runtime's reader encode them: `(value, bits)`.
+const BACK: (u64, u64) = (1, 2);
+const LOST: (u64, u64) = (2 | 1 << 2, 3);
+
 /// The runtime entry points of trace mode.
 struct Runtime {
     enter: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.put(i64 value, i64 bits)`, always inlined ([`put_fn`]).
     put: (LLVMValueRef, LLVMTypeRef),
+    /// The same on a function's own copy of the accumulator ([`local_fns`]):
+    /// `tally.wtrace.put.local(ptr acc, ptr n, i64 value, i64 bits)`, and its copies to and
+    /// from the thread's, `tally.wtrace.save(ptr acc, ptr n)`, `tally.wtrace.load(...)`.
+    put_local: (LLVMValueRef, LLVMTypeRef),
+    save: (LLVMValueRef, LLVMTypeRef),
+    load: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
     call: (LLVMValueRef, LLVMTypeRef),
-    back: (LLVMValueRef, LLVMTypeRef),
-    lost: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
     reentry: (LLVMValueRef, LLVMTypeRef),
     /// The module's slot in the trace (`__tally_wtrace_slot`, 0 until the runtime assigns it).
@@ -311,13 +324,271 @@ impl Runtime {
                 (func, ty)
             },
             ret: f("__tally_wtrace_ret", &mut []),
-            put: f("__tally_wtrace_put", &mut [g.i32t, g.i32t]),
+            put: unsafe { put_fn(g) },
+            put_local: unsafe { local_fns(g).0 },
+            save: unsafe { local_fns(g).1 },
+            load: unsafe { local_fns(g).2 },
             direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
             call: f("__tally_wtrace_call", &mut [g.i32t]),
-            back: f("__tally_wtrace_back", &mut []),
-            lost: f("__tally_wtrace_lost", &mut []),
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
             slot,
+        }
+    }
+}
+
+/// Defines (once per module) `internal void tally.wtrace.put(i64 value, i64 bits)`, always
+/// inlined: appends the low `bits` bits of `value` (already masked) to the thread's
+/// accumulator (`struct tally_wtrace_acc` through the TLS pointer `__tally_wtrace_acc`) when
+/// they fit below bit 64, else calls `__tally_wtrace_spill(value, bits)` (cold: the word is
+/// full, or the thread has no stream yet or it has ended, which the runtime marks `n = 64`).
+/// With constant arguments the inlined body is a TLS load, two loads, a compare, a shift, an
+/// or and two stores.
+unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    let mut args = [g.i64t, g.i64t];
+    let ty = c::LLVMFunctionType(g.voidt, args.as_mut_ptr(), 2, 0);
+    let (f, entry) = helper(g, "tally.wtrace.put", ty);
+    let Some(entry) = entry else { return (f, ty) };
+    let spill = spill_fn(g);
+    let b = c::LLVMCreateBuilderInContext(g.ctx);
+    c::LLVMPositionBuilderAtEnd(b, entry);
+    let (value, bits) = (c::LLVMGetParam(f, 0), c::LLVMGetParam(f, 1));
+    let acc = (acc_field(g, b, "acc"), acc_field(g, b, "n"));
+    build_append(g, f, b, acc, (value, bits), |b, _| {
+        let mut a = [value, bits];
+        let e = cname("");
+        c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
+    });
+    c::LLVMDisposeBuilder(b);
+    (f, ty)
+}
+
+/// The thread's accumulator pointer (`__tally_wtrace_acc`, thread-local) and the address of
+/// field `field` of what it points at, built at `b`'s position.
+unsafe fn acc_field(g: &crate::emit::Globals, b: LLVMBuilderRef, field: &str) -> LLVMValueRef {
+    let (ctx, m, i64t) = (g.ctx, g.module, g.i64t);
+    let n = cname(abi::WTRACE_ACC);
+    let mut tls = c::LLVMGetNamedGlobal(m, n.as_ptr());
+    if tls.is_null() {
+        tls = c::LLVMAddGlobal(m, g.ptrt, n.as_ptr());
+        c::LLVMSetLinkage(tls, LLVMLinkage::LLVMExternalLinkage);
+        c::LLVMSetThreadLocalMode(tls, crate::module::runtime_tls_model(m));
+    }
+    let e = cname("");
+    let p = c::LLVMBuildLoad2(b, g.ptrt, tls, e.as_ptr());
+    let k = abi::TALLY_WTRACE_ACC
+        .fields
+        .iter()
+        .find(|f| f.name == field);
+    let off = k.expect("struct tally_wtrace_acc field").offset as u64;
+    let mut idx = [c::LLVMConstInt(i64t, off, 0)];
+    let i8t = c::LLVMInt8TypeInContext(ctx);
+    c::LLVMBuildInBoundsGEP2(b, i8t, p, idx.as_mut_ptr(), 1, e.as_ptr())
+}
+
+/// An internal, always-inlined, nounwind function `name` of type `ty` and its entry block
+/// (`None` if the module has it already).
+unsafe fn helper(
+    g: &crate::emit::Globals,
+    name: &str,
+    ty: LLVMTypeRef,
+) -> (LLVMValueRef, Option<LLVMBasicBlockRef>) {
+    let n = cname(name);
+    let f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
+    if !f.is_null() {
+        return (f, None);
+    }
+    let f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
+    c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+    for a in ["alwaysinline", "nounwind"] {
+        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(a), 0);
+        c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+    }
+    let entry = c::LLVMAppendBasicBlockInContext(g.ctx, f, cname("entry").as_ptr());
+    (f, Some(entry))
+}
+
+/// `__tally_wtrace_spill(value, bits)`, cold.
+unsafe fn spill_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    let spill =
+        crate::module::declare_void_fn(g.module, g.voidt, abi::WTRACE_SPILL, &mut [g.i64t, g.i64t]);
+    let cold = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind("cold"), 0);
+    c::LLVMAddAttributeAtIndex(spill.0, llvm_sys::LLVMAttributeFunctionIndex, cold);
+    spill
+}
+
+/// Builds, at `b`'s end, the append of `(value, bits)` to the accumulator `word_p`/`n_p`: the
+/// inline part when it fits below bit 64, else `spill(b)` (which builds the cold path, from
+/// `n`, and returns).
+unsafe fn build_append(
+    g: &crate::emit::Globals,
+    f: LLVMValueRef,
+    b: LLVMBuilderRef,
+    (word_p, n_p): (LLVMValueRef, LLVMValueRef),
+    (value, bits): (LLVMValueRef, LLVMValueRef),
+    spill: impl FnOnce(LLVMBuilderRef, LLVMValueRef),
+) {
+    let (ctx, i64t) = (g.ctx, g.i64t);
+    let e = cname("");
+    let fast = c::LLVMAppendBasicBlockInContext(ctx, f, cname("fast").as_ptr());
+    let slow = c::LLVMAppendBasicBlockInContext(ctx, f, cname("spill").as_ptr());
+    let n = c::LLVMBuildLoad2(b, i64t, n_p, e.as_ptr());
+    let n2 = c::LLVMBuildAdd(b, n, bits, e.as_ptr());
+    let full = c::LLVMBuildICmp(
+        b,
+        llvm_sys::LLVMIntPredicate::LLVMIntUGE,
+        n2,
+        c::LLVMConstInt(i64t, 64, 0),
+        e.as_ptr(),
+    );
+    let br = c::LLVMBuildCondBr(b, full, slow, fast);
+    ir::set_branch_weights(ctx, br, &[1, 1 << 10]);
+    c::LLVMPositionBuilderAtEnd(b, fast);
+    let word = c::LLVMBuildLoad2(b, i64t, word_p, e.as_ptr());
+    let shifted = c::LLVMBuildShl(b, value, n, e.as_ptr());
+    let word = c::LLVMBuildOr(b, word, shifted, e.as_ptr());
+    c::LLVMBuildStore(b, word, word_p);
+    c::LLVMBuildStore(b, n2, n_p);
+    c::LLVMBuildRetVoid(b);
+    c::LLVMPositionBuilderAtEnd(b, slow);
+    spill(b, n);
+    c::LLVMBuildRetVoid(b);
+}
+
+/// Defines `tally.wtrace.put.local(ptr acc, ptr n, i64 value, i64 bits)`,
+/// `tally.wtrace.save(ptr acc, ptr n)` and `tally.wtrace.load(ptr acc, ptr n)` (always
+/// inlined): a function without `setjmp` or landing pads keeps the accumulator in two allocas,
+/// which mem2reg makes registers, loaded from the thread's after `enter` and after every call
+/// that may write records, and saved to it before such calls, before `ret`, and around the
+/// cold `__tally_wtrace_spill` (so a record costs an add, a compare, a shift and an or).
+unsafe fn local_fns(
+    g: &crate::emit::Globals,
+) -> (
+    (LLVMValueRef, LLVMTypeRef),
+    (LLVMValueRef, LLVMTypeRef),
+    (LLVMValueRef, LLVMTypeRef),
+) {
+    let (ctx, i64t, ptrt) = (g.ctx, g.i64t, g.ptrt);
+    let e = cname("");
+    let mut args2 = [ptrt, ptrt];
+    let ty2 = c::LLVMFunctionType(g.voidt, args2.as_mut_ptr(), 2, 0);
+    let b = c::LLVMCreateBuilderInContext(ctx);
+    let copy = |b: LLVMBuilderRef, from: [LLVMValueRef; 2], to: [LLVMValueRef; 2]| {
+        for (x, y) in from.into_iter().zip(to) {
+            let v = c::LLVMBuildLoad2(b, i64t, x, e.as_ptr());
+            c::LLVMBuildStore(b, v, y);
+        }
+    };
+    let (save, entry) = helper(g, "tally.wtrace.save", ty2);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let to = [acc_field(g, b, "acc"), acc_field(g, b, "n")];
+        copy(b, [c::LLVMGetParam(save, 0), c::LLVMGetParam(save, 1)], to);
+        c::LLVMBuildRetVoid(b);
+    }
+    let (load, entry) = helper(g, "tally.wtrace.load", ty2);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let from = [acc_field(g, b, "acc"), acc_field(g, b, "n")];
+        copy(
+            b,
+            from,
+            [c::LLVMGetParam(load, 0), c::LLVMGetParam(load, 1)],
+        );
+        c::LLVMBuildRetVoid(b);
+    }
+    let mut args4 = [ptrt, ptrt, i64t, i64t];
+    let ty4 = c::LLVMFunctionType(g.voidt, args4.as_mut_ptr(), 4, 0);
+    let (put, entry) = helper(g, "tally.wtrace.put.local", ty4);
+    if let Some(entry) = entry {
+        let spill = spill_fn(g);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let p = |i| c::LLVMGetParam(put, i);
+        let (acc, n, value, bits) = (p(0), p(1), p(2), p(3));
+        build_append(g, put, b, (acc, n), (value, bits), |b, _| {
+            let mut a = [acc, n];
+            c::LLVMBuildCall2(b, ty2, save, a.as_mut_ptr(), 2, e.as_ptr());
+            let mut a = [value, bits];
+            c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
+            let mut a = [acc, n];
+            c::LLVMBuildCall2(b, ty2, load, a.as_mut_ptr(), 2, e.as_ptr());
+        });
+    }
+    c::LLVMDisposeBuilder(b);
+    ((put, ty4), (save, ty2), (load, ty2))
+}
+
+/// Where a function's records go: the thread's accumulator, or the function's own copy
+/// (`acc`, `n` allocas; see [`local_fns`]).
+struct Rec<'a> {
+    rt: &'a Runtime,
+    local: Option<(LLVMValueRef, LLVMValueRef)>,
+}
+
+impl Rec<'_> {
+    /// Appends the record `(value, bits)` (`value` below `2^bits`) at the builder's position.
+    fn put(&self, em: &Emitter, value: LLVMValueRef, bits: LLVMValueRef, near: Val) {
+        match self.local {
+            Some((acc, n)) => em.call(self.rt.put_local, &mut [acc, n, value, bits], near),
+            None => em.call(self.rt.put, &mut [value, bits], near),
+        }
+    }
+
+    /// [`Rec::put`] of constants.
+    fn put_const(&self, em: &Emitter, (value, bits): (u64, u64), near: Val) {
+        debug_assert!(bits > 0 && bits <= 32 && value >> bits == 0);
+        self.put(em, em.i64c(value), em.i64c(bits), near);
+    }
+
+    /// With a local accumulator: saved before every call that may write records (any call but
+    /// intrinsics, inline asm, the libc leaves of [`OPAQUE_LIBC`] and the runtime's `direct`
+    /// and `ret`) and before every `ret`, loaded after such calls and after `enter`. Run last,
+    /// over the whole instrumented function.
+    fn save_and_load_around_calls(&self, em: &Emitter) {
+        let Some((acc, n)) = self.local else { return };
+        // The sites may have put a new entry block before the allocas' block.
+        if let Some(first) = em.func.first_block().and_then(|b| b.first()) {
+            for a in [n, acc] {
+                if a != first.0 {
+                    em.at(first);
+                    unsafe {
+                        c::LLVMInstructionRemoveFromParent(a);
+                        c::LLVMInsertIntoBuilder(em.b, a);
+                    }
+                }
+            }
+        }
+        let blocks = em.func.blocks();
+        for bb in blocks {
+            for v in bb.instructions() {
+                let (save, load) = if v.opcode() == LLVMOpcode::LLVMRet {
+                    (true, false)
+                } else if v.opcode() == LLVMOpcode::LLVMCall {
+                    match v.called_function().map(|f| (f.name(), f.intrinsic_id())) {
+                        _ if v.calls_inline_asm() => (false, false),
+                        Some((_, id)) if id != 0 => (false, false),
+                        Some((name, _)) => match name.as_str() {
+                            "__tally_wtrace_enter" => (false, true),
+                            "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
+                            x if x.starts_with("tally.wtrace.") => (false, false),
+                            x if OPAQUE_LIBC.contains(&x) => (false, false),
+                            _ => (true, true),
+                        },
+                        None => (true, true),
+                    }
+                } else {
+                    (false, false)
+                };
+                if save {
+                    em.at(v);
+                    em.call(self.rt.save, &mut [acc, n], v);
+                }
+                if load {
+                    if let Some(next) = v.next() {
+                        em.at(next);
+                        em.call(self.rt.load, &mut [acc, n], v);
+                    }
+                }
+            }
         }
     }
 }
@@ -335,6 +606,30 @@ impl FnPlan for WPlan {
             fn_scope: ir::subprogram(cx.func),
             func: cx.func,
         };
+        // 0. The function's own accumulator, unless control can land in it from elsewhere
+        // (`setjmp`, landing pads, any `invoke` or `callbr`): two allocas in the entry block.
+        let landings = cx.l.has_setjmp
+            || cx.func.blocks().iter().any(|bb| {
+                bb.instructions().iter().any(|v| {
+                    matches!(
+                        v.opcode(),
+                        LLVMOpcode::LLVMInvoke
+                            | LLVMOpcode::LLVMCallBr
+                            | LLVMOpcode::LLVMLandingPad
+                            | LLVMOpcode::LLVMResume
+                    )
+                })
+            });
+        let local = match cx.func.first_block().and_then(|b| b.first()) {
+            Some(first) if !landings => unsafe {
+                em.at(first);
+                let a = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.acc").as_ptr());
+                let n = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.n").as_ptr());
+                Some((a, n))
+            },
+            _ => None,
+        };
+        let rt = Rec { rt: &rt, local };
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
         for call in self.calls.iter().flatten() {
@@ -348,12 +643,12 @@ impl FnPlan for WPlan {
             };
             if let Some(after) = after {
                 em.at(after);
-                em.call(rt.back, &mut [], call.instr);
+                rt.put_const(&em, BACK, call.instr);
             }
         }
         // 2. Entry and witnesses.
         let mut log = Log {
-            rt: &rt,
+            rec: &rt,
             function: cx.index,
             witness: &self.plan.witness,
             depth: cx.l.has_setjmp.then(std::ptr::null_mut),
@@ -368,11 +663,11 @@ impl FnPlan for WPlan {
                 WCallee::Direct(_) => {
                     let callee = call.instr.called_value();
                     em.at(call.instr);
-                    em.call(rt.direct, &mut [callee.0, site], call.instr);
+                    em.call(rt.rt.direct, &mut [callee.0, site], call.instr);
                 }
                 WCallee::Unknown => {
                     em.at(call.instr);
-                    em.call(rt.call, &mut [site], call.instr);
+                    em.call(rt.rt.call, &mut [site], call.instr);
                 }
                 WCallee::Opaque => {}
             }
@@ -388,7 +683,7 @@ impl FnPlan for WPlan {
                         let empty = cname("");
                         c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
                     };
-                    em.call(rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
+                    em.call(rt.rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
                 }
             } else if n.landing_pad {
                 let pad = n
@@ -397,7 +692,7 @@ impl FnPlan for WPlan {
                     .find(|v| v.opcode() == LLVMOpcode::LLVMLandingPad);
                 if let Some(next) = pad.and_then(|p| p.next()) {
                     em.at(next);
-                    em.call(rt.lost, &mut [], next);
+                    rt.put_const(&em, LOST, next);
                 }
             }
         }
@@ -409,10 +704,12 @@ impl FnPlan for WPlan {
             {
                 if n.returns {
                     em.at(*term);
-                    em.call(rt.ret, &mut [], *term);
+                    em.call(rt.rt.ret, &mut [], *term);
                 }
             }
         }
+        // 5. Last: the local accumulator is saved and loaded around calls and at `ret`.
+        rt.save_and_load_around_calls(&em);
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
             split: self.sites.split(),
@@ -440,6 +737,8 @@ impl FnPlan for WPlan {
                 branch: self.plan.kind == PlanKind::Branch,
                 untraced: None,
             }),
+            // (always-inline: the records' `tally.wtrace.put`)
+            needs_mem2reg: true,
             ..Emitted::default()
         }
     }
@@ -464,7 +763,11 @@ impl FnPlan for Untraced {
         };
         if let Some(first) = cx.l.nodes.first().map(|n| n.start) {
             em.at(first);
-            em.call(rt.lost, &mut [], first);
+            Rec {
+                rt: &rt,
+                local: None,
+            }
+            .put_const(&em, LOST, first);
         }
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
@@ -476,6 +779,7 @@ impl FnPlan for Untraced {
                 branch: false,
                 untraced: Some(self.0.clone()),
             }),
+            needs_mem2reg: true,
             ..Emitted::default()
         }
     }
@@ -483,7 +787,7 @@ impl FnPlan for Untraced {
 
 /// Writes the entry record and the witnesses.
 struct Log<'a> {
-    rt: &'a Runtime,
+    rec: &'a Rec<'a>,
     function: u32,
     witness: &'a IdVec<EdgeId, Option<witness::Witness>>,
     /// Functions with `setjmp`: the alloca keeping the activation's depth (set by `enter`).
@@ -493,11 +797,10 @@ struct Log<'a> {
 impl Log<'_> {
     fn put(&self, em: &Emitter, e: EdgeId, near: Val) {
         if let Some(w) = self.witness[e].filter(|w| w.bits > 0) {
-            em.call(
-                self.rt.put,
-                &mut [em.i32c(u64::from(w.value)), em.i32c(u64::from(w.bits))],
-                near,
-            );
+            // The value is masked here, at compile time.
+            let bits = u64::from(w.bits);
+            let value = u64::from(w.value) & ((1u64 << bits) - 1);
+            self.rec.put_const(em, (value, bits), near);
         }
     }
 }
@@ -506,7 +809,7 @@ impl SiteAction for Log<'_> {
     fn enter(&mut self, em: &Emitter, entry_first: Val) {
         let empty = cname("");
         let mut args = [
-            self.rt.slot,
+            self.rec.rt.slot,
             em.g.counters,
             em.i32c(u64::from(self.function)),
             em.func.0,
@@ -514,8 +817,8 @@ impl SiteAction for Log<'_> {
         unsafe {
             let call = c::LLVMBuildCall2(
                 em.b,
-                self.rt.enter.1,
-                self.rt.enter.0,
+                self.rec.rt.enter.1,
+                self.rec.rt.enter.0,
                 args.as_mut_ptr(),
                 4,
                 empty.as_ptr(),
@@ -582,8 +885,11 @@ impl SiteAction for Log<'_> {
                 );
                 c::LLVMBuildLoad2(em.b, g.i32t, p, empty.as_ptr())
             };
+            // (Table values are below 2^width; width 0 appends nothing.)
             let (value, bits) = (load(values), load(widths));
-            em.call(self.rt.put, &mut [value, bits], start);
+            let value = c::LLVMBuildZExt(em.b, value, g.i64t, empty.as_ptr());
+            let bits = c::LLVMBuildZExt(em.b, bits, g.i64t, empty.as_ptr());
+            self.rec.put(em, value, bits, start);
         }
     }
 }
