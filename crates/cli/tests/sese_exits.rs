@@ -6,6 +6,8 @@
 //! `edges-naive` oracle's, like every mode's (`check_program`).
 
 mod support;
+use std::path::Path;
+use std::process::Command;
 use support::*;
 
 #[test]
@@ -18,4 +20,103 @@ fn counted_loops_before_exit_and_longjmp_o2_o0() {
 #[test]
 fn counted_loops_before_a_throw_o2() {
     check_program(&repo().join("testdata/sese/throws.cpp"), 0, "-O2");
+}
+
+/// The SESE choices compared with the oracle: the profitability test (`on`), every candidate
+/// with an affine variable preferred (`all`), every candidate with a trip count preferred
+/// (`trips`).
+const CHOICES: [Variant; 3] = [
+    Variant::Tally("edge-sese"),
+    Variant::Tally("edge-sese-all"),
+    Variant::Tally("edge-sese-trips"),
+];
+
+/// The SESE counters a `--tally-sese=<choice>` build of `src` uses, and how many of them are
+/// trip counts (from `--tally-verbose`).
+fn sese_used(src: &Path, opt: &str, choice: &str, dir: &Path) -> (usize, usize) {
+    let o = Command::new(tally())
+        .args(["cc", "--tally-mode=edge", "--tally-verbose"])
+        .arg(format!("--tally-sese={choice}"))
+        .args([opt, "-g", "-c"])
+        .arg(src)
+        .arg("-o")
+        .arg(dir.join(format!("used-{choice}.o")))
+        .current_dir(dir)
+        .output()
+        .expect("run tally cc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let words: Vec<&str> = err.split_whitespace().collect();
+    let at = words
+        .windows(2)
+        .position(|w| w == ["SESE", "counters"])
+        .unwrap_or_else(|| panic!("no SESE statistics in:\n{err}"));
+    let used = words[at - 1].parse().expect("a number of counters");
+    let trips = words[at + 2]
+        .trim_start_matches('(')
+        .parse()
+        .expect("a number of trip counts");
+    (used, trips)
+}
+
+/// Each SESE choice's counts against `edges-naive`'s, blocks and edges, on `src` at `opt`;
+/// the exit status and output must be the plain build's.
+fn check_choices(src: &Path, status: i32, opt: &str) {
+    let file = src.file_name().unwrap().to_str().unwrap();
+    let cxx = file.ends_with(".cpp");
+    let stem = file.split('.').next().unwrap();
+    let dir = scratch(&format!("choices-{stem}{opt}"));
+    let mut runs = Vec::new();
+    for v in [Variant::Plain, Variant::Tally("edges-naive")]
+        .into_iter()
+        .chain(CHOICES)
+    {
+        let bin = dir.join(format!("{stem}-{}", v.name()));
+        build(v, cxx, &[opt, "-g", src.to_str().unwrap()], &bin, &dir);
+        let prof = dir.join(format!("{stem}-{}.tally", v.name()));
+        let out = run(&bin, &[], &dir, &prof);
+        assert_eq!(out.status.code(), Some(status), "{file} {opt} {}", v.name());
+        let report = (v != Variant::Plain).then(|| report_json(&prof));
+        runs.push((v.name(), out.stdout, report));
+    }
+    let naive = runs[1].2.as_ref().unwrap();
+    for (name, stdout, report) in &runs[2..] {
+        assert_eq!(stdout, &runs[0].1, "{file} {opt}: {name} output differs");
+        let what = format!("{file} {opt}");
+        let (nf, executed) = assert_same_counts(
+            &what,
+            name,
+            report.as_ref().unwrap(),
+            "edges-naive",
+            naive,
+            true,
+        );
+        assert!(nf >= 2 && executed >= 8, "{what}: too little compared");
+    }
+}
+
+/// Trip-count counters (ScalarEvolution): at -O2 the `trips` build uses them (else this test
+/// would test nothing), and every choice's counts equal the oracle's at -O2 and -O0, with loops
+/// left zero, one and many times, before exit() and longjmp, and loops the frame may end
+/// inside refused.
+#[test]
+fn trip_counts_equal_the_oracle_o2_o0() {
+    let src = repo().join("testdata/sese/trips.c");
+    let dir = scratch("trips-used");
+    let (used, trips) = sese_used(&src, "-O2", "trips", &dir);
+    assert!(
+        trips >= 8 && used >= trips,
+        "{used} SESE counters, {trips} trip counts"
+    );
+    let (_, none) = sese_used(&src, "-O2", "all", &dir);
+    assert_eq!(none, 0, "`all` prefers affine variables");
+    check_choices(&src, 0, "-O2");
+    check_choices(&src, 0, "-O0");
+}
+
+/// The earlier programs with every choice, so trip counts meet exit(), longjmp and a throw.
+#[test]
+fn every_choice_before_exit_longjmp_and_throw() {
+    check_choices(&repo().join("testdata/sese/exits.c"), 0, "-O2");
+    check_choices(&repo().join("testdata/sese/throws.cpp"), 0, "-O2");
 }

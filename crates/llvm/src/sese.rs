@@ -49,15 +49,20 @@ use crate::emit::{cname, Emitter};
 use crate::ir::{Bb, Val};
 use crate::lower::{EdgeIr, Lowered};
 use crate::modes::EmitCx;
+use crate::options::Sese;
 use crate::sites::{direct_site, Realize};
 use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
 use std::collections::HashMap;
+use std::ffi::c_void;
 use tally_graph::dom::Dominators;
-use tally_graph::sese::{mask, ExactDiv, Increment, SeseCounter, SeseKind, SeseLoop};
-use tally_graph::{Dfs, EdgeId, Loops, NodeId};
+use tally_graph::sese::{
+    mask, trip_count_setup, AffineExit, CostModel, ExactDiv, Increment, Profit, SeseCounter,
+    SeseKind, SeseLoop,
+};
+use tally_graph::{Dfs, EdgeId, IdVec, Loops, NodeId};
 
 /// At most this many increments in one chain.
 const MAX_CHAIN: usize = 16;
@@ -69,8 +74,14 @@ pub(crate) struct SeseStats {
     pub loops: usize,
     /// SESE counters found (accepted by the graph crate and the checks above).
     pub candidates: usize,
-    /// Edge counters they replaced.
+    /// Of the candidates, loops whose backedge-taken count ScalarEvolution knows on entry.
+    pub trip_counts: usize,
+    /// Loops with a candidate that the profitability test refused.
+    pub unprofitable: usize,
+    /// Edge counters replaced (no increment in the loop).
     pub replaced: usize,
+    /// Of those, trip-count counters.
+    pub replaced_trips: usize,
 }
 
 /// A value that survives edge splitting: a phi by its block and position among the phis.
@@ -101,14 +112,30 @@ impl ValRef {
     }
 }
 
-/// An affine SESE counter found on the IR.
+/// A SESE counter found on the IR: an affine variable or a trip count.
 pub(crate) struct Candidate {
     /// The graph's view: loop, increments, measured edge, exits.
     pub counter: SeseCounter,
-    /// The header phi.
-    phi: ValRef,
+    /// The loop header's IR block.
+    header: Bb,
     /// The IR blocks of the loop.
     loop_bbs: Vec<Bb>,
+    /// The affine variable, or `None` for a trip count (ScalarEvolution's backedge-taken
+    /// count, computed in the preheader by `shim/scev.cpp`).
+    var: Option<Affine>,
+}
+
+impl Candidate {
+    /// A trip-count counter (no variable).
+    pub(crate) fn is_trip_count(&self) -> bool {
+        self.var.is_none()
+    }
+}
+
+/// An affine variable: the header phi and its chain.
+struct Affine {
+    /// The header phi.
+    phi: ValRef,
     /// The sum of the increments.
     step: i64,
     /// The value on the back edge (`phi + step`), and per exit of `counter.add_at` whether it
@@ -183,13 +210,69 @@ fn gep_step(v: Val) -> Option<(Val, Link)> {
     }
 }
 
-/// The SESE counters of one function (at most one per loop), and how many natural loops it
-/// has.
-pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
+extern "C" {
+    fn tally_scev_new(f: LLVMValueRef) -> *mut c_void;
+    fn tally_scev_trips(h: *mut c_void, header: LLVMBasicBlockRef) -> i32;
+    fn tally_scev_expand(h: *mut c_void, header: LLVMBasicBlockRef) -> LLVMValueRef;
+    fn tally_scev_free(h: *mut c_void);
+}
+
+/// ScalarEvolution on one function (`shim/scev.cpp`), freed on drop.
+struct Scev(*mut c_void);
+
+impl Scev {
+    fn new(func: Val) -> Option<Scev> {
+        let h = unsafe { tally_scev_new(func.0) };
+        (!h.is_null()).then_some(Scev(h))
+    }
+    /// Operations computing the trip count of the loop headed by `header`, if known on entry.
+    fn trips(&self, header: Bb) -> Option<u32> {
+        u32::try_from(unsafe { tally_scev_trips(self.0, header.0) }).ok()
+    }
+    /// The trip count (i64) computed before the preheader's terminator.
+    fn expand(&self, header: Bb) -> Option<Val> {
+        let v = unsafe { tally_scev_expand(self.0, header.0) };
+        (!v.is_null()).then_some(Val(v))
+    }
+}
+
+impl Drop for Scev {
+    fn drop(&mut self) {
+        unsafe { tally_scev_free(self.0) }
+    }
+}
+
+/// The SESE counters of one function (at most one per loop, each passing the profitability
+/// test, [`tally_graph::sese::Profit`]), and the statistics of the search. `weights` are the
+/// edge frequencies the test uses (measured or LLVM's estimate; `None`: the estimate is
+/// computed here).
+pub(crate) fn candidates(
+    l: &Lowered,
+    weights: Option<&IdVec<EdgeId, f64>>,
+    choice: Sese,
+) -> (Vec<Candidate>, SeseStats) {
     let cfg = &l.cfg;
     let dfs = Dfs::compute(cfg);
     let loops = Loops::compute(cfg, &dfs);
     let doms = Dominators::compute(cfg, &dfs);
+    let mut stats = SeseStats {
+        loops: loops.entries().len(),
+        ..SeseStats::default()
+    };
+    if loops.entries().is_empty() {
+        return (Vec::new(), stats);
+    }
+    let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
+    let estimate;
+    let freq = match weights {
+        Some(w) => w,
+        None => {
+            estimate = crate::estimate::estimated_weights(func, l);
+            &estimate
+        }
+    };
+    let scev = Scev::new(func);
+    let model = CostModel::default();
     // Instruction -> vertex; IR block -> the vertex holding its terminator.
     let mut vertex_of: HashMap<Val, NodeId> = HashMap::new();
     let mut last_vertex: HashMap<Bb, NodeId> = HashMap::new();
@@ -209,6 +292,18 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
         if !lp.early_exits.is_empty() {
             continue; // the frame may end inside: the value would be lost (module doc)
         }
+        // Every exit needs a place for code.
+        let direct = |e: EdgeId| {
+            matches!(l.edges[e.index()], EdgeIr::Succ { .. })
+                && matches!(
+                    direct_site(l, e),
+                    Some(Realize::NodeEnd(_) | Realize::NodeStart(_) | Realize::Split(_))
+                )
+        };
+        if !lp.exits.iter().all(|&e| direct(e)) {
+            continue;
+        }
+        let split = |e: EdgeId| matches!(direct_site(l, e), Some(Realize::Split(_)));
         let header_bb = l.nodes[h.index()].start.parent();
         let loop_bbs: Vec<Bb> = lp
             .members
@@ -216,20 +311,99 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
             .map(|&m| l.nodes[m.index()].start.parent())
             .collect();
         let in_loop = |bb: Bb| last_vertex.get(&bb).is_some_and(|&n| lp.contains(n));
-        // One counter per loop: the variable the back end is least likely to drop.
-        let best = header_bb
+        // The affine variable the back end is least likely to drop.
+        let affine = header_bb
             .phis()
             .into_iter()
-            .filter_map(|phi| candidate(l, &lp, phi, &in_loop, &vertex_of, &doms))
-            .max_by_key(|c| survives(c, &in_loop));
-        if let Some(cand) = best {
-            out.push(Candidate {
-                loop_bbs: loop_bbs.clone(),
-                ..cand
+            .filter_map(|phi| candidate(&lp, phi, &in_loop, &vertex_of, &doms, l))
+            .max_by_key(|(c, _)| survives(c, &in_loop))
+            .map(|(var, counter)| {
+                let keep = survives(&var, &in_loop) == 0;
+                let div = ExactDiv::new(var.step.unsigned_abs(), width_of(var.phi.get()))
+                    .expect("candidates have 0 < |step| < 2^(width-1)");
+                let init_const = init_is_constant(var.phi.get(), &loop_bbs);
+                let exits: Vec<(f64, f64)> = lp
+                    .exits
+                    .iter()
+                    .zip(&var.last_at)
+                    .map(|(&e, &use_last)| {
+                        let code = AffineExit {
+                            negate: var.step < 0,
+                            shift: div.shift > 0,
+                            multiply: div.mul != 1,
+                            extend: div.width < 64,
+                            adjust: use_last && !init_const,
+                            split: split(e),
+                        };
+                        (freq[e], model.affine_exit(&code))
+                    })
+                    .collect();
+                let profit = Profit::new(&model, freq[counter.measured], keep, &exits, &[]);
+                (Some(var), counter, profit)
             });
+        // The trip count, if ScalarEvolution knows it on entry.
+        let trips = scev.as_ref().and_then(|s| {
+            let ops = s.trips(header_bb)?;
+            let counter = SeseCounter::trip_count(&lp).ok()?;
+            let exits: Vec<(f64, f64)> = lp
+                .exits
+                .iter()
+                .map(|&e| (freq[e], model.trip_count_exit(split(e))))
+                .collect();
+            let entries: Vec<(f64, f64)> = lp
+                .entries
+                .iter()
+                .map(|&e| (freq[e], trip_count_setup(ops)))
+                .collect();
+            let profit = Profit::new(&model, freq[counter.measured], false, &exits, &entries);
+            Some((None, counter, profit))
+        });
+        let found = affine.is_some() || trips.is_some();
+        stats.candidates += usize::from(found);
+        stats.trip_counts += usize::from(trips.is_some());
+        let net = |p: &Profit| p.saved - model.margin * p.paid;
+        let best = match choice {
+            Sese::All => affine.or(trips),
+            Sese::Trips => trips.or(affine),
+            Sese::On | Sese::Off => [affine, trips]
+                .into_iter()
+                .flatten()
+                .filter(|(_, _, p)| p.pays(&model))
+                .max_by(|a, b| net(&a.2).total_cmp(&net(&b.2))),
+        };
+        match best {
+            Some((var, counter, _)) => out.push(Candidate {
+                counter,
+                header: header_bb,
+                loop_bbs,
+                var,
+            }),
+            None => stats.unprofitable += usize::from(found),
         }
     }
-    (out, loops.entries().len())
+    (out, stats)
+}
+
+/// The width in bits a variable is counted in (pointers as i64).
+fn width_of(v: Val) -> u32 {
+    let ty = unsafe { c::LLVMTypeOf(v.0) };
+    match unsafe { c::LLVMGetTypeKind(ty) } {
+        LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
+        _ => 64,
+    }
+}
+
+/// The phi's entry values are one constant (then `init + step` at an exit folds away).
+fn init_is_constant(phi: Val, loop_bbs: &[Bb]) -> bool {
+    let n = unsafe { c::LLVMCountIncoming(phi.0) };
+    let outside: Vec<LLVMValueRef> = (0..n)
+        .filter(|&i| !loop_bbs.contains(&Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) })))
+        .map(|i| unsafe { c::LLVMGetIncomingValue(phi.0, i) })
+        .collect();
+    outside.windows(2).all(|w| w[0] == w[1])
+        && outside
+            .first()
+            .is_some_and(|&v| !unsafe { c::LLVMIsAConstant(v) }.is_null())
 }
 
 /// How likely the back end keeps the candidate's variable in the loop anyway, so that reading
@@ -237,7 +411,7 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
 /// pointer (an address, kept by loop strength reduction), 0 for an integer used only inside,
 /// which LSR often replaces by a pointer induction variable — reading it at an exit then keeps
 /// an extra increment in every iteration (Lua's `traversestrongtable`, bench/NOTES.md).
-fn survives(c: &Candidate, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
+fn survives(c: &Affine, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
     let used_outside = |v: Val| unsafe {
         let mut u = c::LLVMGetFirstUse(v.0);
         while !u.is_null() {
@@ -263,13 +437,13 @@ fn survives(c: &Candidate, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
 
 /// The counter of header phi `phi`, if it is one (see the module doc).
 fn candidate(
-    l: &Lowered,
     lp: &SeseLoop,
     phi: Val,
     in_loop: &dyn Fn(Bb) -> bool,
     vertex_of: &HashMap<Val, NodeId>,
     doms: &Dominators,
-) -> Option<Candidate> {
+    l: &Lowered,
+) -> Option<(Affine, SeseCounter)> {
     let ty = unsafe { c::LLVMTypeOf(phi.0) };
     let width = match unsafe { c::LLVMGetTypeKind(ty) } {
         LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
@@ -324,16 +498,6 @@ fn candidate(
     if !no_wrap {
         return None;
     }
-    // Every exit needs a place for code.
-    for &e in &lp.exits {
-        let direct = matches!(
-            direct_site(l, e),
-            Some(Realize::NodeEnd(_) | Realize::NodeStart(_) | Realize::Split(_))
-        );
-        if !matches!(l.edges[e.index()], EdgeIr::Succ { .. }) || !direct {
-            return None;
-        }
-    }
     let mut increments = Vec::new();
     for k in links.iter().rev() {
         let block = *vertex_of.get(&k.inst)?;
@@ -348,10 +512,14 @@ fn candidate(
         .iter()
         .map(|&e| doms.dominates(last_block, l.cfg.edge(e).src))
         .collect();
-    Some(Candidate {
-        last,
-        last_at,
-        counter: SeseCounter {
+    Some((
+        Affine {
+            phi: ValRef::of(phi),
+            step,
+            last,
+            last_at,
+        },
+        SeseCounter {
             header: lp.header,
             kind: SeseKind::Affine { increments },
             measured: latch,
@@ -359,10 +527,7 @@ fn candidate(
             may_end_inside: false,
             flush_exact: true,
         },
-        phi: ValRef::of(phi),
-        loop_bbs: Vec::new(),
-        step,
-    })
+    ))
 }
 
 /// Emits the counters `used` (candidate, function-relative counter index) of one function.
@@ -380,6 +545,23 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
         fn_scope: crate::ir::subprogram(cx.func),
         func: cx.func,
     };
+    // 0. The trip counts, in the preheaders, while the function is still the one
+    //    ScalarEvolution was asked about when planning (the same answers, module doc).
+    let scev = used
+        .iter()
+        .any(|(c, _)| c.var.is_none())
+        .then(|| Scev::new(cx.func).expect("a function with loops has a body"));
+    let trips: Vec<Option<ValRef>> = used
+        .iter()
+        .map(|(cand, _)| {
+            let s = scev.as_ref().filter(|_| cand.var.is_none())?;
+            let v = s
+                .expand(cand.header)
+                .expect("ScalarEvolution gives the trip count it gave when planning");
+            Some(ValRef::of(v))
+        })
+        .collect();
+    drop(scev);
     // 1. Where each exit's code goes; splitting rebuilds phis, so all splits come first.
     let mut split: HashMap<EdgeId, Val> = HashMap::new();
     let mut points: Vec<Vec<Val>> = Vec::new();
@@ -405,8 +587,18 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
     }
     // 2. Per counter: init, then the count at each exit.
     let empty = cname("");
-    for ((cand, idx), at) in used.iter().zip(points) {
-        let phi = cand.phi.get();
+    for (((cand, idx), at), trips) in used.iter().zip(points).zip(trips) {
+        let counter = em.counter_ptr(cx.base + *idx as u64);
+        let Some(var) = &cand.var else {
+            // A trip count: the same value at every exit.
+            let k = trips.expect("trip counts are expanded").get();
+            for &p in &at {
+                em.at(p);
+                em.add_to(counter, k.0);
+            }
+            continue;
+        };
+        let phi = var.phi.get();
         let init = init_value(&em, cand, phi);
         let pointer = unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
             == LLVMTypeKind::LLVMPointerTypeKind;
@@ -416,26 +608,26 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
             unsafe { c::LLVMTypeOf(phi.0) }
         };
         let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
-        let div = ExactDiv::new(cand.step.unsigned_abs(), width)
+        let div = ExactDiv::new(var.step.unsigned_abs(), width)
             .expect("candidates have 0 < |step| < 2^(width-1)");
-        for (&p, &use_last) in at.iter().zip(&cand.last_at) {
+        for (&p, &use_last) in at.iter().zip(&var.last_at) {
             em.at(p);
             unsafe {
                 // After the increments, `last - (init + step)` rather than `phi - init`: the
                 // phi need not stay live next to `last` (rotated loops exit after the
                 // increment; keeping both costs the register allocator copies in the loop).
-                let now = if use_last { cand.last.0 } else { phi.0 };
+                let now = if use_last { var.last.0 } else { phi.0 };
                 let (mut now, mut start) = (now, init.0);
                 if pointer {
                     now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
                     start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());
                 }
                 if use_last {
-                    let step = c::LLVMConstInt(ty, cand.step as u64 & mask(width), 0);
+                    let step = c::LLVMConstInt(ty, var.step as u64 & mask(width), 0);
                     start = c::LLVMBuildAdd(b, start, step, empty.as_ptr());
                 }
                 let mut d = c::LLVMBuildSub(b, now, start, empty.as_ptr());
-                if cand.step < 0 {
+                if var.step < 0 {
                     d = c::LLVMBuildNeg(b, d, empty.as_ptr());
                 }
                 // The exact division by |step| (module doc): a shift and a multiplication.
@@ -451,7 +643,7 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
                 if width < 64 {
                     k = c::LLVMBuildZExt(b, k, cx.g.i64t, empty.as_ptr());
                 }
-                em.add_to(em.counter_ptr(cx.base + *idx as u64), k);
+                em.add_to(counter, k);
             }
         }
     }
