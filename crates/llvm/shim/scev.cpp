@@ -145,3 +145,28 @@ extern "C" LLVMValueRef tally_scev_expand(void *h, LLVMBasicBlockRef bb) {
 }
 
 extern "C" void tally_scev_free(void *h) { delete static_cast<Scev *>(h); }
+
+// For a phi of the header of its loop: 1 if ScalarEvolution sees it as an affine
+// add-recurrence {init,+,step} of that loop with a constant step that fits in 64 bits (an
+// induction variable the pattern of crates/llvm/src/sese.rs may miss: a back-edge value
+// through other phis, `or disjoint`, a widened or rewritten variable), with the step and the
+// recurrence's no-wrap flags; else 0.
+extern "C" int tally_scev_affine(void *h, LLVMValueRef phi, int64_t *step, int *nsw, int *nuw) {
+    auto *s = static_cast<Scev *>(h);
+    auto *p = dyn_cast<PHINode>(unwrap(phi));
+    if (!p || !s->se.isSCEVable(p->getType()))
+        return 0;
+    Loop *l = s->li.getLoopFor(p->getParent());
+    if (!l || l->getHeader() != p->getParent())
+        return 0;
+    auto *ar = dyn_cast<SCEVAddRecExpr>(s->se.getSCEV(p));
+    if (!ar || ar->getLoop() != l || !ar->isAffine())
+        return 0;
+    auto *k = dyn_cast<SCEVConstant>(ar->getStepRecurrence(s->se));
+    if (!k || k->getAPInt().getSignificantBits() > 64)
+        return 0;
+    *step = k->getAPInt().getSExtValue();
+    *nsw = ar->hasNoSignedWrap() ? 1 : 0;
+    *nuw = ar->hasNoUnsignedWrap() ? 1 : 0;
+    return 1;
+}

@@ -88,6 +88,8 @@ pub struct Stats {
     pub sese_replaced: usize,
     /// `--tally-sese=on`: of those, trip-count counters (ScalarEvolution).
     pub sese_trips: usize,
+    /// `--tally-sese=on`: of those, affine variables only ScalarEvolution found.
+    pub sese_scev: usize,
     /// `--tally-sese=on`: loops with a candidate the profitability test refused.
     pub sese_unprofitable: usize,
 }
@@ -106,6 +108,7 @@ impl Stats {
         self.sese_candidates += out.sese.candidates;
         self.sese_replaced += out.sese.replaced;
         self.sese_trips += out.sese.replaced_trips;
+        self.sese_scev += out.sese.replaced_scev;
         self.sese_unprofitable += out.sese.unprofitable;
         self.hashed_paths +=
             usize::from(matches!(&out.paths, Some(p) if p.storage != PathStorage::Array));

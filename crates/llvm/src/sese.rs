@@ -82,6 +82,8 @@ pub(crate) struct SeseStats {
     pub replaced: usize,
     /// Of those, trip-count counters.
     pub replaced_trips: usize,
+    /// Of those, affine variables only ScalarEvolution found (not the chain pattern).
+    pub replaced_scev: usize,
 }
 
 /// A value that survives edge splitting: a phi by its block and position among the phis.
@@ -130,6 +132,10 @@ impl Candidate {
     pub(crate) fn is_trip_count(&self) -> bool {
         self.var.is_none()
     }
+    /// An affine variable only ScalarEvolution found.
+    pub(crate) fn is_scev_affine(&self) -> bool {
+        self.var.as_ref().is_some_and(|v| v.by_scev)
+    }
 }
 
 /// An affine variable: the header phi and its chain.
@@ -142,6 +148,8 @@ struct Affine {
     /// is available there (its block dominates the exit's source).
     last: Val,
     last_at: Vec<bool>,
+    /// Found by ScalarEvolution, not by the chain pattern.
+    by_scev: bool,
 }
 
 /// One increment of a chain: the constant and whether the instruction has `nsw` / `nuw`.
@@ -214,6 +222,13 @@ extern "C" {
     fn tally_scev_new(f: LLVMValueRef) -> *mut c_void;
     fn tally_scev_trips(h: *mut c_void, header: LLVMBasicBlockRef) -> i32;
     fn tally_scev_expand(h: *mut c_void, header: LLVMBasicBlockRef) -> LLVMValueRef;
+    fn tally_scev_affine(
+        h: *mut c_void,
+        phi: LLVMValueRef,
+        step: *mut i64,
+        nsw: *mut i32,
+        nuw: *mut i32,
+    ) -> i32;
     fn tally_scev_free(h: *mut c_void);
 }
 
@@ -228,6 +243,13 @@ impl Scev {
     /// Operations computing the trip count of the loop headed by `header`, if known on entry.
     fn trips(&self, header: Bb) -> Option<u32> {
         u32::try_from(unsafe { tally_scev_trips(self.0, header.0) }).ok()
+    }
+    /// `(step, nsw, nuw)` if header phi `phi` is an affine add-recurrence of its loop with a
+    /// constant step.
+    fn affine(&self, phi: Val) -> Option<(i64, bool, bool)> {
+        let (mut step, mut nsw, mut nuw) = (0i64, 0i32, 0i32);
+        let ok = unsafe { tally_scev_affine(self.0, phi.0, &mut step, &mut nsw, &mut nuw) };
+        (ok != 0).then_some((step, nsw != 0, nuw != 0))
     }
     /// The trip count (i64) computed before the preheader's terminator.
     fn expand(&self, header: Bb) -> Option<Val> {
@@ -315,7 +337,7 @@ pub(crate) fn candidates(
         let affine = header_bb
             .phis()
             .into_iter()
-            .filter_map(|phi| candidate(&lp, phi, &in_loop, &vertex_of, &doms, l))
+            .filter_map(|phi| candidate(&lp, phi, scev.as_ref(), &in_loop, &vertex_of, &doms, l))
             .max_by_key(|(c, _)| survives(c, &in_loop))
             .map(|(var, counter)| {
                 let keep = survives(&var, &in_loop) == 0;
@@ -435,10 +457,27 @@ fn survives(c: &Affine, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
     }
 }
 
+/// The chain of constant additions from `phi` to its back-edge value `last`, if it is one.
+fn chain(phi: Val, last: Val) -> Option<Vec<Link>> {
+    let mut links = Vec::new();
+    let mut cur = last;
+    while cur != phi {
+        if links.len() == MAX_CHAIN {
+            return None;
+        }
+        let (u, link) = affine_step(cur)?;
+        links.push(link);
+        cur = u;
+    }
+    Some(links)
+}
+
 /// The counter of header phi `phi`, if it is one (see the module doc).
+#[allow(clippy::too_many_arguments)]
 fn candidate(
     lp: &SeseLoop,
     phi: Val,
+    scev: Option<&Scev>,
     in_loop: &dyn Fn(Bb) -> bool,
     vertex_of: &HashMap<Val, NodeId>,
     doms: &Dominators,
@@ -475,42 +514,52 @@ fn candidate(
         }
     }
     let last = last?;
-    // The chain back to the phi.
-    let mut links = Vec::new();
-    let mut cur = last;
-    while cur != phi {
-        if links.len() == MAX_CHAIN {
-            return None;
-        }
-        let (u, link) = affine_step(cur)?;
-        links.push(link);
-        cur = u;
-    }
-    let step: i64 = links.iter().try_fold(0i64, |s, k| s.checked_add(k.step))?;
     let half = 1i128 << (width - 1);
-    if step == 0 || i128::from(step).abs() >= half {
-        return None;
-    }
-    let nonneg = links.iter().all(|k| k.step >= 0);
-    let no_wrap = links.iter().all(|k| k.nsw)
-        || (nonneg && links.iter().all(|k| k.nuw))
-        || (width == 64 && step.abs() == 1);
-    if !no_wrap {
-        return None;
-    }
-    let mut increments = Vec::new();
-    for k in links.iter().rev() {
-        let block = *vertex_of.get(&k.inst)?;
-        increments.push(Increment {
-            block,
-            step: k.step,
-        });
-    }
-    let last_block = *vertex_of.get(&last)?;
+    let (step, increments, by_scev) = match chain(phi, last) {
+        Some(links) => {
+            let step: i64 = links.iter().try_fold(0i64, |s, k| s.checked_add(k.step))?;
+            if step == 0 || i128::from(step).abs() >= half {
+                return None;
+            }
+            let nonneg = links.iter().all(|k| k.step >= 0);
+            let no_wrap = links.iter().all(|k| k.nsw)
+                || (nonneg && links.iter().all(|k| k.nuw))
+                || (width == 64 && step.abs() == 1);
+            if !no_wrap {
+                return None;
+            }
+            let mut increments = Vec::new();
+            for k in links.iter().rev() {
+                let block = *vertex_of.get(&k.inst)?;
+                increments.push(Increment {
+                    block,
+                    step: k.step,
+                });
+            }
+            (step, increments, false)
+        }
+        None => {
+            // Not a chain of constant additions: ScalarEvolution may still see an affine
+            // add-recurrence {init,+,step} of this loop (module doc), with the same rule for
+            // wrapping on its no-wrap flags. Its increments are taken as one at the latch.
+            let (step, nsw, nuw) = scev?.affine(phi)?;
+            if step == 0 || i128::from(step).abs() >= half {
+                return None;
+            }
+            if !(nsw || (nuw && step > 0) || (width == 64 && step.abs() == 1)) {
+                return None;
+            }
+            let block = l.cfg.edge(latch).src;
+            (step, vec![Increment { block, step }], true)
+        }
+    };
+    // The back-edge value is read at the exits it dominates (a chain's `phi + step`); a
+    // recurrence ScalarEvolution found is read at the phi.
+    let last_block = vertex_of.get(&last).copied();
     let last_at = lp
         .exits
         .iter()
-        .map(|&e| doms.dominates(last_block, l.cfg.edge(e).src))
+        .map(|&e| !by_scev && last_block.is_some_and(|b| doms.dominates(b, l.cfg.edge(e).src)))
         .collect();
     Some((
         Affine {
@@ -518,6 +567,7 @@ fn candidate(
             step,
             last,
             last_at,
+            by_scev,
         },
         SeseCounter {
             header: lp.header,

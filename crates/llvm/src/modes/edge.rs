@@ -148,5 +148,6 @@ fn plan_with(cx: &PlanCx, sese: Sese) -> (Plan, Vec<Candidate>, SeseStats) {
     }
     stats.replaced = used.len();
     stats.replaced_trips = used.iter().filter(|c| c.is_trip_count()).count();
+    stats.replaced_scev = used.iter().filter(|c| c.is_scev_affine()).count();
     (plan, used, stats)
 }
