@@ -31,9 +31,9 @@ const CHOICES: [Variant; 3] = [
     Variant::Tally("edge-sese-trips"),
 ];
 
-/// The SESE counters a `--tally-sese=<choice>` build of `src` uses, and how many of them are
-/// trip counts (from `--tally-verbose`).
-fn sese_used(src: &Path, opt: &str, choice: &str, dir: &Path) -> (usize, usize) {
+/// The SESE counters a `--tally-sese=<choice>` build of `src` uses, how many of them are trip
+/// counts and how many affine variables only ScalarEvolution found (from `--tally-verbose`).
+fn sese_used(src: &Path, opt: &str, choice: &str, dir: &Path) -> (usize, usize, usize) {
     let o = Command::new(tally())
         .args(["cc", "--tally-mode=edge", "--tally-verbose"])
         .arg(format!("--tally-sese={choice}"))
@@ -56,7 +56,8 @@ fn sese_used(src: &Path, opt: &str, choice: &str, dir: &Path) -> (usize, usize) 
         .trim_start_matches('(')
         .parse()
         .expect("a number of trip counts");
-    (used, trips)
+    let scev = words[at + 5].parse().expect("a number of variables");
+    (used, trips, scev)
 }
 
 /// Each SESE choice's counts against `edges-naive`'s, blocks and edges, on `src` at `opt`;
@@ -103,12 +104,12 @@ fn check_choices(src: &Path, status: i32, opt: &str) {
 fn trip_counts_equal_the_oracle_o2_o0() {
     let src = repo().join("testdata/sese/trips.c");
     let dir = scratch("trips-used");
-    let (used, trips) = sese_used(&src, "-O2", "trips", &dir);
+    let (used, trips, _) = sese_used(&src, "-O2", "trips", &dir);
     assert!(
         trips >= 8 && used >= trips,
         "{used} SESE counters, {trips} trip counts"
     );
-    let (_, none) = sese_used(&src, "-O2", "all", &dir);
+    let (_, none, _) = sese_used(&src, "-O2", "all", &dir);
     assert_eq!(none, 0, "`all` prefers affine variables");
     check_choices(&src, 0, "-O2");
     check_choices(&src, 0, "-O0");
@@ -127,4 +128,16 @@ fn every_choice_before_exit_longjmp_and_throw() {
 #[test]
 fn every_choice_on_the_loop_shapes() {
     check_choices(&repo().join("testdata/shapes/sese.ll"), 0, "-O0");
+}
+
+/// Induction variables only ScalarEvolution finds (`testdata/sese/scev.ll`: a widened variable
+/// whose back-edge value is a sign extension): the build uses one (else this tests nothing),
+/// and every choice's counts equal the oracle's.
+#[test]
+fn scalar_evolution_variables_equal_the_oracle() {
+    let src = repo().join("testdata/sese/scev.ll");
+    let dir = scratch("scev-used");
+    let (_, _, scev) = sese_used(&src, "-O0", "all", &dir);
+    assert!(scev >= 1, "no variable found by ScalarEvolution");
+    check_choices(&src, 0, "-O0");
 }

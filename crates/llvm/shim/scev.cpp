@@ -150,8 +150,13 @@ extern "C" void tally_scev_free(void *h) { delete static_cast<Scev *>(h); }
 // add-recurrence {init,+,step} of that loop with a constant step that fits in 64 bits (an
 // induction variable the pattern of crates/llvm/src/sese.rs may miss: a back-edge value
 // through other phis, `or disjoint`, a widened or rewritten variable), with the step and the
-// recurrence's no-wrap flags; else 0.
-extern "C" int tally_scev_affine(void *h, LLVMValueRef phi, int64_t *step, int *nsw, int *nuw) {
+// recurrence's no-wrap flags; `*bounded` is 1 when its values lie in a range (signed or
+// unsigned; the recurrence's, or the union of the phi's incoming values') whose size plus
+// |step| is below 2^N: a constant step cannot jump over the rest, so
+// the recurrence never wraps and `k * |step|` (k back edges) stays below 2^N (a variable widened
+// from a narrower `nsw` one, whose range the extension bounds, has no flag of its own); else 0.
+extern "C" int tally_scev_affine(void *h, LLVMValueRef phi, int64_t *step, int *nsw, int *nuw,
+                                 int *bounded) {
     auto *s = static_cast<Scev *>(h);
     auto *p = dyn_cast<PHINode>(unwrap(phi));
     if (!p || !s->se.isSCEVable(p->getType()))
@@ -168,5 +173,26 @@ extern "C" int tally_scev_affine(void *h, LLVMValueRef phi, int64_t *step, int *
     *step = k->getAPInt().getSExtValue();
     *nsw = ar->hasNoSignedWrap() ? 1 : 0;
     *nuw = ar->hasNoUnsignedWrap() ? 1 : 0;
+    unsigned w = s->se.getTypeSizeInBits(ar->getType());
+    APInt mag = k->getAPInt().abs().zext(w + 1);
+    APInt limit = APInt::getOneBitSet(w + 1, w);
+    auto small = [&](const ConstantRange &r) {
+        if (r.isFullSet())
+            return false;
+        APInt size = (r.getUpper() - r.getLower()).zext(w + 1); // modulo 2^w: wrapped ranges too
+        return (size + mag).ult(limit);
+    };
+    // The phi's values are its incoming values: their ranges' union bounds it too (tighter
+    // than the recurrence's own range when the back-edge value is an extension).
+    ConstantRange sr = ConstantRange::getEmpty(w), ur = ConstantRange::getEmpty(w);
+    for (Value *in : p->incoming_values()) {
+        const SCEV *v = s->se.getSCEV(in);
+        sr = sr.unionWith(s->se.getSignedRange(v));
+        ur = ur.unionWith(s->se.getUnsignedRange(v));
+    }
+    *bounded = small(s->se.getSignedRange(ar)) || small(s->se.getUnsignedRange(ar)) || small(sr) ||
+                       small(ur)
+                   ? 1
+                   : 0;
     return 1;
 }

@@ -228,6 +228,7 @@ extern "C" {
         step: *mut i64,
         nsw: *mut i32,
         nuw: *mut i32,
+        bounded: *mut i32,
     ) -> i32;
     fn tally_scev_free(h: *mut c_void);
 }
@@ -244,12 +245,17 @@ impl Scev {
     fn trips(&self, header: Bb) -> Option<u32> {
         u32::try_from(unsafe { tally_scev_trips(self.0, header.0) }).ok()
     }
-    /// `(step, nsw, nuw)` if header phi `phi` is an affine add-recurrence of its loop with a
-    /// constant step.
-    fn affine(&self, phi: Val) -> Option<(i64, bool, bool)> {
-        let (mut step, mut nsw, mut nuw) = (0i64, 0i32, 0i32);
-        let ok = unsafe { tally_scev_affine(self.0, phi.0, &mut step, &mut nsw, &mut nuw) };
-        (ok != 0).then_some((step, nsw != 0, nuw != 0))
+    /// `(step, no_wrap)` if header phi `phi` is an affine add-recurrence of its loop with a
+    /// constant step; `no_wrap`: `k * |step| < 2^N` for `k` back edges (an `nsw` recurrence,
+    /// an `nuw` one with a positive step, or one whose values lie in a range small enough
+    /// that it cannot wrap, `shim/scev.cpp`).
+    fn affine(&self, phi: Val) -> Option<(i64, bool)> {
+        let (mut step, mut nsw, mut nuw, mut bounded) = (0i64, 0i32, 0i32, 0i32);
+        let ok = unsafe {
+            tally_scev_affine(self.0, phi.0, &mut step, &mut nsw, &mut nuw, &mut bounded)
+        };
+        let no_wrap = nsw != 0 || (nuw != 0 && step > 0) || bounded != 0;
+        (ok != 0).then_some((step, no_wrap))
     }
     /// The trip count (i64) computed before the preheader's terminator.
     fn expand(&self, header: Bb) -> Option<Val> {
@@ -542,11 +548,11 @@ fn candidate(
             // Not a chain of constant additions: ScalarEvolution may still see an affine
             // add-recurrence {init,+,step} of this loop (module doc), with the same rule for
             // wrapping on its no-wrap flags. Its increments are taken as one at the latch.
-            let (step, nsw, nuw) = scev?.affine(phi)?;
+            let (step, no_wrap) = scev?.affine(phi)?;
             if step == 0 || i128::from(step).abs() >= half {
                 return None;
             }
-            if !(nsw || (nuw && step > 0) || (width == 64 && step.abs() == 1)) {
+            if !(no_wrap || (width == 64 && step.abs() == 1)) {
                 return None;
             }
             let block = l.cfg.edge(latch).src;
