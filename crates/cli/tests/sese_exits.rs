@@ -64,28 +64,50 @@ fn sese_used(src: &Path, opt: &str, choice: &str, dir: &Path) -> (usize, usize, 
 /// the exit status and output must be the plain build's.
 fn check_choices(src: &Path, status: i32, opt: &str) {
     let file = src.file_name().unwrap().to_str().unwrap();
-    let cxx = file.ends_with(".cpp");
     let stem = file.split('.').next().unwrap();
-    let dir = scratch(&format!("choices-{stem}{opt}"));
+    let args = [opt.to_string(), "-g".into(), src.display().to_string()];
+    let what = format!("{file} {opt}");
+    check_choices_of(
+        &what,
+        &format!("choices-{stem}{opt}"),
+        file.ends_with(".cpp"),
+        &args,
+        &[],
+        status,
+    );
+}
+
+/// [`check_choices`] for a program built with `args` and run with `run_args` (in its own
+/// directory under `scratch(name)`).
+fn check_choices_of(
+    what: &str,
+    name: &str,
+    cxx: bool,
+    args: &[String],
+    run_args: &[&str],
+    status: i32,
+) {
+    let dir = scratch(name);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut runs = Vec::new();
     for v in [Variant::Plain, Variant::Tally("edges-naive")]
         .into_iter()
         .chain(CHOICES)
     {
-        let bin = dir.join(format!("{stem}-{}", v.name()));
-        build(v, cxx, &[opt, "-g", src.to_str().unwrap()], &bin, &dir);
-        let prof = dir.join(format!("{stem}-{}.tally", v.name()));
-        let out = run(&bin, &[], &dir, &prof);
-        assert_eq!(out.status.code(), Some(status), "{file} {opt} {}", v.name());
+        let vdir = dir.join(v.name());
+        std::fs::create_dir_all(&vdir).unwrap();
+        build(v, cxx, &args, &vdir.join("prog"), &dir);
+        let prof = vdir.join("prog.tally");
+        let out = run(Path::new("./prog"), run_args, &vdir, &prof);
+        assert_eq!(out.status.code(), Some(status), "{what} {}", v.name());
         let report = (v != Variant::Plain).then(|| report_json(&prof));
         runs.push((v.name(), out.stdout, report));
     }
     let naive = runs[1].2.as_ref().unwrap();
     for (name, stdout, report) in &runs[2..] {
-        assert_eq!(stdout, &runs[0].1, "{file} {opt}: {name} output differs");
-        let what = format!("{file} {opt}");
+        assert_eq!(stdout, &runs[0].1, "{what}: {name} output differs");
         let (nf, executed) = assert_same_counts(
-            &what,
+            what,
             name,
             report.as_ref().unwrap(),
             "edges-naive",
@@ -140,4 +162,19 @@ fn scalar_evolution_variables_equal_the_oracle() {
     let (_, _, scev) = sese_used(&src, "-O0", "all", &dir);
     assert!(scev >= 1, "no variable found by ScalarEvolution");
     check_choices(&src, 0, "-O0");
+}
+
+/// Lua (the interpreter built from the registry's sources at -O2) with every choice: hundreds
+/// of SESE counters, trip counts among them, against the oracle on the test workload.
+#[test]
+fn lua_with_every_choice_o2() {
+    let script = repo().join("testdata/lua/workload.lua");
+    check_choices_of(
+        "lua -O2",
+        "choices-lua-O2",
+        false,
+        &lua_args(&["-O2"]),
+        &[script.to_str().unwrap(), "1"],
+        0,
+    );
 }

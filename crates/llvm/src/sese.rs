@@ -1,8 +1,8 @@
 //! SESE counters on LLVM IR (paper 003, Frenot & Pereira, CC 2024): the LLVM side of
 //! `tally_graph::sese`, used by `edge` mode with `--tally-sese=on`.
 //!
-//! **Candidates** ([`candidates`]) are found by pattern on the optimized IR, not with
-//! ScalarEvolution: in each natural loop that `SeseLoop::new` accepts and that has one back
+//! **Candidates** ([`candidates`]) are found on the optimized IR by pattern and with
+//! ScalarEvolution (`shim/scev.cpp`): in each natural loop that `SeseLoop::new` accepts and that has one back
 //! edge (LLVM's loop-simplify form), a header phi `p` of integer or pointer type whose value on
 //! the back edge is a chain `p + c1 + c2 + ...` of `add`/`sub` instructions with constants, or
 //! of `getelementptr inbounds i8` with constant offsets for a pointer (Definition
@@ -13,9 +13,19 @@
 //! free chord for `place_edge_counters_sese`), and `p`, whose header dominates every exit, is
 //! live on all of them. This is Theorem 3.10 read at the header instead of at the increments:
 //! no control-equivalence condition is needed, and the rotated loops LLVM emits (the increment
-//! in the header or the latch, which runs once more than the back edge) qualify. Trip-count
-//! counters (ScalarEvolution's backedge-taken count) are not built, nor are counters for loops
-//! that have several back edges.
+//! in the header or the latch, which runs once more than the back edge) qualify. Where the
+//! back-edge value is no such chain, ScalarEvolution may see the phi as an affine
+//! add-recurrence `{init,+,step}` of the loop (a widened variable: an `add nsw` in a narrower
+//! type and an extension); it is read at the phi. **Trip counts**: where ScalarEvolution knows
+//! the backedge-taken count on entry as a cheap loop-invariant expression, it is computed before
+//! the preheader's terminator and added at every exit (no variable, nothing in the loop).
+//! Counters for loops that have several back edges are not built.
+//!
+//! **Profitability** ([`tally_graph::sese::Profit`]): per loop, of its affine and trip-count
+//! candidates, the one whose estimated saving (the measured edge's increments) best exceeds
+//! its cost (the exit code, the trip count's computation per entry), under the measured
+//! frequencies or LLVM's static estimate; none if neither pays (`--tally-sese=all|trips`
+//! skip the test).
 //!
 //! **Exactness.** One activation adds `k = (p - init) / step` to the back edge's counter at the
 //! exit it leaves by, computed in the phi's N-bit type as the exact division `(±(p - init)) /
@@ -35,9 +45,12 @@
 //! block splitting it), else the loop is refused.
 //!
 //! **Choice.** One counter per loop: of the header's candidate phis, the one the back end is
-//! likeliest to keep anyway ([`survives`]: its value used after the loop, else a pointer).
+//! likeliest to keep anyway ([`survives`]: its value used after the loop, else a pointer);
+//! then that or the trip count, by the profitability test.
 //!
-//! **Emission** ([`emit`]) runs before the counter plan is applied: first every exit edge that
+//! **Emission** ([`emit`]) runs before the counter plan is applied: first the trip counts are
+//! expanded in the preheaders (the function is still the one ScalarEvolution answered about
+//! when planning, so it answers the same), then every exit edge that
 //! needs one gets its block (`surgery::split_edge`), then each counter's `init` is taken (the
 //! phi's value on entry, or a new header phi carrying it when the entries disagree) and the
 //! count is added to the back edge's counter at every exit. Where the back-edge value `last =
