@@ -1,11 +1,12 @@
-//! Builds `shim/freq.cpp`, the one piece of LLVM's C++ API tally uses (its static block and
-//! edge frequency estimate, which the C API lacks), against the headers of the LLVM that
+//! Builds `shim/freq.cpp` and `shim/scev.cpp`, the pieces of LLVM's C++ API tally uses (its
+//! static block and edge frequency estimate, ScalarEvolution's trip counts: the C API lacks both), against the headers of the LLVM that
 //! llvm-sys links (`LLVM_SYS_191_PREFIX`).
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=shim/freq.cpp");
+    println!("cargo:rerun-if-changed=shim/scev.cpp");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
     let config = std::env::var_os("LLVM_SYS_191_PREFIX")
@@ -24,6 +25,7 @@ fn main() {
     cc::Build::new()
         .cpp(true)
         .file("shim/freq.cpp")
+        .file("shim/scev.cpp")
         .flag("-isystem")
         .flag(include.trim())
         .std("c++17")

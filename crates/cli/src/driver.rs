@@ -401,7 +401,7 @@ fn compile_one(
     if s.verbose {
         let st = &done.stats;
         eprintln!(
-            "tally: {} [{}]: {} functions ({} skipped, {} with measured weights), {} blocks, {} edges, {} counters ({} tagged, {} on split edges), {} shadow frames, {} promoted counters in {} loops, {} SESE counters ({} candidates in {} loops), {:.0} ms",
+            "tally: {} [{}]: {} functions ({} skipped, {} with measured weights), {} blocks, {} edges, {} counters ({} tagged, {} on split edges), {} shadow frames, {} promoted counters in {} loops, {} SESE counters ({} trip counts, {} found by ScalarEvolution; {} candidates in {} loops, {} unprofitable), {:.0} ms",
             Path::new(src).display(),
             s.opts.mode.name(),
             st.functions,
@@ -416,8 +416,11 @@ fn compile_one(
             st.promoted,
             st.promoted_loops,
             st.sese_replaced,
+            st.sese_trips,
+            st.sese_scev,
             st.sese_candidates,
             st.loops,
+            st.sese_unprofitable,
             t0.elapsed().as_secs_f64() * 1000.0
         );
         // Modes that profile paths say how each function's paths are kept.

@@ -40,7 +40,7 @@ mod surgery;
 
 pub use modes::EV_SLACK;
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
-pub use options::{EarlyExits, EventKind, Options, Weighting, Weights, DEFAULT_JUMP_COST};
+pub use options::{EarlyExits, EventKind, Options, Sese, Weighting, Weights, DEFAULT_JUMP_COST};
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -86,6 +86,12 @@ pub struct Stats {
     pub sese_candidates: usize,
     /// `--tally-sese=on`: edge counters those replaced (no increment in the loop).
     pub sese_replaced: usize,
+    /// `--tally-sese=on`: of those, trip-count counters (ScalarEvolution).
+    pub sese_trips: usize,
+    /// `--tally-sese=on`: of those, affine variables only ScalarEvolution found.
+    pub sese_scev: usize,
+    /// `--tally-sese=on`: loops with a candidate the profitability test refused.
+    pub sese_unprofitable: usize,
 }
 
 impl Stats {
@@ -101,6 +107,9 @@ impl Stats {
         self.loops += out.sese.loops;
         self.sese_candidates += out.sese.candidates;
         self.sese_replaced += out.sese.replaced;
+        self.sese_trips += out.sese.replaced_trips;
+        self.sese_scev += out.sese.replaced_scev;
+        self.sese_unprofitable += out.sese.unprofitable;
         self.hashed_paths +=
             usize::from(matches!(&out.paths, Some(p) if p.storage != PathStorage::Array));
     }

@@ -90,19 +90,20 @@ pub struct Options {
     )]
     pub promote: bool,
     /// Edge mode: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
-    /// loop's induction variable gives one edge's count at the loop's exits instead of a
-    /// counter incremented every iteration. Off by default: on the benchmark suite it costs
-    /// more instructions than it saves (docs/sese.md; `--tally-sese=on` turns it on).
+    /// loop's induction variable or trip count gives one edge's count at the loop's exits
+    /// instead of a counter incremented every iteration, where a profitability test says it
+    /// pays. Off by default (docs/sese.md; `--tally-sese=on` turns it on).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-sese", value_name = "on|off", num_args = 0..=1,
             require_equals = true, default_value = "off", default_missing_value = "on",
             action = clap::ArgAction::Set,
-            value_parser = on_off(),
+            value_parser = sese_choice(),
             help = "Edge mode: in counted loops, derive an edge's count from the induction \
-                    variable at the loop's exits instead of counting every iteration")
+                    variable or the trip count at the loop's exits instead of counting every \
+                    iteration")
     )]
-    pub sese: bool,
+    pub sese: Sese,
     /// Trace mode: `bits` takes the one-bit-per-branch plan (`witness::branch_plan`, §6.2's
     /// bit tracing) in every function instead of the cheaper of it and the witness plan.
     #[cfg_attr(
@@ -134,6 +135,24 @@ pub struct Options {
 fn witness_bits() -> impl clap::builder::TypedValueParser<Value = bool> {
     use clap::builder::TypedValueParser as _;
     clap::builder::PossibleValuesParser::new(["witness", "bits"]).map(|v| v == "bits")
+}
+
+/// Parses `--tally-sese`: `on`, `off`, and the hidden diagnostics `all` and `trips`.
+#[cfg(feature = "clap")]
+fn sese_choice() -> impl clap::builder::TypedValueParser<Value = Sese> {
+    use clap::builder::{PossibleValue, TypedValueParser as _};
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("on"),
+        PossibleValue::new("off"),
+        PossibleValue::new("all").hide(true),
+        PossibleValue::new("trips").hide(true),
+    ])
+    .map(|v| match v.as_str() {
+        "on" => Sese::On,
+        "all" => Sese::All,
+        "trips" => Sese::Trips,
+        _ => Sese::Off,
+    })
 }
 
 /// Parses `on` or `off` (`--tally-promote`); errors list both.
@@ -183,7 +202,7 @@ impl Default for Options {
             events: EventKind::Insns,
             early_exits: EarlyExits::default(),
             promote: true,
-            sese: false,
+            sese: Sese::Off,
             trace_bits: false,
             jump_cost: DEFAULT_JUMP_COST,
         }
@@ -193,6 +212,22 @@ impl Default for Options {
 /// The default [`Options::jump_cost`]: on x86-64 a counter increment is one instruction
 /// (`incq counter(%rip)`) and so is the jump, but the increment is a read-modify-write.
 pub const DEFAULT_JUMP_COST: f64 = 0.5;
+
+/// Edge mode's SESE counters (`--tally-sese`, [`sese`](mod@crate::sese)).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Sese {
+    /// None (the default).
+    #[default]
+    Off,
+    /// In the loops where the profitability test says they pay (`on`).
+    On,
+    /// In every loop with a candidate, an affine variable preferred to a trip count, no
+    /// profitability test (`all`, hidden: a benchmark and test diagnostic).
+    All,
+    /// In every loop with a candidate, a trip count preferred to an affine variable, no
+    /// profitability test (`trips`, hidden: the tests of trip-count counters).
+    Trips,
+}
 
 /// How edge mode makes the counts of frames that end early exact (paper 000 §3.2, Fig. 7).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

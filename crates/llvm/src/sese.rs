@@ -1,8 +1,8 @@
 //! SESE counters on LLVM IR (paper 003, Frenot & Pereira, CC 2024): the LLVM side of
 //! `tally_graph::sese`, used by `edge` mode with `--tally-sese=on`.
 //!
-//! **Candidates** ([`candidates`]) are found by pattern on the optimized IR, not with
-//! ScalarEvolution: in each natural loop that `SeseLoop::new` accepts and that has one back
+//! **Candidates** ([`candidates`]) are found on the optimized IR by pattern and with
+//! ScalarEvolution (`shim/scev.cpp`): in each natural loop that `SeseLoop::new` accepts and that has one back
 //! edge (LLVM's loop-simplify form), a header phi `p` of integer or pointer type whose value on
 //! the back edge is a chain `p + c1 + c2 + ...` of `add`/`sub` instructions with constants, or
 //! of `getelementptr inbounds i8` with constant offsets for a pointer (Definition
@@ -13,9 +13,19 @@
 //! free chord for `place_edge_counters_sese`), and `p`, whose header dominates every exit, is
 //! live on all of them. This is Theorem 3.10 read at the header instead of at the increments:
 //! no control-equivalence condition is needed, and the rotated loops LLVM emits (the increment
-//! in the header or the latch, which runs once more than the back edge) qualify. Trip-count
-//! counters (ScalarEvolution's backedge-taken count) are not built, nor are counters for loops
-//! that have several back edges.
+//! in the header or the latch, which runs once more than the back edge) qualify. Where the
+//! back-edge value is no such chain, ScalarEvolution may see the phi as an affine
+//! add-recurrence `{init,+,step}` of the loop (a widened variable: an `add nsw` in a narrower
+//! type and an extension); it is read at the phi. **Trip counts**: where ScalarEvolution knows
+//! the backedge-taken count on entry as a cheap loop-invariant expression, it is computed before
+//! the preheader's terminator and added at every exit (no variable, nothing in the loop).
+//! Counters for loops that have several back edges are not built.
+//!
+//! **Profitability** ([`tally_graph::sese::Profit`]): per loop, of its affine and trip-count
+//! candidates, the one whose estimated saving (the measured edge's increments) best exceeds
+//! its cost (the exit code, the trip count's computation per entry), under the measured
+//! frequencies or LLVM's static estimate; none if neither pays (`--tally-sese=all|trips`
+//! skip the test).
 //!
 //! **Exactness.** One activation adds `k = (p - init) / step` to the back edge's counter at the
 //! exit it leaves by, computed in the phi's N-bit type as the exact division `(±(p - init)) /
@@ -35,9 +45,12 @@
 //! block splitting it), else the loop is refused.
 //!
 //! **Choice.** One counter per loop: of the header's candidate phis, the one the back end is
-//! likeliest to keep anyway ([`survives`]: its value used after the loop, else a pointer).
+//! likeliest to keep anyway ([`survives`]: its value used after the loop, else a pointer);
+//! then that or the trip count, by the profitability test.
 //!
-//! **Emission** ([`emit`]) runs before the counter plan is applied: first every exit edge that
+//! **Emission** ([`emit`]) runs before the counter plan is applied: first the trip counts are
+//! expanded in the preheaders (the function is still the one ScalarEvolution answered about
+//! when planning, so it answers the same), then every exit edge that
 //! needs one gets its block (`surgery::split_edge`), then each counter's `init` is taken (the
 //! phi's value on entry, or a new header phi carrying it when the entries disagree) and the
 //! count is added to the back edge's counter at every exit. Where the back-edge value `last =
@@ -49,15 +62,20 @@ use crate::emit::{cname, Emitter};
 use crate::ir::{Bb, Val};
 use crate::lower::{EdgeIr, Lowered};
 use crate::modes::EmitCx;
+use crate::options::Sese;
 use crate::sites::{direct_site, Realize};
 use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
 use std::collections::HashMap;
+use std::ffi::c_void;
 use tally_graph::dom::Dominators;
-use tally_graph::sese::{mask, ExactDiv, Increment, SeseCounter, SeseKind, SeseLoop};
-use tally_graph::{Dfs, EdgeId, Loops, NodeId};
+use tally_graph::sese::{
+    mask, trip_count_setup, AffineExit, CostModel, ExactDiv, Increment, Profit, SeseCounter,
+    SeseKind, SeseLoop,
+};
+use tally_graph::{Dfs, EdgeId, IdVec, Loops, NodeId};
 
 /// At most this many increments in one chain.
 const MAX_CHAIN: usize = 16;
@@ -69,8 +87,16 @@ pub(crate) struct SeseStats {
     pub loops: usize,
     /// SESE counters found (accepted by the graph crate and the checks above).
     pub candidates: usize,
-    /// Edge counters they replaced.
+    /// Of the candidates, loops whose backedge-taken count ScalarEvolution knows on entry.
+    pub trip_counts: usize,
+    /// Loops with a candidate that the profitability test refused.
+    pub unprofitable: usize,
+    /// Edge counters replaced (no increment in the loop).
     pub replaced: usize,
+    /// Of those, trip-count counters.
+    pub replaced_trips: usize,
+    /// Of those, affine variables only ScalarEvolution found (not the chain pattern).
+    pub replaced_scev: usize,
 }
 
 /// A value that survives edge splitting: a phi by its block and position among the phis.
@@ -101,20 +127,42 @@ impl ValRef {
     }
 }
 
-/// An affine SESE counter found on the IR.
+/// A SESE counter found on the IR: an affine variable or a trip count.
 pub(crate) struct Candidate {
     /// The graph's view: loop, increments, measured edge, exits.
     pub counter: SeseCounter,
-    /// The header phi.
-    phi: ValRef,
+    /// The loop header's IR block.
+    header: Bb,
     /// The IR blocks of the loop.
     loop_bbs: Vec<Bb>,
+    /// The affine variable, or `None` for a trip count (ScalarEvolution's backedge-taken
+    /// count, computed in the preheader by `shim/scev.cpp`).
+    var: Option<Affine>,
+}
+
+impl Candidate {
+    /// A trip-count counter (no variable).
+    pub(crate) fn is_trip_count(&self) -> bool {
+        self.var.is_none()
+    }
+    /// An affine variable only ScalarEvolution found.
+    pub(crate) fn is_scev_affine(&self) -> bool {
+        self.var.as_ref().is_some_and(|v| v.by_scev)
+    }
+}
+
+/// An affine variable: the header phi and its chain.
+struct Affine {
+    /// The header phi.
+    phi: ValRef,
     /// The sum of the increments.
     step: i64,
     /// The value on the back edge (`phi + step`), and per exit of `counter.add_at` whether it
     /// is available there (its block dominates the exit's source).
     last: Val,
     last_at: Vec<bool>,
+    /// Found by ScalarEvolution, not by the chain pattern.
+    by_scev: bool,
 }
 
 /// One increment of a chain: the constant and whether the instruction has `nsw` / `nuw`.
@@ -183,13 +231,89 @@ fn gep_step(v: Val) -> Option<(Val, Link)> {
     }
 }
 
-/// The SESE counters of one function (at most one per loop), and how many natural loops it
-/// has.
-pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
+extern "C" {
+    fn tally_scev_new(f: LLVMValueRef) -> *mut c_void;
+    fn tally_scev_trips(h: *mut c_void, header: LLVMBasicBlockRef) -> i32;
+    fn tally_scev_expand(h: *mut c_void, header: LLVMBasicBlockRef) -> LLVMValueRef;
+    fn tally_scev_affine(
+        h: *mut c_void,
+        phi: LLVMValueRef,
+        step: *mut i64,
+        nsw: *mut i32,
+        nuw: *mut i32,
+        bounded: *mut i32,
+    ) -> i32;
+    fn tally_scev_free(h: *mut c_void);
+}
+
+/// ScalarEvolution on one function (`shim/scev.cpp`), freed on drop.
+struct Scev(*mut c_void);
+
+impl Scev {
+    fn new(func: Val) -> Option<Scev> {
+        let h = unsafe { tally_scev_new(func.0) };
+        (!h.is_null()).then_some(Scev(h))
+    }
+    /// Operations computing the trip count of the loop headed by `header`, if known on entry.
+    fn trips(&self, header: Bb) -> Option<u32> {
+        u32::try_from(unsafe { tally_scev_trips(self.0, header.0) }).ok()
+    }
+    /// `(step, no_wrap)` if header phi `phi` is an affine add-recurrence of its loop with a
+    /// constant step; `no_wrap`: `k * |step| < 2^N` for `k` back edges (an `nsw` recurrence,
+    /// an `nuw` one with a positive step, or one whose values lie in a range small enough
+    /// that it cannot wrap, `shim/scev.cpp`).
+    fn affine(&self, phi: Val) -> Option<(i64, bool)> {
+        let (mut step, mut nsw, mut nuw, mut bounded) = (0i64, 0i32, 0i32, 0i32);
+        let ok = unsafe {
+            tally_scev_affine(self.0, phi.0, &mut step, &mut nsw, &mut nuw, &mut bounded)
+        };
+        let no_wrap = nsw != 0 || (nuw != 0 && step > 0) || bounded != 0;
+        (ok != 0).then_some((step, no_wrap))
+    }
+    /// The trip count (i64) computed before the preheader's terminator.
+    fn expand(&self, header: Bb) -> Option<Val> {
+        let v = unsafe { tally_scev_expand(self.0, header.0) };
+        (!v.is_null()).then_some(Val(v))
+    }
+}
+
+impl Drop for Scev {
+    fn drop(&mut self) {
+        unsafe { tally_scev_free(self.0) }
+    }
+}
+
+/// The SESE counters of one function (at most one per loop, each passing the profitability
+/// test, [`tally_graph::sese::Profit`]), and the statistics of the search. `weights` are the
+/// edge frequencies the test uses (measured or LLVM's estimate; `None`: the estimate is
+/// computed here).
+pub(crate) fn candidates(
+    l: &Lowered,
+    weights: Option<&IdVec<EdgeId, f64>>,
+    choice: Sese,
+) -> (Vec<Candidate>, SeseStats) {
     let cfg = &l.cfg;
     let dfs = Dfs::compute(cfg);
     let loops = Loops::compute(cfg, &dfs);
     let doms = Dominators::compute(cfg, &dfs);
+    let mut stats = SeseStats {
+        loops: loops.entries().len(),
+        ..SeseStats::default()
+    };
+    if loops.entries().is_empty() {
+        return (Vec::new(), stats);
+    }
+    let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
+    let estimate;
+    let freq = match weights {
+        Some(w) => w,
+        None => {
+            estimate = crate::estimate::estimated_weights(func, l);
+            &estimate
+        }
+    };
+    let scev = Scev::new(func);
+    let model = CostModel::default();
     // Instruction -> vertex; IR block -> the vertex holding its terminator.
     let mut vertex_of: HashMap<Val, NodeId> = HashMap::new();
     let mut last_vertex: HashMap<Bb, NodeId> = HashMap::new();
@@ -209,6 +333,18 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
         if !lp.early_exits.is_empty() {
             continue; // the frame may end inside: the value would be lost (module doc)
         }
+        // Every exit needs a place for code.
+        let direct = |e: EdgeId| {
+            matches!(l.edges[e.index()], EdgeIr::Succ { .. })
+                && matches!(
+                    direct_site(l, e),
+                    Some(Realize::NodeEnd(_) | Realize::NodeStart(_) | Realize::Split(_))
+                )
+        };
+        if !lp.exits.iter().all(|&e| direct(e)) {
+            continue;
+        }
+        let split = |e: EdgeId| matches!(direct_site(l, e), Some(Realize::Split(_)));
         let header_bb = l.nodes[h.index()].start.parent();
         let loop_bbs: Vec<Bb> = lp
             .members
@@ -216,20 +352,99 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
             .map(|&m| l.nodes[m.index()].start.parent())
             .collect();
         let in_loop = |bb: Bb| last_vertex.get(&bb).is_some_and(|&n| lp.contains(n));
-        // One counter per loop: the variable the back end is least likely to drop.
-        let best = header_bb
+        // The affine variable the back end is least likely to drop.
+        let affine = header_bb
             .phis()
             .into_iter()
-            .filter_map(|phi| candidate(l, &lp, phi, &in_loop, &vertex_of, &doms))
-            .max_by_key(|c| survives(c, &in_loop));
-        if let Some(cand) = best {
-            out.push(Candidate {
-                loop_bbs: loop_bbs.clone(),
-                ..cand
+            .filter_map(|phi| candidate(&lp, phi, scev.as_ref(), &in_loop, &vertex_of, &doms, l))
+            .max_by_key(|(c, _)| survives(c, &in_loop))
+            .map(|(var, counter)| {
+                let keep = survives(&var, &in_loop) == 0;
+                let div = ExactDiv::new(var.step.unsigned_abs(), width_of(var.phi.get()))
+                    .expect("candidates have 0 < |step| < 2^(width-1)");
+                let init_const = init_is_constant(var.phi.get(), &loop_bbs);
+                let exits: Vec<(f64, f64)> = lp
+                    .exits
+                    .iter()
+                    .zip(&var.last_at)
+                    .map(|(&e, &use_last)| {
+                        let code = AffineExit {
+                            negate: var.step < 0,
+                            shift: div.shift > 0,
+                            multiply: div.mul != 1,
+                            extend: div.width < 64,
+                            adjust: use_last && !init_const,
+                            split: split(e),
+                        };
+                        (freq[e], model.affine_exit(&code))
+                    })
+                    .collect();
+                let profit = Profit::new(&model, freq[counter.measured], keep, &exits, &[]);
+                (Some(var), counter, profit)
             });
+        // The trip count, if ScalarEvolution knows it on entry.
+        let trips = scev.as_ref().and_then(|s| {
+            let ops = s.trips(header_bb)?;
+            let counter = SeseCounter::trip_count(&lp).ok()?;
+            let exits: Vec<(f64, f64)> = lp
+                .exits
+                .iter()
+                .map(|&e| (freq[e], model.trip_count_exit(split(e))))
+                .collect();
+            let entries: Vec<(f64, f64)> = lp
+                .entries
+                .iter()
+                .map(|&e| (freq[e], trip_count_setup(ops)))
+                .collect();
+            let profit = Profit::new(&model, freq[counter.measured], false, &exits, &entries);
+            Some((None, counter, profit))
+        });
+        let found = affine.is_some() || trips.is_some();
+        stats.candidates += usize::from(found);
+        stats.trip_counts += usize::from(trips.is_some());
+        let net = |p: &Profit| p.saved - model.margin * p.paid;
+        let best = match choice {
+            Sese::All => affine.or(trips),
+            Sese::Trips => trips.or(affine),
+            Sese::On | Sese::Off => [affine, trips]
+                .into_iter()
+                .flatten()
+                .filter(|(_, _, p)| p.pays(&model))
+                .max_by(|a, b| net(&a.2).total_cmp(&net(&b.2))),
+        };
+        match best {
+            Some((var, counter, _)) => out.push(Candidate {
+                counter,
+                header: header_bb,
+                loop_bbs,
+                var,
+            }),
+            None => stats.unprofitable += usize::from(found),
         }
     }
-    (out, loops.entries().len())
+    (out, stats)
+}
+
+/// The width in bits a variable is counted in (pointers as i64).
+fn width_of(v: Val) -> u32 {
+    let ty = unsafe { c::LLVMTypeOf(v.0) };
+    match unsafe { c::LLVMGetTypeKind(ty) } {
+        LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
+        _ => 64,
+    }
+}
+
+/// The phi's entry values are one constant (then `init + step` at an exit folds away).
+fn init_is_constant(phi: Val, loop_bbs: &[Bb]) -> bool {
+    let n = unsafe { c::LLVMCountIncoming(phi.0) };
+    let outside: Vec<LLVMValueRef> = (0..n)
+        .filter(|&i| !loop_bbs.contains(&Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) })))
+        .map(|i| unsafe { c::LLVMGetIncomingValue(phi.0, i) })
+        .collect();
+    outside.windows(2).all(|w| w[0] == w[1])
+        && outside
+            .first()
+            .is_some_and(|&v| !unsafe { c::LLVMIsAConstant(v) }.is_null())
 }
 
 /// How likely the back end keeps the candidate's variable in the loop anyway, so that reading
@@ -237,7 +452,7 @@ pub(crate) fn candidates(l: &Lowered) -> (Vec<Candidate>, usize) {
 /// pointer (an address, kept by loop strength reduction), 0 for an integer used only inside,
 /// which LSR often replaces by a pointer induction variable — reading it at an exit then keeps
 /// an extra increment in every iteration (Lua's `traversestrongtable`, bench/NOTES.md).
-fn survives(c: &Candidate, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
+fn survives(c: &Affine, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
     let used_outside = |v: Val| unsafe {
         let mut u = c::LLVMGetFirstUse(v.0);
         while !u.is_null() {
@@ -261,15 +476,32 @@ fn survives(c: &Candidate, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
     }
 }
 
+/// The chain of constant additions from `phi` to its back-edge value `last`, if it is one.
+fn chain(phi: Val, last: Val) -> Option<Vec<Link>> {
+    let mut links = Vec::new();
+    let mut cur = last;
+    while cur != phi {
+        if links.len() == MAX_CHAIN {
+            return None;
+        }
+        let (u, link) = affine_step(cur)?;
+        links.push(link);
+        cur = u;
+    }
+    Some(links)
+}
+
 /// The counter of header phi `phi`, if it is one (see the module doc).
+#[allow(clippy::too_many_arguments)]
 fn candidate(
-    l: &Lowered,
     lp: &SeseLoop,
     phi: Val,
+    scev: Option<&Scev>,
     in_loop: &dyn Fn(Bb) -> bool,
     vertex_of: &HashMap<Val, NodeId>,
     doms: &Dominators,
-) -> Option<Candidate> {
+    l: &Lowered,
+) -> Option<(Affine, SeseCounter)> {
     let ty = unsafe { c::LLVMTypeOf(phi.0) };
     let width = match unsafe { c::LLVMGetTypeKind(ty) } {
         LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
@@ -301,57 +533,62 @@ fn candidate(
         }
     }
     let last = last?;
-    // The chain back to the phi.
-    let mut links = Vec::new();
-    let mut cur = last;
-    while cur != phi {
-        if links.len() == MAX_CHAIN {
-            return None;
-        }
-        let (u, link) = affine_step(cur)?;
-        links.push(link);
-        cur = u;
-    }
-    let step: i64 = links.iter().try_fold(0i64, |s, k| s.checked_add(k.step))?;
     let half = 1i128 << (width - 1);
-    if step == 0 || i128::from(step).abs() >= half {
-        return None;
-    }
-    let nonneg = links.iter().all(|k| k.step >= 0);
-    let no_wrap = links.iter().all(|k| k.nsw)
-        || (nonneg && links.iter().all(|k| k.nuw))
-        || (width == 64 && step.abs() == 1);
-    if !no_wrap {
-        return None;
-    }
-    // Every exit needs a place for code.
-    for &e in &lp.exits {
-        let direct = matches!(
-            direct_site(l, e),
-            Some(Realize::NodeEnd(_) | Realize::NodeStart(_) | Realize::Split(_))
-        );
-        if !matches!(l.edges[e.index()], EdgeIr::Succ { .. }) || !direct {
-            return None;
+    let (step, increments, by_scev) = match chain(phi, last) {
+        Some(links) => {
+            let step: i64 = links.iter().try_fold(0i64, |s, k| s.checked_add(k.step))?;
+            if step == 0 || i128::from(step).abs() >= half {
+                return None;
+            }
+            let nonneg = links.iter().all(|k| k.step >= 0);
+            let no_wrap = links.iter().all(|k| k.nsw)
+                || (nonneg && links.iter().all(|k| k.nuw))
+                || (width == 64 && step.abs() == 1);
+            if !no_wrap {
+                return None;
+            }
+            let mut increments = Vec::new();
+            for k in links.iter().rev() {
+                let block = *vertex_of.get(&k.inst)?;
+                increments.push(Increment {
+                    block,
+                    step: k.step,
+                });
+            }
+            (step, increments, false)
         }
-    }
-    let mut increments = Vec::new();
-    for k in links.iter().rev() {
-        let block = *vertex_of.get(&k.inst)?;
-        increments.push(Increment {
-            block,
-            step: k.step,
-        });
-    }
-    let last_block = *vertex_of.get(&last)?;
+        None => {
+            // Not a chain of constant additions: ScalarEvolution may still see an affine
+            // add-recurrence {init,+,step} of this loop (module doc), with the same rule for
+            // wrapping on its no-wrap flags. Its increments are taken as one at the latch.
+            let (step, no_wrap) = scev?.affine(phi)?;
+            if step == 0 || i128::from(step).abs() >= half {
+                return None;
+            }
+            if !(no_wrap || (width == 64 && step.abs() == 1)) {
+                return None;
+            }
+            let block = l.cfg.edge(latch).src;
+            (step, vec![Increment { block, step }], true)
+        }
+    };
+    // The back-edge value is read at the exits it dominates (a chain's `phi + step`); a
+    // recurrence ScalarEvolution found is read at the phi.
+    let last_block = vertex_of.get(&last).copied();
     let last_at = lp
         .exits
         .iter()
-        .map(|&e| doms.dominates(last_block, l.cfg.edge(e).src))
+        .map(|&e| !by_scev && last_block.is_some_and(|b| doms.dominates(b, l.cfg.edge(e).src)))
         .collect();
-    Some(Candidate {
-        last,
-        last_at,
-        counter: SeseCounter {
+    Some((
+        Affine {
+            phi: ValRef::of(phi),
+            step,
+            last,
+            last_at,
+            by_scev,
+        },
+        SeseCounter {
             header: lp.header,
             kind: SeseKind::Affine { increments },
             measured: latch,
@@ -359,10 +596,7 @@ fn candidate(
             may_end_inside: false,
             flush_exact: true,
         },
-        phi: ValRef::of(phi),
-        loop_bbs: Vec::new(),
-        step,
-    })
+    ))
 }
 
 /// Emits the counters `used` (candidate, function-relative counter index) of one function.
@@ -380,6 +614,23 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
         fn_scope: crate::ir::subprogram(cx.func),
         func: cx.func,
     };
+    // 0. The trip counts, in the preheaders, while the function is still the one
+    //    ScalarEvolution was asked about when planning (the same answers, module doc).
+    let scev = used
+        .iter()
+        .any(|(c, _)| c.var.is_none())
+        .then(|| Scev::new(cx.func).expect("a function with loops has a body"));
+    let trips: Vec<Option<ValRef>> = used
+        .iter()
+        .map(|(cand, _)| {
+            let s = scev.as_ref().filter(|_| cand.var.is_none())?;
+            let v = s
+                .expand(cand.header)
+                .expect("ScalarEvolution gives the trip count it gave when planning");
+            Some(ValRef::of(v))
+        })
+        .collect();
+    drop(scev);
     // 1. Where each exit's code goes; splitting rebuilds phis, so all splits come first.
     let mut split: HashMap<EdgeId, Val> = HashMap::new();
     let mut points: Vec<Vec<Val>> = Vec::new();
@@ -405,8 +656,18 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
     }
     // 2. Per counter: init, then the count at each exit.
     let empty = cname("");
-    for ((cand, idx), at) in used.iter().zip(points) {
-        let phi = cand.phi.get();
+    for (((cand, idx), at), trips) in used.iter().zip(points).zip(trips) {
+        let counter = em.counter_ptr(cx.base + *idx as u64);
+        let Some(var) = &cand.var else {
+            // A trip count: the same value at every exit.
+            let k = trips.expect("trip counts are expanded").get();
+            for &p in &at {
+                em.at(p);
+                em.add_to(counter, k.0);
+            }
+            continue;
+        };
+        let phi = var.phi.get();
         let init = init_value(&em, cand, phi);
         let pointer = unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
             == LLVMTypeKind::LLVMPointerTypeKind;
@@ -416,26 +677,26 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
             unsafe { c::LLVMTypeOf(phi.0) }
         };
         let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
-        let div = ExactDiv::new(cand.step.unsigned_abs(), width)
+        let div = ExactDiv::new(var.step.unsigned_abs(), width)
             .expect("candidates have 0 < |step| < 2^(width-1)");
-        for (&p, &use_last) in at.iter().zip(&cand.last_at) {
+        for (&p, &use_last) in at.iter().zip(&var.last_at) {
             em.at(p);
             unsafe {
                 // After the increments, `last - (init + step)` rather than `phi - init`: the
                 // phi need not stay live next to `last` (rotated loops exit after the
                 // increment; keeping both costs the register allocator copies in the loop).
-                let now = if use_last { cand.last.0 } else { phi.0 };
+                let now = if use_last { var.last.0 } else { phi.0 };
                 let (mut now, mut start) = (now, init.0);
                 if pointer {
                     now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
                     start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());
                 }
                 if use_last {
-                    let step = c::LLVMConstInt(ty, cand.step as u64 & mask(width), 0);
+                    let step = c::LLVMConstInt(ty, var.step as u64 & mask(width), 0);
                     start = c::LLVMBuildAdd(b, start, step, empty.as_ptr());
                 }
                 let mut d = c::LLVMBuildSub(b, now, start, empty.as_ptr());
-                if cand.step < 0 {
+                if var.step < 0 {
                     d = c::LLVMBuildNeg(b, d, empty.as_ptr());
                 }
                 // The exact division by |step| (module doc): a shift and a multiplication.
@@ -451,7 +712,7 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
                 if width < 64 {
                     k = c::LLVMBuildZExt(b, k, cx.g.i64t, empty.as_ptr());
                 }
-                em.add_to(em.counter_ptr(cx.base + *idx as u64), k);
+                em.add_to(counter, k);
             }
         }
     }

@@ -57,7 +57,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             early_exits: tally_llvm::EarlyExits::Record,
             jump_cost: tally_llvm::DEFAULT_JUMP_COST,
             promote: true,
-            sese: false,
+            sese: tally_llvm::Sese::Off,
             trace_bits: false,
         },
     )

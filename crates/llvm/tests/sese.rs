@@ -1,17 +1,20 @@
-//! SESE counters on LLVM IR (`--tally-sese=on`, `crate::sese`): a counted loop keeps no counter
-//! increment inside it; its back edge's count is added once, at the exit.
+//! SESE counters on LLVM IR (`--tally-sese`, `crate::sese`): a counted loop keeps no counter
+//! increment inside it; its back edge's count is added once, at the exit, from the induction
+//! variable (`all`: affine variables preferred, no profitability test) or from the trip count
+//! computed before the loop (`trips`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 use tally_format::Mode;
+use tally_llvm::Sese;
 
 const SRC: &str = "void zero(int *a, int n) { for (int i = 0; i < n; i++) a[i] = 0; }\n\
 int twelve(int n) { int s = 0; for (int i = 0; i < n; i += 12) s ^= i * i; return s; }\n";
 
 /// The text IR of function `name` instrumented in edge mode (no promotion: a promoted counter
 /// would leave the loop body too, hiding what this test is about), and the module's statistics.
-fn instrumented(dir: &Path, sese: bool, name: &str) -> (String, tally_llvm::Stats) {
+fn instrumented(dir: &Path, sese: Sese, name: &str) -> (String, tally_llvm::Stats) {
     let src = dir.join("z.c");
     std::fs::write(&src, SRC).unwrap();
     let bc = dir.join("z.bc");
@@ -35,7 +38,7 @@ fn instrumented(dir: &Path, sese: bool, name: &str) -> (String, tally_llvm::Stat
         },
     )
     .unwrap();
-    let inst = dir.join(if sese { "on.bc" } else { "off.bc" });
+    let inst = dir.join(format!("{sese:?}.bc"));
     std::fs::write(&inst, &out.bitcode).unwrap();
     let dis = Command::new("llvm-dis-19")
         .arg(&inst)
@@ -120,7 +123,7 @@ fn sese_adds(
 #[test]
 fn counted_loop_has_no_increment_inside_and_one_add_at_the_exit() {
     let dir = tempfile::tempdir().unwrap();
-    let (on, stats) = instrumented(dir.path(), true, "zero");
+    let (on, stats) = instrumented(dir.path(), Sese::All, "zero");
     assert_eq!(
         (stats.loops, stats.sese_candidates, stats.sese_replaced),
         (2, 2, 2)
@@ -142,7 +145,7 @@ fn counted_loop_has_no_increment_inside_and_one_add_at_the_exit() {
     }
 
     // Without SESE counters the loop increments a counter (the test can fail).
-    let (off, stats) = instrumented(dir.path(), false, "zero");
+    let (off, stats) = instrumented(dir.path(), Sese::Off, "zero");
     assert_eq!(stats.sese_replaced, 0);
     let b = blocks(&off);
     let inside: usize = on_cycles(&b).iter().map(|k| counter_refs(&b[k].0)).sum();
@@ -154,7 +157,7 @@ fn counted_loop_has_no_increment_inside_and_one_add_at_the_exit() {
 #[test]
 fn exit_count_divides_by_shift_and_inverse() {
     let dir = tempfile::tempdir().unwrap();
-    let (on, _) = instrumented(dir.path(), true, "twelve");
+    let (on, _) = instrumented(dir.path(), Sese::All, "twelve");
     let b = blocks(&on);
     let cyc = on_cycles(&b);
     let adds = sese_adds(&b, &cyc);
@@ -174,4 +177,29 @@ fn exit_count_divides_by_shift_and_inverse() {
             .any(|l| l.contains(" mul i32 ") && l.ends_with(", -1431655765")),
         "{on}"
     );
+}
+
+/// A trip count (`trips`): ScalarEvolution's backedge-taken count of `zero`'s loop, `n - 1`, is
+/// computed before the loop and added at its exit: no counter inside the loop, no subtraction
+/// at the exit (the affine variable is not read), the added value defined outside the loop.
+#[test]
+fn trip_count_is_computed_before_the_loop_and_added_at_the_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (on, stats) = instrumented(dir.path(), Sese::Trips, "zero");
+    // `twelve`'s count divides by 12 (a hardware division): it keeps its affine variable.
+    assert_eq!((stats.sese_replaced, stats.sese_trips), (2, 1), "{on}");
+    let b = blocks(&on);
+    let cyc = on_cycles(&b);
+    for k in &cyc {
+        assert_eq!(counter_refs(&b[k].0), 0, "loop block {k}:\n{on}");
+    }
+    assert!(sese_adds(&b, &cyc).is_empty(), "an affine exit in\n{on}");
+    // The value added outside the loop is not a constant 1 (a plain increment).
+    let adds: Vec<&String> = b
+        .iter()
+        .filter(|(k, _)| !cyc.contains(*k))
+        .flat_map(|(_, (lines, _))| lines)
+        .filter(|l| l.contains(" = add i64 ") && !l.ends_with(", 1"))
+        .collect();
+    assert!(!adds.is_empty(), "{on}");
 }

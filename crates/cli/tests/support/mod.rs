@@ -200,6 +200,11 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
                 Some("sese") => {
                     c.args(["--tally-mode=edge", "--tally-sese=on"]);
                 }
+                // SESE counters in every candidate loop (hidden `all` / `trips` choices).
+                Some(choice @ ("sese-all" | "sese-trips")) => {
+                    c.arg("--tally-mode=edge");
+                    c.arg(format!("--tally-sese={}", &choice["sese-".len()..]));
+                }
                 _ => {
                     c.arg(format!("--tally-mode={mode}"));
                 }

@@ -37,8 +37,11 @@
 //! [`SeseCounter::may_end_inside`]), the value must also be added when the frame is abandoned
 //! (the frame record must reach the variable); that is exact only when the equivalence also
 //! holds for activations ended by early exits ([`SeseCounter::flush_exact`]). A trip-count
-//! counter's value is known on entry and is added on the entry edges; it is only offered for
-//! loops the frame cannot leave early.
+//! counter's value is known on entry (computed there) but, like an affine value, added on the
+//! exit edges, so that every count is exact outside the loop and none runs ahead inside it; it
+//! is only offered for loops the frame cannot leave early. [`cost`](CostModel) is the
+//! per-loop profitability test (a counter is used only where it is expected to save more
+//! instructions than its exit code costs).
 
 use crate::cfg::{Cfg, EdgeKind};
 use crate::dfs::Dfs;
@@ -50,10 +53,12 @@ use crate::placement::EdgePlacement;
 use crate::propagate::{propagate, FlowError};
 use thiserror::Error;
 
+mod cost;
 mod exact_div;
 #[cfg(test)]
 mod tests;
 
+pub use cost::{trip_count_setup, AffineExit, CostModel, Profit};
 pub use exact_div::{mask, ExactDiv};
 
 /// Why a loop or a counter cannot be used.
@@ -356,9 +361,9 @@ pub enum SeseKind {
         /// The increments, one per block, in block order.
         increments: Vec<Increment>,
     },
-    /// The backedge-taken count, known when the loop is entered (ScalarEvolution). Added on
-    /// every entry edge; nothing runs inside the loop. Modelled as a variable with init 0 and
-    /// step 1.
+    /// The backedge-taken count, known when the loop is entered (ScalarEvolution): computed
+    /// on entry, added on every exit edge; nothing runs inside the loop. Modelled as a
+    /// variable with init 0 and step 1.
     TripCount,
 }
 
@@ -376,8 +381,7 @@ pub struct SeseCounter {
     pub kind: SeseKind,
     /// The edge of the loop whose count the value gives (taken once per increment circuit).
     pub measured: EdgeId,
-    /// The edges on which the value is added to `measured`'s count: the loop's exit edges for
-    /// an affine counter, its entry edges for a trip count.
+    /// The edges on which the value is added to `measured`'s count: the loop's exit edges.
     pub add_at: Vec<EdgeId>,
     /// The frame may end inside the loop (a member has an `EarlyExit` edge): the value must
     /// also be added when the frame is abandoned there, or the loop kept out.
@@ -462,7 +466,8 @@ impl SeseCounter {
     }
 
     /// A trip-count counter of `lp`: its one back edge is taken `trips` times per activation,
-    /// `trips` being known on entry. The frame must not be able to end inside the loop.
+    /// `trips` being known on entry and added at the exits. The frame must not be able to end
+    /// inside the loop.
     pub fn trip_count(lp: &SeseLoop) -> Result<SeseCounter, SeseError> {
         let header = lp.header;
         if !lp.early_exits.is_empty() {
@@ -475,7 +480,7 @@ impl SeseCounter {
             header,
             kind: SeseKind::TripCount,
             measured,
-            add_at: lp.entries.clone(),
+            add_at: lp.exits.clone(),
             may_end_inside: false,
             flush_exact: true,
         })

@@ -156,9 +156,9 @@ fn pointer_step_gives_the_trip_count() {
     // A decreasing variable: `for (k = n; k > 0; k -= 3)`.
     let k = SeseCounter::affine(&g, &lp, &[inc(2, -3)], &w).unwrap();
     assert_eq!(k.count(10, 1), Ok(3));
-    // The trip-count variant measures the back edge and adds on entry.
+    // The trip-count variant measures the back edge and adds at the exit (computed on entry).
     let t = SeseCounter::trip_count(&lp).unwrap();
-    assert_eq!((t.measured, t.add_at.clone()), (e(3), vec![e(1)]));
+    assert_eq!((t.measured, t.add_at.clone()), (e(3), vec![e(4)]));
 }
 
 /// The second pattern: a variable changed only by constants in control-equivalent blocks,
@@ -649,21 +649,20 @@ fn check_seed(seed: u64) -> Stats {
             if let Some((_, _, taken)) = state[k].as_mut() {
                 *taken += u64::from(x == c.measured);
             }
-            if c.add_at.contains(&x) {
-                if let SeseKind::TripCount = c.kind {
-                    // What ScalarEvolution knows on entry: the back edges this activation
-                    // will take.
-                    let mut trips = 0;
-                    for &y in &path[pos + 1..] {
-                        let ye = g.edge(y);
-                        if ye.kind == EarlyExit || (ye.src != g.exit() && !lp.contains(ye.dst)) {
-                            break;
-                        }
-                        trips += u64::from(y == c.measured);
+            let enters = edge.dst == lp.header && edge.src != g.exit() && !lp.contains(edge.src);
+            if enters && c.kind == SeseKind::TripCount {
+                // What ScalarEvolution knows on entry: the back edges this activation will
+                // take; the count is added at the exit (a variable from 0 to `trips`, step 1).
+                let mut trips = 0;
+                for &y in &path[pos + 1..] {
+                    let ye = g.edge(y);
+                    if ye.kind == EarlyExit || (ye.src != g.exit() && !lp.contains(ye.dst)) {
+                        break;
                     }
-                    sese_values[k] += trips;
-                    stats.trip_counts += 1;
+                    trips += u64::from(y == c.measured);
                 }
+                state[k] = Some((0, i128::from(trips), 0));
+                stats.trip_counts += 1;
             }
             if let SeseKind::Affine { increments } = &c.kind {
                 if edge.dst == lp.header && edge.src != g.exit() && !lp.contains(edge.src) {

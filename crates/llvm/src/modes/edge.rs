@@ -14,7 +14,7 @@
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::frame::record_cost;
-use crate::options::EarlyExits;
+use crate::options::{EarlyExits, Sese};
 use crate::plan::Plan;
 use crate::sese::{self, Candidate, SeseStats};
 use crate::sites::{base_weights, direct_site, with_jumps};
@@ -71,20 +71,19 @@ impl FnPlan for EdgePlan {
 
 /// The edge-mode plan of one function (also path mode's fallback), without SESE counters.
 pub(crate) fn plan(cx: &PlanCx) -> Plan {
-    plan_with(cx, false).0
+    plan_with(cx, Sese::Off).0
 }
 
 /// The edge-mode plan of one function, with the SESE counters it uses when `sese`.
-fn plan_with(cx: &PlanCx, sese: bool) -> (Plan, Vec<Candidate>, SeseStats) {
+fn plan_with(cx: &PlanCx, sese: Sese) -> (Plan, Vec<Candidate>, SeseStats) {
     let (l, opts) = (cx.l, cx.opts);
     let cfg = &l.cfg;
     let w = with_jumps(l, base_weights(l, cx.weights), opts.jump_cost);
     let unsplittable = |e| direct_site(l, e).is_none();
     let mut stats = SeseStats::default();
     let mut cands = Vec::new();
-    if sese {
-        (cands, stats.loops) = sese::candidates(l);
-        stats.candidates = cands.len();
+    if sese != Sese::Off {
+        (cands, stats) = sese::candidates(l, cx.weights, sese);
     }
     let counters: Vec<_> = cands.iter().map(|c| c.counter.clone()).collect();
     // The record placement: chords, and the free ones with their candidate's index.
@@ -148,5 +147,7 @@ fn plan_with(cx: &PlanCx, sese: bool) -> (Plan, Vec<Candidate>, SeseStats) {
         }
     }
     stats.replaced = used.len();
+    stats.replaced_trips = used.iter().filter(|c| c.is_trip_count()).count();
+    stats.replaced_scev = used.iter().filter(|c| c.is_scev_affine()).count();
     (plan, used, stats)
 }

@@ -1,0 +1,213 @@
+//! The per-loop profitability test of SESE counters: a loop gets one only when the increments
+//! it saves are expected to cost more than the code it adds at the loop's exits.
+//!
+//! On the benchmark suite, SESE counters in every candidate loop cost more instructions than
+//! they saved (docs/sese.md): a counted loop pays at every exit, once per activation, and a
+//! loop left after a few iterations through one of many exits (bzip2's `mainGtU`) pays more
+//! than its back edge's increments. The model, in instructions executed, all of it explicit
+//! in [`CostModel`]:
+//!
+//! - **saved** = `freq(measured) · (increment + keep_penalty)`: the measured edge's counter
+//!   would run one increment (`add $1, mem`, or `inc reg` when promoted: one instruction
+//!   either way) each time the edge is taken; `keep_penalty` (negative) is charged per iteration
+//!   when reading the variable at the exits may keep it alive where the back end would have
+//!   replaced it (loop strength reduction: an integer index used only inside the loop);
+//! - **paid** = `Σ_exits freq(exit) · cost(exit) + Σ_entries freq(entry) · setup`: an affine
+//!   counter's exit computes `±(last - init) >> t · o⁻¹` and adds it to the counter
+//!   ([`AffineExit`]: a subtraction, a negation for a negative step, a shift for an even
+//!   step, a multiplication unless the odd part is 1, an extension below 64 bits, the add to
+//!   the counter, a jump when the exit edge has to be split); a trip-count counter's exit only
+//!   adds the count (and jumps when split), its entry computes the count ([`trip_count_setup`]).
+//!
+//! A counter pays when `saved > margin · paid`. The frequencies are per call of the function;
+//! they come from LLVM's static estimate (BlockFrequencyInfo) or a measured profile
+//! (`--tally-weights`), whichever the instrumenter has; only their ratios matter.
+
+/// The instruction costs of the model (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostModel {
+    /// One counter increment (memory `add` or register `inc`).
+    pub increment: f64,
+    /// The jump of a block split onto an edge.
+    pub jump: f64,
+    /// Per iteration, when the variable is an integer used only inside the loop: the expected
+    /// extra work of keeping it alive for the exits (an `inc` loop strength reduction would
+    /// have removed, Lua's `traversestrongtable`), weighted by how often that happens.
+    pub keep_penalty: f64,
+    /// The saving must exceed `margin` times the cost (the estimate's uncertainty, and register
+    /// pressure the model does not see).
+    pub margin: f64,
+}
+
+impl Default for CostModel {
+    fn default() -> Self {
+        CostModel {
+            increment: 1.0,
+            jump: 1.0,
+            keep_penalty: 0.5,
+            margin: 1.5,
+        }
+    }
+}
+
+/// The code an affine counter adds at one exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AffineExit {
+    /// The step is negative: the difference is negated.
+    pub negate: bool,
+    /// The step is even: a shift right.
+    pub shift: bool,
+    /// The step's odd part is not 1: a multiplication by its inverse.
+    pub multiply: bool,
+    /// The variable is narrower than 64 bits: a zero extension.
+    pub extend: bool,
+    /// `init + step` is computed at the exit (the exit reads the back-edge value, `init` is not
+    /// a constant).
+    pub adjust: bool,
+    /// The exit edge is split: its code sits in a new block (a jump).
+    pub split: bool,
+}
+
+impl CostModel {
+    /// Instructions of one affine exit: the subtraction, the optional steps, the add to the
+    /// counter, the jump of a split block.
+    pub fn affine_exit(&self, x: &AffineExit) -> f64 {
+        let ops = 1
+            + u8::from(x.negate)
+            + u8::from(x.shift)
+            + u8::from(x.multiply)
+            + u8::from(x.extend)
+            + u8::from(x.adjust);
+        f64::from(ops) + self.increment + if x.split { self.jump } else { 0.0 }
+    }
+
+    /// Instructions of one trip-count exit: the add to the counter, and the jump of a split
+    /// block.
+    pub fn trip_count_exit(&self, split: bool) -> f64 {
+        self.increment + if split { self.jump } else { 0.0 }
+    }
+}
+
+/// Instructions that compute a trip count on loop entry, from the expression's operation
+/// count (as the front end expands it).
+pub fn trip_count_setup(operations: u32) -> f64 {
+    f64::from(operations)
+}
+
+/// The estimate for one loop (instructions per call of the function).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Profit {
+    /// Increments saved (and the penalty of keeping the variable, subtracted).
+    pub saved: f64,
+    /// Code added at the exits and entries.
+    pub paid: f64,
+}
+
+impl Profit {
+    /// The estimate: `measured` is the frequency of the measured edge; `keep` whether the
+    /// variable risks being kept alive only for the exits; `exits` and `entries` the
+    /// frequency and instruction cost of each exit's and entry's code.
+    pub fn new(
+        model: &CostModel,
+        measured: f64,
+        keep: bool,
+        exits: &[(f64, f64)],
+        entries: &[(f64, f64)],
+    ) -> Profit {
+        let per_iteration = model.increment - if keep { model.keep_penalty } else { 0.0 };
+        let paid = exits.iter().chain(entries).map(|&(f, c)| f * c).sum();
+        Profit {
+            saved: measured * per_iteration,
+            paid,
+        }
+    }
+
+    /// The counter is worth using: it saves more than `margin` times what it costs. Not for
+    /// non-finite or negative estimates.
+    pub fn pays(&self, model: &CostModel) -> bool {
+        self.saved.is_finite()
+            && self.paid.is_finite()
+            && self.paid >= 0.0
+            && self.saved > model.margin * self.paid
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain_exit() -> AffineExit {
+        AffineExit {
+            negate: false,
+            shift: false,
+            multiply: false,
+            extend: false,
+            adjust: false,
+            split: false,
+        }
+    }
+
+    #[test]
+    fn exit_costs_count_each_instruction() {
+        let m = CostModel::default();
+        // sub + add to the counter.
+        assert_eq!(m.affine_exit(&plain_exit()), 2.0);
+        let all = AffineExit {
+            negate: true,
+            shift: true,
+            multiply: true,
+            extend: true,
+            adjust: true,
+            split: true,
+        };
+        // sub, neg, shr, mul, zext, add (init + step), add to the counter, jump.
+        assert_eq!(m.affine_exit(&all), 8.0);
+        assert_eq!(m.trip_count_exit(false), 1.0);
+        assert_eq!(m.trip_count_exit(true), 2.0);
+        assert_eq!(trip_count_setup(3), 3.0);
+    }
+
+    /// A loop running 30 iterations per activation with one exit pays; bzip2's `mainGtU`
+    /// shape (eight exits, a few iterations, each exit split) does not.
+    #[test]
+    fn long_loops_pay_and_many_exit_short_loops_do_not() {
+        let m = CostModel::default();
+        let exit = m.affine_exit(&plain_exit());
+        assert!(Profit::new(&m, 30.0, false, &[(1.0, exit)], &[]).pays(&m));
+        let split = m.affine_exit(&AffineExit {
+            split: true,
+            ..plain_exit()
+        });
+        let exits = vec![(1.0 / 8.0, split); 8];
+        assert!(!Profit::new(&m, 3.0, false, &exits, &[]).pays(&m));
+        // One iteration per activation never pays, whatever the exit code.
+        assert!(!Profit::new(&m, 1.0, false, &[(1.0, exit)], &[]).pays(&m));
+    }
+
+    #[test]
+    fn keeping_a_variable_alive_costs_per_iteration() {
+        let m = CostModel::default();
+        let exit = m.affine_exit(&plain_exit());
+        // 4 iterations: 4 saved against 2 · 1.5 = 3 paid; kept alive, 2 saved.
+        assert!(Profit::new(&m, 4.0, false, &[(1.0, exit)], &[]).pays(&m));
+        assert!(!Profit::new(&m, 4.0, true, &[(1.0, exit)], &[]).pays(&m));
+    }
+
+    #[test]
+    fn trip_counts_pay_for_their_setup_once_per_activation() {
+        let m = CostModel::default();
+        let setup = trip_count_setup(4);
+        let exit = m.trip_count_exit(false);
+        // 5 iterations: 5 < 1.5 · (4 + 1) = 7.5; 8 iterations pay.
+        assert!(!Profit::new(&m, 5.0, false, &[(1.0, exit)], &[(1.0, setup)]).pays(&m));
+        assert!(Profit::new(&m, 8.0, false, &[(1.0, exit)], &[(1.0, setup)]).pays(&m));
+    }
+
+    #[test]
+    fn bad_estimates_never_pay() {
+        let m = CostModel::default();
+        assert!(!Profit::new(&m, f64::NAN, false, &[], &[]).pays(&m));
+        assert!(!Profit::new(&m, f64::INFINITY, false, &[(f64::INFINITY, 1.0)], &[]).pays(&m));
+        assert!(!Profit::new(&m, 0.0, false, &[], &[]).pays(&m));
+    }
+}
