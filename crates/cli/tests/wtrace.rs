@@ -503,6 +503,59 @@ fn bit_tracing_regenerates_exactly() {
     }
 }
 
+/// `--tally-trace-registers`: functions keep the accumulator in registers between calls; the
+/// trace is the same bit stream, so regeneration equals the oracle block for block (and the
+/// flag changes the code: the `.text` sections differ from the default build's).
+#[test]
+fn register_accumulator_regenerates_exactly() {
+    let picked = ["shapes.c", "exit_nested.c", "recursion.c"];
+    let cases: Vec<(PathBuf, i32)> = early_and_shapes()
+        .into_iter()
+        .filter(|(f, _)| picked.iter().any(|p| f.ends_with(p)))
+        .collect();
+    assert_eq!(cases.len(), picked.len(), "{cases:?}");
+    for (src, status) in cases {
+        let base = src.file_name().unwrap().to_str().unwrap().to_string();
+        let _ = run_both(
+            &format!("{base}-memory"),
+            false,
+            &single(&src, "-O2"),
+            status,
+        );
+        let regs = run_both_with(
+            &format!("{base}-registers"),
+            false,
+            &single(&src, "-O2"),
+            Some(status),
+            &["--tally-trace-registers=on"],
+            &[],
+        );
+        assert!(regs.stopped.is_empty(), "{base}: {:?}", regs.stopped);
+        assert!(
+            regs.oracle.len() > 10 && regs.regenerated == regs.oracle,
+            "{base}: {}",
+            first_difference(&regs.regenerated, &regs.oracle)
+        );
+        // The code (`.text`, which does not depend on the build directory) differs.
+        let text = |n: &str| {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("wtrace-{base}-{n}"));
+            let out = dir.join("text.bin");
+            let st = std::process::Command::new("objcopy")
+                .args(["-O", "binary", "--only-section=.text"])
+                .arg(dir.join("trace/prog"))
+                .arg(&out)
+                .status()
+                .unwrap();
+            assert!(st.success(), "objcopy");
+            std::fs::read(out).unwrap()
+        };
+        assert!(
+            text("memory") != text("registers"),
+            "{base}: --tally-trace-registers=on built the same code"
+        );
+    }
+}
+
 /// A process that ends by `abort`, by `raise` of a fatal signal, or normally after a function
 /// with an endless loop of calls (`for (;;) pause();`, whose cycle has no predicate): the
 /// streams end at the fatal-signal path and regenerate exactly. (A fault *between* calls is

@@ -59,6 +59,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             promote: true,
             sese: tally_llvm::Sese::Off,
             trace_bits: false,
+            trace_registers: false,
         },
     )
     .unwrap_or_else(|e| panic!("{mode:?}: {e}"))

@@ -257,6 +257,7 @@ impl WTrace {
             .collect();
         let sites = SitePlan::for_edges(l, &witnessed, false);
         Ok(Box::new(WPlan {
+            registers: cx.opts.trace_registers,
             calls,
             unwind: input.unwind,
             plan,
@@ -266,6 +267,8 @@ impl WTrace {
 }
 
 struct WPlan {
+    /// `--tally-trace-registers`: the function may keep its own copy of the accumulator.
+    registers: bool,
     calls: Vec<Vec<Call>>,
     unwind: IdVec<EdgeId, bool>,
     plan: Plan,
@@ -606,9 +609,12 @@ impl FnPlan for WPlan {
             fn_scope: ir::subprogram(cx.func),
             func: cx.func,
         };
-        // 0. The function's own accumulator, unless control can land in it from elsewhere
-        // (`setjmp`, landing pads, any `invoke` or `callbr`): two allocas in the entry block.
-        let landings = cx.l.has_setjmp
+        // 0. With `--tally-trace-registers`, the function's own accumulator, unless control can
+        // land in it from elsewhere (`setjmp`, landing pads, any `invoke` or `callbr`): two
+        // allocas in the entry block. Off by default: a fatal signal would leave the records
+        // since the function's last call in its registers, out of the flight recorder's tail.
+        let landings = !self.registers
+            || cx.l.has_setjmp
             || cx.func.blocks().iter().any(|bb| {
                 bb.instructions().iter().any(|v| {
                     matches!(
