@@ -86,7 +86,7 @@ def main(path):
     add("Ratio to the plain `clang` build: instructions (callgrind, reduced input) and time (median, "
         "default input; `trace-naive`: reduced input against `clang` on the reduced input).")
     add("")
-    vs = [v for v in ("edge", "path", "trace", "trace-bits", "trace-naive")
+    vs = [v for v in ("edge", "path", "trace", "trace-regs", "trace-bits", "trace-naive")
           if any(V(p, v).get("status") == "ok" for p in progs.values())]
     add("| program | " + " | ".join(f"`{v}` instr." for v in vs) + " | " + " | ".join(f"`{v}` time" for v in vs) + " |")
     add("|---|" + "---|" * (2 * len(vs)))
@@ -120,7 +120,7 @@ def main(path):
             f"{which} {best:.3f} (`trace` {f_r(g['tb'], 3)}, `trace-bits` {f_r(g['bb'], 3)}) | "
             f"{'yes' if best <= 1 else '**no**'} |")
     for what, gg in (("time", gt), ("instructions", gi)):
-        tr = {v: geomean(gg[v]) for v in ("trace", "trace-bits") if v in gg and geomean(gg[v])}
+        tr = {v: geomean(gg[v]) for v in ("trace", "trace-regs", "trace-bits") if v in gg and geomean(gg[v])}
         path = geomean(gg["path"]) if "path" in gg else None
         if tr and path:
             v, x = min(tr.items(), key=lambda kv: kv[1])
