@@ -249,6 +249,25 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// Runs both builds of `args` (exit status `status`) and asserts that regeneration did not
+/// stop and equals `trace-naive`'s block sequence; prints the sizes.
+fn exact(name: &str, args: &[String], status: i32) -> Outcome {
+    let o = run_both(name, false, args, status);
+    assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+    assert!(
+        o.regenerated == o.oracle,
+        "{name}: {}",
+        first_difference(&o.regenerated, &o.oracle)
+    );
+    eprintln!(
+        "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
+        o.oracle.len(),
+        o.trace_bytes,
+        o.naive_bytes
+    );
+    o
+}
+
 #[test]
 fn callbacks_and_pointers_regenerate_exactly() {
     let dir = scratch("wtrace-callbacks-src");
@@ -256,20 +275,8 @@ fn callbacks_and_pointers_regenerate_exactly() {
     std::fs::write(&src, CALLBACKS).unwrap();
     for opt in ["-O0", "-O2"] {
         let name = format!("callbacks{opt}");
-        let o = run_both(&name, false, &single(&src, opt), 0);
-        assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
-        assert!(
-            o.regenerated == o.oracle,
-            "{name}: {}",
-            first_difference(&o.regenerated, &o.oracle)
-        );
+        let o = exact(&name, &single(&src, opt), 0);
         assert!(o.oracle.len() > 1000, "{name}: too little compared");
-        eprintln!(
-            "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
-            o.oracle.len(),
-            o.trace_bytes,
-            o.naive_bytes
-        );
     }
 }
 
@@ -352,21 +359,9 @@ fn fork_children_write_nothing_and_the_parent_regenerates_exactly() {
     std::fs::write(&src, FORKS).unwrap();
     for opt in ["-O0", "-O2"] {
         let name = format!("forks{opt}");
-        let o = run_both(&name, false, &single(&src, opt), 0);
-        assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+        let o = exact(&name, &single(&src, opt), 0);
         assert_eq!(o.threads, 1, "{name}: a fork child wrote a stream");
-        assert!(
-            o.regenerated == o.oracle,
-            "{name}: {}",
-            first_difference(&o.regenerated, &o.oracle)
-        );
         assert!(o.trace_bytes > 4096, "{name}: {} bytes", o.trace_bytes);
-        eprintln!(
-            "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
-            o.oracle.len(),
-            o.trace_bytes,
-            o.naive_bytes
-        );
     }
 }
 
@@ -397,13 +392,7 @@ fn long_varints_regenerate_exactly() {
          printf(\"%ld\\n\", s);\n    return 0;\n}\n",
     );
     std::fs::write(&src, c).unwrap();
-    let o = run_both("varints", false, &single(&src, "-O2"), 0);
-    assert!(o.stopped.is_empty(), "{:?}", o.stopped);
-    assert!(
-        o.regenerated == o.oracle,
-        "{}",
-        first_difference(&o.regenerated, &o.oracle)
-    );
+    let o = exact("varints", &single(&src, "-O2"), 0);
     assert!(o.oracle.len() > 6000, "too little compared");
 }
 
