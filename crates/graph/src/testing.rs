@@ -225,7 +225,7 @@ impl Default for SimConfig {
 
 /// For each block, the length of a shortest structural path to a block with a `Return` or
 /// `EarlyExit` edge (0 for such blocks), `None` if there is none.
-fn distance_to_exit(cfg: &Cfg) -> IdVec<NodeId, Option<usize>> {
+pub fn distance_to_exit(cfg: &Cfg) -> IdVec<NodeId, Option<usize>> {
     let mut dist = IdVec::filled(cfg.num_nodes(), None);
     let mut queue = VecDeque::new();
     for v in cfg.blocks() {

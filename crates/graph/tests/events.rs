@@ -72,28 +72,8 @@ fn reentries(cfg: &Cfg) -> Vec<EdgeId> {
 /// Length of a shortest structural path from each block to one with a `Return` or `EarlyExit`
 /// edge (the generator guarantees one exists).
 fn distance_to_exit(cfg: &Cfg) -> IdVec<NodeId, usize> {
-    let mut dist = IdVec::filled(cfg.num_nodes(), usize::MAX);
-    let mut queue = VecDeque::new();
-    for v in cfg.blocks() {
-        let leaves = cfg
-            .succs(v)
-            .iter()
-            .any(|&e| matches!(cfg.edge(e).kind, EdgeKind::Return | EdgeKind::EarlyExit));
-        if leaves {
-            dist[v] = 0;
-            queue.push_back(v);
-        }
-    }
-    while let Some(w) = queue.pop_front() {
-        for &e in cfg.preds(w) {
-            let edge = cfg.edge(e);
-            if edge.kind == EdgeKind::Flow && dist[edge.src] == usize::MAX {
-                dist[edge.src] = dist[w] + 1;
-                queue.push_back(edge.src);
-            }
-        }
-    }
-    dist
+    let dist = tally_graph::testing::distance_to_exit(cfg).into_vec();
+    IdVec::from_vec(dist.into_iter().map(|d| d.unwrap_or(usize::MAX)).collect())
 }
 
 /// The structural successor of `v` closest to an exit.

@@ -14,12 +14,12 @@
 //!   edge would not either) and (a)-(d) still hold.
 
 use proptest::prelude::*;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use tally_graph::paths::{
     chord_increments, dag_weights, derive_counts, number_paths, number_paths_limited, CfgImage,
     DagEdgeId, Increments, NumberedDag, PathDag, PathError, PathPlacement,
 };
-use tally_graph::testing::{random_cfg_with, GenConfig, Rng};
+use tally_graph::testing::{distance_to_exit, random_cfg_with, GenConfig, Rng};
 use tally_graph::{block_counts, heuristic_weights, Cfg, EdgeId, EdgeKind, IdVec, NodeId};
 
 /// Graphs with at most this many paths are enumerated completely.
@@ -42,34 +42,6 @@ fn random_graph(rng: &mut Rng, max_blocks: usize) -> Cfg {
         ..GenConfig::default()
     };
     random_cfg_with(rng, &config)
-}
-
-/// For each block, the length of a shortest `Flow` path to a block with a `Return` or
-/// `EarlyExit` edge.
-fn distance_to_exit(cfg: &Cfg) -> IdVec<NodeId, Option<usize>> {
-    let mut dist = IdVec::filled(cfg.num_nodes(), None);
-    let mut queue = VecDeque::new();
-    for v in cfg.blocks() {
-        let leaves = cfg
-            .succs(v)
-            .iter()
-            .any(|&e| matches!(cfg.edge(e).kind, EdgeKind::Return | EdgeKind::EarlyExit));
-        if leaves {
-            dist[v] = Some(0);
-            queue.push_back(v);
-        }
-    }
-    while let Some(w) = queue.pop_front() {
-        let d = dist[w].map_or(0, |d| d + 1);
-        for &e in cfg.preds(w) {
-            let edge = cfg.edge(e);
-            if edge.kind == EdgeKind::Flow && dist[edge.src].is_none() {
-                dist[edge.src] = Some(d);
-                queue.push_back(edge.src);
-            }
-        }
-    }
-    dist
 }
 
 /// The edges each of `calls` calls executes, in order: `e0`, structural edges, and at a block
