@@ -163,7 +163,7 @@ impl Loops {
 mod tests {
     use super::*;
     use crate::cfg::EdgeKind::*;
-    use crate::testing::cfg;
+    use crate::testing::{cfg, nested_loops};
 
     fn idx<T: Copy>(items: &[T], f: impl Fn(T) -> usize) -> Vec<usize> {
         items.iter().map(|&t| f(t)).collect()
@@ -171,25 +171,7 @@ mod tests {
 
     #[test]
     fn nested_loops_with_break_and_return() {
-        //   n0 -> n1 (outer head) -> n2 (inner head) -> n3 -> n2   (e4 back, inner)
-        //                                               n3 -> n4   (e5)
-        //                            n2 -> n5 (e3: break out of both loops)
-        //                            n4 -> n1 (e6 back, outer), n4 -> EXIT (e7, return in loop)
-        //                            n5 -> EXIT (e8)
-        let g = cfg(
-            6,
-            &[
-                (0, 1, Flow),   // e1
-                (1, 2, Flow),   // e2
-                (2, 5, Flow),   // e3
-                (3, 2, Flow),   // e4
-                (3, 4, Flow),   // e5
-                (4, 1, Flow),   // e6
-                (4, 6, Return), // e7
-                (5, 6, Return), // e8
-                (2, 3, Flow),   // e9
-            ],
-        );
+        let g = nested_loops();
         let dfs = Dfs::compute(&g);
         let l = Loops::compute(&g, &dfs);
         assert_eq!(idx(l.entries(), NodeId::index), vec![1, 2]);

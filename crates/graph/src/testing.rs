@@ -47,6 +47,35 @@ pub fn cfg(blocks: usize, edges: &[(usize, usize, EdgeKind)]) -> Cfg {
     }
 }
 
+/// Two nested loops with a break out of both and a return inside the outer one:
+///
+/// ```text
+///   n0 -> n1 (outer head) -> n2 (inner head) -> n3 -> n2   (e4 back, inner)
+///                                               n3 -> n4   (e5)
+///                            n2 -> n5 (e3: break out of both loops)
+///                            n4 -> n1 (e6 back, outer), n4 -> EXIT (e7, return in loop)
+///                            n5 -> EXIT (e8)
+/// ```
+///
+/// Edges `e1` n0->n1, `e2` n1->n2, `e3` .. `e8` as drawn, `e9` n2->n3.
+pub fn nested_loops() -> Cfg {
+    use EdgeKind::{Flow, Return};
+    cfg(
+        6,
+        &[
+            (0, 1, Flow),   // e1
+            (1, 2, Flow),   // e2
+            (2, 5, Flow),   // e3
+            (3, 2, Flow),   // e4
+            (3, 4, Flow),   // e5
+            (4, 1, Flow),   // e6
+            (4, 6, Return), // e7
+            (5, 6, Return), // e8
+            (2, 3, Flow),   // e9
+        ],
+    )
+}
+
 /// The diamond `n0 -> {n1, n2} -> n3 -> EXIT`: edges `e1` n0->n1, `e2` n0->n2, `e3` n1->n3,
 /// `e4` n2->n3, `e5` n3->EXIT.
 pub fn diamond() -> Cfg {

@@ -111,7 +111,7 @@ pub fn heuristic_weights_with(cfg: &Cfg, dfs: &Dfs, loops: &Loops) -> IdVec<Edge
 mod tests {
     use super::*;
     use crate::cfg::EdgeKind::*;
-    use crate::testing::cfg;
+    use crate::testing::{cfg, nested_loops};
 
     #[test]
     fn while_loop_around_if_then_else() {
@@ -162,25 +162,7 @@ mod tests {
 
     #[test]
     fn nested_loops_first_rule_wins() {
-        //   n0 -> n1 (outer head) -> n2 (inner head) -> n3 -> n2   (e4 back, inner)
-        //                                               n3 -> n4   (e5)
-        //                            n2 -> n5 (e3: break out of both loops)
-        //                            n4 -> n1 (e6 back, outer), n4 -> EXIT (e7, return in loop)
-        //                            n5 -> EXIT (e8)
-        let g = cfg(
-            6,
-            &[
-                (0, 1, Flow),   // e1
-                (1, 2, Flow),   // e2
-                (2, 5, Flow),   // e3
-                (3, 2, Flow),   // e4
-                (3, 4, Flow),   // e5
-                (4, 1, Flow),   // e6
-                (4, 6, Return), // e7
-                (5, 6, Return), // e8
-                (2, 3, Flow),   // e9
-            ],
-        );
+        let g = nested_loops();
         let w = heuristic_weights(&g);
         // n1: weight 1, exits {e3, e7} get 1/2 each, e2 = 10.
         // n2: weight 10, exits {e3, e5}: e3 keeps 0.5 (outer loop first), e5 = 5;
