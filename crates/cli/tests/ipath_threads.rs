@@ -20,7 +20,16 @@
 //! thread: their later records only unwind) and entries of `worker` (a new thread).
 //! `yield_to` is declared `pure` (`nounwind willreturn`), so the set's functions may call it
 //! (a call that cannot end the caller's frame: a summary edge) — the thread switches happen
-//! with set activations live.
+//! with set activations live; `via` (also `pure`) calls a set function back from inside a set
+//! activation (`nest`), so threads switch at different depths of nested roots.
+//!
+//! What it catches (checked 2026-11-24 by making the runtime's four thread-locals plain
+//! globals, `c/ipath.c`, `include/tally.h` and the instrumenter's `LLVMSetThreadLocalMode`):
+//! `ipath-piecewise` fails both ways (`leaf` block n1: 36 against edges-naive's 45; six path
+//! numbers differ from the trace cut), since piecewise keeps `open` in a thread-local across
+//! summary calls. Context mode keeps nothing in them across a call that can block (its
+//! handshake and returned register are written and read with no call between), so only a
+//! preemption inside those few instructions (`free`, by chance) could show shared state there.
 
 #[path = "support/ipath_cut.rs"]
 mod ipath_cut;
@@ -43,6 +52,8 @@ void setup(int token, int n);
 void finish(int me);
 /* Hands the token to the next thread and waits for it (token schedule); returns 0. */
 int yield_to(int me) __attribute__((nothrow, pure));
+/* Calls f(me, x) (sched.c): a set function entered under a set activation's pending call. */
+int via(int (*f)(int, int), int me, int x) __attribute__((nothrow, pure));
 
 __attribute__((noinline)) static int leaf(int me, int x) {
     if (x % 4 == 0)
@@ -66,12 +77,17 @@ __attribute__((noinline)) static int mid(int me, int x) {
     return s + even(me, x % 7);
 }
 
+/* Roots nested inside a set activation: threads switch at different depths of roots. */
+__attribute__((noinline)) static int nest(int me, int x) {
+    return via(x % 2 ? fib : odd, me, x % 6) + leaf(me, x);
+}
+
 typedef int op(int, int);
-static op *const ops[] = {mid, odd, fib, leaf};
+static op *const ops[] = {mid, odd, fib, leaf, nest};
 
 /* Calls through pointers (so not in the set itself): the set functions it calls are roots. */
 __attribute__((noinline)) static int dispatch(int me, int i, int x) {
-    return ops[(i + me) % 4](me, x % 9) + mid(me, i);
+    return ops[(i + me) % 5](me, x % 9) + mid(me, i);
 }
 
 static long results[N];
@@ -140,6 +156,8 @@ void finish(int me) {
     if (next >= 0)
         handoff(next);
 }
+
+int via(int (*f)(int, int), int me, int x) { return f(me, x); }
 
 int yield_to(int me) {
     if (!token_mode)
@@ -330,7 +348,7 @@ fn ipath_under_threads_equals_edges_naive_and_the_trace_cut_per_thread() {
                         .map(|f| m.meta.functions[f.function as usize].name.clone())
                 })
                 .collect();
-            for f in ["leaf", "even", "odd", "fib", "mid"] {
+            for f in ["leaf", "even", "odd", "fib", "mid", "nest"] {
                 assert!(set_names.contains(f), "{what}: {f} is not in the set");
             }
             let (threads, switches) = split(&trace, &naive, &set_names);
