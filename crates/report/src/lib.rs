@@ -566,6 +566,12 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
 fn ipath_text(meta: &ModuleMeta, potential: u128, r: &modes::ipath::IpathRow) -> IpathPath {
     use modes::ipath::IpathStep;
     let name = |f: u32| meta.functions[f as usize].name.clone();
+    let at = |function: u32, block: u32, site: u32, callee: Option<u32>| IpathCallStep {
+        caller: name(function),
+        block,
+        site,
+        callee: callee.map(name),
+    };
     let steps = r
         .steps
         .iter()
@@ -588,12 +594,7 @@ fn ipath_text(meta: &ModuleMeta, potential: u128, r: &modes::ipath::IpathRow) ->
                 callee,
                 matched,
             } => IpathPathStep::Call {
-                call: IpathCallStep {
-                    caller: name(function),
-                    block,
-                    site,
-                    callee: Some(name(callee)),
-                },
+                call: at(function, block, site, Some(callee)),
                 matched,
             },
             IpathStep::Return {
@@ -603,12 +604,7 @@ fn ipath_text(meta: &ModuleMeta, potential: u128, r: &modes::ipath::IpathRow) ->
                 callee,
                 matched,
             } => IpathPathStep::Return {
-                call: IpathCallStep {
-                    caller: name(function),
-                    block,
-                    site,
-                    callee: Some(name(callee)),
-                },
+                call: at(function, block, site, Some(callee)),
                 matched,
             },
             IpathStep::Summary {
@@ -616,12 +612,7 @@ fn ipath_text(meta: &ModuleMeta, potential: u128, r: &modes::ipath::IpathRow) ->
                 block,
                 site,
                 callee,
-            } => IpathPathStep::Summary(IpathCallStep {
-                caller: name(function),
-                block,
-                site,
-                callee: callee.map(name),
-            }),
+            } => IpathPathStep::Summary(at(function, block, site, callee)),
             IpathStep::Restart => IpathPathStep::Restart,
             IpathStep::Reentry => IpathPathStep::Reentry,
             IpathStep::Cut => IpathPathStep::Cut,
