@@ -447,6 +447,35 @@ fn ipath_json_selection_consumer_and_damage() {
         "{text}"
     );
 
+    // Path mode: --function keeps the matching functions.
+    build(
+        Variant::Tally("path"),
+        false,
+        &["-O0", "-g", tiny.to_str().unwrap()],
+        &dir.join("path"),
+        &dir,
+    );
+    assert!(run(&dir.join("path"), &[], &dir, &dir.join("path.tally"))
+        .status
+        .success());
+    let o = tally_paths(
+        &dir,
+        "path.tally",
+        &["--format", "json", "--function", "^tr"],
+    );
+    let p: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = p["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["tri"], "{p}");
+    assert!(p.get("interprocedural").is_none(), "{p}");
+    let o = tally_paths(&dir, "path.tally", &["--function", "("]);
+    assert!(!o.status.success() && o.stderr.ends_with(b"\n"), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
+
     // A real consumer: the total of the counts and the kinds of steps, from jq or python3.
     let total: u64 = all.iter().map(|p| p["count"].as_u64().unwrap()).sum();
     let file = dir.join("paths.json");
