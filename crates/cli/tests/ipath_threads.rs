@@ -2,39 +2,46 @@
 //! program — four threads, each running recursive (`fib`), mutually recursive (`even`/`odd`)
 //! and directly calling (`mid` -> `leaf`, `odd` -> `leaf`) functions of one translation unit
 //! on its own inputs, entered through a table of function pointers — is built in `ipath`,
-//! `ipath-piecewise`, `edges-naive` and `trace-naive` mode and run under two schedules:
+//! `ipath-piecewise`, `edges-naive` and `trace-naive` mode and run under three schedules:
 //!
-//! - `free`: the threads run at once (builds with `--tally-atomic`, as threads require);
-//! - `token`: one thread runs at a time and hands a token to the next one from *inside* the
-//!   set's activations (`leaf` and `fib` call `yield_to`, which posts the next thread's
-//!   semaphore and waits on its own), so every thread is suspended, again and again, in the
-//!   middle of interprocedural paths, with calls pending, while the others run theirs.
+//! - `free`: the threads run at once, 3000 rounds of work each (builds with `--tally-atomic`,
+//!   as threads require);
+//! - `seq`: the same work, one thread after the other;
+//! - `token`: one round; one thread runs at a time and hands a token to the next one from
+//!   *inside* the set's activations (`leaf` and `fib` call `yield_to`, which posts the next
+//!   thread's semaphore and waits on its own), so every thread is suspended, again and again,
+//!   in the middle of interprocedural paths, with calls pending, while the others run theirs.
 //!
-//! Under both, every block and edge count derived from the interprocedural paths equals the
-//! `edges-naive` oracle's. Under `token`, the path counts equal the `trace-naive` trace cut
-//! per thread (`support/ipath_cut.rs`): the trace is one stream of records without thread ids,
-//! but the token makes it splittable — an edge record names its activation, whose thread is
-//! known; an entry record belongs to the thread that holds the token, which is the thread of
-//! the last edge record, except for edges of threads that gave the token away for good
-//! (`handoff`, entered to pass it on at a thread's end and by `main` to start the first
-//! thread: their later records only unwind) and entries of `worker` (a new thread).
+//! Under `free` and `token`, every block and edge count derived from the interprocedural paths
+//! equals the `edges-naive` oracle's. The path counts of prog.c's set under `free` equal those
+//! under `seq` (the threads run the same code of prog.c under both; only sched.c differs).
+//! Under `token`, the path counts equal the `trace-naive` trace cut per thread
+//! (`support/ipath_cut.rs`): the trace is one stream of records without thread ids, but the
+//! token makes it splittable — an edge record names its activation, whose thread is known; an
+//! entry record belongs to the thread that holds the token, which is the thread of the last
+//! edge record, except for edges of threads that gave the token away for good (`handoff`,
+//! entered to pass it on at a thread's end and by `main` to start the first thread: their later
+//! records only unwind) and entries of `worker` (a new thread). The split checks itself: every
+//! edge record must belong to its thread's innermost activation.
 //! `yield_to` is declared `pure` (`nounwind willreturn`), so the set's functions may call it
 //! (a call that cannot end the caller's frame: a summary edge) — the thread switches happen
 //! with set activations live; `via` (also `pure`) calls a set function back from inside a set
 //! activation (`nest`), so threads switch at different depths of nested roots.
 //!
 //! What it catches (checked 2026-11-24 by making the runtime's four thread-locals plain
-//! globals, `c/ipath.c`, `include/tally.h` and the instrumenter's `LLVMSetThreadLocalMode`):
-//! `ipath-piecewise` fails both ways (`leaf` block n1: 36 against edges-naive's 45; six path
-//! numbers differ from the trace cut), since piecewise keeps `open` in a thread-local across
-//! summary calls. Context mode keeps nothing in them across a call that can block (its
-//! handshake and returned register are written and read with no call between), so only a
-//! preemption inside those few instructions (`free`, by chance) could show shared state there.
+//! globals: `c/ipath.c`, `include/tally.h` and the instrumenter's `LLVMSetThreadLocalMode`):
+//! `ipath-piecewise` fails every time under `token` (`leaf` block n1: 36 against
+//! edges-naive's 45; six path numbers differ from the trace cut), since piecewise keeps
+//! `open` in a thread-local across summary calls. Context mode keeps nothing in them across a
+//! call that can block (its handshake and returned register are written and read with no call
+//! between), so only threads racing inside those few instructions show shared state: `free`
+//! caught it in 3 of 4 runs (a block count off by one, or a path number out of range), and in
+//! 1 of 3 with 300 rounds; with the real runtime every run passed.
 
 #[path = "support/ipath_cut.rs"]
 mod ipath_cut;
 mod support;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use support::*;
 use tally_format::profile::Profile;
@@ -44,11 +51,12 @@ const PROG: &str = r#"#include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define N 4
 extern sem_t turns[];
-void setup(int token, int n);
+void setup(const char *schedule, int n);
 void finish(int me);
 /* Hands the token to the next thread and waits for it (token schedule); returns 0. */
 int yield_to(int me) __attribute__((nothrow, pure));
@@ -91,13 +99,15 @@ __attribute__((noinline)) static int dispatch(int me, int i, int x) {
 }
 
 static long results[N];
+static int rounds = 1;
 
 static void *worker(void *arg) {
     int me = (int)(intptr_t)arg;
     sem_wait(&turns[me]);
     long t = 0;
-    for (int i = 0; i < 10 + 4 * me; i++)
-        t += dispatch(me, i, i * (me + 3) + 1);
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < 10 + 4 * me; i++)
+            t += dispatch(me, i, i * (me + 3) + 1);
     results[me] = t;
     finish(me);
     return 0;
@@ -105,8 +115,10 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
     int token = argc > 1 && strcmp(argv[1], "token") == 0;
+    if (argc > 2)
+        rounds = atoi(argv[2]);
     pthread_t th[N];
-    setup(token, N);
+    setup(argv[1], N);
     for (int i = 0; i < N; i++)
         pthread_create(&th[i], 0, worker, (void *)(intptr_t)i);
     if (token)
@@ -122,17 +134,20 @@ int main(int argc, char **argv) {
 "#;
 
 const SCHED: &str = r#"#include <semaphore.h>
+#include <string.h>
 
 #define MAXT 8
 sem_t turns[MAXT];
-static int token_mode, n_threads, done[MAXT];
+static int token_mode, seq_mode, n_threads, done[MAXT];
 static volatile int yields;
 
-void setup(int token, int n) {
-    token_mode = token;
+/* free: every thread at once; seq: one after the other; token: taking turns (yield_to). */
+void setup(const char *schedule, int n) {
+    token_mode = strcmp(schedule, "token") == 0;
+    seq_mode = strcmp(schedule, "seq") == 0;
     n_threads = n;
     for (int i = 0; i < n; i++)
-        sem_init(&turns[i], 0, token ? 0 : 1);
+        sem_init(&turns[i], 0, token_mode || (seq_mode && i > 0) ? 0 : 1);
 }
 
 static int next_live(int me) {
@@ -150,6 +165,8 @@ __attribute__((noinline)) void handoff(int next) { sem_post(&turns[next]); }
 void finish(int me) {
     if (me >= 0)
         done[me] = 1;
+    if (seq_mode && me >= 0 && me + 1 < n_threads)
+        handoff(me + 1);
     if (!token_mode)
         return;
     int next = next_live(me);
@@ -266,9 +283,12 @@ fn build_mode(dir: &Path, mode: &'static str, opt: &str) {
     build(Variant::Tally(mode), false, &args, &dir.join(mode), dir);
 }
 
+/// Runs the `mode` build under `schedule`: `token` once, `free` and `seq` with 3000 rounds of
+/// each thread's work (so that free threads overlap and race on anything they share).
 fn run_mode(dir: &Path, mode: &str, schedule: &str) -> Vec<u8> {
+    let rounds = if schedule == "token" { "1" } else { "3000" };
     let out = std::process::Command::new(dir.join(mode))
-        .arg(schedule)
+        .args([schedule, rounds])
         .current_dir(dir)
         .env(
             "TALLY_PROFILE",
@@ -295,9 +315,9 @@ fn ipath_under_threads_equals_edges_naive_and_the_trace_cut_per_thread() {
         for mode in IPATH_MODES.iter().chain(&["edges-naive", "trace-naive"]) {
             build_mode(&dir, mode, opt);
         }
-        let mut outputs = BTreeSet::new();
         for schedule in ["free", "token"] {
             let what = format!("threads{opt} {schedule}");
+            let mut outputs = BTreeSet::new();
             outputs.insert(run_mode(&dir, "edges-naive", schedule));
             let naive = report_json(&dir.join(format!("edges-naive-{schedule}.tally")));
             for mode in IPATH_MODES {
@@ -315,20 +335,41 @@ fn ipath_under_threads_equals_edges_naive_and_the_trace_cut_per_thread() {
                     "{what} {mode}: {by_paths} functions by paths"
                 );
             }
+            if schedule == "token" {
+                outputs.insert(run_mode(&dir, "trace-naive", "token"));
+            }
+            assert_eq!(
+                outputs.len(),
+                1,
+                "{what}: the builds print different results"
+            );
         }
-        assert_eq!(
-            outputs.len(),
-            1,
-            "threads{opt}: the builds print different results"
-        );
+
+        // Free threads count the paths one thread after another counts: prog.c runs the same
+        // per thread under both (only sched.c's control flow differs).
+        for mode in IPATH_MODES {
+            run_mode(&dir, mode, "seq");
+            let read = |schedule: &str| {
+                ipath_cut::path_counts(
+                    &Profile::read_file(dir.join(format!("{mode}-{schedule}.tally"))).unwrap(),
+                )
+            };
+            let prog = |mut c: BTreeMap<String, BTreeMap<u128, u64>>| {
+                let key = c.keys().find(|k| k.ends_with("/prog.c")).cloned();
+                c.remove(&key.expect("prog.c's set")).unwrap()
+            };
+            let (free, seq) = (prog(read("free")), prog(read("seq")));
+            assert!(
+                free.values().sum::<u64>() > 100_000,
+                "threads{opt} {mode}: {free:?}"
+            );
+            assert_eq!(
+                free, seq,
+                "threads{opt} {mode}: free and seq path counts differ"
+            );
+        }
 
         // The path counts of the token run against the trace-naive trace, cut per thread.
-        outputs.insert(run_mode(&dir, "trace-naive", "token"));
-        assert_eq!(
-            outputs.len(),
-            1,
-            "threads{opt}: trace-naive prints another result"
-        );
         let naive = Profile::read_file(dir.join("trace-naive-token.tally")).unwrap();
         let trace = tally_format::trace::read_trace(
             &std::fs::read(dir.join("trace-naive-token.trace")).unwrap(),

@@ -164,6 +164,29 @@ impl SetCut {
     }
 }
 
+/// The path counts of a module's set (its table owner's entries), by number.
+fn module_counts(m: &tally_format::profile::ProfileModule) -> BTreeMap<u128, u64> {
+    let ip = m.meta.ipath.as_ref().expect("a module with a set");
+    let mut counts = BTreeMap::new();
+    for e in m.paths.iter().filter(|e| e.function == ip.table_owner) {
+        if e.kind == PathEntryKind::Lost {
+            assert_eq!(e.count, 0, "{}: lost increments", m.meta.source);
+            continue;
+        }
+        *counts.entry(u128::from(e.path)).or_insert(0u64) += e.count;
+    }
+    counts
+}
+
+/// Every set's path counts in an ipath profile, by module source.
+pub fn path_counts(p: &Profile) -> BTreeMap<String, BTreeMap<u128, u64>> {
+    p.modules
+        .iter()
+        .filter(|m| m.meta.ipath.is_some())
+        .map(|m| (m.meta.source.clone(), module_counts(m)))
+        .collect()
+}
+
 /// The sets of the ipath profile, matched with the trace-naive build's functions.
 pub fn sets(ipath: &Profile, naive: &Profile) -> Vec<SetCut> {
     let mut out = Vec::new();
@@ -196,14 +219,7 @@ pub fn sets(ipath: &Profile, naive: &Profile) -> Vec<SetCut> {
                 .unwrap_or_else(|| panic!("{}: not in the trace-naive build", fm.name));
             ids.insert((nm.hash, ni as u32), FnId::new(i));
         }
-        let mut profile = BTreeMap::new();
-        for e in m.paths.iter().filter(|e| e.function == ip.table_owner) {
-            if e.kind == PathEntryKind::Lost {
-                assert_eq!(e.count, 0, "{}: lost increments", m.meta.source);
-                continue;
-            }
-            *profile.entry(u128::from(e.path)).or_insert(0u64) += e.count;
-        }
+        let profile = module_counts(m);
         out.push(SetCut {
             source: m.meta.source.clone(),
             num,
