@@ -186,9 +186,14 @@ struct PathsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// Paths listed per ranking (0 = all).
-    #[arg(long, default_value_t = 10)]
-    top: usize,
+    /// Paths listed per ranking (0 = all; default 10 in text; the JSON lists every path, or
+    /// with --top the hottest interprocedural paths).
+    #[arg(long)]
+    top: Option<usize>,
+    /// Only functions (path mode) or interprocedural paths through functions (ipath modes)
+    /// whose name matches this regular expression (symbol or demangled).
+    #[arg(long, value_name = "REGEX")]
+    function: Option<String>,
     /// Do not quote source lines.
     #[arg(long)]
     no_source: bool,
@@ -359,10 +364,35 @@ fn diff(a: DiffArgs) -> Result<i32> {
 fn paths(a: PathsArgs) -> Result<i32> {
     let profile = read_profiles(&a.profiles)?;
     let title = title(&a.profiles);
-    let r = tally_report::analyze(&profile)?;
+    let mut r = tally_report::analyze(&profile)?;
+    let filter = match &a.function {
+        Some(re) => Some(regex_lite::Regex::new(re).with_context(|| format!("--function {re}"))?),
+        None => None,
+    };
+    let matches = |name: &str, demangled: &str| {
+        filter
+            .as_ref()
+            .is_none_or(|f| f.is_match(name) || f.is_match(demangled))
+    };
+    if filter.is_some() {
+        r.functions.retain(|f| matches(&f.name, &f.demangled));
+    }
+    let sel = tally_report::ipaths::Select {
+        top: a.top.filter(|&n| n > 0),
+        function: filter
+            .is_some()
+            .then_some(&matches as &dyn Fn(&str, &str) -> bool),
+    };
     let out = match a.format {
-        Format::Json => tally_report::render::paths_json(&r, &title),
-        Format::Text => tally_report::render::paths_text(&r, &title, a.top, !a.no_source),
+        Format::Json => tally_report::render::paths_json_with(&r, &title, &sel),
+        Format::Text => {
+            let top = a.top.unwrap_or(10);
+            let sel = tally_report::ipaths::Select {
+                top: (top > 0).then_some(top),
+                ..sel
+            };
+            tally_report::render::paths_text_with(&r, &title, top, !a.no_source, &sel)
+        }
     };
     write_out(a.output.as_ref(), out.as_bytes())?;
     Ok(warn_inconsistent(&r))

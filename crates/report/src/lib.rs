@@ -18,6 +18,7 @@
 pub mod cobertura;
 pub mod diff;
 pub mod html;
+pub mod ipaths;
 pub mod lcov;
 mod modes;
 pub mod placements;
@@ -380,7 +381,7 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
                     for (fi, s) in solved.functions {
                         ip_solved.insert(fi, Ok(s));
                     }
-                    ipaths.extend(solved.rows.iter().map(|r| ipath_text(meta, r)));
+                    ipaths.extend(solved.rows.iter().map(|r| ipath_text(meta, ip.total, r)));
                 }
                 Err(
                     e @ (ReportSolveError::Numbering { .. }
@@ -561,33 +562,72 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
     })
 }
 
-/// An interprocedural path as text: each block as `function:bN (file:line)`, calls and
-/// returns marked.
-fn ipath_text(meta: &ModuleMeta, r: &modes::ipath::IpathRow) -> IpathPath {
+/// An interprocedural path with its functions named and its blocks located.
+fn ipath_text(meta: &ModuleMeta, potential: u128, r: &modes::ipath::IpathRow) -> IpathPath {
     use modes::ipath::IpathStep;
+    let name = |f: u32| meta.functions[f as usize].name.clone();
+    let at = |function: u32, block: u32, site: u32, callee: Option<u32>| IpathCallStep {
+        caller: name(function),
+        block,
+        site,
+        callee: callee.map(name),
+    };
     let steps = r
         .steps
         .iter()
         .map(|s| match *s {
             IpathStep::Block { function, block } => {
                 let f = &meta.functions[function as usize];
-                let at = f.blocks.get(block as usize).map(|l| {
-                    let file = loc_file(meta, l).unwrap_or_default();
-                    format!(" ({file}:{})", l.line)
-                });
-                format!("{}:b{block}{}", demangle(&f.name), at.unwrap_or_default())
+                let l = f.blocks.get(block as usize);
+                IpathPathStep::Block {
+                    function: f.name.clone(),
+                    demangled: demangle(&f.name),
+                    block,
+                    file: l.and_then(|l| loc_file(meta, l)),
+                    line: l.map_or(0, |l| l.line),
+                }
             }
-            IpathStep::Call => "call".into(),
-            IpathStep::Return => "return".into(),
-            IpathStep::Summary => "(summary call)".into(),
-            IpathStep::Restart => "(restart)".into(),
-            IpathStep::Cut => "(back/cut edge)".into(),
+            IpathStep::Call {
+                function,
+                block,
+                site,
+                callee,
+                matched,
+            } => IpathPathStep::Call {
+                call: at(function, block, site, Some(callee)),
+                matched,
+            },
+            IpathStep::Return {
+                function,
+                block,
+                site,
+                callee,
+                matched,
+            } => IpathPathStep::Return {
+                call: at(function, block, site, Some(callee)),
+                matched,
+            },
+            IpathStep::Summary {
+                function,
+                block,
+                site,
+                callee,
+            } => IpathPathStep::Summary(at(function, block, site, callee)),
+            IpathStep::Restart => IpathPathStep::Restart,
+            IpathStep::Reentry => IpathPathStep::Reentry,
+            IpathStep::Cut => IpathPathStep::Cut,
+            IpathStep::EarlyExit => IpathPathStep::EarlyExit,
         })
         .collect();
     IpathPath {
         module: meta.source.clone(),
+        mode: meta.mode,
+        potential,
         number: r.number,
         count: r.count,
+        start: r.start,
+        end: r.end,
+        context: r.context,
         steps,
     }
 }
@@ -597,12 +637,115 @@ fn ipath_text(meta: &ModuleMeta, r: &modes::ipath::IpathRow) -> IpathPath {
 pub struct IpathPath {
     /// The module (source file) whose set it belongs to.
     pub module: String,
+    /// `Ipath` (context paths) or `IpathPiecewise`.
+    pub mode: Mode,
+    /// The number of paths of the module's set.
+    pub potential: u128,
     /// Path number.
     pub number: u128,
     /// Times it ran.
     pub count: u64,
-    /// Blocks (`function:bN (file:line)`), calls, returns, restarts and cuts, in order.
-    pub steps: Vec<String>,
+    /// How it starts: `entry`, `back-edge`, `cut` or `reentry`.
+    pub start: &'static str,
+    /// How it ends: `return`, `back-edge`, `cut` or `early-exit`.
+    pub end: &'static str,
+    /// The number of leading steps that are its calling context (they ran as part of an
+    /// earlier path; context mode, after a back or cut edge).
+    pub context: usize,
+    /// Blocks, calls, returns, restarts and cuts, in order.
+    pub steps: Vec<IpathPathStep>,
+}
+
+/// A call site in an [`IpathPathStep`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IpathCallStep {
+    /// The calling function (its symbol).
+    pub caller: String,
+    /// The caller's block holding the call.
+    pub block: u32,
+    /// The call site's index in the caller's list of call sites.
+    pub site: u32,
+    /// The callee, if known (unknown: a call through a pointer or out of the set).
+    pub callee: Option<String>,
+}
+
+/// A step of an [`IpathPath`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IpathPathStep {
+    /// A block.
+    Block {
+        /// The function's symbol.
+        function: String,
+        /// Demangled.
+        demangled: String,
+        /// Block id (as in `tally report`).
+        block: u32,
+        /// Its source file.
+        file: Option<String>,
+        /// Its line (0: unknown).
+        line: u32,
+    },
+    /// A call into the callee's entry block; `matched`: the path returns from it too.
+    Call {
+        /// The site.
+        call: IpathCallStep,
+        /// The path also takes the return.
+        matched: bool,
+    },
+    /// A return to the caller's site; `matched`: the path took the call too.
+    Return {
+        /// The site.
+        call: IpathCallStep,
+        /// The path took the call.
+        matched: bool,
+    },
+    /// A call whose callee's paths are separate (a summary edge).
+    Summary(IpathCallStep),
+    /// The path starts after a back or cut edge.
+    Restart,
+    /// The path starts where a `longjmp` came back.
+    Reentry,
+    /// The path ends at a back or cut edge.
+    Cut,
+    /// The path ends where its frame was abandoned.
+    EarlyExit,
+}
+
+impl std::fmt::Display for IpathPathStep {
+    /// `function:bN (file:line)` for a block; `call`, `return` (with what is unmatched said),
+    /// and the markers in parentheses.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IpathPathStep::Block {
+                demangled,
+                block,
+                file,
+                line,
+                ..
+            } => write!(
+                f,
+                "{demangled}:b{block} ({}:{line})",
+                file.as_deref().unwrap_or_default()
+            ),
+            IpathPathStep::Call { matched: true, .. } => f.write_str("call"),
+            IpathPathStep::Call { matched: false, .. } => f.write_str("call (still pending)"),
+            IpathPathStep::Return { matched: true, .. } => f.write_str("return"),
+            IpathPathStep::Return {
+                matched: false,
+                call,
+            } => write!(
+                f,
+                "return (unmatched: to {}:b{})",
+                demangle(&call.caller),
+                call.block
+            ),
+            IpathPathStep::Summary(_) => f.write_str("(summary call)"),
+            IpathPathStep::Restart => f.write_str("(restart)"),
+            IpathPathStep::Reentry => f.write_str("(reentry)"),
+            IpathPathStep::Cut => f.write_str("(back/cut edge)"),
+            IpathPathStep::EarlyExit => f.write_str("(early exit)"),
+        }
+    }
 }
 
 /// The path counts of function `fi` of a module: from its counter slice (array storage) or

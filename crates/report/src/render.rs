@@ -605,13 +605,28 @@ fn path_line(s: &mut String, rank: usize, x: &Ranked, sources: &mut Sources, sou
 /// Renders the path profile: hottest paths, the paths doing the most work (runs x blocks),
 /// and per function its potential and executed paths.
 pub fn paths_text(r: &Report, title: &str, top: usize, source: bool) -> String {
+    let sel = crate::ipaths::Select {
+        top: (top > 0).then_some(top),
+        function: None,
+    };
+    paths_text_with(r, title, top, source, &sel)
+}
+
+/// [`paths_text`], listing the interprocedural paths `sel` selects.
+pub fn paths_text_with(
+    r: &Report,
+    title: &str,
+    top: usize,
+    source: bool,
+    sel: &crate::ipaths::Select,
+) -> String {
     if r.modes.iter().any(|m| {
         matches!(
             m,
             tally_format::Mode::Ipath | tally_format::Mode::IpathPiecewise
         )
     }) {
-        return ipaths_text(r, title, top);
+        return crate::ipaths::text(r, title, sel);
     }
     let mut s = String::new();
     let pf: Vec<&FunctionReport> = r.functions.iter().filter(|f| f.paths.is_some()).collect();
@@ -704,55 +719,15 @@ pub fn paths_text(r: &Report, title: &str, top: usize, source: bool) -> String {
     s
 }
 
-/// Renders interprocedural paths (modes `ipath`, `ipath-piecewise`), hottest first: each as
-/// its blocks across functions (`function:bN (file:line)`) with calls, returns, summary calls,
-/// restarts after back or cut edges and path ends at them marked.
-fn ipaths_text(r: &Report, title: &str, top: usize) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "tally paths: {title}\n{}{} interprocedural paths executed",
-        program_line(&r.program),
-        r.ipaths.len()
-    );
-    let mut all: Vec<&crate::IpathPath> = r.ipaths.iter().collect();
-    all.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then(a.module.cmp(&b.module))
-            .then(a.number.cmp(&b.number))
-    });
-    let n = if top == 0 {
-        all.len()
-    } else {
-        top.min(all.len())
-    };
-    let _ = writeln!(s, "\nHottest interprocedural paths:");
-    for (i, p) in all.iter().take(n).enumerate() {
-        let _ = writeln!(
-            s,
-            "{:>4}. {:>12} runs  path {} of {}",
-            i + 1,
-            p.count,
-            p.number,
-            p.module
-        );
-        for step in &p.steps {
-            let _ = writeln!(s, "        {step}");
-        }
-    }
-    if all.len() > n {
-        let _ = writeln!(s, "  ... {} more (--top 0 shows all)", all.len() - n);
-    }
-    s
-}
-
 #[derive(Serialize)]
 struct JsonPaths<'a> {
     schema: &'static str,
     profile: &'a str,
     program: Option<JsonProgram>,
     functions: Vec<JsonPathFunction<'a>>,
+    /// Modes `ipath`, `ipath-piecewise`: the interprocedural paths, per module.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    interprocedural: Vec<crate::ipaths::JsonSet<'a>>,
 }
 
 #[derive(Serialize)]
@@ -784,7 +759,13 @@ struct JsonPath<'a> {
 /// Renders the path profile as JSON (schema `tally-paths/1`; path numbers and potential path
 /// counts are decimal strings, since they can exceed 2^53).
 pub fn paths_json(r: &Report, profile: &str) -> String {
+    paths_json_with(r, profile, &crate::ipaths::Select::default())
+}
+
+/// [`paths_json`], listing the interprocedural paths `sel` selects.
+pub fn paths_json_with(r: &Report, profile: &str, sel: &crate::ipaths::Select) -> String {
     let doc = JsonPaths {
+        interprocedural: crate::ipaths::json(r, sel),
         schema: "tally-paths/1",
         profile,
         program: json_program(&r.program),

@@ -28,29 +28,78 @@ pub struct IpathRow {
     pub count: u64,
     /// Its steps in order.
     pub steps: Vec<IpathStep>,
+    /// How it starts: `entry`, `back-edge`, `cut` or `reentry` (the words of `path` mode).
+    pub start: &'static str,
+    /// How it ends: `return`, `back-edge`, `cut` or `early-exit`.
+    pub end: &'static str,
+    /// The number of leading steps that are its calling context (context mode, a path that
+    /// starts after a back or cut edge): they ran before, as part of the path that ended
+    /// there; the path's own steps begin at its [`IpathStep::Restart`].
+    pub context: usize,
 }
 
-/// A step of an interprocedural path.
+/// A step of an interprocedural path. Functions are indices in the module's functions; `site`
+/// is the call site's index in the caller's [`tally_format::IpathFunction::calls`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum IpathStep {
-    /// Block `block` of function `function` (index in the module's functions).
+    /// Block `block` of function `function`.
     Block {
         /// The function.
         function: u32,
         /// The block.
         block: u32,
     },
-    /// A call into the next function.
-    Call,
-    /// A return to the caller.
-    Return,
-    /// A call left as a summary edge (its callee's paths are separate).
-    Summary,
+    /// A call from block `block` of `function` (call site `site`) into `callee`, whose entry
+    /// block comes next. `matched`: the path also takes its return (else the call is still
+    /// pending where the path ends).
+    Call {
+        /// The caller.
+        function: u32,
+        /// The caller's block.
+        block: u32,
+        /// The call site.
+        site: u32,
+        /// The callee.
+        callee: u32,
+        /// The path returns from it.
+        matched: bool,
+    },
+    /// A return from `callee` to call site `site` (in block `block`) of `function`.
+    /// `matched`: the path took the call too; an unmatched return (piecewise mode) leaves a
+    /// function the path entered after a restart, back into a caller it did not see.
+    Return {
+        /// The caller returned to.
+        function: u32,
+        /// The caller's block.
+        block: u32,
+        /// The call site.
+        site: u32,
+        /// The function returning.
+        callee: u32,
+        /// The path took the call.
+        matched: bool,
+    },
+    /// A call left as a summary edge (its callee's paths are separate): a recursive call
+    /// (`callee` known), a call through a pointer or out of the set (`callee` `None`).
+    Summary {
+        /// The caller.
+        function: u32,
+        /// The caller's block.
+        block: u32,
+        /// The call site.
+        site: u32,
+        /// The callee, for a recursive call site.
+        callee: Option<u32>,
+    },
     /// The path starts after a back or cut edge of the next block's function (its calling
     /// context, context mode, comes before).
     Restart,
+    /// The path starts where a `longjmp` came back into the next block's function.
+    Reentry,
     /// The path ends at a back or cut edge.
     Cut,
+    /// The path ends where the frame was abandoned (`exit`, `longjmp`, an exception).
+    EarlyExit,
 }
 
 /// The module's set, solved: per function of the set (module index) its counts, and the rows.
@@ -129,6 +178,13 @@ pub(crate) fn solve_module(
             })
             .map_or(0, |i| i + 1);
         let mut steps = Vec::new();
+        let (mut start, mut end) = ("entry", "return");
+        let mut context = 0;
+        let site = |func: FnId, site: u32| {
+            let f = module_index(func);
+            let c = &ip.functions[func.index()].calls[site as usize];
+            (f, c.block.0, c.callee)
+        };
         for (i, e) in path.iter().enumerate() {
             let counted = i >= first_new;
             match *e {
@@ -143,20 +199,39 @@ pub(crate) fn solve_module(
                     };
                     let kind = g.dag(func).edge(dag).kind;
                     let count_edge = match kind {
-                        DagEdgeKind::Start
-                        | DagEdgeKind::Cfg(_)
-                        | DagEdgeKind::EarlyExit(_)
-                        | DagEdgeKind::ReentryStart(_) => {
+                        DagEdgeKind::Start | DagEdgeKind::Cfg(_) => {
                             steps.extend(block(kind.cfg_edge()));
                             Some(kind.cfg_edge())
                         }
+                        DagEdgeKind::EarlyExit(e) => {
+                            steps.push(IpathStep::EarlyExit);
+                            end = "early-exit";
+                            Some(e)
+                        }
+                        DagEdgeKind::ReentryStart(e) => {
+                            steps.push(IpathStep::Reentry);
+                            steps.extend(block(e));
+                            start = "reentry";
+                            Some(e)
+                        }
                         DagEdgeKind::BackEnd(e) | DagEdgeKind::CutEnd(e) => {
                             steps.push(IpathStep::Cut);
+                            end = if matches!(kind, DagEdgeKind::BackEnd(_)) {
+                                "back-edge"
+                            } else {
+                                "cut"
+                            };
                             Some(e)
                         }
                         DagEdgeKind::BackStart(e) | DagEdgeKind::CutStart(e) => {
+                            context = steps.len();
                             steps.push(IpathStep::Restart);
                             steps.extend(block(e));
+                            start = if matches!(kind, DagEdgeKind::BackStart(_)) {
+                                "back-edge"
+                            } else {
+                                "cut"
+                            };
                             None
                         }
                     };
@@ -165,16 +240,56 @@ pub(crate) fn solve_module(
                         *c = c.checked_add(count).ok_or(ReportSolveError::Overflow)?;
                     }
                 }
-                SEdge::Call { .. } => steps.push(IpathStep::Call),
-                SEdge::Return { .. } => steps.push(IpathStep::Return),
-                SEdge::Summary { .. } => steps.push(IpathStep::Summary),
+                SEdge::Call { func, site: s } | SEdge::Return { func, site: s } => {
+                    let (function, block, callee) = site(func, s);
+                    let callee = callee
+                        .and_then(|q| ip.functions.get(q as usize))
+                        .ok_or_else(|| ReportSolveError::Meta("a call site's callee".into()))?
+                        .function;
+                    steps.push(if matches!(e, SEdge::Call { .. }) {
+                        IpathStep::Call {
+                            function,
+                            block,
+                            site: s,
+                            callee,
+                            matched: false,
+                        }
+                    } else {
+                        IpathStep::Return {
+                            function,
+                            block,
+                            site: s,
+                            callee,
+                            matched: false,
+                        }
+                    });
+                }
+                SEdge::Summary { func, site: s } => {
+                    let (function, block, _) = site(func, s);
+                    let callee = match g.site_kind(func, s) {
+                        tally_graph::ipaths::supergraph::SiteKind::Recursive(q) => {
+                            Some(module_index(q))
+                        }
+                        _ => None,
+                    };
+                    steps.push(IpathStep::Summary {
+                        function,
+                        block,
+                        site: s,
+                        callee,
+                    });
+                }
                 _ => {}
             }
         }
+        match_calls(&mut steps);
         rows.push(IpathRow {
             number,
             count,
             steps,
+            start,
+            end,
+            context,
         });
     }
     let mut out = Vec::with_capacity(cfgs.len());
@@ -186,4 +301,28 @@ pub(crate) fn solve_module(
         functions: out,
         rows,
     })
+}
+
+/// Marks the calls and returns of `steps` that match each other (a return matches the
+/// innermost pending call, which is at the same site: the walk of the supergraph only allows
+/// that); the others stay unmatched.
+fn match_calls(steps: &mut [IpathStep]) {
+    let mut pending = Vec::new();
+    for i in 0..steps.len() {
+        match steps[i] {
+            IpathStep::Call { .. } => pending.push(i),
+            IpathStep::Return { .. } => {
+                if let Some(c) = pending.pop() {
+                    for j in [c, i] {
+                        if let IpathStep::Call { matched, .. } | IpathStep::Return { matched, .. } =
+                            &mut steps[j]
+                        {
+                            *matched = true;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
