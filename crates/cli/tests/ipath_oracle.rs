@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use support::*;
 use tally_format::profile::{PathEntryKind, Profile};
 use tally_format::trace::TraceRecord;
+use tally_graph::ipaths::supergraph::SiteKind;
 use tally_graph::ipaths::{cut_execution, Callee, Event, FnId, IpNumbering, SEdge, Supergraph};
 use tally_graph::{EdgeId, EdgeKind, NodeId};
 
@@ -144,6 +145,47 @@ impl SetRun {
             pending: None,
         });
         Ok(())
+    }
+
+    /// The activations of this set above real-stack position `keep_below` are abandoned (an
+    /// exit, a longjmp or an exception: `Unwind`); with `reentry`, the landing activation (the
+    /// top that remains) is re-entered by a longjmp. Each abandoned activation, and a
+    /// re-entered one, is left pending at a call: the top one at the next call of its block
+    /// (its callee is not in the trace) unless its pending call's callee is still above it.
+    fn abandon(&mut self, keep: usize, reentry: bool) {
+        let g = self.num.graph();
+        if self.stack.len() <= keep && !reentry {
+            return;
+        }
+        if let Some(a) = self.stack.last_mut() {
+            // A direct callee that returned: its call is over.
+            let direct_done = a.pending.is_some_and(|(s, entered)| {
+                entered && matches!(g.site_kind(a.func, s), SiteKind::Direct(_))
+            });
+            if direct_done {
+                a.pending = None;
+                a.done += 1;
+                self.events.push(Event::Resume);
+            }
+            if a.pending.is_none() {
+                let done = a.done;
+                self.advance(done, true);
+            }
+        }
+        if self.stack.len() > keep {
+            self.events.push(Event::Unwind(keep as u32));
+            self.stack.truncate(keep);
+        }
+    }
+
+    /// The top activation takes its re-entry edge `e` (a longjmp landed in it).
+    fn reentry(&mut self, e: EdgeId) {
+        let g = self.num.graph();
+        let a = self.stack.last_mut().expect("a re-entered set activation");
+        a.block = g.cfg(a.func).edge(e).dst;
+        a.done = 0;
+        a.pending = None;
+        self.events.push(Event::Edge(e));
     }
 
     fn edge(&mut self, e: EdgeId) {
@@ -264,19 +306,25 @@ fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
                 real.push((act, (module, function), si));
             }
             TraceRecord::Edge { act, edge } => {
-                assert!(
-                    real.iter().any(|r| r.0 == act),
-                    "record {at}: an edge of activation {act}, which is not active"
-                );
-                // Activations above this one were abandoned.
-                while real.last().is_some_and(|r| r.0 != act) {
-                    let (a, _, si) = real.pop().unwrap();
-                    assert!(si.is_none(), "set activation {a} abandoned (record {at})");
+                let pos = real.iter().position(|r| r.0 == act).unwrap_or_else(|| {
+                    panic!("record {at}: an edge of activation {act}, which is not active")
+                });
+                let e = EdgeId::new(edge as usize);
+                let reentry = cfgs[&real[pos].1].edge(e).kind == EdgeKind::Reentry;
+                if real.len() > pos + 1 || reentry {
+                    // Activations above this one were abandoned (exit, longjmp, exception), and
+                    // with a re-entry edge a longjmp landed in it.
+                    for (si, s) in sets.iter_mut().enumerate() {
+                        let keep = real[..=pos].iter().filter(|r| r.2 == Some(si)).count();
+                        s.abandon(keep, reentry && act_set.get(&act) == Some(&si));
+                    }
+                    for (a, _, _) in real.drain(pos + 1..) {
+                        act_set.remove(&a);
+                    }
                 }
                 let Some(&si) = act_set.get(&act) else {
                     // An activation outside the sets ends at its Return edge.
                     let key = real.last().expect("checked").1;
-                    let e = EdgeId::new(edge as usize);
                     if cfgs[&key].edge(e).kind == EdgeKind::Return {
                         real.pop();
                     }
@@ -289,7 +337,10 @@ fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
                     "{}: record {at}: an edge of a set activation that is not the innermost",
                     s.source
                 );
-                let e = EdgeId::new(edge as usize);
+                if reentry {
+                    s.reentry(e);
+                    continue;
+                }
                 let f = s.stack.last().unwrap().func;
                 let kind = s.g().cfg(f).edge(e).kind;
                 s.edge(e);
@@ -299,6 +350,10 @@ fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
                 }
             }
         }
+    }
+    // The activations left when the trace ends were abandoned by exit.
+    for s in sets.iter_mut() {
+        s.abandon(0, false);
     }
 }
 
@@ -349,11 +404,6 @@ fn check(
     convert(&trace, &naive, &mut sets);
     let (mut runs, mut crossing) = (0, 0);
     for s in &sets {
-        assert!(
-            s.stack.is_empty(),
-            "{name} {mode} {}: the trace ends inside a set activation",
-            s.source
-        );
         let cut = cut_execution(s.g(), s.num.mode(), &s.events)
             .unwrap_or_else(|e| panic!("{name} {mode} {}: {e}", s.source));
         let oracle = cut.counts(&s.num).unwrap();

@@ -168,6 +168,15 @@ pub(crate) fn solve_module(
                 SEdge::Call { .. } => steps.push(IpathStep::Call),
                 SEdge::Return { .. } => steps.push(IpathStep::Return),
                 SEdge::Summary { .. } => steps.push(IpathStep::Summary),
+                // A frame abandoned in the site's block before its direct call (paper 004
+                // §9.2): the block's early-exit edge ran.
+                SEdge::Abandon { func, site } => {
+                    let block = g.calls(func)[site as usize].block;
+                    if let (Some(ee), true) = (cfgs[func.index()].early_exit(block), counted) {
+                        let c = &mut edges[func.index()][ee];
+                        *c = c.checked_add(count).ok_or(ReportSolveError::Overflow)?;
+                    }
+                }
                 _ => {}
             }
         }
