@@ -34,6 +34,7 @@ use tally_format::profile::{PathEntryKind, Profile};
 use tally_format::trace::TraceRecord;
 use tally_graph::ipaths::supergraph::SiteKind;
 use tally_graph::ipaths::{cut_execution, Callee, Event, FnId, IpNumbering, SEdge, Supergraph};
+use tally_graph::paths::DagEdgeKind;
 use tally_graph::{EdgeId, EdgeKind, NodeId};
 
 /// A set activation being converted.
@@ -365,6 +366,12 @@ struct Compared {
     runs: u64,
     /// Of those, runs of paths that cross a call or a return.
     crossing: u64,
+    /// Runs of paths that end where a frame was abandoned (§9.2: `c -> GExit_P` at a direct
+    /// call, or a block's early-exit edge), and of those the ones that cross a call.
+    abandoned: u64,
+    abandoned_crossing: u64,
+    /// Runs of paths that start at a re-entry (`longjmp` came back).
+    reentered: u64,
 }
 
 /// Builds `args` in trace-naive and `mode`, runs both with `run_args`, converts and cuts the
@@ -378,11 +385,12 @@ fn check(
 ) -> Compared {
     let dir = scratch(&format!("ipath-oracle-{name}-{mode}"));
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cxx = a.iter().any(|x| x.ends_with(".cpp"));
     let mut outs = Vec::new();
     for m in ["trace-naive", mode] {
         let vdir = dir.join(m);
         std::fs::create_dir_all(&vdir).unwrap();
-        build(Variant::Tally(m), false, &a, &vdir.join("prog"), &dir);
+        build(Variant::Tally(m), cxx, &a, &vdir.join("prog"), &dir);
         let out = std::process::Command::new("./prog")
             .args(run_args)
             .current_dir(&vdir)
@@ -403,6 +411,7 @@ fn check(
     let mut sets = sets(&ipath, &naive);
     convert(&trace, &naive, &mut sets);
     let (mut runs, mut crossing) = (0, 0);
+    let (mut abandoned, mut abandoned_crossing, mut reentered) = (0, 0, 0);
     for s in &sets {
         let cut = cut_execution(s.g(), s.num.mode(), &s.events)
             .unwrap_or_else(|e| panic!("{name} {mode} {}: {e}", s.source));
@@ -423,19 +432,37 @@ fn check(
         }
         runs += oracle.values().sum::<u64>();
         // Path runs that cross a call (a call or return edge of the supergraph).
-        crossing += cut
-            .paths
-            .iter()
-            .filter(|p| {
+        let crosses = |p: &Vec<SEdge>| {
+            p.iter()
+                .any(|e| matches!(e, SEdge::Call { .. } | SEdge::Return { .. }))
+        };
+        crossing += cut.paths.iter().filter(|p| crosses(p)).count() as u64;
+        let g = s.g();
+        let kind = |e: &SEdge| match *e {
+            SEdge::Intra { func, dag } => Some(g.dag(func).edge(dag).kind),
+            _ => None,
+        };
+        for p in &cut.paths {
+            let last = p.len().checked_sub(2).map(|i| &p[i]);
+            let ends_abandoned = matches!(last, Some(SEdge::Abandon { .. }))
+                || matches!(last.and_then(kind), Some(DagEdgeKind::EarlyExit(_)));
+            if ends_abandoned {
+                abandoned += 1;
+                abandoned_crossing += u64::from(crosses(p));
+            }
+            reentered += u64::from(
                 p.iter()
-                    .any(|e| matches!(e, SEdge::Call { .. } | SEdge::Return { .. }))
-            })
-            .count() as u64;
+                    .any(|e| matches!(kind(e), Some(DagEdgeKind::ReentryStart(_)))),
+            );
+        }
     }
     Compared {
         sets: sets.len(),
         runs,
         crossing,
+        abandoned,
+        abandoned_crossing,
+        reentered,
     }
 }
 
@@ -487,6 +514,37 @@ fn ipath_counts_equal_the_cut_trace_on_test_programs() {
         }
     }
     assert!(runs > 100_000 && crossing > 1000, "too little compared");
+}
+
+/// Paths cut short (paper 004 §9.2), both modes, -O0 and -O2: early.c (`exit` deep in a chain
+/// of static functions called directly, `longjmp` across such a chain, `longjmp` back into a
+/// function waiting in a direct call) and throw.cpp (an exception through such a chain and a
+/// destructor, caught higher up). Every path count equals the cut trace's, and paths that end
+/// where a frame was abandoned, cross a call on the way, and start after a `longjmp` are among
+/// them: before the set took functions that may end early, none of these functions had paths.
+#[test]
+fn ipath_counts_equal_the_cut_trace_when_frames_are_abandoned() {
+    let dir = repo().join("testdata/ipath");
+    for (file, status) in [("early.c", 3), ("throw.cpp", 0)] {
+        for opt in ["-O0", "-O2"] {
+            for mode in ["ipath", "ipath-piecewise"] {
+                let name = format!("{file}{opt}");
+                let c = check(&name, &single(&dir.join(file), opt), &[], status, mode);
+                eprintln!(
+                    "{name} {mode}: {} path runs equal, {} across calls; {} end in an abandoned \
+                     frame ({} of them across calls), {} start at a re-entry",
+                    c.runs, c.crossing, c.abandoned, c.abandoned_crossing, c.reentered
+                );
+                assert!(
+                    c.abandoned >= 10 && c.abandoned_crossing >= 5,
+                    "{name} {mode}: too few abandoned paths"
+                );
+                if file == "early.c" {
+                    assert!(c.reentered >= 5, "{name} {mode}: too few re-entries");
+                }
+            }
+        }
+    }
 }
 
 /// Both modes on a real program built from `args` and run with `run_args`: at least `sets`
