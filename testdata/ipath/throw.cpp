@@ -8,7 +8,10 @@
 
 volatile int sink;
 
+// Its loop restarts the piecewise path before it throws: `open` is 0 when the exception lands.
 __attribute__((noinline)) void maybe_throw(int x) {
+    for (int i = 0; i < x % 3; i++)
+        sink = sink + i;
     if (x % 4 == 1)
         throw std::runtime_error("odd");
     sink = sink + x;

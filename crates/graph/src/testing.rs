@@ -868,6 +868,9 @@ pub mod programs {
         }
     }
 
+    /// `Flow::Unwind::to` of a landing outside the set's activations.
+    const OUTSIDE: usize = usize::MAX - 1;
+
     /// How an activation's call ended.
     #[derive(Copy, Clone, PartialEq, Eq, Debug)]
     enum Flow {
@@ -909,11 +912,10 @@ pub mod programs {
                 lo -= 1;
             }
             let mut options = Vec::new();
-            if lo == 0 && rng.percent(30) {
-                options.push(Flow::Unwind {
-                    to: usize::MAX,
-                    longjmp: false,
-                });
+            if lo == 0 && rng.percent(60) {
+                // `exit`, or a landing outside the set (the execution goes on).
+                let to = if rng.percent(50) { usize::MAX } else { OUTSIDE };
+                options.push(Flow::Unwind { to, longjmp: false });
             }
             for l in lo..=top {
                 let (f, _, site) = self.stack[l];
@@ -937,7 +939,7 @@ pub mod programs {
                 return Flow::Returned;
             };
             if let Flow::Unwind { to, .. } = flow {
-                let keep = if to == usize::MAX { 0 } else { to + 1 };
+                let keep = if to >= OUTSIDE { 0 } else { to + 1 };
                 if keep < self.stack.len() {
                     self.events.push(Event::Unwind(keep as u32));
                 }
@@ -1076,7 +1078,13 @@ pub mod programs {
         };
         for _ in 0..config.entries {
             let f = rng.pick(&gen.outside)?;
-            if gen.activation(rng, f, 0)? != Flow::Returned {
+            let flow = gen.activation(rng, f, 0)?;
+            if flow
+                == (Flow::Unwind {
+                    to: usize::MAX,
+                    longjmp: false,
+                })
+            {
                 break; // exit
             }
         }

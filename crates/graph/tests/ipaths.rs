@@ -45,7 +45,7 @@ const EARLY: ProgramConfig = ProgramConfig {
     early_percent: 35,
 };
 const THROWING: ExecConfig = ExecConfig {
-    entries: 3,
+    entries: 6,
     step_budget: 12,
     callback_percent: 40,
     max_depth: 12,
@@ -397,7 +397,7 @@ fn generator_covers_the_interesting_shapes() {
 fn generator_covers_early_exits() {
     use tally_graph::ipaths::Event::*;
     let (mut exits, mut longjmps, mut exceptions, mut into_direct) = (0, 0, 0, 0);
-    let (mut abandon_edges, mut early_exit_edges, mut deep) = (0, 0, 0);
+    let (mut abandon_edges, mut early_exit_edges, mut deep, mut outside) = (0, 0, 0, 0);
     for seed in 0..600u64 {
         let mut rng = Rng::new(seed);
         let program = random_program(&mut rng, &EARLY);
@@ -425,6 +425,7 @@ fn generator_covers_early_exits() {
                     frames.truncate(k as usize);
                     match events.get(i + 1) {
                         None => exits += 1,
+                        Some(Enter(_)) if k == 0 => outside += 1,
                         Some(Resume) => exceptions += 1,
                         _ => {}
                     }
@@ -450,6 +451,7 @@ fn generator_covers_early_exits() {
     }
     for (what, n) in [
         ("exits", exits),
+        ("landings outside the set", outside),
         ("longjmps", longjmps),
         ("longjmps past other activations", into_direct),
         ("exceptions caught", exceptions),

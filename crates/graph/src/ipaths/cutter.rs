@@ -24,9 +24,10 @@
 //!   activation is pending at a call in a block with an early-exit edge (a call that may not
 //!   return: tally's graphs give such blocks that edge, paper 000 §3.2), and so is the
 //!   remaining innermost one if it is pending at a direct call (its callee was abandoned): its
-//!   next event is then its `Reentry` edge. `Unwind(0)` is `exit`: the execution ends there.
+//!   next event is then its `Reentry` edge. `Unwind(0)` is `exit`, or a `longjmp` or exception
+//!   that lands outside the set's activations: more activations may follow.
 //!
-//! An execution ends with no activation, or with `Unwind(0)`.
+//! An execution ends with no activation (after an `exit`, with `Unwind(0)`).
 //!
 //! # Cutting
 //!
@@ -78,7 +79,8 @@ pub enum Event {
     Call(u32),
     /// The pending call of the current activation returns.
     Resume,
-    /// Every activation but the first `k` is abandoned (`Unwind(0)`: `exit`).
+    /// Every activation but the first `k` is abandoned (`Unwind(0)`: all of them, by `exit` or
+    /// a landing outside the set).
     Unwind(u32),
 }
 
@@ -127,11 +129,7 @@ fn abandonable(g: &Supergraph, a: &Act) -> bool {
 /// Checks that `events` is an execution of the functions of `g` (module doc).
 pub fn check_execution(g: &Supergraph, events: &[Event]) -> Result<(), IpathError> {
     let mut stack: Vec<Act> = Vec::new();
-    let mut exited = false;
     for (at, &ev) in events.iter().enumerate() {
-        if exited {
-            return Err(bad(at, "an event after exit"));
-        }
         if stack.last().is_some_and(|a| a.broken)
             && !matches!(ev, Event::Edge(e) if stack.last().is_some_and(|a| e.index() < g.cfg(a.func).num_edges() && g.cfg(a.func).edge(e).kind == EdgeKind::Reentry))
             && !matches!(ev, Event::Unwind(_))
@@ -240,7 +238,7 @@ pub fn check_execution(g: &Supergraph, events: &[Event]) -> Result<(), IpathErro
                 }
                 stack.truncate(k);
                 match stack.last_mut() {
-                    None => exited = true,
+                    None => {}
                     Some(a) => {
                         let site = a.pending.map(|p| p.0);
                         let direct = site
