@@ -9,21 +9,27 @@
 //!
 //! The conversion: the set is the module's (`IpathMeta`), functions matched between the two
 //! builds by name and graph hash (same sources and flags, so the same graphs). The trace's
-//! activations form the real call stack (an edge of an activation discards the activations
-//! above it: they were abandoned by `exit` or `longjmp`; a set activation must never be).
-//! Activations of functions outside the set are invisible to the cutter: a set function they
-//! enter is a callback inside the pending unknown call of the innermost set activation, or a
-//! new root when no set activation is active. A set function entered while the innermost set
-//! activation is itself the caller (the top of the real stack) is attributed to that block's
-//! next site that can call it: an `Internal` site calling it if the block has one left, else
-//! its unknown site. Before a set activation leaves a block, the block's remaining sites are
-//! called and resumed (calls into code the trace does not see).
+//! activations form the real call stack. Activations of functions outside the set are
+//! invisible to the cutter: a set function they enter is a callback inside the pending unknown
+//! call of the innermost set activation, or a new root when no set activation is active. A set
+//! function entered while the innermost set activation is itself the caller (the top of the
+//! real stack) is attributed to that block's next site that can call it: an `Internal` site
+//! calling it if the block has one left, else its unknown site. Before a set activation leaves
+//! a block, the block's remaining sites are called and resumed (calls into code the trace does
+//! not see).
 //!
-//! Not covered by the conversion: a set function tail-calling (`return f(x)`, call marked
-//! `tail`) a function that enters the set again. trace-naive logs the `Return` edge before such
-//! a call and the cutter's model has no place for the callee's activation after its caller's
-//! return; such a callee would be attributed to a later unknown site of the caller's caller
-//! (the same paths when the callee is a root there too) or make the conversion fail. Only
+//! Abandoned activations (paper 004 §9.2): an edge of an activation with activations above it
+//! on the real stack (an exception landed, or a `longjmp` whose `Reentry` edge it is) or the end
+//! of the trace (`exit`) abandons those above it: each set gets `Unwind(k)`, `k` its
+//! activations that remain, after its innermost abandoned activation (or the one a `longjmp`
+//! re-enters) is left pending at a call: its pending call, or the next call of its block (the
+//! call the trace does not see that ended it), a direct call whose callee returned being over.
+//! A `Reentry` edge is the re-entered activation's next event, without calling the block's
+//! remaining sites.
+//!
+//! A set function that tail-calls (`return f(x)`, call marked `tail`) another function is
+//! reached by summary edges only (the instrumenter's rule), so a function its tail call enters
+//! is a callback inside its caller's pending unknown call, as the conversion sees it. Only
 //! single-threaded programs (trace-naive's records of concurrent threads interleave).
 
 mod support;

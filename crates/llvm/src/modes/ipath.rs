@@ -5,13 +5,16 @@
 //! # The set of functions
 //!
 //! [`Ipath::plan_module`] sees every lowered function of the module. A function is in the set
-//! when it cannot end early (no early-exit edge, landing pad or setjmp: every activation of a
-//! set function returns, so no pending path is ever abandoned; paper 004 §9.2 is not
-//! implemented), has no `callbr` or `musttail` call and every edge that may need code can take
-//! it (as path mode requires). Other functions are profiled with edge counters, exactly, and
-//! calls to them are summary edges. A call is *direct* (`Callee::Internal`) when it calls a set
-//! function with local linkage (which cannot be interposed) and is not the `tail` call ending a
-//! returning block (the return's code precedes it); every other call is `Unknown`. A set
+//! when it has no `callbr` or `musttail` call and every edge that may need code can take it
+//! (as path mode requires); functions that may end early (`exit`, `longjmp`, exceptions,
+//! setjmp) are in it too (paper 004 §9.2, below). Other functions are profiled with edge
+//! counters, exactly, and calls to them are summary edges. A call is *direct*
+//! (`Callee::Internal`) when it calls a set function with local linkage (which cannot be
+//! interposed), is a `call` (an `invoke`'s exception would land in the caller while its path
+//! went on in the callee), is not the `tail` call ending a returning block (the return's code
+//! precedes it), and the callee has no landing pad (its `resume` leaves through the caller) and
+//! no such tail call of its own (what that call does happens after the callee's return, while
+//! its caller would still wait in the direct call); every other call is `Unknown`. A set
 //! function is *entered from outside* unless every use of it is the callee of a direct call.
 //!
 //! # Code
@@ -27,6 +30,21 @@
 //! back to the caller, or (functions that may be roots) call `__tally_ipath_ret`, which
 //! restores a root's interrupted path and returns the root's path number, counted inline. All counts go to one hashed path table per
 //! module (path mode's home table and `__tally_path_count`), owned by the set's first function.
+//!
+//! # Abandoned frames (§9.2)
+//!
+//! A set function that may end early keeps path mode's frame record (pushed, popped and told
+//! where unwinding or a `longjmp` landed exactly as there, `crate::frame`), with a path site
+//! `{table, path}` in its frame: the runtime's stack of pending paths. Before a summary call
+//! in a block with an early-exit edge, `path = reg + abandon(nvc)` (the path that ends if the
+//! frame is abandoned in that call: `tally_graph::ipaths::runtime`, "Abandoned activations")
+//! and the record's site points at it; before a direct call in such a block the site is cleared
+//! (the callee carries the path on, and counts it if it is abandoned). The runtime counts the
+//! sites of abandoned frames (`exit`, `_exit`, unwinding, a `longjmp` past them) and of a frame
+//! a `longjmp` lands in (`c/frames.c`), which then restarts its path at the re-entry (context:
+//! `reg = on_entry + start(nvc)`; piecewise: `GEntry` values, `open = 0`). A summary call keeps
+//! `reg` in the frame; piecewise, `open` is saved before it and restored after it (and at
+//! landing pads), since a root abandoned inside never restored what it saved.
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::emit::{cname, Emitter, Globals};
