@@ -9,21 +9,27 @@
 //!
 //! The conversion: the set is the module's (`IpathMeta`), functions matched between the two
 //! builds by name and graph hash (same sources and flags, so the same graphs). The trace's
-//! activations form the real call stack (an edge of an activation discards the activations
-//! above it: they were abandoned by `exit` or `longjmp`; a set activation must never be).
-//! Activations of functions outside the set are invisible to the cutter: a set function they
-//! enter is a callback inside the pending unknown call of the innermost set activation, or a
-//! new root when no set activation is active. A set function entered while the innermost set
-//! activation is itself the caller (the top of the real stack) is attributed to that block's
-//! next site that can call it: an `Internal` site calling it if the block has one left, else
-//! its unknown site. Before a set activation leaves a block, the block's remaining sites are
-//! called and resumed (calls into code the trace does not see).
+//! activations form the real call stack. Activations of functions outside the set are
+//! invisible to the cutter: a set function they enter is a callback inside the pending unknown
+//! call of the innermost set activation, or a new root when no set activation is active. A set
+//! function entered while the innermost set activation is itself the caller (the top of the
+//! real stack) is attributed to that block's next site that can call it: an `Internal` site
+//! calling it if the block has one left, else its unknown site. Before a set activation leaves
+//! a block, the block's remaining sites are called and resumed (calls into code the trace does
+//! not see).
 //!
-//! Not covered by the conversion: a set function tail-calling (`return f(x)`, call marked
-//! `tail`) a function that enters the set again. trace-naive logs the `Return` edge before such
-//! a call and the cutter's model has no place for the callee's activation after its caller's
-//! return; such a callee would be attributed to a later unknown site of the caller's caller
-//! (the same paths when the callee is a root there too) or make the conversion fail. Only
+//! Abandoned activations (paper 004 §9.2): an edge of an activation with activations above it
+//! on the real stack (an exception landed, or a `longjmp` whose `Reentry` edge it is) or the end
+//! of the trace (`exit`) abandons those above it: each set gets `Unwind(k)`, `k` its
+//! activations that remain, after its innermost abandoned activation (or the one a `longjmp`
+//! re-enters) is left pending at a call: its pending call, or the next call of its block (the
+//! call the trace does not see that ended it), a direct call whose callee returned being over.
+//! A `Reentry` edge is the re-entered activation's next event, without calling the block's
+//! remaining sites.
+//!
+//! A set function that tail-calls (`return f(x)`, call marked `tail`) another function is
+//! reached by summary edges only (the instrumenter's rule), so a function its tail call enters
+//! is a callback inside its caller's pending unknown call, as the conversion sees it. Only
 //! single-threaded programs (trace-naive's records of concurrent threads interleave).
 
 mod support;
@@ -32,7 +38,9 @@ use std::path::{Path, PathBuf};
 use support::*;
 use tally_format::profile::{PathEntryKind, Profile};
 use tally_format::trace::TraceRecord;
+use tally_graph::ipaths::supergraph::SiteKind;
 use tally_graph::ipaths::{cut_execution, Callee, Event, FnId, IpNumbering, SEdge, Supergraph};
+use tally_graph::paths::DagEdgeKind;
 use tally_graph::{EdgeId, EdgeKind, NodeId};
 
 /// A set activation being converted.
@@ -144,6 +152,47 @@ impl SetRun {
             pending: None,
         });
         Ok(())
+    }
+
+    /// The activations of this set above real-stack position `keep_below` are abandoned (an
+    /// exit, a longjmp or an exception: `Unwind`); with `reentry`, the landing activation (the
+    /// top that remains) is re-entered by a longjmp. Each abandoned activation, and a
+    /// re-entered one, is left pending at a call: the top one at the next call of its block
+    /// (its callee is not in the trace) unless its pending call's callee is still above it.
+    fn abandon(&mut self, keep: usize, reentry: bool) {
+        let g = self.num.graph();
+        if self.stack.len() <= keep && !reentry {
+            return;
+        }
+        if let Some(a) = self.stack.last_mut() {
+            // A direct callee that returned: its call is over.
+            let direct_done = a.pending.is_some_and(|(s, entered)| {
+                entered && matches!(g.site_kind(a.func, s), SiteKind::Direct(_))
+            });
+            if direct_done {
+                a.pending = None;
+                a.done += 1;
+                self.events.push(Event::Resume);
+            }
+            if a.pending.is_none() {
+                let done = a.done;
+                self.advance(done, true);
+            }
+        }
+        if self.stack.len() > keep {
+            self.events.push(Event::Unwind(keep as u32));
+            self.stack.truncate(keep);
+        }
+    }
+
+    /// The top activation takes its re-entry edge `e` (a longjmp landed in it).
+    fn reentry(&mut self, e: EdgeId) {
+        let g = self.num.graph();
+        let a = self.stack.last_mut().expect("a re-entered set activation");
+        a.block = g.cfg(a.func).edge(e).dst;
+        a.done = 0;
+        a.pending = None;
+        self.events.push(Event::Edge(e));
     }
 
     fn edge(&mut self, e: EdgeId) {
@@ -264,19 +313,25 @@ fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
                 real.push((act, (module, function), si));
             }
             TraceRecord::Edge { act, edge } => {
-                assert!(
-                    real.iter().any(|r| r.0 == act),
-                    "record {at}: an edge of activation {act}, which is not active"
-                );
-                // Activations above this one were abandoned.
-                while real.last().is_some_and(|r| r.0 != act) {
-                    let (a, _, si) = real.pop().unwrap();
-                    assert!(si.is_none(), "set activation {a} abandoned (record {at})");
+                let pos = real.iter().position(|r| r.0 == act).unwrap_or_else(|| {
+                    panic!("record {at}: an edge of activation {act}, which is not active")
+                });
+                let e = EdgeId::new(edge as usize);
+                let reentry = cfgs[&real[pos].1].edge(e).kind == EdgeKind::Reentry;
+                if real.len() > pos + 1 || reentry {
+                    // Activations above this one were abandoned (exit, longjmp, exception), and
+                    // with a re-entry edge a longjmp landed in it.
+                    for (si, s) in sets.iter_mut().enumerate() {
+                        let keep = real[..=pos].iter().filter(|r| r.2 == Some(si)).count();
+                        s.abandon(keep, reentry && act_set.get(&act) == Some(&si));
+                    }
+                    for (a, _, _) in real.drain(pos + 1..) {
+                        act_set.remove(&a);
+                    }
                 }
                 let Some(&si) = act_set.get(&act) else {
                     // An activation outside the sets ends at its Return edge.
                     let key = real.last().expect("checked").1;
-                    let e = EdgeId::new(edge as usize);
                     if cfgs[&key].edge(e).kind == EdgeKind::Return {
                         real.pop();
                     }
@@ -289,7 +344,10 @@ fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
                     "{}: record {at}: an edge of a set activation that is not the innermost",
                     s.source
                 );
-                let e = EdgeId::new(edge as usize);
+                if reentry {
+                    s.reentry(e);
+                    continue;
+                }
                 let f = s.stack.last().unwrap().func;
                 let kind = s.g().cfg(f).edge(e).kind;
                 s.edge(e);
@@ -299,6 +357,10 @@ fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
                 }
             }
         }
+    }
+    // The activations left when the trace ends were abandoned by exit.
+    for s in sets.iter_mut() {
+        s.abandon(0, false);
     }
 }
 
@@ -310,6 +372,12 @@ struct Compared {
     runs: u64,
     /// Of those, runs of paths that cross a call or a return.
     crossing: u64,
+    /// Runs of paths that end where a frame was abandoned (§9.2: `c -> GExit_P` at a direct
+    /// call, or a block's early-exit edge), and of those the ones that cross a call.
+    abandoned: u64,
+    abandoned_crossing: u64,
+    /// Runs of paths that start at a re-entry (`longjmp` came back).
+    reentered: u64,
 }
 
 /// Builds `args` in trace-naive and `mode`, runs both with `run_args`, converts and cuts the
@@ -323,11 +391,12 @@ fn check(
 ) -> Compared {
     let dir = scratch(&format!("ipath-oracle-{name}-{mode}"));
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cxx = a.iter().any(|x| x.ends_with(".cpp"));
     let mut outs = Vec::new();
     for m in ["trace-naive", mode] {
         let vdir = dir.join(m);
         std::fs::create_dir_all(&vdir).unwrap();
-        build(Variant::Tally(m), false, &a, &vdir.join("prog"), &dir);
+        build(Variant::Tally(m), cxx, &a, &vdir.join("prog"), &dir);
         let out = std::process::Command::new("./prog")
             .args(run_args)
             .current_dir(&vdir)
@@ -348,12 +417,8 @@ fn check(
     let mut sets = sets(&ipath, &naive);
     convert(&trace, &naive, &mut sets);
     let (mut runs, mut crossing) = (0, 0);
+    let (mut abandoned, mut abandoned_crossing, mut reentered) = (0, 0, 0);
     for s in &sets {
-        assert!(
-            s.stack.is_empty(),
-            "{name} {mode} {}: the trace ends inside a set activation",
-            s.source
-        );
         let cut = cut_execution(s.g(), s.num.mode(), &s.events)
             .unwrap_or_else(|e| panic!("{name} {mode} {}: {e}", s.source));
         let oracle = cut.counts(&s.num).unwrap();
@@ -373,19 +438,37 @@ fn check(
         }
         runs += oracle.values().sum::<u64>();
         // Path runs that cross a call (a call or return edge of the supergraph).
-        crossing += cut
-            .paths
-            .iter()
-            .filter(|p| {
+        let crosses = |p: &Vec<SEdge>| {
+            p.iter()
+                .any(|e| matches!(e, SEdge::Call { .. } | SEdge::Return { .. }))
+        };
+        crossing += cut.paths.iter().filter(|p| crosses(p)).count() as u64;
+        let g = s.g();
+        let kind = |e: &SEdge| match *e {
+            SEdge::Intra { func, dag } => Some(g.dag(func).edge(dag).kind),
+            _ => None,
+        };
+        for p in &cut.paths {
+            let last = p.len().checked_sub(2).map(|i| &p[i]);
+            let ends_abandoned = matches!(last, Some(SEdge::Abandon { .. }))
+                || matches!(last.and_then(kind), Some(DagEdgeKind::EarlyExit(_)));
+            if ends_abandoned {
+                abandoned += 1;
+                abandoned_crossing += u64::from(crosses(p));
+            }
+            reentered += u64::from(
                 p.iter()
-                    .any(|e| matches!(e, SEdge::Call { .. } | SEdge::Return { .. }))
-            })
-            .count() as u64;
+                    .any(|e| matches!(kind(e), Some(DagEdgeKind::ReentryStart(_)))),
+            );
+        }
     }
     Compared {
         sets: sets.len(),
         runs,
         crossing,
+        abandoned,
+        abandoned_crossing,
+        reentered,
     }
 }
 
@@ -437,6 +520,37 @@ fn ipath_counts_equal_the_cut_trace_on_test_programs() {
         }
     }
     assert!(runs > 100_000 && crossing > 1000, "too little compared");
+}
+
+/// Paths cut short (paper 004 §9.2), both modes, -O0 and -O2: early.c (`exit` deep in a chain
+/// of static functions called directly, `longjmp` across such a chain, `longjmp` back into a
+/// function waiting in a direct call) and throw.cpp (an exception through such a chain and a
+/// destructor, caught higher up). Every path count equals the cut trace's, and paths that end
+/// where a frame was abandoned, cross a call on the way, and start after a `longjmp` are among
+/// them: before the set took functions that may end early, none of these functions had paths.
+#[test]
+fn ipath_counts_equal_the_cut_trace_when_frames_are_abandoned() {
+    let dir = repo().join("testdata/ipath");
+    for (file, status) in [("early.c", 3), ("throw.cpp", 0)] {
+        for opt in ["-O0", "-O2"] {
+            for mode in ["ipath", "ipath-piecewise"] {
+                let name = format!("{file}{opt}");
+                let c = check(&name, &single(&dir.join(file), opt), &[], status, mode);
+                eprintln!(
+                    "{name} {mode}: {} path runs equal, {} across calls; {} end in an abandoned \
+                     frame ({} of them across calls), {} start at a re-entry",
+                    c.runs, c.crossing, c.abandoned, c.abandoned_crossing, c.reentered
+                );
+                assert!(
+                    c.abandoned >= 10 && c.abandoned_crossing >= 5,
+                    "{name} {mode}: too few abandoned paths"
+                );
+                if file == "early.c" {
+                    assert!(c.reentered >= 5, "{name} {mode}: too few re-entries");
+                }
+            }
+        }
+    }
 }
 
 /// Both modes on a real program built from `args` and run with `run_args`: at least `sets`

@@ -25,15 +25,33 @@ fn compare_args(
     run_args: &[&str],
     mode: &'static str,
 ) -> usize {
+    compare_status(name, opt, args, run_args, mode, 0)
+}
+
+/// [`compare_args`] for a program that exits with `status`.
+fn compare_status(
+    name: &str,
+    opt: &str,
+    args: &[&str],
+    run_args: &[&str],
+    mode: &'static str,
+    status: i32,
+) -> usize {
+    let cxx = args.iter().any(|a| a.ends_with(".cpp"));
     let dir = scratch(&format!("ipaths-{name}{opt}-{mode}"));
     let mut reports = Vec::new();
     let mut outputs = Vec::new();
     for v in [Variant::Tally(mode), Variant::Tally("edges-naive")] {
         let bin = dir.join(v.name());
-        build(v, false, args, &bin, &dir);
+        build(v, cxx, args, &bin, &dir);
         let prof = dir.join(format!("{}.prof", v.name()));
         let o = run(&bin, run_args, &dir, &prof);
-        assert!(o.status.success(), "{name}{opt} {}: {o:?}", v.name());
+        assert_eq!(
+            o.status.code(),
+            Some(status),
+            "{name}{opt} {}: {o:?}",
+            v.name()
+        );
         outputs.push(o.stdout);
         reports.push(report_json(&prof));
     }
@@ -112,6 +130,44 @@ fn ipath_counts_equal_edges_naive_on_path_test_programs() {
                     n >= want,
                     "{file}{opt} {mode}: no function profiled by paths"
                 );
+            }
+        }
+    }
+}
+
+/// Frames abandoned by `exit`, `longjmp` and C++ exceptions (paper 004 §9.2): testdata/ipath's
+/// early.c and throw.cpp and the early-termination programs of testdata/early, whose functions
+/// are now in the set (before, a function that may end early kept edge counters).
+#[test]
+fn ipath_counts_equal_edges_naive_when_frames_are_abandoned() {
+    let mut programs = vec![
+        (repo().join("testdata/ipath/early.c"), 3),
+        (repo().join("testdata/ipath/throw.cpp"), 0),
+    ];
+    for l in std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+    {
+        let mut it = l.split_whitespace();
+        let f = it.next().unwrap();
+        programs.push((
+            repo().join("testdata/early").join(f),
+            it.next().unwrap().parse().unwrap(),
+        ));
+    }
+    for (file, status) in &programs {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        let src = file.display().to_string();
+        for mode in ["ipath", "ipath-piecewise"] {
+            for opt in ["-O0", "-O2"] {
+                let n = compare_status(name, opt, &[opt, "-g", &src], &[], mode, *status);
+                if name == "early.c" || name == "throw.cpp" {
+                    assert!(
+                        n >= 4,
+                        "{name}{opt} {mode}: only {n} functions profiled by paths"
+                    );
+                }
             }
         }
     }

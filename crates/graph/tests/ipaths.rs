@@ -33,6 +33,26 @@ fn config() -> ProptestConfig {
 
 const MODES: [Mode; 2] = [Mode::Context, Mode::Piecewise];
 
+/// Programs with early exits and re-entries, and executions that take them.
+const EARLY: ProgramConfig = ProgramConfig {
+    max_functions: 4,
+    max_blocks: 7,
+    call_percent: 40,
+    max_calls: 3,
+    unknown_percent: 35,
+    outside_percent: 30,
+    cut_percent: 5,
+    early_percent: 35,
+};
+const THROWING: ExecConfig = ExecConfig {
+    entries: 6,
+    step_budget: 12,
+    callback_percent: 40,
+    max_depth: 12,
+    max_events: 20_000,
+    throw_percent: 15,
+};
+
 /// All observable paths by the grammar alone, `None` if more than `cap` or too much search.
 fn enumerate(g: &Supergraph, mode: Mode, cap: usize) -> Option<Vec<Vec<SEdge>>> {
     fn go(
@@ -145,6 +165,24 @@ proptest! {
         }
     }
 
+    /// Executions that end activations early (exit, longjmp, exceptions; §9.2) at random
+    /// points: the machine's counts, with the frame records' sites counted for the abandoned
+    /// activations, equal the cutter's.
+    #[test]
+    fn early_exits_count_the_prefix_that_ran(seed in any::<u64>()) {
+        let mut rng = Rng::new(seed);
+        let program = random_program(&mut rng, &EARLY);
+        let g = Supergraph::new(program.clone()).unwrap();
+        let events = (0..5).find_map(|_| random_execution(&program, &mut rng, &THROWING));
+        for mode in MODES {
+            let num = IpNumbering::new(g.clone(), mode).unwrap();
+            check_dense(&num, &mut rng)?;
+            if let Some(events) = &events {
+                check_run(&num, events)?;
+            }
+        }
+    }
+
     #[test]
     fn demoted_call_sites_fit_a_limit_and_stay_exact(seed in any::<u64>(), limit in 1u128..200) {
         let mut rng = Rng::new(seed);
@@ -241,6 +279,14 @@ fn bad_executions_are_errors() {
         vec![Enter(FnId::new(0)), Edge(e(5))], // edge not from n0
         vec![Enter(FnId::new(0)), Edge(e(1)), Edge(e(3)), Edge(e(5))], // calls of n3 skipped
         vec![Enter(FnId::new(0)), Edge(e(1)), Edge(e(3)), Call(1)], // call out of order
+        vec![
+            Enter(FnId::new(0)),
+            Edge(e(1)),
+            Edge(e(3)),
+            Call(0),
+            Unwind(0),
+        ], // no early exit
+        vec![Enter(FnId::new(0)), Unwind(0)],  // not in a call
     ] {
         let num = IpNumbering::new(g.clone(), Mode::Context).unwrap();
         assert!(matches!(
@@ -294,6 +340,10 @@ fn generator_covers_the_interesting_shapes() {
                         pending.pop();
                     }
                 }
+                Unwind(k) => {
+                    frames.truncate(k as usize);
+                    pending.truncate(k as usize);
+                }
             }
         }
         for mode in MODES {
@@ -338,6 +388,79 @@ fn generator_covers_the_interesting_shapes() {
         ("paths with summary edges", summaries_in_paths),
     ] {
         assert!(n >= 30, "only {n} {what} in 300 programs");
+    }
+}
+
+/// The executions of [`early_exits_count_the_prefix_that_ran`] do end activations early in
+/// every way the cutter distinguishes.
+#[test]
+fn generator_covers_early_exits() {
+    use tally_graph::ipaths::Event::*;
+    let (mut exits, mut longjmps, mut exceptions, mut into_direct) = (0, 0, 0, 0);
+    let (mut abandon_edges, mut early_exit_edges, mut deep, mut outside) = (0, 0, 0, 0);
+    for seed in 0..600u64 {
+        let mut rng = Rng::new(seed);
+        let program = random_program(&mut rng, &EARLY);
+        let g = Supergraph::new(program.clone()).unwrap();
+        let Some(events) = random_execution(&program, &mut rng, &THROWING) else {
+            continue;
+        };
+        let mut frames: Vec<FnId> = Vec::new();
+        for (i, ev) in events.iter().enumerate() {
+            match *ev {
+                Enter(f) => frames.push(f),
+                Edge(e) => {
+                    let kind = g.cfg(*frames.last().unwrap()).edge(e).kind;
+                    if kind == Return {
+                        frames.pop();
+                    }
+                    if kind == Reentry {
+                        longjmps += 1;
+                        into_direct +=
+                            usize::from(matches!(events.get(i.wrapping_sub(1)), Some(Unwind(_))));
+                    }
+                }
+                Unwind(k) => {
+                    deep += usize::from(frames.len() - k as usize > 1);
+                    frames.truncate(k as usize);
+                    match events.get(i + 1) {
+                        None => exits += 1,
+                        Some(Enter(_)) if k == 0 => outside += 1,
+                        Some(Resume) => exceptions += 1,
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        let cut = cut_execution(&g, Mode::Context, &events).unwrap();
+        for p in &cut.paths {
+            for e in p {
+                match e {
+                    SEdge::Abandon { .. } => abandon_edges += 1,
+                    SEdge::Intra { func, dag } => {
+                        early_exit_edges += usize::from(matches!(
+                            g.dag(*func).edge(*dag).kind,
+                            tally_graph::paths::DagEdgeKind::EarlyExit(_)
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    for (what, n) in [
+        ("exits", exits),
+        ("landings outside the set", outside),
+        ("longjmps", longjmps),
+        ("longjmps past other activations", into_direct),
+        ("exceptions caught", exceptions),
+        ("unwinds past several activations", deep),
+        ("paths ending at an abandon edge", abandon_edges),
+        ("paths ending at an early-exit edge", early_exit_edges),
+    ] {
+        eprintln!("{what}: {n}");
+        assert!(n >= 20, "only {n} {what} in 600 programs");
     }
 }
 

@@ -12,11 +12,22 @@
 //!   set, recursive or not), or a function entered from outside called back from an unknown
 //!   callee (any number of times), or, with no activation left, a new call from outside;
 //! - `Edge(e)`: the current activation takes `Flow` or `Return` edge `e` of its graph, after all
-//!   the calls of its block (a `Return` edge ends the activation);
+//!   the calls of its block (a `Return` edge ends the activation), or `Reentry` edge `e`
+//!   (`longjmp` came back to its `setjmp`: the activation must be pending at a call in a block
+//!   with an early-exit edge, the call that let the `longjmp` through);
 //! - `Call(site)`: the current activation makes call `site`, the next call of its block;
-//! - `Resume`: the pending call has returned.
+//! - `Resume`: the pending call has returned (normally, or with an exception the activation
+//!   catches: the landing pad is then the next `Edge`; or after an exception or `longjmp` that
+//!   abandoned activations above landed in code outside the set that returned normally);
+//! - `Unwind(k)`: the activations above the `k` innermost-last first ones are abandoned (`exit`,
+//!   `longjmp`, an exception), at most one `longjmp` or exception at a time. Each abandoned
+//!   activation is pending at a call in a block with an early-exit edge (a call that may not
+//!   return: tally's graphs give such blocks that edge, paper 000 §3.2), and so is the
+//!   remaining innermost one if it is pending at a direct call (its callee was abandoned): its
+//!   next event is then its `Reentry` edge. `Unwind(0)` is `exit`, or a `longjmp` or exception
+//!   that lands outside the set's activations: more activations may follow.
 //!
-//! Every activation returns (early exits and re-entries are not modeled yet).
+//! An execution ends with no activation (after an `exit`, with `Unwind(0)`).
 //!
 //! # Cutting
 //!
@@ -31,6 +42,23 @@
 //! - context (§3.4, §5.5 item 9): the prefix of the current path up to `Entry_P` of this
 //!   activation (the context-prefix), then the surrogate edge `Entry_P -> y`;
 //! - piecewise (§6): `Entry_global -> GEntry_P -> y`.
+//!
+//! Abandoned activations (§9.2.1-§9.2.2: the profile records the prefixes of the current path
+//! and of every pending path): `Unwind(k)` ends, for every level with an abandoned activation,
+//! the level's path at its innermost activation `a`, pending at a call in block `v`: the path
+//! runs on through the summary edges of `v`'s calls after the pending one up to the first
+//! direct call `c` (whose callee never ran) and ends `c -> GExit_P -> Exit_global` (the
+//! surrogate edge `Abandon`), or, with no direct call left in `v`, through all of them and
+//! `v`'s early-exit DAG edge `v -> GExit_P` ([`Supergraph`] module doc). A level whose
+//! outermost activations remain keeps no path: its remaining innermost activation is pending
+//! at a direct call into the abandoned part, and must take its `Reentry` edge next. A
+//! `Reentry` edge `EXIT -> y` of the current activation `a` first ends the level's path at `a`
+//! the same way (unless `Unwind` just ended it), then starts the next one like a back edge into
+//! `y` (the DAG's `START -> y`): context-prefix then `Entry_P -> y`, or
+//! `Entry_global -> GEntry_P -> y` (§9.2.2: "uses the edge `Entry_P -> v` (or the edge
+//! `GEntry_P -> v`) to begin recording a new observable path"). An exception caught by an
+//! activation pending at a summary call continues that activation's path (the summary edge, then
+//! the landing pad's edge): the callee's activations were other levels.
 
 use super::number::IpNumbering;
 use super::supergraph::{Callee, Mode, SEdge, SiteKind, Supergraph};
@@ -51,6 +79,9 @@ pub enum Event {
     Call(u32),
     /// The pending call of the current activation returns.
     Resume,
+    /// Every activation but the first `k` is abandoned (`Unwind(0)`: all of them, by `exit` or
+    /// a landing outside the set).
+    Unwind(u32),
 }
 
 /// The observable paths of an execution, in the order they end.
@@ -78,6 +109,8 @@ struct Act {
     seg: u32,
     /// The pending call and how many activations it has entered.
     pending: Option<(u32, u32)>,
+    /// Its pending direct call's callee was abandoned: only its `Reentry` edge may follow.
+    broken: bool,
 }
 
 fn bad(at: usize, what: impl Into<String>) -> IpathError {
@@ -87,10 +120,25 @@ fn bad(at: usize, what: impl Into<String>) -> IpathError {
     }
 }
 
+/// True if the activation may be abandoned (or re-entered) where it is: pending at a call in
+/// a block with an early-exit edge.
+fn abandonable(g: &Supergraph, a: &Act) -> bool {
+    a.pending.is_some() && g.cfg(a.func).early_exit(a.block).is_some()
+}
+
 /// Checks that `events` is an execution of the functions of `g` (module doc).
 pub fn check_execution(g: &Supergraph, events: &[Event]) -> Result<(), IpathError> {
     let mut stack: Vec<Act> = Vec::new();
     for (at, &ev) in events.iter().enumerate() {
+        if stack.last().is_some_and(|a| a.broken)
+            && !matches!(ev, Event::Edge(e) if stack.last().is_some_and(|a| e.index() < g.cfg(a.func).num_edges() && g.cfg(a.func).edge(e).kind == EdgeKind::Reentry))
+            && !matches!(ev, Event::Unwind(_))
+        {
+            return Err(bad(
+                at,
+                "an activation whose callee was abandoned must be re-entered",
+            ));
+        }
         match ev {
             Event::Enter(f) => {
                 if f.index() >= g.num_functions() {
@@ -118,6 +166,7 @@ pub fn check_execution(g: &Supergraph, events: &[Event]) -> Result<(), IpathErro
                     block: NodeId::new(0),
                     seg: 0,
                     pending: None,
+                    broken: false,
                 });
             }
             Event::Edge(e) => {
@@ -125,10 +174,23 @@ pub fn check_execution(g: &Supergraph, events: &[Event]) -> Result<(), IpathErro
                     return Err(bad(at, "edge outside any activation"));
                 };
                 let cfg = g.cfg(a.func);
-                if a.pending.is_some() || e.index() >= cfg.num_edges() {
+                if e.index() >= cfg.num_edges() {
                     return Err(bad(at, format!("edge {e} not possible here")));
                 }
                 let edge = cfg.edge(e);
+                if edge.kind == EdgeKind::Reentry {
+                    if !abandonable(g, a) {
+                        return Err(bad(at, format!("re-entry {e} where no call may end")));
+                    }
+                    a.pending = None;
+                    a.broken = false;
+                    a.block = edge.dst;
+                    a.seg = 0;
+                    continue;
+                }
+                if a.pending.is_some() {
+                    return Err(bad(at, format!("edge {e} not possible here")));
+                }
                 let calls_done = a.seg as usize == g.block_sites(a.func, a.block).len();
                 if edge.src != a.block || !calls_done || !edge.kind.is_structural() {
                     return Err(bad(at, format!("edge {e} does not leave {}", a.block)));
@@ -163,6 +225,34 @@ pub fn check_execution(g: &Supergraph, events: &[Event]) -> Result<(), IpathErro
                 }
                 a.seg += 1;
             }
+            Event::Unwind(k) => {
+                let k = k as usize;
+                if k >= stack.len() {
+                    return Err(bad(
+                        at,
+                        format!("unwind to {k} of {} activations", stack.len()),
+                    ));
+                }
+                if stack[k..].iter().any(|a| !abandonable(g, a)) {
+                    return Err(bad(at, "an activation abandoned where no call may end"));
+                }
+                stack.truncate(k);
+                match stack.last_mut() {
+                    None => {}
+                    Some(a) => {
+                        let site = a.pending.map(|p| p.0);
+                        let direct = site
+                            .is_some_and(|s| matches!(g.site_kind(a.func, s), SiteKind::Direct(_)));
+                        if !abandonable(g, a) {
+                            return Err(bad(
+                                at,
+                                "the landing activation is not in a call that may end",
+                            ));
+                        }
+                        a.broken = direct;
+                    }
+                }
+            }
         }
     }
     if stack.is_empty() {
@@ -182,7 +272,50 @@ struct Frame {
     entry_len: usize,
     /// Direct call site this activation was entered from.
     from: Option<(FnId, u32)>,
+    block: NodeId,
+    /// Calls of `block` made and resumed.
+    seg: u32,
     pending: Option<u32>,
+    /// Its level's path was ended by `Unwind` (its direct callee was abandoned).
+    ended: bool,
+}
+
+/// The current path `cur` of the level whose innermost activation is `a`, ended where `a` is
+/// abandoned (module doc).
+fn abandoned_path(
+    g: &Supergraph,
+    a: &Frame,
+    cur: &[SEdge],
+    at: usize,
+) -> Result<Vec<SEdge>, IpathError> {
+    let f = a.func;
+    let mut p = cur.to_vec();
+    let sites = g.block_sites(f, a.block);
+    // The pending call's summary edge is already on the path.
+    let from = a.seg as usize + usize::from(a.pending.is_some());
+    for &site in sites.iter().skip(from) {
+        match g.site_kind(f, site) {
+            SiteKind::Direct(_) => {
+                if !g.has_abandon(f, site) {
+                    return Err(bad(at, format!("{f}: call {site} has no abandon edge")));
+                }
+                p.push(SEdge::Abandon { func: f, site });
+                p.push(SEdge::GExitEnd(f));
+                return Ok(p);
+            }
+            _ => p.push(SEdge::Summary { func: f, site }),
+        }
+    }
+    let e = g
+        .cfg(f)
+        .early_exit(a.block)
+        .ok_or_else(|| bad(at, format!("{f}: block {} has no early exit", a.block)))?;
+    match g.dag(f).image(e) {
+        CfgImage::EarlyExit(d) => p.push(SEdge::Intra { func: f, dag: d }),
+        other => return Err(bad(at, format!("early exit {e} has image {other:?}"))),
+    }
+    p.push(SEdge::GExitEnd(f));
+    Ok(p)
 }
 
 /// Cuts `events` (checked by [`check_execution`]) into the observable paths of `mode`.
@@ -195,6 +328,17 @@ pub fn cut_execution(g: &Supergraph, mode: Mode, events: &[Event]) -> Result<Cut
     let start_edge = |f: FnId| match g.dag(f).image(EdgeId::new(0)) {
         CfgImage::Start(d) => SEdge::Intra { func: f, dag: d },
         _ => unreachable!("e0 is always the DAG's Start edge"),
+    };
+    // Ends the current path of `a`'s level at `a` and restarts it at DAG edge `start`.
+    let restart = |a: &Frame, cur: &mut Vec<SEdge>, start| {
+        match mode {
+            Mode::Context => cur.truncate(a.entry_len),
+            Mode::Piecewise => *cur = vec![SEdge::PieceEntry(a.func)],
+        }
+        cur.push(SEdge::Intra {
+            func: a.func,
+            dag: start,
+        });
     };
     for (at, &ev) in events.iter().enumerate() {
         match ev {
@@ -222,14 +366,18 @@ pub fn cut_execution(g: &Supergraph, mode: Mode, events: &[Event]) -> Result<Cut
                     func: f,
                     entry_len: cur.len(),
                     from,
+                    block: NodeId::new(0),
+                    seg: 0,
                     pending: None,
+                    ended: false,
                 });
                 cur.push(start_edge(f));
             }
             Event::Edge(e) => {
-                let a = frames.last().ok_or_else(|| bad(at, "no activation"))?;
+                let a = frames.last_mut().ok_or_else(|| bad(at, "no activation"))?;
                 let f = a.func;
                 let cur = levels.last_mut().ok_or_else(|| bad(at, "no path"))?;
+                let edge = g.cfg(f).edge(e);
                 match g.dag(f).image(e) {
                     CfgImage::Kept(d) => cur.push(SEdge::Intra { func: f, dag: d }),
                     CfgImage::Back { end, start } | CfgImage::Cut { end, start } => {
@@ -237,18 +385,26 @@ pub fn cut_execution(g: &Supergraph, mode: Mode, events: &[Event]) -> Result<Cut
                         done.push(SEdge::Intra { func: f, dag: end });
                         done.push(SEdge::GExitEnd(f));
                         out.paths.push(done);
-                        match mode {
-                            Mode::Context => cur.truncate(a.entry_len),
-                            Mode::Piecewise => *cur = vec![SEdge::PieceEntry(f)],
+                        restart(a, cur, start);
+                    }
+                    CfgImage::Reentry(start) => {
+                        if !a.ended {
+                            out.paths.push(abandoned_path(g, a, cur, at)?);
                         }
-                        cur.push(SEdge::Intra {
-                            func: f,
-                            dag: start,
-                        });
+                        restart(a, cur, start);
+                        a.pending = None;
+                        a.ended = false;
+                    }
+                    CfgImage::Dead => {
+                        // A re-entry into a block no search reached cannot happen: the DAG
+                        // makes every re-entry target live.
+                        return Err(bad(at, format!("edge {e} is dead")));
                     }
                     other => return Err(bad(at, format!("edge {e} has image {other:?}"))),
                 }
-                if g.cfg(f).edge(e).kind == EdgeKind::Return {
+                a.block = edge.dst;
+                a.seg = 0;
+                if edge.kind == EdgeKind::Return {
                     match a.from {
                         Some((func, site)) => cur.push(SEdge::Return { func, site }),
                         None => {
@@ -270,6 +426,30 @@ pub fn cut_execution(g: &Supergraph, mode: Mode, events: &[Event]) -> Result<Cut
             Event::Resume => {
                 let a = frames.last_mut().ok_or_else(|| bad(at, "no activation"))?;
                 a.pending = None;
+                a.seg += 1;
+            }
+            Event::Unwind(k) => {
+                let k = k as usize;
+                while frames.len() > k {
+                    // The innermost activation of the current level, and where the level
+                    // starts.
+                    let top = frames.len() - 1;
+                    let start = (0..=top)
+                        .rev()
+                        .find(|&i| frames[i].from.is_none())
+                        .ok_or_else(|| bad(at, "no root"))?;
+                    let cur = levels.last().ok_or_else(|| bad(at, "no path"))?;
+                    out.paths.push(abandoned_path(g, &frames[top], cur, at)?);
+                    if start >= k {
+                        frames.truncate(start);
+                        levels.pop();
+                    } else {
+                        frames.truncate(k);
+                        if let Some(a) = frames.last_mut() {
+                            a.ended = true;
+                        }
+                    }
+                }
             }
         }
     }

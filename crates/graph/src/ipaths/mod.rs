@@ -40,10 +40,13 @@
 //! static, or address taken) therefore gets that edge, and so does every callee of a recursive
 //! call site (Transformation 3). See ARCHITECTURE.md, "Interprocedural paths (paper 004)".
 //!
-//! Early exits and re-entries (`exit`, `longjmp`, exceptions; §9.2) are numbered like the
-//! intraprocedural path DAG numbers them (`v -> GExit_P` and `Entry_P -> v`), but the runtime
-//! protocol for abandoned frames is not specified here yet; the cutter and the machine model
-//! executions where every activation returns.
+//! Early exits and re-entries (`exit`, `longjmp`, exceptions; §9.2): a frame abandoned in a
+//! call ends its level's path there, through the surrogate edges `c -> GExit_P` (`Abandon`, at
+//! a direct call that never ran) or the block's early-exit edge `v -> GExit_P`, and a `longjmp`
+//! back into a frame starts a new path with `Entry_P -> v` (`GEntry_P -> v`), as §9.2.2
+//! describes. The paper's stack of pending path prefixes is tally's frame records: each
+//! abandoned frame counts the path its record names ([`runtime`] module doc, "Abandoned
+//! activations"), and the [`cutter`] cuts executions with abandoned frames the same way.
 
 use crate::cfg::CfgError;
 use crate::ids::NodeId;

@@ -378,7 +378,12 @@ impl IpNumbering {
             for i in (0..sites.len()).rev() {
                 segs[i] = match g.site_kind(f, sites[i]) {
                     SiteKind::Direct(q) if !summary(sites[i]) => {
-                        self.arith.compose(self.psi_entry[q.index()], segs[i + 1])?
+                        let call = self.arith.compose(self.psi_entry[q.index()], segs[i + 1])?;
+                        if g.has_abandon(f, sites[i]) {
+                            self.arith.lin_add(call, Lin::constant(1))?
+                        } else {
+                            call
+                        }
                     }
                     _ => segs[i + 1],
                 };
@@ -439,6 +444,16 @@ impl IpNumbering {
             Vertex::GExit(_) => Lin::constant(1),
             Vertex::Seg { func, block, seg } => self.psi_seg[func.index()][block][seg as usize],
         }
+    }
+    /// `ρ` of `Abandon` `c -> GExit_f` of direct call site `site` of `f`: `ψ_Entry_Q ∘ ψ_r`,
+    /// the completions through the call edge before it.
+    pub fn abandon_rho(&self, f: FnId, site: u32) -> Result<Lin, IpathError> {
+        let SiteKind::Direct(q) = self.g.site_kind(f, site) else {
+            return Ok(Lin::ZERO);
+        };
+        self.psi_entry[q.index()]
+            .compose(self.psi(self.g.return_vertex(f, site)))
+            .ok_or(overflow(f))
     }
     /// `ρ_d` of DAG edge `d` of `f`.
     pub fn rho(&self, f: FnId, d: DagEdgeId) -> Lin {
@@ -568,6 +583,7 @@ impl IpNumbering {
                 SEdge::Call { func, site } => format!("(call {func}#{site}"),
                 SEdge::Return { func, site } => format!("ret {func}#{site})"),
                 SEdge::Summary { func, site } => format!("(summary {func}#{site})"),
+                SEdge::Abandon { func, site } => format!("(abandoned before {func}#{site})"),
             };
             if !out.is_empty() {
                 out.push(' ');

@@ -51,9 +51,29 @@
 //!   `open -= 1`; context: nothing (`nvc` is the caller's own). `Summary`: nothing. Every
 //!   resume clears the handshake.
 //!
-//! Early exits and re-entries have actions ([`EdgeAction::EarlyExit`],
-//! [`EdgeAction::Reentry`]) with the values the numbering gives them, but the protocol for
-//! abandoned frames and pending paths (§9.2) is not specified yet and the machine rejects them.
+//! # Abandoned activations (§9.2)
+//!
+//! tally's frame records (paper 000 §3.2; `c/frames.c`) are the paper's stack of pending
+//! path prefixes (§9.2.1 `pendingPaths`): each activation that may be abandoned keeps a
+//! *site*, the number of the path that ends if the activation is abandoned where it is, and
+//! the runtime counts the sites of the abandoned activations (`exit`, `_exit`, a `longjmp`
+//! past them, an exception unwound through them) and, for a `longjmp`, of the activation it
+//! lands in. The machine keeps `site` per activation:
+//!
+//! - **Call at site `s` in a block with an early-exit edge**: `Direct`: `site = none` (the
+//!   callee's activations carry this level's path on; `clears_site`). `Summary { abandon:
+//!   Some(l) }`: `site = reg + l(nvc)`: the path through the summary edges of the block's
+//!   calls up to the next direct call and `Abandon` there, or to the block's early-exit edge
+//!   (`ρ` of that edge; the summary edges are worth 0), as the [cutter](super::cutter) ends it.
+//! - **Summary call**: the activation keeps its own `reg` across it (the program keeps it in
+//!   the frame) and, piecewise, restores `open` after it (and at a landing pad, where an
+//!   exception the activation catches lands): a root abandoned inside never restored what it
+//!   saved. So at `Resume` after a summary call, `reg` and `open` are what they were at the
+//!   call.
+//! - **`Unwind(k)`**: `count[site]++` for each abandoned activation that has a site.
+//! - **`Reentry` edge** (`__tally_longjmp_landed`): `count[site]++` for the activation, then
+//!   context: `reg = on_entry + start(nvc)`; piecewise: `open = 0; nvc = n; reg = r` (as a
+//!   back edge restarts).
 
 use super::cutter::{check_execution, Event};
 use super::number::{IpNumbering, Lin};
@@ -62,6 +82,7 @@ use super::{FnId, IpathError};
 use crate::cfg::EdgeKind;
 use crate::ids::{EdgeId, IdVec};
 use crate::paths::dag::CfgImage;
+use crate::paths::dag::DagEdgeId;
 use std::collections::BTreeMap;
 
 /// What the program does when it takes a control-flow edge (module doc).
@@ -87,10 +108,18 @@ pub enum EdgeAction {
         /// The value of `Entry_global -> GEntry_P` plus `ρ` of `GEntry_P -> y` at `nvc`.
         reg: u128,
     },
-    /// An early exit: the path `reg + l(nvc)` ends there (not simulated yet).
+    /// An early exit: the path `reg + l(nvc)` ends there (the value a summary call with no
+    /// direct call after it in the block stores as the site; the edge itself has no code).
     EarlyExit(Lin),
-    /// A re-entry: a path starts with `Entry_P -> v` (`GEntry_P -> v`) (not simulated yet).
+    /// Context mode, a re-entry (`longjmp` landed): `count[site]++; reg = on_entry + l(nvc)`.
     Reentry(Lin),
+    /// Piecewise mode, a re-entry: `count[site]++; open = 0; nvc = n; reg = r`.
+    PieceReentry {
+        /// `numUnbalRLPaths[Exit_P]`.
+        nvc: u128,
+        /// The value of `Entry_global -> GEntry_P` plus `ρ` of `GEntry_P -> v` at `nvc`.
+        reg: u128,
+    },
     /// The edge leaves a dead block, or is `e0`: nothing.
     None,
 }
@@ -109,9 +138,14 @@ pub enum CallAction {
         /// Piecewise: the caller's `nvc` after such a return, `numUnbalRLPaths[Exit_S]` (not
         /// `ψ_r` of it, as Algorithm 6.1 is printed: see [`IpNumbering::path_number`]'s walk).
         unmatched_nvc: u128,
+        /// The block has an early-exit edge: `site = none` before the call.
+        clears_site: bool,
     },
-    /// A summary edge: nothing to do (a root the call enters saves and restores `reg`).
-    Summary,
+    /// A summary edge (a root the call enters saves and restores `reg`).
+    Summary {
+        /// With an early-exit edge in the block: `site = reg + abandon(nvc)` before the call.
+        abandon: Option<Lin>,
+    },
 }
 
 /// What the program does when a function is entered (module doc).
@@ -166,19 +200,20 @@ impl IpNumbering {
             }
             CfgImage::Kept(d) => EdgeAction::Add(rho(d)),
             CfgImage::EarlyExit(d) => EdgeAction::EarlyExit(rho(d)),
-            CfgImage::Reentry(d) => EdgeAction::Reentry(rho(d)),
+            CfgImage::Reentry(d) => match self.mode() {
+                Mode::Context => EdgeAction::Reentry(rho(d)),
+                Mode::Piecewise => {
+                    let (nvc, reg) = self.piece_start(f, d)?;
+                    EdgeAction::PieceReentry { nvc, reg }
+                }
+            },
             CfgImage::Back { end, start } | CfgImage::Cut { end, start } => match self.mode() {
                 Mode::Context => EdgeAction::ContextRestart {
                     end: rho(end),
                     start: rho(start),
                 },
                 Mode::Piecewise => {
-                    let nvc = self.num_unbal_rl_paths(f);
-                    let base = self.piece_value(f).unwrap_or(0);
-                    let reg = rho(start)
-                        .eval(nvc)
-                        .and_then(|v| v.checked_add(base))
-                        .ok_or(IpathError::Overflow { func: f })?;
+                    let (nvc, reg) = self.piece_start(f, start)?;
                     EdgeAction::PieceRestart {
                         end: rho(end),
                         nvc,
@@ -189,9 +224,45 @@ impl IpNumbering {
         })
     }
 
+    /// `numUnbalRLPaths[Exit_f]` and the register of a piecewise path that starts with
+    /// `Entry_global -> GEntry_f` and DAG edge `start`.
+    fn piece_start(&self, f: FnId, start: DagEdgeId) -> Result<(u128, u128), IpathError> {
+        let nvc = self.num_unbal_rl_paths(f);
+        let base = self.piece_value(f).unwrap_or(0);
+        let reg = self
+            .rho(f, start)
+            .eval(nvc)
+            .and_then(|v| v.checked_add(base))
+            .ok_or(IpathError::Overflow { func: f })?;
+        Ok((nvc, reg))
+    }
+
+    /// What summary call `site` of `f` adds to `reg` for the path that ends if the activation
+    /// is abandoned in it (module doc), `None` if its block has no early-exit edge.
+    pub fn abandon_value(&self, f: FnId, site: u32) -> Result<Option<Lin>, IpathError> {
+        let g = self.graph();
+        let block = g.calls(f)[site as usize].block;
+        let Some(ee) = g.cfg(f).early_exit(block) else {
+            return Ok(None);
+        };
+        let sites = g.block_sites(f, block);
+        let after = &sites[g.site_index(f, site) as usize + 1..];
+        if let Some(&j) = after
+            .iter()
+            .find(|&&j| matches!(g.site_kind(f, j), SiteKind::Direct(_)))
+        {
+            return self.abandon_rho(f, j).map(Some);
+        }
+        Ok(match g.dag(f).image(ee) {
+            CfgImage::EarlyExit(d) => Some(self.rho(f, d)),
+            _ => None, // a dead block
+        })
+    }
+
     /// The action for call site `site` of `f`.
     pub fn call_action(&self, f: FnId, site: u32) -> Result<CallAction, IpathError> {
         let g = self.graph();
+        let block = g.calls(f)[site as usize].block;
         Ok(match g.site_kind(f, site) {
             SiteKind::Direct(callee) => {
                 let psi_r = self.psi(g.return_vertex(f, site));
@@ -204,9 +275,12 @@ impl IpNumbering {
                     psi_r,
                     unmatched_value,
                     unmatched_nvc,
+                    clears_site: g.cfg(f).early_exit(block).is_some(),
                 }
             }
-            SiteKind::Recursive(_) | SiteKind::Unknown => CallAction::Summary,
+            SiteKind::Recursive(_) | SiteKind::Unknown => CallAction::Summary {
+                abandon: self.abandon_value(f, site)?,
+            },
         })
     }
 
@@ -234,6 +308,11 @@ struct Frame {
     pending: Option<u32>,
     saved_reg: u128,
     saved_open: u128,
+    /// What its frame record holds (module doc).
+    site: Option<u128>,
+    /// `reg` and `open` at its pending summary call.
+    call_reg: u128,
+    call_open: u128,
 }
 
 /// The instrumented program's profiling state (module doc), one thread.
@@ -318,6 +397,9 @@ impl<'n> Machine<'n> {
                     pending: None,
                     saved_reg: 0,
                     saved_open: 0,
+                    site: None,
+                    call_reg: 0,
+                    call_open: 0,
                 };
                 match self.handshake {
                     Some((callee, nvc)) if callee == f => {
@@ -375,6 +457,26 @@ impl<'n> Machine<'n> {
                             self.open = saved_open;
                         }
                     }
+                    EdgeAction::Reentry(start) => {
+                        let site = frame.site;
+                        let next = start.eval(frame.nvc);
+                        let next = next.and_then(|v| v.checked_add(frame.on_entry));
+                        self.reg = next.ok_or_else(ovf)?;
+                        frame.pending = None;
+                        if let Some(n) = site {
+                            self.count(n)?;
+                        }
+                    }
+                    EdgeAction::PieceReentry { nvc, reg } => {
+                        let site = frame.site;
+                        frame.nvc = nvc;
+                        frame.pending = None;
+                        self.open = 0;
+                        self.reg = reg;
+                        if let Some(n) = site {
+                            self.count(n)?;
+                        }
+                    }
                     other => return Err(format!("edge {e} of {f}: {other:?} is not simulated")),
                 }
             }
@@ -383,13 +485,28 @@ impl<'n> Machine<'n> {
                 frame.pending = Some(site);
                 self.handshake = None;
                 match num.call_action(frame.func, site).map_err(err)? {
-                    CallAction::Direct { callee, psi_r, .. } => {
+                    CallAction::Direct {
+                        callee,
+                        psi_r,
+                        clears_site,
+                        ..
+                    } => {
                         self.handshake = Some((callee, psi_r.eval(frame.nvc).ok_or_else(ovf)?));
                         if piecewise {
                             self.open += 1;
                         }
+                        if clears_site {
+                            frame.site = None;
+                        }
                     }
-                    CallAction::Summary => {}
+                    CallAction::Summary { abandon } => {
+                        frame.call_reg = self.reg;
+                        frame.call_open = self.open;
+                        if let Some(l) = abandon {
+                            let v = l.eval(frame.nvc).and_then(|v| v.checked_add(self.reg));
+                            frame.site = Some(v.ok_or_else(ovf)?);
+                        }
+                    }
                 }
             }
             Event::Resume => {
@@ -409,7 +526,20 @@ impl<'n> Machine<'n> {
                             self.open -= 1;
                         }
                     }
-                    CallAction::Summary => {}
+                    CallAction::Summary { .. } => {
+                        self.reg = frame.call_reg;
+                        if piecewise {
+                            self.open = frame.call_open;
+                        }
+                    }
+                }
+            }
+            Event::Unwind(k) => {
+                while self.frames.len() > k as usize {
+                    let frame = self.frames.pop().ok_or("no activation")?;
+                    if let Some(n) = frame.site {
+                        self.count(n)?;
+                    }
                 }
             }
         }

@@ -26,13 +26,24 @@
 //!   edges of a depth-first search of the call graph, rooted first at the functions entered from
 //!   outside, then at the others in index order), calls through pointers (§9.2.3) and calls that
 //!   leave the set (§8, strategy 2).
+//! - `Abandon` `c -> GExit_P` (§9.2.1-§9.2.2's surrogate edges for abandoned frames) for a
+//!   direct call site whose block has an early-exit edge: a frame abandoned inside one of the
+//!   block's summary calls (exit, longjmp, an exception from an unknown callee) ends its path
+//!   there when a direct call of the block follows that call, the path running through the
+//!   summary edges up to the first such direct call (whose callee never ran); with no direct
+//!   call after it, the path runs through the remaining summary edges and takes the block's
+//!   early-exit DAG edge. Either way which summary call of the run between two direct calls
+//!   ended the frame does not change the path (the summary edges are single successors worth
+//!   0), so the abandoned path is the prefix that ran, up to the calls nothing observes.
 //! - `RootEntry(P)` `Entry_global -> Entry_P` and `RootExit(P)` `Exit_P -> Exit_global` for each
 //!   *root*: a function entered from outside the set, or the callee of a recursive call site.
 //! - `PieceEntry(P)` `Entry_global -> GEntry_P` (piecewise) and `GExitEnd(P)`
 //!   `GExit_P -> Exit_global`.
 //!
 //! The order of a vertex's successors decides the numbering: `Entry_global`'s are, for each
-//! function in index order, `RootEntry` (if a root) then `PieceEntry` (piecewise); an `Exit_P`
+//! function in index order, `RootEntry` (if a root) then `PieceEntry` (piecewise); a direct
+//! call vertex has `Call` then `Abandon` (so the call edge is worth 0, as without early exits);
+//! an `Exit_P`
 //! with no open call (piecewise) has `RootExit(P)` (if a root) then the `Return` edges of the
 //! direct call sites on `P` in (caller, site) order; DAG vertices keep [`PathDag::succs`] order.
 //!
@@ -171,6 +182,13 @@ pub enum SEdge {
         /// The caller.
         func: FnId,
         /// The call site.
+        site: u32,
+    },
+    /// `c -> GExit_P` for a direct call site in a block with an early exit (§9.2, module doc).
+    Abandon {
+        /// The caller.
+        func: FnId,
+        /// The direct call site whose call vertex the path ends at.
         site: u32,
     },
 }
@@ -402,6 +420,15 @@ impl Supergraph {
         &self.bottom_up
     }
 
+    /// True if direct call site `site` of `f` has the surrogate edge `c -> GExit_f`: its block
+    /// has an early-exit edge (and is live).
+    pub fn has_abandon(&self, f: FnId, site: u32) -> bool {
+        let block = self.calls(f)[site as usize].block;
+        matches!(self.site_kind(f, site), SiteKind::Direct(_))
+            && self.dag(f).is_live(block)
+            && self.cfg(f).early_exit(block).is_some()
+    }
+
     /// The call vertex of `site` of `f`.
     pub fn call_vertex(&self, f: FnId, site: u32) -> Vertex {
         let block = self.calls(f)[site as usize].block;
@@ -476,6 +503,7 @@ impl Supergraph {
             SEdge::RootEntry(f) => Vertex::Entry(f),
             SEdge::PieceEntry(f) => Vertex::GEntry(f),
             SEdge::RootExit(_) | SEdge::GExitEnd(_) => Vertex::ExitGlobal,
+            SEdge::Abandon { func, .. } => Vertex::GExit(func),
             SEdge::Intra { func, dag } => self.dag_target(func, dag),
             SEdge::Call { func, site } => match self.site_kind(func, site) {
                 SiteKind::Direct(q) => Vertex::Entry(q),
@@ -531,6 +559,9 @@ impl Supergraph {
                 let sites = self.block_sites(func, block);
                 if let Some(&site) = sites.get(seg as usize) {
                     match self.site_kind(func, site) {
+                        SiteKind::Direct(_) if self.has_abandon(func, site) => {
+                            vec![SEdge::Call { func, site }, SEdge::Abandon { func, site }]
+                        }
                         SiteKind::Direct(_) => vec![SEdge::Call { func, site }],
                         _ => vec![SEdge::Summary { func, site }],
                     }

@@ -313,7 +313,10 @@ fn fingerprint_tells_numberings_apart() {
     assert_ne!(ctx.fingerprint(), demoted.fingerprint());
     // The second call of pow now starts its own paths at Entry_global -> Entry_pow.
     assert!(demoted.graph().is_root(POW));
-    assert_eq!(demoted.call_action(MAIN, 1), Ok(CallAction::Summary));
+    assert_eq!(
+        demoted.call_action(MAIN, 1),
+        Ok(CallAction::Summary { abandon: None })
+    );
     let cut = cut_execution(demoted.graph(), Mode::Context, &execution()).unwrap();
     assert_eq!(Machine::run(&demoted, &execution()), cut.counts(&demoted));
 }

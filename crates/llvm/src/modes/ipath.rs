@@ -5,13 +5,16 @@
 //! # The set of functions
 //!
 //! [`Ipath::plan_module`] sees every lowered function of the module. A function is in the set
-//! when it cannot end early (no early-exit edge, landing pad or setjmp: every activation of a
-//! set function returns, so no pending path is ever abandoned; paper 004 §9.2 is not
-//! implemented), has no `callbr` or `musttail` call and every edge that may need code can take
-//! it (as path mode requires). Other functions are profiled with edge counters, exactly, and
-//! calls to them are summary edges. A call is *direct* (`Callee::Internal`) when it calls a set
-//! function with local linkage (which cannot be interposed) and is not the `tail` call ending a
-//! returning block (the return's code precedes it); every other call is `Unknown`. A set
+//! when it has no `callbr` or `musttail` call and every edge that may need code can take it
+//! (as path mode requires); functions that may end early (`exit`, `longjmp`, exceptions,
+//! setjmp) are in it too (paper 004 §9.2, below). Other functions are profiled with edge
+//! counters, exactly, and calls to them are summary edges. A call is *direct*
+//! (`Callee::Internal`) when it calls a set function with local linkage (which cannot be
+//! interposed), is a `call` (an `invoke`'s exception would land in the caller while its path
+//! went on in the callee), is not the `tail` call ending a returning block (the return's code
+//! precedes it), and the callee has no landing pad (its `resume` leaves through the caller) and
+//! no such tail call of its own (what that call does happens after the callee's return, while
+//! its caller would still wait in the direct call); every other call is `Unknown`. A set
 //! function is *entered from outside* unless every use of it is the callee of a direct call.
 //!
 //! # Code
@@ -27,9 +30,25 @@
 //! back to the caller, or (functions that may be roots) call `__tally_ipath_ret`, which
 //! restores a root's interrupted path and returns the root's path number, counted inline. All counts go to one hashed path table per
 //! module (path mode's home table and `__tally_path_count`), owned by the set's first function.
+//!
+//! # Abandoned frames (§9.2)
+//!
+//! A set function that may end early keeps path mode's frame record (pushed, popped and told
+//! where unwinding or a `longjmp` landed exactly as there, `crate::frame`), with a path site
+//! `{table, path}` in its frame: the runtime's stack of pending paths. Before a summary call
+//! in a block with an early-exit edge, `path = reg + abandon(nvc)` (the path that ends if the
+//! frame is abandoned in that call: `tally_graph::ipaths::runtime`, "Abandoned activations")
+//! and the record's site points at it; before a direct call in such a block the site is cleared
+//! (the callee carries the path on, and counts it if it is abandoned). The runtime counts the
+//! sites of abandoned frames (`exit`, `_exit`, unwinding, a `longjmp` past them) and of a frame
+//! a `longjmp` lands in (`c/frames.c`), which then restarts its path at the re-entry (context:
+//! `reg = on_entry + start(nvc)`; piecewise: `GEntry` values, `open = 0`). A summary call keeps
+//! `reg` in the frame; piecewise, `open` is saved before it and restored after it (and at
+//! landing pads), since a root abandoned inside never restored what it saved.
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::emit::{cname, Emitter, Globals};
+use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
 use crate::ir::{self, Val};
 use crate::lower::{EdgeIr, Lowered};
 use crate::sites::{direct_site, Realize};
@@ -113,9 +132,6 @@ fn call_insts(l: &Lowered) -> Vec<(NodeId, u32, Val)> {
 
 /// Why function `l` cannot be in the set, if it cannot.
 fn ineligible(l: &Lowered) -> Option<&'static str> {
-    if l.may_end_early() {
-        return Some("it may end early (exit, longjmp, exception): edge counters");
-    }
     for node in &l.nodes {
         for &v in &node.instrs {
             if v.opcode() == LLVMOpcode::LLVMCallBr {
@@ -165,6 +181,22 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
         .enumerate()
         .map(|(k, &i)| (funcs[i].0 .0, k))
         .collect();
+    // Functions that end with a `tail` call after their return's code: whatever that call
+    // does (call back into the set, exit, longjmp) happens after the activation has returned
+    // (trace modes log the return first), while its caller would still wait in a direct call.
+    // Such functions, and those with landing pads (a `resume` leaves through the caller), are
+    // only ever called by summary edges: the caller's path waits at the call, and the callee
+    // is a root.
+    let tail_ret: Vec<bool> = members
+        .iter()
+        .map(|&i| {
+            let l = funcs[i].1;
+            call_insts(l).iter().any(|&(n, _, v)| {
+                let node = &l.nodes[n.index()];
+                node.returns && node.end == v
+            })
+        })
+        .collect();
     let mut direct_uses = vec![0usize; members.len()];
     let mut sites = Vec::with_capacity(members.len());
     let mut metas = Vec::with_capacity(members.len());
@@ -176,10 +208,12 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
         for &(n, pos, v) in &insts {
             let node = &l.nodes[n.index()];
             let ends_return = node.returns && node.end == v;
+            let invoke = v.opcode() == LLVMOpcode::LLVMInvoke;
             let callee = v
                 .called_function()
-                .filter(|&f| is_local(f) && !ends_return)
-                .and_then(|f| fn_of.get(&f.0).copied());
+                .filter(|&f| is_local(f) && !ends_return && !invoke)
+                .and_then(|f| fn_of.get(&f.0).copied())
+                .filter(|&k| !funcs[members[k]].1.has_landing_pads && !tail_ret[k]);
             if let Some(k) = callee {
                 direct_uses[k] += 1;
             }
@@ -249,6 +283,13 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
             Box::new(IpathPlan {
                 plan,
                 sites: sites[k].iter().map(|s| s.2).collect(),
+                tail_ret: sites[k]
+                    .iter()
+                    .map(|&(n, _, v)| {
+                        let node = &funcs[i].1.nodes[n.index()];
+                        node.returns && node.end == v
+                    })
+                    .collect(),
                 callees,
                 owner: owner as u32,
                 piecewise,
@@ -276,6 +317,9 @@ struct IpathPlan {
     plan: FunctionPlan,
     /// Per call site, its instruction.
     sites: Vec<Val>,
+    /// Per call site: it is the `tail` call ending a returning block (after the return's
+    /// code: the activation has returned when it runs).
+    tail_ret: Vec<bool>,
     /// Per call site, the callee when direct.
     callees: Vec<Option<Val>>,
     /// Module metadata index of the function owning the path table.
@@ -351,6 +395,15 @@ struct Slots {
     root: LLVMValueRef,
     saved_reg: LLVMValueRef,
     saved_open: LLVMValueRef,
+    /// `open` at the pending summary call (piecewise).
+    call_open: LLVMValueRef,
+}
+
+/// The frame record (functions that may end early) and its path site (`{table, path}`).
+struct Record {
+    rec: LLVMValueRef,
+    site: LLVMValueRef,
+    site_ty: LLVMTypeRef,
 }
 
 struct Ip<'a, 'b> {
@@ -496,17 +549,46 @@ impl Ip<'_, '_> {
                 };
                 self.count_unless_none(p, near);
             }
-            EdgeAction::EarlyExit(_) | EdgeAction::Reentry(_) => {
-                unreachable!("set functions cannot end early")
+            // No code on the edge: the site stores before the calls carry its value, and
+            // re-entries are emitted by `reentry`.
+            EdgeAction::EarlyExit(_) | EdgeAction::Reentry(_) | EdgeAction::PieceReentry { .. } => {
             }
+        }
+    }
+
+    /// The re-entry after setjmp call `sj` (its result is non-zero when `longjmp` came back):
+    /// restart the path as the action says (`__tally_longjmp_landed` has counted the site).
+    fn reentry(&self, a: EdgeAction, sj: Val) {
+        let b = self.em.b;
+        let e = cname("");
+        let again = unsafe {
+            let zero = c::LLVMConstInt(c::LLVMTypeOf(sj.0), 0, 0);
+            c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, sj.0, zero, e.as_ptr())
+        };
+        match a {
+            EdgeAction::Reentry(start) => {
+                let nvc = self.load(self.s.nvc);
+                let r = self.add(self.load(self.s.on_entry), self.lin(start, nvc));
+                let cur = self.load(self.s.reg);
+                self.store(self.select(again, r, cur), self.s.reg);
+            }
+            EdgeAction::PieceReentry { nvc, reg } => {
+                let cur = self.load(self.s.reg);
+                self.store(self.select(again, self.k(reg), cur), self.s.reg);
+                let cur = self.load(self.s.nvc);
+                self.store(self.select(again, self.k(nvc), cur), self.s.nvc);
+                let cur = self.load(self.rt.open);
+                self.store(self.select(again, self.k(0), cur), self.rt.open);
+            }
+            _ => {}
         }
     }
 }
 
-/// The first instruction of `bb` that is not a phi.
+/// The first instruction of `bb` that is neither a phi nor a landingpad.
 fn first_non_phi(bb: ir::Bb) -> Val {
     let mut v = bb.first().expect("blocks have a terminator");
-    while v.opcode() == LLVMOpcode::LLVMPHI {
+    while matches!(v.opcode(), LLVMOpcode::LLVMPHI | LLVMOpcode::LLVMLandingPad) {
         v = v.next().expect("blocks end with a terminator");
     }
     v
@@ -539,8 +621,17 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         root: alloca("tally.ip.root"),
         saved_reg: alloca("tally.ip.saved_reg"),
         saved_open: alloca("tally.ip.saved_open"),
+        call_open: alloca("tally.ip.call_open"),
     };
-    let last_alloca = Val(s.saved_open);
+    let record = l.may_end_early().then(|| unsafe {
+        let rec = frame_alloca(&em);
+        let mut f = [g.ptrt, g.i64t];
+        let site_ty = c::LLVMStructTypeInContext(g.ctx, f.as_mut_ptr(), 2, 0);
+        let n = cname("tally.ip.site");
+        let site = c::LLVMBuildAlloca(b, site_ty, n.as_ptr());
+        Record { rec, site, site_ty }
+    });
+    let last_alloca = Val(record.as_ref().map_or(s.call_open, |r| r.site));
     let (table, home) = crate::module::path_table(g, 0, p.owner);
     let ip = Ip {
         em: &em,
@@ -552,20 +643,81 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         can_be_root: p.plan.entry.root_value.is_some(),
     };
 
-    // Call sites first: their code sits right before and right after the call, so code placed
+    // The frame record first (§9.2: the stack of pending paths): pushed where path mode pushes
+    // it, popped at returns, told where an exception or a longjmp landed. Then what must
+    // precede every call site's code at a block's start: piecewise, `open` restored at landing
+    // pads (the exception left it as the abandoned activations had it), and the restart at
+    // re-entries.
+    if let Some(r) = &record {
+        let (at, pops) = frame_plan(l);
+        em.at(l.nodes[at.index()].start);
+        frame_push(&em, r.rec, None);
+        unsafe {
+            let f0 = c::LLVMBuildStructGEP2(b, r.site_ty, r.site, 0, empty.as_ptr());
+            c::LLVMBuildStore(b, ip.table, f0);
+        }
+        frame_exits(&em, l, r.rec, &pops);
+        for node in &l.nodes {
+            if node.landing_pad && p.piecewise {
+                em.at(node.start);
+                ip.store(ip.load(ip.s.call_open), ip.rt.open);
+            }
+        }
+        for (e, &act) in p.plan.edges.iter() {
+            if l.edges[e.index()] == EdgeIr::Reentry {
+                let node = &l.nodes[l.cfg.edge(e).dst.index()];
+                let sj = node.after_setjmp.expect("a re-entry follows a setjmp call");
+                em.at(node.start);
+                ip.reentry(act, sj);
+            }
+        }
+    }
+
+    // Call sites: their code sits right before and right after the call, so code placed
     // later at a block's start or end stays outside it.
     for (site, (&call, act)) in p.sites.iter().zip(&p.plan.calls).enumerate() {
         em.at(call);
         match *act {
-            CallAction::Summary => unsafe {
+            CallAction::Summary { abandon } => unsafe {
                 c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn);
+                if p.tail_ret[site] {
+                    continue; // the activation has returned
+                }
+                if let (Some(l), Some(r)) = (abandon, &record) {
+                    // The path that ends if the activation is abandoned in this call.
+                    let nvc = ip.load(ip.s.nvc);
+                    let v = ip.add(ip.load(ip.s.reg), ip.lin(l, nvc));
+                    let f1 = c::LLVMBuildStructGEP2(b, r.site_ty, r.site, 1, empty.as_ptr());
+                    ip.store(v, f1);
+                    let one = em.i64c(1);
+                    let mut idx = [one];
+                    let i8t = c::LLVMInt8TypeInContext(g.ctx);
+                    let tagged =
+                        c::LLVMBuildGEP2(b, i8t, r.site, idx.as_mut_ptr(), 1, empty.as_ptr());
+                    c::LLVMBuildStore(b, tagged, em.field(r.rec, 1));
+                }
+                if p.piecewise {
+                    ip.store(ip.load(ip.rt.open), ip.s.call_open);
+                    let after = match call.next() {
+                        Some(next) => next,
+                        None => split_edge(&em, call, 0)
+                            .terminator()
+                            .expect("split block has its branch"),
+                    };
+                    em.at(after);
+                    ip.store(ip.load(ip.s.call_open), ip.rt.open);
+                }
             },
             CallAction::Direct {
                 psi_r,
                 unmatched_value,
                 unmatched_nvc,
+                clears_site,
                 ..
             } => {
+                if let (true, Some(r)) = (clears_site, &record) {
+                    unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), em.field(r.rec, 1)) };
+                }
                 let callee = p.callees[site].expect("direct sites name their callee");
                 ip.store(ip.load(ip.s.reg), ip.rt.reg);
                 ip.store(callee.0, ip.rt.hand_fn);
@@ -603,7 +755,8 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         .filter(|&(e, _)| at_start(e))
         .chain(edges().filter(|&(e, _)| !at_start(e)));
     for (e, act) in in_order {
-        if act == EdgeAction::None {
+        let runtime = matches!(l.edges[e.index()], EdgeIr::EarlyExit | EdgeIr::Reentry);
+        if act == EdgeAction::None || runtime {
             continue;
         }
         let at = match direct_site(l, e).expect("checked by ineligible") {

@@ -168,15 +168,18 @@ pub(crate) fn solve_module(
             SEdge::Intra { func, dag } => Some((func, g.dag(func).edge(dag).kind)),
             _ => None,
         };
+        // The context-prefix (edges before the last restart) was counted with the path that
+        // ended there; a re-entry edge itself is new (it has no `x -> GExit` half).
         let first_new = path
             .iter()
-            .rposition(|e| {
-                matches!(
-                    kind(e),
-                    Some((_, DagEdgeKind::BackStart(_) | DagEdgeKind::CutStart(_)))
-                )
+            .enumerate()
+            .rev()
+            .find_map(|(i, e)| match kind(e) {
+                Some((_, DagEdgeKind::BackStart(_) | DagEdgeKind::CutStart(_))) => Some(i + 1),
+                Some((_, DagEdgeKind::ReentryStart(_))) => Some(i),
+                _ => None,
             })
-            .map_or(0, |i| i + 1);
+            .unwrap_or(0);
         let mut steps = Vec::new();
         let (mut start, mut end) = ("entry", "return");
         let mut context = 0;
@@ -291,6 +294,28 @@ pub(crate) fn solve_module(
             end,
             context,
         });
+    }
+    // Early exits (paper 004 §9.2): a frame abandoned in a block left it by its early-exit
+    // edge. The path that ends there names the innermost frame of its level only (a caller
+    // waiting in a direct call, or in piecewise mode one whose call precedes the piece, is not
+    // on it), so every early-exit edge is derived by conservation of flow: what entered the
+    // block and did not leave it by another edge (every other edge traversal is on exactly one
+    // counted path part).
+    for (cfg, e) in cfgs.iter().zip(edges.iter_mut()) {
+        for v in cfg.blocks() {
+            let Some(ee) = cfg.early_exit(v) else {
+                continue;
+            };
+            let sum = |es: &[EdgeId], e: &IdVec<EdgeId, u64>| -> Result<u64, ReportSolveError> {
+                es.iter()
+                    .filter(|&&x| x != ee)
+                    .try_fold(0u64, |acc, &x| acc.checked_add(e[x]))
+                    .ok_or(ReportSolveError::Overflow)
+            };
+            let into = sum(cfg.preds(v), e)?;
+            let out = sum(cfg.succs(v), e)?;
+            e[ee] = into.checked_sub(out).ok_or(ReportSolveError::Overflow)?;
+        }
     }
     let mut out = Vec::with_capacity(cfgs.len());
     for ((f, cfg), e) in ip.functions.iter().zip(&cfgs).zip(edges) {
