@@ -212,6 +212,7 @@ pub(crate) fn solve_module(
                             Some(e)
                         }
                         DagEdgeKind::ReentryStart(e) => {
+                            context = steps.len();
                             steps.push(IpathStep::Reentry);
                             steps.extend(block(e));
                             start = "reentry";
@@ -266,6 +267,12 @@ pub(crate) fn solve_module(
                             matched: false,
                         }
                     });
+                }
+                SEdge::Abandon { .. } => {
+                    // The frame was abandoned (§9.2's surrogate edge `c -> GExit`) before the
+                    // block's next direct call: the path ends early there.
+                    steps.push(IpathStep::EarlyExit);
+                    end = "early-exit";
                 }
                 SEdge::Summary { func, site: s } => {
                     let (function, block, _) = site(func, s);
