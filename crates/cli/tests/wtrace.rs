@@ -1,8 +1,7 @@
 //! Witness tracing (`--tally-mode=trace`, paper 000 §4) against its oracle: the same program
 //! built in `trace-naive` mode (every edge taken, per activation) and run on the same input.
 //! The block sequence `tally trace` regenerates from the witnesses must equal trace-naive's,
-//! block for block, `longjmp` included; where regeneration cannot be exact (an exception
-//! landing pad) it must stop there with a clear error, after a prefix of the oracle's sequence.
+//! block for block, `longjmp` and C++ exceptions included.
 //! `tally report --trace` must give the block and edge counts of the `edges-naive` oracle.
 
 mod support;
@@ -161,8 +160,8 @@ fn early_and_shapes() -> Vec<(PathBuf, i32)> {
         .collect()
 }
 
-/// The programs of [`early_and_shapes`]. Programs that throw must stop with the "not exact"
-/// error after a prefix of the oracle.
+/// The programs of [`early_and_shapes`], C++ exceptions included (`exceptions.cpp`,
+/// `mixed.cpp`): every one regenerates exactly.
 #[test]
 fn regenerated_block_sequences_equal_trace_naive() {
     let mut exact = 0;
@@ -178,39 +177,34 @@ fn regenerated_block_sequences_equal_trace_naive() {
                 o.naive_bytes,
                 o.trace_bytes as f64 / o.naive_bytes as f64
             );
-            if o.stopped.is_empty() {
-                assert!(
-                    o.regenerated == o.oracle,
-                    "{name}: {}",
-                    first_difference(&o.regenerated, &o.oracle)
-                );
-                // At -O2 latch.ll folds to a constant (one block).
-                if !name.starts_with("latch.ll-O2") {
-                    assert!(o.oracle.len() > 10, "{name}: too little compared");
-                }
-                exact += 1;
-            } else {
-                assert!(
-                    o.stopped
-                        .iter()
-                        .all(|s| s == tally_report::wtrace::NOT_EXACT),
-                    "{name}: {:?}",
-                    o.stopped
-                );
-                assert!(
-                    o.oracle.starts_with(&o.regenerated),
-                    "{name}: stopped early, but not after a prefix: {}",
-                    first_difference(&o.regenerated, &o.oracle)
-                );
-                eprintln!(
-                    "{name}: stopped after {} blocks: {:?}",
-                    o.regenerated.len(),
-                    o.stopped
-                );
+            assert!(o.stopped.is_empty(), "{name}: stopped: {:?}", o.stopped);
+            assert!(
+                o.regenerated == o.oracle,
+                "{name}: {}",
+                first_difference(&o.regenerated, &o.oracle)
+            );
+            // At -O2 latch.ll folds to a constant (one block).
+            if !name.starts_with("latch.ll-O2") {
+                assert!(o.oracle.len() > 10, "{name}: too little compared");
             }
+            exact += 1;
         }
     }
-    assert!(exact >= 16, "only {exact} programs regenerated exactly");
+    assert_eq!(exact, 2 * early_and_shapes().len());
+}
+
+/// C++ exceptions (`testdata/wtrace/throws.cpp`): throws through several traced frames with
+/// and without destructors (cleanup landing pads that `resume`), catches at different
+/// depths, a rethrow, a translation in a catch block, `catch (...)` in a loop: every landing
+/// pad writes `Unwind` (activations abandoned, block) and regeneration follows it exactly.
+#[test]
+fn exceptions_regenerate_exactly() {
+    let src = repo().join("testdata/wtrace/throws.cpp");
+    for opt in ["-O0", "-O2"] {
+        let name = format!("throws{opt}");
+        let o = exact_lang(&name, true, &single(&src, opt), 0);
+        assert!(o.oracle.len() > 1000, "{name}: too little compared");
+    }
 }
 
 /// Calls through pointers, `qsort` calling back into traced code, a callback table, recursion
@@ -252,7 +246,12 @@ int main(int argc, char **argv) {
 /// Runs both builds of `args` (exit status `status`) and asserts that regeneration did not
 /// stop and equals `trace-naive`'s block sequence; prints the sizes.
 fn exact(name: &str, args: &[String], status: i32) -> Outcome {
-    let o = run_both(name, false, args, status);
+    exact_lang(name, false, args, status)
+}
+
+/// [`exact`] for C (`cxx` false) or C++.
+fn exact_lang(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
+    let o = run_both(name, cxx, args, status);
     assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
     assert!(
         o.regenerated == o.oracle,
@@ -637,8 +636,9 @@ fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], statu
 }
 
 /// Block and edge counts from witness traces (issue 17 point 3) equal the `edges-naive`
-/// oracle's on every program the regeneration tests use: the early exits and shapes,
-/// callbacks through pointers and `qsort`, and four threads.
+/// oracle's on every program the regeneration tests use: the early exits and shapes, C++
+/// exceptions (a `resume` counts its `Return` edge), callbacks through pointers and `qsort`,
+/// and four threads.
 #[test]
 fn trace_report_counts_equal_edges_naive() {
     let mut exact = 0;
@@ -654,7 +654,20 @@ fn trace_report_counts_equal_edges_naive() {
             ));
         }
     }
-    assert!(exact >= 16, "only {exact} programs counted exactly");
+    assert_eq!(
+        exact,
+        2 * early_and_shapes().len(),
+        "not every program counted exactly"
+    );
+    let throws = repo().join("testdata/wtrace/throws.cpp");
+    for opt in ["-O0", "-O2"] {
+        assert!(trace_report_equals_edges_naive(
+            &format!("throws{opt}"),
+            true,
+            &single(&throws, opt),
+            0
+        ));
+    }
     let dir = scratch("wtrace-report-callbacks-src");
     let src = dir.join("callbacks.c");
     std::fs::write(&src, CALLBACKS).unwrap();

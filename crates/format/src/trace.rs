@@ -40,6 +40,9 @@ pub enum TraceError {
     /// A version this build cannot read.
     #[error("trace version {0} is not supported (this tally reads version 1)")]
     Version(u32),
+    /// A witness trace of a version this build cannot read.
+    #[error("witness trace version {0} is not supported (this tally reads version {WTRACE_VERSION}): rerun the program built by this tally")]
+    WitnessVersion(u32),
     /// The file ends inside a record.
     #[error("truncated trace: {0} stray bytes at the end")]
     Truncated(usize),
@@ -91,7 +94,8 @@ pub fn read_trace(bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
 /// Magic of a witness trace (`--tally-mode=trace`, `crates/runtime/c/wtrace.c`).
 pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// Version of the witness trace format.
-pub const WTRACE_VERSION: u32 = 1;
+/// 2: a landing's `how` takes 2 bits (0 re-entry, 1 landing pad, 2 lost).
+pub const WTRACE_VERSION: u32 = 2;
 /// The thread id of a chunk that names a module instead of carrying stream bytes.
 pub const WTRACE_MODULE_CHUNK: u32 = u32::MAX;
 /// Header flag (the `u32` after the version) of a flight recorder's file (`TALLY_TRACE_RING`).
@@ -136,7 +140,7 @@ pub struct RingThread {
 /// A witness trace, split into its per-thread bit streams.
 ///
 /// ```text
-/// "TALLYWTR"  u32 version (=1)  u32 0
+/// "TALLYWTR"  u32 version (=2)  u32 0
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
 /// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`
@@ -144,8 +148,10 @@ pub struct RingThread {
 /// continues the bit stream of thread `thread` (threads are numbered from 1 in the order they
 /// first wrote). A stream is `tally_graph::witness::bits`' encoding, except that `Enter` carries
 /// two varints, the module slot and the function's index in that module's metadata, and that
-/// an `Unwind` record (kind 2) is followed by one varint, 0: the thread landed somewhere
-/// regeneration cannot follow (a `longjmp` or an exception).
+/// an `Unwind` record (kind 2) has a 2-bit `how`: 0 a `longjmp`'s re-entry and 1 an
+/// exception's landing pad (then the varints abandoned activations and landing block, as
+/// `Record::Unwind`), 2 "lost": the thread entered a function trace mode could not
+/// instrument, where regeneration stops.
 ///
 /// A flight recorder's file (`TALLY_TRACE_RING`, `crates/runtime/c/wring.c`) has header flag
 /// [`WTRACE_RING`] in the `u32` after the version; each thread chunk is then one chunk of the
@@ -243,7 +249,7 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
     let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
     let version = u32_at(bytes, 8);
     if version != WTRACE_VERSION {
-        return Err(TraceError::Version(version));
+        return Err(TraceError::WitnessVersion(version));
     }
     let mut out = WitnessTrace::default();
     let mut ring = (u32_at(bytes, 12) & WTRACE_RING != 0).then(Vec::new);

@@ -22,7 +22,7 @@ use tally_graph::IdVec;
 
 /// What the reader says when a thread landed where regeneration cannot follow.
 pub const NOT_EXACT: &str =
-    "regeneration not exact past this point: control reached an exception handler or a function trace mode could not instrument";
+    "regeneration not exact past this point: control reached a function trace mode could not instrument";
 
 /// One executed block.
 #[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
@@ -325,9 +325,11 @@ impl RecordSource for Stream<'_> {
                     }
                     1 => Ok(Some(Record::Back)),
                     2 => {
-                        if self.get(1).ok_or_else(cut)? == 1 {
-                            return Err(RegenError::Decode(NOT_EXACT.into()));
-                        }
+                        let how = match self.get(2).ok_or_else(cut)? {
+                            0 => Landing::Reentry,
+                            1 => Landing::Unwind,
+                            _ => return Err(RegenError::Decode(NOT_EXACT.into())),
+                        };
                         let abandoned = self.varint()?;
                         let to = self.varint()?;
                         let small = |v: u64| {
@@ -338,7 +340,7 @@ impl RecordSource for Stream<'_> {
                         Ok(Some(Record::Unwind {
                             abandoned: small(abandoned)?,
                             to: tally_graph::NodeId::new(small(to)? as usize),
-                            how: Landing::Reentry,
+                            how,
                         }))
                     }
                     _ => {

@@ -4,13 +4,14 @@
  * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):
  *
- *   "TALLYWTR" u32 version (1) u32 0, then chunks { u32 thread, u32 length, bytes }
+ *   "TALLYWTR" u32 version (2) u32 0, then chunks { u32 thread, u32 length, bytes }
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
  * records carry (slot, function index). Control records: 2-bit kind (0 Enter, 1 Back,
- * 2 landing, 3 End) and varints of 7 bits + a continuation bit; a landing has one bit, 0 for a
- * longjmp re-entry (then varints: activations abandoned, landing block), 1 for a landing
- * regeneration does not follow (a landing pad).
+ * 2 landing, 3 End) and varints of 7 bits + a continuation bit; a landing has a 2-bit how:
+ * 0 a longjmp's re-entry, 1 an exception's landing pad (both then varints: activations
+ * abandoned, landing block), 2 "lost": control entered a function trace mode could not
+ * instrument, where regeneration stops.
  * A thread's buffer is mmap'd on its first record and kept until the end of the process
  * (listed in wt.threads), where every stream gets its End and is flushed (wtrace_finish, from
  * trace_finish: exit, _exit, the fatal-signal path). With TALLY_TRACE_RING the full buffers go to
@@ -83,7 +84,7 @@ static void wt_unlock(int held) {
 static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
-        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x01\0\0\0\0\0\0\0", 16) != 0)
+        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x02\0\0\0\0\0\0\0", 16) != 0)
             wt.fd = -1;
     }
     if (wt.fd <= 0)
@@ -337,19 +338,33 @@ void __tally_wtrace_call(uint32_t site) {
         wring_site(t->ring, t->depth, site);
 }
 
-void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
-    if (ret == 0)
-        return;
+/* Control landed in the activation at `depth` (kept in its frame since its entry), at `block`,
+ * after the activations above it were abandoned: an Unwind record (kind 2, then how in 2 bits:
+ * 0 a longjmp's re-entry, 1 an exception's landing pad; then the abandoned count and the
+ * block). The thread's depth (and so the flight recorder's shadow stack) is that of the
+ * landing activation again. */
+static void wt_landing(uint32_t how, uint32_t depth, uint32_t block) {
     struct wt_thread *t = wt_get();
     if (!t)
         return;
     uint32_t abandoned = t->depth - depth;
     t->depth = depth;
     if (!t->ended) {
-        wt_bits(t, 2, 3); /* kind 2, how 0: re-entry */
+        wt_bits(t, 2 | how << 2, 4);
         wt_varint(t, abandoned);
         wt_varint(t, block);
     }
+}
+
+void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
+    if (ret != 0)
+        wt_landing(0, depth, block);
+}
+
+void __tally_wtrace_unwind(uint32_t depth, uint32_t block) {
+    int saved_errno = errno;
+    wt_landing(1, depth, block);
+    errno = saved_errno;
 }
 
 /* The flight recorder's file: every thread's ring as it is now, with the bytes and bits it

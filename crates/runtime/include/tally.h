@@ -159,6 +159,8 @@ void __tally_wtrace_call(uint32_t site);
 /* After setjmp: when ret != 0, a longjmp landed in the activation at `depth` (what enter
  * returned), at block `block`. */
 void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block);
+/* At a landing pad: an exception landed in the activation at `depth`, at block `block`. */
+void __tally_wtrace_unwind(uint32_t depth, uint32_t block);
 
 /* Adds 1 to the count of `path` in `t` (path mode, functions with hashed path counters). */
 void __tally_path_count(struct tally_path_table *t, uint64_t path);

@@ -6,7 +6,8 @@
 //! from regeneration whether a witness is next and its width ([`Expect`]). A control record is
 //! a 2-bit kind (`0` Enter, `1` Back, `2` Unwind, `3` End) followed by its operands as
 //! varints (7 data bits, then a continuation bit, low groups first): `Enter` the function
-//! index, `Unwind` one bit for how (`0` re-entry, `1` unwind edge), the abandoned count, then
+//! index, `Unwind` two bits for how (`0` re-entry, `1` unwind edge; the runtime's `2` is a
+//! "lost" record), the abandoned count, then
 //! the landing block. [`encode`] ends every stream
 //! with `End`; the reader returns `None` after `End` or past the last bit.
 
@@ -64,7 +65,7 @@ impl BitWriter {
             Record::Back => self.put(1, 2),
             Record::Unwind { abandoned, to, how } => {
                 self.put(2, 2);
-                self.put(u64::from(how == Landing::Unwind), 1);
+                self.put(u64::from(how == Landing::Unwind), 2);
                 self.varint(u64::from(abandoned));
                 self.varint(to.index() as u64);
             }
@@ -174,9 +175,10 @@ impl RecordSource for BitReader<'_> {
                     0 => Record::Enter(FuncId(small(self.varint()?)?)),
                     1 => Record::Back,
                     2 => {
-                        let how = match self.get(1).ok_or_else(truncated)? {
+                        let how = match self.get(2).ok_or_else(truncated)? {
                             0 => Landing::Reentry,
-                            _ => Landing::Unwind,
+                            1 => Landing::Unwind,
+                            h => return Err(RegenError::Decode(format!("landing kind {h}"))),
                         };
                         let abandoned = small(self.varint()?)?;
                         let to = small(self.varint()?)?;

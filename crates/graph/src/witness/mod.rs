@@ -50,7 +50,10 @@
 //!   `abandoned` traced activations above the landing one were discarded, and the landing
 //!   activation resumes at block `to`, by the `Reentry` edge into `to` or by the unwind edge
 //!   to `to` of the block it was executing a call in ([`Landing`]). Abandonment starts only inside a
-//!   [`Callee::Unknown`] call (`longjmp`, `__cxa_throw` and `exit` are not traced code).
+//!   [`Callee::Unknown`] call (`longjmp`, `__cxa_throw` and `exit` are not traced code). A
+//!   `resume` (an exception leaving a landing pad's activation) is modelled as such a call:
+//!   an `Unknown` site ending its block, whose `Return` edge is an unwind edge; regeneration
+//!   reports that `Return` edge when an `Unwind` abandons the activation waiting there.
 //! - [`Record::End`]: the thread ends (`exit`, the end of the thread, a fatal signal): every
 //!   activation still on the stack is abandoned. The end of the record iterator means the same.
 //!

@@ -15,14 +15,29 @@
 //!   the function's calls over its blocks in order, as the metadata lists them);
 //! - before every `Unknown` call: `__tally_wtrace_call(site)`; with `direct`, this keeps the
 //!   flight recorder's shadow stack (`c/wring.c`: where each activation is calling);
-//! - after every `Unknown` call that returns: a `Back` record (2 bits), inline the same way;
+//! - after every `Unknown` call that returns: a `Back` record (2 bits), inline the same way
+//!   (for an `invoke` at the start of its normal destination, on a block split onto that edge
+//!   when the destination is shared);
 //! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
 //!   record with the number of traced activations the `longjmp` abandoned (the runtime keeps
 //!   each thread's depth: `enter` adds one and returns it, `__tally_wtrace_ret()` before each
-//!   `ret` takes one off; functions with `setjmp` keep their depth in an alloca);
-//! - a landing pad, and the entry of a function that cannot be traced: a "lost" record (kind
-//!   2, how 1; inline), which makes the reader stop with "not exact past this point"
-//!   (exceptions are not followed).
+//!   `ret` takes one off; functions with `setjmp` or landing pads keep their depth in an
+//!   alloca);
+//! - first thing in a landing pad: `__tally_wtrace_unwind(depth, block)`, the same `Unwind`
+//!   record for an exception (how 1: regeneration enters `block` by the unwind edge of the
+//!   block whose call was running). A `resume` is an `Unknown` call site of its own block and
+//!   its `Return` edge an unwind edge (no `ret` runs: the next landing counts the activation
+//!   among the abandoned, and regeneration reports that `Return` edge then);
+//! - the entry of a function that cannot be traced: a "lost" record (kind 2, how 2; inline),
+//!   which makes the reader stop with "not exact past this point".
+//!
+//! Not exact with exceptions (not detected): an exception caught by code that is not traced
+//! (an uninstrumented library, or a function trace mode could not instrument, which writes
+//! "lost" only at its entry) after it unwound traced activations: no landing pad of a traced
+//! function runs, so no `Unwind` says they were abandoned, and the runtime's depth stays too
+//! high until the next traced landing; regeneration then goes wrong or stops with an error.
+//! Exceptions that unwind only untraced frames, or that a traced landing pad catches, are
+//! exact, as are `catch (...)`, rethrows and cleanups; `std::terminate` ends the stream.
 //!
 //! The metadata keeps the call sites (callees by name) and the plan ([`WtraceMeta`]), so the
 //! reader regenerates with exactly the plan the code was built with.
@@ -132,20 +147,31 @@ fn classify(v: Val) -> WCallee {
     }
 }
 
+/// The calls of each block in order; a `resume` ends its block with an `Unknown` site of its
+/// own (it continues an unwinding: regeneration waits there for the `Unwind` of the next
+/// landing, like at a call that does not return, and the plan blocks it like a call).
 fn calls_of(l: &Lowered) -> Vec<Vec<Call>> {
     l.nodes
         .iter()
         .map(|n| {
             n.instrs
                 .iter()
-                .filter(|v| v.is_call_like())
+                .filter(|v| v.is_call_like() || is_resume(**v))
                 .map(|&instr| Call {
                     instr,
-                    callee: classify(instr),
+                    callee: if is_resume(instr) {
+                        WCallee::Unknown
+                    } else {
+                        classify(instr)
+                    },
                 })
                 .collect()
         })
         .collect()
+}
+
+fn is_resume(v: Val) -> bool {
+    v.opcode() == LLVMOpcode::LLVMResume
 }
 
 fn input_of(l: &Lowered, calls: &[Vec<Call>]) -> FunctionInput {
@@ -165,13 +191,20 @@ fn input_of(l: &Lowered, calls: &[Vec<Call>]) -> FunctionInput {
         })
         .collect();
     per_node.push(Vec::new()); // EXIT
+                               // The unwind edges: an `invoke`'s unwind destination, and the `Return` edge of a
+                               // `resume` (taken when the next landing abandons the activation).
     let unwind = l
-        .edges
-        .iter()
-        .map(|e| match *e {
+        .cfg
+        .edges()
+        .zip(&l.edges)
+        .map(|((_, edge), e)| match *e {
             EdgeIr::Succ { term, index, .. } => {
                 term.opcode() == LLVMOpcode::LLVMInvoke && index == 1
             }
+            EdgeIr::Return => l.nodes[edge.src.index()]
+                .instrs
+                .last()
+                .is_some_and(|t| is_resume(*t)),
             _ => false,
         })
         .collect();
@@ -218,22 +251,29 @@ impl WTrace {
                 second
             }
         };
+        // `Back` goes at the start of an unknown `invoke`'s normal destination, which must be
+        // entered from this call only: when it is shared, on a block of its own
+        // (`back_split`, made after the sites so that `Back` precedes the edge's witness).
+        let mut back_split = Vec::new();
         for (i, _) in l.nodes.iter().enumerate() {
             for call in &calls[i] {
-                if call.instr.opcode() != LLVMOpcode::LLVMCall && call.callee == WCallee::Unknown {
-                    // `Back` goes at the start of the normal destination: it must be entered
-                    // from this call only.
-                    let normal = call.instr.successor(0);
-                    let shared = l
-                        .nodes
-                        .iter()
-                        .position(|n| n.after_setjmp.is_none() && n.start.parent() == normal)
-                        .is_none_or(|d| l.cfg.preds(NodeId::new(d)).len() != 1);
-                    if shared || call.instr.opcode() != LLVMOpcode::LLVMInvoke {
-                        return Err("trace mode: an unknown invoke or callbr whose normal \
-                                    destination is shared"
-                            .into());
-                    }
+                if call.instr.opcode() == LLVMOpcode::LLVMCall
+                    || is_resume(call.instr)
+                    || call.callee != WCallee::Unknown
+                {
+                    continue;
+                }
+                if call.instr.opcode() != LLVMOpcode::LLVMInvoke {
+                    return Err("trace mode: an unknown callbr".into());
+                }
+                let normal = call.instr.successor(0);
+                let shared = l
+                    .nodes
+                    .iter()
+                    .position(|n| n.after_setjmp.is_none() && n.start.parent() == normal)
+                    .is_none_or(|d| l.cfg.preds(NodeId::new(d)).len() != 1);
+                if shared {
+                    back_split.push(call.instr);
                 }
             }
         }
@@ -258,6 +298,7 @@ impl WTrace {
         let sites = SitePlan::for_edges(l, &witnessed, false);
         Ok(Box::new(WPlan {
             registers: cx.opts.trace_registers,
+            back_split,
             calls,
             unwind: input.unwind,
             plan,
@@ -269,16 +310,19 @@ impl WTrace {
 struct WPlan {
     /// `--tally-trace-registers`: the function may keep its own copy of the accumulator.
     registers: bool,
+    /// Unknown `invoke`s whose normal destination is shared: their `Back` goes on a block
+    /// split onto the normal edge after the sites are in.
+    back_split: Vec<Val>,
     calls: Vec<Vec<Call>>,
     unwind: IdVec<EdgeId, bool>,
     plan: Plan,
     sites: SitePlan,
 }
 
-/// `Back` (kind 1 in 2 bits) and "lost" (kind 2, how 1: 3 bits), as `witness::bits` and the
-/// runtime's reader encode them: `(value, bits)`.
+/// `Back` (kind 1 in 2 bits) and "lost" (kind 2, how 2 in 2 bits: 4 bits), as the runtime's
+/// reader (`tally_report::wtrace`) decodes them: `(value, bits)`.
 const BACK: (u64, u64) = (1, 2);
-const LOST: (u64, u64) = (2 | 1 << 2, 3);
+const LOST: (u64, u64) = (2 | 2 << 2, 4);
 
 /// The runtime entry points of trace mode.
 struct Runtime {
@@ -295,6 +339,7 @@ struct Runtime {
     call: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
     reentry: (LLVMValueRef, LLVMTypeRef),
+    unwind: (LLVMValueRef, LLVMTypeRef),
     /// The module's slot in the trace (`__tally_wtrace_slot`, 0 until the runtime assigns it).
     slot: LLVMValueRef,
 }
@@ -334,6 +379,7 @@ impl Runtime {
             direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
             call: f("__tally_wtrace_call", &mut [g.i32t]),
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
+            unwind: f("__tally_wtrace_unwind", &mut [g.i32t, g.i32t]),
             slot,
         }
     }
@@ -639,7 +685,10 @@ impl FnPlan for WPlan {
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
         for call in self.calls.iter().flatten() {
-            if call.callee != WCallee::Unknown {
+            if call.callee != WCallee::Unknown
+                || is_resume(call.instr)
+                || self.back_split.contains(&call.instr)
+            {
                 continue;
             }
             let after = if call.instr.opcode() == LLVMOpcode::LLVMCall {
@@ -657,9 +706,18 @@ impl FnPlan for WPlan {
             rec: &rt,
             function: cx.index,
             witness: &self.plan.witness,
-            depth: cx.l.has_setjmp.then(std::ptr::null_mut),
+            depth: (cx.l.has_setjmp || cx.l.has_landing_pads).then(std::ptr::null_mut),
         };
         crate::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
+        // 2b. `Back` of an unknown invoke with a shared normal destination: on a block of its
+        // own between the invoke and whatever the sites put on the edge.
+        for &invoke in &self.back_split {
+            let nb = crate::surgery::split_edge(&em, invoke, 0);
+            if let Some(at) = nb.insertion_start() {
+                em.at(at);
+                rt.put_const(&em, BACK, invoke);
+            }
+        }
         // 3. The direct flag immediately before each direct call (after any site code), and
         // the call site (numbered over the blocks' calls in order, as the metadata lists
         // them) before each direct and unknown call, for the flight recorder's call stack.
@@ -678,17 +736,20 @@ impl FnPlan for WPlan {
                 WCallee::Opaque => {}
             }
         }
-        // 4. Landings, first thing where control lands: `setjmp`'s second return (`Unwind`:
-        // the traced activations above this one that the `longjmp` abandoned), landing pads
-        // ("lost": not followed). And the depth of traced activations at each `ret`.
+        // 4. Landings, first thing where control lands: `setjmp`'s second return and landing
+        // pads (`Unwind`: the traced activations above this one that the `longjmp` or the
+        // exception abandoned, and the block landed at). And the depth of traced activations
+        // at each `ret` (not at `resume`: the next landing counts the activation as abandoned).
+        let depth_here = |depth: LLVMValueRef| unsafe {
+            let empty = cname("");
+            c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
+        };
         for (i, n) in cx.l.nodes.iter().enumerate() {
-            if let (Some(sj), Some(depth)) = (n.after_setjmp, log.depth) {
+            let Some(depth) = log.depth else { break };
+            if let Some(sj) = n.after_setjmp {
                 if let Some(next) = sj.next() {
                     em.at(next);
-                    let d = unsafe {
-                        let empty = cname("");
-                        c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
-                    };
+                    let d = depth_here(depth);
                     em.call(rt.rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
                 }
             } else if n.landing_pad {
@@ -698,7 +759,8 @@ impl FnPlan for WPlan {
                     .find(|v| v.opcode() == LLVMOpcode::LLVMLandingPad);
                 if let Some(next) = pad.and_then(|p| p.next()) {
                     em.at(next);
-                    rt.put_const(&em, LOST, next);
+                    let d = depth_here(depth);
+                    em.call(rt.rt.unwind, &mut [d, em.i32c(i as u64)], next);
                 }
             }
         }
