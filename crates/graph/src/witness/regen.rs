@@ -580,6 +580,12 @@ impl<'a> Regenerator<'a> {
                         let frame = self.enter(g, &mut visit)?;
                         stack.push(frame);
                     }
+                    Callee::DirectBack(g) => {
+                        // The caller reads `Back` once `g` has returned.
+                        top.waiting = true;
+                        let frame = self.enter(g, &mut visit)?;
+                        stack.push(frame);
+                    }
                 }
                 continue;
             }

@@ -120,6 +120,11 @@ struct Call {
     callee: WCallee,
 }
 
+/// How a call site's callee is seen: `Direct` for a definition of this module the linker
+/// cannot replace (internal, private, or external where it cannot be interposed), `Extern`
+/// (index filled in at emission, [`extern_index`]) for a direct call the linker resolves (a
+/// declaration, a weak or linkonce definition, an external definition of a shared object's
+/// code, which another image may interpose), `Opaque` or `Unknown`.
 fn classify(v: Val) -> WCallee {
     if v.calls_inline_asm() {
         return WCallee::Opaque;
@@ -132,24 +137,152 @@ fn classify(v: Val) -> WCallee {
         // setjmp's first return is normal; its second is a landing (`__tally_wtrace_reentry`).
         return WCallee::Opaque;
     }
-    if !f.is_declaration() && !name.starts_with("__tally_") {
+    if name.starts_with("__tally_") {
+        return WCallee::Unknown; // (the runtime's wrappers: never traced)
+    }
+    if !f.is_declaration() {
         use LLVMLinkage::*;
-        // Only a definition the linker cannot replace by another copy is `Direct`.
         return match f.linkage() {
-            LLVMInternalLinkage | LLVMPrivateLinkage | LLVMExternalLinkage => WCallee::Direct(name),
-            _ => WCallee::Unknown,
+            LLVMInternalLinkage | LLVMPrivateLinkage => WCallee::Direct(name),
+            LLVMExternalLinkage if !interposable(f) => WCallee::Direct(name),
+            _ => WCallee::Extern {
+                name,
+                index: u32::MAX,
+            },
         };
     }
     if OPAQUE_LIBC.contains(&name.as_str()) {
         WCallee::Opaque
     } else {
-        WCallee::Unknown
+        WCallee::Extern {
+            name,
+            index: u32::MAX,
+        }
+    }
+}
+
+/// Whether another image may interpose external definition `f`: the module is position-
+/// independent code that is not an executable's (a "PIC Level" flag, no "PIE Level") and `f`
+/// has default visibility.
+fn interposable(f: Val) -> bool {
+    unsafe {
+        let m = c::LLVMGetGlobalParent(f.0);
+        let flag =
+            |name: &str| !c::LLVMGetModuleFlag(m, name.as_ptr().cast(), name.len()).is_null();
+        flag("PIC Level")
+            && !flag("PIE Level")
+            && c::LLVMGetVisibility(f.0) == llvm_sys::LLVMVisibility::LLVMDefaultVisibility
+    }
+}
+
+/// Names of the module's trace tables ([`module_tables`]).
+const MODULE_DESC: &str = "__tally_wtrace_module";
+const EXTERNS: &str = "__tally_wtrace_externs";
+
+/// The address `enter` gets as `self` and the module's function table lists: the function's
+/// own address (through a private alias where another image may interpose its name), `None`
+/// for a weak or linkonce definition, which the linker may replace by another module's copy
+/// (its entries are always announced: `self` null).
+unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
+    use LLVMLinkage::*;
+    match f.linkage() {
+        LLVMExternalLinkage if interposable(f) => {
+            let name = cname(&format!("{}.tally.self", f.name()));
+            let m = c::LLVMGetGlobalParent(f.0);
+            let mut a = c::LLVMGetNamedGlobalAlias(m, name.as_ptr(), name.as_bytes().len());
+            if a.is_null() {
+                a = c::LLVMAddAlias2(m, c::LLVMGlobalGetValueType(f.0), 0, f.0, name.as_ptr());
+                c::LLVMSetLinkage(a, LLVMPrivateLinkage);
+            }
+            Some(a)
+        }
+        LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
+        _ => None,
+    }
+}
+
+/// Builds the module's trace tables before any function is emitted: its external callees
+/// (every `Extern` callee of every function, in order: `EXTERNS`), its functions' own
+/// addresses for those other modules may call by name (index = metadata index), and the
+/// descriptor `struct tally_wtrace_module` that `enter` gets (`MODULE_DESC`; the runtime
+/// assigns its slot and copies the tables, `c/wtrace.c`).
+unsafe fn module_tables(funcs: &[(Val, &Lowered)]) {
+    let Some(&(first, _)) = funcs.first() else {
+        return;
+    };
+    let m = c::LLVMGetGlobalParent(first.0);
+    let ctx = c::LLVMGetModuleContext(m);
+    let (i32t, ptrt) = (
+        c::LLVMInt32TypeInContext(ctx),
+        c::LLVMPointerTypeInContext(ctx, 0),
+    );
+    let mut externs: Vec<LLVMValueRef> = Vec::new();
+    for (_, l) in funcs {
+        for call in calls_of(l).iter().flatten() {
+            if let (WCallee::Extern { .. }, Some(f)) = (&call.callee, call.instr.called_function())
+            {
+                if !externs.contains(&f.0) {
+                    externs.push(f.0);
+                }
+            }
+        }
+    }
+    let mut own: Vec<LLVMValueRef> = funcs
+        .iter()
+        .map(|(f, _)| match f.linkage() {
+            LLVMLinkage::LLVMExternalLinkage => own_address(*f),
+            _ => None,
+        })
+        .map(|a| a.unwrap_or_else(|| c::LLVMConstNull(ptrt)))
+        .collect();
+    let table = |name: &str, vals: &mut Vec<LLVMValueRef>| {
+        let arr = c::LLVMConstArray2(ptrt, vals.as_mut_ptr(), vals.len() as u64);
+        let n = cname(name);
+        let g = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), n.as_ptr());
+        c::LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
+        c::LLVMSetInitializer(g, arr);
+        c::LLVMSetGlobalConstant(g, 1);
+        g
+    };
+    let externs_g = table(EXTERNS, &mut externs);
+    let funcs_g = table("__tally_wtrace_funcs", &mut own);
+    let mut fields = [
+        c::LLVMConstInt(i32t, 0, 0),
+        c::LLVMConstInt(i32t, funcs.len() as u64, 0),
+        c::LLVMConstInt(i32t, externs.len() as u64, 0),
+        c::LLVMConstInt(i32t, 0, 0),
+        funcs_g,
+        externs_g,
+    ];
+    let init = c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
+    let n = cname(MODULE_DESC);
+    let d = c::LLVMAddGlobal(m, c::LLVMTypeOf(init), n.as_ptr());
+    c::LLVMSetLinkage(d, LLVMLinkage::LLVMInternalLinkage);
+    c::LLVMSetInitializer(d, init);
+}
+
+/// Index of `callee` in the module's table of external callees ([`module_tables`]).
+fn extern_index(m: LLVMModuleRef, callee: Val) -> Option<u32> {
+    unsafe {
+        let n = cname(EXTERNS);
+        let g = c::LLVMGetNamedGlobal(m, n.as_ptr());
+        if g.is_null() {
+            return None;
+        }
+        let init = c::LLVMGetInitializer(g);
+        let len = c::LLVMGetArrayLength2(c::LLVMTypeOf(init));
+        (0..len as u32).find(|&i| c::LLVMGetAggregateElement(init, i) == callee.0)
     }
 }
 
 /// The calls of each block in order; a `resume` ends its block with an `Unknown` site of its
 /// own (it continues an unwinding: regeneration waits there for the `Unwind` of the next
 /// landing, like at a call that does not return, and the plan blocks it like a call).
+/// The caller writes `Back` after the call returns normally.
+fn writes_back(c: &WCallee) -> bool {
+    matches!(c, WCallee::Unknown | WCallee::Extern { .. })
+}
+
 fn calls_of(l: &Lowered) -> Vec<Vec<Call>> {
     l.nodes
         .iter()
@@ -184,7 +317,7 @@ fn input_of(l: &Lowered, calls: &[Vec<Call>]) -> FunctionInput {
                         // The plan only asks whether a site is a call vertex.
                         WCallee::Direct(_) => Callee::Direct(FuncId(0)),
                         WCallee::Opaque => Callee::Opaque,
-                        WCallee::Unknown => Callee::Unknown,
+                        WCallee::Unknown | WCallee::Extern { .. } => Callee::Unknown,
                     },
                 })
                 .collect()
@@ -223,6 +356,11 @@ impl ModeImpl for WTrace {
             .plan_traced(cx)
             .unwrap_or_else(|why| Box::new(Untraced(why))))
     }
+
+    fn plan_module(&self, funcs: &[(Val, &Lowered)]) -> Option<super::ModulePlan> {
+        unsafe { module_tables(funcs) };
+        None
+    }
 }
 
 impl WTrace {
@@ -259,7 +397,7 @@ impl WTrace {
             for call in &calls[i] {
                 if call.instr.opcode() == LLVMOpcode::LLVMCall
                     || is_resume(call.instr)
-                    || call.callee != WCallee::Unknown
+                    || !writes_back(&call.callee)
                 {
                     continue;
                 }
@@ -319,10 +457,10 @@ struct WPlan {
     sites: SitePlan,
 }
 
-/// `Back` (kind 1 in 2 bits) and "lost" (kind 2, how 2 in 2 bits: 4 bits), as the runtime's
+/// `Back` (the prefix code's `1`) and "lost" (`0`, kind 1, how 2: 5 bits), as the runtime's
 /// reader (`tally_report::wtrace`) decodes them: `(value, bits)`.
-const BACK: (u64, u64) = (1, 2);
-const LOST: (u64, u64) = (2 | 2 << 2, 4);
+const BACK: (u64, u64) = (1, 1);
+const LOST: (u64, u64) = (2 | 2 << 3, 5);
 
 /// The runtime entry points of trace mode.
 struct Runtime {
@@ -351,13 +489,9 @@ impl Runtime {
             crate::module::declare_void_fn(m, g.voidt, name, args)
         };
         let slot = unsafe {
-            let n = cname("__tally_wtrace_slot");
-            let mut s = c::LLVMGetNamedGlobal(m, n.as_ptr());
-            if s.is_null() {
-                s = c::LLVMAddGlobal(m, g.i32t, n.as_ptr());
-                c::LLVMSetLinkage(s, LLVMLinkage::LLVMInternalLinkage);
-                c::LLVMSetInitializer(s, c::LLVMConstInt(g.i32t, 0, 0));
-            }
+            let n = cname(MODULE_DESC);
+            let s = c::LLVMGetNamedGlobal(m, n.as_ptr());
+            assert!(!s.is_null(), "trace mode: module tables not built");
             s
         };
         Runtime {
@@ -685,7 +819,7 @@ impl FnPlan for WPlan {
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
         for call in self.calls.iter().flatten() {
-            if call.callee != WCallee::Unknown
+            if !writes_back(&call.callee)
                 || is_resume(call.instr)
                 || self.back_split.contains(&call.instr)
             {
@@ -724,7 +858,7 @@ impl FnPlan for WPlan {
         for (site, call) in self.calls.iter().flatten().enumerate() {
             let site = em.i32c(site as u64);
             match call.callee {
-                WCallee::Direct(_) => {
+                WCallee::Direct(_) | WCallee::Extern { .. } => {
                     let callee = call.instr.called_value();
                     em.at(call.instr);
                     em.call(rt.rt.direct, &mut [callee.0, site], call.instr);
@@ -786,7 +920,21 @@ impl FnPlan for WPlan {
                 calls: self
                     .calls
                     .iter()
-                    .map(|cs| cs.iter().map(|c| c.callee.clone()).collect())
+                    .map(|cs| {
+                        cs.iter()
+                            .map(|c| match &c.callee {
+                                WCallee::Extern { name, .. } => WCallee::Extern {
+                                    name: name.clone(),
+                                    index: c
+                                        .instr
+                                        .called_function()
+                                        .and_then(|f| extern_index(cx.g.module, f))
+                                        .expect("an external callee in the module's table"),
+                                },
+                                other => other.clone(),
+                            })
+                            .collect()
+                    })
                     .collect(),
                 witness: self
                     .plan
@@ -880,7 +1028,8 @@ impl SiteAction for Log<'_> {
             self.rec.rt.slot,
             em.g.counters,
             em.i32c(u64::from(self.function)),
-            em.func.0,
+            unsafe { own_address(em.func) }
+                .unwrap_or_else(|| unsafe { c::LLVMConstNull(em.g.ptrt) }),
         ];
         unsafe {
             let call = c::LLVMBuildCall2(
