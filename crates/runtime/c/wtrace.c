@@ -20,6 +20,16 @@
  * the thread's ring instead (wring.c: the flight recorder), written as a whole file at the end
  * and by tally_dump_trace().
  *
+ * Modules (struct tally_wtrace_module, one per instrumented module): a module gets its slot at
+ * the first entry of one of its functions, silent or not (wt_module), and the runtime copies
+ * its tables then: its own functions' addresses and its external callees' addresses as it
+ * resolves them. A direct call of an external callee is announced by the caller like a call
+ * within the module (__tally_wtrace_direct: the address), so a traced callee writes no Enter;
+ * when the trace is written (wtrace_finish; the flight recorder's dumps) each module's
+ * external callees are resolved by address among every module's functions and written as a
+ * resolution chunk (wt_write_resolutions), which the reader needs to know which calls enter
+ * silently.
+ *
  * The fast path (below, "Accumulator"): every record goes through the thread's 64-bit
  * accumulator (struct tally_wtrace_acc, first in the stream), which instrumented code reaches
  * through the initial-exec TLS pointer __tally_wtrace_acc and appends witnesses, Back and lost

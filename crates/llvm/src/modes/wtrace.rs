@@ -8,14 +8,28 @@
 //!   accumulator ([`put_fn`]: `acc |= value << n; n += bits`, `__tally_wtrace_spill` when the
 //!   word is full) at the edge's site (the sites of [`crate::plan::Plan::for_edges`],
 //!   predecessor tags where an edge has none);
-//! - the entry: `__tally_wtrace_enter(&slot, counters, index, self)`, which writes `Enter`
-//!   unless the caller was a traced `Direct` site, which said so by
+//! - the entry: `__tally_wtrace_enter(&module, counters, index, self)`, which writes `Enter`
+//!   unless the caller was a traced `Direct` or `Extern` site, which said so by
 //!   `__tally_wtrace_direct(callee, site)` just before the call (a per-thread flag naming the
-//!   callee, so a stale flag can never silence another function's `Enter`; `site` numbers
-//!   the function's calls over its blocks in order, as the metadata lists them);
+//!   callee's address, so a stale flag can never silence another function's `Enter`; `site`
+//!   numbers the function's calls over its blocks in order, as the metadata lists them).
+//!   `self` is the function's own address ([`own_address`]: a private alias where another
+//!   image may interpose its name), null for a weak or linkonce definition (another module's
+//!   copy may replace it: always announced);
+//! - `Extern` sites ([`classify`]): a direct call that the linker resolves (a declaration, a
+//!   weak or linkonce definition, an external definition of a shared object's code) announces
+//!   the callee's address the same way, and writes `Back` after it as an `Unknown` call does
+//!   (the caller cannot know whether the callee is traced). `module` (`struct
+//!   tally_wtrace_module`, [`module_tables`]) gives the runtime the addresses of the module's
+//!   external callees and of its own functions; the runtime resolves each external callee by
+//!   address (exactly: interposition and two definitions of one name resolve as the linker
+//!   did) and writes the resolution into the trace, where the reader takes a resolved site for
+//!   a call of that traced function (`Callee::DirectBack`: no `Enter`, `Back` after it) and
+//!   an unresolved one for an `Unknown` call;
 //! - before every `Unknown` call: `__tally_wtrace_call(site)`; with `direct`, this keeps the
 //!   flight recorder's shadow stack (`c/wring.c`: where each activation is calling);
-//! - after every `Unknown` call that returns: a `Back` record (2 bits), inline the same way
+//! - after every `Unknown` or `Extern` call that returns: a `Back` record (1 bit), inline the
+//!   same way
 //!   (for an `invoke` at the start of its normal destination, on a block split onto that edge
 //!   when the destination is shared);
 //! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
@@ -38,6 +52,14 @@
 //! high until the next traced landing; regeneration then goes wrong or stops with an error.
 //! Exceptions that unwind only untraced frames, or that a traced landing pad catches, are
 //! exact, as are `catch (...)`, rethrows and cleanups; `std::terminate` ends the stream.
+//!
+//! Limits of the resolution of `Extern` sites: it is written when the trace is (the end of
+//! the process, a fatal signal, the flight recorder's dumps): a trace without it (a process
+//! killed by SIGKILL, a file copied while the program ran) is refused by the reader. Two
+//! functions the linker folded to one address (identical code folding) resolve to the first
+//! module's. A module unloaded by `dlclose` keeps its tables (copied when it got its slot); one
+//! loaded later at the same addresses may then resolve to the old one. Calls of weak or
+//! linkonce definitions (C++ inline functions, templates) keep paying `Enter`.
 //!
 //! The metadata keeps the call sites (callees by name) and the plan ([`WtraceMeta`]), so the
 //! reader regenerates with exactly the plan the code was built with.
