@@ -867,6 +867,23 @@ fn cross_file_calls_regenerate_exactly() {
         assert!(resolved(f), "{f}: {sites:?}");
     }
     assert!(!resolved("apply_plain"), "{sites:?}");
+    // Without its resolution chunks (a process killed before it wrote them) the trace is
+    // refused, not misread.
+    let bytes = std::fs::read(o.dir.join("trace/prog.trace")).unwrap();
+    let mut cut = bytes[..16].to_vec();
+    let mut at = 16;
+    while at + 8 <= bytes.len() {
+        let thread = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        if thread != tally_format::trace::WTRACE_RESOLVE_CHUNK {
+            cut.extend_from_slice(&bytes[at..at + 8 + len]);
+        }
+        at += 8 + len;
+    }
+    assert!(cut.len() < bytes.len());
+    let prof = tally_format::profile::Profile::read_file(o.dir.join("trace/prog.tally")).unwrap();
+    let err = tally_report::wtrace::regenerate(&cut, &prof).unwrap_err();
+    assert!(err.contains("does not resolve"), "{err}");
     let o = build_steps_and_compare(
         "xfile-shlib",
         &[
