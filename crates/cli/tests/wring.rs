@@ -20,8 +20,13 @@ use tally_report::wtrace::{Regenerated, RingEnd};
 
 /// Builds `testdata/ring/ring.c` under `dir/trace` and `dir/trace-naive`.
 fn build_both(name: &str) -> PathBuf {
+    build_both_of(name, "testdata/ring/ring.c", false)
+}
+
+/// Builds `file` (C++ when `cxx`) under `dir/trace` and `dir/trace-naive`.
+fn build_both_of(name: &str, file: &str, cxx: bool) -> PathBuf {
     let dir = scratch(&format!("wring-{name}"));
-    let src = repo().join("testdata/ring/ring.c");
+    let src = repo().join(file);
     let src = src.display().to_string();
     // The program includes the header `tally header` prints, for tally_dump_trace().
     let header = std::process::Command::new(tally())
@@ -38,7 +43,7 @@ fn build_both(name: &str) -> PathBuf {
         std::fs::create_dir_all(&vdir).unwrap();
         build(
             Variant::Tally(mode),
-            false,
+            cxx,
             &["-O1", "-g", "-pthread", &include, &src],
             &vdir.join("prog"),
             &dir,
@@ -84,6 +89,11 @@ type Block = (String, u32);
 /// trace-naive's block sequence and, at its end, the stack of activations (bottom first,
 /// each with its current block), simulated from its records.
 fn oracle(dir: &Path, file: &str) -> (Vec<Block>, Vec<Block>) {
+    oracle_of(dir, file, false)
+}
+
+/// [`oracle`] of a single-threaded program that may throw (`throws`).
+fn oracle_of(dir: &Path, file: &str, throws: bool) -> (Vec<Block>, Vec<Block>) {
     let prof = Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
     let bytes = std::fs::read(dir.join("trace-naive").join(file)).unwrap();
     let recs = tally_format::trace::read_trace(&bytes).unwrap();
@@ -94,8 +104,11 @@ fn oracle(dir: &Path, file: &str) -> (Vec<Block>, Vec<Block>) {
             cfgs.insert((m.hash, i as u32), (f.name.clone(), f.cfg().unwrap()));
         }
     }
-    // The live activations (entered, not returned: the program has no longjmp) with their
-    // current block, by activation id (entry order). At the end only one thread has any.
+    // The live activations (entered, neither returned nor abandoned) with their current
+    // block, by activation id (entry order). At the end only one thread has any. (An
+    // activation that takes an edge is running: the activations entered after it are over,
+    // abandoned by an exception if they did not return; the programs are single-threaded
+    // where they throw.)
     let mut live: std::collections::BTreeMap<u64, ((u64, u32), u32)> = Default::default();
     for r in &recs {
         match *r {
@@ -108,6 +121,9 @@ fn oracle(dir: &Path, file: &str) -> (Vec<Block>, Vec<Block>) {
                 live.insert(act, ((module, function), entry));
             }
             TraceRecord::Edge { act, edge } => {
+                if throws {
+                    live.split_off(&(act + 1));
+                }
                 let a = live.get_mut(&act).expect("an edge of no live activation");
                 let cfg = &cfgs[&a.0].1;
                 let dst = cfg.edge(EdgeId::new(edge as usize)).dst;
@@ -437,4 +453,52 @@ fn ring_file_is_not_written_through_a_symlink_or_into_a_fifo() {
         .unwrap()
         .file_type()
         .is_fifo());
+}
+
+/// C++ exceptions under the flight recorder (`testdata/wtrace/ring_throws.cpp`): many rounds
+/// of throws through frames with destructors, catches and rethrows (each landing pad writes
+/// `Unwind` and resets the shadow stack's depth), then a fault three frames deep right after
+/// an exception landed there, or a normal exit. The ring's tail is trace-naive's and the
+/// stack at the fault is the oracle's.
+#[test]
+fn exceptions_tail_and_stack_equal_trace_naive() {
+    let dir = build_both_of("throws", "testdata/wtrace/ring_throws.cpp", true);
+    let out = run_pair(&dir, &["3000", "segv"], "2K");
+    assert_eq!(out.status.signal(), Some(libc_sig("SEGV")));
+    let r = regenerate(&dir, "prog.trace");
+    assert_eq!(r.ring.len(), 1);
+    let end = &r.ring[0];
+    let (seq, stack) = oracle_of(&dir, "prog.trace", true);
+    let tail = thread_blocks(&r, end.thread);
+    assert_tail("throws-segv", &tail, end, &seq);
+    let names: Vec<&str> = stack.iter().map(|b| b.0.as_str()).collect();
+    // (`deep`'s recursion may have become a loop.)
+    assert!(names.len() >= 3, "{names:?}");
+    assert!(
+        names[0] == "main" && names[names.len() - 1].contains("crash_here"),
+        "{names:?}"
+    );
+    assert_eq!(end.depth as usize, names.len());
+    // The callers' blocks are exact; the top one is where regeneration stopped, which may be
+    // past the faulting block (regeneration walks on until it needs a record; `crash_tail_…`
+    // checks a fault where it cannot): it is among the blocks walked past the last record.
+    let got = ring_stack(end);
+    let n = stack.len();
+    assert_eq!(got[..n - 1], stack[..n - 1]);
+    assert_eq!(got[n - 1].0, stack[n - 1].0);
+    assert!(tail[end.certain..].contains(&got[n - 1]), "{got:?}");
+    assert!(tail[end.certain..].contains(&stack[n - 1]), "{stack:?}");
+    let out = run_pair(&dir, &["3000", "exit"], "2K");
+    assert_eq!(out.status.code(), Some(0));
+    let r = regenerate(&dir, "prog.trace");
+    assert!(r.stopped.is_empty(), "{:?}", r.stopped);
+    let end = &r.ring[0];
+    let (seq, stack) = oracle_of(&dir, "prog.trace", true);
+    let tail = thread_blocks(&r, end.thread);
+    assert_tail("throws-exit", &tail, end, &seq);
+    assert!(
+        seq.ends_with(&tail),
+        "throws-exit: the whole tail is the oracle's"
+    );
+    assert!(stack.is_empty() && end.depth == 0);
 }

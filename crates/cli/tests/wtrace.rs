@@ -1,8 +1,7 @@
 //! Witness tracing (`--tally-mode=trace`, paper 000 §4) against its oracle: the same program
 //! built in `trace-naive` mode (every edge taken, per activation) and run on the same input.
 //! The block sequence `tally trace` regenerates from the witnesses must equal trace-naive's,
-//! block for block, `longjmp` included; where regeneration cannot be exact (an exception
-//! landing pad) it must stop there with a clear error, after a prefix of the oracle's sequence.
+//! block for block, `longjmp` and C++ exceptions included.
 //! `tally report --trace` must give the block and edge counts of the `edges-naive` oracle.
 
 mod support;
@@ -90,6 +89,12 @@ fn run_both_with(
         run_args,
     };
     run.build_and_run(&dir, ["trace", "trace-naive"]);
+    outcome(name, dir)
+}
+
+/// Regenerates `dir/trace/prog.trace` and reads the oracle `dir/trace-naive/prog.trace`, each
+/// with its `prog.tally`.
+fn outcome(name: &str, dir: PathBuf) -> Outcome {
     let prof = tally_format::profile::Profile::read_file(dir.join("trace/prog.tally")).unwrap();
     let branch_plans = prof
         .modules
@@ -161,8 +166,8 @@ fn early_and_shapes() -> Vec<(PathBuf, i32)> {
         .collect()
 }
 
-/// The programs of [`early_and_shapes`]. Programs that throw must stop with the "not exact"
-/// error after a prefix of the oracle.
+/// The programs of [`early_and_shapes`], C++ exceptions included (`exceptions.cpp`,
+/// `mixed.cpp`): every one regenerates exactly.
 #[test]
 fn regenerated_block_sequences_equal_trace_naive() {
     let mut exact = 0;
@@ -178,39 +183,34 @@ fn regenerated_block_sequences_equal_trace_naive() {
                 o.naive_bytes,
                 o.trace_bytes as f64 / o.naive_bytes as f64
             );
-            if o.stopped.is_empty() {
-                assert!(
-                    o.regenerated == o.oracle,
-                    "{name}: {}",
-                    first_difference(&o.regenerated, &o.oracle)
-                );
-                // At -O2 latch.ll folds to a constant (one block).
-                if !name.starts_with("latch.ll-O2") {
-                    assert!(o.oracle.len() > 10, "{name}: too little compared");
-                }
-                exact += 1;
-            } else {
-                assert!(
-                    o.stopped
-                        .iter()
-                        .all(|s| s == tally_report::wtrace::NOT_EXACT),
-                    "{name}: {:?}",
-                    o.stopped
-                );
-                assert!(
-                    o.oracle.starts_with(&o.regenerated),
-                    "{name}: stopped early, but not after a prefix: {}",
-                    first_difference(&o.regenerated, &o.oracle)
-                );
-                eprintln!(
-                    "{name}: stopped after {} blocks: {:?}",
-                    o.regenerated.len(),
-                    o.stopped
-                );
+            assert!(o.stopped.is_empty(), "{name}: stopped: {:?}", o.stopped);
+            assert!(
+                o.regenerated == o.oracle,
+                "{name}: {}",
+                first_difference(&o.regenerated, &o.oracle)
+            );
+            // At -O2 latch.ll folds to a constant (one block).
+            if !name.starts_with("latch.ll-O2") {
+                assert!(o.oracle.len() > 10, "{name}: too little compared");
             }
+            exact += 1;
         }
     }
-    assert!(exact >= 16, "only {exact} programs regenerated exactly");
+    assert_eq!(exact, 2 * early_and_shapes().len());
+}
+
+/// C++ exceptions (`testdata/wtrace/throws.cpp`): throws through several traced frames with
+/// and without destructors (cleanup landing pads that `resume`), catches at different
+/// depths, a rethrow, a translation in a catch block, `catch (...)` in a loop: every landing
+/// pad writes `Unwind` (activations abandoned, block) and regeneration follows it exactly.
+#[test]
+fn exceptions_regenerate_exactly() {
+    let src = repo().join("testdata/wtrace/throws.cpp");
+    for opt in ["-O0", "-O2"] {
+        let name = format!("throws{opt}");
+        let o = exact_lang(&name, true, &single(&src, opt), 0);
+        assert!(o.oracle.len() > 1000, "{name}: too little compared");
+    }
 }
 
 /// Calls through pointers, `qsort` calling back into traced code, a callback table, recursion
@@ -252,7 +252,12 @@ int main(int argc, char **argv) {
 /// Runs both builds of `args` (exit status `status`) and asserts that regeneration did not
 /// stop and equals `trace-naive`'s block sequence; prints the sizes.
 fn exact(name: &str, args: &[String], status: i32) -> Outcome {
-    let o = run_both(name, false, args, status);
+    exact_lang(name, false, args, status)
+}
+
+/// [`exact`] for C (`cxx` false) or C++.
+fn exact_lang(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
+    let o = run_both(name, cxx, args, status);
     assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
     assert!(
         o.regenerated == o.oracle,
@@ -637,8 +642,9 @@ fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], statu
 }
 
 /// Block and edge counts from witness traces (issue 17 point 3) equal the `edges-naive`
-/// oracle's on every program the regeneration tests use: the early exits and shapes,
-/// callbacks through pointers and `qsort`, and four threads.
+/// oracle's on every program the regeneration tests use: the early exits and shapes, C++
+/// exceptions (a `resume` counts its `Return` edge), callbacks through pointers and `qsort`,
+/// and four threads.
 #[test]
 fn trace_report_counts_equal_edges_naive() {
     let mut exact = 0;
@@ -654,7 +660,20 @@ fn trace_report_counts_equal_edges_naive() {
             ));
         }
     }
-    assert!(exact >= 16, "only {exact} programs counted exactly");
+    assert_eq!(
+        exact,
+        2 * early_and_shapes().len(),
+        "not every program counted exactly"
+    );
+    let throws = repo().join("testdata/wtrace/throws.cpp");
+    for opt in ["-O0", "-O2"] {
+        assert!(trace_report_equals_edges_naive(
+            &format!("throws{opt}"),
+            true,
+            &single(&throws, opt),
+            0
+        ));
+    }
     let dir = scratch("wtrace-report-callbacks-src");
     let src = dir.join("callbacks.c");
     std::fs::write(&src, CALLBACKS).unwrap();
@@ -732,4 +751,157 @@ fn html_site_of_a_trace_equals_edges_naive_site() {
     );
     assert!(traced.iter().any(|c| c != "0"), "{traced:?}");
     assert_eq!(traced, naive);
+}
+
+/// Builds, in `trace` and `trace-naive` mode, what `steps` says (each step: `Some(mode)` for a
+/// tally build in the mode, `None` for a plain one; arguments; output name), runs
+/// `dir/MODE/prog` in both and returns the comparison. Sources are in `testdata/wtrace/xfile`.
+fn build_steps_and_compare(name: &str, steps: &[(bool, &[&str], &str)]) -> Outcome {
+    let dir = scratch(&format!("wtrace-{name}"));
+    let src = repo().join("testdata/wtrace/xfile");
+    let mut outs = Vec::new();
+    for mode in ["trace", "trace-naive"] {
+        let vdir = dir.join(mode);
+        std::fs::create_dir_all(&vdir).unwrap();
+        for (tally_built, args, out) in steps {
+            let v = if *tally_built {
+                Variant::Tally(mode)
+            } else {
+                Variant::Plain
+            };
+            let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            for x in a.iter_mut() {
+                if x.ends_with(".c") {
+                    *x = src.join(&*x).display().to_string();
+                }
+                if x == "RPATH" {
+                    *x = format!("-Wl,-rpath,{}", vdir.display());
+                }
+            }
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            build(v, false, &a, &vdir.join(out), &vdir);
+        }
+        let out = std::process::Command::new("./prog")
+            .current_dir(&vdir)
+            .env("TALLY_PROFILE", vdir.join("prog.tally"))
+            .env("TALLY_TRACE", vdir.join("prog.trace"))
+            .env_remove("TALLY_TRACE_RING")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name} {mode}");
+        outs.push(out.stdout);
+    }
+    assert_eq!(outs[0], outs[1], "{name}: outputs differ");
+    let o = outcome(name, dir);
+    assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
+    assert!(
+        o.regenerated == o.oracle,
+        "{name}: {}",
+        first_difference(&o.regenerated, &o.oracle)
+    );
+    eprintln!(
+        "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
+        o.oracle.len(),
+        o.trace_bytes,
+        o.naive_bytes
+    );
+    o
+}
+
+/// The external callees of the trace build's metadata (`WCallee::Extern`) and how the trace
+/// resolved them: `(callee name, resolved to a traced function)` per site.
+fn extern_sites(o: &Outcome) -> Vec<(String, bool)> {
+    let prof = tally_format::profile::Profile::read_file(o.dir.join("trace/prog.tally")).unwrap();
+    let bytes = std::fs::read(o.dir.join("trace/prog.trace")).unwrap();
+    let t = tally_format::trace::read_witness_trace(&bytes).unwrap();
+    let mut out = Vec::new();
+    for m in &prof.modules {
+        let slot = t.modules.iter().find(|x| x.1 == m.hash).map(|x| x.0);
+        let res = slot.and_then(|s| t.resolutions.iter().find(|r| r.0 == s));
+        for f in &m.meta.functions {
+            for c in f.wtrace.iter().flat_map(|w| w.calls.iter().flatten()) {
+                if let tally_format::WCallee::Extern { name, index } = c {
+                    let to = res.and_then(|r| r.1.get(*index as usize).copied().flatten());
+                    out.push((name.clone(), to.is_some()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Direct calls between files (issue 17: most of Lua's entries were such calls): the caller
+/// announces the callee's address (`__tally_wtrace_direct`), a traced callee writes no
+/// `Enter`, and the runtime resolves each module's external callees by address into the
+/// trace. One executable of five files: mutual recursion across files, a weak `hook` in one
+/// file replaced by the strong one of another (two definitions of one name), and a callee
+/// compiled without tally that calls back into traced code; then a shared library built with
+/// tally, loaded by an executable built without it that interposes the library's `level` (the
+/// library's direct call of its own `level` runs the executable's, which calls back). Both
+/// regenerate block for block as trace-naive's; the sites resolve as the linker did.
+#[test]
+fn cross_file_calls_regenerate_exactly() {
+    let o = build_steps_and_compare(
+        "xfile",
+        &[
+            (false, &["-O2", "-g", "-c", "plain.c"], "plain.o"),
+            (
+                true,
+                &[
+                    "-O2", "-g", "main.c", "parse.c", "weak.c", "hooks.c", "plain.o",
+                ],
+                "prog",
+            ),
+        ],
+    );
+    assert!(o.oracle.len() > 5000, "too little compared");
+    let sites = extern_sites(&o);
+    let resolved = |name: &str| {
+        let v: Vec<bool> = sites.iter().filter(|s| s.0 == name).map(|s| s.1).collect();
+        assert!(!v.is_empty(), "no external call of {name}: {sites:?}");
+        v.iter().all(|&r| r)
+    };
+    // Traced callees in other files resolve to them (`hook`: the strong one, which the
+    // regeneration being exact shows); the plain callee resolves to nothing.
+    for f in ["parse_expr", "visit", "twice", "hook", "use_weak"] {
+        assert!(resolved(f), "{f}: {sites:?}");
+    }
+    assert!(!resolved("apply_plain"), "{sites:?}");
+    // Without its resolution chunks (a process killed before it wrote them) the trace is
+    // refused, not misread.
+    let bytes = std::fs::read(o.dir.join("trace/prog.trace")).unwrap();
+    let mut cut = bytes[..16].to_vec();
+    let mut at = 16;
+    while at + 8 <= bytes.len() {
+        let thread = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        if thread != tally_format::trace::WTRACE_RESOLVE_CHUNK {
+            cut.extend_from_slice(&bytes[at..at + 8 + len]);
+        }
+        at += 8 + len;
+    }
+    assert!(cut.len() < bytes.len());
+    let prof = tally_format::profile::Profile::read_file(o.dir.join("trace/prog.tally")).unwrap();
+    let err = tally_report::wtrace::regenerate(&cut, &prof).unwrap_err();
+    assert!(err.contains("does not resolve"), "{err}");
+    let o = build_steps_and_compare(
+        "xfile-shlib",
+        &[
+            (
+                true,
+                &["-O2", "-g", "-fPIC", "-shared", "lib.c"],
+                "liblib.so",
+            ),
+            (
+                false,
+                &["-O2", "-g", "exe.c", "-L.", "-llib", "RPATH"],
+                "prog",
+            ),
+        ],
+    );
+    assert!(o.oracle.len() > 1000, "too little compared");
+    let sites = extern_sites(&o);
+    // The library's own `level` is interposed: its call resolves to no traced function.
+    assert!(sites.iter().any(|s| s.0 == "level" && !s.1), "{sites:?}");
+    assert!(sites.iter().any(|s| s.0 == "lib_twice" && s.1), "{sites:?}");
 }

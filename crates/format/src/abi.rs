@@ -376,6 +376,39 @@ pub const TALLY_FRAME: StructLayout =
 pub const TALLY_WTRACE_ACC: StructLayout =
     layout!(TallyWtraceAcc, "tally_wtrace_acc", [(acc, U64), (n, U64)]);
 
+/// `struct tally_wtrace_module`: a module's trace slot and its tables of own functions and
+/// external callees (trace mode: the runtime resolves external callees by address).
+#[repr(C)]
+#[derive(Debug)]
+pub struct TallyWtraceModule {
+    /// The module's trace slot (0 until assigned).
+    pub slot: u32,
+    /// Entries of `funcs`.
+    pub nfuncs: u32,
+    /// Entries of `externs`.
+    pub nexterns: u32,
+    /// Unused (0).
+    pub reserved: u32,
+    /// Function `i`'s own address when other modules may call it by name, else null.
+    pub funcs: *const *const u8,
+    /// External callee `k`'s address as the module resolves it.
+    pub externs: *const *const u8,
+}
+
+/// `struct tally_wtrace_module`.
+pub const TALLY_WTRACE_MODULE: StructLayout = layout!(
+    TallyWtraceModule,
+    "tally_wtrace_module",
+    [
+        (slot, U32),
+        (nfuncs, U32),
+        (nexterns, U32),
+        (reserved, U32),
+        (funcs, Ptr),
+        (externs, Ptr)
+    ]
+);
+
 /// Every shared struct.
 pub const LAYOUTS: &[StructLayout] = &[
     TALLY_MODULE,
@@ -383,6 +416,7 @@ pub const LAYOUTS: &[StructLayout] = &[
     TALLY_PATH_SITE,
     TALLY_FRAME,
     TALLY_WTRACE_ACC,
+    TALLY_WTRACE_MODULE,
 ];
 
 /// Whether `l`'s field table is exactly what C's layout rules give for its field types: every

@@ -217,6 +217,16 @@ pub enum WCallee {
     Opaque,
     /// Anything else (calls through pointers, other declared functions): `Enter`/`Back`.
     Unknown,
+    /// A direct call of a function the linker resolves (a declaration, or a definition another
+    /// copy may replace): entry `index` of the module's table of such callees. The runtime
+    /// resolves each entry by address to a traced function or none (the trace's resolution
+    /// chunks): a traced callee writes no `Enter`; the caller writes `Back` after the call.
+    Extern {
+        /// The callee's linkage name.
+        name: String,
+        /// Its index in the module's table of external callees.
+        index: u32,
+    },
 }
 
 /// Trace mode: what regeneration needs of one function besides its graph.

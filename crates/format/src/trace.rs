@@ -40,6 +40,9 @@ pub enum TraceError {
     /// A version this build cannot read.
     #[error("trace version {0} is not supported (this tally reads version 1)")]
     Version(u32),
+    /// A witness trace of a version this build cannot read.
+    #[error("witness trace version {0} is not supported (this tally reads version {WTRACE_VERSION}): rerun the program built by this tally")]
+    WitnessVersion(u32),
     /// The file ends inside a record.
     #[error("truncated trace: {0} stray bytes at the end")]
     Truncated(usize),
@@ -91,7 +94,17 @@ pub fn read_trace(bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
 /// Magic of a witness trace (`--tally-mode=trace`, `crates/runtime/c/wtrace.c`).
 pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// Version of the witness trace format.
-pub const WTRACE_VERSION: u32 = 1;
+/// 2: a landing's `how` takes 2 bits (0 re-entry, 1 landing pad, 2 lost). 3: control records
+/// are a prefix code (`1` Back, `0` + 2-bit kind) and resolution chunks
+/// ([`WTRACE_RESOLVE_CHUNK`]) name the targets of external calls.
+pub const WTRACE_VERSION: u32 = 3;
+
+/// The thread id of a chunk that resolves a module's external callees.
+pub const WTRACE_RESOLVE_CHUNK: u32 = u32::MAX - 2;
+
+/// A module slot and, per external callee of the module, the traced function found at its
+/// address, `(slot, function index)`, or `None`.
+pub type Resolution = (u32, Vec<Option<(u32, u32)>>);
 /// The thread id of a chunk that names a module instead of carrying stream bytes.
 pub const WTRACE_MODULE_CHUNK: u32 = u32::MAX;
 /// Header flag (the `u32` after the version) of a flight recorder's file (`TALLY_TRACE_RING`).
@@ -136,16 +149,22 @@ pub struct RingThread {
 /// A witness trace, split into its per-thread bit streams.
 ///
 /// ```text
-/// "TALLYWTR"  u32 version (=1)  u32 0
+/// "TALLYWTR"  u32 version (=3)  u32 0
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
 /// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`
-/// (named by `Enter` records) is the module whose metadata hashes to `hash`. Any other chunk
+/// (named by `Enter` records) is the module whose metadata hashes to `hash`. A chunk of thread
+/// [`WTRACE_RESOLVE_CHUNK`] holds `u32 slot, u32 n, n x {u32 slot', u32 index}`: the module's
+/// external callee `k` (`tally_format::WCallee::Extern`) is function `index` of module `slot'`
+/// (0: no traced function), as the runtime found it by address. Any other chunk
 /// continues the bit stream of thread `thread` (threads are numbered from 1 in the order they
-/// first wrote). A stream is `tally_graph::witness::bits`' encoding, except that `Enter` carries
+/// first wrote). A stream is `tally_graph::witness::bits`' encoding (control records: `1`
+/// Back, `0` then a 2-bit kind: 0 Enter, 1 Unwind, 2 End), except that `Enter` carries
 /// two varints, the module slot and the function's index in that module's metadata, and that
-/// an `Unwind` record (kind 2) is followed by one varint, 0: the thread landed somewhere
-/// regeneration cannot follow (a `longjmp` or an exception).
+/// an `Unwind` record has a 2-bit `how`: 0 a `longjmp`'s re-entry and 1 an
+/// exception's landing pad (then the varints abandoned activations and landing block, as
+/// `Record::Unwind`), 2 "lost": the thread entered a function trace mode could not
+/// instrument, where regeneration stops.
 ///
 /// A flight recorder's file (`TALLY_TRACE_RING`, `crates/runtime/c/wring.c`) has header flag
 /// [`WTRACE_RING`] in the `u32` after the version; each thread chunk is then one chunk of the
@@ -158,6 +177,11 @@ pub struct RingThread {
 pub struct WitnessTrace {
     /// `(slot, module hash)`, in the order written.
     pub modules: Vec<(u32, u64)>,
+    /// Per module slot, the resolution of its external callees (index `k`: callee `k` of the
+    /// module's table): `Some((slot, function index))` of the traced function at that address,
+    /// `None` for none. A module with a slot but no entry here was not resolved (the process
+    /// did not end normally).
+    pub resolutions: Vec<Resolution>,
     /// `(thread, stream bytes)`, in the order the threads first wrote (empty in a flight
     /// recorder's file).
     pub threads: Vec<(u32, Vec<u8>)>,
@@ -217,6 +241,24 @@ fn ring_stack(body: &[u8]) -> Option<(u32, u32, Vec<RingFrame>)> {
     Some((u(0)?, u(4)?, frames))
 }
 
+/// A resolution chunk: `u32 slot, u32 n`, then `n` times `u32 slot' (0: none), u32 index`.
+fn resolution(body: &[u8]) -> Option<Resolution> {
+    let u = |i: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(body.get(i..i + 4)?.try_into().ok()?))
+    };
+    let n = u(4)? as usize;
+    if body.len() != 8 + 8 * n {
+        return None;
+    }
+    let entries = (0..n)
+        .map(|k| {
+            let (slot, index) = (u(8 + 8 * k)?, u(12 + 8 * k)?);
+            Some((slot != 0).then_some((slot, index)))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((u(0)?, entries))
+}
+
 fn ring_thread(ring: &mut Vec<(u32, RingThread)>, thread: u32) -> &mut RingThread {
     let i = match ring.iter().position(|t| t.0 == thread) {
         Some(i) => i,
@@ -243,7 +285,7 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
     let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
     let version = u32_at(bytes, 8);
     if version != WTRACE_VERSION {
-        return Err(TraceError::Version(version));
+        return Err(TraceError::WitnessVersion(version));
     }
     let mut out = WitnessTrace::default();
     let mut ring = (u32_at(bytes, 12) & WTRACE_RING != 0).then(Vec::new);
@@ -261,7 +303,10 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
         }
         let body = &bytes[pos..pos + len];
         pos += len;
-        if thread == WTRACE_MODULE_CHUNK {
+        if thread == WTRACE_RESOLVE_CHUNK {
+            let r = resolution(body).ok_or(TraceError::BadRecord(chunk))?;
+            out.resolutions.push(r);
+        } else if thread == WTRACE_MODULE_CHUNK {
             if len != 12 {
                 return Err(TraceError::BadRecord(chunk));
             }

@@ -504,7 +504,12 @@ pub fn random_program(rng: &mut Rng, config: &ProgramConfig) -> Vec<FunctionInpu
                         let callee = if rng.percent(config.unknown_percent) {
                             Callee::Unknown
                         } else if i + 1 < n && !rng.percent(config.opaque_percent) {
-                            Callee::Direct(FuncId((i + 1 + rng.below(n - i - 1)) as u32))
+                            let g = FuncId((i + 1 + rng.below(n - i - 1)) as u32);
+                            if rng.percent(30) {
+                                Callee::DirectBack(g)
+                            } else {
+                                Callee::Direct(g)
+                            }
                         } else {
                             Callee::Opaque
                         };
@@ -583,6 +588,8 @@ struct SimFrame {
     block: NodeId,
     site: usize,
     in_unknown: bool,
+    /// In a [`Callee::DirectBack`] call: `Back` follows its return.
+    back: bool,
 }
 
 /// For each vertex, the length of a shortest path of normal edges to a block that returns or
@@ -630,6 +637,7 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
             block: funcs[func.index()].cfg.entry(),
             site: 0,
             in_unknown: false,
+            back: false,
         });
     };
     for t in 0..config.top_calls {
@@ -684,6 +692,7 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
                     fr.block = to;
                     fr.site = 0;
                     fr.in_unknown = false;
+                    fr.back = false;
                 } else {
                     events.push(Event::Back);
                     stack[ti].in_unknown = false;
@@ -697,6 +706,11 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
                     Callee::Unknown => stack[ti].in_unknown = true,
                     Callee::Direct(g) => {
                         stack[ti].site += 1;
+                        enter(&mut stack, &mut events, g, false);
+                    }
+                    Callee::DirectBack(g) => {
+                        stack[ti].site += 1;
+                        stack[ti].back = true;
                         enter(&mut stack, &mut events, g, false);
                     }
                 }
@@ -728,6 +742,10 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
             let edge = fi.cfg.edge(e);
             if edge.kind == EdgeKind::Return {
                 stack.pop();
+                if let Some(caller) = stack.last_mut().filter(|c| c.back) {
+                    caller.back = false;
+                    events.push(Event::Back);
+                }
             } else {
                 stack[ti].block = edge.dst;
                 stack[ti].site = 0;

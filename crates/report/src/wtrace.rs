@@ -22,7 +22,7 @@ use tally_graph::IdVec;
 
 /// What the reader says when a thread landed where regeneration cannot follow.
 pub const NOT_EXACT: &str =
-    "regeneration not exact past this point: control reached an exception handler or a function trace mode could not instrument";
+    "regeneration not exact past this point: control reached a function trace mode could not instrument";
 
 /// One executed block.
 #[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
@@ -63,7 +63,52 @@ struct Program<'a> {
     ids: HashMap<(u64, u32), FuncId>,
 }
 
-fn program(profile: &Profile) -> Result<Program<'_>, String> {
+/// The resolution of each module's external callees (`WCallee::Extern`), by module hash, from
+/// the trace's resolution chunks: `None` for a module that never ran (no slot: its external
+/// calls never ran either).
+struct Resolved<'t> {
+    slot_of: HashMap<u64, u32>,
+    hash_of: HashMap<u32, u64>,
+    by_slot: HashMap<u32, &'t [Option<(u32, u32)>]>,
+}
+
+impl<'t> Resolved<'t> {
+    fn new(trace: &'t WitnessTrace) -> Self {
+        let mut r = Resolved {
+            slot_of: HashMap::new(),
+            hash_of: HashMap::new(),
+            by_slot: HashMap::new(),
+        };
+        for &(slot, hash) in &trace.modules {
+            r.slot_of.entry(hash).or_insert(slot);
+            r.hash_of.insert(slot, hash);
+        }
+        for (slot, entries) in &trace.resolutions {
+            r.by_slot.insert(*slot, entries.as_slice());
+        }
+        r
+    }
+
+    /// The callee of external call `index` of the module hashing to `hash`: `Ok(Some((hash,
+    /// function index)))` of the function the runtime found at its address, `Ok(None)` for
+    /// none (or a module that never ran).
+    fn callee(&self, hash: u64, index: u32) -> Result<Option<(u64, u32)>, String> {
+        let Some(slot) = self.slot_of.get(&hash) else {
+            return Ok(None);
+        };
+        let entries = self.by_slot.get(slot).ok_or(
+            "the trace does not resolve a module's external calls (the process did not end \
+             normally, or the trace was copied while it ran)",
+        )?;
+        let e = entries
+            .get(index as usize)
+            .ok_or_else(|| format!("external call {index} out of range of module slot {slot}"))?;
+        Ok(e.and_then(|(s, i)| Some((*self.hash_of.get(&s)?, i))))
+    }
+}
+
+fn program<'a>(profile: &'a Profile, trace: &WitnessTrace) -> Result<Program<'a>, String> {
+    let resolved = Resolved::new(trace);
     let mut p = Program {
         funcs: Vec::new(),
         meta: Vec::new(),
@@ -129,6 +174,15 @@ fn program(profile: &Profile) -> Result<Program<'_>, String> {
                         ),
                         WCallee::Opaque => Callee::Opaque,
                         WCallee::Unknown => Callee::Unknown,
+                        WCallee::Extern { index, .. } => {
+                            match resolved.callee(m.hash, *index).map_err(|e| bad(&e))? {
+                                Some(at) => p
+                                    .ids
+                                    .get(&at)
+                                    .map_or(Callee::Unknown, |&f| Callee::DirectBack(f)),
+                                None => Callee::Unknown,
+                            }
+                        }
                     };
                     sites.push(CallSite { callee });
                 }
@@ -309,9 +363,14 @@ impl RecordSource for Stream<'_> {
                 bits,
             })),
             Expect::Control => {
-                let Some(kind) = self.get(2) else {
+                // A prefix code: `1` Back; `0` then a 2-bit kind.
+                let Some(back) = self.get(1) else {
                     return Ok(None);
                 };
+                if back == 1 {
+                    return Ok(Some(Record::Back));
+                }
+                let kind = self.get(2).ok_or_else(cut)?;
                 match kind {
                     0 => {
                         let slot = self.varint()?;
@@ -323,11 +382,12 @@ impl RecordSource for Stream<'_> {
                             ))),
                         }
                     }
-                    1 => Ok(Some(Record::Back)),
-                    2 => {
-                        if self.get(1).ok_or_else(cut)? == 1 {
-                            return Err(RegenError::Decode(NOT_EXACT.into()));
-                        }
+                    1 => {
+                        let how = match self.get(2).ok_or_else(cut)? {
+                            0 => Landing::Reentry,
+                            1 => Landing::Unwind,
+                            _ => return Err(RegenError::Decode(NOT_EXACT.into())),
+                        };
                         let abandoned = self.varint()?;
                         let to = self.varint()?;
                         let small = |v: u64| {
@@ -338,7 +398,7 @@ impl RecordSource for Stream<'_> {
                         Ok(Some(Record::Unwind {
                             abandoned: small(abandoned)?,
                             to: tally_graph::NodeId::new(small(to)? as usize),
-                            how: Landing::Reentry,
+                            how,
                         }))
                     }
                     _ => {
@@ -358,9 +418,12 @@ type Walked = (Vec<(u32, String)>, Vec<RingEnd>);
 /// run's profile), calling `each` with the thread and every event as it comes (nothing is
 /// kept); returns the threads that stopped early, and why, and the ends of a flight
 /// recorder's threads.
-fn walk(bytes: &[u8], p: &Program<'_>, mut each: impl FnMut(u32, Visit)) -> Result<Walked, String> {
-    let trace: WitnessTrace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
-    let names = Names::new(&trace, &p.ids);
+fn walk(
+    trace: &WitnessTrace,
+    p: &Program<'_>,
+    mut each: impl FnMut(u32, Visit),
+) -> Result<Walked, String> {
+    let names = Names::new(trace, &p.ids);
     let regen = Regenerator::new(&p.funcs);
     let mut stopped = Vec::new();
     for (thread, stream) in &trace.threads {
@@ -394,8 +457,9 @@ fn walk(bytes: &[u8], p: &Program<'_>, mut each: impl FnMut(u32, Visit)) -> Resu
 /// `profile`.
 pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String> {
     let mut blocks = Vec::new();
-    let p = program(profile)?;
-    let (stopped, ring) = walk(bytes, &p, |thread, ev| {
+    let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
+    let p = program(profile, &trace)?;
+    let (stopped, ring) = walk(&trace, &p, |thread, ev| {
         let Visit::Step(s) = ev else { return };
         let (f, files) = p.meta[s.func.index()];
         let loc = f.blocks.get(s.block.index());
@@ -432,7 +496,8 @@ pub fn report(
     }
     // Flat counters (one lookup per event): function i's edges at ebase[i].., blocks at
     // bbase[i]...
-    let p = program(profile)?;
+    let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
+    let p = program(profile, &trace)?;
     let (mut ebase, mut bbase) = (Vec::new(), Vec::new());
     let (mut ne, mut nb) = (0, 0);
     for t in &p.funcs {
@@ -445,7 +510,7 @@ pub fn report(
     let stopped = {
         let (ebase, bbase) = (ebase.as_slice(), bbase.as_slice());
         let (ecount, bcount) = (edges.as_mut_slice(), blocks.as_mut_slice());
-        walk(bytes, &p, move |_, ev| {
+        walk(&trace, &p, move |_, ev| {
             let (f, e) = match ev {
                 Visit::Step(s) => {
                     let b = &mut bcount[bbase[s.func.index()] + s.block.index()];
@@ -740,7 +805,8 @@ fn walk_ring_thread(
             let block = tally_graph::NodeId::new(b);
             let waiting = match input.calls[block][k].callee {
                 Callee::Direct(_) => false,
-                Callee::Unknown => true,
+                // (A `DirectBack` caller waits for the `Back` after its callee's return.)
+                Callee::Unknown | Callee::DirectBack(_) => true,
                 Callee::Opaque => return Err("a caller at an opaque call site".into()),
             };
             stack.push(Activation {
@@ -851,8 +917,9 @@ pub fn activity(
     if tally_format::trace::is_flight_recorder(bytes) {
         return Err(FLIGHT_RECORDER_NO_COUNTS.into());
     }
-    let p = program(profile)?;
-    let (stopped, _) = walk(bytes, &p, |thread, ev| {
+    let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
+    let p = program(profile, &trace)?;
+    let (stopped, _) = walk(&trace, &p, |thread, ev| {
         let a = match ev {
             Visit::Step(s) => Activity::Step {
                 at: p.at[s.func.index()],

@@ -4,18 +4,31 @@
  * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):
  *
- *   "TALLYWTR" u32 version (1) u32 0, then chunks { u32 thread, u32 length, bytes }
+ *   "TALLYWTR" u32 version (3) u32 0, then chunks { u32 thread, u32 length, bytes }
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
- * records carry (slot, function index). Control records: 2-bit kind (0 Enter, 1 Back,
- * 2 landing, 3 End) and varints of 7 bits + a continuation bit; a landing has one bit, 0 for a
- * longjmp re-entry (then varints: activations abandoned, landing block), 1 for a landing
- * regeneration does not follow (a landing pad).
+ * records carry (slot, function index). A chunk of thread 0xfffffffd resolves a module's
+ * external callees (written at the end, wt_write_resolutions). Control records: a prefix code,
+ * `1` Back, `0` then a 2-bit kind (0 Enter, 1 landing, 2 End), and varints of 7 bits + a
+ * continuation bit; a landing has a 2-bit how:
+ * 0 a longjmp's re-entry, 1 an exception's landing pad (both then varints: activations
+ * abandoned, landing block), 2 "lost": control entered a function trace mode could not
+ * instrument, where regeneration stops.
  * A thread's buffer is mmap'd on its first record and kept until the end of the process
  * (listed in wt.threads), where every stream gets its End and is flushed (wtrace_finish, from
  * trace_finish: exit, _exit, the fatal-signal path). With TALLY_TRACE_RING the full buffers go to
  * the thread's ring instead (wring.c: the flight recorder), written as a whole file at the end
  * and by tally_dump_trace().
+ *
+ * Modules (struct tally_wtrace_module, one per instrumented module): a module gets its slot at
+ * the first entry of one of its functions, silent or not (wt_module), and the runtime copies
+ * its tables then: its own functions' addresses and its external callees' addresses as it
+ * resolves them. A direct call of an external callee is announced by the caller like a call
+ * within the module (__tally_wtrace_direct: the address), so a traced callee writes no Enter;
+ * when the trace is written (wtrace_finish; the flight recorder's dumps) each module's
+ * external callees are resolved by address among every module's functions and written as a
+ * resolution chunk (wt_write_resolutions), which the reader needs to know which calls enter
+ * silently.
  *
  * The fast path (below, "Accumulator"): every record goes through the thread's 64-bit
  * accumulator (struct tally_wtrace_acc, first in the stream), which instrumented code reaches
@@ -42,12 +55,25 @@ struct wt_thread {
     unsigned char buf[WT_BUF];
 };
 
+/* A module with a slot: copies of its tables (taken when it got the slot, so that a module
+ * dlclosed since is never read), for the resolution chunks. */
+struct wt_mod {
+    struct wt_mod *next;
+    uint32_t slot, nfuncs, nexterns;
+    const void **funcs;   /* [nfuncs] */
+    const void **externs; /* [nexterns] */
+};
+
+#define WT_RESOLVE_CHUNK 0xfffffffdu
+#define WT_TABLE_MAX (1u << 24) /* entries of a module's table taken (a bound on bad input) */
+
 static struct {
-    uint32_t lock; /* the file, the list, the slots */
+    uint32_t lock; /* the file, the lists, the slots */
     int fd;        /* 0: not opened yet; -1: failed, off or a fork child */
     uint32_t next_tid;
     uint32_t next_slot;
     struct wt_thread *threads;
+    struct wt_mod *mods;
     char path[PATH_CAP];
 } wt;
 
@@ -83,7 +109,7 @@ static void wt_unlock(int held) {
 static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
-        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x01\0\0\0\0\0\0\0", 16) != 0)
+        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x03\0\0\0\0\0\0\0", 16) != 0)
             wt.fd = -1;
     }
     if (wt.fd <= 0)
@@ -245,12 +271,41 @@ static void wt_varint(struct wt_thread *t, uint64_t v) {
         wt_varint(t, v);
 }
 
+/* Keeps a copy of module `m`'s tables under slot `s` (the lock is held). */
+static void wt_keep_tables(const struct tally_wtrace_module *m, uint32_t s) {
+    uint32_t nf = m->funcs ? m->nfuncs : 0, ne = m->externs ? m->nexterns : 0;
+    if (nf > WT_TABLE_MAX)
+        nf = WT_TABLE_MAX;
+    if (ne > WT_TABLE_MAX)
+        ne = WT_TABLE_MAX;
+    size_t size = sizeof(struct wt_mod) + ((size_t)nf + ne) * sizeof(void *);
+    void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return; /* (its external calls then have no resolution: the reader says so) */
+    struct wt_mod *c = p;
+    c->slot = s;
+    c->nfuncs = nf;
+    c->nexterns = ne;
+    c->funcs = (const void **)(c + 1);
+    c->externs = c->funcs + nf;
+    for (uint32_t i = 0; i < nf; i++)
+        c->funcs[i] = m->funcs[i];
+    for (uint32_t k = 0; k < ne; k++)
+        c->externs[k] = m->externs[k];
+    c->next = wt.mods;
+    wt.mods = c;
+}
+
 /* Assigns the module its slot and names it in the trace. */
-static uint32_t wt_module(uint32_t *slot, const uint64_t *counters) {
+static uint32_t wt_module(struct tally_wtrace_module *m, const uint64_t *counters) {
+    uint32_t *slot = &m->slot;
     int held = wt_lock(0);
     uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!s) {
         s = ++wt.next_slot;
+        int saved = errno;
+        wt_keep_tables(m, s);
+        errno = saved;
         uint64_t hash = trace_module_hash(counters);
         unsigned char rec[12];
         for (int k = 0; k < 4; k++)
@@ -270,7 +325,7 @@ static uint32_t wt_module(uint32_t *slot, const uint64_t *counters) {
 }
 
 static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) {
-    wt_bits(t, 0, 2);
+    wt_bits(t, 0, 3); /* '0' then kind 00 */
     wt_varint(t, s);
     wt_varint(t, function);
 }
@@ -278,13 +333,14 @@ static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) 
 /* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
  * point when the current chunk is full (after Enter: the new chunk starts inside the
  * activation, at its entry). The accumulator is drained (padded to a byte) into the chunk. */
-static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced, uint32_t *slot,
-                              const uint64_t *module_counters, uint32_t function) {
+static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced,
+                              struct tally_wtrace_module *m, const uint64_t *module_counters,
+                              uint32_t function) {
     if (t->ended)
         return depth;
-    uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    uint32_t s = __atomic_load_n(&m->slot, __ATOMIC_ACQUIRE);
     if (!s)
-        s = wt_module(slot, module_counters);
+        s = wt_module(m, module_counters);
     wring_push(t->ring, depth, s, function);
     if (announced)
         wt_enter_record(t, s, function);
@@ -296,23 +352,26 @@ static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced
     return depth;
 }
 
-uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, uint32_t function,
-                              const void *self) {
+uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *module_counters,
+                              uint32_t function, const void *self) {
     struct wt_thread *t = wt_get();
     if (!t)
         return 0;
     uint32_t depth = ++t->depth;
-    int announced = t->direct != self;
+    int announced = !self || t->direct != self;
     if (!announced)
         t->direct = 0;
     if (t->ring)
-        return wt_enter_ring(t, depth, announced, slot, module_counters, function);
-    if (!announced || t->ended)
+        return wt_enter_ring(t, depth, announced, m, module_counters, function);
+    if (t->ended)
         return depth;
-    uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    /* Every module that runs gets its slot, also one entered only silently: its functions are
+     * named by the resolution of other modules' external calls. */
+    uint32_t s = __atomic_load_n(&m->slot, __ATOMIC_ACQUIRE);
     if (!s)
-        s = wt_module(slot, module_counters);
-    wt_enter_record(t, s, function);
+        s = wt_module(m, module_counters);
+    if (announced)
+        wt_enter_record(t, s, function);
     return depth;
 }
 
@@ -337,19 +396,132 @@ void __tally_wtrace_call(uint32_t site) {
         wring_site(t->ring, t->depth, site);
 }
 
-void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
-    if (ret == 0)
-        return;
+/* Control landed in the activation at `depth` (kept in its frame since its entry), at `block`,
+ * after the activations above it were abandoned: an Unwind record (kind 2, then how in 2 bits:
+ * 0 a longjmp's re-entry, 1 an exception's landing pad; then the abandoned count and the
+ * block). The thread's depth (and so the flight recorder's shadow stack) is that of the
+ * landing activation again. */
+static void wt_landing(uint32_t how, uint32_t depth, uint32_t block) {
     struct wt_thread *t = wt_get();
     if (!t)
         return;
     uint32_t abandoned = t->depth - depth;
     t->depth = depth;
     if (!t->ended) {
-        wt_bits(t, 2, 3); /* kind 2, how 0: re-entry */
+        wt_bits(t, 2 | how << 3, 5); /* '0', kind 01, how */
         wt_varint(t, abandoned);
         wt_varint(t, block);
     }
+}
+
+void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
+    if (ret != 0)
+        wt_landing(0, depth, block);
+}
+
+void __tally_wtrace_unwind(uint32_t depth, uint32_t block) {
+    int saved_errno = errno;
+    wt_landing(1, depth, block);
+    errno = saved_errno;
+}
+
+/* ---- Resolution of external callees ------------------------------------------------------- */
+
+struct wt_addr {
+    const void *addr; /* null: a free entry */
+    uint32_t slot, index;
+};
+
+static size_t wt_hash(const void *a, size_t cap) {
+    return (size_t)(((uint64_t)(uintptr_t)a >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+/* The traced function at address `a` among the modules with a slot: through the table `tab`
+ * (`cap` entries), or by a scan of every module when there is none. */
+static int wt_lookup(const struct wt_addr *tab, size_t cap, const void *a, uint32_t *slot,
+                     uint32_t *index) {
+    if (!a)
+        return 0;
+    if (tab) {
+        for (size_t h = wt_hash(a, cap);; h = (h + 1) & (cap - 1)) {
+            if (!tab[h].addr)
+                return 0;
+            if (tab[h].addr == a) {
+                *slot = tab[h].slot;
+                *index = tab[h].index;
+                return 1;
+            }
+        }
+    }
+    for (const struct wt_mod *m = wt.mods; m; m = m->next)
+        for (uint32_t i = 0; i < m->nfuncs; i++)
+            if (m->funcs[i] == a) {
+                *slot = m->slot;
+                *index = i;
+                return 1;
+            }
+    return 0;
+}
+
+static void wt_put32(unsigned char *p, uint32_t v) {
+    for (int k = 0; k < 4; k++)
+        p[k] = (unsigned char)(v >> (8 * k));
+}
+
+/* One resolution chunk per module with a slot, { u32 0xfffffffd, u32 length, u32 slot, u32 n,
+ * n x { u32 slot' (0: none), u32 index } }: the module's external callee k is function `index`
+ * of module `slot'` (found by its address among every module's own functions), or no traced
+ * function. Written with the lock held (or given up on); no malloc (the address table is
+ * mmap'd; without it, a scan). Returns 0 or -1 and adds the bytes to *pos. */
+static int wt_write_resolutions(int fd, uint64_t *pos) {
+    uint64_t total = 0;
+    for (const struct wt_mod *m = wt.mods; m; m = m->next)
+        total += m->nfuncs;
+    size_t cap = 64;
+    while (cap < 2 * total)
+        cap <<= 1;
+    struct wt_addr *tab =
+        mmap(0, cap * sizeof *tab, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (tab == MAP_FAILED)
+        tab = 0;
+    for (const struct wt_mod *m = wt.mods; m && tab; m = m->next)
+        for (uint32_t i = 0; i < m->nfuncs; i++) {
+            const void *a = m->funcs[i];
+            if (!a)
+                continue;
+            size_t h = wt_hash(a, cap);
+            while (tab[h].addr && tab[h].addr != a)
+                h = (h + 1) & (cap - 1);
+            if (!tab[h].addr) /* (the first module keeps an address two functions share) */
+                tab[h] = (struct wt_addr){a, m->slot, i};
+        }
+    int bad = 0;
+    for (const struct wt_mod *m = wt.mods; m && !bad; m = m->next) {
+        unsigned char buf[16 + 8 * 64];
+        wt_put32(buf, WT_RESOLVE_CHUNK);
+        wt_put32(buf + 4, 8 + 8 * m->nexterns);
+        wt_put32(buf + 8, m->slot);
+        wt_put32(buf + 12, m->nexterns);
+        size_t n = 16;
+        for (uint32_t k = 0; k < m->nexterns && !bad; k++) {
+            uint32_t slot = 0, index = 0;
+            if (!wt_lookup(tab, cap, m->externs[k], &slot, &index))
+                slot = index = 0;
+            wt_put32(buf + n, slot);
+            wt_put32(buf + n + 4, index);
+            n += 8;
+            if (n == sizeof buf) {
+                bad = write_all(fd, buf, n) != 0;
+                n = 0;
+            }
+        }
+        if (!bad && n)
+            bad = write_all(fd, buf, n) != 0;
+        *pos += 16 + 8 * (uint64_t)m->nexterns;
+    }
+    if (tab)
+        munmap(tab, cap * sizeof *tab);
+    return bad ? -1 : 0;
 }
 
 /* The flight recorder's file: every thread's ring as it is now, with the bytes and bits it
@@ -365,6 +537,8 @@ static void wt_dump_locked(void) {
     int saved_errno = errno;
     uint64_t pos = 0;
     int bad = wring_dump_begin(wt.fd, wt.next_slot, &pos);
+    if (!bad)
+        bad = wt_write_resolutions(wt.fd, &pos);
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t && !bad;
          t = t->next) {
         uint64_t n = t->a.n;
@@ -398,7 +572,7 @@ void wtrace_finish(void) {
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (t->ended)
             continue;
-        wt_bits(t, 3, 2);
+        wt_bits(t, 4, 3); /* End: '0' then kind 10 */
         wt_acc_end(t);
         t->ended = 1;
         wt_flush(t, 1);
@@ -407,6 +581,18 @@ void wtrace_finish(void) {
     if (any && wring_size() && wt.fd >= 0) {
         int held = wt_lock(1);
         wt_dump_locked();
+        wt_unlock(held);
+    } else if (any && wt.fd > 0) {
+        /* The resolution of every module's external callees, once every stream has ended. */
+        int held = wt_lock(1);
+        uint64_t pos = 0;
+        int saved_errno = errno;
+        if (wt.fd > 0 && wt_write_resolutions(wt.fd, &pos) != 0) {
+            static const char msg[] = "tally: cannot write the trace file\n";
+            write_stderr(msg, sizeof msg - 1);
+            wt.fd = -1;
+        }
+        errno = saved_errno;
         wt_unlock(held);
     }
 }

@@ -130,12 +130,25 @@ void __tally_trace_edge(uint64_t act, uint32_t edge);
 /* Trace mode: after setjmp; logs the re-entry edge when ret != 0. */
 void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret);
 
-/* Witness trace mode (`trace`, c/wtrace.c), per thread: a function is entered (`slot`: the
- * module's trace slot, 0 until assigned; `self`: the function, which writes nothing when the
- * caller announced it with __tally_wtrace_direct). Returns the thread's depth of traced
- * activations, this one included. */
-uint32_t __tally_wtrace_enter(uint32_t *slot, const uint64_t *module_counters, uint32_t function,
-                              const void *self);
+/* Witness trace mode (`trace`, c/wtrace.c): one per instrumented module, internal to it. `slot`:
+ * the module's trace slot, 0 until the runtime assigns it (at the first entry of one of its
+ * functions); funcs[i]: this module's own address of function i of its metadata when other
+ * modules may call it by name (else null); externs[k]: the address of the module's k-th
+ * external callee as the module resolves it. The runtime resolves each external callee by
+ * address to a traced function (or none) and writes that resolution into the trace. */
+struct tally_wtrace_module {
+    uint32_t slot;
+    uint32_t nfuncs;
+    uint32_t nexterns;
+    uint32_t reserved;
+    const void *const *funcs;
+    const void *const *externs;
+};
+/* Per thread: a function is entered (`self`: the function, which writes nothing when the
+ * caller announced it with __tally_wtrace_direct; null: always announced). Returns the
+ * thread's depth of traced activations, this one included. */
+uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *module_counters,
+                              uint32_t function, const void *self);
 /* A traced function returns (`ret`): one traced activation fewer on this thread. */
 void __tally_wtrace_ret(void);
 /* A thread's bit accumulator (instrumented code appends witnesses, Back and lost records
@@ -159,6 +172,8 @@ void __tally_wtrace_call(uint32_t site);
 /* After setjmp: when ret != 0, a longjmp landed in the activation at `depth` (what enter
  * returned), at block `block`. */
 void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block);
+/* At a landing pad: an exception landed in the activation at `depth`, at block `block`. */
+void __tally_wtrace_unwind(uint32_t depth, uint32_t block);
 
 /* Adds 1 to the count of `path` in `t` (path mode, functions with hashed path counters). */
 void __tally_path_count(struct tally_path_table *t, uint64_t path);

@@ -4,9 +4,11 @@
 //! Bits are packed least-significant first into bytes. A witness is its value in the width of
 //! its plan (`bits` bits, nothing when the width is 0): no tag, because the reader always knows
 //! from regeneration whether a witness is next and its width ([`Expect`]). A control record is
-//! a 2-bit kind (`0` Enter, `1` Back, `2` Unwind, `3` End) followed by its operands as
+//! a prefix code, `1` for Back (the most frequent), else `0` and a 2-bit kind (`0` Enter, `1`
+//! Unwind, `2` End), followed by its operands as
 //! varints (7 data bits, then a continuation bit, low groups first): `Enter` the function
-//! index, `Unwind` one bit for how (`0` re-entry, `1` unwind edge), the abandoned count, then
+//! index, `Unwind` two bits for how (`0` re-entry, `1` unwind edge; the runtime's `2` is a
+//! "lost" record), the abandoned count, then
 //! the landing block. [`encode`] ends every stream
 //! with `End`; the reader returns `None` after `End` or past the last bit.
 
@@ -58,17 +60,17 @@ impl BitWriter {
         match *r {
             Record::Witness { value, bits } => self.put(u64::from(value), bits),
             Record::Enter(f) => {
-                self.put(0, 2);
+                self.put(0, 3);
                 self.varint(u64::from(f.0));
             }
-            Record::Back => self.put(1, 2),
+            Record::Back => self.put(1, 1),
             Record::Unwind { abandoned, to, how } => {
-                self.put(2, 2);
-                self.put(u64::from(how == Landing::Unwind), 1);
+                self.put(2, 3);
+                self.put(u64::from(how == Landing::Unwind), 2);
                 self.varint(u64::from(abandoned));
                 self.varint(to.index() as u64);
             }
-            Record::End => self.put(3, 2),
+            Record::End => self.put(4, 3),
         }
     }
 
@@ -167,16 +169,20 @@ impl RecordSource for BitReader<'_> {
                 bits,
             })),
             Expect::Control => {
-                let Some(kind) = self.get(2) else {
+                let Some(back) = self.get(1) else {
                     return Ok(None);
                 };
+                if back == 1 {
+                    return Ok(Some(Record::Back));
+                }
+                let kind = self.get(2).ok_or_else(truncated)?;
                 Ok(Some(match kind {
                     0 => Record::Enter(FuncId(small(self.varint()?)?)),
-                    1 => Record::Back,
-                    2 => {
-                        let how = match self.get(1).ok_or_else(truncated)? {
+                    1 => {
+                        let how = match self.get(2).ok_or_else(truncated)? {
                             0 => Landing::Reentry,
-                            _ => Landing::Unwind,
+                            1 => Landing::Unwind,
+                            h => return Err(RegenError::Decode(format!("landing kind {h}"))),
                         };
                         let abandoned = small(self.varint()?)?;
                         let to = small(self.varint()?)?;

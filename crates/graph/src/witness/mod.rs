@@ -43,14 +43,19 @@
 //!   the plan does not resolve ([`Callee::Unknown`]: a call through a pointer, or into code
 //!   that is not traced and may call back) or from no traced caller (the first function of the
 //!   thread, `main`, a thread's start routine, an `atexit` handler called after `main`
-//!   returned). Activations entered from a [`Callee::Direct`] site write nothing on entry.
-//! - [`Record::Back`]: written by the caller when a [`Callee::Unknown`] call returns normally.
+//!   returned). Activations entered from a [`Callee::Direct`] or [`Callee::DirectBack`] site
+//!   write nothing on entry.
+//! - [`Record::Back`]: written by the caller when a [`Callee::Unknown`] or
+//!   [`Callee::DirectBack`] call returns normally.
 //! - [`Record::Unwind`]`{abandoned, to, how}`: written where control lands after a frame was
 //!   abandoned (`longjmp` arriving at its `setjmp`, an exception arriving at a landing pad):
 //!   `abandoned` traced activations above the landing one were discarded, and the landing
 //!   activation resumes at block `to`, by the `Reentry` edge into `to` or by the unwind edge
 //!   to `to` of the block it was executing a call in ([`Landing`]). Abandonment starts only inside a
-//!   [`Callee::Unknown`] call (`longjmp`, `__cxa_throw` and `exit` are not traced code).
+//!   [`Callee::Unknown`] call (`longjmp`, `__cxa_throw` and `exit` are not traced code). A
+//!   `resume` (an exception leaving a landing pad's activation) is modelled as such a call:
+//!   an `Unknown` site ending its block, whose `Return` edge is an unwind edge; regeneration
+//!   reports that `Return` edge when an `Unwind` abandons the activation waiting there.
 //! - [`Record::End`]: the thread ends (`exit`, the end of the thread, a fatal signal): every
 //!   activation still on the stack is abandoned. The end of the record iterator means the same.
 //!
@@ -134,6 +139,11 @@ pub enum Callee {
     /// traced code or may not return (`qsort`, `exit`, `longjmp`, `__cxa_throw`). Callbacks
     /// announce themselves with `Enter`, a normal return writes `Back`.
     Unknown,
+    /// A traced function known only at run time (a call another module resolves, which the
+    /// runtime resolved by address): its activation writes no `Enter`, like [`Callee::Direct`],
+    /// and the caller writes `Back` when it returns normally, like [`Callee::Unknown`] (the
+    /// caller's code cannot know which it is).
+    DirectBack(FuncId),
 }
 
 /// One call inside a block. Calls of a block run in order, before its terminator.

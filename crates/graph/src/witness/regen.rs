@@ -207,6 +207,9 @@ struct EdgeAct {
 struct BlockTab {
     sites: std::ops::Range<u32>,
     leave: Leave,
+    /// The block's `Return` edge that is an unwind edge (a `resume`: it continues an
+    /// unwinding; its last call site is the `Unknown` site where it waits for the landing).
+    resume: Option<EdgeId>,
 }
 
 /// One function's tables, flat: per block its call sites and how it is left, per edge what
@@ -262,7 +265,16 @@ impl Tables {
                     }
                 }
             };
-            blocks.push(BlockTab { sites, leave });
+            let resume = cfg
+                .succs(v)
+                .iter()
+                .copied()
+                .find(|&e| t.input.unwind[e] && cfg.edge(e).kind == EdgeKind::Return);
+            blocks.push(BlockTab {
+                sites,
+                leave,
+                resume,
+            });
         }
         Tables {
             blocks: IdVec::from_vec(blocks),
@@ -513,6 +525,14 @@ impl<'a> Regenerator<'a> {
                         if abandoned as usize >= stack.len() {
                             return Err(bad);
                         }
+                        // An abandoned activation waiting at its `resume` left by that
+                        // `Return` edge (it unwound on from there).
+                        for f in stack.iter().rev().take(abandoned as usize) {
+                            let b = &self.tables[f.func.index()].blocks[f.block];
+                            if let Some(e) = b.resume.filter(|_| f.waiting && f.sites.is_empty()) {
+                                visit(Visit::Return(f.func, e));
+                            }
+                        }
                         stack.truncate(stack.len() - abandoned as usize);
                         let top = stack
                             .last_mut()
@@ -557,6 +577,12 @@ impl<'a> Regenerator<'a> {
                     Callee::Opaque => {}
                     Callee::Unknown => top.waiting = true,
                     Callee::Direct(g) => {
+                        let frame = self.enter(g, &mut visit)?;
+                        stack.push(frame);
+                    }
+                    Callee::DirectBack(g) => {
+                        // The caller reads `Back` once `g` has returned.
+                        top.waiting = true;
                         let frame = self.enter(g, &mut visit)?;
                         stack.push(frame);
                     }

@@ -8,21 +8,58 @@
 //!   accumulator ([`put_fn`]: `acc |= value << n; n += bits`, `__tally_wtrace_spill` when the
 //!   word is full) at the edge's site (the sites of [`crate::plan::Plan::for_edges`],
 //!   predecessor tags where an edge has none);
-//! - the entry: `__tally_wtrace_enter(&slot, counters, index, self)`, which writes `Enter`
-//!   unless the caller was a traced `Direct` site, which said so by
+//! - the entry: `__tally_wtrace_enter(&module, counters, index, self)`, which writes `Enter`
+//!   unless the caller was a traced `Direct` or `Extern` site, which said so by
 //!   `__tally_wtrace_direct(callee, site)` just before the call (a per-thread flag naming the
-//!   callee, so a stale flag can never silence another function's `Enter`; `site` numbers
-//!   the function's calls over its blocks in order, as the metadata lists them);
+//!   callee's address, so a stale flag can never silence another function's `Enter`; `site`
+//!   numbers the function's calls over its blocks in order, as the metadata lists them).
+//!   `self` is the function's own address ([`own_address`]: a private alias where another
+//!   image may interpose its name), null for a weak or linkonce definition (another module's
+//!   copy may replace it: always announced);
+//! - `Extern` sites ([`classify`]): a direct call that the linker resolves (a declaration, a
+//!   weak or linkonce definition, an external definition of a shared object's code) announces
+//!   the callee's address the same way, and writes `Back` after it as an `Unknown` call does
+//!   (the caller cannot know whether the callee is traced). `module` (`struct
+//!   tally_wtrace_module`, [`module_tables`]) gives the runtime the addresses of the module's
+//!   external callees and of its own functions; the runtime resolves each external callee by
+//!   address (exactly: interposition and two definitions of one name resolve as the linker
+//!   did) and writes the resolution into the trace, where the reader takes a resolved site for
+//!   a call of that traced function (`Callee::DirectBack`: no `Enter`, `Back` after it) and
+//!   an unresolved one for an `Unknown` call;
 //! - before every `Unknown` call: `__tally_wtrace_call(site)`; with `direct`, this keeps the
 //!   flight recorder's shadow stack (`c/wring.c`: where each activation is calling);
-//! - after every `Unknown` call that returns: a `Back` record (2 bits), inline the same way;
+//! - after every `Unknown` or `Extern` call that returns: a `Back` record (1 bit), inline the
+//!   same way
+//!   (for an `invoke` at the start of its normal destination, on a block split onto that edge
+//!   when the destination is shared);
 //! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
 //!   record with the number of traced activations the `longjmp` abandoned (the runtime keeps
 //!   each thread's depth: `enter` adds one and returns it, `__tally_wtrace_ret()` before each
-//!   `ret` takes one off; functions with `setjmp` keep their depth in an alloca);
-//! - a landing pad, and the entry of a function that cannot be traced: a "lost" record (kind
-//!   2, how 1; inline), which makes the reader stop with "not exact past this point"
-//!   (exceptions are not followed).
+//!   `ret` takes one off; functions with `setjmp` or landing pads keep their depth in an
+//!   alloca);
+//! - first thing in a landing pad: `__tally_wtrace_unwind(depth, block)`, the same `Unwind`
+//!   record for an exception (how 1: regeneration enters `block` by the unwind edge of the
+//!   block whose call was running). A `resume` is an `Unknown` call site of its own block and
+//!   its `Return` edge an unwind edge (no `ret` runs: the next landing counts the activation
+//!   among the abandoned, and regeneration reports that `Return` edge then);
+//! - the entry of a function that cannot be traced: a "lost" record (kind 2, how 2; inline),
+//!   which makes the reader stop with "not exact past this point".
+//!
+//! Not exact with exceptions (not detected): an exception caught by code that is not traced
+//! (an uninstrumented library, or a function trace mode could not instrument, which writes
+//! "lost" only at its entry) after it unwound traced activations: no landing pad of a traced
+//! function runs, so no `Unwind` says they were abandoned, and the runtime's depth stays too
+//! high until the next traced landing; regeneration then goes wrong or stops with an error.
+//! Exceptions that unwind only untraced frames, or that a traced landing pad catches, are
+//! exact, as are `catch (...)`, rethrows and cleanups; `std::terminate` ends the stream.
+//!
+//! Limits of the resolution of `Extern` sites: it is written when the trace is (the end of
+//! the process, a fatal signal, the flight recorder's dumps): a trace without it (a process
+//! killed by SIGKILL, a file copied while the program ran) is refused by the reader. Two
+//! functions the linker folded to one address (identical code folding) resolve to the first
+//! module's. A module unloaded by `dlclose` keeps its tables (copied when it got its slot); one
+//! loaded later at the same addresses may then resolve to the old one. Calls of weak or
+//! linkonce definitions (C++ inline functions, templates) keep paying `Enter`.
 //!
 //! The metadata keeps the call sites (callees by name) and the plan ([`WtraceMeta`]), so the
 //! reader regenerates with exactly the plan the code was built with.
@@ -105,6 +142,11 @@ struct Call {
     callee: WCallee,
 }
 
+/// How a call site's callee is seen: `Direct` for a definition of this module the linker
+/// cannot replace (internal, private, or external where it cannot be interposed), `Extern`
+/// (index filled in at emission, [`extern_index`]) for a direct call the linker resolves (a
+/// declaration, a weak or linkonce definition, an external definition of a shared object's
+/// code, which another image may interpose), `Opaque` or `Unknown`.
 fn classify(v: Val) -> WCallee {
     if v.calls_inline_asm() {
         return WCallee::Opaque;
@@ -117,19 +159,150 @@ fn classify(v: Val) -> WCallee {
         // setjmp's first return is normal; its second is a landing (`__tally_wtrace_reentry`).
         return WCallee::Opaque;
     }
-    if !f.is_declaration() && !name.starts_with("__tally_") {
+    if name.starts_with("__tally_") {
+        return WCallee::Unknown; // (the runtime's wrappers: never traced)
+    }
+    if !f.is_declaration() {
         use LLVMLinkage::*;
-        // Only a definition the linker cannot replace by another copy is `Direct`.
         return match f.linkage() {
-            LLVMInternalLinkage | LLVMPrivateLinkage | LLVMExternalLinkage => WCallee::Direct(name),
-            _ => WCallee::Unknown,
+            LLVMInternalLinkage | LLVMPrivateLinkage => WCallee::Direct(name),
+            LLVMExternalLinkage if !interposable(f) => WCallee::Direct(name),
+            _ => WCallee::Extern {
+                name,
+                index: u32::MAX,
+            },
         };
     }
     if OPAQUE_LIBC.contains(&name.as_str()) {
         WCallee::Opaque
     } else {
-        WCallee::Unknown
+        WCallee::Extern {
+            name,
+            index: u32::MAX,
+        }
     }
+}
+
+/// Whether another image may interpose external definition `f`: the module is position-
+/// independent code that is not an executable's (a "PIC Level" flag, no "PIE Level") and `f`
+/// has default visibility.
+fn interposable(f: Val) -> bool {
+    unsafe {
+        let m = c::LLVMGetGlobalParent(f.0);
+        let flag =
+            |name: &str| !c::LLVMGetModuleFlag(m, name.as_ptr().cast(), name.len()).is_null();
+        flag("PIC Level")
+            && !flag("PIE Level")
+            && c::LLVMGetVisibility(f.0) == llvm_sys::LLVMVisibility::LLVMDefaultVisibility
+    }
+}
+
+/// Names of the module's trace tables ([`module_tables`]).
+const MODULE_DESC: &str = "__tally_wtrace_module";
+const EXTERNS: &str = "__tally_wtrace_externs";
+
+/// The address `enter` gets as `self` and the module's function table lists: the function's
+/// own address (through a private alias where another image may interpose its name), `None`
+/// for a weak or linkonce definition, which the linker may replace by another module's copy
+/// (its entries are always announced: `self` null).
+unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
+    use LLVMLinkage::*;
+    match f.linkage() {
+        LLVMExternalLinkage if interposable(f) => {
+            let name = cname(&format!("{}.tally.self", f.name()));
+            let m = c::LLVMGetGlobalParent(f.0);
+            let mut a = c::LLVMGetNamedGlobalAlias(m, name.as_ptr(), name.as_bytes().len());
+            if a.is_null() {
+                a = c::LLVMAddAlias2(m, c::LLVMGlobalGetValueType(f.0), 0, f.0, name.as_ptr());
+                c::LLVMSetLinkage(a, LLVMPrivateLinkage);
+            }
+            Some(a)
+        }
+        LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
+        _ => None,
+    }
+}
+
+/// Builds the module's trace tables before any function is emitted: its external callees
+/// (every `Extern` callee of every function, in order: `EXTERNS`), its functions' own
+/// addresses for those other modules may call by name (index = metadata index), and the
+/// descriptor `struct tally_wtrace_module` that `enter` gets (`MODULE_DESC`; the runtime
+/// assigns its slot and copies the tables, `c/wtrace.c`).
+unsafe fn module_tables(funcs: &[(Val, &Lowered)]) {
+    let Some(&(first, _)) = funcs.first() else {
+        return;
+    };
+    let m = c::LLVMGetGlobalParent(first.0);
+    let ctx = c::LLVMGetModuleContext(m);
+    let (i32t, ptrt) = (
+        c::LLVMInt32TypeInContext(ctx),
+        c::LLVMPointerTypeInContext(ctx, 0),
+    );
+    let mut externs: Vec<LLVMValueRef> = Vec::new();
+    for (_, l) in funcs {
+        for call in calls_of(l).iter().flatten() {
+            if let (WCallee::Extern { .. }, Some(f)) = (&call.callee, call.instr.called_function())
+            {
+                if !externs.contains(&f.0) {
+                    externs.push(f.0);
+                }
+            }
+        }
+    }
+    let mut own: Vec<LLVMValueRef> = funcs
+        .iter()
+        .map(|(f, _)| match f.linkage() {
+            LLVMLinkage::LLVMExternalLinkage => own_address(*f),
+            _ => None,
+        })
+        .map(|a| a.unwrap_or_else(|| c::LLVMConstNull(ptrt)))
+        .collect();
+    let table = |name: &str, vals: &mut Vec<LLVMValueRef>| {
+        let arr = c::LLVMConstArray2(ptrt, vals.as_mut_ptr(), vals.len() as u64);
+        let n = cname(name);
+        let g = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), n.as_ptr());
+        c::LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
+        c::LLVMSetInitializer(g, arr);
+        c::LLVMSetGlobalConstant(g, 1);
+        g
+    };
+    let externs_g = table(EXTERNS, &mut externs);
+    let funcs_g = table("__tally_wtrace_funcs", &mut own);
+    let mut fields = [
+        c::LLVMConstInt(i32t, 0, 0),
+        c::LLVMConstInt(i32t, funcs.len() as u64, 0),
+        c::LLVMConstInt(i32t, externs.len() as u64, 0),
+        c::LLVMConstInt(i32t, 0, 0),
+        funcs_g,
+        externs_g,
+    ];
+    let init = c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
+    let n = cname(MODULE_DESC);
+    let d = c::LLVMAddGlobal(m, c::LLVMTypeOf(init), n.as_ptr());
+    c::LLVMSetLinkage(d, LLVMLinkage::LLVMInternalLinkage);
+    c::LLVMSetInitializer(d, init);
+}
+
+/// Index of `callee` in the module's table of external callees ([`module_tables`]).
+fn extern_index(m: LLVMModuleRef, callee: Val) -> Option<u32> {
+    unsafe {
+        let n = cname(EXTERNS);
+        let g = c::LLVMGetNamedGlobal(m, n.as_ptr());
+        if g.is_null() {
+            return None;
+        }
+        let init = c::LLVMGetInitializer(g);
+        let len = c::LLVMGetArrayLength2(c::LLVMTypeOf(init));
+        (0..len as u32).find(|&i| c::LLVMGetAggregateElement(init, i) == callee.0)
+    }
+}
+
+/// The calls of each block in order; a `resume` ends its block with an `Unknown` site of its
+/// own (it continues an unwinding: regeneration waits there for the `Unwind` of the next
+/// landing, like at a call that does not return, and the plan blocks it like a call).
+/// The caller writes `Back` after the call returns normally.
+fn writes_back(c: &WCallee) -> bool {
+    matches!(c, WCallee::Unknown | WCallee::Extern { .. })
 }
 
 fn calls_of(l: &Lowered) -> Vec<Vec<Call>> {
@@ -138,14 +311,22 @@ fn calls_of(l: &Lowered) -> Vec<Vec<Call>> {
         .map(|n| {
             n.instrs
                 .iter()
-                .filter(|v| v.is_call_like())
+                .filter(|v| v.is_call_like() || is_resume(**v))
                 .map(|&instr| Call {
                     instr,
-                    callee: classify(instr),
+                    callee: if is_resume(instr) {
+                        WCallee::Unknown
+                    } else {
+                        classify(instr)
+                    },
                 })
                 .collect()
         })
         .collect()
+}
+
+fn is_resume(v: Val) -> bool {
+    v.opcode() == LLVMOpcode::LLVMResume
 }
 
 fn input_of(l: &Lowered, calls: &[Vec<Call>]) -> FunctionInput {
@@ -158,20 +339,27 @@ fn input_of(l: &Lowered, calls: &[Vec<Call>]) -> FunctionInput {
                         // The plan only asks whether a site is a call vertex.
                         WCallee::Direct(_) => Callee::Direct(FuncId(0)),
                         WCallee::Opaque => Callee::Opaque,
-                        WCallee::Unknown => Callee::Unknown,
+                        WCallee::Unknown | WCallee::Extern { .. } => Callee::Unknown,
                     },
                 })
                 .collect()
         })
         .collect();
     per_node.push(Vec::new()); // EXIT
+                               // The unwind edges: an `invoke`'s unwind destination, and the `Return` edge of a
+                               // `resume` (taken when the next landing abandons the activation).
     let unwind = l
-        .edges
-        .iter()
-        .map(|e| match *e {
+        .cfg
+        .edges()
+        .zip(&l.edges)
+        .map(|((_, edge), e)| match *e {
             EdgeIr::Succ { term, index, .. } => {
                 term.opcode() == LLVMOpcode::LLVMInvoke && index == 1
             }
+            EdgeIr::Return => l.nodes[edge.src.index()]
+                .instrs
+                .last()
+                .is_some_and(|t| is_resume(*t)),
             _ => false,
         })
         .collect();
@@ -189,6 +377,11 @@ impl ModeImpl for WTrace {
         Ok(self
             .plan_traced(cx)
             .unwrap_or_else(|why| Box::new(Untraced(why))))
+    }
+
+    fn plan_module(&self, funcs: &[(Val, &Lowered)]) -> Option<super::ModulePlan> {
+        unsafe { module_tables(funcs) };
+        None
     }
 }
 
@@ -218,22 +411,29 @@ impl WTrace {
                 second
             }
         };
+        // `Back` goes at the start of an unknown `invoke`'s normal destination, which must be
+        // entered from this call only: when it is shared, on a block of its own
+        // (`back_split`, made after the sites so that `Back` precedes the edge's witness).
+        let mut back_split = Vec::new();
         for (i, _) in l.nodes.iter().enumerate() {
             for call in &calls[i] {
-                if call.instr.opcode() != LLVMOpcode::LLVMCall && call.callee == WCallee::Unknown {
-                    // `Back` goes at the start of the normal destination: it must be entered
-                    // from this call only.
-                    let normal = call.instr.successor(0);
-                    let shared = l
-                        .nodes
-                        .iter()
-                        .position(|n| n.after_setjmp.is_none() && n.start.parent() == normal)
-                        .is_none_or(|d| l.cfg.preds(NodeId::new(d)).len() != 1);
-                    if shared || call.instr.opcode() != LLVMOpcode::LLVMInvoke {
-                        return Err("trace mode: an unknown invoke or callbr whose normal \
-                                    destination is shared"
-                            .into());
-                    }
+                if call.instr.opcode() == LLVMOpcode::LLVMCall
+                    || is_resume(call.instr)
+                    || !writes_back(&call.callee)
+                {
+                    continue;
+                }
+                if call.instr.opcode() != LLVMOpcode::LLVMInvoke {
+                    return Err("trace mode: an unknown callbr".into());
+                }
+                let normal = call.instr.successor(0);
+                let shared = l
+                    .nodes
+                    .iter()
+                    .position(|n| n.after_setjmp.is_none() && n.start.parent() == normal)
+                    .is_none_or(|d| l.cfg.preds(NodeId::new(d)).len() != 1);
+                if shared {
+                    back_split.push(call.instr);
                 }
             }
         }
@@ -258,6 +458,7 @@ impl WTrace {
         let sites = SitePlan::for_edges(l, &witnessed, false);
         Ok(Box::new(WPlan {
             registers: cx.opts.trace_registers,
+            back_split,
             calls,
             unwind: input.unwind,
             plan,
@@ -269,16 +470,19 @@ impl WTrace {
 struct WPlan {
     /// `--tally-trace-registers`: the function may keep its own copy of the accumulator.
     registers: bool,
+    /// Unknown `invoke`s whose normal destination is shared: their `Back` goes on a block
+    /// split onto the normal edge after the sites are in.
+    back_split: Vec<Val>,
     calls: Vec<Vec<Call>>,
     unwind: IdVec<EdgeId, bool>,
     plan: Plan,
     sites: SitePlan,
 }
 
-/// `Back` (kind 1 in 2 bits) and "lost" (kind 2, how 1: 3 bits), as `witness::bits` and the
-/// runtime's reader encode them: `(value, bits)`.
-const BACK: (u64, u64) = (1, 2);
-const LOST: (u64, u64) = (2 | 1 << 2, 3);
+/// `Back` (the prefix code's `1`) and "lost" (`0`, kind 1, how 2: 5 bits), as the runtime's
+/// reader (`tally_report::wtrace`) decodes them: `(value, bits)`.
+const BACK: (u64, u64) = (1, 1);
+const LOST: (u64, u64) = (2 | 2 << 3, 5);
 
 /// The runtime entry points of trace mode.
 struct Runtime {
@@ -295,6 +499,7 @@ struct Runtime {
     call: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
     reentry: (LLVMValueRef, LLVMTypeRef),
+    unwind: (LLVMValueRef, LLVMTypeRef),
     /// The module's slot in the trace (`__tally_wtrace_slot`, 0 until the runtime assigns it).
     slot: LLVMValueRef,
 }
@@ -306,13 +511,9 @@ impl Runtime {
             crate::module::declare_void_fn(m, g.voidt, name, args)
         };
         let slot = unsafe {
-            let n = cname("__tally_wtrace_slot");
-            let mut s = c::LLVMGetNamedGlobal(m, n.as_ptr());
-            if s.is_null() {
-                s = c::LLVMAddGlobal(m, g.i32t, n.as_ptr());
-                c::LLVMSetLinkage(s, LLVMLinkage::LLVMInternalLinkage);
-                c::LLVMSetInitializer(s, c::LLVMConstInt(g.i32t, 0, 0));
-            }
+            let n = cname(MODULE_DESC);
+            let s = c::LLVMGetNamedGlobal(m, n.as_ptr());
+            assert!(!s.is_null(), "trace mode: module tables not built");
             s
         };
         Runtime {
@@ -334,6 +535,7 @@ impl Runtime {
             direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
             call: f("__tally_wtrace_call", &mut [g.i32t]),
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
+            unwind: f("__tally_wtrace_unwind", &mut [g.i32t, g.i32t]),
             slot,
         }
     }
@@ -639,7 +841,10 @@ impl FnPlan for WPlan {
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
         for call in self.calls.iter().flatten() {
-            if call.callee != WCallee::Unknown {
+            if !writes_back(&call.callee)
+                || is_resume(call.instr)
+                || self.back_split.contains(&call.instr)
+            {
                 continue;
             }
             let after = if call.instr.opcode() == LLVMOpcode::LLVMCall {
@@ -657,16 +862,25 @@ impl FnPlan for WPlan {
             rec: &rt,
             function: cx.index,
             witness: &self.plan.witness,
-            depth: cx.l.has_setjmp.then(std::ptr::null_mut),
+            depth: (cx.l.has_setjmp || cx.l.has_landing_pads).then(std::ptr::null_mut),
         };
         crate::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
+        // 2b. `Back` of an unknown invoke with a shared normal destination: on a block of its
+        // own between the invoke and whatever the sites put on the edge.
+        for &invoke in &self.back_split {
+            let nb = crate::surgery::split_edge(&em, invoke, 0);
+            if let Some(at) = nb.insertion_start() {
+                em.at(at);
+                rt.put_const(&em, BACK, invoke);
+            }
+        }
         // 3. The direct flag immediately before each direct call (after any site code), and
         // the call site (numbered over the blocks' calls in order, as the metadata lists
         // them) before each direct and unknown call, for the flight recorder's call stack.
         for (site, call) in self.calls.iter().flatten().enumerate() {
             let site = em.i32c(site as u64);
             match call.callee {
-                WCallee::Direct(_) => {
+                WCallee::Direct(_) | WCallee::Extern { .. } => {
                     let callee = call.instr.called_value();
                     em.at(call.instr);
                     em.call(rt.rt.direct, &mut [callee.0, site], call.instr);
@@ -678,17 +892,20 @@ impl FnPlan for WPlan {
                 WCallee::Opaque => {}
             }
         }
-        // 4. Landings, first thing where control lands: `setjmp`'s second return (`Unwind`:
-        // the traced activations above this one that the `longjmp` abandoned), landing pads
-        // ("lost": not followed). And the depth of traced activations at each `ret`.
+        // 4. Landings, first thing where control lands: `setjmp`'s second return and landing
+        // pads (`Unwind`: the traced activations above this one that the `longjmp` or the
+        // exception abandoned, and the block landed at). And the depth of traced activations
+        // at each `ret` (not at `resume`: the next landing counts the activation as abandoned).
+        let depth_here = |depth: LLVMValueRef| unsafe {
+            let empty = cname("");
+            c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
+        };
         for (i, n) in cx.l.nodes.iter().enumerate() {
-            if let (Some(sj), Some(depth)) = (n.after_setjmp, log.depth) {
+            let Some(depth) = log.depth else { break };
+            if let Some(sj) = n.after_setjmp {
                 if let Some(next) = sj.next() {
                     em.at(next);
-                    let d = unsafe {
-                        let empty = cname("");
-                        c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
-                    };
+                    let d = depth_here(depth);
                     em.call(rt.rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
                 }
             } else if n.landing_pad {
@@ -698,7 +915,8 @@ impl FnPlan for WPlan {
                     .find(|v| v.opcode() == LLVMOpcode::LLVMLandingPad);
                 if let Some(next) = pad.and_then(|p| p.next()) {
                     em.at(next);
-                    rt.put_const(&em, LOST, next);
+                    let d = depth_here(depth);
+                    em.call(rt.rt.unwind, &mut [d, em.i32c(i as u64)], next);
                 }
             }
         }
@@ -724,7 +942,21 @@ impl FnPlan for WPlan {
                 calls: self
                     .calls
                     .iter()
-                    .map(|cs| cs.iter().map(|c| c.callee.clone()).collect())
+                    .map(|cs| {
+                        cs.iter()
+                            .map(|c| match &c.callee {
+                                WCallee::Extern { name, .. } => WCallee::Extern {
+                                    name: name.clone(),
+                                    index: c
+                                        .instr
+                                        .called_function()
+                                        .and_then(|f| extern_index(cx.g.module, f))
+                                        .expect("an external callee in the module's table"),
+                                },
+                                other => other.clone(),
+                            })
+                            .collect()
+                    })
                     .collect(),
                 witness: self
                     .plan
@@ -818,7 +1050,8 @@ impl SiteAction for Log<'_> {
             self.rec.rt.slot,
             em.g.counters,
             em.i32c(u64::from(self.function)),
-            em.func.0,
+            unsafe { own_address(em.func) }
+                .unwrap_or_else(|| unsafe { c::LLVMConstNull(em.g.ptrt) }),
         ];
         unsafe {
             let call = c::LLVMBuildCall2(
