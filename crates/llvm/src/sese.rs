@@ -357,6 +357,7 @@ pub(crate) fn candidates(
         let shape = LoopShape {
             promoted: promotes && promoted(&lp, &loops, &loop_bbs),
             pressure: loop_pressure(&loop_bbs, &lp, cfg),
+            function_blocks: l.nodes.len(),
         };
         // The affine variable the back end is least likely to drop.
         let affine = header_bb

@@ -33,7 +33,10 @@
 //! outer loops) the variable and its entry value must survive the loop's calls or inner
 //! loops, and the measured effect was a loss (Lua, SQLite, xz, zstd): no affine counter
 //! there. Trip counts read no variable; they are allowed wherever the test below says they
-//! pay.
+//! pay, except in functions of more than [`CostModel::max_function_blocks`] blocks (SQLite's
+//! `sqlite3VdbeExec`, 2047 blocks, and pcre2's `internal_dfa_match`, 961): there one more
+//! value live across a loop moves the register allocator's spills in the dispatch loop
+//! around it (+103K and +286K instructions for a few thousand increments saved).
 //!
 //! A counter pays when `saved > margin · paid`. The frequencies are per call of the function;
 //! they come from LLVM's static estimate (BlockFrequencyInfo) or a measured profile
@@ -56,6 +59,8 @@ pub struct CostModel {
     /// An affine counter is used only in a promoted loop with at least this register
     /// pressure ([`LoopShape`]).
     pub affine_min_pressure: usize,
+    /// No counter in functions with more blocks than this (interpreters' dispatch functions).
+    pub max_function_blocks: usize,
 }
 
 /// What the instrumenter knows of a loop beyond frequencies (see the module doc).
@@ -66,6 +71,8 @@ pub struct LoopShape {
     /// Values live throughout the loop: the header's phis, the values defined before the
     /// loop and used in it, and the loop's cyclomatic number (at most its counters).
     pub pressure: usize,
+    /// Blocks of the whole function (its graph's vertices).
+    pub function_blocks: usize,
 }
 
 /// The kind of SESE counter [`CostModel::allows`] is asked about.
@@ -85,6 +92,7 @@ impl Default for CostModel {
             keep_penalty: 0.5,
             margin: 1.5,
             affine_min_pressure: 14,
+            max_function_blocks: 800,
         }
     }
 }
@@ -123,6 +131,9 @@ impl CostModel {
     /// Whether a counter of this kind may be used in a loop of this shape, before the
     /// frequencies are weighed (module doc).
     pub fn allows(&self, kind: CounterKind, shape: LoopShape) -> bool {
+        if shape.function_blocks > self.max_function_blocks {
+            return false;
+        }
         match kind {
             CounterKind::Affine => shape.promoted && shape.pressure >= self.affine_min_pressure,
             CounterKind::TripCount => true,
@@ -254,12 +265,23 @@ mod tests {
     #[test]
     fn affine_counters_only_in_promoted_loops_under_pressure() {
         let m = CostModel::default();
-        let shape = |promoted, pressure| LoopShape { promoted, pressure };
+        let shape = |promoted, pressure| LoopShape {
+            promoted,
+            pressure,
+            function_blocks: 100,
+        };
         assert!(m.allows(CounterKind::Affine, shape(true, 19)));
         assert!(!m.allows(CounterKind::Affine, shape(true, 7)));
         assert!(!m.allows(CounterKind::Affine, shape(false, 30)));
         assert!(m.allows(CounterKind::TripCount, shape(false, 3)));
         assert!(m.allows(CounterKind::TripCount, shape(true, 3)));
+        // Nothing in an interpreter's dispatch function.
+        let huge = LoopShape {
+            function_blocks: 2047,
+            ..shape(true, 19)
+        };
+        assert!(!m.allows(CounterKind::Affine, huge));
+        assert!(!m.allows(CounterKind::TripCount, huge));
     }
 
     #[test]
