@@ -356,7 +356,7 @@ pub(crate) fn candidates(
         let in_loop = |bb: Bb| last_vertex.get(&bb).is_some_and(|&n| lp.contains(n));
         let shape = LoopShape {
             promoted: promotes && promoted(&lp, &loops, &loop_bbs),
-            pressure: loop_pressure(&loop_bbs, &lp, cfg),
+            pressure: loop_pressure(header_bb, &loop_bbs, &lp, cfg),
             function_blocks: l.nodes.len(),
         };
         // The affine variable the back end is least likely to drop.
@@ -461,14 +461,13 @@ fn promoted(lp: &SeseLoop, loops: &Loops, loop_bbs: &[Bb]) -> bool {
 /// The loop's register pressure as [`LoopShape::pressure`] counts it: the header's phis, the
 /// values (arguments, instructions) defined outside and used inside, and the cyclomatic
 /// number of the loop's own edges (the most counters `edge` puts in it).
-fn loop_pressure(loop_bbs: &[Bb], lp: &SeseLoop, cfg: &tally_graph::Cfg) -> usize {
+fn loop_pressure(header: Bb, loop_bbs: &[Bb], lp: &SeseLoop, cfg: &tally_graph::Cfg) -> usize {
     let mut outside: std::collections::HashSet<LLVMValueRef> = std::collections::HashSet::new();
-    let mut phis = 0;
-    for bb in loop_bbs {
+    let mut blocks = loop_bbs.to_vec();
+    blocks.sort_by_key(|b| b.0 as usize);
+    blocks.dedup(); // a block split at calls is several vertices
+    for bb in &blocks {
         for i in bb.instructions() {
-            if i.opcode() == LLVMOpcode::LLVMPHI && *bb == loop_bbs[0] {
-                phis += 1;
-            }
             for k in 0..i.num_operands() {
                 let v = i.operand(k);
                 let inst = !unsafe { c::LLVMIsAInstruction(v.0) }.is_null();
@@ -488,7 +487,7 @@ fn loop_pressure(loop_bbs: &[Bb], lp: &SeseLoop, cfg: &tally_graph::Cfg) -> usiz
         .flat_map(|&m| cfg.succs(m).iter())
         .filter(|&&e| lp.contains(cfg.edge(e).dst))
         .count();
-    phis + outside.len() + (inner + 1).saturating_sub(lp.members.len())
+    header.phis().len() + outside.len() + (inner + 1).saturating_sub(lp.members.len())
 }
 
 /// The width in bits a variable is counted in (pointers as i64).
