@@ -178,3 +178,25 @@ fn lua_with_every_choice_o2() {
         0,
     );
 }
+
+/// Where `on` puts an affine counter (`CostModel::allows`, `testdata/sese/pressure.c`): of two
+/// promoted sentinel loops, only the one under register pressure (`mix`) gets its variable;
+/// `all` takes both. Before the rule, `on` used four variables here (every loop of the file).
+/// Every choice's counts equal the oracle's.
+#[test]
+fn affine_counters_only_under_register_pressure_o2() {
+    let src = repo().join("testdata/sese/pressure.c");
+    let dir = scratch("pressure-used");
+    let (used, trips, _) = sese_used(&src, "-O2", "on", &dir);
+    assert_eq!(
+        used - trips,
+        1,
+        "`on`: {used} counters, {trips} trip counts"
+    );
+    let (used, trips, _) = sese_used(&src, "-O2", "all", &dir);
+    assert!(
+        used - trips >= 2,
+        "`all`: {used} counters, {trips} trip counts"
+    );
+    check_choices(&src, 0, "-O2");
+}

@@ -72,8 +72,8 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use tally_graph::dom::Dominators;
 use tally_graph::sese::{
-    mask, trip_count_setup, AffineExit, CostModel, ExactDiv, Increment, Profit, SeseCounter,
-    SeseKind, SeseLoop,
+    mask, trip_count_setup, AffineExit, CostModel, CounterKind, ExactDiv, Increment, LoopShape,
+    Profit, SeseCounter, SeseKind, SeseLoop,
 };
 use tally_graph::{Dfs, EdgeId, IdVec, Loops, NodeId};
 
@@ -283,14 +283,16 @@ impl Drop for Scev {
     }
 }
 
-/// The SESE counters of one function (at most one per loop, each passing the profitability
-/// test, [`tally_graph::sese::Profit`]), and the statistics of the search. `weights` are the
+/// The SESE counters of one function (at most one per loop, each allowed in its loop and
+/// passing the profitability test, [`tally_graph::sese::CostModel::allows`] and
+/// [`tally_graph::sese::Profit`]), and the statistics of the search. `weights` are the
 /// edge frequencies the test uses (measured or LLVM's estimate; `None`: the estimate is
-/// computed here).
+/// computed here); `promotes`: counter promotion runs after instrumentation.
 pub(crate) fn candidates(
     l: &Lowered,
     weights: Option<&IdVec<EdgeId, f64>>,
     choice: Sese,
+    promotes: bool,
 ) -> (Vec<Candidate>, SeseStats) {
     let cfg = &l.cfg;
     let dfs = Dfs::compute(cfg);
@@ -352,6 +354,11 @@ pub(crate) fn candidates(
             .map(|&m| l.nodes[m.index()].start.parent())
             .collect();
         let in_loop = |bb: Bb| last_vertex.get(&bb).is_some_and(|&n| lp.contains(n));
+        let shape = LoopShape {
+            promoted: promotes && promoted(&lp, &loops, &loop_bbs),
+            pressure: loop_pressure(header_bb, &loop_bbs, &lp, cfg),
+            function_blocks: l.nodes.len(),
+        };
         // The affine variable the back end is least likely to drop.
         let affine = header_bb
             .phis()
@@ -409,6 +416,13 @@ pub(crate) fn candidates(
             Sese::On | Sese::Off => [affine, trips]
                 .into_iter()
                 .flatten()
+                .filter(|(var, _, _)| {
+                    let kind = match var {
+                        Some(_) => CounterKind::Affine,
+                        None => CounterKind::TripCount,
+                    };
+                    model.allows(kind, shape)
+                })
                 .filter(|(_, _, p)| p.pays(&model))
                 .max_by(|a, b| net(&a.2).total_cmp(&net(&b.2))),
         };
@@ -423,6 +437,57 @@ pub(crate) fn candidates(
         }
     }
     (out, stats)
+}
+
+/// Whether `promote` will keep the loop's counters in registers: it is innermost and calls
+/// nothing but intrinsics (`crate::promote`'s conditions, less its counter limit and entry
+/// checks: an estimate for the cost model, not a promise).
+fn promoted(lp: &SeseLoop, loops: &Loops, loop_bbs: &[Bb]) -> bool {
+    let innermost = lp
+        .members
+        .iter()
+        .all(|&m| m == lp.header || !loops.is_loop_entry(m));
+    innermost
+        && loop_bbs.iter().all(|bb| {
+            bb.instructions().iter().all(|i| {
+                !i.is_call_like()
+                    || (i.opcode() == LLVMOpcode::LLVMCall
+                        && !i.calls_inline_asm()
+                        && i.called_function().is_some_and(|f| f.intrinsic_id() != 0))
+            })
+        })
+}
+
+/// The loop's register pressure as [`LoopShape::pressure`] counts it: the header's phis, the
+/// values (arguments, instructions) defined outside and used inside, and the cyclomatic
+/// number of the loop's own edges (the most counters `edge` puts in it).
+fn loop_pressure(header: Bb, loop_bbs: &[Bb], lp: &SeseLoop, cfg: &tally_graph::Cfg) -> usize {
+    let mut outside: std::collections::HashSet<LLVMValueRef> = std::collections::HashSet::new();
+    let mut blocks = loop_bbs.to_vec();
+    blocks.sort_by_key(|b| b.0 as usize);
+    blocks.dedup(); // a block split at calls is several vertices
+    for bb in &blocks {
+        for i in bb.instructions() {
+            for k in 0..i.num_operands() {
+                let v = i.operand(k);
+                let inst = !unsafe { c::LLVMIsAInstruction(v.0) }.is_null();
+                let arg = !unsafe { c::LLVMIsAArgument(v.0) }.is_null();
+                if (arg || (inst && !loop_bbs.contains(&v.parent())))
+                    && unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(v.0)) }
+                        != LLVMTypeKind::LLVMLabelTypeKind
+                {
+                    outside.insert(v.0);
+                }
+            }
+        }
+    }
+    let inner = lp
+        .members
+        .iter()
+        .flat_map(|&m| cfg.succs(m).iter())
+        .filter(|&&e| lp.contains(cfg.edge(e).dst))
+        .count();
+    header.phis().len() + outside.len() + (inner + 1).saturating_sub(lp.members.len())
 }
 
 /// The width in bits a variable is counted in (pointers as i64).

@@ -19,6 +19,25 @@
 //!   the counter, a jump when the exit edge has to be split); a trip-count counter's exit only
 //!   adds the count (and jumps when split), its entry computes the count ([`trip_count_setup`]).
 //!
+//! **Where a counter may go** ([`CostModel::allows`], measured on the suite with callgrind,
+//! docs/sese.md "Third round"): the model above sees instructions at the exits, not what the
+//! back end does to the loop. In a loop whose counters `promote` keeps in registers (innermost,
+//! call-free), the increment SESE removes is an `inc` of a register, often folded by loop
+//! strength reduction into an induction variable the loop has anyway (bzip2's `fallbackSort`:
+//! no counter instruction left in the loop); reading the variable at the exits then makes
+//! LSR keep a second induction variable (one to three instructions more per iteration). So an
+//! affine counter is used there only where the loop's register pressure is high
+//! ([`LoopShape::pressure`] ≥ [`CostModel::affine_min_pressure`]): one promoted counter less
+//! then saves the register shuffles the allocator inserts (zstd's `FASTCOVER_buildDictionary`,
+//! pressure 19: ten moves per iteration gone). Outside promoted loops (loops with calls,
+//! outer loops) the variable and its entry value must survive the loop's calls or inner
+//! loops, and the measured effect was a loss (Lua, SQLite, xz, zstd): no affine counter
+//! there. Trip counts read no variable; they are allowed wherever the test below says they
+//! pay, except in functions of more than [`CostModel::max_function_blocks`] blocks (SQLite's
+//! `sqlite3VdbeExec`, 2047 blocks, and pcre2's `internal_dfa_match`, 961): there one more
+//! value live across a loop moves the register allocator's spills in the dispatch loop
+//! around it (+103K and +286K instructions for a few thousand increments saved).
+//!
 //! A counter pays when `saved > margin · paid`. The frequencies are per call of the function;
 //! they come from LLVM's static estimate (BlockFrequencyInfo) or a measured profile
 //! (`--tally-weights`), whichever the instrumenter has; only their ratios matter.
@@ -37,6 +56,32 @@ pub struct CostModel {
     /// The saving must exceed `margin` times the cost (the estimate's uncertainty, and register
     /// pressure the model does not see).
     pub margin: f64,
+    /// An affine counter is used only in a promoted loop with at least this register
+    /// pressure ([`LoopShape`]).
+    pub affine_min_pressure: usize,
+    /// No counter in functions with more blocks than this (interpreters' dispatch functions).
+    pub max_function_blocks: usize,
+}
+
+/// What the instrumenter knows of a loop beyond frequencies (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopShape {
+    /// Counter promotion will keep the loop's counters in registers (innermost, call-free).
+    pub promoted: bool,
+    /// Values live throughout the loop: the header's phis, the values defined before the
+    /// loop and used in it, and the loop's cyclomatic number (at most its counters).
+    pub pressure: usize,
+    /// Blocks of the whole function (its graph's vertices).
+    pub function_blocks: usize,
+}
+
+/// The kind of SESE counter [`CostModel::allows`] is asked about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterKind {
+    /// An affine variable read at the exits.
+    Affine,
+    /// A trip count computed on entry.
+    TripCount,
 }
 
 impl Default for CostModel {
@@ -46,6 +91,8 @@ impl Default for CostModel {
             jump: 1.0,
             keep_penalty: 0.5,
             margin: 1.5,
+            affine_min_pressure: 14,
+            max_function_blocks: 800,
         }
     }
 }
@@ -79,6 +126,18 @@ impl CostModel {
             + u8::from(x.extend)
             + u8::from(x.adjust);
         f64::from(ops) + self.increment + if x.split { self.jump } else { 0.0 }
+    }
+
+    /// Whether a counter of this kind may be used in a loop of this shape, before the
+    /// frequencies are weighed (module doc).
+    pub fn allows(&self, kind: CounterKind, shape: LoopShape) -> bool {
+        if shape.function_blocks > self.max_function_blocks {
+            return false;
+        }
+        match kind {
+            CounterKind::Affine => shape.promoted && shape.pressure >= self.affine_min_pressure,
+            CounterKind::TripCount => true,
+        }
     }
 
     /// Instructions of one trip-count exit: the add to the counter, and the jump of a split
@@ -201,6 +260,28 @@ mod tests {
         // 5 iterations: 5 < 1.5 · (4 + 1) = 7.5; 8 iterations pay.
         assert!(!Profit::new(&m, 5.0, false, &[(1.0, exit)], &[(1.0, setup)]).pays(&m));
         assert!(Profit::new(&m, 8.0, false, &[(1.0, exit)], &[(1.0, setup)]).pays(&m));
+    }
+
+    #[test]
+    fn affine_counters_only_in_promoted_loops_under_pressure() {
+        let m = CostModel::default();
+        let shape = |promoted, pressure| LoopShape {
+            promoted,
+            pressure,
+            function_blocks: 100,
+        };
+        assert!(m.allows(CounterKind::Affine, shape(true, 19)));
+        assert!(!m.allows(CounterKind::Affine, shape(true, 7)));
+        assert!(!m.allows(CounterKind::Affine, shape(false, 30)));
+        assert!(m.allows(CounterKind::TripCount, shape(false, 3)));
+        assert!(m.allows(CounterKind::TripCount, shape(true, 3)));
+        // Nothing in an interpreter's dispatch function.
+        let huge = LoopShape {
+            function_blocks: 2047,
+            ..shape(true, 19)
+        };
+        assert!(!m.allows(CounterKind::Affine, huge));
+        assert!(!m.allows(CounterKind::TripCount, huge));
     }
 
     #[test]

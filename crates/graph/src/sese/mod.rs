@@ -58,7 +58,7 @@ mod exact_div;
 #[cfg(test)]
 mod tests;
 
-pub use cost::{trip_count_setup, AffineExit, CostModel, Profit};
+pub use cost::{trip_count_setup, AffineExit, CostModel, CounterKind, LoopShape, Profit};
 pub use exact_div::{mask, ExactDiv};
 
 /// Why a loop or a counter cannot be used.

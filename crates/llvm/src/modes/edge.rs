@@ -83,7 +83,9 @@ fn plan_with(cx: &PlanCx, sese: Sese) -> (Plan, Vec<Candidate>, SeseStats) {
     let mut stats = SeseStats::default();
     let mut cands = Vec::new();
     if sese != Sese::Off {
-        (cands, stats) = sese::candidates(l, cx.weights, sese);
+        // Counter promotion runs after instrumentation (`lib.rs`); SESE asks where it will.
+        let promotes = opts.promote && !opts.atomic && opts.mode.promotes();
+        (cands, stats) = sese::candidates(l, cx.weights, sese, promotes);
     }
     let counters: Vec<_> = cands.iter().map(|c| c.counter.clone()).collect();
     // The record placement: chords, and the free ones with their candidate's index.
