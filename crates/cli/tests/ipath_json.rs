@@ -298,6 +298,8 @@ fn check(
     // Block counts rebuilt from the JSON, and (count, module, number) of every path.
     let mut derived: BTreeMap<(String, String, u64), u64> = BTreeMap::new();
     let mut listed: Vec<(u64, String, u128)> = Vec::new();
+    // (module, number) -> (context steps, steps) of every path.
+    let mut shape: BTreeMap<(String, u128), (usize, usize)> = BTreeMap::new();
     for set in sets {
         let module = set["module"].as_str().unwrap().to_string();
         assert_eq!(
@@ -321,6 +323,9 @@ fn check(
             assert!(count > 0 && count <= last, "{what}: not hottest first");
             last = count;
             listed.push((count, module.clone(), number));
+            let steps = p["steps"].as_array().unwrap().len();
+            let context = p["context_steps"].as_u64().unwrap() as usize;
+            shape.insert((module.clone(), number), (context, steps));
             let at = format!("{what} {module} path {i}");
             for (f, b) in check_path(&at, p, &g[&module], mode != "ipath") {
                 *derived.entry((module.clone(), f, b.unwrap())).or_insert(0) += count;
@@ -360,6 +365,39 @@ fn check(
         .collect();
     listed.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     assert_eq!(runs, listed, "{what}: text and JSON list other paths");
+    // Each path's text: its calling context set apart (as many lines as the JSON's
+    // `context_steps`), then its own steps.
+    let mut chunks: Vec<Vec<&str>> = Vec::new();
+    for l in text.lines().skip_while(|l| !l.contains(" runs  path ")) {
+        if l.contains(" runs  path ") {
+            chunks.push(Vec::new());
+        } else if let Some(c) = chunks.last_mut() {
+            c.push(l.trim());
+        }
+    }
+    assert_eq!(chunks.len(), listed.len(), "{what}: text paths");
+    let mut with_context = 0;
+    for (c, (_, module, number)) in chunks.iter().zip(&listed) {
+        let (context, steps) = shape[&(module.clone(), *number)];
+        match c.iter().position(|l| *l == "this path:") {
+            Some(own) => {
+                assert_eq!(
+                    c[0], "calling context (counted on earlier paths):",
+                    "{what}"
+                );
+                assert_eq!(
+                    (own - 1, c.len() - own - 1),
+                    (context, steps - context),
+                    "{what}"
+                );
+                with_context += 1;
+            }
+            None => assert_eq!((0, c.len()), (context, steps), "{what}: path {number}"),
+        }
+    }
+    if mode == "ipath" && name.starts_with("early") {
+        assert!(with_context > 0, "{what}: no path with a calling context");
+    }
     (dir, json)
 }
 

@@ -77,8 +77,21 @@ pub fn text(r: &Report, title: &str, sel: &Select) -> String {
             p.number,
             p.module
         );
-        for step in &p.steps {
-            let _ = writeln!(s, "        {step}");
+        // A context path's leading steps are its calling context: they ran (and were counted)
+        // on earlier paths, so they are set apart from the steps this path counts.
+        let (context, own) = p.steps.split_at(p.context.min(p.steps.len()));
+        let indent = if context.is_empty() {
+            "        "
+        } else {
+            let _ = writeln!(s, "        calling context (counted on earlier paths):");
+            for step in context {
+                let _ = writeln!(s, "          {step}");
+            }
+            let _ = writeln!(s, "        this path:");
+            "          "
+        };
+        for step in own {
+            let _ = writeln!(s, "{indent}{step}");
         }
     }
     if accepted > listed.len() {
