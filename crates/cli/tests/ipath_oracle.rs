@@ -129,10 +129,14 @@ fn single(file: &Path, opt: &str) -> Vec<String> {
 }
 
 /// calls.c (direct calls, recursion, mutual recursion, calls through pointers, a qsort
-/// callback, an `exit`ing function), the early-exit C programs and the shapes, at -O0 and -O2.
+/// callback, an `exit`ing function), groups.c (isolated functions, with path mode's code, next
+/// to groups linked by direct calls), the early-exit C programs and the shapes, at -O0 and -O2.
 #[test]
 fn ipath_counts_equal_the_cut_trace_on_test_programs() {
-    let mut programs: Vec<(PathBuf, i32)> = vec![(repo().join("testdata/ipath/calls.c"), 0)];
+    let mut programs: Vec<(PathBuf, i32)> = vec![
+        (repo().join("testdata/ipath/calls.c"), 0),
+        (repo().join("testdata/ipath/groups.c"), 3),
+    ];
     for l in std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
         .unwrap()
         .lines()

@@ -183,3 +183,86 @@ fn ipath_counts_equal_edges_naive_on_lua() {
         assert!(n >= 20, "lua {mode}: only {n} functions profiled by paths");
     }
 }
+
+/// The thread-local symbols of the interprocedural protocol that function `name`'s code
+/// refers to, from `objdump -dr` of an object built with `-ffunction-sections`.
+fn protocol_symbols(dump: &str, name: &str) -> Vec<String> {
+    let head = format!("<{name}>:");
+    let mut out = Vec::new();
+    let mut inside = false;
+    for l in dump.lines() {
+        if l.ends_with(">:") {
+            inside = l.ends_with(&head);
+            continue;
+        }
+        if let Some(sym) = l.split_whitespace().last().filter(|_| inside) {
+            let sym = sym.split(['-', '+']).next().unwrap();
+            if sym.starts_with("__tally_ipath_") && !out.iter().any(|s| s == sym) {
+                out.push(sym.to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// testdata/ipath/groups.c: two groups of static functions linked by direct calls (a1 -> a2,
+/// b1 -> b2, called directly by main) next to *isolated* functions, which make and receive no
+/// direct call (through a pointer, qsort's callback, exported ones): they are always roots and
+/// get path mode's code, with the same numbers (no handshake, no thread-local register or
+/// `open`, no `__tally_ipath_ret`: only the handshake is cleared at their entry), and direct
+/// callees that are never roots take the handshake without a name. The counts stay those of
+/// the oracle, with loops, a setjmp re-entry, a longjmp and an `exit` in isolated functions.
+#[test]
+fn ipath_isolated_functions_have_path_mode_code_and_exact_counts() {
+    let src = repo().join("testdata/ipath/groups.c");
+    let s = src.to_str().unwrap();
+    for mode in ["ipath", "ipath-piecewise"] {
+        for opt in ["-O0", "-O2"] {
+            let n = compare_status("groups.c", opt, &[opt, "-g", s], &[], mode, 3);
+            assert!(n >= 8, "groups.c{opt} {mode}: only {n} functions by paths");
+        }
+        let dir = scratch(&format!("ipaths-groups-obj-{mode}"));
+        let obj = dir.join("groups.o");
+        let args = ["-O2", "-g", "-c", "-ffunction-sections", s];
+        build(Variant::Tally(mode), false, &args, &obj, &dir);
+        let o = std::process::Command::new("objdump")
+            .arg("-dr")
+            .arg(&obj)
+            .output()
+            .expect("run objdump");
+        assert!(o.status.success(), "objdump: {o:?}");
+        let dump = String::from_utf8_lossy(&o.stdout);
+        let hand = vec!["__tally_ipath_hand_fn".to_string()];
+        for f in [
+            "iso_loop",
+            "iso_static",
+            "cmp",
+            "fail",
+            "iso_jump",
+            "iso_end",
+        ] {
+            assert_eq!(protocol_symbols(&dump, f), hand, "{mode}: {f}\n{dump}");
+        }
+        // a2 and b2 are only called directly: they take an unnamed handshake and pass the
+        // register back, no root's return; a1 and b1 call them and are called by main.
+        for f in ["a2", "b2"] {
+            let syms = protocol_symbols(&dump, f);
+            assert!(
+                !syms
+                    .iter()
+                    .any(|s| s == "__tally_ipath_hand_fn" || s == "__tally_ipath_ret"),
+                "{mode}: {f}: {syms:?}"
+            );
+        }
+        for f in ["a1", "b1", "main"] {
+            let syms = protocol_symbols(&dump, f);
+            assert!(
+                ["__tally_ipath_hand_nvc", "__tally_ipath_reg"]
+                    .iter()
+                    .all(|want| syms.iter().any(|s| s == want)),
+                "{mode}: {f}: {syms:?}"
+            );
+        }
+    }
+}

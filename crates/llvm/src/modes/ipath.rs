@@ -31,6 +31,16 @@
 //! restores a root's interrupted path and returns the root's path number, counted inline. All counts go to one hashed path table per
 //! module (path mode's home table and `__tally_path_count`), owned by the set's first function.
 //!
+//! Two cheaper cases, same numbers: a function that is never a root (only called directly)
+//! takes every handshake without comparing a name, and its callers store none (only `nvc` and
+//! the register); an *isolated* function (no direct call in or out after the numbering's
+//! demotions) is always a root that leaves the thread-locals alone, so it has path mode's code:
+//! constant entry (`reg = root value + start`), context `nvc = 1` folded, piecewise its own
+//! `open` in a local, its returns count inline (no `__tally_ipath_ret`), no handshake cleared at
+//! its summary calls and no `open` saved around them; only its entry clears the handshake (a
+//! stale one, left by a signal between a direct call's stores and the call, is never taken by
+//! a function it calls).
+//!
 //! # Abandoned frames (§9.2)
 //!
 //! A set function that may end early keeps path mode's frame record (pushed, popped and told
@@ -264,19 +274,26 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
             return out;
         }
     };
-    for (k, &i) in members.iter().enumerate() {
-        let plan = match num.plan(FnId::new(k)) {
-            Ok(p) => p,
+    let mut plans = Vec::with_capacity(members.len());
+    for k in 0..members.len() {
+        match num.plan(FnId::new(k)) {
+            Ok(p) => plans.push(p),
             Err(e) => {
                 out.failure = Some(e.to_string());
-                out.plans.clear();
                 return out;
             }
-        };
+        }
+    }
+    let linked = linked(&plans);
+    let can_be_root: Vec<bool> = plans.iter().map(|p| p.entry.root_value.is_some()).collect();
+    for ((k, &i), plan) in members.iter().enumerate().zip(plans) {
         let callees = ip_functions[k]
             .calls
             .iter()
-            .map(|c| c.callee.map(|q| funcs[members[q as usize]].0))
+            .map(|c| {
+                c.callee
+                    .map(|q| (funcs[members[q as usize]].0, can_be_root[q as usize]))
+            })
             .collect();
         out.plans.push((
             i,
@@ -299,6 +316,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
                     storage: PathStorage::Hash { table: 0 },
                     numbering: num.fingerprint(),
                 }),
+                isolated: !linked[k],
             }),
         ));
     }
@@ -312,6 +330,21 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
     out
 }
 
+/// Per function of the set: it makes or receives a direct call (in its plan: the numbering
+/// may have demoted the call sites it was given).
+fn linked(plans: &[FunctionPlan]) -> Vec<bool> {
+    let mut linked = vec![false; plans.len()];
+    for (k, plan) in plans.iter().enumerate() {
+        for act in &plan.calls {
+            if let CallAction::Direct { callee, .. } = *act {
+                linked[k] = true;
+                linked[callee.index()] = true;
+            }
+        }
+    }
+    linked
+}
+
 /// The plan of one function of the set.
 struct IpathPlan {
     plan: FunctionPlan,
@@ -320,13 +353,18 @@ struct IpathPlan {
     /// Per call site: it is the `tail` call ending a returning block (after the return's
     /// code: the activation has returned when it runs).
     tail_ret: Vec<bool>,
-    /// Per call site, the callee when direct.
-    callees: Vec<Option<Val>>,
+    /// Per call site, the callee when direct, and whether it may be a root (else it takes
+    /// every handshake without looking at its name, which is then not stored).
+    callees: Vec<Option<(Val, bool)>>,
     /// Module metadata index of the function owning the path table.
     owner: u32,
     piecewise: bool,
     /// The owner's path metadata.
     path_meta: Option<PathMeta>,
+    /// No direct call site and no direct caller after the numbering's demotions: always a
+    /// root, so its code is path mode's (constant entry, no handshake, no thread-local), with
+    /// the same numbers.
+    isolated: bool,
 }
 
 impl FnPlan for IpathPlan {
@@ -397,6 +435,8 @@ struct Slots {
     saved_open: LLVMValueRef,
     /// `open` at the pending summary call (piecewise).
     call_open: LLVMValueRef,
+    /// An isolated function's own `open` (piecewise).
+    own_open: LLVMValueRef,
 }
 
 /// The frame record (functions that may end early) and its path site (`{table, path}`).
@@ -416,6 +456,19 @@ struct Ip<'a, 'b> {
     root_exit: u128,
     /// The function is a root of the numbering (else every entry takes a handshake).
     can_be_root: bool,
+    /// No direct call in or out (after demotion): [`IpathPlan::isolated`].
+    isolated: Option<Isolated>,
+    piecewise: bool,
+}
+
+/// What an isolated function knows statically: it is always entered as a root.
+#[derive(Copy, Clone)]
+struct Isolated {
+    /// `Entry_global -> Entry_P`.
+    root_value: u128,
+    /// Piecewise: its own `open` (1 until a restart), an alloca: it makes no direct call, so
+    /// the thread's `open` is nobody's business inside it.
+    open: LLVMValueRef,
 }
 
 impl Ip<'_, '_> {
@@ -446,12 +499,33 @@ impl Ip<'_, '_> {
         let m = unsafe { c::LLVMBuildMul(self.em.b, self.k(l.a), nvc, e.as_ptr()) };
         self.add(m, self.k(l.b))
     }
+    /// `nvc`: constant 1 in an isolated function of context mode (a root never changes it).
+    fn nvc(&self) -> LLVMValueRef {
+        match self.isolated {
+            Some(_) if !self.piecewise => self.k(1),
+            _ => self.load(self.s.nvc),
+        }
+    }
+    /// `on_entry`: constant in an isolated function.
+    fn on_entry(&self) -> LLVMValueRef {
+        match self.isolated {
+            Some(i) => self.k(i.root_value),
+            None => self.load(self.s.on_entry),
+        }
+    }
+    /// Where `open` lives: the thread's, or an isolated function's own.
+    fn open(&self) -> LLVMValueRef {
+        match self.isolated {
+            Some(i) if self.piecewise => i.open,
+            _ => self.rt.open,
+        }
+    }
     /// `reg += l(nvc)`.
     fn reg_add(&self, l: Lin) {
         if l == Lin::ZERO {
             return;
         }
-        let nvc = self.load(self.s.nvc);
+        let nvc = self.nvc();
         let v = self.add(self.load(self.s.reg), self.lin(l, nvc));
         self.store(v, self.s.reg);
     }
@@ -506,22 +580,44 @@ impl Ip<'_, '_> {
             EdgeAction::None => {}
             EdgeAction::Add(l) => self.reg_add(l),
             EdgeAction::ContextRestart { end, start } => {
-                let nvc = self.load(self.s.nvc);
+                let nvc = self.nvc();
                 let p = self.add(self.load(self.s.reg), self.lin(end, nvc));
                 self.count(p, near);
-                let r = self.add(self.load(self.s.on_entry), self.lin(start, nvc));
+                let r = self.add(self.on_entry(), self.lin(start, nvc));
                 self.store(r, self.s.reg);
             }
             EdgeAction::PieceRestart { end, nvc: n, reg } => {
-                let nvc = self.load(self.s.nvc);
+                let nvc = self.nvc();
                 let p = self.add(self.load(self.s.reg), self.lin(end, nvc));
                 self.count(p, near);
-                self.store(self.k(0), self.rt.open);
+                self.store(self.k(0), self.open());
                 self.store(self.k(n), self.s.nvc);
                 self.store(self.k(reg), self.s.reg);
             }
             EdgeAction::Return(l) => {
                 self.reg_add(l);
+                if let Some(i) = self.isolated {
+                    // Always a root that touched no thread-local: count here, nothing to
+                    // restore (piecewise: the root exit value when a restart closed `open`).
+                    let mut p = self.load(self.s.reg);
+                    if self.piecewise && self.root_exit != 0 {
+                        let e = cname("");
+                        let o = self.load(i.open);
+                        let zero = unsafe {
+                            c::LLVMBuildICmp(
+                                self.em.b,
+                                LLVMIntPredicate::LLVMIntEQ,
+                                o,
+                                self.k(0),
+                                e.as_ptr(),
+                            )
+                        };
+                        let x = self.select(zero, self.k(self.root_exit), self.k(0));
+                        p = self.add(p, x);
+                    }
+                    self.count(p, near);
+                    return;
+                }
                 if !self.can_be_root {
                     // Always entered through the handshake: pass `reg` back, no call.
                     self.store(self.load(self.s.reg), self.rt.reg);
@@ -567,8 +663,8 @@ impl Ip<'_, '_> {
         };
         match a {
             EdgeAction::Reentry(start) => {
-                let nvc = self.load(self.s.nvc);
-                let r = self.add(self.load(self.s.on_entry), self.lin(start, nvc));
+                let nvc = self.nvc();
+                let r = self.add(self.on_entry(), self.lin(start, nvc));
                 let cur = self.load(self.s.reg);
                 self.store(self.select(again, r, cur), self.s.reg);
             }
@@ -577,8 +673,8 @@ impl Ip<'_, '_> {
                 self.store(self.select(again, self.k(reg), cur), self.s.reg);
                 let cur = self.load(self.s.nvc);
                 self.store(self.select(again, self.k(nvc), cur), self.s.nvc);
-                let cur = self.load(self.rt.open);
-                self.store(self.select(again, self.k(0), cur), self.rt.open);
+                let cur = self.load(self.open());
+                self.store(self.select(again, self.k(0), cur), self.open());
             }
             _ => {}
         }
@@ -622,6 +718,7 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         saved_reg: alloca("tally.ip.saved_reg"),
         saved_open: alloca("tally.ip.saved_open"),
         call_open: alloca("tally.ip.call_open"),
+        own_open: alloca("tally.ip.open"),
     };
     let record = l.may_end_early().then(|| unsafe {
         let rec = frame_alloca(&em);
@@ -631,7 +728,14 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         let site = c::LLVMBuildAlloca(b, site_ty, n.as_ptr());
         Record { rec, site, site_ty }
     });
-    let last_alloca = Val(record.as_ref().map_or(s.call_open, |r| r.site));
+    let isolated = match (p.isolated, p.plan.entry.root_value) {
+        (true, Some(root_value)) => Some(Isolated {
+            root_value,
+            open: s.own_open,
+        }),
+        _ => None,
+    };
+    let last_alloca = Val(record.as_ref().map_or(s.own_open, |r| r.site));
     let (table, home) = crate::module::path_table(g, 0, p.owner);
     let ip = Ip {
         em: &em,
@@ -641,6 +745,8 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         home,
         root_exit: p.plan.entry.root_exit_value,
         can_be_root: p.plan.entry.root_value.is_some(),
+        isolated,
+        piecewise: p.piecewise,
     };
 
     // The frame record first (§9.2: the stack of pending paths): pushed where path mode pushes
@@ -658,7 +764,7 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         }
         frame_exits(&em, l, r.rec, &pops);
         for node in &l.nodes {
-            if node.landing_pad && p.piecewise {
+            if node.landing_pad && p.piecewise && isolated.is_none() {
                 em.at(node.start);
                 ip.store(ip.load(ip.s.call_open), ip.rt.open);
             }
@@ -679,13 +785,16 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         em.at(call);
         match *act {
             CallAction::Summary { abandon } => unsafe {
-                c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn);
+                // An isolated function cleared the handshake at its entry and sets none.
+                if isolated.is_none() {
+                    c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn);
+                }
                 if p.tail_ret[site] {
                     continue; // the activation has returned
                 }
                 if let (Some(l), Some(r)) = (abandon, &record) {
                     // The path that ends if the activation is abandoned in this call.
-                    let nvc = ip.load(ip.s.nvc);
+                    let nvc = ip.nvc();
                     let v = ip.add(ip.load(ip.s.reg), ip.lin(l, nvc));
                     let f1 = c::LLVMBuildStructGEP2(b, r.site_ty, r.site, 1, empty.as_ptr());
                     ip.store(v, f1);
@@ -696,7 +805,7 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                         c::LLVMBuildGEP2(b, i8t, r.site, idx.as_mut_ptr(), 1, empty.as_ptr());
                     c::LLVMBuildStore(b, tagged, em.field(r.rec, 1));
                 }
-                if p.piecewise {
+                if p.piecewise && isolated.is_none() {
                     ip.store(ip.load(ip.rt.open), ip.s.call_open);
                     let after = match call.next() {
                         Some(next) => next,
@@ -718,9 +827,11 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                 if let (true, Some(r)) = (clears_site, &record) {
                     unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), em.field(r.rec, 1)) };
                 }
-                let callee = p.callees[site].expect("direct sites name their callee");
+                let (callee, named) = p.callees[site].expect("direct sites name their callee");
                 ip.store(ip.load(ip.s.reg), ip.rt.reg);
-                ip.store(callee.0, ip.rt.hand_fn);
+                if named {
+                    ip.store(callee.0, ip.rt.hand_fn);
+                }
                 let nvc = ip.load(ip.s.nvc);
                 ip.store(ip.lin(psi_r, nvc), ip.rt.hand_nvc);
                 if p.piecewise {
@@ -729,7 +840,9 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                 }
                 em.at(call.next().expect("a call is not a terminator"));
                 ip.store(ip.load(ip.rt.reg), ip.s.reg);
-                unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn) };
+                if named {
+                    unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn) };
+                }
                 if p.piecewise {
                     let o = ip.load(ip.rt.open);
                     let zero = unsafe {
@@ -781,6 +894,32 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         .next()
         .expect("the allocas precede the entry code"));
     let act = p.plan.entry;
+    if let Some(i) = isolated {
+        // Always a root, and it leaves the thread's register and `open` alone: no handshake
+        // to take, nothing to save. The handshake is cleared (as a summary call would), so
+        // that a stale one (a signal between a direct call's store and its entry) is not
+        // taken by a function this one calls.
+        unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn) };
+        if p.piecewise {
+            ip.store(ip.k(1), ip.s.nvc);
+            ip.store(ip.k(1), i.open);
+        }
+        let r = ip.add(ip.k(i.root_value), ip.lin(act.start, ip.k(1)));
+        ip.store(r, ip.s.reg);
+        unsafe { c::LLVMDisposeBuilder(b) };
+        return;
+    }
+    if !ip.can_be_root {
+        // Only ever entered by direct calls, which leave the handshake unnamed: take it.
+        let nvc = ip.load(ip.rt.hand_nvc);
+        let reg = ip.load(ip.rt.reg);
+        ip.store(nvc, ip.s.nvc);
+        ip.store(reg, ip.s.on_entry);
+        let r = ip.add(reg, ip.lin(act.start, nvc));
+        ip.store(r, ip.s.reg);
+        unsafe { c::LLVMDisposeBuilder(b) };
+        return;
+    }
     unsafe {
         let hf = c::LLVMBuildLoad2(b, g.ptrt, ip.rt.hand_fn, empty.as_ptr());
         let taken = c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, hf, func.0, empty.as_ptr());
