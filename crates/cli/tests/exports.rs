@@ -30,20 +30,6 @@ fn demo(name: &str) -> (PathBuf, PathBuf) {
     (dir, prof)
 }
 
-fn tally_ok(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let o = Command::new(tally())
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "tally {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o.stdout
-}
-
 /// (path, line) -> count, and (path, line) -> branch outcome counts, from the JSON report.
 type Lines = BTreeMap<(String, u64), u64>;
 type Branches = BTreeMap<(String, u64), Vec<Option<u64>>>;

@@ -9,21 +9,10 @@
 mod support;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 use support::*;
 
 fn tally_out(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new(tally())
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "tally {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
+    String::from_utf8(tally_ok(dir, args)).unwrap()
 }
 
 /// The LCOV tracefile without its `TN:` (test name) line.

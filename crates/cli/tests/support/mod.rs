@@ -224,6 +224,21 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
     );
 }
 
+/// Runs `tally ARGS` in `dir`, which must succeed, and returns its standard output.
+pub fn tally_ok(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let o = Command::new(tally())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "tally {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
 /// Runs a program with its profile going to `profile`.
 pub fn run(bin: &Path, args: &[&str], cwd: &Path, profile: &Path) -> Output {
     let _ = std::fs::remove_file(profile);
