@@ -14,7 +14,7 @@
 #[path = "support/ipath_cut.rs"]
 mod ipath_cut;
 mod support;
-use ipath_cut::{convert, crosses, sets};
+use ipath_cut::{assert_same_paths, convert, crosses, sets};
 use std::path::{Path, PathBuf};
 use support::*;
 use tally_format::profile::Profile;
@@ -79,20 +79,7 @@ fn check(
         let cut = cut_execution(s.g(), s.num.mode(), &s.events)
             .unwrap_or_else(|e| panic!("{name} {mode} {}: {e}", s.source));
         let oracle = cut.counts(&s.num).unwrap();
-        if oracle != s.counts {
-            let keys: std::collections::BTreeSet<u128> =
-                oracle.keys().chain(s.counts.keys()).copied().collect();
-            let diff: Vec<(u128, Option<u64>, Option<u64>)> = keys
-                .into_iter()
-                .filter(|k| oracle.get(k) != s.counts.get(k))
-                .map(|k| (k, oracle.get(&k).copied(), s.counts.get(&k).copied()))
-                .take(20)
-                .collect();
-            panic!(
-                "{name} {mode} {}: path counts differ (number, oracle, profile): {diff:?}",
-                s.source
-            );
-        }
+        assert_same_paths(&format!("{name} {mode} {}", s.source), &oracle, &s.counts);
         runs += oracle.values().sum::<u64>();
         crossing += cut.paths.iter().filter(|p| crosses(p)).count() as u64;
         let g = s.g();

@@ -406,20 +406,8 @@ fn ipath_under_threads_equals_edges_naive_and_the_trace_cut_per_thread() {
             }
             let (mut runs, mut crossing) = (0, 0);
             for s in &sets {
-                if s.oracle != s.counts {
-                    let keys: BTreeSet<u128> =
-                        s.oracle.keys().chain(s.counts.keys()).copied().collect();
-                    let diff: Vec<_> = keys
-                        .into_iter()
-                        .filter(|k| s.oracle.get(k) != s.counts.get(k))
-                        .map(|k| (k, s.oracle.get(&k), s.counts.get(&k)))
-                        .take(20)
-                        .collect();
-                    panic!(
-                        "{what} {}: path counts differ (number, trace cut, profile): {diff:?}",
-                        s.source
-                    );
-                }
+                let at = format!("{what} {}", s.source);
+                ipath_cut::assert_same_paths(&at, &s.oracle, &s.counts);
                 runs += s.oracle.values().sum::<u64>();
                 crossing += s.crossing;
             }

@@ -410,3 +410,19 @@ pub fn crosses(p: &[SEdge]) -> bool {
     p.iter()
         .any(|e| matches!(e, SEdge::Call { .. } | SEdge::Return { .. }))
 }
+
+/// Panics naming the first path numbers whose counts differ between the `oracle` and the
+/// profile (`got`), if any do.
+pub fn assert_same_paths(what: &str, oracle: &BTreeMap<u128, u64>, got: &BTreeMap<u128, u64>) {
+    if oracle == got {
+        return;
+    }
+    let keys: std::collections::BTreeSet<u128> = oracle.keys().chain(got.keys()).copied().collect();
+    let diff: Vec<_> = keys
+        .into_iter()
+        .filter(|k| oracle.get(k) != got.get(k))
+        .map(|k| (k, oracle.get(&k), got.get(&k)))
+        .take(20)
+        .collect();
+    panic!("{what}: path counts differ (number, oracle, profile): {diff:?}");
+}
