@@ -56,6 +56,7 @@
 //! `reg` in the frame; piecewise, `open` is saved before it and restored after it (and at
 //! landing pads), since a root abandoned inside never restored what it saved.
 
+use super::path::Fallback;
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::emit::{cname, Emitter, Globals};
 use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
@@ -103,24 +104,6 @@ pub(crate) struct ModulePlan {
     pub failure: Option<String>,
     /// The numbering's description.
     pub meta: Option<IpathMeta>,
-}
-
-/// A function profiled with edge counters.
-struct Fallback {
-    counting: Counting,
-    reason: String,
-}
-
-impl FnPlan for Fallback {
-    fn num_counters(&self) -> usize {
-        self.counting.num_counters()
-    }
-    fn fallback(&self) -> Option<&str> {
-        Some(&self.reason)
-    }
-    fn emit(&self, cx: &EmitCx) -> Emitted {
-        self.counting.emit(cx)
-    }
 }
 
 /// The call instructions of a function that are call sites, in site order.

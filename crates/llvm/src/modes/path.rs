@@ -60,10 +60,10 @@ impl ModeImpl for Path {
     }
 }
 
-/// A function profiled with edge counters instead of paths.
-struct Fallback {
-    counting: Counting,
-    reason: String,
+/// A function profiled with edge counters instead of paths (also `ipath`'s).
+pub(super) struct Fallback {
+    pub(super) counting: Counting,
+    pub(super) reason: String,
 }
 
 impl FnPlan for Fallback {
