@@ -676,19 +676,9 @@ fn first_non_phi(bb: ir::Bb) -> Val {
 /// Instruments one function of the set.
 fn emit(cx: &EmitCx, p: &IpathPlan) {
     let (g, l, func) = (cx.g, cx.l, cx.func);
-    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
-    let em = Emitter {
-        g,
-        b,
-        fn_scope: ir::subprogram(func),
-        func,
-    };
+    let em = super::path::emitter_at_entry(g, func);
+    let b = em.b;
     let empty = cname("");
-    let entry_first = func
-        .first_block()
-        .and_then(|bb| bb.first())
-        .expect("lowered functions have an entry instruction");
-    em.at(entry_first);
     let alloca = |name: &str| unsafe {
         let n = cname(name);
         c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())

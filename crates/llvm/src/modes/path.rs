@@ -258,8 +258,9 @@ impl PathEmitter<'_, '_> {
     }
 }
 
-/// Instruments one function for path profiling.
-pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, counts: Counts) {
+/// A new builder for `func` at its entry's first instruction, where the allocas go (path
+/// modes).
+pub(super) fn emitter_at_entry(g: &Globals, func: Val) -> Emitter<'_> {
     let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
     let em = Emitter {
         g,
@@ -267,12 +268,19 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
         fn_scope: ir::subprogram(func),
         func,
     };
-    let empty = cname("");
     let entry_first = func
         .first_block()
         .and_then(|bb| bb.first())
         .expect("lowered functions have an entry instruction");
     em.at(entry_first);
+    em
+}
+
+/// Instruments one function for path profiling.
+pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, counts: Counts) {
+    let em = emitter_at_entry(g, func);
+    let b = em.b;
+    let empty = cname("");
     let rec = pp.shadow.then(|| frame_alloca(&em));
     let r = unsafe {
         let n = cname("tally.path");
