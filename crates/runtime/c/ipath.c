@@ -15,6 +15,8 @@ __thread uint64_t __tally_ipath_hand_nvc;
 __thread uint64_t __tally_ipath_reg;
 __thread uint64_t __tally_ipath_open;
 
+/* A root's return, as instrumented code did it before it was emitted inline (tally-llvm's
+ * modes::ipath); kept for objects instrumented by earlier versions. */
 uint64_t __tally_ipath_ret(uint64_t root, uint64_t reg, uint64_t saved_reg, uint64_t saved_open,
                            uint64_t root_exit_value) {
     if (!root) {

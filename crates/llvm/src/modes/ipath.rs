@@ -27,8 +27,8 @@
 //! cut edges count and restart. Direct calls: store `reg`, the handshake (`psi_r(nvc)`) and,
 //! piecewise, `open += 1`; after the call reload `reg`, clear the handshake and, piecewise,
 //! apply the unmatched-return adjustment. Summary calls clear the handshake. Returns pass `reg`
-//! back to the caller, or (functions that may be roots) call `__tally_ipath_ret`, which
-//! restores a root's interrupted path and returns the root's path number, counted inline. All counts go to one hashed path table per
+//! back to the caller, or (functions that may be roots) run `__tally_ipath_ret`'s code inline:
+//! a root restores its interrupted path and counts its own with the inline probe. All counts go to one hashed path table per
 //! module (path mode's home table and `__tally_path_count`), owned by the set's first function.
 //!
 //! Two cheaper cases, same numbers: a function that is never a root (only called directly)
@@ -283,6 +283,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
             Box::new(IpathPlan {
                 plan,
                 sites: sites[k].iter().map(|s| s.2).collect(),
+                site_nodes: sites[k].iter().map(|s| s.0).collect(),
                 tail_ret: sites[k]
                     .iter()
                     .map(|&(n, _, v)| {
@@ -333,6 +334,8 @@ struct IpathPlan {
     plan: FunctionPlan,
     /// Per call site, its instruction.
     sites: Vec<Val>,
+    /// Per call site, its node.
+    site_nodes: Vec<NodeId>,
     /// Per call site: it is the `tail` call ending a returning block (after the return's
     /// code: the activation has returned when it runs).
     tail_ret: Vec<bool>,
@@ -373,7 +376,6 @@ struct Rt {
     hand_nvc: LLVMValueRef,
     reg: LLVMValueRef,
     open: LLVMValueRef,
-    ret: (LLVMValueRef, LLVMTypeRef),
 }
 
 fn runtime(g: &Globals) -> Rt {
@@ -393,19 +395,6 @@ fn runtime(g: &Globals) -> Rt {
         hand_nvc: tls(abi::IPATH_HAND_NVC, i64t),
         reg: tls(abi::IPATH_REG, i64t),
         open: tls(abi::IPATH_OPEN, i64t),
-        ret: unsafe {
-            let n = cname(abi::IPATH_RET);
-            let mut args = [i64t, i64t, i64t, i64t, i64t];
-            let ty = c::LLVMFunctionType(i64t, args.as_mut_ptr(), args.len() as u32, 0);
-            let mut f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
-            if f.is_null() {
-                f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
-                let nounwind = ir::attr_kind("nounwind");
-                let a = c::LLVMCreateEnumAttribute(g.ctx, nounwind, 0);
-                c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, a);
-            }
-            (f, ty)
-        },
     }
 }
 
@@ -520,12 +509,10 @@ impl Ip<'_, '_> {
         }
     }
     /// Splits the block before `near` (a returning block's end) and counts path `p` on a
-    /// branch unless it is `u64::MAX` (`__tally_ipath_ret`'s "not a root"), with the inline
-    /// home-table probe.
-    fn count_unless_none(&self, p: LLVMValueRef, near: Val) {
+    /// branch if `cond` (an `i1`) holds, with the inline home-table probe.
+    fn count_if(&self, cond: LLVMValueRef, p: LLVMValueRef, near: Val) {
         let em = self.em;
         let g = em.g;
-        let e = cname("");
         unsafe {
             let here = near.parent();
             let n1 = cname("tally.ip.count");
@@ -548,9 +535,7 @@ impl Ip<'_, '_> {
                 c::LLVMInsertIntoBuilder(em.b, i.0);
             }
             c::LLVMPositionBuilderAtEnd(em.b, here.0);
-            let none = c::LLVMConstInt(g.i64t, u64::MAX, 0);
-            let is = c::LLVMBuildICmp(em.b, LLVMIntPredicate::LLVMIntNE, p, none, e.as_ptr());
-            c::LLVMBuildCondBr(em.b, is, count_bb, rest);
+            c::LLVMBuildCondBr(em.b, cond, count_bb, rest);
             c::LLVMPositionBuilderAtEnd(em.b, count_bb);
             let br = c::LLVMBuildBr(em.b, rest);
             em.at(Val(br));
@@ -606,27 +591,35 @@ impl Ip<'_, '_> {
                     self.store(self.load(self.s.reg), self.rt.reg);
                     return;
                 }
-                let mut args = [
-                    self.load(self.s.root),
-                    self.load(self.s.reg),
-                    self.load(self.s.saved_reg),
-                    self.load(self.s.saved_open),
-                    self.k(self.root_exit),
-                ];
+                // `__tally_ipath_ret` inline: a root counts its path (piecewise: with the root
+                // exit value if no call is open) and restores the interrupted path's register
+                // and `open`; any other activation passes its register back.
                 let e = cname("");
-                let p = unsafe {
-                    let call = c::LLVMBuildCall2(
-                        self.em.b,
-                        self.rt.ret.1,
-                        self.rt.ret.0,
-                        args.as_mut_ptr(),
-                        args.len() as u32,
-                        e.as_ptr(),
-                    );
-                    Val(call).set_debug_loc(self.em.call_loc(near));
-                    call
+                let b = self.em.b;
+                let reg = self.load(self.s.reg);
+                let open = self.load(self.rt.open);
+                let root = unsafe {
+                    let r = self.load(self.s.root);
+                    c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, r, self.k(0), e.as_ptr())
                 };
-                self.count_unless_none(p, near);
+                let mut p = reg;
+                if self.root_exit != 0 {
+                    let closed = unsafe {
+                        c::LLVMBuildICmp(
+                            b,
+                            LLVMIntPredicate::LLVMIntEQ,
+                            open,
+                            self.k(0),
+                            e.as_ptr(),
+                        )
+                    };
+                    p = self.add(reg, self.select(closed, self.k(self.root_exit), self.k(0)));
+                }
+                let saved = self.load(self.s.saved_reg);
+                self.store(self.select(root, saved, reg), self.rt.reg);
+                let saved = self.load(self.s.saved_open);
+                self.store(self.select(root, saved, open), self.rt.open);
+                self.count_if(root, p, near);
             }
             // No code on the edge: the site stores before the calls carry its value, and
             // re-entries are emitted by `reentry`.
@@ -671,6 +664,23 @@ fn first_non_phi(bb: ir::Bb) -> Val {
         v = v.next().expect("blocks end with a terminator");
     }
     v
+}
+
+/// Piecewise, outside isolated functions: `open` saved before summary call `call` and restored
+/// after it (a root abandoned inside never restored it).
+fn save_open_around(p: &IpathPlan, ip: &Ip, em: &Emitter, call: Val, isolated: bool) {
+    if !p.piecewise || isolated {
+        return;
+    }
+    ip.store(ip.load(ip.rt.open), ip.s.call_open);
+    let after = match call.next() {
+        Some(next) => next,
+        None => split_edge(em, call, 0)
+            .terminator()
+            .expect("split block has its branch"),
+    };
+    em.at(after);
+    ip.store(ip.load(ip.s.call_open), ip.rt.open);
 }
 
 /// Instruments one function of the set.
@@ -754,8 +764,16 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
 
     // Call sites: their code sits right before and right after the call, so code placed
     // later at a block's start or end stays outside it.
+    // The node and value of the path site the last summary call stored: the following summary
+    // calls of the node up to a direct call store the same (`reg` does not change inside a
+    // node, and `abandon` is that of the whole run), so only the first of a run stores.
+    let mut stored: Option<(NodeId, Lin)> = None;
     for (site, (&call, act)) in p.sites.iter().zip(&p.plan.calls).enumerate() {
         em.at(call);
+        let node = p.site_nodes[site];
+        if stored.is_some_and(|(n, _)| n != node) {
+            stored = None;
+        }
         match *act {
             CallAction::Summary { abandon } => unsafe {
                 // An isolated function cleared the handshake at its entry and sets none.
@@ -766,6 +784,11 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                     continue; // the activation has returned
                 }
                 if let (Some(l), Some(r)) = (abandon, &record) {
+                    if stored == Some((node, l)) {
+                        save_open_around(p, &ip, &em, call, isolated.is_some());
+                        continue;
+                    }
+                    stored = Some((node, l));
                     // The path that ends if the activation is abandoned in this call.
                     let nvc = ip.nvc();
                     let v = ip.add(ip.load(ip.s.reg), ip.lin(l, nvc));
@@ -778,17 +801,7 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                         c::LLVMBuildGEP2(b, i8t, r.site, idx.as_mut_ptr(), 1, empty.as_ptr());
                     c::LLVMBuildStore(b, tagged, em.field(r.rec, 1));
                 }
-                if p.piecewise && isolated.is_none() {
-                    ip.store(ip.load(ip.rt.open), ip.s.call_open);
-                    let after = match call.next() {
-                        Some(next) => next,
-                        None => split_edge(&em, call, 0)
-                            .terminator()
-                            .expect("split block has its branch"),
-                    };
-                    em.at(after);
-                    ip.store(ip.load(ip.s.call_open), ip.rt.open);
-                }
+                save_open_around(p, &ip, &em, call, isolated.is_some());
             },
             CallAction::Direct {
                 psi_r,
@@ -797,6 +810,7 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                 clears_site,
                 ..
             } => {
+                stored = None;
                 if let (true, Some(r)) = (clears_site, &record) {
                     unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), em.field(r.rec, 1)) };
                 }
