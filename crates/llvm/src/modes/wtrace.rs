@@ -495,6 +495,8 @@ struct Runtime {
     put_local: (LLVMValueRef, LLVMTypeRef),
     save: (LLVMValueRef, LLVMTypeRef),
     load: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.enter` ([`inline_fns`]): the inline entry (its `self` must not be null).
+    enter_inline: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
     call: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
@@ -516,28 +518,204 @@ impl Runtime {
             assert!(!s.is_null(), "trace mode: module tables not built");
             s
         };
+        let enter = unsafe {
+            let n = cname("__tally_wtrace_enter");
+            let mut args = [g.ptrt, g.ptrt, g.i32t, g.ptrt];
+            let ty = c::LLVMFunctionType(g.i32t, args.as_mut_ptr(), 4, 0);
+            let mut func = c::LLVMGetNamedFunction(m, n.as_ptr());
+            if func.is_null() {
+                func = c::LLVMAddFunction(m, n.as_ptr(), ty);
+            }
+            (func, ty)
+        };
+        let slow = InlineSlow {
+            enter,
+            direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
+            call: f("__tally_wtrace_call", &mut [g.i32t]),
+        };
+        let inline = unsafe { inline_fns(g, &slow) };
         Runtime {
-            enter: unsafe {
-                let n = cname("__tally_wtrace_enter");
-                let mut args = [g.ptrt, g.ptrt, g.i32t, g.ptrt];
-                let ty = c::LLVMFunctionType(g.i32t, args.as_mut_ptr(), 4, 0);
-                let mut func = c::LLVMGetNamedFunction(m, n.as_ptr());
-                if func.is_null() {
-                    func = c::LLVMAddFunction(m, n.as_ptr(), ty);
-                }
-                (func, ty)
-            },
-            ret: f("__tally_wtrace_ret", &mut []),
+            enter,
+            enter_inline: inline.enter,
+            ret: inline.ret,
             put: unsafe { put_fn(g) },
             put_local: unsafe { local_fns(g).0 },
             save: unsafe { local_fns(g).1 },
             load: unsafe { local_fns(g).2 },
-            direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
-            call: f("__tally_wtrace_call", &mut [g.i32t]),
+            direct: inline.direct,
+            call: inline.call,
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
             unwind: f("__tally_wtrace_unwind", &mut [g.i32t, g.i32t]),
             slot,
         }
+    }
+}
+
+/// The runtime's slow paths of the inline entry, direct flag and call site.
+struct InlineSlow {
+    enter: (LLVMValueRef, LLVMTypeRef),
+    direct: (LLVMValueRef, LLVMTypeRef),
+    call: (LLVMValueRef, LLVMTypeRef),
+}
+
+/// The inline entry, return, direct flag and call site ([`inline_fns`]).
+struct Inline {
+    enter: (LLVMValueRef, LLVMTypeRef),
+    ret: (LLVMValueRef, LLVMTypeRef),
+    direct: (LLVMValueRef, LLVMTypeRef),
+    call: (LLVMValueRef, LLVMTypeRef),
+}
+
+/// Defines (once per module, always inlined) the fast paths of the thread's direct flag and
+/// depth, kept in its `struct tally_wtrace_acc` (one TLS load each):
+///
+/// - `i32 tally.wtrace.enter(ptr module, ptr counters, i32 index, ptr self)` (`self` not
+///   null): when the direct flag equals `self` and the module has its slot, the entry is
+///   silent: the flag is cleared and the depth incremented and returned; else
+///   `__tally_wtrace_enter` (it writes `Enter`, gives the module its slot, makes the thread's
+///   stream, keeps the flight recorder's shadow stack; the flag never equals `self` while
+///   `slow` is set: the runtime keeps a flight recorder's flag elsewhere);
+/// - `void tally.wtrace.ret()`: the depth minus one (never the shared no-stream accumulator:
+///   the thread's first entry took the slow path, which points it at its own);
+/// - `void tally.wtrace.direct(ptr callee, i32 site)`: the flag set to `callee`, or with
+///   `slow` set `__tally_wtrace_direct` (the flight recorder's call site);
+/// - `void tally.wtrace.call(i32 site)`: nothing, or with `slow` set `__tally_wtrace_call`.
+unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
+    let (ctx, i32t, ptrt) = (g.ctx, g.i32t, g.ptrt);
+    let e = cname("");
+    let b = c::LLVMCreateBuilderInContext(ctx);
+    let fn_ty = |ret: LLVMTypeRef, args: &mut [LLVMTypeRef]| {
+        c::LLVMFunctionType(ret, args.as_mut_ptr(), args.len() as u32, 0)
+    };
+    let block = |f, name: &str| c::LLVMAppendBasicBlockInContext(ctx, f, cname(name).as_ptr());
+    let cold_branch = |b, cond, yes, no, weights: &[u32]| {
+        let br = c::LLVMBuildCondBr(b, cond, yes, no);
+        ir::set_branch_weights(ctx, br, weights);
+    };
+    // The `slow` field is nonzero: branch to a new block calling the runtime, else to `fast`.
+    let if_slow = |b, f, a, fast| {
+        let slow_p = field_of(g, b, a, "slow");
+        let s = c::LLVMBuildLoad2(b, i32t, slow_p, e.as_ptr());
+        let z = c::LLVMConstInt(i32t, 0, 0);
+        let is_slow = c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntNE, s, z, e.as_ptr());
+        let rt = block(f, "slow");
+        cold_branch(b, is_slow, rt, fast, &[1, 1 << 10]);
+        rt
+    };
+
+    let enter_ty = fn_ty(i32t, &mut [ptrt, ptrt, i32t, ptrt]);
+    let (enter, entry) = helper(g, "tally.wtrace.enter", enter_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let p = |i| c::LLVMGetParam(enter, i);
+        let a = acc_ptr(g, b);
+        let flag_p = field_of(g, b, a, "direct");
+        let flag = c::LLVMBuildLoad2(b, ptrt, flag_p, e.as_ptr());
+        let mine = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntEQ,
+            flag,
+            p(3),
+            e.as_ptr(),
+        );
+        let check_slot = block(enter, "slot");
+        let silent = block(enter, "silent");
+        let rt = block(enter, "announced");
+        c::LLVMBuildCondBr(b, mine, check_slot, rt);
+        c::LLVMPositionBuilderAtEnd(b, check_slot);
+        let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr()); // (the module's first field)
+        let z = c::LLVMConstInt(i32t, 0, 0);
+        let has = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntNE,
+            slot,
+            z,
+            e.as_ptr(),
+        );
+        cold_branch(b, has, silent, rt, &[1 << 10, 1]);
+        c::LLVMPositionBuilderAtEnd(b, silent);
+        c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), flag_p);
+        let depth_p = field_of(g, b, a, "depth");
+        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+        let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+        c::LLVMBuildStore(b, d, depth_p);
+        c::LLVMBuildRet(b, d);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        let mut args = [p(0), p(1), p(2), p(3)];
+        let d = c::LLVMBuildCall2(
+            b,
+            slow.enter.1,
+            slow.enter.0,
+            args.as_mut_ptr(),
+            4,
+            e.as_ptr(),
+        );
+        c::LLVMBuildRet(b, d);
+    }
+
+    let ret_ty = fn_ty(g.voidt, &mut []);
+    let (ret, entry) = helper(g, "tally.wtrace.ret", ret_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let depth_p = field_of(g, b, a, "depth");
+        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+        let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+        c::LLVMBuildStore(b, d, depth_p);
+        c::LLVMBuildRetVoid(b);
+    }
+
+    let direct_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
+    let (direct, entry) = helper(g, "tally.wtrace.direct", direct_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let fast = block(direct, "fast");
+        let rt = if_slow(b, direct, a, fast);
+        c::LLVMPositionBuilderAtEnd(b, fast);
+        let flag_p = field_of(g, b, a, "direct");
+        c::LLVMBuildStore(b, c::LLVMGetParam(direct, 0), flag_p);
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        let mut args = [c::LLVMGetParam(direct, 0), c::LLVMGetParam(direct, 1)];
+        c::LLVMBuildCall2(
+            b,
+            slow.direct.1,
+            slow.direct.0,
+            args.as_mut_ptr(),
+            2,
+            e.as_ptr(),
+        );
+        c::LLVMBuildRetVoid(b);
+    }
+
+    let call_ty = fn_ty(g.voidt, &mut [i32t]);
+    let (call, entry) = helper(g, "tally.wtrace.call", call_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let fast = block(call, "fast");
+        let rt = if_slow(b, call, a, fast);
+        c::LLVMPositionBuilderAtEnd(b, fast);
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        let mut args = [c::LLVMGetParam(call, 0)];
+        c::LLVMBuildCall2(
+            b,
+            slow.call.1,
+            slow.call.0,
+            args.as_mut_ptr(),
+            1,
+            e.as_ptr(),
+        );
+        c::LLVMBuildRetVoid(b);
+    }
+    c::LLVMDisposeBuilder(b);
+    Inline {
+        enter: (enter, enter_ty),
+        ret: (ret, ret_ty),
+        direct: (direct, direct_ty),
+        call: (call, call_ty),
     }
 }
 
@@ -570,7 +748,13 @@ unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
 /// The thread's accumulator pointer (`__tally_wtrace_acc`, thread-local) and the address of
 /// field `field` of what it points at, built at `b`'s position.
 unsafe fn acc_field(g: &crate::emit::Globals, b: LLVMBuilderRef, field: &str) -> LLVMValueRef {
-    let (ctx, m, i64t) = (g.ctx, g.module, g.i64t);
+    let p = acc_ptr(g, b);
+    field_of(g, b, p, field)
+}
+
+/// The thread's accumulator pointer (`__tally_wtrace_acc`), loaded at `b`'s position.
+unsafe fn acc_ptr(g: &crate::emit::Globals, b: LLVMBuilderRef) -> LLVMValueRef {
+    let m = g.module;
     let n = cname(abi::WTRACE_ACC);
     let mut tls = c::LLVMGetNamedGlobal(m, n.as_ptr());
     if tls.is_null() {
@@ -579,7 +763,18 @@ unsafe fn acc_field(g: &crate::emit::Globals, b: LLVMBuilderRef, field: &str) ->
         c::LLVMSetThreadLocalMode(tls, crate::module::runtime_tls_model(m));
     }
     let e = cname("");
-    let p = c::LLVMBuildLoad2(b, g.ptrt, tls, e.as_ptr());
+    c::LLVMBuildLoad2(b, g.ptrt, tls, e.as_ptr())
+}
+
+/// The address of field `field` of the `struct tally_wtrace_acc` at `p`.
+unsafe fn field_of(
+    g: &crate::emit::Globals,
+    b: LLVMBuilderRef,
+    p: LLVMValueRef,
+    field: &str,
+) -> LLVMValueRef {
+    let (ctx, i64t) = (g.ctx, g.i64t);
+    let e = cname("");
     let k = abi::TALLY_WTRACE_ACC
         .fields
         .iter()
@@ -772,7 +967,7 @@ impl Rec<'_> {
                         _ if v.calls_inline_asm() => (false, false),
                         Some((_, id)) if id != 0 => (false, false),
                         Some((name, _)) => match name.as_str() {
-                            "__tally_wtrace_enter" => (false, true),
+                            "__tally_wtrace_enter" | "tally.wtrace.enter" => (false, true),
                             "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
                             x if x.starts_with("tally.wtrace.") => (false, false),
                             x if OPAQUE_LIBC.contains(&x) => (false, false),
@@ -1046,22 +1241,21 @@ impl Log<'_> {
 impl SiteAction for Log<'_> {
     fn enter(&mut self, em: &Emitter, entry_first: Val) {
         let empty = cname("");
+        let own = unsafe { own_address(em.func) };
+        // (A null `self`, always announced, goes to the runtime; see `inline_fns`.)
+        let enter = match own {
+            Some(_) => self.rec.rt.enter_inline,
+            None => self.rec.rt.enter,
+        };
         let mut args = [
             self.rec.rt.slot,
             em.g.counters,
             em.i32c(u64::from(self.function)),
-            unsafe { own_address(em.func) }
-                .unwrap_or_else(|| unsafe { c::LLVMConstNull(em.g.ptrt) }),
+            own.unwrap_or_else(|| unsafe { c::LLVMConstNull(em.g.ptrt) }),
         ];
         unsafe {
-            let call = c::LLVMBuildCall2(
-                em.b,
-                self.rec.rt.enter.1,
-                self.rec.rt.enter.0,
-                args.as_mut_ptr(),
-                4,
-                empty.as_ptr(),
-            );
+            let call =
+                c::LLVMBuildCall2(em.b, enter.1, enter.0, args.as_mut_ptr(), 4, empty.as_ptr());
             Val(call).set_debug_loc(em.call_loc(entry_first));
             if self.depth.is_some() {
                 let n = cname("tally.depth");
