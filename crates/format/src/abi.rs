@@ -373,6 +373,8 @@ pub struct TallyWtraceAcc {
     /// Nonzero: entries, direct flags and call sites go to the runtime (no stream yet, a
     /// flight recorder).
     pub slow: u32,
+    /// `self` of the traced function that returned last (set inline by `ret`; null: none).
+    pub ret: *const u8,
 }
 
 /// `struct tally_frame`.
@@ -388,7 +390,8 @@ pub const TALLY_WTRACE_ACC: StructLayout = layout!(
         (n, U64),
         (direct, Ptr),
         (depth, U32),
-        (slow, U32)
+        (slow, U32),
+        (ret, Ptr)
     ]
 );
 

@@ -4,7 +4,7 @@
  * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):
  *
- *   "TALLYWTR" u32 version (3) u32 0, then chunks { u32 thread, u32 length, bytes }
+ *   "TALLYWTR" u32 version (4) u32 0, then chunks { u32 thread, u32 length, bytes }
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
  * records carry (slot, function index). A chunk of thread 0xfffffffd resolves a module's
@@ -90,7 +90,7 @@ static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec
  * __tally_wtrace_enter, for slow = 1) points the thread at its stream's accumulator, or at
  * wt_no_memory when the stream cannot be mapped, so that the inline `ret`, which decrements
  * the depth without a test, never writes this shared one. */
-static struct tally_wtrace_acc wt_no_stream = {0, 64, 0, 0, 1};
+static struct tally_wtrace_acc wt_no_stream = {0, 64, 0, 0, 1, 0};
 static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("initial-exec")));
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
@@ -116,7 +116,7 @@ static void wt_unlock(int held) {
 static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
-        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x03\0\0\0\0\0\0\0", 16) != 0)
+        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x04\0\0\0\0\0\0\0", 16) != 0)
             wt.fd = -1;
     }
     if (wt.fd <= 0)
@@ -154,7 +154,7 @@ static struct wt_thread *wt_get(void) {
         return t;
     void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        wt_no_memory = (struct tally_wtrace_acc){0, 64, 0, 0, 1};
+        wt_no_memory = (struct tally_wtrace_acc){0, 64, 0, 0, 1, 0};
         __tally_wtrace_acc = &wt_no_memory;
         return 0;
     }

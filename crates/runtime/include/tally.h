@@ -155,7 +155,10 @@ void __tally_wtrace_ret(void);
  * (`acc |= value << n; n += bits` while n + bits < 64, else __tally_wtrace_spill), and keeps
  * the direct flag and the depth inline while `slow` is 0: a direct call site sets `direct` to
  * its callee; an entry whose `self` equals `direct` (and whose module has its slot) clears it
- * and adds one to `depth`, any other calls __tally_wtrace_enter; `ret` takes one off `depth`.
+ * and adds one to `depth`, any other calls __tally_wtrace_enter; `ret` takes one off `depth`
+ * and stores its `self` (when not null) in `ret`, so that the caller of an external callee
+ * writes `Back` only when `ret` is not the callee: when no traced function at that address
+ * ran, i.e. the callee was not traced (trace format version 4).
  * With `slow` set (no stream yet, a flight recorder) entries, direct flags and call sites go
  * to the runtime. */
 struct tally_wtrace_acc {
@@ -164,6 +167,7 @@ struct tally_wtrace_acc {
     const void *direct; /* the callee a traced direct call site is about to enter, or null */
     uint32_t depth;     /* traced activations on this thread (entries minus returns) */
     uint32_t slow;      /* nonzero: entries, direct flags and call sites call the runtime */
+    const void *ret;    /* `self` of the traced function that returned last (null: none yet) */
 };
 /* The calling thread's accumulator; never null (a shared one with n = 64 and slow = 1 until
  * the thread's first entry). */

@@ -68,7 +68,7 @@ use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::apply::SiteAction;
 use crate::emit::{cname, Emitter};
 use crate::ends::SETJMP_NAMES;
-use crate::ir::{self, Val};
+use crate::ir::{self, Bb, Val};
 use crate::lower::{EdgeIr, Lowered};
 use crate::plan::{Plan as SitePlan, TagTarget};
 use llvm_sys::core as c;
@@ -500,6 +500,7 @@ struct Runtime {
     direct: (LLVMValueRef, LLVMTypeRef),
     call: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
+    back: (LLVMValueRef, LLVMTypeRef),
     reentry: (LLVMValueRef, LLVMTypeRef),
     unwind: (LLVMValueRef, LLVMTypeRef),
     /// The module's slot in the trace (`__tally_wtrace_slot`, 0 until the runtime assigns it).
@@ -538,6 +539,7 @@ impl Runtime {
             enter,
             enter_inline: inline.enter,
             ret: inline.ret,
+            back: inline.back,
             put: unsafe { put_fn(g) },
             put_local: unsafe { local_fns(g).0 },
             save: unsafe { local_fns(g).1 },
@@ -562,6 +564,7 @@ struct InlineSlow {
 struct Inline {
     enter: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
+    back: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
     call: (LLVMValueRef, LLVMTypeRef),
 }
@@ -575,8 +578,12 @@ struct Inline {
 ///   `__tally_wtrace_enter` (it writes `Enter`, gives the module its slot, makes the thread's
 ///   stream, keeps the flight recorder's shadow stack; the flag never equals `self` while
 ///   `slow` is set: the runtime keeps a flight recorder's flag elsewhere);
-/// - `void tally.wtrace.ret()`: the depth minus one (never the shared no-stream accumulator:
-///   the thread's first entry took the slow path, which points it at its own);
+/// - `void tally.wtrace.ret(ptr self)`: the depth minus one (never the shared no-stream
+///   accumulator: the thread's first entry took the slow path, which points it at its own),
+///   and `self`, when not null, stored as the function that returned last;
+/// - `i64 tally.wtrace.back(ptr callee)`: 1 unless the function that returned last is
+///   `callee`: after an `Extern` call, the width of its `Back` (0: a traced function at that
+///   address ran, and the reader, which resolves the site to it, expects no `Back`);
 /// - `void tally.wtrace.direct(ptr callee, i32 site)`: the flag set to `callee`, or with
 ///   `slow` set `__tally_wtrace_direct` (the flight recorder's call site);
 /// - `void tally.wtrace.call(i32 site)`: nothing, or with `slow` set `__tally_wtrace_call`.
@@ -653,7 +660,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
         c::LLVMBuildRet(b, d);
     }
 
-    let ret_ty = fn_ty(g.voidt, &mut []);
+    let ret_ty = fn_ty(g.voidt, &mut [ptrt]);
     let (ret, entry) = helper(g, "tally.wtrace.ret", ret_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
@@ -662,7 +669,36 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
         let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
         let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
         c::LLVMBuildStore(b, d, depth_p);
+        // (`self` is a constant: the test folds once inlined.)
+        let own = c::LLVMGetParam(ret, 0);
+        let null = c::LLVMConstNull(ptrt);
+        let has = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntNE,
+            own,
+            null,
+            e.as_ptr(),
+        );
+        let store = block(ret, "store");
+        let done = block(ret, "done");
+        c::LLVMBuildCondBr(b, has, store, done);
+        c::LLVMPositionBuilderAtEnd(b, store);
+        c::LLVMBuildStore(b, own, field_of(g, b, a, "ret"));
+        c::LLVMBuildBr(b, done);
+        c::LLVMPositionBuilderAtEnd(b, done);
         c::LLVMBuildRetVoid(b);
+    }
+
+    let back_ty = fn_ty(g.i64t, &mut [ptrt]);
+    let (back, entry) = helper(g, "tally.wtrace.back", back_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let last = c::LLVMBuildLoad2(b, ptrt, field_of(g, b, a, "ret"), e.as_ptr());
+        let callee = c::LLVMGetParam(back, 0);
+        let pred = llvm_sys::LLVMIntPredicate::LLVMIntNE;
+        let not_traced = c::LLVMBuildICmp(b, pred, last, callee, e.as_ptr());
+        c::LLVMBuildRet(b, c::LLVMBuildZExt(b, not_traced, g.i64t, e.as_ptr()));
     }
 
     let direct_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
@@ -714,6 +750,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
     Inline {
         enter: (enter, enter_ty),
         ret: (ret, ret_ty),
+        back: (back, back_ty),
         direct: (direct, direct_ty),
         call: (call, call_ty),
     }
@@ -933,6 +970,25 @@ impl Rec<'_> {
         }
     }
 
+    /// The `Back` after call `call` (an `Unknown` or `Extern` site): 1 bit, except after an
+    /// `Extern` call whose callee was traced (`tally.wtrace.back`: the function that returned
+    /// last is the callee; then nothing, and the reader resolves the site to that function).
+    fn put_back(&self, em: &Emitter, call: &Call) {
+        if !matches!(call.callee, WCallee::Extern { .. }) {
+            return self.put_const(em, BACK, call.instr);
+        }
+        let mut callee = [call.instr.called_value().0];
+        let (f, ty) = self.rt.back;
+        let bits = unsafe {
+            let e = cname("");
+            let v = c::LLVMBuildCall2(em.b, ty, f, callee.as_mut_ptr(), 1, e.as_ptr());
+            Val(v).set_debug_loc(em.call_loc(call.instr));
+            v
+        };
+        // (Back is the 1-bit code `1`: value = width.)
+        self.put(em, bits, bits, call.instr);
+    }
+
     /// [`Rec::put`] of constants.
     fn put_const(&self, em: &Emitter, (value, bits): (u64, u64), near: Val) {
         debug_assert!(bits > 0 && bits <= 32 && value >> bits == 0);
@@ -1049,7 +1105,7 @@ impl FnPlan for WPlan {
             };
             if let Some(after) = after {
                 em.at(after);
-                rt.put_const(&em, BACK, call.instr);
+                rt.put_back(&em, call);
             }
         }
         // 2. Entry and witnesses.
@@ -1066,7 +1122,8 @@ impl FnPlan for WPlan {
             let nb = crate::surgery::split_edge(&em, invoke, 0);
             if let Some(at) = nb.insertion_start() {
                 em.at(at);
-                rt.put_const(&em, BACK, invoke);
+                let call = self.calls.iter().flatten().find(|c| c.instr == invoke);
+                rt.put_back(&em, call.expect("a split invoke is a call site"));
             }
         }
         // 3. The direct flag immediately before each direct call (after any site code), and
@@ -1123,11 +1180,19 @@ impl FnPlan for WPlan {
             {
                 if n.returns {
                     em.at(*term);
-                    em.call(rt.rt.ret, &mut [], *term);
+                    let own = unsafe { own_address(em.func) }
+                        .unwrap_or_else(|| unsafe { c::LLVMConstNull(cx.g.ptrt) });
+                    em.call(rt.rt.ret, &mut [own], *term);
                 }
             }
         }
-        // 5. Last: the local accumulator is saved and loaded around calls and at `ret`.
+        // 5. The function's fixed-size allocas of its original entry block first in its first
+        // block: the inlined entry (`tally.wtrace.enter`) splits the block it is in, which
+        // would leave them after it, dynamic (a frame that grows: deep recursion overflows).
+        if let Some(orig) = cx.l.nodes.first().map(|n| n.start.parent()) {
+            hoist_allocas(&em, orig);
+        }
+        // 6. Last: the local accumulator is saved and loaded around calls and at `ret`.
         rt.save_and_load_around_calls(&em);
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
@@ -1173,6 +1238,38 @@ impl FnPlan for WPlan {
             // (always-inline: the records' `tally.wtrace.put`)
             needs_mem2reg: true,
             ..Emitted::default()
+        }
+    }
+}
+
+/// Moves the allocas of constant size in block `orig` and in the function's first block to the
+/// start of the first block, in order.
+fn hoist_allocas(em: &Emitter, orig: Bb) {
+    let Some(first) = em.func.first_block() else {
+        return;
+    };
+    let blocks = if first == orig {
+        vec![first]
+    } else {
+        vec![first, orig]
+    };
+    let allocas: Vec<Val> = blocks
+        .iter()
+        .flat_map(|bb| bb.instructions())
+        .filter(|v| {
+            v.opcode() == LLVMOpcode::LLVMAlloca
+                && !unsafe { c::LLVMIsAConstantInt(c::LLVMGetOperand(v.0, 0)) }.is_null()
+        })
+        .collect();
+    let Some(at) = first.first() else { return };
+    for a in allocas {
+        if a == at {
+            continue;
+        }
+        em.at(at);
+        unsafe {
+            c::LLVMInstructionRemoveFromParent(a.0);
+            c::LLVMInsertIntoBuilder(em.b, a.0);
         }
     }
 }
