@@ -257,7 +257,12 @@ fn exact(name: &str, args: &[String], status: i32) -> Outcome {
 
 /// [`exact`] for C (`cxx` false) or C++.
 fn exact_lang(name: &str, cxx: bool, args: &[String], status: i32) -> Outcome {
-    let o = run_both(name, cxx, args, status);
+    assert_exact(name, run_both(name, cxx, args, status))
+}
+
+/// Asserts that regeneration did not stop and equals `trace-naive`'s block sequence; prints
+/// the sizes.
+fn assert_exact(name: &str, o: Outcome) -> Outcome {
     assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
     assert!(
         o.regenerated == o.oracle,
@@ -792,20 +797,7 @@ fn build_steps_and_compare(name: &str, steps: &[(bool, &[&str], &str)]) -> Outco
         outs.push(out.stdout);
     }
     assert_eq!(outs[0], outs[1], "{name}: outputs differ");
-    let o = outcome(name, dir);
-    assert!(o.stopped.is_empty(), "{name}: {:?}", o.stopped);
-    assert!(
-        o.regenerated == o.oracle,
-        "{name}: {}",
-        first_difference(&o.regenerated, &o.oracle)
-    );
-    eprintln!(
-        "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
-        o.oracle.len(),
-        o.trace_bytes,
-        o.naive_bytes
-    );
-    o
+    assert_exact(name, outcome(name, dir))
 }
 
 /// The external callees of the trace build's metadata (`WCallee::Extern`) and how the trace
