@@ -8,7 +8,8 @@
 //!   accumulator ([`put_fn`]: `acc |= value << n; n += bits`, `__tally_wtrace_spill` when the
 //!   word is full) at the edge's site (the sites of [`crate::plan::Plan::for_edges`],
 //!   predecessor tags where an edge has none);
-//! - the entry: `__tally_wtrace_enter(&module, counters, index, self)`, which writes `Enter`
+//! - the entry, inline ([`inline_fns`]: `tally.wtrace.enter`, the runtime's
+//!   `__tally_wtrace_enter(&module, counters, index, self)` on its slow path), which writes `Enter`
 //!   unless the caller was a traced `Direct` or `Extern` site, which said so by
 //!   `__tally_wtrace_direct(callee, site)` just before the call (a per-thread flag naming the
 //!   callee's address, so a stale flag can never silence another function's `Enter`; `site`
@@ -28,8 +29,10 @@
 //!   an unresolved one for an `Unknown` call;
 //! - before every `Unknown` call: `__tally_wtrace_call(site)`; with `direct`, this keeps the
 //!   flight recorder's shadow stack (`c/wring.c`: where each activation is calling);
-//! - after every `Unknown` or `Extern` call that returns: a `Back` record (1 bit), inline the
-//!   same way
+//! - after every `Unknown` call that returns: a `Back` record (1 bit), inline the same way;
+//!   after an `Extern` call, the same `Back` only when the callee was not traced (trace format
+//!   4: every traced function's inline `ret` leaves its `self` in the thread's accumulator, and
+//!   `tally.wtrace.back` compares it with the callee's address; see [`inline_fns`])
 //!   (for an `invoke` at the start of its normal destination, on a block split onto that edge
 //!   when the destination is shared);
 //! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
@@ -599,6 +602,14 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
         let br = c::LLVMBuildCondBr(b, cond, yes, no);
         ir::set_branch_weights(ctx, br, weights);
     };
+    // The call of the runtime's `rt` with `f`'s parameters.
+    let forward = |b, f, rt: (LLVMValueRef, LLVMTypeRef)| {
+        let mut args: Vec<LLVMValueRef> = (0..c::LLVMCountParams(f))
+            .map(|i| c::LLVMGetParam(f, i))
+            .collect();
+        let n = args.len() as u32;
+        c::LLVMBuildCall2(b, rt.1, rt.0, args.as_mut_ptr(), n, e.as_ptr())
+    };
     // The `slow` field is nonzero: branch to a new block calling the runtime, else to `fast`.
     let if_slow = |b, f, a, fast| {
         let slow_p = field_of(g, b, a, "slow");
@@ -648,15 +659,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
         c::LLVMBuildStore(b, d, depth_p);
         c::LLVMBuildRet(b, d);
         c::LLVMPositionBuilderAtEnd(b, rt);
-        let mut args = [p(0), p(1), p(2), p(3)];
-        let d = c::LLVMBuildCall2(
-            b,
-            slow.enter.1,
-            slow.enter.0,
-            args.as_mut_ptr(),
-            4,
-            e.as_ptr(),
-        );
+        let d = forward(b, enter, slow.enter);
         c::LLVMBuildRet(b, d);
     }
 
@@ -713,15 +716,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
         c::LLVMBuildStore(b, c::LLVMGetParam(direct, 0), flag_p);
         c::LLVMBuildRetVoid(b);
         c::LLVMPositionBuilderAtEnd(b, rt);
-        let mut args = [c::LLVMGetParam(direct, 0), c::LLVMGetParam(direct, 1)];
-        c::LLVMBuildCall2(
-            b,
-            slow.direct.1,
-            slow.direct.0,
-            args.as_mut_ptr(),
-            2,
-            e.as_ptr(),
-        );
+        forward(b, direct, slow.direct);
         c::LLVMBuildRetVoid(b);
     }
 
@@ -735,15 +730,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
         c::LLVMPositionBuilderAtEnd(b, fast);
         c::LLVMBuildRetVoid(b);
         c::LLVMPositionBuilderAtEnd(b, rt);
-        let mut args = [c::LLVMGetParam(call, 0)];
-        c::LLVMBuildCall2(
-            b,
-            slow.call.1,
-            slow.call.0,
-            args.as_mut_ptr(),
-            1,
-            e.as_ptr(),
-        );
+        forward(b, call, slow.call);
         c::LLVMBuildRetVoid(b);
     }
     c::LLVMDisposeBuilder(b);
