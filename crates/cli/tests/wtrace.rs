@@ -955,3 +955,32 @@ fn traced_external_callees_write_no_back() {
     );
     assert!(sizes[0] + 10_000 <= sizes[1], "{sizes:?}");
 }
+
+/// Entries, returns and direct flags are inline code (the thread's depth and direct flag are
+/// in its accumulator): an object with traced calls and returns references no
+/// `__tally_wtrace_ret` at all (every `ret` used to call it), and still the runtime's
+/// `__tally_wtrace_enter` (the slow path of an announced entry).
+#[test]
+fn returns_are_inline() {
+    let dir = scratch("wtrace-inline");
+    let src = "static int leaf(int x) { return x > 2 ? x - 1 : x + 3; }\n\
+               int mid(int x) { int s = 0; for (int i = 0; i < x; i++) s += leaf(i); return s; }\n\
+               int main(void) { return mid(10) == 47 ? 0 : 1; }\n";
+    std::fs::write(dir.join("m.c"), src).unwrap();
+    let obj = dir.join("m.o");
+    build(
+        Variant::Tally("trace"),
+        false,
+        &["-O1", "-fno-inline", "-c", "m.c"],
+        &obj,
+        &dir,
+    );
+    let nm = std::process::Command::new("nm")
+        .arg("-u")
+        .arg(&obj)
+        .output()
+        .unwrap();
+    let undefined = String::from_utf8_lossy(&nm.stdout);
+    assert!(undefined.contains("__tally_wtrace_enter"), "{undefined}");
+    assert!(!undefined.contains("__tally_wtrace_ret"), "{undefined}");
+}
