@@ -7,7 +7,6 @@
 //! stack at its end, function and block, and the exit status (death by signal) must not change.
 
 mod support;
-use std::collections::HashMap;
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -98,12 +97,7 @@ fn oracle_of(dir: &Path, file: &str, throws: bool) -> (Vec<Block>, Vec<Block>) {
     let bytes = std::fs::read(dir.join("trace-naive").join(file)).unwrap();
     let recs = tally_format::trace::read_trace(&bytes).unwrap();
     let seq = tally_report::trace::block_sequence(&recs, &prof).unwrap();
-    let mut cfgs = HashMap::new();
-    for m in &prof.modules {
-        for (i, f) in m.meta.functions.iter().enumerate() {
-            cfgs.insert((m.hash, i as u32), (f.name.clone(), f.cfg().unwrap()));
-        }
-    }
+    let cfgs = tally_report::trace::function_cfgs(&prof).unwrap();
     // The live activations (entered, neither returned nor abandoned) with their current
     // block, by activation id (entry order). At the end only one thread has any. (An
     // activation that takes an edge is running: the activations entered after it are over,

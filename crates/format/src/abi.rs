@@ -366,6 +366,15 @@ pub struct TallyWtraceAcc {
     /// How many (below 64; 64 while the thread has no stream or its stream has ended, so that
     /// every record takes the slow path).
     pub n: u64,
+    /// The callee a traced direct call site is about to enter (set inline while `slow` is 0).
+    pub direct: *const u8,
+    /// Traced activations on the thread (entries minus returns; inline while `slow` is 0).
+    pub depth: u32,
+    /// Nonzero: entries, direct flags and call sites go to the runtime (no stream yet, a
+    /// flight recorder).
+    pub slow: u32,
+    /// `self` of the traced function that returned last (set inline by `ret`; null: none).
+    pub ret: *const u8,
 }
 
 /// `struct tally_frame`.
@@ -373,8 +382,18 @@ pub const TALLY_FRAME: StructLayout =
     layout!(TallyFrame, "tally_frame", [(prev, Ptr), (site, Ptr)]);
 
 /// `struct tally_wtrace_acc`.
-pub const TALLY_WTRACE_ACC: StructLayout =
-    layout!(TallyWtraceAcc, "tally_wtrace_acc", [(acc, U64), (n, U64)]);
+pub const TALLY_WTRACE_ACC: StructLayout = layout!(
+    TallyWtraceAcc,
+    "tally_wtrace_acc",
+    [
+        (acc, U64),
+        (n, U64),
+        (direct, Ptr),
+        (depth, U32),
+        (slow, U32),
+        (ret, Ptr)
+    ]
+);
 
 /// `struct tally_wtrace_module`: a module's trace slot and its tables of own functions and
 /// external callees (trace mode: the runtime resolves external callees by address).

@@ -96,8 +96,10 @@ pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// Version of the witness trace format.
 /// 2: a landing's `how` takes 2 bits (0 re-entry, 1 landing pad, 2 lost). 3: control records
 /// are a prefix code (`1` Back, `0` + 2-bit kind) and resolution chunks
-/// ([`WTRACE_RESOLVE_CHUNK`]) name the targets of external calls.
-pub const WTRACE_VERSION: u32 = 3;
+/// ([`WTRACE_RESOLVE_CHUNK`]) name the targets of external calls. 4: a call of an external
+/// callee that resolves to a traced function writes no `Back` (the callee's `ret` tells the
+/// caller it ran).
+pub const WTRACE_VERSION: u32 = 4;
 
 /// The thread id of a chunk that resolves a module's external callees.
 pub const WTRACE_RESOLVE_CHUNK: u32 = u32::MAX - 2;
@@ -149,7 +151,7 @@ pub struct RingThread {
 /// A witness trace, split into its per-thread bit streams.
 ///
 /// ```text
-/// "TALLYWTR"  u32 version (=3)  u32 0
+/// "TALLYWTR"  u32 version (=4)  u32 0
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
 /// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`

@@ -173,6 +173,22 @@ pub fn path_counts_from_trace(
     Ok(out)
 }
 
+/// Functions by `(module hash, function index)`: name and graph ([`function_cfgs`]).
+pub type FunctionCfgs = HashMap<(u64, u32), (String, Cfg)>;
+
+/// Every function of `profile` by the key trace-naive's `Enter` records name it with, `(module
+/// hash, function index)`: its name and its graph.
+pub fn function_cfgs(profile: &Profile) -> Result<FunctionCfgs, String> {
+    let mut cfgs = HashMap::new();
+    for m in &profile.modules {
+        for (i, f) in m.meta.functions.iter().enumerate() {
+            let cfg = f.cfg().map_err(|e| e.to_string())?;
+            cfgs.insert((m.hash, i as u32), (f.name.clone(), cfg));
+        }
+    }
+    Ok(cfgs)
+}
+
 /// The block sequence of a trace-naive trace (the oracle of witness traces): in the records'
 /// global order, each activation's entry block and the target of each edge it took (edges to
 /// EXIT enter no block), as `(function name, block)`. Exact for single-threaded runs (the
@@ -181,13 +197,7 @@ pub fn block_sequence(
     trace: &[TraceRecord],
     profile: &Profile,
 ) -> Result<Vec<(String, u32)>, String> {
-    let mut cfgs: HashMap<(u64, u32), (String, Cfg)> = HashMap::new();
-    for m in &profile.modules {
-        for (i, f) in m.meta.functions.iter().enumerate() {
-            let cfg = f.cfg().map_err(|e| e.to_string())?;
-            cfgs.insert((m.hash, i as u32), (f.name.clone(), cfg));
-        }
-    }
+    let cfgs = function_cfgs(profile)?;
     let mut acts: HashMap<u64, &(String, Cfg)> = HashMap::new();
     let mut out = Vec::new();
     for r in trace {

@@ -175,11 +175,13 @@ fn program<'a>(profile: &'a Profile, trace: &WitnessTrace) -> Result<Program<'a>
                         WCallee::Opaque => Callee::Opaque,
                         WCallee::Unknown => Callee::Unknown,
                         WCallee::Extern { index, .. } => {
+                            // (Since trace format 4 the caller of a traced external callee
+                            // writes no `Back`: the callee's `ret` tells it the callee ran.)
                             match resolved.callee(m.hash, *index).map_err(|e| bad(&e))? {
                                 Some(at) => p
                                     .ids
                                     .get(&at)
-                                    .map_or(Callee::Unknown, |&f| Callee::DirectBack(f)),
+                                    .map_or(Callee::Unknown, |&f| Callee::Direct(f)),
                                 None => Callee::Unknown,
                             }
                         }

@@ -4,7 +4,7 @@
  * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):
  *
- *   "TALLYWTR" u32 version (3) u32 0, then chunks { u32 thread, u32 length, bytes }
+ *   "TALLYWTR" u32 version (4) u32 0, then chunks { u32 thread, u32 length, bytes }
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
  * records carry (slot, function index). A chunk of thread 0xfffffffd resolves a module's
@@ -44,10 +44,12 @@
 #define WT_MODULE_CHUNK 0xffffffffu
 
 struct wt_thread {
-    struct tally_wtrace_acc a; /* the fast path's accumulator (n == 64 once ended) */
-    struct wt_thread *next;    /* every stream, for the end of the process */
-    const void *direct;     /* the callee a traced direct call site is about to enter */
-    uint32_t depth;         /* traced activations (entries minus returns): for Unwind */
+    /* The fast path's state: the accumulator (n == 64 once ended), the direct flag (the callee
+     * a traced direct call site is about to enter) and the depth (traced activations: entries
+     * minus returns, for Unwind and the flight recorder), `slow` set with a flight recorder. */
+    struct tally_wtrace_acc a;
+    struct wt_thread *next; /* every stream, for the end of the process */
+    const void *rdirect;    /* with a flight recorder: the direct flag (a.direct stays null) */
     uint32_t tid;
     int ended;
     struct wr_ring *ring; /* the flight recorder's ring and shadow stack, or null */
@@ -82,9 +84,14 @@ static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec
 
 /* ---- Accumulator (the fast path's state) ---------------------------------------------------- */
 
-/* What __tally_wtrace_acc points at while the thread has no stream: n = 64, so instrumented
- * code never writes it (every record takes __tally_wtrace_spill). */
-static struct tally_wtrace_acc wt_no_stream = {0, 64};
+/* What __tally_wtrace_acc points at while the thread has no stream: n = 64 and slow = 1, so
+ * instrumented code never writes it (every record takes __tally_wtrace_spill, every entry,
+ * direct flag and call site the runtime). The first entry in a thread (always through
+ * __tally_wtrace_enter, for slow = 1) points the thread at its stream's accumulator, or at
+ * wt_no_memory when the stream cannot be mapped, so that the inline `ret`, which decrements
+ * the depth without a test, never writes this shared one. */
+static struct tally_wtrace_acc wt_no_stream = {0, 64, 0, 0, 1, 0};
+static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("initial-exec")));
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
 
@@ -109,7 +116,7 @@ static void wt_unlock(int held) {
 static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
-        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x03\0\0\0\0\0\0\0", 16) != 0)
+        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x04\0\0\0\0\0\0\0", 16) != 0)
             wt.fd = -1;
     }
     if (wt.fd <= 0)
@@ -146,14 +153,19 @@ static struct wt_thread *wt_get(void) {
     if (t)
         return t;
     void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        wt_no_memory = (struct tally_wtrace_acc){0, 64, 0, 0, 1, 0};
+        __tally_wtrace_acc = &wt_no_memory;
         return 0;
+    }
     t = p;
     if (wring_size()) {
         t->ring = wring_new();
         t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
         if (t->ended)
             t->a.n = 64;
+        else
+            t->a.slow = 1; /* entries, direct flags and call sites keep the shadow stack */
     }
     t->tid = __atomic_add_fetch(&wt.next_tid, 1, __ATOMIC_RELAXED);
     int held = wt_lock(0);
@@ -352,15 +364,18 @@ static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced
     return depth;
 }
 
+/* The slow path of an entry (the inline one: the direct flag names `self` and the module has
+ * its slot, without a flight recorder). */
 uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *module_counters,
                               uint32_t function, const void *self) {
     struct wt_thread *t = wt_get();
     if (!t)
         return 0;
-    uint32_t depth = ++t->depth;
-    int announced = !self || t->direct != self;
+    uint32_t depth = ++t->a.depth;
+    const void **flag = t->ring ? &t->rdirect : &t->a.direct;
+    int announced = !self || *flag != self;
     if (!announced)
-        t->direct = 0;
+        *flag = 0;
     if (t->ring)
         return wt_enter_ring(t, depth, announced, m, module_counters, function);
     if (t->ended)
@@ -375,25 +390,31 @@ uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *mod
     return depth;
 }
 
+/* (Instrumented code decrements the depth inline; kept for objects of earlier builds.) */
 void __tally_wtrace_ret(void) {
     struct wt_thread *t = wt_self;
     if (t)
-        t->depth--;
+        t->a.depth--;
 }
 
+/* The slow path of the inline direct flag (slow set: a flight recorder, or no stream yet). */
 void __tally_wtrace_direct(const void *callee, uint32_t site) {
     struct wt_thread *t = wt_get();
-    if (t) {
-        t->direct = callee;
-        if (t->ring)
-            wring_site(t->ring, t->depth, site);
+    if (!t)
+        return;
+    if (t->ring) {
+        t->rdirect = callee;
+        wring_site(t->ring, t->a.depth, site);
+    } else {
+        t->a.direct = callee;
     }
 }
 
+/* The slow path of an unknown call site (slow set): the flight recorder's shadow stack. */
 void __tally_wtrace_call(uint32_t site) {
     struct wt_thread *t = wt_self;
     if (t && t->ring)
-        wring_site(t->ring, t->depth, site);
+        wring_site(t->ring, t->a.depth, site);
 }
 
 /* Control landed in the activation at `depth` (kept in its frame since its entry), at `block`,
@@ -405,8 +426,8 @@ static void wt_landing(uint32_t how, uint32_t depth, uint32_t block) {
     struct wt_thread *t = wt_get();
     if (!t)
         return;
-    uint32_t abandoned = t->depth - depth;
-    t->depth = depth;
+    uint32_t abandoned = t->a.depth - depth;
+    t->a.depth = depth;
     if (!t->ended) {
         wt_bits(t, 2 | how << 3, 5); /* '0', kind 01, how */
         wt_varint(t, abandoned);
@@ -543,7 +564,7 @@ static void wt_dump_locked(void) {
          t = t->next) {
         uint64_t n = t->a.n;
         if (t->ring)
-            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->depth, t->buf, t->n, t->a.acc,
+            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->a.depth, t->buf, t->n, t->a.acc,
                                     n > 63 ? 0 : (unsigned)n, &pos);
     }
     if (bad || ftruncate(wt.fd, (off_t)pos) != 0) {

@@ -8,7 +8,8 @@
 //!   accumulator ([`put_fn`]: `acc |= value << n; n += bits`, `__tally_wtrace_spill` when the
 //!   word is full) at the edge's site (the sites of [`crate::plan::Plan::for_edges`],
 //!   predecessor tags where an edge has none);
-//! - the entry: `__tally_wtrace_enter(&module, counters, index, self)`, which writes `Enter`
+//! - the entry, inline ([`inline_fns`]: `tally.wtrace.enter`, the runtime's
+//!   `__tally_wtrace_enter(&module, counters, index, self)` on its slow path), which writes `Enter`
 //!   unless the caller was a traced `Direct` or `Extern` site, which said so by
 //!   `__tally_wtrace_direct(callee, site)` just before the call (a per-thread flag naming the
 //!   callee's address, so a stale flag can never silence another function's `Enter`; `site`
@@ -28,8 +29,10 @@
 //!   an unresolved one for an `Unknown` call;
 //! - before every `Unknown` call: `__tally_wtrace_call(site)`; with `direct`, this keeps the
 //!   flight recorder's shadow stack (`c/wring.c`: where each activation is calling);
-//! - after every `Unknown` or `Extern` call that returns: a `Back` record (1 bit), inline the
-//!   same way
+//! - after every `Unknown` call that returns: a `Back` record (1 bit), inline the same way;
+//!   after an `Extern` call, the same `Back` only when the callee was not traced (trace format
+//!   4: every traced function's inline `ret` leaves its `self` in the thread's accumulator, and
+//!   `tally.wtrace.back` compares it with the callee's address; see [`inline_fns`])
 //!   (for an `invoke` at the start of its normal destination, on a block split onto that edge
 //!   when the destination is shared);
 //! - the second return of `setjmp`: `__tally_wtrace_reentry(ret, depth, block)`, an `Unwind`
@@ -68,7 +71,7 @@ use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::apply::SiteAction;
 use crate::emit::{cname, Emitter};
 use crate::ends::SETJMP_NAMES;
-use crate::ir::{self, Val};
+use crate::ir::{self, Bb, Val};
 use crate::lower::{EdgeIr, Lowered};
 use crate::plan::{Plan as SitePlan, TagTarget};
 use llvm_sys::core as c;
@@ -495,9 +498,12 @@ struct Runtime {
     put_local: (LLVMValueRef, LLVMTypeRef),
     save: (LLVMValueRef, LLVMTypeRef),
     load: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.enter` ([`inline_fns`]): the inline entry (its `self` must not be null).
+    enter_inline: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
     call: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
+    back: (LLVMValueRef, LLVMTypeRef),
     reentry: (LLVMValueRef, LLVMTypeRef),
     unwind: (LLVMValueRef, LLVMTypeRef),
     /// The module's slot in the trace (`__tally_wtrace_slot`, 0 until the runtime assigns it).
@@ -516,28 +522,224 @@ impl Runtime {
             assert!(!s.is_null(), "trace mode: module tables not built");
             s
         };
+        let enter = unsafe {
+            let n = cname("__tally_wtrace_enter");
+            let mut args = [g.ptrt, g.ptrt, g.i32t, g.ptrt];
+            let ty = c::LLVMFunctionType(g.i32t, args.as_mut_ptr(), 4, 0);
+            let mut func = c::LLVMGetNamedFunction(m, n.as_ptr());
+            if func.is_null() {
+                func = c::LLVMAddFunction(m, n.as_ptr(), ty);
+            }
+            (func, ty)
+        };
+        let slow = InlineSlow {
+            enter,
+            direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
+            call: f("__tally_wtrace_call", &mut [g.i32t]),
+        };
+        let inline = unsafe { inline_fns(g, &slow) };
         Runtime {
-            enter: unsafe {
-                let n = cname("__tally_wtrace_enter");
-                let mut args = [g.ptrt, g.ptrt, g.i32t, g.ptrt];
-                let ty = c::LLVMFunctionType(g.i32t, args.as_mut_ptr(), 4, 0);
-                let mut func = c::LLVMGetNamedFunction(m, n.as_ptr());
-                if func.is_null() {
-                    func = c::LLVMAddFunction(m, n.as_ptr(), ty);
-                }
-                (func, ty)
-            },
-            ret: f("__tally_wtrace_ret", &mut []),
+            enter,
+            enter_inline: inline.enter,
+            ret: inline.ret,
+            back: inline.back,
             put: unsafe { put_fn(g) },
             put_local: unsafe { local_fns(g).0 },
             save: unsafe { local_fns(g).1 },
             load: unsafe { local_fns(g).2 },
-            direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
-            call: f("__tally_wtrace_call", &mut [g.i32t]),
+            direct: inline.direct,
+            call: inline.call,
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
             unwind: f("__tally_wtrace_unwind", &mut [g.i32t, g.i32t]),
             slot,
         }
+    }
+}
+
+/// The runtime's slow paths of the inline entry, direct flag and call site.
+struct InlineSlow {
+    enter: (LLVMValueRef, LLVMTypeRef),
+    direct: (LLVMValueRef, LLVMTypeRef),
+    call: (LLVMValueRef, LLVMTypeRef),
+}
+
+/// The inline entry, return, direct flag and call site ([`inline_fns`]).
+struct Inline {
+    enter: (LLVMValueRef, LLVMTypeRef),
+    ret: (LLVMValueRef, LLVMTypeRef),
+    back: (LLVMValueRef, LLVMTypeRef),
+    direct: (LLVMValueRef, LLVMTypeRef),
+    call: (LLVMValueRef, LLVMTypeRef),
+}
+
+/// Defines (once per module, always inlined) the fast paths of the thread's direct flag and
+/// depth, kept in its `struct tally_wtrace_acc` (one TLS load each):
+///
+/// - `i32 tally.wtrace.enter(ptr module, ptr counters, i32 index, ptr self)` (`self` not
+///   null): when the direct flag equals `self` and the module has its slot, the entry is
+///   silent: the flag is cleared and the depth incremented and returned; else
+///   `__tally_wtrace_enter` (it writes `Enter`, gives the module its slot, makes the thread's
+///   stream, keeps the flight recorder's shadow stack; the flag never equals `self` while
+///   `slow` is set: the runtime keeps a flight recorder's flag elsewhere);
+/// - `void tally.wtrace.ret(ptr self)`: the depth minus one (never the shared no-stream
+///   accumulator: the thread's first entry took the slow path, which points it at its own),
+///   and `self`, when not null, stored as the function that returned last;
+/// - `i64 tally.wtrace.back(ptr callee)`: 1 unless the function that returned last is
+///   `callee`: after an `Extern` call, the width of its `Back` (0: a traced function at that
+///   address ran, and the reader, which resolves the site to it, expects no `Back`);
+/// - `void tally.wtrace.direct(ptr callee, i32 site)`: the flag set to `callee`, or with
+///   `slow` set `__tally_wtrace_direct` (the flight recorder's call site);
+/// - `void tally.wtrace.call(i32 site)`: nothing, or with `slow` set `__tally_wtrace_call`.
+unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
+    let (ctx, i32t, ptrt) = (g.ctx, g.i32t, g.ptrt);
+    let e = cname("");
+    let b = c::LLVMCreateBuilderInContext(ctx);
+    let fn_ty = |ret: LLVMTypeRef, args: &mut [LLVMTypeRef]| {
+        c::LLVMFunctionType(ret, args.as_mut_ptr(), args.len() as u32, 0)
+    };
+    let block = |f, name: &str| c::LLVMAppendBasicBlockInContext(ctx, f, cname(name).as_ptr());
+    let cold_branch = |b, cond, yes, no, weights: &[u32]| {
+        let br = c::LLVMBuildCondBr(b, cond, yes, no);
+        ir::set_branch_weights(ctx, br, weights);
+    };
+    // The call of the runtime's `rt` with `f`'s parameters.
+    let forward = |b, f, rt: (LLVMValueRef, LLVMTypeRef)| {
+        let mut args: Vec<LLVMValueRef> = (0..c::LLVMCountParams(f))
+            .map(|i| c::LLVMGetParam(f, i))
+            .collect();
+        let n = args.len() as u32;
+        c::LLVMBuildCall2(b, rt.1, rt.0, args.as_mut_ptr(), n, e.as_ptr())
+    };
+    // The `slow` field is nonzero: branch to a new block calling the runtime, else to `fast`.
+    let if_slow = |b, f, a, fast| {
+        let slow_p = field_of(g, b, a, "slow");
+        let s = c::LLVMBuildLoad2(b, i32t, slow_p, e.as_ptr());
+        let z = c::LLVMConstInt(i32t, 0, 0);
+        let is_slow = c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntNE, s, z, e.as_ptr());
+        let rt = block(f, "slow");
+        cold_branch(b, is_slow, rt, fast, &[1, 1 << 10]);
+        rt
+    };
+
+    let enter_ty = fn_ty(i32t, &mut [ptrt, ptrt, i32t, ptrt]);
+    let (enter, entry) = helper(g, "tally.wtrace.enter", enter_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let p = |i| c::LLVMGetParam(enter, i);
+        let a = acc_ptr(g, b);
+        let flag_p = field_of(g, b, a, "direct");
+        let flag = c::LLVMBuildLoad2(b, ptrt, flag_p, e.as_ptr());
+        let mine = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntEQ,
+            flag,
+            p(3),
+            e.as_ptr(),
+        );
+        let check_slot = block(enter, "slot");
+        let silent = block(enter, "silent");
+        let rt = block(enter, "announced");
+        c::LLVMBuildCondBr(b, mine, check_slot, rt);
+        c::LLVMPositionBuilderAtEnd(b, check_slot);
+        let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr()); // (the module's first field)
+        let z = c::LLVMConstInt(i32t, 0, 0);
+        let has = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntNE,
+            slot,
+            z,
+            e.as_ptr(),
+        );
+        cold_branch(b, has, silent, rt, &[1 << 10, 1]);
+        c::LLVMPositionBuilderAtEnd(b, silent);
+        c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), flag_p);
+        let depth_p = field_of(g, b, a, "depth");
+        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+        let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+        c::LLVMBuildStore(b, d, depth_p);
+        c::LLVMBuildRet(b, d);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        let d = forward(b, enter, slow.enter);
+        c::LLVMBuildRet(b, d);
+    }
+
+    let ret_ty = fn_ty(g.voidt, &mut [ptrt]);
+    let (ret, entry) = helper(g, "tally.wtrace.ret", ret_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let depth_p = field_of(g, b, a, "depth");
+        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+        let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+        c::LLVMBuildStore(b, d, depth_p);
+        // (`self` is a constant: the test folds once inlined.)
+        let own = c::LLVMGetParam(ret, 0);
+        let null = c::LLVMConstNull(ptrt);
+        let has = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntNE,
+            own,
+            null,
+            e.as_ptr(),
+        );
+        let store = block(ret, "store");
+        let done = block(ret, "done");
+        c::LLVMBuildCondBr(b, has, store, done);
+        c::LLVMPositionBuilderAtEnd(b, store);
+        c::LLVMBuildStore(b, own, field_of(g, b, a, "ret"));
+        c::LLVMBuildBr(b, done);
+        c::LLVMPositionBuilderAtEnd(b, done);
+        c::LLVMBuildRetVoid(b);
+    }
+
+    let back_ty = fn_ty(g.i64t, &mut [ptrt]);
+    let (back, entry) = helper(g, "tally.wtrace.back", back_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let last = c::LLVMBuildLoad2(b, ptrt, field_of(g, b, a, "ret"), e.as_ptr());
+        let callee = c::LLVMGetParam(back, 0);
+        let pred = llvm_sys::LLVMIntPredicate::LLVMIntNE;
+        let not_traced = c::LLVMBuildICmp(b, pred, last, callee, e.as_ptr());
+        c::LLVMBuildRet(b, c::LLVMBuildZExt(b, not_traced, g.i64t, e.as_ptr()));
+    }
+
+    let direct_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
+    let (direct, entry) = helper(g, "tally.wtrace.direct", direct_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let fast = block(direct, "fast");
+        let rt = if_slow(b, direct, a, fast);
+        c::LLVMPositionBuilderAtEnd(b, fast);
+        let flag_p = field_of(g, b, a, "direct");
+        c::LLVMBuildStore(b, c::LLVMGetParam(direct, 0), flag_p);
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        forward(b, direct, slow.direct);
+        c::LLVMBuildRetVoid(b);
+    }
+
+    let call_ty = fn_ty(g.voidt, &mut [i32t]);
+    let (call, entry) = helper(g, "tally.wtrace.call", call_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let fast = block(call, "fast");
+        let rt = if_slow(b, call, a, fast);
+        c::LLVMPositionBuilderAtEnd(b, fast);
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        forward(b, call, slow.call);
+        c::LLVMBuildRetVoid(b);
+    }
+    c::LLVMDisposeBuilder(b);
+    Inline {
+        enter: (enter, enter_ty),
+        ret: (ret, ret_ty),
+        back: (back, back_ty),
+        direct: (direct, direct_ty),
+        call: (call, call_ty),
     }
 }
 
@@ -570,7 +772,13 @@ unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
 /// The thread's accumulator pointer (`__tally_wtrace_acc`, thread-local) and the address of
 /// field `field` of what it points at, built at `b`'s position.
 unsafe fn acc_field(g: &crate::emit::Globals, b: LLVMBuilderRef, field: &str) -> LLVMValueRef {
-    let (ctx, m, i64t) = (g.ctx, g.module, g.i64t);
+    let p = acc_ptr(g, b);
+    field_of(g, b, p, field)
+}
+
+/// The thread's accumulator pointer (`__tally_wtrace_acc`), loaded at `b`'s position.
+unsafe fn acc_ptr(g: &crate::emit::Globals, b: LLVMBuilderRef) -> LLVMValueRef {
+    let m = g.module;
     let n = cname(abi::WTRACE_ACC);
     let mut tls = c::LLVMGetNamedGlobal(m, n.as_ptr());
     if tls.is_null() {
@@ -579,7 +787,18 @@ unsafe fn acc_field(g: &crate::emit::Globals, b: LLVMBuilderRef, field: &str) ->
         c::LLVMSetThreadLocalMode(tls, crate::module::runtime_tls_model(m));
     }
     let e = cname("");
-    let p = c::LLVMBuildLoad2(b, g.ptrt, tls, e.as_ptr());
+    c::LLVMBuildLoad2(b, g.ptrt, tls, e.as_ptr())
+}
+
+/// The address of field `field` of the `struct tally_wtrace_acc` at `p`.
+unsafe fn field_of(
+    g: &crate::emit::Globals,
+    b: LLVMBuilderRef,
+    p: LLVMValueRef,
+    field: &str,
+) -> LLVMValueRef {
+    let (ctx, i64t) = (g.ctx, g.i64t);
+    let e = cname("");
     let k = abi::TALLY_WTRACE_ACC
         .fields
         .iter()
@@ -738,6 +957,25 @@ impl Rec<'_> {
         }
     }
 
+    /// The `Back` after call `call` (an `Unknown` or `Extern` site): 1 bit, except after an
+    /// `Extern` call whose callee was traced (`tally.wtrace.back`: the function that returned
+    /// last is the callee; then nothing, and the reader resolves the site to that function).
+    fn put_back(&self, em: &Emitter, call: &Call) {
+        if !matches!(call.callee, WCallee::Extern { .. }) {
+            return self.put_const(em, BACK, call.instr);
+        }
+        let mut callee = [call.instr.called_value().0];
+        let (f, ty) = self.rt.back;
+        let bits = unsafe {
+            let e = cname("");
+            let v = c::LLVMBuildCall2(em.b, ty, f, callee.as_mut_ptr(), 1, e.as_ptr());
+            Val(v).set_debug_loc(em.call_loc(call.instr));
+            v
+        };
+        // (Back is the 1-bit code `1`: value = width.)
+        self.put(em, bits, bits, call.instr);
+    }
+
     /// [`Rec::put`] of constants.
     fn put_const(&self, em: &Emitter, (value, bits): (u64, u64), near: Val) {
         debug_assert!(bits > 0 && bits <= 32 && value >> bits == 0);
@@ -772,7 +1010,7 @@ impl Rec<'_> {
                         _ if v.calls_inline_asm() => (false, false),
                         Some((_, id)) if id != 0 => (false, false),
                         Some((name, _)) => match name.as_str() {
-                            "__tally_wtrace_enter" => (false, true),
+                            "__tally_wtrace_enter" | "tally.wtrace.enter" => (false, true),
                             "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
                             x if x.starts_with("tally.wtrace.") => (false, false),
                             x if OPAQUE_LIBC.contains(&x) => (false, false),
@@ -854,7 +1092,7 @@ impl FnPlan for WPlan {
             };
             if let Some(after) = after {
                 em.at(after);
-                rt.put_const(&em, BACK, call.instr);
+                rt.put_back(&em, call);
             }
         }
         // 2. Entry and witnesses.
@@ -871,7 +1109,8 @@ impl FnPlan for WPlan {
             let nb = crate::surgery::split_edge(&em, invoke, 0);
             if let Some(at) = nb.insertion_start() {
                 em.at(at);
-                rt.put_const(&em, BACK, invoke);
+                let call = self.calls.iter().flatten().find(|c| c.instr == invoke);
+                rt.put_back(&em, call.expect("a split invoke is a call site"));
             }
         }
         // 3. The direct flag immediately before each direct call (after any site code), and
@@ -928,11 +1167,19 @@ impl FnPlan for WPlan {
             {
                 if n.returns {
                     em.at(*term);
-                    em.call(rt.rt.ret, &mut [], *term);
+                    let own = unsafe { own_address(em.func) }
+                        .unwrap_or_else(|| unsafe { c::LLVMConstNull(cx.g.ptrt) });
+                    em.call(rt.rt.ret, &mut [own], *term);
                 }
             }
         }
-        // 5. Last: the local accumulator is saved and loaded around calls and at `ret`.
+        // 5. The function's fixed-size allocas of its original entry block first in its first
+        // block: the inlined entry (`tally.wtrace.enter`) splits the block it is in, which
+        // would leave them after it, dynamic (a frame that grows: deep recursion overflows).
+        if let Some(orig) = cx.l.nodes.first().map(|n| n.start.parent()) {
+            hoist_allocas(&em, orig);
+        }
+        // 6. Last: the local accumulator is saved and loaded around calls and at `ret`.
         rt.save_and_load_around_calls(&em);
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
@@ -978,6 +1225,38 @@ impl FnPlan for WPlan {
             // (always-inline: the records' `tally.wtrace.put`)
             needs_mem2reg: true,
             ..Emitted::default()
+        }
+    }
+}
+
+/// Moves the allocas of constant size in block `orig` and in the function's first block to the
+/// start of the first block, in order.
+fn hoist_allocas(em: &Emitter, orig: Bb) {
+    let Some(first) = em.func.first_block() else {
+        return;
+    };
+    let blocks = if first == orig {
+        vec![first]
+    } else {
+        vec![first, orig]
+    };
+    let allocas: Vec<Val> = blocks
+        .iter()
+        .flat_map(|bb| bb.instructions())
+        .filter(|v| {
+            v.opcode() == LLVMOpcode::LLVMAlloca
+                && !unsafe { c::LLVMIsAConstantInt(c::LLVMGetOperand(v.0, 0)) }.is_null()
+        })
+        .collect();
+    let Some(at) = first.first() else { return };
+    for a in allocas {
+        if a == at {
+            continue;
+        }
+        em.at(at);
+        unsafe {
+            c::LLVMInstructionRemoveFromParent(a.0);
+            c::LLVMInsertIntoBuilder(em.b, a.0);
         }
     }
 }
@@ -1046,22 +1325,21 @@ impl Log<'_> {
 impl SiteAction for Log<'_> {
     fn enter(&mut self, em: &Emitter, entry_first: Val) {
         let empty = cname("");
+        let own = unsafe { own_address(em.func) };
+        // (A null `self`, always announced, goes to the runtime; see `inline_fns`.)
+        let enter = match own {
+            Some(_) => self.rec.rt.enter_inline,
+            None => self.rec.rt.enter,
+        };
         let mut args = [
             self.rec.rt.slot,
             em.g.counters,
             em.i32c(u64::from(self.function)),
-            unsafe { own_address(em.func) }
-                .unwrap_or_else(|| unsafe { c::LLVMConstNull(em.g.ptrt) }),
+            own.unwrap_or_else(|| unsafe { c::LLVMConstNull(em.g.ptrt) }),
         ];
         unsafe {
-            let call = c::LLVMBuildCall2(
-                em.b,
-                self.rec.rt.enter.1,
-                self.rec.rt.enter.0,
-                args.as_mut_ptr(),
-                4,
-                empty.as_ptr(),
-            );
+            let call =
+                c::LLVMBuildCall2(em.b, enter.1, enter.0, args.as_mut_ptr(), 4, empty.as_ptr());
             Val(call).set_debug_loc(em.call_loc(entry_first));
             if self.depth.is_some() {
                 let n = cname("tally.depth");
