@@ -26,7 +26,7 @@ use std::mem::{align_of, offset_of, size_of};
 
 /// Version of the runtime ABI: `TALLY_ABI_VERSION`, the `abi_version` of every
 /// `struct tally_module`. The runtime ignores descriptors of any other version.
-pub const ABI_VERSION: u32 = 6;
+pub const ABI_VERSION: u32 = 7;
 
 /// `struct tally_module.flags`: the module counts events (events mode); at exit the runtime
 /// stores the exiting thread's exact event total in the module's counter 0
