@@ -29,14 +29,23 @@
 //! affine counter is used there only where the loop's register pressure is high
 //! ([`LoopShape::pressure`] ≥ [`CostModel::affine_min_pressure`]): one promoted counter less
 //! then saves the register shuffles the allocator inserts (zstd's `FASTCOVER_buildDictionary`,
-//! pressure 19: ten moves per iteration gone). Outside promoted loops (loops with calls,
+//! pressure 19: ten moves per iteration gone), and only with at most
+//! [`CostModel::affine_max_exits`] exits (SQLite's `rebuildPage`, five exits: +5.7K). Outside
+//! promoted loops (loops with calls,
 //! outer loops) the variable and its entry value must survive the loop's calls or inner
 //! loops, and the measured effect was a loss (Lua, SQLite, xz, zstd): no affine counter
 //! there. Trip counts read no variable; they are allowed wherever the test below says they
 //! pay, except in functions of more than [`CostModel::max_function_blocks`] blocks (SQLite's
-//! `sqlite3VdbeExec`, 2047 blocks, and pcre2's `internal_dfa_match`, 961): there one more
-//! value live across a loop moves the register allocator's spills in the dispatch loop
-//! around it (+103K and +286K instructions for a few thousand increments saved).
+//! `sqlite3VdbeExec`, 2047 blocks, pcre2's `internal_dfa_match`, 961, SQLite's
+//! `sqlite3_str_vappendf`, 700): there one more value live across a loop moves the register
+//! allocator's spills around it (+103K, +286K and +22.7K instructions for a few thousand
+//! increments saved).
+//!
+//! Every counter also pays [`CostModel::per_call`] once per call of its function
+//! ([`CostModel::per_call_entry`]): the value kept for the exits may take a callee-saved
+//! register, pushed and popped on every call whether the loop runs or not, so a loop entered
+//! in a fraction of the calls must save more than a few increments per call (SQLite's
+//! `groupConcatStep`, 2.5 increments per call estimated: +2.0K).
 //!
 //! A counter pays when `saved > margin · paid`. The frequencies are per call of the function;
 //! they come from LLVM's static estimate (BlockFrequencyInfo) or a measured profile
