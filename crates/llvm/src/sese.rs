@@ -316,6 +316,8 @@ pub(crate) fn candidates(
     };
     let scev = Scev::new(func);
     let model = CostModel::default();
+    // Paid once per call of the function (`CostModel::per_call`).
+    let per_call = model.per_call_entry(freq[cfg.entry_edge()]);
     // Instruction -> vertex; IR block -> the vertex holding its terminator.
     let mut vertex_of: HashMap<Val, NodeId> = HashMap::new();
     let mut last_vertex: HashMap<Bb, NodeId> = HashMap::new();
@@ -358,6 +360,7 @@ pub(crate) fn candidates(
             promoted: promotes && promoted(&lp, &loops, &loop_bbs),
             pressure: loop_pressure(header_bb, &loop_bbs, &lp, cfg),
             function_blocks: l.nodes.len(),
+            exits: lp.exits.len(),
         };
         // The affine variable the back end is least likely to drop.
         let affine = header_bb
@@ -386,7 +389,7 @@ pub(crate) fn candidates(
                         (freq[e], model.affine_exit(&code))
                     })
                     .collect();
-                let profit = Profit::new(&model, freq[counter.measured], keep, &exits, &[]);
+                let profit = Profit::new(&model, freq[counter.measured], keep, &exits, &[per_call]);
                 (Some(var), counter, profit)
             });
         // The trip count, if ScalarEvolution knows it on entry.
@@ -402,6 +405,7 @@ pub(crate) fn candidates(
                 .entries
                 .iter()
                 .map(|&e| (freq[e], trip_count_setup(ops)))
+                .chain([per_call])
                 .collect();
             let profit = Profit::new(&model, freq[counter.measured], false, &exits, &entries);
             Some((None, counter, profit))

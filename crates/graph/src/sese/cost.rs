@@ -29,14 +29,23 @@
 //! affine counter is used there only where the loop's register pressure is high
 //! ([`LoopShape::pressure`] ≥ [`CostModel::affine_min_pressure`]): one promoted counter less
 //! then saves the register shuffles the allocator inserts (zstd's `FASTCOVER_buildDictionary`,
-//! pressure 19: ten moves per iteration gone). Outside promoted loops (loops with calls,
+//! pressure 19: ten moves per iteration gone), and only with at most
+//! [`CostModel::affine_max_exits`] exits (SQLite's `rebuildPage`, five exits: +5.7K). Outside
+//! promoted loops (loops with calls,
 //! outer loops) the variable and its entry value must survive the loop's calls or inner
 //! loops, and the measured effect was a loss (Lua, SQLite, xz, zstd): no affine counter
 //! there. Trip counts read no variable; they are allowed wherever the test below says they
 //! pay, except in functions of more than [`CostModel::max_function_blocks`] blocks (SQLite's
-//! `sqlite3VdbeExec`, 2047 blocks, and pcre2's `internal_dfa_match`, 961): there one more
-//! value live across a loop moves the register allocator's spills in the dispatch loop
-//! around it (+103K and +286K instructions for a few thousand increments saved).
+//! `sqlite3VdbeExec`, 2047 blocks, pcre2's `internal_dfa_match`, 961, SQLite's
+//! `sqlite3_str_vappendf`, 700): there one more value live across a loop moves the register
+//! allocator's spills around it (+103K, +286K and +22.7K instructions for a few thousand
+//! increments saved).
+//!
+//! Every counter also pays [`CostModel::per_call`] once per call of its function
+//! ([`CostModel::per_call_entry`]): the value kept for the exits may take a callee-saved
+//! register, pushed and popped on every call whether the loop runs or not, so a loop entered
+//! in a fraction of the calls must save more than a few increments per call (SQLite's
+//! `groupConcatStep`, 2.5 increments per call estimated: +2.0K).
 //!
 //! A counter pays when `saved > margin · paid`. The frequencies are per call of the function;
 //! they come from LLVM's static estimate (BlockFrequencyInfo) or a measured profile
@@ -61,6 +70,11 @@ pub struct CostModel {
     pub affine_min_pressure: usize,
     /// No counter in functions with more blocks than this (interpreters' dispatch functions).
     pub max_function_blocks: usize,
+    /// An affine counter is used only in a loop with at most this many exits.
+    pub affine_max_exits: usize,
+    /// Paid once per call of the function, whether the loop runs or not: the push and pop of
+    /// the callee-saved register the counter's value may take across the function.
+    pub per_call: f64,
 }
 
 /// What the instrumenter knows of a loop beyond frequencies (see the module doc).
@@ -73,6 +87,8 @@ pub struct LoopShape {
     pub pressure: usize,
     /// Blocks of the whole function (its graph's vertices).
     pub function_blocks: usize,
+    /// The loop's exit edges.
+    pub exits: usize,
 }
 
 /// The kind of SESE counter [`CostModel::allows`] is asked about.
@@ -91,8 +107,10 @@ impl Default for CostModel {
             jump: 1.0,
             keep_penalty: 0.5,
             margin: 1.5,
-            affine_min_pressure: 14,
-            max_function_blocks: 800,
+            affine_min_pressure: 15,
+            max_function_blocks: 600,
+            affine_max_exits: 2,
+            per_call: 2.0,
         }
     }
 }
@@ -135,9 +153,19 @@ impl CostModel {
             return false;
         }
         match kind {
-            CounterKind::Affine => shape.promoted && shape.pressure >= self.affine_min_pressure,
+            CounterKind::Affine => {
+                shape.promoted
+                    && shape.pressure >= self.affine_min_pressure
+                    && shape.exits <= self.affine_max_exits
+            }
             CounterKind::TripCount => true,
         }
+    }
+
+    /// The per-call cost ([`CostModel::per_call`]) as one more `(frequency, instructions)`
+    /// entry for [`Profit::new`]: `calls` is the frequency of the function's entry.
+    pub fn per_call_entry(&self, calls: f64) -> (f64, f64) {
+        (calls, self.per_call)
     }
 
     /// Instructions of one trip-count exit: the add to the counter, and the jump of a split
@@ -269,9 +297,14 @@ mod tests {
             promoted,
             pressure,
             function_blocks: 100,
+            exits: 1,
         };
         assert!(m.allows(CounterKind::Affine, shape(true, 19)));
         assert!(!m.allows(CounterKind::Affine, shape(true, 7)));
+        // The bench drivers' `bench_make_vocab` loop (pressure 14) cost +2.5K instructions in
+        // every program of the suite (docs/sese.md, fourth round).
+        assert!(!m.allows(CounterKind::Affine, shape(true, 14)));
+        assert!(m.allows(CounterKind::Affine, shape(true, 15)));
         assert!(!m.allows(CounterKind::Affine, shape(false, 30)));
         assert!(m.allows(CounterKind::TripCount, shape(false, 3)));
         assert!(m.allows(CounterKind::TripCount, shape(true, 3)));
@@ -282,6 +315,57 @@ mod tests {
         };
         assert!(!m.allows(CounterKind::Affine, huge));
         assert!(!m.allows(CounterKind::TripCount, huge));
+    }
+
+    /// SQLite's `rebuildPage` (docs/sese.md, fourth round): an affine counter in a promoted
+    /// loop under pressure 17 but with five exits cost +5.7K instructions; two exits are
+    /// allowed, three are not.
+    #[test]
+    fn affine_counters_only_in_loops_with_few_exits() {
+        let m = CostModel::default();
+        let shape = |exits| LoopShape {
+            promoted: true,
+            pressure: 17,
+            function_blocks: 17,
+            exits,
+        };
+        assert!(m.allows(CounterKind::Affine, shape(1)));
+        assert!(m.allows(CounterKind::Affine, shape(2)));
+        assert!(!m.allows(CounterKind::Affine, shape(3)));
+        assert!(!m.allows(CounterKind::Affine, shape(5)));
+        // Trip counts read no variable at the exits: any number of exits.
+        assert!(m.allows(CounterKind::TripCount, shape(5)));
+    }
+
+    /// SQLite's `sqlite3_str_vappendf` (700 blocks, 13 trip counts, +22.7K instructions) and
+    /// `groupConcatStep` (+2.0K): loops entered a fraction of the function's calls, where the
+    /// saving per call is a few increments, do not pay for a register saved and restored on
+    /// every call; the function-size limit is 600 blocks.
+    #[test]
+    fn small_savings_per_call_do_not_pay_for_a_saved_register() {
+        let m = CostModel::default();
+        let exit = m.trip_count_exit(false);
+        let setup = trip_count_setup(2);
+        // groupConcatStep's first loop: 0.08 entries per call, 2.46 increments saved.
+        let (entry, exit_f) = (0.08, 0.08);
+        let without = [(entry, setup)];
+        let with = [(entry, setup), m.per_call_entry(1.0)];
+        assert!(Profit::new(&m, 2.46, false, &[(exit_f, exit)], &without).pays(&m));
+        assert!(!Profit::new(&m, 2.46, false, &[(exit_f, exit)], &with).pays(&m));
+        // zlib's fill_window loops (85 increments saved per call) still pay.
+        let with = [(1.0, setup), m.per_call_entry(1.0)];
+        assert!(Profit::new(&m, 85.0, false, &[(1.0, exit)], &with).pays(&m));
+        // The per-call cost scales with a measured profile's call count.
+        let with = [(100.0, setup), m.per_call_entry(100.0)];
+        assert!(!Profit::new(&m, 246.0, false, &[(8.0, exit)], &with).pays(&m));
+        let shape = |function_blocks| LoopShape {
+            promoted: true,
+            pressure: 5,
+            function_blocks,
+            exits: 1,
+        };
+        assert!(m.allows(CounterKind::TripCount, shape(600)));
+        assert!(!m.allows(CounterKind::TripCount, shape(700)));
     }
 
     #[test]
