@@ -236,9 +236,9 @@ fn ipath_counts_equal_the_cut_trace_on_lua() {
 /// SQLite (the amalgamation and the driver: two sets) on the driver's smallest workload.
 /// Ignored by default: trace-naive writes a 300 MB trace there and the test takes about 7
 /// minutes (2026-11-24: 196458 path runs equal in both modes, 7604 / 5295 across calls).
-/// Since functions that may end early joined the set (6cb1447) it fails on `crossing`: the
-/// amalgamation's numbering demotes every call (docs/ipaths.md), so no path crosses one
-/// (595dfbe: 1752988 path runs of `ipath` equal, 0 across calls).
+/// From 6cb1447 to 595dfbe it failed on `crossing` (the amalgamation's numbering demoted every
+/// call, so no path crossed one); since `new_limited` cuts a function too big alone before
+/// demoting calls it passes again (2026-11-24 14:05 UTC, 11 minutes under load).
 #[test]
 #[ignore = "trace-naive writes a 300 MB trace; run with --ignored"]
 fn ipath_counts_equal_the_cut_trace_on_sqlite() {

@@ -464,10 +464,8 @@ fn generator_covers_early_exits() {
     }
 }
 
-#[test]
-fn intraprocedural_paths_beyond_the_limit_are_cut() {
-    // 80 diamonds in a row: 2^80 paths in one function, no calls to demote.
-    let k = 80;
+/// A function of `k` diamonds in a row, no calls: `2^k` paths of its own.
+fn diamonds(k: usize) -> Function {
     let mut edges = Vec::new();
     for i in 0..k {
         let (top, l, r, next) = (3 * i, 3 * i + 1, 3 * i + 2, 3 * i + 3);
@@ -479,12 +477,45 @@ fn intraprocedural_paths_beyond_the_limit_are_cut() {
         ]);
     }
     edges.push((3 * k, 3 * k + 1, Return));
-    let f = Function {
+    Function {
         cfg: cfg(3 * k + 1, &edges),
         calls: Vec::new(),
         entered_from_outside: true,
         cuts: Vec::new(),
-    };
+    }
+}
+
+/// One function whose own paths exceed the limit must not make every call of the set a
+/// summary edge: it is cut (path mode's way) and the calls of the others, which fit, stay
+/// direct. Before, `new_limited` demoted every call before it cut, and SQLite's paths crossed
+/// no call.
+#[test]
+fn a_function_too_big_alone_is_cut_and_calls_stay_direct() {
+    use tally_graph::ipaths::supergraph::SiteKind;
+    let mut program = chain(3);
+    program.push(diamonds(80));
+    for mode in MODES {
+        let limited = IpNumbering::new_limited(program.clone(), mode, 1 << 40).unwrap();
+        assert!(limited.total() <= 1 << 40, "{mode:?}: {}", limited.total());
+        let g = limited.graph();
+        assert!(g.dag(FnId::new(3)).cuts().count() > 0, "{mode:?}");
+        let direct = (0..3)
+            .flat_map(|i| (0..g.calls(FnId::new(i)).len() as u32).map(move |s| (i, s)))
+            .filter(|&(i, s)| matches!(g.site_kind(FnId::new(i), s), SiteKind::Direct(_)))
+            .count();
+        assert_eq!(
+            direct, 4,
+            "{mode:?}: chain(3)'s four calls fit and stay direct"
+        );
+        let p = limited.regenerate(limited.total() - 1).unwrap();
+        assert_eq!(limited.path_number(&p), Ok(limited.total() - 1));
+    }
+}
+
+#[test]
+fn intraprocedural_paths_beyond_the_limit_are_cut() {
+    // 80 diamonds in a row: 2^80 paths in one function, no calls to demote.
+    let f = diamonds(80);
     for mode in MODES {
         let plain = IpNumbering::new(Supergraph::new(vec![f.clone()]).unwrap(), mode).unwrap();
         assert!(!plain.fits_u64() && plain.total() == 1 << 80, "{mode:?}");

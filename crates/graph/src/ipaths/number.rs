@@ -236,7 +236,9 @@ impl IpNumbering {
     /// exceeds `θ`, demotes its remaining direct calls of the largest callees (at least half
     /// the largest); the first `θ` whose result fits is taken. If even `θ = 0` (every call a
     /// summary edge) does not fit, each function is cut to `limit / (2 · functions)` paths by
-    /// `number_paths_limited`; [`IpathError::LimitUnreachable`] if that does not fit either.
+    /// `number_paths_limited`, its calls still direct, and the search runs again; if it ends
+    /// with every call a summary edge once more, the cut functions are numbered as they are,
+    /// [`IpathError::LimitUnreachable`] if that does not fit either.
     pub fn new_limited(
         functions: Vec<Function>,
         mode: Mode,
@@ -265,6 +267,8 @@ impl IpNumbering {
             num.arith.saturate = false;
             Ok(Ok(num))
         };
+        let share = (limit / (2 * n)).max(1);
+        let mut cut_first = false;
         let mut theta = limit;
         loop {
             let mut h = g.clone();
@@ -276,8 +280,25 @@ impl IpNumbering {
                 theta /= 4;
                 continue;
             }
+            if !cut_first {
+                // Not even every call a summary edge fits: some function's own paths are
+                // too many, and demoting calls cannot help it. Cut those functions (path
+                // mode's way) with their calls still direct and search again, so that the
+                // calls that fit stay direct (without this, SQLite's amalgamation ended
+                // with every call demoted: no path crossed a call).
+                cut_first = true;
+                for f in g.functions().collect::<Vec<_>>() {
+                    if let Ok(nd) = crate::paths::number_paths_limited(g.cfg(f), share) {
+                        let cuts: Vec<_> = nd.dag().cuts().collect();
+                        if !cuts.is_empty() {
+                            g.cut(f, &cuts)?;
+                        }
+                    }
+                }
+                theta = limit;
+                continue;
+            }
             // Every call is a summary edge: what is left is intraprocedural.
-            let share = (limit / (2 * n)).max(1);
             for f in h.functions().collect::<Vec<_>>() {
                 if let Ok(nd) = crate::paths::number_paths_limited(h.cfg(f), share) {
                     let cuts: Vec<_> = nd.dag().cuts().collect();
