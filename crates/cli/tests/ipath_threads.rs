@@ -200,12 +200,7 @@ fn split(
     naive: &Profile,
     set: &BTreeSet<String>,
 ) -> (Vec<Vec<TraceRecord>>, usize) {
-    let mut names: HashMap<(u64, u32), (String, tally_graph::Cfg)> = HashMap::new();
-    for m in &naive.modules {
-        for (i, f) in m.meta.functions.iter().enumerate() {
-            names.insert((m.hash, i as u32), (f.name.clone(), f.cfg().unwrap()));
-        }
-    }
+    let names = tally_report::trace::function_cfgs(naive).unwrap();
     let mut threads: Vec<Vec<TraceRecord>> = vec![Vec::new()];
     // Per thread: its live activations (activation, function key); retired (gave the token
     // away for good); ended.

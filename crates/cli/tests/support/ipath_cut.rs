@@ -276,12 +276,7 @@ pub fn sets(ipath: &Profile, naive: &Profile) -> Vec<SetRun> {
 /// set (module doc), appended to their `events`.
 pub fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
     // Every function's graph, to see where activations outside the sets return.
-    let mut cfgs: HashMap<(u64, u32), tally_graph::Cfg> = HashMap::new();
-    for m in &naive.modules {
-        for (i, f) in m.meta.functions.iter().enumerate() {
-            cfgs.insert((m.hash, i as u32), f.cfg().unwrap());
-        }
-    }
+    let cfgs = tally_report::trace::function_cfgs(naive).unwrap();
     // The real stack: activation id, function and, for set activations, the set's index.
     let mut real: Vec<(u64, (u64, u32), Option<usize>)> = Vec::new();
     let mut set_of: HashMap<(u64, u32), usize> = HashMap::new();
@@ -317,7 +312,7 @@ pub fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
                     panic!("record {at}: an edge of activation {act}, which is not active")
                 });
                 let e = EdgeId::new(edge as usize);
-                let reentry = cfgs[&real[pos].1].edge(e).kind == EdgeKind::Reentry;
+                let reentry = cfgs[&real[pos].1].1.edge(e).kind == EdgeKind::Reentry;
                 if real.len() > pos + 1 || reentry {
                     // Activations above this one were abandoned (exit, longjmp, exception), and
                     // with a re-entry edge a longjmp landed in it.
@@ -332,7 +327,7 @@ pub fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
                 let Some(&si) = act_set.get(&act) else {
                     // An activation outside the sets ends at its Return edge.
                     let key = real.last().expect("checked").1;
-                    if cfgs[&key].edge(e).kind == EdgeKind::Return {
+                    if cfgs[&key].1.edge(e).kind == EdgeKind::Return {
                         real.pop();
                     }
                     continue;
