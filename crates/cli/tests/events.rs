@@ -199,14 +199,9 @@ fn shapes_and_early_exits_equal_the_oracle() {
     // tags), irreducible loops, a latch that is only a branch, 2^12 paths, and frames ended by
     // exit(), longjmp and abort handlers: totals and per-function and per-call-site events
     // must equal events-naive's.
-    let expected = std::fs::read_to_string(repo().join("testdata/early/EXPECTED")).unwrap();
-    let early = expected.lines().filter_map(|l| {
-        let mut it = l.split_whitespace();
-        let file = it.next()?;
-        let status: i32 = it.next()?.parse().ok()?;
-        file.ends_with(".c")
-            .then(|| (repo().join("testdata/early").join(file), status))
-    });
+    let early = early_programs()
+        .into_iter()
+        .filter(|(f, _)| f.extension().is_some_and(|e| e == "c"));
     let shapes = ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
         .iter()
         .map(|f| (repo().join("testdata/shapes").join(f), 0));

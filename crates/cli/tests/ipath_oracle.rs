@@ -124,20 +124,11 @@ fn ipath_counts_equal_the_cut_trace_on_test_programs() {
         (repo().join("testdata/ipath/calls.c"), 0),
         (repo().join("testdata/ipath/groups.c"), 3),
     ];
-    for l in std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-    {
-        let mut it = l.split_whitespace();
-        let f = it.next().unwrap();
-        if f.ends_with(".c") {
-            programs.push((
-                repo().join("testdata/early").join(f),
-                it.next().unwrap().parse().unwrap(),
-            ));
-        }
-    }
+    programs.extend(
+        early_programs()
+            .into_iter()
+            .filter(|(f, _)| f.extension().is_some_and(|e| e == "c")),
+    );
     for f in ["shapes.c", "manypaths.c"] {
         programs.push((repo().join("testdata/shapes").join(f), 0));
     }

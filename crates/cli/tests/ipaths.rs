@@ -144,18 +144,7 @@ fn ipath_counts_equal_edges_naive_when_frames_are_abandoned() {
         (repo().join("testdata/ipath/early.c"), 3),
         (repo().join("testdata/ipath/throw.cpp"), 0),
     ];
-    for l in std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-    {
-        let mut it = l.split_whitespace();
-        let f = it.next().unwrap();
-        programs.push((
-            repo().join("testdata/early").join(f),
-            it.next().unwrap().parse().unwrap(),
-        ));
-    }
+    programs.extend(early_programs());
     for (file, status) in &programs {
         let name = file.file_name().unwrap().to_str().unwrap();
         let src = file.display().to_string();

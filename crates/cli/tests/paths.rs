@@ -7,7 +7,7 @@
 
 mod support;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use support::*;
 use tally_format::profile::Profile;
 
@@ -98,24 +98,7 @@ fn single(file: &Path, opt: &str) -> Vec<String> {
 
 #[test]
 fn path_profiles_equal_the_trace_oracle_on_test_programs() {
-    let early: Vec<(PathBuf, i32)> =
-        std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
-            .unwrap()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                let mut it = l.split_whitespace();
-                (
-                    repo().join("testdata/early").join(it.next().unwrap()),
-                    it.next().unwrap().parse().unwrap(),
-                )
-            })
-            .chain(
-                ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
-                    .iter()
-                    .map(|f| (repo().join("testdata/shapes").join(f), 0)),
-            )
-            .collect();
+    let early = early_and_shapes();
     for (file, status) in &early {
         for opt in ["-O0", "-O2"] {
             let name = format!("{}{opt}", file.file_name().unwrap().to_str().unwrap());

@@ -294,24 +294,7 @@ fn single(file: &Path, opt: &str) -> Vec<String> {
 /// at -O0 and -O2, the C++ exceptions included.
 #[test]
 fn trace_paths_equal_path_mode_on_test_programs() {
-    let programs: Vec<(PathBuf, i32)> =
-        std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
-            .unwrap()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                let mut it = l.split_whitespace();
-                (
-                    repo().join("testdata/early").join(it.next().unwrap()),
-                    it.next().unwrap().parse().unwrap(),
-                )
-            })
-            .chain(
-                ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
-                    .iter()
-                    .map(|f| (repo().join("testdata/shapes").join(f), 0)),
-            )
-            .collect();
+    let programs = early_and_shapes();
     let mut exact = 0;
     for (file, status) in &programs {
         for opt in ["-O0", "-O2"] {

@@ -144,28 +144,6 @@ fn single(file: &Path, opt: &str) -> Vec<String> {
     vec![opt.into(), "-g".into(), file.display().to_string()]
 }
 
-/// The test programs of the path oracle, with their exit status: every early-exit case and
-/// the shapes.
-fn early_and_shapes() -> Vec<(PathBuf, i32)> {
-    std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let mut it = l.split_whitespace();
-            (
-                repo().join("testdata/early").join(it.next().unwrap()),
-                it.next().unwrap().parse().unwrap(),
-            )
-        })
-        .chain(
-            ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
-                .iter()
-                .map(|f| (repo().join("testdata/shapes").join(f), 0)),
-        )
-        .collect()
-}
-
 /// The programs of [`early_and_shapes`], C++ exceptions included (`exceptions.cpp`,
 /// `mixed.cpp`): every one regenerates exactly.
 #[test]

@@ -17,6 +17,35 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The early-termination programs (`testdata/early/EXPECTED`: file and exit status), as paths.
+pub fn early_programs() -> Vec<(PathBuf, i32)> {
+    std::fs::read_to_string(repo().join("testdata/early/EXPECTED"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut it = l.split_whitespace();
+            (
+                repo().join("testdata/early").join(it.next().unwrap()),
+                it.next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// [`early_programs`] and the shapes of `testdata/shapes` (exit status 0): the programs the
+/// path-like modes are checked on.
+pub fn early_and_shapes() -> Vec<(PathBuf, i32)> {
+    early_programs()
+        .into_iter()
+        .chain(
+            ["shapes.c", "manypaths.c", "indirect.ll", "latch.ll"]
+                .iter()
+                .map(|f| (repo().join("testdata/shapes").join(f), 0)),
+        )
+        .collect()
+}
+
 /// A fresh scratch directory under cargo's target tmpdir (kept for inspection on failure).
 pub fn scratch(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
