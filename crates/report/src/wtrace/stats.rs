@@ -8,7 +8,7 @@
 
 use super::{program, Names, Stream};
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use tally_format::profile::Profile;
 use tally_format::trace::read_witness_trace;
 use tally_graph::witness::bits::EnterCoder;
@@ -29,7 +29,7 @@ pub struct KindBits {
 }
 
 /// A function's witnesses.
-#[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
+#[derive(Clone, PartialEq, Debug, serde::Serialize)]
 pub struct FunctionBits {
     /// Its linkage name.
     pub function: String,
@@ -39,10 +39,20 @@ pub struct FunctionBits {
     pub bits: u64,
     /// Conditional branches it executed.
     pub branches: u64,
+    /// What an ideal code of its witnesses would take with each value's frequency in this
+    /// trace, per width (order-0 entropy times the count, bits). Witnesses of one width but
+    /// different predicates share a distribution here, so this is no lower bound where they
+    /// mix; for a function whose wide witnesses all come from one `switch` it is that
+    /// switch's.
+    pub entropy0: f64,
+    /// The same given the function's previous witness (order-1 conditional entropy): what
+    /// codes that predict from the last outcome could reach, e.g. for an interpreter's next
+    /// opcode.
+    pub entropy1: f64,
 }
 
 /// Where the bits of a witness trace go.
-#[derive(Clone, PartialEq, Eq, Debug, Default, serde::Serialize)]
+#[derive(Clone, PartialEq, Debug, Default, serde::Serialize)]
 pub struct TraceStats {
     /// The file's size in bits.
     pub file_bits: u64,
@@ -58,10 +68,34 @@ pub struct TraceStats {
     pub stopped: Vec<(u32, String)>,
 }
 
+/// Counts of (previous witness symbol, symbol), a symbol being `width << 32 | value`.
+type Pairs = HashMap<(u64, u64), u64>;
+
 #[derive(Default)]
 struct Tally {
     kinds: BTreeMap<String, (u64, u64)>,
     func: Vec<(u64, u64, u64)>,
+    /// Per function: its previous witness symbol, and the counts of (previous, symbol).
+    pairs: Vec<(u64, Pairs)>,
+}
+
+/// Order-0 and order-1 entropy (in bits, times the count) of the witness values counted in
+/// `pairs` (keyed by the previous symbol and the symbol, a symbol being `width << 32 |
+/// value`), each conditioned on its width, which the reader always knows.
+fn entropies(pairs: &Pairs) -> (f64, f64) {
+    let (mut sym, mut width, mut ctx) = (HashMap::new(), HashMap::new(), HashMap::new());
+    for (&(p, x), &c) in pairs {
+        *sym.entry(x).or_insert(0u64) += c;
+        *width.entry(x >> 32).or_insert(0u64) += c;
+        *ctx.entry((p, x >> 32)).or_insert(0u64) += c;
+    }
+    let bits = |n: u64, c: u64| c as f64 * (n as f64 / c as f64).log2();
+    let h0 = sym.iter().map(|(&x, &c)| bits(width[&(x >> 32)], c)).sum();
+    let h1 = pairs
+        .iter()
+        .map(|(&(p, x), &c)| bits(ctx[&(p, x >> 32)], c))
+        .sum();
+    (h0, h1)
 }
 
 /// A [`Stream`] that charges every read's bits to its record kind and to the current function.
@@ -72,7 +106,7 @@ struct Measured<'a, 's> {
 }
 
 impl Measured<'_, '_> {
-    fn charge_witness(&self, bits: u8) {
+    fn charge_witness(&self, bits: u8, value: u32) {
         let mut t = self.tally.borrow_mut();
         let k = t.kinds.entry(format!("witness/{bits}")).or_default();
         k.0 += 1;
@@ -80,13 +114,17 @@ impl Measured<'_, '_> {
         let f = &mut t.func[self.current.get()];
         f.0 += 1;
         f.1 += u64::from(bits);
+        let (prev, pairs) = &mut t.pairs[self.current.get()];
+        let sym = u64::from(bits) << 32 | u64::from(value);
+        *pairs.entry((*prev, sym)).or_insert(0) += 1;
+        *prev = sym;
     }
 }
 
 impl RecordSource for Measured<'_, '_> {
     fn try_witness(&mut self, bits: u8) -> Option<u32> {
         let v = self.src.try_witness(bits)?;
-        self.charge_witness(bits);
+        self.charge_witness(bits, v);
         Some(v)
     }
 
@@ -95,7 +133,7 @@ impl RecordSource for Measured<'_, '_> {
         let r = self.src.read(expect)?;
         let used = self.src.pos - before;
         match r {
-            Some(Record::Witness { bits, .. }) => self.charge_witness(bits),
+            Some(Record::Witness { bits, value }) => self.charge_witness(bits, value),
             Some(r) => {
                 let kind = match r {
                     Record::Enter(_) => "Enter",
@@ -144,6 +182,7 @@ pub fn stats(bytes: &[u8], profile: &Profile, top: usize) -> Result<TraceStats, 
     let tally = RefCell::new(Tally {
         kinds: BTreeMap::new(),
         func: vec![(0, 0, 0); p.funcs.len()],
+        pairs: vec![(u64::MAX, HashMap::new()); p.funcs.len()],
     });
     let current = Cell::new(0usize);
     let (mut blocks, mut branches) = (0u64, 0u64);
@@ -197,11 +236,16 @@ pub fn stats(bytes: &[u8], profile: &Profile, top: usize) -> Result<TraceStats, 
         .iter()
         .enumerate()
         .filter(|(_, f)| f.1 > 0)
-        .map(|(i, f)| FunctionBits {
-            function: p.meta[i].0.name.clone(),
-            witnesses: f.0,
-            bits: f.1,
-            branches: f.2,
+        .map(|(i, f)| {
+            let (entropy0, entropy1) = entropies(&t.pairs[i].1);
+            FunctionBits {
+                function: p.meta[i].0.name.clone(),
+                witnesses: f.0,
+                bits: f.1,
+                branches: f.2,
+                entropy0,
+                entropy1,
+            }
         })
         .collect();
     functions.sort_by(|a, b| b.bits.cmp(&a.bits).then(a.function.cmp(&b.function)));
@@ -268,14 +312,15 @@ pub fn render(s: &TraceStats) -> String {
     }
     let _ = writeln!(
         o,
-        "\n{:>14} {:>14} {:>14}  function (witnesses while it was the current activation)",
-        "witness bits", "witnesses", "cond. branches"
+        "\n{:>14} {:>14} {:>14} {:>12} {:>12}  function (witnesses while it was the current activation; \
+         ideal codes: order-0, order-1 entropy)",
+        "witness bits", "witnesses", "cond. branches", "entropy0", "entropy1"
     );
     for f in &s.functions {
         let _ = writeln!(
             o,
-            "{:>14} {:>14} {:>14}  {}",
-            f.bits, f.witnesses, f.branches, f.function
+            "{:>14} {:>14} {:>14} {:>12.0} {:>12.0}  {}",
+            f.bits, f.witnesses, f.branches, f.entropy0, f.entropy1, f.function
         );
     }
     for (t, why) in &s.stopped {
