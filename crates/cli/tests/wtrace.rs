@@ -486,6 +486,31 @@ fn tally_trace_command() {
     let err = String::from_utf8(bad.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("not a tally trace"), "{err}");
+    // A trace of format 4 (full `Enter` records only) is refused in one line, not misread.
+    let mut old = std::fs::read(dir.join("prog.trace")).unwrap();
+    old[8] = 4;
+    let old_path = dir.join("old.trace");
+    std::fs::write(&old_path, old).unwrap();
+    let bad = std::process::Command::new(tally())
+        .args(["trace", "--profile"])
+        .arg(dir.join("prog.tally"))
+        .arg(&old_path)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("version 4 is not supported"), "{err}");
+    // --stats: the bits by record kind add up to the file, the blocks to the oracle's.
+    let stats = run(&["--stats", "--format", "json"]);
+    assert_eq!(stats.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(v["blocks"].as_u64(), Some(o.oracle.len() as u64));
+    let kinds = v["kinds"].as_array().unwrap();
+    let sum: u64 = kinds.iter().map(|k| k["bits"].as_u64().unwrap()).sum();
+    assert_eq!(sum, v["file_bits"].as_u64().unwrap());
+    assert!(kinds.iter().any(|k| k["kind"] == "Enter"), "{v}");
+    assert!(v["branches"].as_u64().unwrap() > 0, "{v}");
 }
 
 /// `--tally-trace=bits`: every function takes the one-bit-per-branch plan (§6.2's bit
