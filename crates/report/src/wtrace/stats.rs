@@ -111,13 +111,16 @@ impl Measured<'_, '_> {
         let k = t.kinds.entry(format!("witness/{bits}")).or_default();
         k.0 += 1;
         k.1 += u64::from(bits);
-        let f = &mut t.func[self.current.get()];
-        f.0 += 1;
-        f.1 += u64::from(bits);
-        let (prev, pairs) = &mut t.pairs[self.current.get()];
-        let sym = u64::from(bits) << 32 | u64::from(value);
-        *pairs.entry((*prev, sym)).or_insert(0) += 1;
-        *prev = sym;
+        let i = self.current.get();
+        if let Some(f) = t.func.get_mut(i) {
+            f.0 += 1;
+            f.1 += u64::from(bits);
+        }
+        if let Some((prev, pairs)) = t.pairs.get_mut(i) {
+            let sym = u64::from(bits) << 32 | u64::from(value);
+            *pairs.entry((*prev, sym)).or_insert(0) += 1;
+            *prev = sym;
+        }
     }
 }
 
