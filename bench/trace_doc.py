@@ -81,6 +81,35 @@ def main(path):
     add(f"| **geomean** | | | {f_r(g['regen'], 1)} | {f_int(g['t'])} | {f_int(g['b'])} | {f_int(g['nv'])} | "
         f"{f_r(g['tb'], 3)} | {f_r(g['bb'], 3)} | {f_r(g['ratio'], 4)} |")
     add("")
+    add("### Where the bits go: bits per conditional branch by record kind (reduced input)")
+    add("")
+    add("`tally trace --stats` on each witness trace: the bits the reader consumes, charged to "
+        "their record (witnesses grouped as 1-bit and wider, i.e. two-way branches and multi-way "
+        "switches; `Enter`, `Back`, `Unwind`, `End`; other = the file's headers, module and "
+        "resolution chunks and padding), divided by the run's executed conditional branches.")
+    add("")
+    kinds = ["witness/1", "witness/2+", "Enter", "Back", "Unwind+End", "other"]
+    add("| program | variant | " + " | ".join(f"{k}" for k in kinds) + " | total | function with the most witness bits (share of the file) |")
+    add("|---|---|" + "---|" * (len(kinds) + 2))
+    for n, p in progs.items():
+        for v in ("trace", "trace-bits"):
+            st = V(p, v).get("trace_stats")
+            if not st or not st.get("branches"):
+                continue
+            by = dict.fromkeys(kinds, 0)
+            for k in st["kinds"]:
+                name = k["kind"]
+                if name.startswith("witness/"):
+                    name = "witness/1" if name == "witness/1" else "witness/2+"
+                elif name in ("Unwind", "End"):
+                    name = "Unwind+End"
+                by[name] = by.get(name, 0) + k["bits"]
+            b = st["branches"]
+            top = (st.get("functions") or [None])[0]
+            tops = f"`{top['function']}` ({top['bits'] / st['file_bits']:.0%})" if top else ""
+            add(f"| {n} | `{v}` | " + " | ".join(f_r(by[k] / b, 3) for k in kinds)
+                + f" | {f_r(st['file_bits'] / b, 3)} | {tops} |")
+    add("")
     add("### Overheads next to `edge` and `path`")
     add("")
     add("Ratio to the plain `clang` build: instructions (callgrind, reduced input) and time (median, "

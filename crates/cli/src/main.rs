@@ -240,6 +240,11 @@ struct TraceArgs {
     /// --function: only those functions).
     #[arg(long)]
     paths: bool,
+    /// Instead of the blocks, where the trace's bits go: bits by record kind (witnesses by
+    /// width, Enter, Back, Unwind, End, the rest of the file) per executed conditional branch,
+    /// and the functions whose witnesses take the most bits (--limit: how many, 0 = all).
+    #[arg(long, conflicts_with = "paths")]
+    stats: bool,
     /// Write to this file instead of stdout.
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -411,6 +416,16 @@ fn trace(a: TraceArgs) -> Result<i32> {
     };
     if a.paths {
         return trace_paths(&a, &profile_path, &profile, &bytes, filter.as_ref());
+    }
+    if a.stats {
+        let s = tally_report::wtrace::stats::stats(&bytes, &profile, a.limit)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
+        let out = match a.format {
+            Format::Json => tally_report::wtrace::stats::json(&s),
+            Format::Text => tally_report::wtrace::stats::render(&s),
+        };
+        write_out(a.output.as_ref(), out.as_bytes())?;
+        return Ok(i32::from(!s.stopped.is_empty()));
     }
     let r = tally_report::wtrace::regenerate(&bytes, &profile)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;

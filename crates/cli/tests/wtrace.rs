@@ -384,6 +384,51 @@ fn long_varints_regenerate_exactly() {
     assert!(o.oracle.len() > 6000, "too little compared");
 }
 
+/// Calls through pointers write `Enter` coded against the stream's history (trace format 5):
+/// one callee again and again (the predicted code, 3 bits), a few alternating with the data
+/// (recent positions) and 40 at random (more than the 16 recent ones: full records) all
+/// regenerate block for block as `trace-naive` has them, and the `Enter` records average under
+/// 8 bits (in full, each took at least 19: kind, slot and index).
+#[test]
+fn enter_codes_regenerate_exactly_and_repeats_are_short() {
+    let dir = scratch("wtrace-enters-src");
+    let src = dir.join("enters.c");
+    let mut c = String::from("#include <stdio.h>\n");
+    for i in 0..40 {
+        c.push_str(&format!(
+            "int g{i}(int x) {{ return x & {b} ? x + {i} : x - {i}; }}\n",
+            b = 1 << (i % 5)
+        ));
+    }
+    c.push_str("int (*tab[40])(int) = {");
+    c.push_str(
+        &(0..40)
+            .map(|i| format!("g{i}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    c.push_str(
+        "};\nint main(int argc, char **argv) {\n    (void)argv;\n    unsigned s = (unsigned)argc;\n    \
+         for (int i = 0; i < 30000; i++) {\n        s = s * 1103515245u + 12345u;\n        \
+         int k = i < 20000 ? 0 : i < 25000 ? (int)(s >> 16) % 3 + 1 : (int)(s >> 16) % 40;\n        \
+         s += (unsigned)tab[k]((int)(s >> 8));\n    }\n    printf(\"%u\\n\", s);\n    return 0;\n}\n",
+    );
+    std::fs::write(&src, c).unwrap();
+    let o = exact("enters", &single(&src, "-O2"), 0);
+    assert!(o.oracle.len() > 60_000, "too little compared");
+    let prof = tally_format::profile::Profile::read_file(o.dir.join("trace/prog.tally")).unwrap();
+    let bytes = std::fs::read(o.dir.join("trace/prog.trace")).unwrap();
+    let st = tally_report::wtrace::stats::stats(&bytes, &prof, 0).unwrap();
+    let enter = st
+        .kinds
+        .iter()
+        .find(|k| k.kind == "Enter")
+        .expect("Enter records");
+    eprintln!("Enter: {} records, {} bits", enter.records, enter.bits);
+    assert!(enter.records >= 30_000, "{enter:?}");
+    assert!(enter.bits < 8 * enter.records, "{enter:?}");
+}
+
 /// `tally trace` on the command line: text, JSON, a range and a function filter; a file that
 /// is not a trace is a one-line error.
 #[test]
@@ -441,6 +486,31 @@ fn tally_trace_command() {
     let err = String::from_utf8(bad.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("not a tally trace"), "{err}");
+    // A trace of format 4 (full `Enter` records only) is refused in one line, not misread.
+    let mut old = std::fs::read(dir.join("prog.trace")).unwrap();
+    old[8] = 4;
+    let old_path = dir.join("old.trace");
+    std::fs::write(&old_path, old).unwrap();
+    let bad = std::process::Command::new(tally())
+        .args(["trace", "--profile"])
+        .arg(dir.join("prog.tally"))
+        .arg(&old_path)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("version 4 is not supported"), "{err}");
+    // --stats: the bits by record kind add up to the file, the blocks to the oracle's.
+    let stats = run(&["--stats", "--format", "json"]);
+    assert_eq!(stats.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(v["blocks"].as_u64(), Some(o.oracle.len() as u64));
+    let kinds = v["kinds"].as_array().unwrap();
+    let sum: u64 = kinds.iter().map(|k| k["bits"].as_u64().unwrap()).sum();
+    assert_eq!(sum, v["file_bits"].as_u64().unwrap());
+    assert!(kinds.iter().any(|k| k["kind"] == "Enter"), "{v}");
+    assert!(v["branches"].as_u64().unwrap() > 0, "{v}");
 }
 
 /// `--tally-trace=bits`: every function takes the one-bit-per-branch plan (§6.2's bit

@@ -98,8 +98,10 @@ pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// are a prefix code (`1` Back, `0` + 2-bit kind) and resolution chunks
 /// ([`WTRACE_RESOLVE_CHUNK`]) name the targets of external calls. 4: a call of an external
 /// callee that resolves to a traced function writes no `Back` (the callee's `ret` tells the
-/// caller it ran).
-pub const WTRACE_VERSION: u32 = 4;
+/// caller it ran). 5: `Enter` is coded against the stream's history (kind 3: the predicted
+/// function; kind 0 then `1` and a 4-bit recent position, or `0` and slot and index:
+/// `tally_graph::witness::bits::EnterCoder`).
+pub const WTRACE_VERSION: u32 = 5;
 
 /// The thread id of a chunk that resolves a module's external callees.
 pub const WTRACE_RESOLVE_CHUNK: u32 = u32::MAX - 2;
@@ -151,7 +153,7 @@ pub struct RingThread {
 /// A witness trace, split into its per-thread bit streams.
 ///
 /// ```text
-/// "TALLYWTR"  u32 version (=4)  u32 0
+/// "TALLYWTR"  u32 version (=5)  u32 0
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
 /// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`
@@ -161,8 +163,9 @@ pub struct RingThread {
 /// (0: no traced function), as the runtime found it by address. Any other chunk
 /// continues the bit stream of thread `thread` (threads are numbered from 1 in the order they
 /// first wrote). A stream is `tally_graph::witness::bits`' encoding (control records: `1`
-/// Back, `0` then a 2-bit kind: 0 Enter, 1 Unwind, 2 End), except that `Enter` carries
-/// two varints, the module slot and the function's index in that module's metadata, and that
+/// Back, `0` then a 2-bit kind: 0 Enter, 1 Unwind, 2 End, 3 predicted Enter), except that a
+/// full `Enter` (kind 0, then `0`) carries two varints, the module slot and the function's
+/// index in that module's metadata (its key for `EnterCoder`: `slot << 32 | index`), and that
 /// an `Unwind` record has a 2-bit `how`: 0 a `longjmp`'s re-entry and 1 an
 /// exception's landing pad (then the varints abandoned activations and landing block, as
 /// `Record::Unwind`), 2 "lost": the thread entered a function trace mode could not

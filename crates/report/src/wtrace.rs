@@ -9,10 +9,13 @@
 //! its oldest chunk's synchronization point ([`RingEnd`]: the tail and the call stack at the
 //! end); it has no counts.
 
+pub mod stats;
+
 use std::collections::HashMap;
 use tally_format::profile::Profile;
 use tally_format::trace::{read_witness_trace, WitnessTrace};
 use tally_format::{FunctionMeta, WCallee};
+use tally_graph::witness::bits::EnterCoder;
 use tally_graph::witness::regen::{Expect, RecordSource, Regenerator, Visit};
 use tally_graph::witness::{
     check_plan, CallSite, Callee, FuncId, FunctionInput, Landing, Plan, PlanKind, Record,
@@ -235,6 +238,8 @@ struct Stream<'a> {
     pos: u64,
     ended: bool,
     names: &'a Names,
+    /// The state behind `Enter`'s code (trace format 5), over `slot << 32 | index`.
+    enters: EnterCoder,
 }
 
 /// The functions an `Enter` record can name, by module slot and function index: looked up
@@ -374,9 +379,27 @@ impl RecordSource for Stream<'_> {
                 }
                 let kind = self.get(2).ok_or_else(cut)?;
                 match kind {
-                    0 => {
-                        let slot = self.varint()?;
-                        let index = self.varint()?;
+                    0 | 3 => {
+                        let (slot, index) = if kind == 3 {
+                            let k = self.enters.predicted();
+                            (k >> 32, k & 0xffff_ffff)
+                        } else if self.get(1).ok_or_else(cut)? == 1 {
+                            let i = self.get(4).ok_or_else(cut)?;
+                            let k = self.enters.recent(i as usize).ok_or_else(|| {
+                                RegenError::Decode(format!(
+                                    "Enter names recent function {i}, which the stream has not entered"
+                                ))
+                            })?;
+                            (k >> 32, k & 0xffff_ffff)
+                        } else {
+                            (self.varint()?, self.varint()?)
+                        };
+                        if slot > u64::from(u32::MAX) || index > u64::from(u32::MAX) {
+                            return Err(RegenError::Decode(format!(
+                                "Enter names function {index} of module slot {slot}, out of range"
+                            )));
+                        }
+                        self.enters.entered(slot << 32 | index);
                         match self.names.get(slot, index) {
                             Some(f) => Ok(Some(Record::Enter(f))),
                             None => Err(RegenError::Decode(format!(
@@ -435,6 +458,7 @@ fn walk(
             pos: 0,
             ended: false,
             names: &names,
+            enters: EnterCoder::default(),
         };
         let r = regen.run_visits(&mut src, |v| each(*thread, v));
         if let Err(e) = r {
@@ -825,6 +849,8 @@ fn walk_ring_thread(
             pos: 0,
             ended: false,
             names,
+            // (A flight recorder writes only the full code of `Enter`, which needs no state.)
+            enters: EnterCoder::default(),
         };
         let mut src = Counting {
             src: &mut stream,

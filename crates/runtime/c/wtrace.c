@@ -4,13 +4,14 @@
  * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):
  *
- *   "TALLYWTR" u32 version (4) u32 0, then chunks { u32 thread, u32 length, bytes }
+ *   "TALLYWTR" u32 version (5) u32 0, then chunks { u32 thread, u32 length, bytes }
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
  * records carry (slot, function index). A chunk of thread 0xfffffffd resolves a module's
  * external callees (written at the end, wt_write_resolutions). Control records: a prefix code,
- * `1` Back, `0` then a 2-bit kind (0 Enter, 1 landing, 2 End), and varints of 7 bits + a
- * continuation bit; a landing has a 2-bit how:
+ * `1` Back, `0` then a 2-bit kind (0 Enter, 1 landing, 2 End, 3 predicted Enter), and varints
+ * of 7 bits + a continuation bit; an Enter is coded against the stream's history
+ * (wt_enter_record); a landing has a 2-bit how:
  * 0 a longjmp's re-entry, 1 an exception's landing pad (both then varints: activations
  * abandoned, landing block), 2 "lost": control entered a function trace mode could not
  * instrument, where regeneration stops.
@@ -53,6 +54,13 @@ struct wt_thread {
     uint32_t tid;
     int ended;
     struct wr_ring *ring; /* the flight recorder's ring and shadow stack, or null */
+    /* Enter's code (trace format 5, tally_graph::witness::bits::EnterCoder, over keys
+     * slot << 32 | index): the function that followed each function's Enter last time, hashed
+     * by that function; the previous Enter's key; the 16 most recently entered, first first. */
+    uint64_t e_next[256];
+    uint64_t e_prev;
+    uint64_t e_recent[16];
+    uint32_t e_nrecent;
     size_t n;
     unsigned char buf[WT_BUF];
 };
@@ -116,7 +124,7 @@ static void wt_unlock(int held) {
 static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
-        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x04\0\0\0\0\0\0\0", 16) != 0)
+        if (wt.fd > 0 && write_all(wt.fd, "TALLYWTR\x05\0\0\0\0\0\0\0", 16) != 0)
             wt.fd = -1;
     }
     if (wt.fd <= 0)
@@ -336,10 +344,38 @@ static uint32_t wt_module(struct tally_wtrace_module *m, const uint64_t *counter
     return s;
 }
 
-static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) {
-    wt_bits(t, 0, 3); /* '0' then kind 00 */
+/* An Enter record in full: '0', kind 00, '0', the slot and the index. */
+static void wt_enter_full(struct wt_thread *t, uint32_t s, uint32_t function) {
+    wt_bits(t, 0, 4);
     wt_varint(t, s);
     wt_varint(t, function);
+}
+
+/* An Enter record coded against the stream's history (bits.rs' EnterCoder, the same state and
+ * the same updates): kind 3 alone for the predicted function, kind 0 then '1' and a 4-bit
+ * position among the recently entered, or the full record. */
+static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) {
+    uint64_t key = (uint64_t)s << 32 | function;
+    uint64_t *pred = &t->e_next[(t->e_prev * 0x9e3779b97f4a7c15ull) >> 56];
+    uint32_t at = 0, nr = t->e_nrecent;
+    while (at < nr && t->e_recent[at] != key)
+        at++;
+    if (*pred == key)
+        wt_bits(t, 6, 3); /* '0' then kind 11 */
+    else if (at < nr)
+        wt_bits(t, 8 | (uint64_t)at << 4, 8); /* '0', kind 00, '1', the position */
+    else
+        wt_enter_full(t, s, function);
+    *pred = key;
+    t->e_prev = key;
+    if (at == nr) { /* new: the others move down, the 16th falls off */
+        if (nr < 16)
+            t->e_nrecent = ++nr;
+        at = nr - 1;
+    }
+    for (; at > 0; at--)
+        t->e_recent[at] = t->e_recent[at - 1];
+    t->e_recent[0] = key;
 }
 
 /* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
@@ -354,8 +390,8 @@ static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced
     if (!s)
         s = wt_module(m, module_counters);
     wring_push(t->ring, depth, s, function);
-    if (announced)
-        wt_enter_record(t, s, function);
+    if (announced) /* (in full: the reader starts at any synchronization point) */
+        wt_enter_full(t, s, function);
     if (wring_want_sync(t->ring, depth, t->n + t->a.n / 8)) {
         unsigned pad = wt_acc_drain(t);
         wt_flush(t, 0);

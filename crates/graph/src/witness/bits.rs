@@ -5,22 +5,114 @@
 //! its plan (`bits` bits, nothing when the width is 0): no tag, because the reader always knows
 //! from regeneration whether a witness is next and its width ([`Expect`]). A control record is
 //! a prefix code, `1` for Back (the most frequent), else `0` and a 2-bit kind (`0` Enter, `1`
-//! Unwind, `2` End), followed by its operands as
-//! varints (7 data bits, then a continuation bit, low groups first): `Enter` the function
-//! index, `Unwind` two bits for how (`0` re-entry, `1` unwind edge; the runtime's `2` is a
-//! "lost" record), the abandoned count, then
-//! the landing block. [`encode`] ends every stream
-//! with `End`; the reader returns `None` after `End` or past the last bit.
+//! Unwind, `2` End, `3` predicted Enter), followed by its operands as
+//! varints (7 data bits, then a continuation bit, low groups first): `Unwind` two bits for how
+//! (`0` re-entry, `1` unwind edge; the runtime's `2` is a "lost" record), the abandoned count,
+//! then the landing block. [`encode`] ends every stream with `End`; the reader returns `None`
+//! after `End` or past the last bit.
+//!
+//! `Enter` is coded against the stream's own history ([`EnterCoder`], trace format 5): kind `3`
+//! alone when the function is the one that followed the previous `Enter`'s function last time
+//! (a table of 256 entries hashed by that function), else kind `0` then `1` and the 4-bit
+//! position of the function among the 16 most recently entered, or `0` and the function as a
+//! varint (the runtime: its module slot, then its index). Writer and reader update the same
+//! state after every `Enter`, so the code is exact whatever the prediction; a flight recorder
+//! writes the full code only, since its reader starts in the middle of the stream.
 
 use super::regen::{Expect, RecordSource, RegenError};
 use super::{FuncId, Landing, Record};
 use crate::ids::NodeId;
 
+/// How an `Enter` is coded ([`EnterCoder::code`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum EnterCode {
+    /// Kind 3: the predicted function.
+    Predicted,
+    /// Kind 0, `1`, then this 4-bit position among the recently entered functions.
+    Recent(u8),
+    /// Kind 0, `0`, then the function in full.
+    Full,
+}
+
+/// The state behind `Enter`'s code (module doc): the function that followed each function's
+/// `Enter` last time (direct-mapped by a hash of the function's key, no tags), the previous
+/// `Enter`'s key, and the 16 most recently entered keys, most recent first. A key is the
+/// function's number: `FuncId` here, `slot << 32 | index` in the runtime's streams
+/// (`c/wtrace.c`'s `wt_enter_record` keeps the same state).
+#[derive(Clone, Debug)]
+pub struct EnterCoder {
+    next: Box<[u64; Self::TABLE]>,
+    prev: u64,
+    recent: [u64; Self::RECENT],
+    nrecent: usize,
+}
+
+impl Default for EnterCoder {
+    fn default() -> Self {
+        EnterCoder {
+            next: Box::new([0; Self::TABLE]),
+            prev: 0,
+            recent: [0; Self::RECENT],
+            nrecent: 0,
+        }
+    }
+}
+
+impl EnterCoder {
+    /// Entries of the prediction table.
+    pub const TABLE: usize = 256;
+    /// Recently entered functions kept.
+    pub const RECENT: usize = 16;
+
+    fn slot(key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize
+    }
+
+    /// The function predicted to be entered next.
+    pub fn predicted(&self) -> u64 {
+        self.next[Self::slot(self.prev)]
+    }
+
+    /// The `i`th most recently entered function, if there is one.
+    pub fn recent(&self, i: usize) -> Option<u64> {
+        self.recent[..self.nrecent].get(i).copied()
+    }
+
+    /// How `key` is coded now (the state is not changed: see [`EnterCoder::entered`]).
+    pub fn code(&self, key: u64) -> EnterCode {
+        if self.predicted() == key {
+            return EnterCode::Predicted;
+        }
+        match self.recent[..self.nrecent].iter().position(|&k| k == key) {
+            Some(i) => EnterCode::Recent(i as u8),
+            None => EnterCode::Full,
+        }
+    }
+
+    /// `key` was entered: updates the prediction and the recent list.
+    pub fn entered(&mut self, key: u64) {
+        self.next[Self::slot(self.prev)] = key;
+        self.prev = key;
+        // Move to front: a key already kept moves up from its place; a new one pushes the
+        // others down (the 16th falls off a full list).
+        let at = match self.recent[..self.nrecent].iter().position(|&k| k == key) {
+            Some(i) => i,
+            None => {
+                self.nrecent = (self.nrecent + 1).min(Self::RECENT);
+                self.nrecent - 1
+            }
+        };
+        self.recent.copy_within(0..at, 1);
+        self.recent[0] = key;
+    }
+}
+
 /// Bits written so far, packed least-significant first.
-#[derive(Clone, PartialEq, Eq, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct BitWriter {
     bytes: Vec<u8>,
     len: u64,
+    enters: EnterCoder,
 }
 
 impl BitWriter {
@@ -60,8 +152,16 @@ impl BitWriter {
         match *r {
             Record::Witness { value, bits } => self.put(u64::from(value), bits),
             Record::Enter(f) => {
-                self.put(0, 3);
-                self.varint(u64::from(f.0));
+                let key = u64::from(f.0);
+                match self.enters.code(key) {
+                    EnterCode::Predicted => self.put(6, 3),
+                    EnterCode::Recent(i) => self.put(0b1000 | u64::from(i) << 4, 8),
+                    EnterCode::Full => {
+                        self.put(0, 4);
+                        self.varint(key);
+                    }
+                }
+                self.enters.entered(key);
             }
             Record::Back => self.put(1, 1),
             Record::Unwind { abandoned, to, how } => {
@@ -109,6 +209,7 @@ pub struct BitReader<'a> {
     len: u64,
     pos: u64,
     ended: bool,
+    enters: EnterCoder,
 }
 
 impl<'a> BitReader<'a> {
@@ -119,6 +220,7 @@ impl<'a> BitReader<'a> {
             len: len.min(bytes.len() as u64 * 8),
             pos: 0,
             ended: false,
+            enters: EnterCoder::default(),
         }
     }
 
@@ -177,7 +279,20 @@ impl RecordSource for BitReader<'_> {
                 }
                 let kind = self.get(2).ok_or_else(truncated)?;
                 Ok(Some(match kind {
-                    0 => Record::Enter(FuncId(small(self.varint()?)?)),
+                    0 | 3 => {
+                        let key = if kind == 3 {
+                            self.enters.predicted()
+                        } else if self.get(1).ok_or_else(truncated)? == 1 {
+                            let i = self.get(4).ok_or_else(truncated)? as usize;
+                            self.enters.recent(i).ok_or_else(|| {
+                                RegenError::Decode(format!("no recent function {i}"))
+                            })?
+                        } else {
+                            self.varint()?
+                        };
+                        self.enters.entered(key);
+                        Record::Enter(FuncId(small(key)?))
+                    }
                     1 => {
                         let how = match self.get(2).ok_or_else(truncated)? {
                             0 => Landing::Reentry,
@@ -199,5 +314,46 @@ impl RecordSource for BitReader<'_> {
                 }))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `Enter` decodes to the function written, whichever code it took (predicted,
+    /// recent, full, across the 16-entry list's overflow and prediction-table collisions), and
+    /// a repeated callee costs 3 bits.
+    #[test]
+    fn enter_codes_round_trip_and_repeats_are_short() {
+        let mut x = 12345u64;
+        let mut records = Vec::new();
+        for i in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let f = match i % 5 {
+                0 | 1 => 7,                    // one callee again and again
+                2 => (x % 24) as u32,          // a few, often recent
+                3 => 1000 + (x % 3000) as u32, // many, mostly full
+                _ => i / 10,                   // runs
+            };
+            records.push(Record::Enter(FuncId(f)));
+            if i % 3 == 0 {
+                records.push(Record::Back);
+            }
+        }
+        let (bytes, len) = encode(&records);
+        let mut r = BitReader::new(&bytes, len);
+        for want in &records {
+            assert_eq!(r.read(Expect::Control).unwrap(), Some(*want));
+        }
+        assert_eq!(r.read(Expect::Control).unwrap(), Some(Record::End));
+
+        let same = vec![Record::Enter(FuncId(300)); 1000];
+        let (_, bits) = encode(&same);
+        // The first in full (3 + 1 + a 2-group varint), the second as the most recent (8: 300
+        // has not followed itself yet), then 3 bits each, then End.
+        assert_eq!(bits, 4 + 16 + 8 + 998 * 3 + 3);
     }
 }
