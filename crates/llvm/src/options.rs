@@ -92,11 +92,11 @@ pub struct Options {
     /// Edge mode: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
     /// loop's induction variable or trip count gives one edge's count at the loop's exits
     /// instead of a counter incremented every iteration, where a profitability test says it
-    /// pays. Off by default (docs/sese.md; `--tally-sese=on` turns it on).
+    /// pays. On by default (docs/sese.md; `--tally-sese=off` turns it off).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-sese", value_name = "on|off", num_args = 0..=1,
-            require_equals = true, default_value = "off", default_missing_value = "on",
+            require_equals = true, default_value = "on", default_missing_value = "on",
             action = clap::ArgAction::Set,
             value_parser = sese_choice(),
             help = "Edge mode: in counted loops, derive an edge's count from the induction \
@@ -124,7 +124,7 @@ pub struct Options {
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-trace-registers", value_name = "on|off", num_args = 0..=1,
-            require_equals = true, default_value = "off", default_missing_value = "on",
+            require_equals = true, default_value = "on", default_missing_value = "on",
             action = clap::ArgAction::Set,
             value_parser = on_off(),
             help = "Trace mode: keep the bit accumulator in registers between calls (faster;                     a crash loses the interrupted function's records since its last call)")
@@ -216,7 +216,7 @@ impl Default for Options {
             events: EventKind::Insns,
             early_exits: EarlyExits::default(),
             promote: true,
-            sese: Sese::Off,
+            sese: Sese::default(),
             trace_bits: false,
             trace_registers: false,
             jump_cost: DEFAULT_JUMP_COST,
@@ -231,10 +231,10 @@ pub const DEFAULT_JUMP_COST: f64 = 0.5;
 /// Edge mode's SESE counters (`--tally-sese`, [`sese`](mod@crate::sese)).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Sese {
-    /// None (the default).
-    #[default]
+    /// None (`off`).
     Off,
-    /// In the loops where the profitability test says they pay (`on`).
+    /// In the loops where the profitability test says they pay (`on`, the default).
+    #[default]
     On,
     /// In every loop with a candidate, an affine variable preferred to a trip count, no
     /// profitability test (`all`, hidden: a benchmark and test diagnostic).

@@ -57,14 +57,59 @@ static void out_flush(void) {
     out.n = 0;
 }
 
-/* Appends len bytes at p. Everything goes through the buffer, and the checksum is taken over
- * the buffer's copy: counters other threads keep incrementing while the profile is written
- * must not differ between what is summed and what is written. */
+/* FNV-1a 64 of k bytes at d, continuing from h. A zero byte leaves `h ^ 0 = h`, so the zero bytes
+ * at the top of a little-endian word only multiply by the prime: eight zero bytes are one
+ * multiplication by TALLY_FNV_PRIME^8, and a small counter (its low bytes set, the rest zero)
+ * is its significant bytes and one multiplication. Same value as the byte loop; the profile of
+ * a short run is mostly zero and small counters, whose byte-by-byte sum was the largest part
+ * of writing it (SQLite under callgrind: 2.0M instructions, docs/sese.md). */
+static uint64_t fnv_bytes(uint64_t h, const unsigned char *d, size_t k) {
+    /* fnv_pow[j] = TALLY_FNV_PRIME^j mod 2^64 */
+    static const uint64_t fnv_pow[9] = {
+        0x1ull,
+        0x100000001b3ull,
+        0x366000002e329ull,
+        0x8a97b0004e7feabull,
+        0x9ffaac085635bc91ull,
+        0xcaee32a7d4f6a63ull,
+        0xdc966432edf1c639ull,
+        0xc5527b8a51d3d2dbull,
+        0x1efac7090aef4a21ull,
+    };
+    size_t i = 0;
+    if (!TALLY_BIG_ENDIAN) {
+        for (; i + 8 <= k; i += 8) {
+            uint64_t w;
+            memcpy(&w, d + i, 8); /* byte j of the word is d[i + j] (little-endian) */
+            unsigned sig = w ? 8 - (unsigned)__builtin_clzll(w) / 8 : 0;
+            for (unsigned j = 0; j < sig; j++)
+                h = (h ^ ((w >> (8 * j)) & 0xff)) * TALLY_FNV_PRIME;
+            h *= fnv_pow[8 - sig];
+        }
+    }
+    for (; i < k; i++)
+        h = (h ^ d[i]) * TALLY_FNV_PRIME;
+    return h;
+}
+
+/* Appends len bytes at p. Everything summed goes through the buffer, and the checksum is taken
+ * over the buffer's copy: counters other threads keep incrementing while the profile is
+ * written must not differ between what is summed and what is written. Bytes not summed (a
+ * module's description, constant) that fill the buffer at least once go to the file
+ * directly, without the copy. */
 void out_bytes(const void *p, uint64_t len) {
     const unsigned char *s = p;
     if (out.err)
         return;
     out.total += len;
+    if (!out.summing && !out.mem && len >= sizeof out.buf) {
+        out_flush();
+        if (!out.err && len > SIZE_MAX)
+            out.err = EOVERFLOW;
+        if (!out.err)
+            out.err = write_all(out.fd, s, (size_t)len);
+        return;
+    }
     while (len) {
         if (out.n == sizeof out.buf) {
             out_flush();
@@ -76,12 +121,8 @@ void out_bytes(const void *p, uint64_t len) {
             k = (size_t)len;
         unsigned char *d = out.buf + out.n;
         memcpy(d, s, k);
-        if (out.summing) {
-            uint64_t h = out.sum;
-            for (size_t i = 0; i < k; i++)
-                h = (h ^ d[i]) * TALLY_FNV_PRIME;
-            out.sum = h;
-        }
+        if (out.summing)
+            out.sum = fnv_bytes(out.sum, d, k);
         out.n += k;
         s += k;
         len -= k;

@@ -41,6 +41,48 @@ fn counters_written_at_normal_exit() {
     assert_eq!(p.write(), bytes);
 }
 
+/// The writer's two shortcuts (write.c, `out_bytes`): a module description larger than the
+/// write buffer goes to the file without the copy, and the checksum skips the zero bytes at the
+/// top of each counter (one multiplication by a power of the FNV prime). Counters with every
+/// number of significant bytes (0 to 8), at every position of the buffer: the profile must read
+/// back (its checksum verified) with those values and be byte for byte what the Rust writer
+/// produces.
+#[test]
+fn large_descriptions_and_counters_of_every_width() {
+    let env = Env::new();
+    let n = 5000u32;
+    let mut meta = Module::new("m", "wide.c", n, 101).meta;
+    meta.files = (0..3000)
+        .map(|i| format!("src/dir{}/file_{i:05}.c", i % 7))
+        .collect();
+    let m = Module::from_meta("m", meta, n, 101, "TALLY_ABI_VERSION");
+    assert!(
+        m.blob.len() > 2 * 16384,
+        "a description larger than the write buffer"
+    );
+    let src = format!(
+        "{}{}\nint main(void) {{\n  for (unsigned i = 0; i < {n}; i++) {{\n    \
+         unsigned w = (i * 7u) % 9u; /* significant bytes, 0..8 */\n    \
+         m_ctr[i] = w == 0 ? 0 : w == 8 ? ~(uint64_t)i : \
+         ((uint64_t)1 << (8 * w - 1)) | (uint64_t)(i & 0xff);\n  }}\n  return 0;\n}}\n",
+        prelude(),
+        m.c
+    );
+    let exe = env.build("prog", &[("prog.c", src)]);
+    env.run_ok(&exe, &[], &[], 0);
+    let p = env.profile("prog.tally");
+    let want: Vec<u64> = (0..u64::from(n))
+        .map(|i| match (i * 7) % 9 {
+            0 => 0,
+            8 => !i,
+            w => (1u64 << (8 * w - 1)) | (i & 0xff),
+        })
+        .collect();
+    assert_eq!(counters_of(&p, &[&m]), vec![want]);
+    let bytes = std::fs::read(env.path().join("prog.tally")).unwrap();
+    assert_eq!(p.write(), bytes);
+}
+
 const NESTED_EXIT: &str = r#"
 NOINLINE void popped(void) { ENTER(r, m_ctr); SITE(r, 5); LEAVE(r); }
 NOINLINE void c3(int x) { ENTER(r, m_ctr); SITE(r, 3); if (x) exit(7); LEAVE(r); }

@@ -55,6 +55,11 @@ impl Module {
             event_kind: None,
             ipath: None,
         };
+        Self::from_meta(var, meta, n, prio, abi)
+    }
+
+    /// A module `var` with this description (its `num_counters` is `n`).
+    pub fn from_meta(var: &str, meta: ModuleMeta, n: u32, prio: u32, abi: &str) -> Module {
         let blob = meta.encode();
         let hash = fnv64(&blob);
         let bytes: Vec<String> = blob.iter().map(|b| format!("0x{b:02x}")).collect();
