@@ -255,3 +255,115 @@ fn ipath_isolated_functions_have_path_mode_code_and_exact_counts() {
         }
     }
 }
+
+/// Array storage (docs/ipaths.md, "Overhead"): testdata/ipath/groups.c's isolated functions
+/// (few paths, no direct call in or out) count their paths in the module's counter array, the
+/// numbers `[first, first + len)` of their own root (and `GEntry`) edges, as path mode counts a
+/// small function's paths; the linked ones (a1, a2, b1, b2, main) in the set's hash table. The
+/// table holds none of the arrays' paths, the arrays hold what ran (iso_loop's loop, the
+/// longjmp site of fail's frame, exit's site of iso_end's), and the isolated functions'
+/// machine code calls no `__tally_path_count` (a1's, hashed, does). The derived counts
+/// equal edges-naive's (the test above) and the path counts the cut trace's
+/// (ipath_oracle.rs, groups.c), the arrays merged with the table.
+#[test]
+fn ipath_isolated_functions_count_in_the_counter_array() {
+    let src = repo().join("testdata/ipath/groups.c");
+    let s = src.to_str().unwrap();
+    let isolated = [
+        "iso_loop",
+        "iso_static",
+        "cmp",
+        "fail",
+        "iso_jump",
+        "iso_end",
+    ];
+    for mode in ["ipath", "ipath-piecewise"] {
+        let dir = scratch(&format!("ipaths-groups-array-{mode}"));
+        let bin = dir.join("prog");
+        build(Variant::Tally(mode), false, &["-O2", "-g", s], &bin, &dir);
+        let prof = dir.join("prog.tally");
+        let o = run(&bin, &[], &dir, &prof);
+        assert_eq!(o.status.code(), Some(3), "{mode}: {o:?}");
+        let p = tally_format::profile::Profile::read_file(&prof).unwrap();
+        let m = &p.modules[0];
+        let ip = m.meta.ipath.as_ref().expect("groups.c has a set");
+        let mut ranges = Vec::new();
+        for f in &ip.functions {
+            let fm = &m.meta.functions[f.function as usize];
+            let name = fm.name.as_str();
+            if isolated.contains(&name) {
+                let a = f
+                    .array
+                    .unwrap_or_else(|| panic!("{mode}: {name} has no array"));
+                assert!(a.len > 0 && fm.counters.is_empty(), "{mode}: {name}: {a:?}");
+                let base = fm.counter_base.index();
+                let ran: u64 = m.counters[base..base + a.len as usize].iter().sum();
+                let runs = ip
+                    .array_counts(&m.meta.functions, &m.counters)
+                    .filter(|&(n, _)| (a.first..a.first + u64::from(a.len)).contains(&(n as u64)))
+                    .map(|(_, c)| c)
+                    .sum::<u64>();
+                assert_eq!(ran, runs, "{mode}: {name}");
+                if ["iso_loop", "fail", "iso_jump", "iso_end"].contains(&name) {
+                    assert!(ran > 0, "{mode}: {name}'s array counted nothing");
+                }
+                ranges.push((u128::from(a.first), u128::from(a.first) + u128::from(a.len)));
+            } else if ["a1", "a2", "b1", "b2", "main"].contains(&name) {
+                assert_eq!(f.array, None, "{mode}: {name} is linked");
+            }
+        }
+        assert_eq!(ranges.len(), isolated.len(), "{mode}: isolated functions");
+        let table: Vec<u128> = m
+            .paths
+            .iter()
+            .filter(|e| e.function == ip.table_owner && e.count > 0)
+            .map(|e| u128::from(e.path))
+            .collect();
+        assert!(
+            !table.is_empty(),
+            "{mode}: the linked functions count in the table"
+        );
+        for n in &table {
+            assert!(
+                !ranges.iter().any(|r| (r.0..r.1).contains(n)),
+                "{mode}: path {n} of an array is in the table"
+            );
+        }
+        // Machine code: no home-table probe or __tally_path_count in the isolated functions.
+        let obj = dir.join("groups.o");
+        let args = ["-O2", "-g", "-c", "-ffunction-sections", s];
+        build(Variant::Tally(mode), false, &args, &obj, &dir);
+        let o = std::process::Command::new("objdump")
+            .arg("-dr")
+            .arg(&obj)
+            .output()
+            .expect("run objdump");
+        assert!(o.status.success(), "objdump: {o:?}");
+        let dump = String::from_utf8_lossy(&o.stdout);
+        let refs = |name: &str| -> Vec<String> {
+            let head = format!("<{name}>:");
+            let mut inside = false;
+            let mut out = Vec::new();
+            for l in dump.lines() {
+                if l.ends_with(">:") {
+                    inside = l.ends_with(&head);
+                } else if inside && (l.contains("R_X86_64") || l.contains("call")) {
+                    out.push(l.trim().to_string());
+                }
+            }
+            out
+        };
+        for name in isolated {
+            let r = refs(name);
+            assert!(
+                !r.iter().any(|l| l.contains("__tally_path_count")),
+                "{mode}: {name} still probes the table: {r:?}"
+            );
+        }
+        let a1 = refs("a1");
+        assert!(
+            a1.iter().any(|l| l.contains("__tally_path_count")),
+            "{mode}: a1 should probe the table: {a1:?}"
+        );
+    }
+}

@@ -375,7 +375,11 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
                 .get(owner)
                 .and_then(|f| f.paths.as_ref())
                 .ok_or_else(|| meta_err("the path table's owner has no paths".into()))?;
-            let pp = path_profile(pm, &[], &m.paths, owner);
+            let mut pp = path_profile(pm, &[], &m.paths, owner);
+            // Isolated functions' paths counted in the counter array (none is in the table).
+            pp.counts
+                .extend(ip.array_counts(&meta.functions, &m.counters));
+            pp.counts.sort_unstable();
             match modes::ipath::solve_module(meta, ip, &pp.counts, pp.lost) {
                 Ok(solved) => {
                     for (fi, s) in solved.functions {

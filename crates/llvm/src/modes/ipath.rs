@@ -68,7 +68,7 @@ use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
 use std::collections::HashMap;
-use tally_format::{abi, IpathCall, IpathFunction, IpathMeta, PathMeta, PathStorage};
+use tally_format::{abi, IpathArray, IpathCall, IpathFunction, IpathMeta, PathMeta, PathStorage};
 use tally_graph::ipaths::{CallAction, EdgeAction, FnId, FunctionPlan, IpNumbering, Lin, Mode};
 use tally_graph::{EdgeId, NodeId};
 
@@ -229,6 +229,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
             from_outside,
             calls,
             cuts: Vec::new(),
+            array: None,
         };
         functions.push(f.to_function(l.cfg.clone()));
         ip_functions.push(f);
@@ -269,6 +270,18 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
     }
     let linked = linked(&plans);
     let can_be_root: Vec<bool> = plans.iter().map(|p| p.entry.root_value.is_some()).collect();
+    // Isolated functions with few paths count them in the counter array (path mode's
+    // threshold): their paths are the range of their own root (and `GEntry`) edges.
+    for (k, f) in ip_functions.iter_mut().enumerate() {
+        let r = num.own_paths(FnId::new(k));
+        let len = r.end - r.start;
+        if !linked[k] && can_be_root[k] && len > 0 && len <= super::path::ARRAY_PATHS {
+            f.array = Some(IpathArray {
+                first: r.start as u64,
+                len: len as u32,
+            });
+        }
+    }
     for ((k, &i), plan) in members.iter().enumerate().zip(plans) {
         let callees = ip_functions[k]
             .calls
@@ -301,6 +314,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
                     numbering: num.fingerprint(),
                 }),
                 isolated: !linked[k],
+                array: ip_functions[k].array,
             }),
         ));
     }
@@ -351,11 +365,14 @@ struct IpathPlan {
     /// root, so its code is path mode's (constant entry, no handshake, no thread-local), with
     /// the same numbers.
     isolated: bool,
+    /// An isolated function's paths counted in the counter array (at the function's counter
+    /// base) instead of the hash table.
+    array: Option<IpathArray>,
 }
 
 impl FnPlan for IpathPlan {
     fn num_counters(&self) -> usize {
-        0
+        self.array.map_or(0, |a| a.len as usize)
     }
     fn num_tables(&self) -> usize {
         usize::from(self.path_meta.is_some())
@@ -430,6 +447,9 @@ struct Ip<'a, 'b> {
     can_be_root: bool,
     /// No direct call in or out (after demotion): [`IpathPlan::isolated`].
     isolated: Option<Isolated>,
+    /// Array storage ([`IpathPlan::array`]): path `p` is counter `p + offset` of the module
+    /// (`offset` = the function's counter base − the array's first path, modulo 2^64).
+    array_offset: Option<u64>,
     piecewise: bool,
 }
 
@@ -501,8 +521,29 @@ impl Ip<'_, '_> {
         let v = self.add(self.load(self.s.reg), self.lin(l, nvc));
         self.store(v, self.s.reg);
     }
+    /// The address of path `p`'s counter (array storage).
+    fn counter_of(&self, p: LLVMValueRef, offset: u64) -> LLVMValueRef {
+        let em = self.em;
+        let e = cname("");
+        unsafe {
+            let i = c::LLVMBuildAdd(em.b, p, em.i64c(offset), e.as_ptr());
+            let mut idx = [i];
+            c::LLVMBuildInBoundsGEP2(
+                em.b,
+                em.g.i64t,
+                em.g.counters,
+                idx.as_mut_ptr(),
+                1,
+                e.as_ptr(),
+            )
+        }
+    }
     fn count(&self, p: LLVMValueRef, near: Val) {
         let em = self.em;
+        if let Some(offset) = self.array_offset {
+            em.add_to(self.counter_of(p, offset), em.i64c(1));
+            return;
+        }
         match em.g.path_probe {
             Some(f) => em.call(f, &mut [self.table, self.home, p], near),
             None => em.call(em.g.path_count, &mut [self.table, p], near),
@@ -729,6 +770,10 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         root_exit: p.plan.entry.root_exit_value,
         can_be_root: p.plan.entry.root_value.is_some(),
         isolated,
+        array_offset: p
+            .array
+            .filter(|_| isolated.is_some())
+            .map(|a| cx.base.wrapping_sub(a.first)),
         piecewise: p.piecewise,
     };
 
@@ -792,6 +837,12 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                     // The path that ends if the activation is abandoned in this call.
                     let nvc = ip.nvc();
                     let v = ip.add(ip.load(ip.s.reg), ip.lin(l, nvc));
+                    if let Some(offset) = ip.array_offset {
+                        // Its counter, as path mode's array sites.
+                        c::LLVMBuildStore(b, ip.counter_of(v, offset), em.field(r.rec, 1));
+                        save_open_around(p, &ip, &em, call, isolated.is_some());
+                        continue;
+                    }
                     let f1 = c::LLVMBuildStructGEP2(b, r.site_ty, r.site, 1, empty.as_ptr());
                     ip.store(v, f1);
                     let one = em.i64c(1);
