@@ -265,6 +265,9 @@ fn ipath_isolated_functions_have_path_mode_code_and_exact_counts() {
 /// machine code calls no `__tally_path_count` (a1's, hashed, does). The derived counts
 /// equal edges-naive's (the test above) and the path counts the cut trace's
 /// (ipath_oracle.rs, groups.c), the arrays merged with the table.
+/// A change that makes a module's metadata invalid (the function of the set given).
+type Mutation = fn(&mut tally_format::ModuleMeta, usize);
+
 #[test]
 fn ipath_isolated_functions_count_in_the_counter_array() {
     let src = repo().join("testdata/ipath/groups.c");
@@ -313,6 +316,39 @@ fn ipath_isolated_functions_count_in_the_counter_array() {
             }
         }
         assert_eq!(ranges.len(), isolated.len(), "{mode}: isolated functions");
+        // The metadata contract refuses arrays that cannot be read.
+        tally_format::validate::validate(&m.meta).unwrap();
+        let k = ip.functions.iter().position(|f| f.array.is_some()).unwrap();
+        let bad: [(&str, Mutation); 4] = [
+            ("past the counters", |m, k| {
+                let ip = m.ipath.as_mut().unwrap();
+                ip.functions[k].array.as_mut().unwrap().len = m.num_counters + 1;
+            }),
+            ("beyond the paths", |m, k| {
+                let ip = m.ipath.as_mut().unwrap();
+                ip.functions[k].array.as_mut().unwrap().first = ip.total as u64;
+            }),
+            ("overlapping", |m, k| {
+                // Another isolated function's array moved onto this one's.
+                let ip = m.ipath.as_ref().unwrap();
+                let f = ip.functions[k].function as usize;
+                let other = ip.functions.iter().skip(k + 1).find(|q| q.array.is_some());
+                let j = other.unwrap().function as usize;
+                m.functions[j].counter_base = m.functions[f].counter_base;
+            }),
+            ("a function with counters", |m, k| {
+                let f = m.ipath.as_ref().unwrap().functions[k].function as usize;
+                m.functions[f]
+                    .counters
+                    .push(tally_format::Probe::Edge(tally_format::EdgeIdx(0)));
+            }),
+        ];
+        for (what, mutate) in bad {
+            let mut meta = m.meta.clone();
+            mutate(&mut meta, k);
+            let e = tally_format::validate::validate(&meta);
+            assert!(e.is_err(), "{mode}: an array {what} is accepted");
+        }
         let table: Vec<u128> = m
             .paths
             .iter()

@@ -28,8 +28,13 @@
 //! piecewise, `open += 1`; after the call reload `reg`, clear the handshake and, piecewise,
 //! apply the unmatched-return adjustment. Summary calls clear the handshake. Returns pass `reg`
 //! back to the caller, or (functions that may be roots) run `__tally_ipath_ret`'s code inline:
-//! a root restores its interrupted path and counts its own with the inline probe. All counts go to one hashed path table per
-//! module (path mode's home table and `__tally_path_count`), owned by the set's first function.
+//! a root restores its interrupted path and counts its own with the inline probe. Counts go to one hashed path table per
+//! module (path mode's home table and `__tally_path_count`), owned by the set's first function,
+//! except an isolated function's (below) when it has at most path mode's `ARRAY_PATHS` paths:
+//! they are the range `IpNumbering::own_paths` (its own `Entry_global` edges; no other
+//! function counts them), counted as `counters[counter_base + p - first] += 1` like path mode's
+//! small functions, its abandoned-frame sites pointing at that counter
+//! (`tally_format::IpathArray` in the metadata; the reader merges them with the table).
 //!
 //! Two cheaper cases, same numbers: a function that is never a root (only called directly)
 //! takes every handshake without comparing a name, and its callers store none (only `nvc` and
