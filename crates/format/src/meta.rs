@@ -499,18 +499,20 @@ pub struct IpathFunction {
     pub calls: Vec<IpathCall>,
     /// Cut edges given to the numbering (besides those it makes itself).
     pub cuts: Vec<EdgeIdx>,
-    /// Where the paths this function counts go when not to the set's hash table: an isolated
-    /// function (no direct call in or out after the numbering's demotions) with few paths
-    /// counts them in the module's counter array, like path mode.
+    /// Its own paths (those starting at its edges out of `Entry_global`) counted in the
+    /// module's counter array rather than the set's hash table, when it may be a root and has
+    /// few of them, like path mode.
     pub array: Option<IpathArray>,
 }
 
-/// The paths an isolated function of an interprocedural set counts in the module's counter
-/// array: counter `counter_base + i` of the function ([`FunctionMeta::counter_base`]; its
-/// [`FunctionMeta::counters`] are empty) counts path `first + i`, for `i < len`. These are
-/// exactly the paths starting at its own edges out of `Entry_global`
-/// (`tally_graph::ipaths::IpNumbering::own_paths`): no other function counts them, and none
-/// of them is in the hash table.
+/// The paths a function of an interprocedural set counts in the module's counter array:
+/// counter `counter_base + i` of the function ([`FunctionMeta::counter_base`]; its
+/// [`FunctionMeta::counters`] are empty) counts path `first + i`, for `i < len`: the paths
+/// starting at its own edges out of `Entry_global`
+/// (`tally_graph::ipaths::IpNumbering::own_paths`). An isolated function (no direct call in or
+/// out) counts all of them there; any other one counts there those it counts itself, while its
+/// direct callees (and abandoned frames) count theirs in the hash table: a path's count is the
+/// sum of its array counter and its table entries.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct IpathArray {
     /// The number of the path counter 0 counts.
@@ -520,8 +522,8 @@ pub struct IpathArray {
 }
 
 impl IpathMeta {
-    /// The counts of the paths kept in counter arrays ([`IpathFunction::array`]), nonzero ones
-    /// only, by number within each array; `counters` is the module's counter array and
+    /// The counts kept in counter arrays ([`IpathFunction::array`]), nonzero ones only, by
+    /// number within each array (to be added to the table's entries for the same paths); `counters` is the module's counter array and
     /// `functions` its [`ModuleMeta::functions`] (validated metadata: every array lies inside
     /// the counters; a shorter array, e.g. of a damaged profile, gives what it holds).
     pub fn array_counts<'a>(

@@ -275,12 +275,14 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
     }
     let linked = linked(&plans);
     let can_be_root: Vec<bool> = plans.iter().map(|p| p.entry.root_value.is_some()).collect();
-    // Isolated functions with few paths count them in the counter array (path mode's
-    // threshold): their paths are the range of their own root (and `GEntry`) edges.
+    // Functions that may be roots and have few paths of their own (path mode's threshold)
+    // count those in the counter array: the range of their own root (and `GEntry`) edges. An
+    // isolated function counts no other path; any other one checks the range first (its
+    // activations under another root, and its callees under it, count in the table).
     for (k, f) in ip_functions.iter_mut().enumerate() {
         let r = num.own_paths(FnId::new(k));
         let len = r.end - r.start;
-        if !linked[k] && can_be_root[k] && len > 0 && len <= super::path::ARRAY_PATHS {
+        if can_be_root[k] && len > 0 && len <= super::path::ARRAY_PATHS {
             f.array = Some(IpathArray {
                 first: r.start as u64,
                 len: len as u32,
@@ -452,9 +454,13 @@ struct Ip<'a, 'b> {
     can_be_root: bool,
     /// No direct call in or out (after demotion): [`IpathPlan::isolated`].
     isolated: Option<Isolated>,
-    /// Array storage ([`IpathPlan::array`]): path `p` is counter `p + offset` of the module
-    /// (`offset` = the function's counter base − the array's first path, modulo 2^64).
+    /// Array storage of an isolated function ([`IpathPlan::array`]): path `p` is counter
+    /// `p + offset` of the module (`offset` = the function's counter base − the array's first
+    /// path, modulo 2^64).
     array_offset: Option<u64>,
+    /// Array storage of any other function: `(first, len, address of its first counter)`;
+    /// a path in `[first, first + len)` goes there, others to the table.
+    array_checked: Option<(u64, u64, LLVMValueRef)>,
     piecewise: bool,
 }
 
@@ -547,6 +553,12 @@ impl Ip<'_, '_> {
         let em = self.em;
         if let Some(offset) = self.array_offset {
             em.add_to(self.counter_of(p, offset), em.i64c(1));
+            return;
+        }
+        if let Some((first, len, arr)) = self.array_checked {
+            let f = ipath_count_fn(em.g);
+            let mut args = [self.table, self.home, p, arr, em.i64c(first), em.i64c(len)];
+            em.call(f, &mut args, near);
             return;
         }
         match em.g.path_probe {
@@ -703,6 +715,79 @@ impl Ip<'_, '_> {
     }
 }
 
+/// `internal void tally.ipath.count(ptr table, ptr home, i64 p, ptr arr, i64 first, i64 len)`
+/// (always inlined, defined once per module): `arr[p - first] += 1` when `p - first < len`
+/// (the function's own paths, array storage), else the table's count (the inline home-table
+/// probe, or `__tally_path_count` with `--tally-atomic`).
+fn ipath_count_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    unsafe {
+        let ctx = g.ctx;
+        let (i64t, ptrt) = (g.i64t, g.ptrt);
+        let voidt = c::LLVMVoidTypeInContext(ctx);
+        let mut params = [ptrt, ptrt, i64t, ptrt, i64t, i64t];
+        let ty = c::LLVMFunctionType(voidt, params.as_mut_ptr(), params.len() as u32, 0);
+        let name = cname("tally.ipath.count");
+        let existing = c::LLVMGetNamedFunction(g.module, name.as_ptr());
+        if !existing.is_null() {
+            return (existing, ty);
+        }
+        let f = c::LLVMAddFunction(g.module, name.as_ptr(), ty);
+        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+        for a in ["alwaysinline", "nounwind"] {
+            let k = ir::attr_kind(a);
+            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+        }
+        let arg = |i| c::LLVMGetParam(f, i);
+        let (table, home, p, arr, first, len) = (arg(0), arg(1), arg(2), arg(3), arg(4), arg(5));
+        let n = cname("");
+        let bb = |s: &str| {
+            let s = cname(s);
+            c::LLVMAppendBasicBlockInContext(ctx, f, s.as_ptr())
+        };
+        let (entry, own, other) = (bb("entry"), bb("own"), bb("table"));
+        let b = c::LLVMCreateBuilderInContext(ctx);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let d = c::LLVMBuildSub(b, p, first, n.as_ptr());
+        let inside = c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntULT, d, len, n.as_ptr());
+        c::LLVMBuildCondBr(b, inside, own, other);
+        c::LLVMPositionBuilderAtEnd(b, own);
+        let mut idx = [d];
+        let ptr = c::LLVMBuildInBoundsGEP2(b, i64t, arr, idx.as_mut_ptr(), 1, n.as_ptr());
+        let one = c::LLVMConstInt(i64t, 1, 0);
+        if g.atomic {
+            c::LLVMBuildAtomicRMW(
+                b,
+                llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                ptr,
+                one,
+                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            );
+        } else {
+            let v = c::LLVMBuildLoad2(b, i64t, ptr, n.as_ptr());
+            let v = c::LLVMBuildAdd(b, v, one, n.as_ptr());
+            c::LLVMBuildStore(b, v, ptr);
+        }
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, other);
+        match g.path_probe {
+            Some(pf) => {
+                let mut a = [table, home, p];
+                c::LLVMBuildCall2(b, pf.1, pf.0, a.as_mut_ptr(), 3, n.as_ptr());
+            }
+            None => {
+                let mut a = [table, p];
+                let pc = g.path_count;
+                c::LLVMBuildCall2(b, pc.1, pc.0, a.as_mut_ptr(), 2, n.as_ptr());
+            }
+        }
+        c::LLVMBuildRetVoid(b);
+        c::LLVMDisposeBuilder(b);
+        (f, ty)
+    }
+}
+
 /// The first instruction of `bb` that is neither a phi nor a landingpad.
 fn first_non_phi(bb: ir::Bb) -> Val {
     let mut v = bb.first().expect("blocks have a terminator");
@@ -779,6 +864,10 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
             .array
             .filter(|_| isolated.is_some())
             .map(|a| cx.base.wrapping_sub(a.first)),
+        array_checked: p
+            .array
+            .filter(|_| isolated.is_none())
+            .map(|a| (a.first, u64::from(a.len), em.counter_ptr(cx.base))),
         piecewise: p.piecewise,
     };
 
