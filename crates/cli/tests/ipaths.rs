@@ -259,10 +259,11 @@ fn ipath_isolated_functions_have_path_mode_code_and_exact_counts() {
 /// Array storage (docs/ipaths.md, "Overhead"): testdata/ipath/groups.c's isolated functions
 /// (few paths, no direct call in or out) count their paths in the module's counter array, the
 /// numbers `[first, first + len)` of their own root (and `GEntry`) edges, as path mode counts a
-/// small function's paths; the linked ones (a1, a2, b1, b2, main) in the set's hash table. The
-/// table holds none of the arrays' paths, the arrays hold what ran (iso_loop's loop, the
-/// longjmp site of fail's frame, exit's site of iso_end's), and the isolated functions'
-/// machine code calls no `__tally_path_count` (a1's, hashed, does). The derived counts
+/// small function's paths; a1, a2, b1, b2 (never roots) in the set's hash table, main (a root
+/// with direct callees) its own paths in its array and its callees' (in main's range) in the
+/// table. The table holds none of the isolated functions' paths, the arrays hold what ran
+/// (iso_loop's loop, the longjmp site of fail's frame, exit's site of iso_end's), and the
+/// isolated functions' machine code calls no `__tally_path_count` (a1's, hashed, does). The derived counts
 /// equal edges-naive's (the test above) and the path counts the cut trace's
 /// (ipath_oracle.rs, groups.c), the arrays merged with the table.
 /// A change that makes a module's metadata invalid (the function of the set given).
@@ -313,6 +314,23 @@ fn ipath_isolated_functions_count_in_the_counter_array() {
                 ranges.push((u128::from(a.first), u128::from(a.first) + u128::from(a.len)));
             } else if ["a1", "a2", "b1", "b2"].contains(&name) {
                 assert_eq!(f.array, None, "{mode}: {name} is never a root");
+            } else if name == "main" {
+                // A root with direct callees: its own code counts its paths in its array
+                // (behind a range check), its callees a1, a2, b1, b2 count theirs (under
+                // main's root, so in main's range) in the table; the reader adds both.
+                let a = f
+                    .array
+                    .unwrap_or_else(|| panic!("{mode}: main has no array"));
+                let base = fm.counter_base.index();
+                let own: u64 = m.counters[base..base + a.len as usize].iter().sum();
+                let range = a.first..a.first + u64::from(a.len);
+                let in_table: u64 = m
+                    .paths
+                    .iter()
+                    .filter(|e| e.function == ip.table_owner && range.contains(&e.path))
+                    .map(|e| e.count)
+                    .sum();
+                assert!(own > 0 && in_table > 0, "{mode}: main {own} {in_table}");
             }
         }
         assert_eq!(ranges.len(), isolated.len(), "{mode}: isolated functions");
