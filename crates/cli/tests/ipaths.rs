@@ -255,3 +255,169 @@ fn ipath_isolated_functions_have_path_mode_code_and_exact_counts() {
         }
     }
 }
+
+/// Array storage (docs/ipaths.md, "Overhead"): testdata/ipath/groups.c's isolated functions
+/// (few paths, no direct call in or out) count their paths in the module's counter array, the
+/// numbers `[first, first + len)` of their own root (and `GEntry`) edges, as path mode counts a
+/// small function's paths; a1, a2, b1, b2 (never roots) in the set's hash table, main (a root
+/// with direct callees) its own paths in its array and its callees' (in main's range) in the
+/// table. The table holds none of the isolated functions' paths, the arrays hold what ran
+/// (iso_loop's loop, the longjmp site of fail's frame, exit's site of iso_end's), and the
+/// isolated functions' machine code calls no `__tally_path_count` (a1's, hashed, does). The derived counts
+/// equal edges-naive's (the test above) and the path counts the cut trace's
+/// (ipath_oracle.rs, groups.c), the arrays merged with the table.
+/// A change that makes a module's metadata invalid (the function of the set given).
+type Mutation = fn(&mut tally_format::ModuleMeta, usize);
+
+#[test]
+fn ipath_isolated_functions_count_in_the_counter_array() {
+    let src = repo().join("testdata/ipath/groups.c");
+    let s = src.to_str().unwrap();
+    let isolated = [
+        "iso_loop",
+        "iso_static",
+        "cmp",
+        "fail",
+        "iso_jump",
+        "iso_end",
+    ];
+    for mode in ["ipath", "ipath-piecewise"] {
+        let dir = scratch(&format!("ipaths-groups-array-{mode}"));
+        let bin = dir.join("prog");
+        build(Variant::Tally(mode), false, &["-O2", "-g", s], &bin, &dir);
+        let prof = dir.join("prog.tally");
+        let o = run(&bin, &[], &dir, &prof);
+        assert_eq!(o.status.code(), Some(3), "{mode}: {o:?}");
+        let p = tally_format::profile::Profile::read_file(&prof).unwrap();
+        let m = &p.modules[0];
+        let ip = m.meta.ipath.as_ref().expect("groups.c has a set");
+        let mut ranges = Vec::new();
+        for f in &ip.functions {
+            let fm = &m.meta.functions[f.function as usize];
+            let name = fm.name.as_str();
+            if isolated.contains(&name) {
+                let a = f
+                    .array
+                    .unwrap_or_else(|| panic!("{mode}: {name} has no array"));
+                assert!(a.len > 0 && fm.counters.is_empty(), "{mode}: {name}: {a:?}");
+                let base = fm.counter_base.index();
+                let ran: u64 = m.counters[base..base + a.len as usize].iter().sum();
+                let runs = ip
+                    .array_counts(&m.meta.functions, &m.counters)
+                    .filter(|&(n, _)| (a.first..a.first + u64::from(a.len)).contains(&(n as u64)))
+                    .map(|(_, c)| c)
+                    .sum::<u64>();
+                assert_eq!(ran, runs, "{mode}: {name}");
+                if ["iso_loop", "fail", "iso_jump", "iso_end"].contains(&name) {
+                    assert!(ran > 0, "{mode}: {name}'s array counted nothing");
+                }
+                ranges.push((u128::from(a.first), u128::from(a.first) + u128::from(a.len)));
+            } else if ["a1", "a2", "b1", "b2"].contains(&name) {
+                assert_eq!(f.array, None, "{mode}: {name} is never a root");
+            } else if name == "main" {
+                // A root with direct callees: its own code counts its paths in its array
+                // (behind a range check), its callees a1, a2, b1, b2 count theirs (under
+                // main's root, so in main's range) in the table; the reader adds both.
+                let a = f
+                    .array
+                    .unwrap_or_else(|| panic!("{mode}: main has no array"));
+                let base = fm.counter_base.index();
+                let own: u64 = m.counters[base..base + a.len as usize].iter().sum();
+                let range = a.first..a.first + u64::from(a.len);
+                let in_table: u64 = m
+                    .paths
+                    .iter()
+                    .filter(|e| e.function == ip.table_owner && range.contains(&e.path))
+                    .map(|e| e.count)
+                    .sum();
+                assert!(own > 0 && in_table > 0, "{mode}: main {own} {in_table}");
+            }
+        }
+        assert_eq!(ranges.len(), isolated.len(), "{mode}: isolated functions");
+        // The metadata contract refuses arrays that cannot be read.
+        tally_format::validate::validate(&m.meta).unwrap();
+        let k = ip.functions.iter().position(|f| f.array.is_some()).unwrap();
+        let bad: [(&str, Mutation); 4] = [
+            ("past the counters", |m, k| {
+                let ip = m.ipath.as_mut().unwrap();
+                ip.functions[k].array.as_mut().unwrap().len = m.num_counters + 1;
+            }),
+            ("beyond the paths", |m, k| {
+                let ip = m.ipath.as_mut().unwrap();
+                ip.functions[k].array.as_mut().unwrap().first = ip.total as u64;
+            }),
+            ("overlapping", |m, k| {
+                // Another isolated function's array moved onto this one's.
+                let ip = m.ipath.as_ref().unwrap();
+                let f = ip.functions[k].function as usize;
+                let other = ip.functions.iter().skip(k + 1).find(|q| q.array.is_some());
+                let j = other.unwrap().function as usize;
+                m.functions[j].counter_base = m.functions[f].counter_base;
+            }),
+            ("a function with counters", |m, k| {
+                let f = m.ipath.as_ref().unwrap().functions[k].function as usize;
+                m.functions[f]
+                    .counters
+                    .push(tally_format::Probe::Edge(tally_format::EdgeIdx(0)));
+            }),
+        ];
+        for (what, mutate) in bad {
+            let mut meta = m.meta.clone();
+            mutate(&mut meta, k);
+            let e = tally_format::validate::validate(&meta);
+            assert!(e.is_err(), "{mode}: an array {what} is accepted");
+        }
+        let table: Vec<u128> = m
+            .paths
+            .iter()
+            .filter(|e| e.function == ip.table_owner && e.count > 0)
+            .map(|e| u128::from(e.path))
+            .collect();
+        assert!(
+            !table.is_empty(),
+            "{mode}: the linked functions count in the table"
+        );
+        for n in &table {
+            assert!(
+                !ranges.iter().any(|r| (r.0..r.1).contains(n)),
+                "{mode}: path {n} of an array is in the table"
+            );
+        }
+        // Machine code: no home-table probe or __tally_path_count in the isolated functions.
+        let obj = dir.join("groups.o");
+        let args = ["-O2", "-g", "-c", "-ffunction-sections", s];
+        build(Variant::Tally(mode), false, &args, &obj, &dir);
+        let o = std::process::Command::new("objdump")
+            .arg("-dr")
+            .arg(&obj)
+            .output()
+            .expect("run objdump");
+        assert!(o.status.success(), "objdump: {o:?}");
+        let dump = String::from_utf8_lossy(&o.stdout);
+        let refs = |name: &str| -> Vec<String> {
+            let head = format!("<{name}>:");
+            let mut inside = false;
+            let mut out = Vec::new();
+            for l in dump.lines() {
+                if l.ends_with(">:") {
+                    inside = l.ends_with(&head);
+                } else if inside && (l.contains("R_X86_64") || l.contains("call")) {
+                    out.push(l.trim().to_string());
+                }
+            }
+            out
+        };
+        for name in isolated {
+            let r = refs(name);
+            assert!(
+                !r.iter().any(|l| l.contains("__tally_path_count")),
+                "{mode}: {name} still probes the table: {r:?}"
+            );
+        }
+        let a1 = refs("a1");
+        assert!(
+            a1.iter().any(|l| l.contains("__tally_path_count")),
+            "{mode}: a1 should probe the table: {a1:?}"
+        );
+    }
+}

@@ -22,8 +22,8 @@ pub mod validate;
 
 pub use meta::{
     BlockIdx, BranchMeta, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta,
-    IpathCall, IpathFunction, IpathMeta, LineRun, Linkage, Loc, MetaError, Mode, ModuleMeta,
-    PathMeta, PathStorage, Probe, ScopeIdx, ScopeMeta, SkippedFunction, SourceFn, SourceFnIdx,
-    SourceMeta, StoredKind, WCallee, WtraceMeta,
+    IpathArray, IpathCall, IpathFunction, IpathMeta, LineRun, Linkage, Loc, MetaError, Mode,
+    ModuleMeta, PathMeta, PathStorage, Probe, ScopeIdx, ScopeMeta, SkippedFunction, SourceFn,
+    SourceFnIdx, SourceMeta, StoredKind, WCallee, WtraceMeta,
 };
 pub use validate::{InvalidMeta, Problem};

@@ -31,7 +31,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// [`ModuleMeta::source_fns`].
 /// 7: [`FunctionMeta::wtrace`] (trace mode: call sites and witnesses) and [`ModuleMeta::ipath`]
 /// (the interprocedural path modes).
-pub const META_VERSION: u32 = 7;
+/// 8: [`IpathFunction::array`] (interprocedural paths counted in the counter array).
+pub const META_VERSION: u32 = 8;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -498,6 +499,53 @@ pub struct IpathFunction {
     pub calls: Vec<IpathCall>,
     /// Cut edges given to the numbering (besides those it makes itself).
     pub cuts: Vec<EdgeIdx>,
+    /// Its own paths (those starting at its edges out of `Entry_global`) counted in the
+    /// module's counter array rather than the set's hash table, when it may be a root and has
+    /// few of them, like path mode.
+    pub array: Option<IpathArray>,
+}
+
+/// The paths a function of an interprocedural set counts in the module's counter array:
+/// counter `counter_base + i` of the function ([`FunctionMeta::counter_base`]; its
+/// [`FunctionMeta::counters`] are empty) counts path `first + i`, for `i < len`: the paths
+/// starting at its own edges out of `Entry_global`
+/// (`tally_graph::ipaths::IpNumbering::own_paths`). An isolated function (no direct call in or
+/// out) counts all of them there; any other one counts there those it counts itself, while its
+/// direct callees (and abandoned frames) count theirs in the hash table: a path's count is the
+/// sum of its array counter and its table entries.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct IpathArray {
+    /// The number of the path counter 0 counts.
+    pub first: u64,
+    /// How many counters.
+    pub len: u32,
+}
+
+impl IpathMeta {
+    /// The counts kept in counter arrays ([`IpathFunction::array`]), nonzero ones only, by
+    /// number within each array (to be added to the table's entries for the same paths); `counters` is the module's counter array and
+    /// `functions` its [`ModuleMeta::functions`] (validated metadata: every array lies inside
+    /// the counters; a shorter array, e.g. of a damaged profile, gives what it holds).
+    pub fn array_counts<'a>(
+        &'a self,
+        functions: &'a [FunctionMeta],
+        counters: &'a [u64],
+    ) -> impl Iterator<Item = (u128, u64)> + 'a {
+        self.functions.iter().flat_map(move |f| {
+            let (base, a) = match (functions.get(f.function as usize), f.array) {
+                (Some(fm), Some(a)) => (fm.counter_base.index(), a),
+                _ => (0, IpathArray { first: 0, len: 0 }),
+            };
+            let end = base.saturating_add(a.len as usize).min(counters.len());
+            counters
+                .get(base..end)
+                .unwrap_or(&[])
+                .iter()
+                .enumerate()
+                .filter(|&(_, &c)| c > 0)
+                .map(move |(i, &c)| (u128::from(a.first) + i as u128, c))
+        })
+    }
 }
 
 impl IpathFunction {

@@ -153,7 +153,7 @@ pub const MODES: &[ModeSpec] = &[
         help: "interprocedural path profiling (context paths across the calls of a file)",
         counters: "interprocedural path profiling (Melski & Reps 1998, context paths): paths across calls between the functions of a file, counted with their calling context",
         usage: "`tally paths`: interprocedural paths across functions; `tally report`: counts derived from paths",
-        placement: "paper 004 §5 (`tally-graph::ipaths`, `tally-llvm::modes::ipath`): per file, the set: every function whose edges can all carry code, those that may end early included (frames abandoned by exit, longjmp or an exception count their path's prefix, §9.2); register and `nvc` as allocas, `reg += a*nvc + b` on edges, a per-thread handshake (`__tally_ipath_*` TLS) at direct calls of static functions, one hashed path table per file; other functions get edge counters",
+        placement: "paper 004 §5 (`tally-graph::ipaths`, `tally-llvm::modes::ipath`): per file, the set: every function whose edges can all carry code, those that may end early included (frames abandoned by exit, longjmp or an exception count their path's prefix, §9.2); register and `nvc` as allocas, `reg += a*nvc + b` on edges, a per-thread handshake (`__tally_ipath_*` TLS) at direct calls of static functions, one hashed path table per file (the own paths of roots with few: counter arrays); other functions get edge counters",
         recovery: "the numbering rebuilt from the stored call sites and checked by fingerprint; paths regenerated, block and edge counts derived from them",
         weighs: false,
         promotes: false,

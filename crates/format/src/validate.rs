@@ -26,6 +26,8 @@
 //!   source function in the module's table and call location in the file table; every line
 //!   run's scope a scope, its line not 0 and its file listed; every branch with at least two
 //!   outcome edges that exist, all leaving one block, its scope a scope and its file listed;
+//! - interprocedural path arrays: each in a function of the module without probes of its own,
+//!   inside the counter array (and in the overlap check), its paths below the set's total;
 //! - the module: `event_kind` present exactly in events modules.
 //!
 //! Every failure is an [`InvalidMeta`]: the module's source file, the function, and what is
@@ -103,6 +105,12 @@ pub enum Problem {
         end: u64,
         /// The module's counters.
         num_counters: u32,
+    },
+    /// An interprocedural path array ([`IpathArray`](crate::IpathArray)) that cannot be read.
+    #[error("its interprocedural path array {why}")]
+    IpathArray {
+        /// What is wrong.
+        why: String,
     },
     /// Two functions share counters.
     #[error("counters {base}..c{end} overlap those of function {}", Escaped(other))]
@@ -321,15 +329,18 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
             problem,
         })?;
     }
+    let arrays = ipath_arrays(m)?;
     // No two functions share a counter: sort the non-empty ranges and compare neighbours.
     let mut ranges: Vec<(u64, u64, &str)> = m
         .functions
         .iter()
-        .filter(|f| !f.counters.is_empty())
-        .map(|f| {
+        .enumerate()
+        .map(|(i, f)| {
             let base = u64::from(f.counter_base.0);
-            (base, base + f.counters.len() as u64, f.name.as_str())
+            let len = f.counters.len() as u64 + arrays.get(&i).copied().unwrap_or(0);
+            (base, base + len, f.name.as_str())
         })
+        .filter(|r| r.1 > r.0)
         .collect();
     ranges.sort_unstable();
     for w in ranges.windows(2) {
@@ -347,6 +358,45 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
         }
     }
     Ok(())
+}
+
+/// The interprocedural path arrays (`IpathFunction::array`): each names a function of the
+/// module that has no probes of its own, lies inside the counter array and counts paths that
+/// exist. Gives the array length per module function index.
+fn ipath_arrays(m: &ModuleMeta) -> Result<std::collections::HashMap<usize, u64>, InvalidMeta> {
+    let mut out = std::collections::HashMap::new();
+    let Some(ip) = &m.ipath else {
+        return Ok(out);
+    };
+    for f in &ip.functions {
+        let Some(a) = f.array else { continue };
+        let fm = m.functions.get(f.function as usize);
+        let err = |why: String| InvalidMeta {
+            module: m.source.clone(),
+            function: fm.map(|fm| fm.name.clone()),
+            problem: Problem::IpathArray { why },
+        };
+        let Some(fm) = fm else {
+            return Err(err(format!(
+                "names function #{}, which the module lacks",
+                f.function
+            )));
+        };
+        let end = u64::from(fm.counter_base.0) + u64::from(a.len);
+        let why = if !fm.counters.is_empty() {
+            format!("is given although it has {} counters", fm.counters.len())
+        } else if end > u64::from(m.num_counters) {
+            format!("runs past the module's {} counters", m.num_counters)
+        } else if u128::from(a.first) + u128::from(a.len) > ip.total {
+            format!("counts paths beyond the set's {}", ip.total)
+        } else if out.insert(f.function as usize, u64::from(a.len)).is_some() {
+            "is given twice".to_string()
+        } else {
+            continue;
+        };
+        return Err(err(why));
+    }
+    Ok(out)
 }
 
 /// Checks one function.

@@ -144,6 +144,34 @@ fn check_dense(num: &IpNumbering, rng: &mut Rng) -> Result<(), TestCaseError> {
         }
     }
     prop_assert!(num.regenerate(num.total()).is_err());
+    check_own_paths(num)
+}
+
+/// `own_paths` cuts `0 .. total` into consecutive ranges, one per function (some empty), and a
+/// path starts at the function whose range holds its number (its first edge leaves
+/// `Entry_global` for that function's `Entry` or `GEntry`): what array storage of an isolated
+/// function's paths relies on.
+fn check_own_paths(num: &IpNumbering) -> Result<(), TestCaseError> {
+    let mut next = 0u128;
+    for f in num.graph().functions() {
+        let r = num.own_paths(f);
+        if r.is_empty() {
+            continue;
+        }
+        prop_assert_eq!(r.start, next, "{:?}: ranges are consecutive", f);
+        next = r.end;
+        for n in [r.start, r.start + (r.end - r.start) / 2, r.end - 1] {
+            let first = num.regenerate(n).unwrap()[0];
+            prop_assert!(
+                matches!(first, SEdge::RootEntry(g) | SEdge::PieceEntry(g) if g == f),
+                "path {} of {:?}'s range starts with {:?}",
+                n,
+                f,
+                first
+            );
+        }
+    }
+    prop_assert_eq!(next, num.total());
     Ok(())
 }
 

@@ -375,7 +375,18 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
                 .get(owner)
                 .and_then(|f| f.paths.as_ref())
                 .ok_or_else(|| meta_err("the path table's owner has no paths".into()))?;
-            let pp = path_profile(pm, &[], &m.paths, owner);
+            let mut pp = path_profile(pm, &[], &m.paths, owner);
+            // Paths counted in counter arrays; a path may have counts in both: they add up.
+            pp.counts
+                .extend(ip.array_counts(&meta.functions, &m.counters));
+            pp.counts.sort_unstable();
+            pp.counts.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = kept.1.saturating_add(later.1);
+                }
+                same
+            });
             match modes::ipath::solve_module(meta, ip, &pp.counts, pp.lost) {
                 Ok(solved) => {
                     for (fi, s) in solved.functions {

@@ -359,7 +359,8 @@ pub fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
     }
 }
 
-/// The path counts of a module's set (its table owner's entries), by number.
+/// The path counts of a module's set (its table owner's entries and the isolated functions'
+/// arrays), by number.
 fn module_counts(m: &tally_format::profile::ProfileModule) -> BTreeMap<u128, u64> {
     let ip = m.meta.ipath.as_ref().expect("a module with a set");
     let mut counts = BTreeMap::new();
@@ -369,6 +370,9 @@ fn module_counts(m: &tally_format::profile::ProfileModule) -> BTreeMap<u128, u64
             continue;
         }
         *counts.entry(u128::from(e.path)).or_insert(0u64) += e.count;
+    }
+    for (number, count) in ip.array_counts(&m.meta.functions, &m.counters) {
+        *counts.entry(number).or_insert(0u64) += count;
     }
     counts
 }

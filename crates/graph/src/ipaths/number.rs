@@ -492,6 +492,27 @@ impl IpNumbering {
     pub fn piece_value(&self, f: FnId) -> Option<u128> {
         self.piece_value[f.index()]
     }
+    /// The numbers of the paths that start at `f`'s own edges out of `Entry_global`
+    /// (`Entry_global -> Entry_f`, piecewise also `Entry_global -> GEntry_f`), one range:
+    /// `Entry_global`'s edges are ordered function by function, and each function's root edge
+    /// directly precedes its piecewise one. Empty when `f` has neither. A function that makes
+    /// and receives no direct call (an *isolated* one) counts exactly these paths, and no other
+    /// function counts any of them: its paths never leave it, and it is always entered as a
+    /// root (or after a restart, `GEntry_f`), so such a function can count `p - start` in an
+    /// array of `end - start` counters instead of a hash table.
+    pub fn own_paths(&self, f: FnId) -> std::ops::Range<u128> {
+        let i = f.index();
+        let root = self.root_value[i].map(|v| (v, self.psi_entry[i].eval(1)));
+        let piece = self.piece_value[i].map(|v| (v, self.psi_gentry[i].eval(self.nurl[i])));
+        let start = root.or(piece).map_or(0, |(v, _)| v);
+        let end = [root, piece]
+            .into_iter()
+            .flatten()
+            .map(|(v, n)| v + n.unwrap_or(0))
+            .max()
+            .unwrap_or(start);
+        start..end
+    }
     /// The value of `Exit_f -> Exit_global` reached with no open call (piecewise, eq. (35)).
     pub fn root_exit_value(&self, f: FnId) -> u128 {
         self.root_exit_value[f.index()]

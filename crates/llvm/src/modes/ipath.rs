@@ -28,8 +28,13 @@
 //! piecewise, `open += 1`; after the call reload `reg`, clear the handshake and, piecewise,
 //! apply the unmatched-return adjustment. Summary calls clear the handshake. Returns pass `reg`
 //! back to the caller, or (functions that may be roots) run `__tally_ipath_ret`'s code inline:
-//! a root restores its interrupted path and counts its own with the inline probe. All counts go to one hashed path table per
-//! module (path mode's home table and `__tally_path_count`), owned by the set's first function.
+//! a root restores its interrupted path and counts its own with the inline probe. Counts go to one hashed path table per
+//! module (path mode's home table and `__tally_path_count`), owned by the set's first function,
+//! except an isolated function's (below) when it has at most path mode's `ARRAY_PATHS` paths:
+//! they are the range `IpNumbering::own_paths` (its own `Entry_global` edges; no other
+//! function counts them), counted as `counters[counter_base + p - first] += 1` like path mode's
+//! small functions, its abandoned-frame sites pointing at that counter
+//! (`tally_format::IpathArray` in the metadata; the reader merges them with the table).
 //!
 //! Two cheaper cases, same numbers: a function that is never a root (only called directly)
 //! takes every handshake without comparing a name, and its callers store none (only `nvc` and
@@ -68,7 +73,7 @@ use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
 use std::collections::HashMap;
-use tally_format::{abi, IpathCall, IpathFunction, IpathMeta, PathMeta, PathStorage};
+use tally_format::{abi, IpathArray, IpathCall, IpathFunction, IpathMeta, PathMeta, PathStorage};
 use tally_graph::ipaths::{CallAction, EdgeAction, FnId, FunctionPlan, IpNumbering, Lin, Mode};
 use tally_graph::{EdgeId, NodeId};
 
@@ -229,6 +234,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
             from_outside,
             calls,
             cuts: Vec::new(),
+            array: None,
         };
         functions.push(f.to_function(l.cfg.clone()));
         ip_functions.push(f);
@@ -269,6 +275,20 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
     }
     let linked = linked(&plans);
     let can_be_root: Vec<bool> = plans.iter().map(|p| p.entry.root_value.is_some()).collect();
+    // Functions that may be roots and have few paths of their own (path mode's threshold)
+    // count those in the counter array: the range of their own root (and `GEntry`) edges. An
+    // isolated function counts no other path; any other one checks the range first (its
+    // activations under another root, and its callees under it, count in the table).
+    for (k, f) in ip_functions.iter_mut().enumerate() {
+        let r = num.own_paths(FnId::new(k));
+        let len = r.end - r.start;
+        if can_be_root[k] && len > 0 && len <= super::path::ARRAY_PATHS {
+            f.array = Some(IpathArray {
+                first: r.start as u64,
+                len: len as u32,
+            });
+        }
+    }
     for ((k, &i), plan) in members.iter().enumerate().zip(plans) {
         let callees = ip_functions[k]
             .calls
@@ -301,6 +321,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
                     numbering: num.fingerprint(),
                 }),
                 isolated: !linked[k],
+                array: ip_functions[k].array,
             }),
         ));
     }
@@ -351,11 +372,14 @@ struct IpathPlan {
     /// root, so its code is path mode's (constant entry, no handshake, no thread-local), with
     /// the same numbers.
     isolated: bool,
+    /// An isolated function's paths counted in the counter array (at the function's counter
+    /// base) instead of the hash table.
+    array: Option<IpathArray>,
 }
 
 impl FnPlan for IpathPlan {
     fn num_counters(&self) -> usize {
-        0
+        self.array.map_or(0, |a| a.len as usize)
     }
     fn num_tables(&self) -> usize {
         usize::from(self.path_meta.is_some())
@@ -430,6 +454,13 @@ struct Ip<'a, 'b> {
     can_be_root: bool,
     /// No direct call in or out (after demotion): [`IpathPlan::isolated`].
     isolated: Option<Isolated>,
+    /// Array storage of an isolated function ([`IpathPlan::array`]): path `p` is counter
+    /// `p + offset` of the module (`offset` = the function's counter base − the array's first
+    /// path, modulo 2^64).
+    array_offset: Option<u64>,
+    /// Array storage of any other function: `(first, len, address of its first counter)`;
+    /// a path in `[first, first + len)` goes there, others to the table.
+    array_checked: Option<(u64, u64, LLVMValueRef)>,
     piecewise: bool,
 }
 
@@ -501,8 +532,35 @@ impl Ip<'_, '_> {
         let v = self.add(self.load(self.s.reg), self.lin(l, nvc));
         self.store(v, self.s.reg);
     }
+    /// The address of path `p`'s counter (array storage).
+    fn counter_of(&self, p: LLVMValueRef, offset: u64) -> LLVMValueRef {
+        let em = self.em;
+        let e = cname("");
+        unsafe {
+            let i = c::LLVMBuildAdd(em.b, p, em.i64c(offset), e.as_ptr());
+            let mut idx = [i];
+            c::LLVMBuildInBoundsGEP2(
+                em.b,
+                em.g.i64t,
+                em.g.counters,
+                idx.as_mut_ptr(),
+                1,
+                e.as_ptr(),
+            )
+        }
+    }
     fn count(&self, p: LLVMValueRef, near: Val) {
         let em = self.em;
+        if let Some(offset) = self.array_offset {
+            em.add_to(self.counter_of(p, offset), em.i64c(1));
+            return;
+        }
+        if let Some((first, len, arr)) = self.array_checked {
+            let f = ipath_count_fn(em.g);
+            let mut args = [self.table, self.home, p, arr, em.i64c(first), em.i64c(len)];
+            em.call(f, &mut args, near);
+            return;
+        }
         match em.g.path_probe {
             Some(f) => em.call(f, &mut [self.table, self.home, p], near),
             None => em.call(em.g.path_count, &mut [self.table, p], near),
@@ -657,6 +715,79 @@ impl Ip<'_, '_> {
     }
 }
 
+/// `internal void tally.ipath.count(ptr table, ptr home, i64 p, ptr arr, i64 first, i64 len)`
+/// (always inlined, defined once per module): `arr[p - first] += 1` when `p - first < len`
+/// (the function's own paths, array storage), else the table's count (the inline home-table
+/// probe, or `__tally_path_count` with `--tally-atomic`).
+fn ipath_count_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    unsafe {
+        let ctx = g.ctx;
+        let (i64t, ptrt) = (g.i64t, g.ptrt);
+        let voidt = c::LLVMVoidTypeInContext(ctx);
+        let mut params = [ptrt, ptrt, i64t, ptrt, i64t, i64t];
+        let ty = c::LLVMFunctionType(voidt, params.as_mut_ptr(), params.len() as u32, 0);
+        let name = cname("tally.ipath.count");
+        let existing = c::LLVMGetNamedFunction(g.module, name.as_ptr());
+        if !existing.is_null() {
+            return (existing, ty);
+        }
+        let f = c::LLVMAddFunction(g.module, name.as_ptr(), ty);
+        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+        for a in ["alwaysinline", "nounwind"] {
+            let k = ir::attr_kind(a);
+            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+        }
+        let arg = |i| c::LLVMGetParam(f, i);
+        let (table, home, p, arr, first, len) = (arg(0), arg(1), arg(2), arg(3), arg(4), arg(5));
+        let n = cname("");
+        let bb = |s: &str| {
+            let s = cname(s);
+            c::LLVMAppendBasicBlockInContext(ctx, f, s.as_ptr())
+        };
+        let (entry, own, other) = (bb("entry"), bb("own"), bb("table"));
+        let b = c::LLVMCreateBuilderInContext(ctx);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let d = c::LLVMBuildSub(b, p, first, n.as_ptr());
+        let inside = c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntULT, d, len, n.as_ptr());
+        c::LLVMBuildCondBr(b, inside, own, other);
+        c::LLVMPositionBuilderAtEnd(b, own);
+        let mut idx = [d];
+        let ptr = c::LLVMBuildInBoundsGEP2(b, i64t, arr, idx.as_mut_ptr(), 1, n.as_ptr());
+        let one = c::LLVMConstInt(i64t, 1, 0);
+        if g.atomic {
+            c::LLVMBuildAtomicRMW(
+                b,
+                llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd,
+                ptr,
+                one,
+                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            );
+        } else {
+            let v = c::LLVMBuildLoad2(b, i64t, ptr, n.as_ptr());
+            let v = c::LLVMBuildAdd(b, v, one, n.as_ptr());
+            c::LLVMBuildStore(b, v, ptr);
+        }
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, other);
+        match g.path_probe {
+            Some(pf) => {
+                let mut a = [table, home, p];
+                c::LLVMBuildCall2(b, pf.1, pf.0, a.as_mut_ptr(), 3, n.as_ptr());
+            }
+            None => {
+                let mut a = [table, p];
+                let pc = g.path_count;
+                c::LLVMBuildCall2(b, pc.1, pc.0, a.as_mut_ptr(), 2, n.as_ptr());
+            }
+        }
+        c::LLVMBuildRetVoid(b);
+        c::LLVMDisposeBuilder(b);
+        (f, ty)
+    }
+}
+
 /// The first instruction of `bb` that is neither a phi nor a landingpad.
 fn first_non_phi(bb: ir::Bb) -> Val {
     let mut v = bb.first().expect("blocks have a terminator");
@@ -729,6 +860,14 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         root_exit: p.plan.entry.root_exit_value,
         can_be_root: p.plan.entry.root_value.is_some(),
         isolated,
+        array_offset: p
+            .array
+            .filter(|_| isolated.is_some())
+            .map(|a| cx.base.wrapping_sub(a.first)),
+        array_checked: p
+            .array
+            .filter(|_| isolated.is_none())
+            .map(|a| (a.first, u64::from(a.len), em.counter_ptr(cx.base))),
         piecewise: p.piecewise,
     };
 
@@ -792,6 +931,12 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
                     // The path that ends if the activation is abandoned in this call.
                     let nvc = ip.nvc();
                     let v = ip.add(ip.load(ip.s.reg), ip.lin(l, nvc));
+                    if let Some(offset) = ip.array_offset {
+                        // Its counter, as path mode's array sites.
+                        c::LLVMBuildStore(b, ip.counter_of(v, offset), em.field(r.rec, 1));
+                        save_open_around(p, &ip, &em, call, isolated.is_some());
+                        continue;
+                    }
                     let f1 = c::LLVMBuildStructGEP2(b, r.site_ty, r.site, 1, empty.as_ptr());
                     ip.store(v, f1);
                     let one = em.i64c(1);
