@@ -124,7 +124,7 @@ pub struct Options {
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-trace-registers", value_name = "on|off", num_args = 0..=1,
-            require_equals = true, default_value = "on", default_missing_value = "on",
+            require_equals = true, default_value = "off", default_missing_value = "on",
             action = clap::ArgAction::Set,
             value_parser = on_off(),
             help = "Trace mode: keep the bit accumulator in registers between calls (faster;                     a crash loses the interrupted function's records since its last call)")
