@@ -24,23 +24,38 @@ fn counted_loops_before_a_throw_o2() {
 
 /// The SESE choices compared with the oracle: the profitability test (`on`), every candidate
 /// with an affine variable preferred (`all`), every candidate with a trip count preferred
-/// (`trips`).
-const CHOICES: [Variant; 3] = [
+/// (`trips`), in `edge` mode and in `vertex` mode (block counts, and the edges it determines).
+const CHOICES: [Variant; 6] = [
     Variant::Tally("edge-sese"),
     Variant::Tally("edge-sese-all"),
     Variant::Tally("edge-sese-trips"),
+    Variant::Tally("vertex-sese"),
+    Variant::Tally("vertex-sese-all"),
+    Variant::Tally("vertex-sese-trips"),
 ];
 
 /// The SESE counters a `--tally-sese=<choice>` build of `src` uses, how many of them are trip
 /// counts and how many affine variables only ScalarEvolution found (from `--tally-verbose`).
 fn sese_used(src: &Path, opt: &str, choice: &str, dir: &Path) -> (usize, usize, usize) {
+    sese_used_in("edge", src, opt, choice, dir)
+}
+
+/// [`sese_used`] in `mode`.
+fn sese_used_in(
+    mode: &str,
+    src: &Path,
+    opt: &str,
+    choice: &str,
+    dir: &Path,
+) -> (usize, usize, usize) {
     let o = Command::new(tally())
-        .args(["cc", "--tally-mode=edge", "--tally-verbose"])
+        .args(["cc", "--tally-verbose"])
+        .arg(format!("--tally-mode={mode}"))
         .arg(format!("--tally-sese={choice}"))
         .args([opt, "-g", "-c"])
         .arg(src)
         .arg("-o")
-        .arg(dir.join(format!("used-{choice}.o")))
+        .arg(dir.join(format!("used-{mode}-{choice}.o")))
         .current_dir(dir)
         .output()
         .expect("run tally cc");
@@ -112,7 +127,11 @@ fn check_choices_of(
             report.as_ref().unwrap(),
             "edges-naive",
             naive,
-            true,
+            if name.starts_with("vertex") {
+                Edges::DeterminedInFirst
+            } else {
+                Edges::All
+            },
         );
         assert!(nf >= 2 && executed >= 8, "{what}: too little compared");
     }
@@ -133,6 +152,14 @@ fn trip_counts_equal_the_oracle_o2_o0() {
     );
     let (_, none, _) = sese_used(&src, "-O2", "all", &dir);
     assert_eq!(none, 0, "`all` prefers affine variables");
+    // Vertex mode uses them too (else its variants below would test nothing new).
+    let (vused, vtrips, _) = sese_used_in("vertex", &src, "-O2", "trips", &dir);
+    assert!(
+        vtrips >= 8 && vused >= vtrips,
+        "vertex: {vused} SESE counters, {vtrips} trip counts"
+    );
+    let (vused, vtrips, _) = sese_used_in("vertex", &src, "-O2", "all", &dir);
+    assert!(vused >= 8 && vtrips == 0, "vertex: {vused} SESE counters");
     check_choices(&src, 0, "-O2");
     check_choices(&src, 0, "-O0");
 }

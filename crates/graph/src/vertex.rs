@@ -17,6 +17,7 @@ use crate::cfg::{Cfg, EdgeKind};
 use crate::ids::{EdgeId, IdVec, NodeId};
 use crate::mst::{max_spanning_tree, SpanningTree, TreeClass};
 use crate::propagate::{propagate_signed, FlowError};
+use crate::sese::{place_edge_counters_sese, SeseCounter};
 use std::collections::VecDeque;
 
 /// A Vprof(Ecnt) placement.
@@ -125,6 +126,18 @@ pub fn place_vertex_counters(
             TreeClass::Weighted(weights[e])
         }
     });
+    drop_chords(cfg, weights, tree, |_| false)
+}
+
+/// Fig. 11's loop over the chords of `tree`: in decreasing weight, drop the counter of a chord
+/// whose fundamental cycle is pipeless and vertex-disjoint from the cycles dropped before.
+/// Chords for which `keep` holds are never dropped (they are counted some other way).
+fn drop_chords(
+    cfg: &Cfg,
+    weights: &IdVec<EdgeId, f64>,
+    tree: SpanningTree,
+    keep: impl Fn(EdgeId) -> bool,
+) -> VertexPlacement {
     let mut chords: Vec<EdgeId> = tree.chords().collect();
     // Decreasing weight; ties by id for determinism.
     chords.sort_by(|&a, &b| {
@@ -140,6 +153,7 @@ pub fn place_vertex_counters(
         let kind = cfg.edge(c).kind;
         if matches!(kind, EdgeKind::EarlyExit | EdgeKind::Reentry)
             || tree.failed_forced.contains(&c)
+            || keep(c)
         {
             continue;
         }
@@ -167,6 +181,59 @@ pub fn place_vertex_counters(
         counted,
         dropped,
         undetermined,
+    }
+}
+
+/// A Vprof(Ecnt) placement in which some chords are free: their counts come from SESE counters
+/// (paper 003) whose values are added at their loops' exits.
+///
+/// Exactness: Fig. 8 only asks the counts of the non-dropped chords to be known when counts are
+/// read; how a chord's count is obtained does not matter. A free chord is a chord of the same
+/// tree, never on another chord's fundamental cycle (those hold one chord and tree edges), and
+/// is never dropped itself, so the dropped cycles are exactly those of
+/// [`place_vertex_counters`] run on that tree, and every block count is exact once each SESE
+/// value has been added (when the loop is left, or when the frame is abandoned inside it, under
+/// the rules of [`crate::sese`]). Dropping a free chord would be exact too (Fig. 11 does not
+/// care how a chord is counted), but its SESE value would then be computed for nothing and its
+/// cycle's vertices blocked for other drops; keeping it is the simple choice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VertexSesePlacement {
+    /// The placement; `counted` includes the free chords.
+    pub vertex: VertexPlacement,
+    /// `(edge, counter)`: the free chords and the index of the counter giving each one's count.
+    pub free: Vec<(EdgeId, usize)>,
+    /// Indices of counters not used (see [`crate::sese::SesePlacement::unused`]).
+    pub unused: Vec<usize>,
+}
+
+impl VertexSesePlacement {
+    /// The counted chords that carry an increment (or are counted by the runtime), in id order.
+    pub fn incremented(&self) -> impl Iterator<Item = EdgeId> + '_ {
+        self.vertex
+            .counted
+            .iter()
+            .copied()
+            .filter(|e| !self.free.iter().any(|&(f, _)| f == *e))
+    }
+}
+
+/// [`place_vertex_counters`] with the measured edges of `counters` made free chords: the tree of
+/// [`crate::sese::place_edge_counters_sese`], then Fig. 11 over its chords, free ones kept.
+pub fn place_vertex_counters_sese(
+    cfg: &Cfg,
+    weights: &IdVec<EdgeId, f64>,
+    unsplittable: impl Fn(EdgeId) -> bool,
+    counters: &[SeseCounter],
+) -> VertexSesePlacement {
+    let p = place_edge_counters_sese(cfg, weights, unsplittable, counters);
+    let free = p.free;
+    let vertex = drop_chords(cfg, weights, p.placement.tree, |e| {
+        free.iter().any(|&(f, _)| f == e)
+    });
+    VertexSesePlacement {
+        vertex,
+        free,
+        unused: p.unused,
     }
 }
 

@@ -89,7 +89,7 @@ pub struct Options {
                     loop exits (not with --tally-atomic)")
     )]
     pub promote: bool,
-    /// Edge mode: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
+    /// Edge and vertex modes: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
     /// loop's induction variable or trip count gives one edge's count at the loop's exits
     /// instead of a counter incremented every iteration, where a profitability test says it
     /// pays. On by default (docs/sese.md; `--tally-sese=off` turns it off).
@@ -99,7 +99,7 @@ pub struct Options {
             require_equals = true, default_value = "on", default_missing_value = "on",
             action = clap::ArgAction::Set,
             value_parser = sese_choice(),
-            help = "Edge mode: in counted loops, derive an edge's count from the induction \
+            help = "Edge and vertex modes: in counted loops, derive an edge's count from the induction \
                     variable or the trip count at the loop's exits instead of counting every \
                     iteration")
     )]
@@ -228,7 +228,7 @@ impl Default for Options {
 /// (`incq counter(%rip)`) and so is the jump, but the increment is a read-modify-write.
 pub const DEFAULT_JUMP_COST: f64 = 0.5;
 
-/// Edge mode's SESE counters (`--tally-sese`, [`sese`](mod@crate::sese)).
+/// Edge and vertex modes' SESE counters (`--tally-sese`, [`sese`](mod@crate::sese)).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Sese {
     /// None (`off`).

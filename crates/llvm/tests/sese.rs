@@ -15,6 +15,11 @@ int twelve(int n) { int s = 0; for (int i = 0; i < n; i += 12) s ^= i * i; retur
 /// The text IR of function `name` instrumented in edge mode (no promotion: a promoted counter
 /// would leave the loop body too, hiding what this test is about), and the module's statistics.
 fn instrumented(dir: &Path, sese: Sese, name: &str) -> (String, tally_llvm::Stats) {
+    instrumented_in(dir, Mode::Edge, sese, name)
+}
+
+/// [`instrumented`] in `mode`.
+fn instrumented_in(dir: &Path, mode: Mode, sese: Sese, name: &str) -> (String, tally_llvm::Stats) {
     let src = dir.join("z.c");
     std::fs::write(&src, SRC).unwrap();
     let bc = dir.join("z.bc");
@@ -30,7 +35,7 @@ fn instrumented(dir: &Path, sese: Sese, name: &str) -> (String, tally_llvm::Stat
     let out = tally_llvm::instrument(
         &std::fs::read(&bc).unwrap(),
         &tally_llvm::Options {
-            mode: Mode::Edge,
+            mode,
             source: "z.c".into(),
             promote: false,
             sese,
@@ -38,7 +43,7 @@ fn instrumented(dir: &Path, sese: Sese, name: &str) -> (String, tally_llvm::Stat
         },
     )
     .unwrap();
-    let inst = dir.join(format!("{sese:?}.bc"));
+    let inst = dir.join(format!("{mode:?}-{sese:?}.bc"));
     std::fs::write(&inst, &out.bitcode).unwrap();
     let dis = Command::new("llvm-dis-19")
         .arg(&inst)
@@ -146,6 +151,26 @@ fn counted_loop_has_no_increment_inside_and_one_add_at_the_exit() {
 
     // Without SESE counters the loop increments a counter (the test can fail).
     let (off, stats) = instrumented(dir.path(), Sese::Off, "zero");
+    assert_eq!(stats.sese_replaced, 0);
+    let b = blocks(&off);
+    let inside: usize = on_cycles(&b).iter().map(|k| counter_refs(&b[k].0)).sum();
+    assert!(inside > 0, "{off}");
+}
+
+/// Vertex mode takes the SESE counters too: with `all`, the counted loop of `zero` keeps no
+/// increment inside; with `off` it does (the test can fail).
+#[test]
+fn vertex_mode_counted_loop_has_no_increment_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let (on, stats) = instrumented_in(dir.path(), Mode::Vertex, Sese::All, "zero");
+    assert_eq!((stats.sese_candidates, stats.sese_replaced), (2, 2), "{on}");
+    let b = blocks(&on);
+    let cyc = on_cycles(&b);
+    assert!(!cyc.is_empty(), "the loop is still there:\n{on}");
+    let inside: usize = cyc.iter().map(|k| counter_refs(&b[k].0)).sum();
+    assert_eq!(inside, 0, "{on}");
+    assert_eq!(sese_adds(&b, &cyc).len(), 1, "{on}");
+    let (off, stats) = instrumented_in(dir.path(), Mode::Vertex, Sese::Off, "zero");
     assert_eq!(stats.sese_replaced, 0);
     let b = blocks(&off);
     let inside: usize = on_cycles(&b).iter().map(|k| counter_refs(&b[k].0)).sum();

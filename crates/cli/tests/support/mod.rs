@@ -188,13 +188,15 @@ pub const MODES: [Variant; 5] = [
 /// (`--tally-promote=off`; the default promotes them), and under LLVM's static frequency
 /// estimate instead of paper 000 §5's loop weighting (`--tally-weighting=estimate`), and with
 /// without the SESE counters of paper 003 (`--tally-sese=off`; `edge` has them by default):
-/// compared like `edge`, against the `edges-naive` oracle.
-pub const EARLY_EXIT_VARIANTS: [Variant; 5] = [
+/// compared like `edge`, against the `edges-naive` oracle. Last, `vertex` without SESE counters
+/// (`vertex-nosese`; `vertex` has them by default), compared like `vertex`.
+pub const EARLY_EXIT_VARIANTS: [Variant; 6] = [
     Variant::Tally("edge-record"),
     Variant::Tally("edge-derive"),
     Variant::Tally("edge-nopromote"),
     Variant::Tally("edge-estimate"),
     Variant::Tally("edge-nosese"),
+    Variant::Tally("vertex-nosese"),
 ];
 
 /// Which edges two reports must agree on.
@@ -215,6 +217,15 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
         Variant::Tally(mode) => {
             let mut c = Command::new(tally());
             c.arg(if cxx { "c++" } else { "cc" });
+            // `vertex-<sese choice>`: vertex mode with that `--tally-sese`.
+            if let Some(choice) = mode.strip_prefix("vertex-") {
+                let choice = match choice {
+                    "nosese" => "off",
+                    "sese" => "on",
+                    other => other.strip_prefix("sese-").unwrap_or(other),
+                };
+                c.args(["--tally-mode=vertex", &format!("--tally-sese={choice}")]);
+            }
             match mode.strip_prefix("edge-") {
                 Some(how @ ("record" | "derive")) => {
                     c.arg("--tally-mode=edge");
@@ -237,6 +248,7 @@ pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
                     c.arg("--tally-mode=edge");
                     c.arg(format!("--tally-sese={}", &choice["sese-".len()..]));
                 }
+                _ if mode.starts_with("vertex-") => {}
                 _ => {
                     c.arg(format!("--tally-mode={mode}"));
                 }
@@ -475,10 +487,17 @@ impl From<bool> for Edges {
 /// `edges-naive` oracle (blocks and edges) and the `blocks-naive` oracle (blocks); `vertex`
 /// against `blocks-naive` (blocks) and `edges-naive` (the edges it determines); the block and
 /// edge counts derived from the `path` profile against `edges-naive`; reports past those five
-/// are the [`EARLY_EXIT_VARIANTS`], each compared against `edges-naive` like `edge`.
+/// are the [`EARLY_EXIT_VARIANTS`], each compared against `edges-naive` like `edge` (or, for
+/// `vertex-*`, like `vertex`).
 pub fn compare_modes(what: &str, reports: &[Value]) -> (usize, usize) {
     for (v, r) in EARLY_EXIT_VARIANTS.iter().zip(reports.iter().skip(5)) {
-        assert_same_counts(what, v.name(), r, "edges-naive", &reports[1], Edges::All);
+        let edges = if v.name().starts_with("vertex") {
+            assert_same_counts(what, v.name(), r, "blocks-naive", &reports[2], Edges::None);
+            Edges::DeterminedInFirst
+        } else {
+            Edges::All
+        };
+        assert_same_counts(what, v.name(), r, "edges-naive", &reports[1], edges);
     }
     let (edge, naive, blocks, vertex, path) = (
         &reports[0],

@@ -6,6 +6,7 @@ use super::*;
 use crate::cfg::EdgeKind::*;
 use crate::placement::{place_edge_counters, place_edge_counters_exits_in_tree};
 use crate::testing::{cfg, random_cfg_with, GenConfig, Rng};
+use crate::vertex::{place_vertex_counters_sese, propagate_vertex};
 use crate::weight::heuristic_weights;
 use proptest::prelude::*;
 use std::collections::VecDeque;
@@ -499,6 +500,7 @@ struct Stats {
     nested: usize,
     exits_in_tree: usize,
     free_exits_in_tree: usize,
+    vertex_checks: usize,
 }
 
 /// One random case: a random graph (structured code or an arbitrary graph), counters on its usable loops (some invalid on purpose, to
@@ -604,6 +606,23 @@ fn check_seed(seed: u64) -> Stats {
         assert_eq!(only[k].measured, f);
     }
     stats.free += p.free.len();
+    // Vertex mode (record placement only): the same tree and free chords, Fig. 11 on top.
+    let vp = (!exits_in_tree).then(|| place_vertex_counters_sese(&g, &w, |_| false, &only));
+    if let Some(vp) = &vp {
+        assert_eq!(vp.free, p.free, "seed {seed}");
+        for &(f, _) in &vp.free {
+            assert!(
+                !vp.vertex.dropped.contains(&f),
+                "seed {seed}: free {f} dropped"
+            );
+        }
+        assert_eq!(
+            vp.incremented().count() + vp.free.len() + vp.vertex.dropped.len(),
+            plain.chords.len(),
+            "seed {seed}"
+        );
+        assert!(vp.incremented().all(|e| p.incremented().any(|x| x == e)));
+    }
 
     let calls = 1 + rng.below(6);
     let path = walk(&g, &mut rng, calls);
@@ -689,10 +708,40 @@ fn check_seed(seed: u64) -> Stats {
                 );
             } else {
                 assert_eq!(got.as_ref(), Ok(&truth), "seed {seed} at {pos}");
+                if let Some(vp) = &vp {
+                    check_vertex(&g, vp, &chord_values, &sese_values, &truth, seed);
+                    stats.vertex_checks +=
+                        usize::from(!vp.free.is_empty() && !vp.vertex.dropped.is_empty());
+                }
             }
         }
     }
     stats
+}
+
+/// Vertex mode's recovery (Fig. 8 with the free chords' SESE values): every block count equals
+/// the true one.
+fn check_vertex(
+    g: &Cfg,
+    vp: &crate::vertex::VertexSesePlacement,
+    chord_values: &IdVec<EdgeId, u64>,
+    sese_values: &[u64],
+    truth: &IdVec<EdgeId, u64>,
+    seed: u64,
+) {
+    let mut measured = IdVec::filled(g.num_edges(), None);
+    for e in vp.incremented() {
+        measured[e] = Some(chord_values[e]);
+    }
+    for &(f, k) in &vp.free {
+        measured[f] = Some(sese_values[k]);
+    }
+    let got = propagate_vertex(g, &measured, &vp.vertex.dropped, &vp.vertex.undetermined)
+        .unwrap_or_else(|err| panic!("seed {seed}: {err}"));
+    for node in g.nodes() {
+        let want: u64 = g.preds(node).iter().map(|&e| truth[e]).sum();
+        assert_eq!(got.blocks[node], want, "seed {seed}: block {node}");
+    }
 }
 
 proptest! {
@@ -721,6 +770,7 @@ fn random_cases_cover_the_patterns() {
         total.nested += s.nested;
         total.exits_in_tree += s.exits_in_tree;
         total.free_exits_in_tree += s.free_exits_in_tree;
+        total.vertex_checks += s.vertex_checks;
     }
     eprintln!("{total:?}");
     let want = [
@@ -745,6 +795,11 @@ fn random_cases_cover_the_patterns() {
             "early exits derived next to free chords",
             total.free_exits_in_tree,
             20,
+        ),
+        (
+            "vertex recoveries with free and dropped chords",
+            total.vertex_checks,
+            50,
         ),
     ];
     for (what, got, min) in want {

@@ -21,7 +21,7 @@ use crate::sites::{base_weights, direct_site, with_jumps};
 use tally_format::Probe;
 use tally_graph::placement::{place_edge_counters, place_edge_counters_exits_in_tree};
 use tally_graph::sese::{place_edge_counters_sese, place_edge_counters_sese_exits_in_tree};
-use tally_graph::{EdgeId, EdgeKind};
+use tally_graph::{Cfg, EdgeId, EdgeKind};
 
 pub(crate) struct Edge;
 
@@ -38,10 +38,10 @@ impl ModeImpl for Edge {
 
 /// An edge-mode plan: the counter plan, then one counter per SESE counter used (after the
 /// plan's), whose value is added at the loop's exits.
-struct EdgePlan {
-    counting: Counting,
-    sese: Vec<Candidate>,
-    stats: SeseStats,
+pub(super) struct EdgePlan {
+    pub(super) counting: Counting,
+    pub(super) sese: Vec<Candidate>,
+    pub(super) stats: SeseStats,
 }
 
 impl FnPlan for EdgePlan {
@@ -75,7 +75,7 @@ pub(crate) fn plan(cx: &PlanCx) -> Plan {
 }
 
 /// The edge-mode plan of one function, with the SESE counters it uses when `sese`.
-fn plan_with(cx: &PlanCx, sese: Sese) -> (Plan, Vec<Candidate>, SeseStats) {
+pub(super) fn plan_with(cx: &PlanCx, sese: Sese) -> (Plan, Vec<Candidate>, SeseStats) {
     let (l, opts) = (cx.l, cx.opts);
     let cfg = &l.cfg;
     let w = with_jumps(l, base_weights(l, cx.weights), opts.jump_cost);
@@ -83,9 +83,7 @@ fn plan_with(cx: &PlanCx, sese: Sese) -> (Plan, Vec<Candidate>, SeseStats) {
     let mut stats = SeseStats::default();
     let mut cands = Vec::new();
     if sese != Sese::Off {
-        // Counter promotion runs after instrumentation (`lib.rs`); SESE asks where it will.
-        let promotes = opts.promote && !opts.atomic && opts.mode.promotes();
-        (cands, stats) = sese::candidates(l, cx.weights, sese, promotes);
+        (cands, stats) = candidates(cx, sese);
     }
     let counters: Vec<_> = cands.iter().map(|c| c.counter.clone()).collect();
     // The record placement: chords, and the free ones with their candidate's index.
@@ -139,10 +137,31 @@ fn plan_with(cx: &PlanCx, sese: Sese) -> (Plan, Vec<Candidate>, SeseStats) {
         (chords, free, may_end_early)
     };
     let plan = Plan::for_edges(l, &measured, shadow && opts.shadow);
-    // A free edge into a block counted through tags is counted there already.
+    let used = used_candidates(cfg, &plan, &free, cands, &mut stats);
+    (plan, used, stats)
+}
+
+/// The SESE candidates of the function of `cx` under `sese` (not `Off`).
+pub(super) fn candidates(cx: &PlanCx, sese: Sese) -> (Vec<Candidate>, SeseStats) {
+    let opts = cx.opts;
+    // Counter promotion runs after instrumentation (`lib.rs`); SESE asks where it will.
+    let promotes = opts.promote && !opts.atomic && opts.mode.promotes();
+    sese::candidates(cx.l, cx.weights, sese, promotes)
+}
+
+/// The candidates a placement's free chords `(edge, index in cands)` use, in `free`'s order,
+/// with `stats` updated: a free edge into a block counted through tags is counted there
+/// already, so its candidate is dropped.
+pub(super) fn used_candidates(
+    cfg: &Cfg,
+    plan: &Plan,
+    free: &[(EdgeId, usize)],
+    cands: Vec<Candidate>,
+    stats: &mut SeseStats,
+) -> Vec<Candidate> {
     let mut used = Vec::new();
     let mut cands: Vec<Option<Candidate>> = cands.into_iter().map(Some).collect();
-    for (e, k) in free {
+    for &(e, k) in free {
         let tagged = plan.tag_targets.iter().any(|t| t.node == cfg.edge(e).dst);
         if !tagged {
             used.extend(cands[k].take());
@@ -151,5 +170,5 @@ fn plan_with(cx: &PlanCx, sese: Sese) -> (Plan, Vec<Candidate>, SeseStats) {
     stats.replaced = used.len();
     stats.replaced_trips = used.iter().filter(|c| c.is_trip_count()).count();
     stats.replaced_scev = used.iter().filter(|c| c.is_scev_affine()).count();
-    (plan, used, stats)
+    used
 }
