@@ -175,6 +175,20 @@ fn ipath_counts_equal_edges_naive_on_lua() {
 
 /// The thread-local symbols of the interprocedural protocol that function `name`'s code
 /// refers to, from `objdump -dr` of an object built with `-ffunction-sections`.
+/// `objdump -dr` of `src` compiled by tally in `mode` at -O2 with one section per function.
+fn object_dump(mode: &'static str, src: &str, dir: &Path) -> String {
+    let obj = dir.join("groups.o");
+    let args = ["-O2", "-g", "-c", "-ffunction-sections", src];
+    build(Variant::Tally(mode), false, &args, &obj, dir);
+    let o = std::process::Command::new("objdump")
+        .arg("-dr")
+        .arg(&obj)
+        .output()
+        .expect("run objdump");
+    assert!(o.status.success(), "objdump: {o:?}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 fn protocol_symbols(dump: &str, name: &str) -> Vec<String> {
     let head = format!("<{name}>:");
     let mut out = Vec::new();
@@ -212,16 +226,7 @@ fn ipath_isolated_functions_have_path_mode_code_and_exact_counts() {
             assert!(n >= 8, "groups.c{opt} {mode}: only {n} functions by paths");
         }
         let dir = scratch(&format!("ipaths-groups-obj-{mode}"));
-        let obj = dir.join("groups.o");
-        let args = ["-O2", "-g", "-c", "-ffunction-sections", s];
-        build(Variant::Tally(mode), false, &args, &obj, &dir);
-        let o = std::process::Command::new("objdump")
-            .arg("-dr")
-            .arg(&obj)
-            .output()
-            .expect("run objdump");
-        assert!(o.status.success(), "objdump: {o:?}");
-        let dump = String::from_utf8_lossy(&o.stdout);
+        let dump = object_dump(mode, s, &dir);
         let hand = vec!["__tally_ipath_hand_fn".to_string()];
         for f in [
             "iso_loop",
@@ -384,16 +389,7 @@ fn ipath_isolated_functions_count_in_the_counter_array() {
             );
         }
         // Machine code: no home-table probe or __tally_path_count in the isolated functions.
-        let obj = dir.join("groups.o");
-        let args = ["-O2", "-g", "-c", "-ffunction-sections", s];
-        build(Variant::Tally(mode), false, &args, &obj, &dir);
-        let o = std::process::Command::new("objdump")
-            .arg("-dr")
-            .arg(&obj)
-            .output()
-            .expect("run objdump");
-        assert!(o.status.success(), "objdump: {o:?}");
-        let dump = String::from_utf8_lossy(&o.stdout);
+        let dump = object_dump(mode, s, &dir);
         let refs = |name: &str| -> Vec<String> {
             let head = format!("<{name}>:");
             let mut inside = false;

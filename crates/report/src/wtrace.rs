@@ -242,6 +242,20 @@ struct Stream<'a> {
     enters: EnterCoder,
 }
 
+impl<'a> Stream<'a> {
+    /// The first `len` bits of `bytes`, read from the start with a fresh `Enter` coder.
+    fn new(bytes: &'a [u8], len: u64, names: &'a Names) -> Self {
+        Stream {
+            bytes,
+            len,
+            pos: 0,
+            ended: false,
+            names,
+            enters: EnterCoder::default(),
+        }
+    }
+}
+
 /// The functions an `Enter` record can name, by module slot and function index: looked up
 /// once per `Enter`, so by index where the slots are small (the runtime numbers them from 1).
 struct Names {
@@ -452,14 +466,7 @@ fn walk(
     let regen = Regenerator::new(&p.funcs);
     let mut stopped = Vec::new();
     for (thread, stream) in &trace.threads {
-        let mut src = Stream {
-            bytes: stream,
-            len: stream.len() as u64 * 8,
-            pos: 0,
-            ended: false,
-            names: &names,
-            enters: EnterCoder::default(),
-        };
+        let mut src = Stream::new(stream, stream.len() as u64 * 8, &names);
         let r = regen.run_visits(&mut src, |v| each(*thread, v));
         if let Err(e) = r {
             let why = match e {
@@ -843,15 +850,8 @@ fn walk_ring_thread(
             });
         }
         let (bytes, bits) = ring_stream(&rt.chunks);
-        let mut stream = Stream {
-            bytes: &bytes,
-            len: bits.min(bytes.len() as u64 * 8),
-            pos: 0,
-            ended: false,
-            names,
-            // (A flight recorder writes only the full code of `Enter`, which needs no state.)
-            enters: EnterCoder::default(),
-        };
+        // (A flight recorder writes only the full code of `Enter`, which needs no state.)
+        let mut stream = Stream::new(&bytes, bits.min(bytes.len() as u64 * 8), names);
         let mut src = Counting {
             src: &mut stream,
             steps: &steps,

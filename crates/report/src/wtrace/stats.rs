@@ -11,7 +11,6 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use tally_format::profile::Profile;
 use tally_format::trace::read_witness_trace;
-use tally_graph::witness::bits::EnterCoder;
 use tally_graph::witness::regen::{Expect, RecordSource, Regenerator, Visit};
 use tally_graph::witness::{Record, RegenError};
 use tally_graph::EdgeKind;
@@ -192,14 +191,7 @@ pub fn stats(bytes: &[u8], profile: &Profile, top: usize) -> Result<TraceStats, 
     let mut stopped = Vec::new();
     for (thread, stream) in &trace.threads {
         let mut src = Measured {
-            src: Stream {
-                bytes: stream,
-                len: stream.len() as u64 * 8,
-                pos: 0,
-                ended: false,
-                names: &names,
-                enters: EnterCoder::default(),
-            },
+            src: Stream::new(stream, stream.len() as u64 * 8, &names),
             tally: &tally,
             current: &current,
         };
