@@ -122,6 +122,67 @@ mod tests {
         assert_eq!(placement_cost(&p, &w), 4.5 + 4.5 + 1.0);
     }
 
+    /// Paper 000 §3.2 (after Knuth and Stevenson): under the exact counts of a run, the chords
+    /// of a maximum spanning tree execute the fewest increments of all spanning-tree
+    /// placements. Checked against every spanning tree of small random graphs (e0 in the
+    /// tree, early-exit and re-entry edges chords in both): the bound docs/sese.md's seventh
+    /// round measures with `edge-exact-nosese` and `tally placements`' `eprof-exact`.
+    #[test]
+    fn exact_weights_give_the_fewest_increments_of_all_spanning_trees() {
+        use crate::mst::UnionFind;
+        use crate::testing::random_run;
+        let mut checked = 0;
+        for seed in 0..400 {
+            let (g, counts) = random_run(seed, 6);
+            let w: IdVec<EdgeId, f64> =
+                IdVec::from_vec(counts.iter().map(|(_, &c)| c as f64).collect());
+            let p = place_edge_counters(&g, &w, |_| false);
+            let cost = |chords: &mut dyn Iterator<Item = EdgeId>| -> u64 {
+                chords.map(|e| counts[e]).sum()
+            };
+            let placed = cost(&mut p.chords.iter().copied());
+            // The edges a tree may hold (e0 is always in it, the others' kinds never are).
+            let free: Vec<EdgeId> = g
+                .edges()
+                .filter(|(e, x)| *e != g.entry_edge() && matches!(x.kind, Flow | Return))
+                .map(|(e, _)| e)
+                .collect();
+            if free.len() > 16 {
+                continue;
+            }
+            let mut best = u64::MAX;
+            for mask in 0u32..(1 << free.len()) {
+                let mut uf = UnionFind::new(g.num_nodes());
+                let e0 = g.edge(g.entry_edge());
+                uf.union(e0.src.index(), e0.dst.index());
+                let mut tree = vec![false; g.num_edges()];
+                tree[0] = true;
+                let mut acyclic = true;
+                for (i, &e) in free.iter().enumerate() {
+                    if mask & (1 << i) != 0 {
+                        let x = g.edge(e);
+                        acyclic &= uf.union(x.src.index(), x.dst.index());
+                        tree[e.index()] = true;
+                    }
+                }
+                // An acyclic set as large as Kruskal's maximal forest spans every component.
+                if acyclic && tree.iter().filter(|&&t| t).count() == p.tree.tree_edges().count() {
+                    let mut chords = g.edges().map(|(e, _)| e).filter(|e| !tree[e.index()]);
+                    best = best.min(cost(&mut chords));
+                }
+            }
+            assert_eq!(
+                placed, best,
+                "seed {seed}: max spanning tree chords {placed}, best tree {best}"
+            );
+            checked += 1;
+        }
+        assert!(
+            checked > 100,
+            "only {checked} graphs small enough to enumerate"
+        );
+    }
+
     #[test]
     fn unsplittable_edge_stays_uncounted() {
         let g = cfg(2, &[(0, 1, Flow), (0, 1, Flow), (1, 2, Return)]);
