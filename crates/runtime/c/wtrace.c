@@ -175,32 +175,42 @@ static inline void wt_rc_shift_low(struct wt_rc *c) {
     c->low = (c->low & 0x00ffffffu) << 8;
 }
 
-/* Codes n raw bytes (the caller checked the room: at most 2 coded bytes per bit). */
+/* Codes n raw bytes (the caller checked the room: at most 2 coded bytes per bit). The coder's
+ * state is kept in locals (the output buffer's char stores would otherwise force it back to
+ * memory after every bit). */
 static void wt_rc_code(struct wt_rc *c, const unsigned char *b, size_t n) {
-    uint32_t h = c->hist;
+    uint32_t h = c->hist, range = c->range;
+    uint64_t low = c->low;
+    uint16_t *P = c->p;
     for (size_t i = 0; i < n; i++) {
         unsigned byte = b[i];
-        for (unsigned k = 0; k < 8; k++) {
-            unsigned bit = (byte >> k) & 1;
-            uint16_t *pp = &c->p[h & ((1u << WT_RC_BITS) - 1)];
+        for (unsigned k = 0; k < 8; k++, byte >>= 1) {
+            unsigned bit = byte & 1;
+            uint16_t *pp = &P[h & ((1u << WT_RC_BITS) - 1)];
             uint32_t p = *pp;
-            uint32_t bound = (c->range >> 12) * p;
+            uint32_t bound = (range >> 12) * p;
             if (!bit) {
-                c->range = bound;
+                range = bound;
                 *pp = (uint16_t)(p + ((4096 - p) >> 4));
             } else {
-                c->low += bound;
-                c->range -= bound;
+                low += bound;
+                range -= bound;
                 *pp = (uint16_t)(p - (p >> 4));
             }
             h = h << 1 | bit;
-            while (c->range < (1u << 24)) {
-                c->range <<= 8;
-                wt_rc_shift_low(c);
+            if (range < (1u << 24)) {
+                c->low = low;
+                do {
+                    range <<= 8;
+                    wt_rc_shift_low(c);
+                } while (range < (1u << 24));
+                low = c->low;
             }
         }
     }
     c->hist = h;
+    c->range = range;
+    c->low = low;
     c->raw += n;
 }
 
