@@ -160,9 +160,12 @@ pub struct RingThread {
 /// A witness trace, split into its per-thread bit streams.
 ///
 /// ```text
-/// "TALLYWTR"  u32 version (=5)  u32 0
+/// "TALLYWTR"  u32 version (=5, or 6: range-coded)  u32 0
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
+/// In version 6 ([`WTRACE_VERSION_CODED`], `TALLY_TRACE_COMPRESS=1`) a thread's chunk is
+/// `u32 raw bytes` and that many bytes of its stream range-coded ([`crate::trace_rc`]);
+/// [`read_witness_trace`] decodes them, so `threads` holds the same streams as version 5's.
 /// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`
 /// (named by `Enter` records) is the module whose metadata hashes to `hash`. A chunk of thread
 /// [`WTRACE_RESOLVE_CHUNK`] holds `u32 slot, u32 n, n x {u32 slot', u32 index}`: the module's
