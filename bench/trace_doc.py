@@ -45,13 +45,17 @@ def main(path):
         "Trace columns are the same figure here); Run = median wall time (seconds) on the default "
         "input. `trace-naive` (every edge, 24 bytes each) for scale, on the reduced input.")
     add("")
-    add("| Program | Old File (bytes) | New File (bytes) | Old/New | Old Run (s) | New Run (s) | Old/New | plain Run (s) |")
-    add("|---|---|---|---|---|---|---|---|")
+    add("Old coded = `trace-bits-rc`, the same build run with `TALLY_TRACE_COMPRESS=1` (each "
+        "thread's stream range-coded as it is written, trace format 6).")
+    add("")
+    add("| Program | Old File (bytes) | New File (bytes) | Old/New | Old coded File (bytes) | Old Run (s) | New Run (s) | Old/New | Old coded Run (s) | plain Run (s) |")
+    add("|---|---|---|---|---|---|---|---|---|---|")
     for n, p in progs.items():
         ob, nb = V(p, "trace-bits").get("trace_bytes"), V(p, "trace").get("trace_bytes")
         ot, nt = V(p, "trace-bits").get("median"), V(p, "trace").get("median")
-        add(f"| {n} | {f_int(ob)} | {f_int(nb)} | {f_r(ob / nb if ob and nb else None)} | {f_r(ot, 3)} | "
-            f"{f_r(nt, 3)} | {f_r(ot / nt if ot and nt else None)} | {f_r(V(p, 'clang').get('median'), 3)} |")
+        cb, ct = V(p, "trace-bits-rc").get("trace_bytes"), V(p, "trace-bits-rc").get("median")
+        add(f"| {n} | {f_int(ob)} | {f_int(nb)} | {f_r(ob / nb if ob and nb else None)} | {f_int(cb)} | {f_r(ot, 3)} | "
+            f"{f_r(nt, 3)} | {f_r(ot / nt if ot and nt else None)} | {f_r(ct, 3)} | {f_r(V(p, 'clang').get('median'), 3)} |")
     add("")
     add("### Trace size per executed block and per conditional branch (reduced input)")
     add("")
@@ -60,39 +64,42 @@ def main(path):
         "witness trace (exact: `crates/cli/tests/wtrace.rs`); regeneration = those blocks ÷ the wall "
         "time of that `tally report --trace` (process, regeneration and JSON output: a lower bound).")
     add("")
-    add("| program | blocks | cond. branches | regeneration (M blocks/s) | `trace` bytes/Mblock | `trace-bits` bytes/Mblock | `trace-naive` bytes/Mblock | `trace` bits/branch | `trace-bits` bits/branch | `trace` ÷ `trace-naive` size |")
-    add("|---|---|---|---|---|---|---|---|---|---|")
-    cols = {k: [] for k in ("t", "b", "nv", "tb", "bb", "ratio", "regen")}
+    add("| program | blocks | cond. branches | regeneration (M blocks/s) | `trace` bytes/Mblock | `trace-bits` bytes/Mblock | `trace-bits-rc` bytes/Mblock | `trace-naive` bytes/Mblock | `trace` bits/branch | `trace-bits` bits/branch | `trace-bits-rc` bits/branch | `trace` ÷ `trace-naive` size |")
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    cols = {k: [] for k in ("t", "b", "c", "nv", "tb", "bb", "cb", "ratio", "regen")}
     for n, p in progs.items():
         tc = p.get("trace_counts") or {}
         blocks, cond = tc.get("blocks"), tc.get("conditional_branches")
         regen = blocks / tc["regen_seconds"] / 1e6 if blocks and tc.get("regen_seconds") else None
-        by = {v: V(p, v).get("reduced_trace_bytes") for v in ("trace", "trace-bits", "trace-naive")}
+        by = {v: V(p, v).get("reduced_trace_bytes") for v in ("trace", "trace-bits", "trace-bits-rc", "trace-naive")}
         pm = {v: (b / blocks * 1e6 if b and blocks else None) for v, b in by.items()}
         pb = {v: (8 * b / cond if b and cond else None) for v, b in by.items()}
         ratio = by["trace"] / by["trace-naive"] if by["trace"] and by["trace-naive"] else None
-        for k, x in (("t", pm["trace"]), ("b", pm["trace-bits"]), ("nv", pm["trace-naive"]),
-                     ("tb", pb["trace"]), ("bb", pb["trace-bits"]), ("ratio", ratio), ("regen", regen)):
+        for k, x in (("t", pm["trace"]), ("b", pm["trace-bits"]), ("c", pm["trace-bits-rc"]),
+                     ("nv", pm["trace-naive"]), ("tb", pb["trace"]), ("bb", pb["trace-bits"]),
+                     ("cb", pb["trace-bits-rc"]), ("ratio", ratio), ("regen", regen)):
             cols[k].append(x)
         add(f"| {n} | {f_int(blocks)} | {f_int(cond)} | {f_r(regen, 1)} | {f_int(pm['trace'])} | "
-            f"{f_int(pm['trace-bits'])} | {f_int(pm['trace-naive'])} | {f_r(pb['trace'], 3)} | "
-            f"{f_r(pb['trace-bits'], 3)} | {f_r(ratio, 4)} |")
+            f"{f_int(pm['trace-bits'])} | {f_int(pm['trace-bits-rc'])} | {f_int(pm['trace-naive'])} | "
+            f"{f_r(pb['trace'], 3)} | {f_r(pb['trace-bits'], 3)} | {f_r(pb['trace-bits-rc'], 3)} | {f_r(ratio, 4)} |")
     g = {k: geomean(v) for k, v in cols.items()}
-    add(f"| **geomean** | | | {f_r(g['regen'], 1)} | {f_int(g['t'])} | {f_int(g['b'])} | {f_int(g['nv'])} | "
-        f"{f_r(g['tb'], 3)} | {f_r(g['bb'], 3)} | {f_r(g['ratio'], 4)} |")
+    add(f"| **geomean** | | | {f_r(g['regen'], 1)} | {f_int(g['t'])} | {f_int(g['b'])} | {f_int(g['c'])} | "
+        f"{f_int(g['nv'])} | {f_r(g['tb'], 3)} | {f_r(g['bb'], 3)} | {f_r(g['cb'], 3)} | {f_r(g['ratio'], 4)} |")
     add("")
     add("### Where the bits go: bits per conditional branch by record kind (reduced input)")
     add("")
     add("`tally trace --stats` on each witness trace: the bits the reader consumes, charged to "
         "their record (witnesses grouped as 1-bit and wider, i.e. two-way branches and multi-way "
         "switches; `Enter`, `Back`, `Unwind`, `End`; other = the file's headers, module and "
-        "resolution chunks and padding), divided by the run's executed conditional branches.")
+        "resolution chunks and padding), divided by the run's executed conditional branches. "
+        "For `trace-bits-rc` the records are those of the decoded streams (other = their padding) "
+        "and total is the coded file's size.")
     add("")
     kinds = ["witness/1", "witness/2+", "Enter", "Back", "Unwind+End", "other"]
     add("| program | variant | " + " | ".join(f"{k}" for k in kinds) + " | total | function with the most witness bits (share of the file) |")
     add("|---|---|" + "---|" * (len(kinds) + 2))
     for n, p in progs.items():
-        for v in ("trace", "trace-bits"):
+        for v in ("trace", "trace-bits", "trace-bits-rc"):
             st = V(p, v).get("trace_stats")
             if not st or not st.get("branches"):
                 continue
@@ -106,7 +113,8 @@ def main(path):
                 by[name] = by.get(name, 0) + k["bits"]
             b = st["branches"]
             top = (st.get("functions") or [None])[0]
-            tops = f"`{top['function']}` ({top['bits'] / st['file_bits']:.0%})" if top else ""
+            tops = (f"`{top['function']}` ({top['bits'] / st.get('stream_bits', st['file_bits']):.0%})"
+                    if top else "")
             add(f"| {n} | `{v}` | " + " | ".join(f_r(by[k] / b, 3) for k in kinds)
                 + f" | {f_r(st['file_bits'] / b, 3)} | {tops} |")
     add("")
@@ -115,7 +123,7 @@ def main(path):
     add("Ratio to the plain `clang` build: instructions (callgrind, reduced input) and time (median, "
         "default input; `trace-naive`: reduced input against `clang` on the reduced input).")
     add("")
-    vs = [v for v in ("edge", "path", "trace", "trace-regs", "trace-bits", "trace-naive")
+    vs = [v for v in ("edge", "path", "trace", "trace-regs", "trace-bits", "trace-bits-rc", "trace-naive")
           if any(V(p, v).get("status") == "ok" for p in progs.values())]
     add("| program | " + " | ".join(f"`{v}` instr." for v in vs) + " | " + " | ".join(f"`{v}` time" for v in vs) + " |")
     add("|---|" + "---|" * (2 * len(vs)))
@@ -142,14 +150,16 @@ def main(path):
         worst = max(ratios, key=lambda x: x[1])
         add(f"| witness trace size ≤ 0.5 × `trace-naive`'s on every program (reduced input) | worst "
             f"{worst[0]} {worst[1]:.4f} × | {'yes' if worst[1] <= 0.5 else '**no**'} |")
-    best = min([x for x in (g["tb"], g["bb"]) if x is not None], default=None)
-    if best is not None:
-        which = "`trace`" if best == g["tb"] else "`trace-bits`"
+    enc = {"`trace`": g["tb"], "`trace-bits`": g["bb"], "`trace-bits-rc`": g["cb"]}
+    enc = {k: x for k, x in enc.items() if x is not None}
+    if enc:
+        which, best = min(enc.items(), key=lambda kv: kv[1])
         add(f"| the smaller tally encoding ≤ 1 bit per executed conditional branch (geomean) | "
-            f"{which} {best:.3f} (`trace` {f_r(g['tb'], 3)}, `trace-bits` {f_r(g['bb'], 3)}) | "
+            f"{which} {best:.3f} (" + ", ".join(f"{k} {x:.3f}" for k, x in enc.items()) + ") | "
             f"{'yes' if best <= 1 else '**no**'} |")
     for what, gg in (("time", gt), ("instructions", gi)):
-        tr = {v: geomean(gg[v]) for v in ("trace", "trace-regs", "trace-bits") if v in gg and geomean(gg[v])}
+        tr = {v: geomean(gg[v]) for v in ("trace", "trace-regs", "trace-bits", "trace-bits-rc")
+              if v in gg and geomean(gg[v])}
         path = geomean(gg["path"]) if "path" in gg else None
         if tr and path:
             v, x = min(tr.items(), key=lambda kv: kv[1])

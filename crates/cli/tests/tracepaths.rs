@@ -75,6 +75,22 @@ fn build_both(name: &str, cxx: bool, args: &[String], run_args: &[&str], status:
         outs.push(out.stdout);
     }
     assert_eq!(outs[0], outs[1], "{name}: outputs differ");
+    // The trace build again, its trace range-coded (TALLY_TRACE_COMPRESS=1, trace format 6):
+    // `compare` checks it cuts into the same paths.
+    let vdir = dir.join("trace");
+    let out = std::process::Command::new("./prog")
+        .args(run_args)
+        .current_dir(&vdir)
+        .env("TALLY_PROFILE", vdir.join("prog.ctally"))
+        .env("TALLY_TRACE", vdir.join("prog.ctrace"))
+        .env("TALLY_TRACE_COMPRESS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(status), "{name} coded");
+    assert_eq!(
+        out.stdout, outs[0],
+        "{name}: the coded run's output differs"
+    );
     dir
 }
 
@@ -130,6 +146,27 @@ fn compare(name: &str, dir: &Path) -> Compared {
     ]);
     assert_eq!(code, Some(0), "{name}: tally trace --paths: {err}");
     let got: Value = serde_json::from_slice(&out).unwrap();
+    let coded = dir.join("trace/prog.ctrace");
+    assert_eq!(
+        &std::fs::read(&coded).unwrap()[8..12],
+        &6u32.to_le_bytes(),
+        "{name}: not a coded trace"
+    );
+    let (cout, err, code) = tally_out(&[
+        "trace".as_ref(),
+        "--paths".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        "--profile".as_ref(),
+        dir.join("trace/prog.ctally").as_os_str(),
+        coded.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{name}: tally trace --paths (coded): {err}");
+    let cgot: Value = serde_json::from_slice(&cout).unwrap();
+    assert!(
+        functions(&cgot) == functions(&got),
+        "{name}: the range-coded trace cuts into other paths than the raw one"
+    );
     assert_eq!(got["schema"], "tally-paths/1");
     let (want, got) = (functions(&want), functions(&got));
     // Functions path mode profiles with edge counters have no path profile there.

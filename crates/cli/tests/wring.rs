@@ -51,7 +51,10 @@ fn build_both_of(name: &str, file: &str, cxx: bool) -> PathBuf {
     dir
 }
 
-/// Runs `dir/mode/prog args` with its profile and trace there (and `ring`, if any).
+/// Runs `dir/mode/prog args` with its profile and trace there (and `ring`, if any). With a
+/// ring, `TALLY_TRACE_COMPRESS=1` too: a flight recorder stays raw (its reader starts
+/// mid-stream), and when the ring size is refused the full trace is range-coded (trace format
+/// 6), which every test here then regenerates.
 fn run_prog(dir: &Path, mode: &str, args: &[&str], ring: Option<&str>) -> Output {
     let vdir = dir.join(mode);
     let mut c = std::process::Command::new("./prog");
@@ -59,9 +62,11 @@ fn run_prog(dir: &Path, mode: &str, args: &[&str], ring: Option<&str>) -> Output
         .current_dir(&vdir)
         .env("TALLY_PROFILE", vdir.join("prog.tally"))
         .env("TALLY_TRACE", vdir.join("prog.trace"))
-        .env_remove("TALLY_TRACE_RING");
+        .env_remove("TALLY_TRACE_RING")
+        .env_remove("TALLY_TRACE_COMPRESS");
     if let Some(r) = ring {
-        c.env("TALLY_TRACE_RING", r);
+        c.env("TALLY_TRACE_RING", r)
+            .env("TALLY_TRACE_COMPRESS", "1");
     }
     c.output().unwrap()
 }
@@ -80,6 +85,9 @@ fn run_pair(dir: &Path, args: &[&str], ring: &str) -> Output {
 fn regenerate(dir: &Path, file: &str) -> Regenerated {
     let prof = Profile::read_file(dir.join("trace/prog.tally")).unwrap();
     let bytes = std::fs::read(dir.join("trace").join(file)).unwrap();
+    if tally_format::trace::is_flight_recorder(&bytes) {
+        assert_eq!(bytes[8], 5, "a flight recorder's file is never range-coded");
+    }
     tally_report::wtrace::regenerate(&bytes, &prof).unwrap()
 }
 
@@ -410,6 +418,8 @@ fn bad_ring_size_is_reported_and_ignored() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(err.lines().count(), 1, "{bad}: {err}");
         assert!(err.contains("TALLY_TRACE_RING"), "{bad}: {err}");
+        let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
+        assert_eq!(&bytes[8..12], &6u32.to_le_bytes(), "{bad}: not range-coded");
         let r = regenerate(&dir, "prog.trace");
         assert!(r.ring.is_empty() && r.stopped.is_empty(), "{bad}");
         let (seq, _) = oracle(&dir, "prog.trace");

@@ -15,6 +15,8 @@ struct Outcome {
     stopped: Vec<String>,
     oracle: Vec<(String, u32)>,
     trace_bytes: u64,
+    /// The same run's trace range-coded (`TALLY_TRACE_COMPRESS=1`, [`check_coded`]).
+    coded_bytes: u64,
     naive_bytes: u64,
     /// Streams in the trace.
     threads: usize,
@@ -55,13 +57,73 @@ impl Run<'_> {
                 .current_dir(&vdir)
                 .env("TALLY_PROFILE", vdir.join("prog.tally"))
                 .env("TALLY_TRACE", vdir.join("prog.trace"))
+                .env_remove("TALLY_TRACE_COMPRESS")
                 .output()
                 .unwrap();
             assert_eq!(out.status.code(), self.status, "{name} {mode}");
             outs.push(out.stdout);
         }
         assert_eq!(outs[0], outs[1], "{name}: outputs differ");
+        let coded = run_coded(&dir.join("trace"), self.run_args);
+        assert_eq!(coded.status.code(), self.status, "{name} coded");
+        assert_eq!(coded.stdout, outs[0], "{name}: coded run's output differs");
     }
+}
+
+/// Runs `vdir/prog` again with `TALLY_TRACE_COMPRESS=1`: its trace goes to `prog.ctrace`
+/// (range-coded, trace format 6), its profile to `prog.ctally`.
+fn run_coded(vdir: &Path, run_args: &[&str]) -> std::process::Output {
+    std::process::Command::new("./prog")
+        .args(run_args)
+        .current_dir(vdir)
+        .env("TALLY_PROFILE", vdir.join("prog.ctally"))
+        .env("TALLY_TRACE", vdir.join("prog.ctrace"))
+        .env("TALLY_TRACE_COMPRESS", "1")
+        .env_remove("TALLY_TRACE_RING")
+        .output()
+        .unwrap()
+}
+
+/// The coded trace `dir/trace/prog.ctrace` of the same run as `prog.trace` (see [`run_coded`])
+/// is a format-6 file and regenerates to the same blocks as the raw one: in the same order per
+/// thread, so the same sequence for one thread and the same counts for several (threads are
+/// numbered in the order they first write, which may differ between runs). Returns its size.
+fn check_coded(name: &str, dir: &Path, raw: &tally_report::wtrace::Regenerated) -> u64 {
+    let bytes = std::fs::read(dir.join("trace/prog.ctrace")).unwrap();
+    assert_eq!(
+        &bytes[8..12],
+        &6u32.to_le_bytes(),
+        "{name}: not a coded trace"
+    );
+    let prof = tally_format::profile::Profile::read_file(dir.join("trace/prog.ctally")).unwrap();
+    let r = tally_report::wtrace::regenerate(&bytes, &prof)
+        .unwrap_or_else(|e| panic!("{name} coded: {e}"));
+    let seq = |r: &tally_report::wtrace::Regenerated| -> Vec<(String, u32)> {
+        r.blocks
+            .iter()
+            .map(|b| (b.function.clone(), b.block))
+            .collect()
+    };
+    let stopped = |r: &tally_report::wtrace::Regenerated| -> Vec<String> {
+        r.stopped.iter().map(|s| s.1.clone()).collect()
+    };
+    assert_eq!(
+        stopped(&r),
+        stopped(raw),
+        "{name}: coded regeneration stopped differently"
+    );
+    let (mut a, mut b) = (seq(&r), seq(raw));
+    if tally_format::trace::read_witness_trace(&bytes)
+        .unwrap()
+        .threads
+        .len()
+        > 1
+    {
+        a.sort();
+        b.sort();
+    }
+    assert!(a == b, "{name}: coded trace: {}", first_difference(&a, &b));
+    bytes.len() as u64
 }
 
 /// Builds `args` in trace and trace-naive mode, runs both, regenerates and reads the oracle.
@@ -105,6 +167,7 @@ fn outcome(name: &str, dir: PathBuf) -> Outcome {
     let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
     let r =
         tally_report::wtrace::regenerate(&bytes, &prof).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let coded_bytes = check_coded(name, &dir, &r);
     let naive_prof =
         tally_format::profile::Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
     let naive_bytes = std::fs::read(dir.join("trace-naive/prog.trace")).unwrap();
@@ -119,6 +182,7 @@ fn outcome(name: &str, dir: PathBuf) -> Outcome {
         stopped: r.stopped.iter().map(|s| s.1.clone()).collect(),
         oracle,
         trace_bytes: bytes.len() as u64,
+        coded_bytes,
         naive_bytes: naive_bytes.len() as u64,
         threads: tally_format::trace::read_witness_trace(&bytes)
             .unwrap()
@@ -248,9 +312,10 @@ fn assert_exact(name: &str, o: Outcome) -> Outcome {
         first_difference(&o.regenerated, &o.oracle)
     );
     eprintln!(
-        "{name}: {} blocks; trace {} bytes, trace-naive {} bytes",
+        "{name}: {} blocks; trace {} bytes (range-coded {}), trace-naive {} bytes",
         o.oracle.len(),
         o.trace_bytes,
+        o.coded_bytes,
         o.naive_bytes
     );
     o
@@ -550,6 +615,137 @@ fn bit_tracing_regenerates_exactly() {
     }
 }
 
+/// A loop of biased branches (one taken in 64, one in 1000, and a call's early return) under
+/// `--tally-trace=bits`: the raw trace takes at least one bit per executed conditional branch,
+/// the range-coded one (`TALLY_TRACE_COMPRESS=1`, trace format 6) less than one, and
+/// regenerates block for block as `trace-naive` (`check_coded`, through `run_both_with`).
+const BIASED: &str = r#"
+#include <stdio.h>
+__attribute__((noinline)) static unsigned step(unsigned s, int i) {
+    if (i % 1000 == 999)
+        return s * 3 + 1;
+    return s + 1;
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    unsigned s = 1, hits = 0;
+    for (int i = 0; i < 30000 + argc; i++) {
+        if ((i & 63) == 0) {
+            hits++;
+            printf("%u\n", hits);
+        }
+        s = step(s, i);
+    }
+    printf("%u %u\n", hits, s);
+    return 0;
+}
+"#;
+
+#[test]
+fn range_coding_takes_under_one_bit_per_branch() {
+    let dir = scratch("wtrace-biased-src");
+    let src = dir.join("biased.c");
+    std::fs::write(&src, BIASED).unwrap();
+    let o = run_both_with(
+        "biased",
+        false,
+        &single(&src, "-O2"),
+        Some(0),
+        &["--tally-trace=bits"],
+        &[],
+    );
+    let o = assert_exact("biased", o);
+    let per_branch = |trace: &str, prof: &str| {
+        let bytes = std::fs::read(o.dir.join("trace").join(trace)).unwrap();
+        let prof =
+            tally_format::profile::Profile::read_file(o.dir.join("trace").join(prof)).unwrap();
+        let s = tally_report::wtrace::stats::stats(&bytes, &prof, 0).unwrap();
+        assert!(s.branches > 60_000, "{} branches", s.branches);
+        s.file_bits as f64 / s.branches as f64
+    };
+    let (raw, coded) = (
+        per_branch("prog.trace", "prog.tally"),
+        per_branch("prog.ctrace", "prog.ctally"),
+    );
+    eprintln!("biased loop: {raw:.3} bits per branch raw, {coded:.3} range-coded");
+    assert!(raw >= 1.0, "raw {raw}");
+    assert!(coded < 1.0, "range-coded {coded}");
+    assert!(coded < 0.5 * raw, "range-coded {coded}, raw {raw}");
+}
+
+/// A range-coded trace that is truncated or corrupt is refused in one line (exit status 2),
+/// never a panic; a chunk claiming more than 64 KiB of stream is refused before decoding.
+#[test]
+fn corrupt_range_coded_traces_are_refused() {
+    let shapes = repo().join("testdata/shapes/shapes.c");
+    let o = assert_exact(
+        "shapes-coded",
+        run_both("shapes-coded", false, &single(&shapes, "-O2"), 0),
+    );
+    let dir = o.dir.join("trace");
+    let good = std::fs::read(dir.join("prog.ctrace")).unwrap();
+    // the first thread chunk: { u32 thread, u32 length, u32 raw bytes, coded bytes }
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let mut pos = 16;
+    while u32_at(&good, pos) >= 0xffff_fff0 {
+        pos += 8 + u32_at(&good, pos + 4) as usize;
+    }
+    let len = u32_at(&good, pos + 4) as usize;
+    assert!(len > 12, "chunk of {len} bytes");
+    let trace = |bytes: &[u8], what: &str| -> (Option<i32>, String) {
+        let path = dir.join(format!("bad-{what}.trace"));
+        std::fs::write(&path, bytes).unwrap();
+        let out = std::process::Command::new(tally())
+            .args(["trace", "--limit", "5", "--profile"])
+            .arg(dir.join("prog.ctally"))
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        (out.status.code(), err)
+    };
+    let refused = |bytes: &[u8], what: &str, says: &str| {
+        let (code, err) = trace(bytes, what);
+        assert_eq!(code, Some(2), "{what}: {err}");
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(err.contains(says), "{what}: {err}");
+    };
+    assert_eq!(trace(&good, "good").0, Some(0));
+    // the file cut inside the chunk
+    refused(&good[..pos + 8 + len / 2], "cut", "truncated");
+    // the chunk's coded bytes cut (its length too): they run out
+    let mut cut = good[..pos + 8 + len - 3].to_vec();
+    cut[pos + 4..pos + 8].copy_from_slice(&(len as u32 - 3).to_le_bytes());
+    cut.extend_from_slice(&good[pos + 8 + len..]);
+    refused(&cut, "short", "does not decode");
+    // bytes left over after the chunk's stream
+    let mut long = good[..pos + 8 + len].to_vec();
+    long[pos + 4..pos + 8].copy_from_slice(&(len as u32 + 2).to_le_bytes());
+    long.extend_from_slice(&[0x55, 0xaa]);
+    long.extend_from_slice(&good[pos + 8 + len..]);
+    refused(&long, "long", "does not decode");
+    // a chunk claiming more stream than a chunk holds
+    let mut big = good.clone();
+    big[pos + 8..pos + 12].copy_from_slice(&(65537u32).to_le_bytes());
+    refused(&big, "big", "does not decode");
+    // a format-6 flight recorder does not exist
+    let mut ring = good.clone();
+    ring[12] = 1;
+    refused(&ring, "ring", "corrupt");
+    // flipped coded bytes: refused (2), or decoded to a stream that regeneration reads as far
+    // as it can (0, or 1 when it stops early and says where), never a panic or a hang
+    for k in (12..len).step_by(3) {
+        let mut bad = good.clone();
+        bad[pos + 8 + k] ^= 0x5a;
+        let (code, err) = trace(&bad, "flipped");
+        assert!(
+            matches!(code, Some(0..=2)),
+            "flipped byte {k}: {code:?} {err}"
+        );
+    }
+}
+
 /// `--tally-trace-registers`: functions keep the accumulator in registers between calls; the
 /// trace is the same bit stream, so regeneration equals the oracle block for block (and the
 /// flag changes the code: the `.text` sections differ from the default build's).
@@ -845,6 +1041,9 @@ fn build_steps_and_compare(name: &str, steps: &[(bool, &[&str], &str)]) -> Outco
         outs.push(out.stdout);
     }
     assert_eq!(outs[0], outs[1], "{name}: outputs differ");
+    let coded = run_coded(&dir.join("trace"), &[]);
+    assert_eq!(coded.status.code(), Some(0), "{name} coded");
+    assert_eq!(coded.stdout, outs[0], "{name}: coded run's output differs");
     assert_exact(name, outcome(name, dir))
 }
 

@@ -18,6 +18,7 @@ pub mod meta;
 pub mod mode;
 pub mod profile;
 pub mod trace;
+pub mod trace_rc;
 pub mod validate;
 
 pub use meta::{

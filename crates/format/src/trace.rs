@@ -8,6 +8,7 @@
 //! kind 0: activation entered function `value` (index in the metadata of the module whose
 //! metadata hashes to `module hash`); kind 1: the activation took edge `value`.
 
+use crate::trace_rc::RcModel;
 use thiserror::Error;
 
 /// One record of a trace.
@@ -41,8 +42,11 @@ pub enum TraceError {
     #[error("trace version {0} is not supported (this tally reads version 1)")]
     Version(u32),
     /// A witness trace of a version this build cannot read.
-    #[error("witness trace version {0} is not supported (this tally reads version {WTRACE_VERSION}): rerun the program built by this tally")]
+    #[error("witness trace version {0} is not supported (this tally reads versions {WTRACE_VERSION} and {WTRACE_VERSION_CODED}): rerun the program built by this tally")]
     WitnessVersion(u32),
+    /// A range-coded chunk that does not decode.
+    #[error("corrupt trace: compressed chunk {0} does not decode")]
+    BadCoded(usize),
     /// The file ends inside a record.
     #[error("truncated trace: {0} stray bytes at the end")]
     Truncated(usize),
@@ -102,6 +106,9 @@ pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// function; kind 0 then `1` and a 4-bit recent position, or `0` and slot and index:
 /// `tally_graph::witness::bits::EnterCoder`).
 pub const WTRACE_VERSION: u32 = 5;
+/// Version of a witness trace whose thread chunks are range-coded (`TALLY_TRACE_COMPRESS=1`,
+/// [`crate::trace_rc`]): otherwise version [`WTRACE_VERSION`]'s.
+pub const WTRACE_VERSION_CODED: u32 = 6;
 
 /// The thread id of a chunk that resolves a module's external callees.
 pub const WTRACE_RESOLVE_CHUNK: u32 = u32::MAX - 2;
@@ -153,9 +160,12 @@ pub struct RingThread {
 /// A witness trace, split into its per-thread bit streams.
 ///
 /// ```text
-/// "TALLYWTR"  u32 version (=5)  u32 0
+/// "TALLYWTR"  u32 version (=5, or 6: range-coded)  u32 0
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
+/// In version 6 ([`WTRACE_VERSION_CODED`], `TALLY_TRACE_COMPRESS=1`) a thread's chunk is
+/// `u32 raw bytes` and that many bytes of its stream range-coded ([`crate::trace_rc`]);
+/// [`read_witness_trace`] decodes them, so `threads` holds the same streams as version 5's.
 /// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`
 /// (named by `Enter` records) is the module whose metadata hashes to `hash`. A chunk of thread
 /// [`WTRACE_RESOLVE_CHUNK`] holds `u32 slot, u32 n, n x {u32 slot', u32 index}`: the module's
@@ -193,6 +203,9 @@ pub struct WitnessTrace {
     /// A flight recorder's file (`TALLY_TRACE_RING`, header flag [`WTRACE_RING`]): each
     /// thread's chunks and stack, in the order written.
     pub ring: Option<Vec<(u32, RingThread)>>,
+    /// The thread chunks were range-coded (version [`WTRACE_VERSION_CODED`]); `threads` holds
+    /// the decoded streams.
+    pub coded: bool,
 }
 
 fn leb(bytes: &[u8], pos: &mut usize) -> Option<u32> {
@@ -289,11 +302,16 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
     }
     let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
     let version = u32_at(bytes, 8);
-    if version != WTRACE_VERSION {
+    if version != WTRACE_VERSION && version != WTRACE_VERSION_CODED {
         return Err(TraceError::WitnessVersion(version));
     }
     let mut out = WitnessTrace::default();
     let mut ring = (u32_at(bytes, 12) & WTRACE_RING != 0).then(Vec::new);
+    // per thread of a coded file, its model (in the order of `out.threads`)
+    let mut models: Option<Vec<RcModel>> = (version == WTRACE_VERSION_CODED).then(Vec::new);
+    if models.is_some() && ring.is_some() {
+        return Err(TraceError::BadRecord(0)); // (a flight recorder's ring is never coded)
+    }
     let mut pos = 16;
     let mut chunk = 0;
     while pos < bytes.len() {
@@ -328,13 +346,27 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
                 let c = ring_chunk(body).ok_or(TraceError::BadRecord(chunk))?;
                 ring_thread(ring, thread).chunks.push(c);
             }
-        } else if let Some(t) = out.threads.iter_mut().find(|t| t.0 == thread) {
-            t.1.extend_from_slice(body);
         } else {
-            out.threads.push((thread, body.to_vec()));
+            let i = match out.threads.iter().position(|t| t.0 == thread) {
+                Some(i) => i,
+                None => {
+                    out.threads.push((thread, Vec::new()));
+                    if let Some(m) = models.as_mut() {
+                        m.push(RcModel::default());
+                    }
+                    out.threads.len() - 1
+                }
+            };
+            match models.as_mut() {
+                Some(m) => m[i]
+                    .decode_chunk(body, &mut out.threads[i].1)
+                    .ok_or(TraceError::BadCoded(chunk))?,
+                None => out.threads[i].1.extend_from_slice(body),
+            }
         }
         chunk += 1;
     }
     out.ring = ring;
+    out.coded = models.is_some();
     Ok(out)
 }

@@ -59,6 +59,7 @@ void read_env(void) {
         env_copy(&env.stop_at, "TALLY_STOP_AT");
         env_copy(&env.continuous, "TALLY_CONTINUOUS");
         env_copy(&env.trace_ring, "TALLY_TRACE_RING");
+        env_copy(&env.trace_compress, "TALLY_TRACE_COMPRESS");
     }
     env.read = 1;
 }

@@ -166,6 +166,7 @@ struct tally_env {
     struct env_value stop_at; /* TALLY_STOP_AT */
     struct env_value continuous; /* TALLY_CONTINUOUS */
     struct env_value trace_ring; /* TALLY_TRACE_RING (wring.c) */
+    struct env_value trace_compress; /* TALLY_TRACE_COMPRESS (wtrace.c) */
 };
 extern struct tally_env env;
 

@@ -19,7 +19,8 @@ use tally_graph::EdgeKind;
 #[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]
 pub struct KindBits {
     /// `witness/N` (a witness of N bits), `Enter`, `Back`, `Unwind`, `End`, or `other` (the
-    /// file's bits outside the thread streams' records).
+    /// file's bits outside the thread streams' records; in a range-coded file, the streams'
+    /// bits outside their records: padding).
     pub kind: String,
     /// How many records (0 for `other`).
     pub records: u64,
@@ -55,11 +56,16 @@ pub struct FunctionBits {
 pub struct TraceStats {
     /// The file's size in bits.
     pub file_bits: u64,
+    /// The bits the records were charged against: the file's size, or for a range-coded file
+    /// (trace format 6, `TALLY_TRACE_COMPRESS=1`) its thread streams' size once decoded.
+    pub stream_bits: u64,
+    /// Whether the file is range-coded.
+    pub coded: bool,
     /// Blocks regenerated.
     pub blocks: u64,
     /// Conditional branches executed (see the module doc).
     pub branches: u64,
-    /// Bits by record kind, the file's bits in all.
+    /// Bits by record kind, [`TraceStats::stream_bits`] in all.
     pub kinds: Vec<KindBits>,
     /// The functions whose witnesses take the most bits, most first.
     pub functions: Vec<FunctionBits>,
@@ -210,6 +216,12 @@ pub fn stats(bytes: &[u8], profile: &Profile, top: usize) -> Result<TraceStats, 
     }
     let t = tally.into_inner();
     let file_bits = bytes.len() as u64 * 8;
+    let coded = trace.coded;
+    let stream_bits = if coded {
+        trace.threads.iter().map(|t| t.1.len() as u64 * 8).sum()
+    } else {
+        file_bits
+    };
     let mut kinds: Vec<KindBits> = t
         .kinds
         .into_iter()
@@ -224,7 +236,7 @@ pub fn stats(bytes: &[u8], profile: &Profile, top: usize) -> Result<TraceStats, 
     kinds.push(KindBits {
         kind: "other".into(),
         records: 0,
-        bits: file_bits.saturating_sub(counted),
+        bits: stream_bits.saturating_sub(counted),
     });
     let mut functions: Vec<FunctionBits> = t
         .func
@@ -249,6 +261,8 @@ pub fn stats(bytes: &[u8], profile: &Profile, top: usize) -> Result<TraceStats, 
     }
     Ok(TraceStats {
         file_bits,
+        stream_bits,
+        coded,
         blocks,
         branches,
         kinds,
@@ -274,10 +288,10 @@ pub fn render(s: &TraceStats) -> String {
         }
     };
     let share = |b: u64| {
-        if s.file_bits == 0 {
+        if s.stream_bits == 0 {
             0.0
         } else {
-            100.0 * b as f64 / s.file_bits as f64
+            100.0 * b as f64 / s.stream_bits as f64
         }
     };
     let mut o = String::new();
@@ -289,6 +303,14 @@ pub fn render(s: &TraceStats) -> String {
         s.branches,
         per(s.file_bits)
     );
+    if s.coded {
+        let _ = writeln!(
+            o,
+            "range-coded: the thread streams decode to {} bits ({:.3} per branch), charged below",
+            s.stream_bits,
+            per(s.stream_bits)
+        );
+    }
     let _ = writeln!(
         o,
         "\n{:<12} {:>14} {:>14} {:>12} {:>7}",
