@@ -417,3 +417,101 @@ fn ipath_isolated_functions_count_in_the_counter_array() {
         );
     }
 }
+
+/// Context cuts (docs/ipaths.md, "Context cuts"; `tally_graph::ipaths::storage`):
+/// testdata/ipath/cuts.c's `drive` has more than 2^16 paths of its own and calls the static
+/// looping `scan` directly; the instrumenter makes that call a summary edge (the metadata names
+/// it, `IpathCall::context_cut`), so scan is an isolated root whose loop counts in its own
+/// array (no table probe in its machine code) and `tally paths` shows the cut call as a summary
+/// call of scan; `small -> walk` (a small root's loop) stays direct and its paths cross the
+/// call. Derived counts equal edges-naive's. Without the cuts scan has no array (its
+/// iterations are paths of drive's root range, hashed).
+#[test]
+fn ipath_context_cuts_put_callee_loops_in_arrays() {
+    let src = repo().join("testdata/ipath/cuts.c");
+    let s = src.to_str().unwrap();
+    for mode in ["ipath", "ipath-piecewise"] {
+        compare(&src, "-O2", mode);
+        let dir = scratch(&format!("ipaths-cuts-{mode}"));
+        let bin = dir.join("prog");
+        build(Variant::Tally(mode), false, &["-O2", "-g", s], &bin, &dir);
+        let prof = dir.join("prog.tally");
+        let o = run(&bin, &[], &dir, &prof);
+        assert_eq!(o.status.code(), Some(0), "{mode}: {o:?}");
+        let p = tally_format::profile::Profile::read_file(&prof).unwrap();
+        let m = &p.modules[0];
+        let ip = m.meta.ipath.as_ref().expect("cuts.c has a set");
+        let name = |k: u32| {
+            m.meta.functions[ip.functions[k as usize].function as usize]
+                .name
+                .as_str()
+        };
+        let k_of = |n: &str| {
+            ip.functions
+                .iter()
+                .position(|f| m.meta.functions[f.function as usize].name == n)
+                .unwrap()
+        };
+        let (drive, scan, small) = (k_of("drive"), k_of("scan"), k_of("small"));
+        let cut: Vec<_> = ip.functions[drive]
+            .calls
+            .iter()
+            .filter_map(|c| c.context_cut)
+            .collect();
+        assert_eq!(cut, [scan as u32], "{mode}: drive's cut calls");
+        assert!(
+            ip.functions[drive].calls.iter().all(|c| c.callee.is_none()),
+            "{mode}: drive keeps a direct call"
+        );
+        for c in &ip.functions[small].calls {
+            assert_eq!(c.context_cut, None, "{mode}: small's call was cut");
+            assert_eq!(c.callee.map(name), Some("walk"), "{mode}: small -> walk");
+        }
+        let a = ip.functions[scan]
+            .array
+            .unwrap_or_else(|| panic!("{mode}: scan has no array"));
+        let base = m.meta.functions[ip.functions[scan].function as usize]
+            .counter_base
+            .index();
+        let ran: u64 = m.counters[base..base + a.len as usize].iter().sum();
+        assert!(ran > 300, "{mode}: scan's array counted {ran}");
+        tally_format::validate::validate(&m.meta).unwrap();
+        let mut bad = m.meta.clone();
+        let f = &mut bad.ipath.as_mut().unwrap().functions[drive];
+        let c = f
+            .calls
+            .iter_mut()
+            .find(|c| c.context_cut.is_some())
+            .unwrap();
+        c.context_cut = Some(u32::MAX);
+        assert!(
+            tally_format::validate::validate(&bad).is_err(),
+            "{mode}: a context cut naming no function is accepted"
+        );
+        let dump = object_dump(mode, s, &dir);
+        let mut inside = false;
+        for l in dump.lines() {
+            if l.ends_with(">:") {
+                inside = l.ends_with("<scan>:");
+            } else if inside {
+                assert!(
+                    !l.contains("__tally_path"),
+                    "{mode}: scan probes the table: {l}"
+                );
+            }
+        }
+        let o = std::process::Command::new(tally())
+            .args(["paths", "--top", "0"])
+            .arg(&prof)
+            .output()
+            .expect("run tally paths");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{mode}: {o:?}");
+        assert!(text.contains("(summary call of scan)"), "{mode}:\n{text}");
+        let crossing = text.split(" runs  path ").any(|p| {
+            let p = p.split("\n  ... ").next().unwrap_or(p);
+            p.contains("small:b") && p.contains("walk:b") && p.contains("call (still pending)\n")
+        });
+        assert!(crossing, "{mode}: no path crosses small -> walk:\n{text}");
+    }
+}

@@ -32,7 +32,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// 7: [`FunctionMeta::wtrace`] (trace mode: call sites and witnesses) and [`ModuleMeta::ipath`]
 /// (the interprocedural path modes).
 /// 8: [`IpathFunction::array`] (interprocedural paths counted in the counter array).
-pub const META_VERSION: u32 = 8;
+/// 9: [`IpathCall::context_cut`] (direct calls made summary edges for array storage).
+pub const META_VERSION: u32 = 9;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -582,6 +583,12 @@ pub struct IpathCall {
     pub position: u32,
     /// The callee's index in [`IpathMeta::functions`]; `None`: unknown (a summary edge).
     pub callee: Option<u32>,
+    /// A call of a function of the set that the instrumenter made a summary edge although it
+    /// could be direct (`callee` is then `None`), so that the loops of the callee (index in
+    /// [`IpathMeta::functions`]) count their paths as its own, in an array, rather than in the
+    /// hash table under the caller's context: the *context cut* of the `ipath` modes (paths
+    /// through this call lose their calling context; `tally paths` lists these calls).
+    pub context_cut: Option<u32>,
 }
 
 /// A metadata blob that cannot be decoded.

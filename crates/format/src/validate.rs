@@ -112,6 +112,15 @@ pub enum Problem {
         /// What is wrong.
         why: String,
     },
+    /// A context cut ([`IpathCall::context_cut`](crate::IpathCall::context_cut)) that names
+    /// no function of the set, or a call that is also direct.
+    #[error("its call site {site} {why}")]
+    IpathCut {
+        /// The call site.
+        site: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// Two functions share counters.
     #[error("counters {base}..c{end} overlap those of function {}", Escaped(other))]
     CounterOverlap {
@@ -362,13 +371,32 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
 
 /// The interprocedural path arrays (`IpathFunction::array`): each names a function of the
 /// module that has no probes of its own, lies inside the counter array and counts paths that
-/// exist. Gives the array length per module function index.
+/// exist; and the context cuts name functions of the set. Gives the array length per module
+/// function index.
 fn ipath_arrays(m: &ModuleMeta) -> Result<std::collections::HashMap<usize, u64>, InvalidMeta> {
     let mut out = std::collections::HashMap::new();
     let Some(ip) = &m.ipath else {
         return Ok(out);
     };
     for f in &ip.functions {
+        for (site, c) in f.calls.iter().enumerate() {
+            let why = match (c.context_cut, c.callee) {
+                (Some(q), _) if q as usize >= ip.functions.len() => format!(
+                    "is a context cut of function #{q}, but the set has {}",
+                    ip.functions.len()
+                ),
+                (Some(_), Some(_)) => "is both a context cut and direct".to_string(),
+                _ => continue,
+            };
+            return Err(InvalidMeta {
+                module: m.source.clone(),
+                function: m
+                    .functions
+                    .get(f.function as usize)
+                    .map(|fm| fm.name.clone()),
+                problem: Problem::IpathCut { site, why },
+            });
+        }
         let Some(a) = f.array else { continue };
         let fm = m.functions.get(f.function as usize);
         let err = |why: String| InvalidMeta {

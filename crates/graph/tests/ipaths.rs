@@ -233,6 +233,118 @@ proptest! {
     }
 }
 
+/// The program with the context cuts of `num` (`IpNumbering::context_cuts`) applied as the
+/// instrumenter applies them: each cut site calls an unknown function, and its callee is
+/// entered from outside. `None` when there is none.
+fn with_context_cuts(
+    program: &[Function],
+    num: &IpNumbering,
+    array_paths: u128,
+    context_paths: u128,
+) -> Option<Vec<Function>> {
+    let cuts = num.context_cuts(array_paths, context_paths).unwrap();
+    if cuts.is_empty() {
+        return None;
+    }
+    let mut out = program.to_vec();
+    for (f, s) in cuts {
+        let site = &mut out[f.index()].calls[s as usize];
+        let Callee::Internal(q) = site.callee else {
+            panic!("a context cut of a call that is not direct")
+        };
+        site.callee = Callee::Unknown;
+        out[q.index()].entered_from_outside = true;
+    }
+    Some(out)
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Context cuts (`ipaths::storage`) with small thresholds on random programs: every cut
+    /// names a direct call into a function that loops (or calls one directly), and the
+    /// program with the cuts applied numbers densely and counts exactly (machine = cutter).
+    #[test]
+    fn context_cuts_stay_exact(seed in any::<u64>(), array_paths in 1u128..40, context_paths in 1u128..40) {
+        let mut rng = Rng::new(seed);
+        let config = ProgramConfig { call_percent: 60, unknown_percent: 10, ..ProgramConfig::default() };
+        let program = random_program(&mut rng, &config);
+        for mode in MODES {
+            let Ok(num) = IpNumbering::new_limited(program.clone(), mode, 1 << 40) else { continue };
+            let g = num.graph();
+            let before: Vec<Function> = g.functions().map(|f| {
+                let mut func = program[f.index()].clone();
+                for (s, c) in func.calls.iter_mut().enumerate() {
+                    if !matches!(g.site_kind(f, s as u32), tally_graph::ipaths::supergraph::SiteKind::Direct(_)) {
+                        c.callee = Callee::Unknown;
+                    }
+                }
+                func
+            }).collect();
+            let Some(cut) = with_context_cuts(&before, &num, array_paths, context_paths) else { continue };
+            let events = (0..5).find_map(|_| random_execution(&cut, &mut rng, &ExecConfig::default()));
+            let num = IpNumbering::new(Supergraph::new(cut.clone()).unwrap(), mode).unwrap();
+            check_dense(&num, &mut rng)?;
+            if let Some(events) = &events {
+                check_run(&num, events)?;
+            }
+        }
+    }
+}
+
+/// Context cuts name the direct call of a looping leaf from a root with many paths, and only
+/// it: `drive` (2^20 paths of its own) calls `scan` (a loop); `small` (4 paths) calls `walk`
+/// (a loop) and keeps its call.
+#[test]
+fn context_cuts_name_loops_under_huge_roots() {
+    let looping = || Function {
+        cfg: cfg(
+            3,
+            &[(0, 1, Flow), (1, 1, Flow), (1, 2, Flow), (2, 3, Return)],
+        ),
+        calls: Vec::new(),
+        entered_from_outside: false,
+        cuts: Vec::new(),
+    };
+    let mut drive = diamonds(20);
+    drive.calls.push(CallSite {
+        block: NodeId::new(0),
+        position: 0,
+        callee: Callee::Internal(FnId::new(1)),
+    });
+    let mut small = diamonds(2);
+    small.calls.push(CallSite {
+        block: NodeId::new(0),
+        position: 0,
+        callee: Callee::Internal(FnId::new(3)),
+    });
+    let program = vec![drive, looping(), small, looping()];
+    for mode in MODES {
+        let num = IpNumbering::new_limited(program.clone(), mode, 1 << 40).unwrap();
+        let cuts = num.context_cuts(1024, 1 << 16).unwrap();
+        assert_eq!(cuts, [(FnId::new(0), 0)], "{mode:?}");
+        // Everything below the context threshold: nothing is cut.
+        assert_eq!(num.context_cuts(1024, 1 << 30).unwrap(), [], "{mode:?}");
+    }
+    // The property test above is not vacuous: its programs have cuts.
+    let config = ProgramConfig {
+        call_percent: 60,
+        unknown_percent: 10,
+        ..ProgramConfig::default()
+    };
+    let with_cuts = (0..300)
+        .filter(|&seed| {
+            let program = random_program(&mut Rng::new(seed), &config);
+            IpNumbering::new_limited(program, Mode::Context, 1 << 40)
+                .is_ok_and(|num| !num.context_cuts(20, 4).unwrap().is_empty())
+        })
+        .count();
+    assert!(
+        with_cuts >= 20,
+        "only {with_cuts} of 300 programs have cuts"
+    );
+}
+
 /// `n` functions, each with two diamonds in a row and, in the block between them, two calls
 /// of the next one: `ψ_Entry` of function `i` is about `4 · 2^(2(n-i))`-ish, exponential.
 fn chain(n: usize) -> Vec<Function> {

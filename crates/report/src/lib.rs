@@ -750,6 +750,9 @@ impl std::fmt::Display for IpathPathStep {
                 demangle(&call.caller),
                 call.block
             ),
+            IpathPathStep::Summary(IpathCallStep {
+                callee: Some(q), ..
+            }) => write!(f, "(summary call of {})", demangle(q)),
             IpathPathStep::Summary(_) => f.write_str("(summary call)"),
             IpathPathStep::Restart => f.write_str("(restart)"),
             IpathPathStep::Reentry => f.write_str("(reentry)"),

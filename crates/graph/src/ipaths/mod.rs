@@ -26,7 +26,9 @@
 //!    callee's entry and at a return (§5.5 and §6.3, with §5.5's per-edge increments), written as
 //!    the plain-data actions the instrumenter emits and a machine that executes them: the
 //!    specification the LLVM and C runtime side implements.
-//! 4. [`cutter`]: the reference: an execution of the whole program, cut into observable paths
+//! 4. [`storage`]: context cuts, the direct calls an instrumenter makes summary edges so that a
+//!    callee's loops count their paths in an array rather than under the caller's context.
+//! 5. [`cutter`]: the reference: an execution of the whole program, cut into observable paths
 //!    by the paper's definitions (§3.4 context paths, §6 piecewise paths), without any of the
 //!    numbering's linear functions.
 //!
@@ -57,6 +59,7 @@ use thiserror::Error;
 pub mod cutter;
 pub mod number;
 pub mod runtime;
+pub mod storage;
 pub mod supergraph;
 #[cfg(test)]
 mod tests;

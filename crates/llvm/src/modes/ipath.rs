@@ -79,6 +79,12 @@ use tally_graph::{EdgeId, NodeId};
 
 /// Most paths of a module's set (numbers and every value the program computes fit a `u64`).
 pub(crate) const LIMIT: u128 = 1 << 62;
+/// Context cuts (`tally_graph::ipaths::storage`) are made where a root's range exceeds this.
+const CONTEXT_CUT_PATHS: u128 = 1 << 16;
+/// Functions of a set per path table ([`IpathPlan::banks`]).
+const SET_PER_BANK: usize = 32;
+/// Most path tables of a set: 16 home tables of 16 KiB.
+const MAX_BANKS: usize = 16;
 
 /// `ipath` (`piecewise: false`) and `ipath-piecewise`.
 pub(crate) struct Ipath {
@@ -198,7 +204,6 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
     let mut direct_uses = vec![0usize; members.len()];
     let mut sites = Vec::with_capacity(members.len());
     let mut metas = Vec::with_capacity(members.len());
-    let mut functions = Vec::with_capacity(members.len());
     for &i in &members {
         let (_, l) = funcs[i];
         let insts = call_insts(l);
@@ -219,6 +224,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
                 block: n.into(),
                 position: pos,
                 callee: callee.map(|k| k as u32),
+                context_cut: None,
             });
         }
         sites.push(insts);
@@ -226,18 +232,13 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
     }
     let mut ip_functions = Vec::with_capacity(members.len());
     for (k, &i) in members.iter().enumerate() {
-        let (f, l) = funcs[i];
-        let from_outside = !is_local(f) || num_uses(f) != direct_uses[k];
-        let calls = std::mem::take(&mut metas[k]);
-        let f = IpathFunction {
+        ip_functions.push(IpathFunction {
             function: i as u32,
-            from_outside,
-            calls,
+            from_outside: false,
+            calls: std::mem::take(&mut metas[k]),
             cuts: Vec::new(),
             array: None,
-        };
-        functions.push(f.to_function(l.cfg.clone()));
-        ip_functions.push(f);
+        });
     }
     let mut out = ModulePlan {
         plans: Vec::new(),
@@ -252,15 +253,44 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
     } else {
         Mode::Context
     };
-    let num = match IpNumbering::new_limited(functions, mode, LIMIT) {
-        Ok(n) if n.fits_u64() => n,
-        Ok(_) => {
-            out.failure = Some("the numbering does not fit 64 bits".into());
-            return out;
+    // Number the set; then cut the calls that `context_cuts` names and number it again, until
+    // it names none (each round only removes direct calls, so this ends).
+    let num = loop {
+        for (k, f) in ip_functions.iter_mut().enumerate() {
+            let fv = funcs[members[k]].0;
+            f.from_outside = !is_local(fv) || num_uses(fv) != direct_uses[k];
         }
-        Err(e) => {
-            out.failure = Some(e.to_string());
-            return out;
+        let functions = ip_functions
+            .iter()
+            .zip(&members)
+            .map(|(f, &i)| f.to_function(funcs[i].1.cfg.clone()))
+            .collect();
+        let num = match IpNumbering::new_limited(functions, mode, LIMIT) {
+            Ok(n) if n.fits_u64() => n,
+            Ok(_) => {
+                out.failure = Some("the numbering does not fit 64 bits".into());
+                return out;
+            }
+            Err(e) => {
+                out.failure = Some(e.to_string());
+                return out;
+            }
+        };
+        let cuts = match num.context_cuts(super::path::ARRAY_PATHS, CONTEXT_CUT_PATHS) {
+            Ok(c) => c,
+            Err(e) => {
+                out.failure = Some(e.to_string());
+                return out;
+            }
+        };
+        if cuts.is_empty() {
+            break num;
+        }
+        for (f, site) in cuts {
+            let call = &mut ip_functions[f.index()].calls[site as usize];
+            let q = call.callee.take().expect("context cuts are direct calls");
+            call.context_cut = Some(q);
+            direct_uses[q as usize] -= 1;
         }
     };
     let mut plans = Vec::with_capacity(members.len());
@@ -289,6 +319,11 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
             });
         }
     }
+    // The set's path tables: one per `SET_PER_BANK` functions, a power of two up to
+    // `MAX_BANKS` (each has a home table of `PATH_HOME_SLOTS` slots, 16 KiB).
+    let banks = (members.len() / SET_PER_BANK)
+        .next_power_of_two()
+        .clamp(1, MAX_BANKS) as u32;
     for ((k, &i), plan) in members.iter().enumerate().zip(plans) {
         let callees = ip_functions[k]
             .calls
@@ -322,6 +357,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
                 }),
                 isolated: !linked[k],
                 array: ip_functions[k].array,
+                banks,
             }),
         ));
     }
@@ -375,6 +411,8 @@ struct IpathPlan {
     /// An isolated function's paths counted in the counter array (at the function's counter
     /// base) instead of the hash table.
     array: Option<IpathArray>,
+    /// The set's path tables (all the owner's, `tally.ipath.probe`): a power of two.
+    banks: u32,
 }
 
 impl FnPlan for IpathPlan {
@@ -382,7 +420,11 @@ impl FnPlan for IpathPlan {
         self.array.map_or(0, |a| a.len as usize)
     }
     fn num_tables(&self) -> usize {
-        usize::from(self.path_meta.is_some())
+        if self.path_meta.is_some() {
+            self.banks as usize
+        } else {
+            0
+        }
     }
     fn emit(&self, cx: &EmitCx) -> Emitted {
         emit(cx, self);
@@ -454,14 +496,20 @@ struct Ip<'a, 'b> {
     can_be_root: bool,
     /// No direct call in or out (after demotion): [`IpathPlan::isolated`].
     isolated: Option<Isolated>,
-    /// Array storage of an isolated function ([`IpathPlan::array`]): path `p` is counter
-    /// `p + offset` of the module (`offset` = the function's counter base − the array's first
-    /// path, modulo 2^64).
+    /// Array storage of an isolated function ([`IpathPlan::array`]): `reg` is biased by the
+    /// array's first path (`bias`), so path `p` is counter `(p − first) + offset` of the
+    /// module, `offset` the function's counter base.
     array_offset: Option<u64>,
     /// Array storage of any other function: `(first, len, address of its first counter)`;
     /// a path in `[first, first + len)` goes there, others to the table.
     array_checked: Option<(u64, u64, LLVMValueRef)>,
     piecewise: bool,
+    /// The set's path tables ([`IpathPlan::banks`]).
+    banks: u32,
+    /// Subtracted from every absolute value `reg` takes (an isolated function with an array:
+    /// its first path, so that `reg` is the counter index; else 0). Only constants change:
+    /// the increments are differences.
+    bias: u128,
 }
 
 /// What an isolated function knows statically: it is always entered as a root.
@@ -556,14 +604,14 @@ impl Ip<'_, '_> {
             return;
         }
         if let Some((first, len, arr)) = self.array_checked {
-            let f = ipath_count_fn(em.g);
+            let f = ipath_count_fn(em.g, self.banks);
             let mut args = [self.table, self.home, p, arr, em.i64c(first), em.i64c(len)];
             em.call(f, &mut args, near);
             return;
         }
-        match em.g.path_probe {
-            Some(f) => em.call(f, &mut [self.table, self.home, p], near),
-            None => em.call(em.g.path_count, &mut [self.table, p], near),
+        match table_probe(em.g, self.banks) {
+            (f, true) => em.call(f, &mut [self.table, self.home, p], near),
+            (f, false) => em.call(f, &mut [self.table, p], near),
         }
     }
     /// Splits the block before `near` (a returning block's end) and counts path `p` on a
@@ -618,7 +666,7 @@ impl Ip<'_, '_> {
                 self.count(p, near);
                 self.store(self.k(0), self.open());
                 self.store(self.k(n), self.s.nvc);
-                self.store(self.k(reg), self.s.reg);
+                self.store(self.k(reg.wrapping_sub(self.bias)), self.s.reg);
             }
             EdgeAction::Return(l) => {
                 self.reg_add(l);
@@ -704,7 +752,8 @@ impl Ip<'_, '_> {
             }
             EdgeAction::PieceReentry { nvc, reg } => {
                 let cur = self.load(self.s.reg);
-                self.store(self.select(again, self.k(reg), cur), self.s.reg);
+                let reg = self.k(reg.wrapping_sub(self.bias));
+                self.store(self.select(again, reg, cur), self.s.reg);
                 let cur = self.load(self.s.nvc);
                 self.store(self.select(again, self.k(nvc), cur), self.s.nvc);
                 let cur = self.load(self.open());
@@ -719,7 +768,7 @@ impl Ip<'_, '_> {
 /// (always inlined, defined once per module): `arr[p - first] += 1` when `p - first < len`
 /// (the function's own paths, array storage), else the table's count (the inline home-table
 /// probe, or `__tally_path_count` with `--tally-atomic`).
-fn ipath_count_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
+fn ipath_count_fn(g: &Globals, banks: u32) -> (LLVMValueRef, LLVMTypeRef) {
     unsafe {
         let ctx = g.ctx;
         let (i64t, ptrt) = (g.i64t, g.ptrt);
@@ -771,6 +820,79 @@ fn ipath_count_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
         }
         c::LLVMBuildRetVoid(b);
         c::LLVMPositionBuilderAtEnd(b, other);
+        match table_probe(g, banks) {
+            (pf, true) => {
+                let mut a = [table, home, p];
+                c::LLVMBuildCall2(b, pf.1, pf.0, a.as_mut_ptr(), 3, n.as_ptr());
+            }
+            (pc, false) => {
+                let mut a = [table, p];
+                c::LLVMBuildCall2(b, pc.1, pc.0, a.as_mut_ptr(), 2, n.as_ptr());
+            }
+        }
+        c::LLVMBuildRetVoid(b);
+        c::LLVMDisposeBuilder(b);
+        (f, ty)
+    }
+}
+
+/// How a path is counted in the set's tables: `(function, takes the home argument)`: with
+/// one table path mode's inline probe (or `__tally_path_count` with `--tally-atomic`), with
+/// several `tally.ipath.probe`.
+fn table_probe(g: &Globals, banks: u32) -> ((LLVMValueRef, LLVMTypeRef), bool) {
+    if banks > 1 {
+        return (ipath_probe_fn(g, banks), true);
+    }
+    match g.path_probe {
+        Some(f) => (f, true),
+        None => (g.path_count, false),
+    }
+}
+
+/// `internal void tally.ipath.probe(ptr table0, ptr home0, i64 p)` (always inlined, once per
+/// module): the set's `banks` tables (a power of two, consecutive, all the owner's) share its
+/// paths by their low bits: path `p` is counted in table `p & (banks - 1)`, whose home table
+/// follows table 0's at `(p & (banks - 1)) · 2 · PATH_HOME_SLOTS` words, by path mode's inline
+/// probe (`__tally_path_count` with `--tally-atomic`). `banks` times the home slots of one
+/// table, for sets whose hashed paths would crowd one (SQLite's amalgamation).
+fn ipath_probe_fn(g: &Globals, banks: u32) -> (LLVMValueRef, LLVMTypeRef) {
+    unsafe {
+        let ctx = g.ctx;
+        let (i64t, ptrt) = (g.i64t, g.ptrt);
+        let voidt = c::LLVMVoidTypeInContext(ctx);
+        let mut params = [ptrt, ptrt, i64t];
+        let ty = c::LLVMFunctionType(voidt, params.as_mut_ptr(), params.len() as u32, 0);
+        let name = cname("tally.ipath.probe");
+        let existing = c::LLVMGetNamedFunction(g.module, name.as_ptr());
+        if !existing.is_null() {
+            return (existing, ty);
+        }
+        let f = c::LLVMAddFunction(g.module, name.as_ptr(), ty);
+        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+        for a in ["alwaysinline", "nounwind"] {
+            let k = ir::attr_kind(a);
+            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+        }
+        let (table0, home0, p) = (
+            c::LLVMGetParam(f, 0),
+            c::LLVMGetParam(f, 1),
+            c::LLVMGetParam(f, 2),
+        );
+        let n = cname("");
+        let s = cname("entry");
+        let entry = c::LLVMAppendBasicBlockInContext(ctx, f, s.as_ptr());
+        let b = c::LLVMCreateBuilderInContext(ctx);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let mask = c::LLVMConstInt(i64t, u64::from(banks - 1), 0);
+        let t = c::LLVMBuildAnd(b, p, mask, n.as_ptr());
+        let mut idx = [t];
+        let table =
+            c::LLVMBuildInBoundsGEP2(b, g.table_ty, table0, idx.as_mut_ptr(), 1, n.as_ptr());
+        let shift = c::LLVMConstInt(i64t, u64::from(4 + abi::PATH_HOME_BITS), 0);
+        let mut off = [c::LLVMBuildShl(b, t, shift, n.as_ptr())];
+        let i8t = c::LLVMInt8TypeInContext(ctx);
+        let home = c::LLVMBuildInBoundsGEP2(b, i8t, home0, off.as_mut_ptr(), 1, n.as_ptr());
         match g.path_probe {
             Some(pf) => {
                 let mut a = [table, home, p];
@@ -842,15 +964,26 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         let site = c::LLVMBuildAlloca(b, site_ty, n.as_ptr());
         Record { rec, site, site_ty }
     });
+    // An isolated function with an array keeps `reg` relative to the array's first path:
+    // every value it holds is then a small number (the counter index), as in path mode.
+    let bias = match (p.isolated, p.array) {
+        (true, Some(a)) => u128::from(a.first),
+        _ => 0,
+    };
     let isolated = match (p.isolated, p.plan.entry.root_value) {
         (true, Some(root_value)) => Some(Isolated {
-            root_value,
+            root_value: root_value.wrapping_sub(bias),
             open: s.own_open,
         }),
         _ => None,
     };
     let last_alloca = Val(record.as_ref().map_or(s.own_open, |r| r.site));
     let (table, home) = crate::module::path_table(g, 0, p.owner);
+    if p.path_meta.is_some() {
+        for bank in 1..p.banks {
+            crate::module::path_table(g, bank, p.owner);
+        }
+    }
     let ip = Ip {
         em: &em,
         s,
@@ -860,15 +993,14 @@ fn emit(cx: &EmitCx, p: &IpathPlan) {
         root_exit: p.plan.entry.root_exit_value,
         can_be_root: p.plan.entry.root_value.is_some(),
         isolated,
-        array_offset: p
-            .array
-            .filter(|_| isolated.is_some())
-            .map(|a| cx.base.wrapping_sub(a.first)),
+        array_offset: p.array.filter(|_| isolated.is_some()).map(|_| cx.base),
         array_checked: p
             .array
             .filter(|_| isolated.is_none())
             .map(|a| (a.first, u64::from(a.len), em.counter_ptr(cx.base))),
         piecewise: p.piecewise,
+        banks: p.banks,
+        bias,
     };
 
     // The frame record first (§9.2: the stack of pending paths): pushed where path mode pushes

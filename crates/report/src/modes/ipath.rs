@@ -79,8 +79,9 @@ pub enum IpathStep {
         /// The path took the call.
         matched: bool,
     },
-    /// A call left as a summary edge (its callee's paths are separate): a recursive call
-    /// (`callee` known), a call through a pointer or out of the set (`callee` `None`).
+    /// A call left as a summary edge (its callee's paths are separate): a recursive call or a
+    /// context cut (`callee` known), a call through a pointer or out of the set (`callee`
+    /// `None`).
     Summary {
         /// The caller.
         function: u32,
@@ -88,7 +89,7 @@ pub enum IpathStep {
         block: u32,
         /// The call site.
         site: u32,
-        /// The callee, for a recursive call site.
+        /// The callee, for a recursive call site or a context cut.
         callee: Option<u32>,
     },
     /// The path starts after a back or cut edge of the next block's function (its calling
@@ -280,7 +281,11 @@ pub(crate) fn solve_module(
                         tally_graph::ipaths::supergraph::SiteKind::Recursive(q) => {
                             Some(module_index(q))
                         }
-                        _ => None,
+                        // A context cut (the instrumenter's, for array storage).
+                        _ => ip.functions[func.index()].calls[s as usize]
+                            .context_cut
+                            .and_then(|q| ip.functions.get(q as usize))
+                            .map(|q| q.function),
                     };
                     steps.push(IpathStep::Summary {
                         function,
