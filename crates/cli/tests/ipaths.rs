@@ -513,5 +513,30 @@ fn ipath_context_cuts_put_callee_loops_in_arrays() {
             p.contains("small:b") && p.contains("walk:b") && p.contains("call (still pending)\n")
         });
         assert!(crossing, "{mode}: no path crosses small -> walk:\n{text}");
+
+        // `--tally-ipath-cuts=off` keeps every context: drive calls scan directly, nothing is
+        // cut, and the derived counts still equal the oracle's.
+        let off = ["-O2", "-g", "--tally-ipath-cuts=off", s];
+        compare_args("cuts-off.c", "-O2", &off, &[], mode);
+        let bin = dir.join("prog-off");
+        build(Variant::Tally(mode), false, &off, &bin, &dir);
+        let prof = dir.join("prog-off.tally");
+        let o = run(&bin, &[], &dir, &prof);
+        assert_eq!(o.status.code(), Some(0), "{mode} cuts off: {o:?}");
+        let p = tally_format::profile::Profile::read_file(&prof).unwrap();
+        let ip = p.modules[0].meta.ipath.as_ref().expect("cuts.c has a set");
+        assert!(
+            ip.functions
+                .iter()
+                .all(|f| f.calls.iter().all(|c| c.context_cut.is_none())),
+            "{mode}: a call was cut with --tally-ipath-cuts=off"
+        );
+        assert!(
+            ip.functions[drive]
+                .calls
+                .iter()
+                .any(|c| c.callee == Some(scan as u32)),
+            "{mode}: drive's call to scan is not direct with --tally-ipath-cuts=off"
+        );
     }
 }

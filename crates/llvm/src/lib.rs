@@ -201,7 +201,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let mut work = lower_and_plan(&module, mode, opts, &mut stats, &mut skipped, &mut files);
     // Interprocedural modes plan the module as a whole.
     let funcs: Vec<_> = work.iter().map(|w| (w.func, &w.lowered)).collect();
-    let module_plan = mode.plan_module(&funcs);
+    let module_plan = mode.plan_module(&funcs, opts);
     let (mut ipath, mut ip_failure) = (None, None);
     if let Some(mp) = module_plan {
         for (i, plan) in mp.plans {

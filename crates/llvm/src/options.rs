@@ -142,6 +142,21 @@ pub struct Options {
                     block and a jump; 0 turns it off")
     )]
     pub jump_cost: f64,
+    /// `ipath` modes: context cuts ([`IpNumbering::context_cuts`](tally_graph::ipaths::IpNumbering::context_cuts)):
+    /// direct calls from functions under roots with more than 2^16 paths into looping callees
+    /// whose own paths fit an array become summary edges, so the callee's loop counts in an
+    /// array instead of the hashed table, at the price of the caller's context for those
+    /// paths (docs/ipaths.md). On by default; `--tally-ipath-cuts=off` keeps every context.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-ipath-cuts", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "on", default_missing_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = on_off(),
+            help = "ipath modes: cut the context of calls from functions with very many paths \
+                    into looping callees (cheaper; off keeps every calling context)")
+    )]
+    pub ipath_cuts: bool,
 }
 
 /// Parses `witness` or `bits` (`--tally-trace`).
@@ -220,6 +235,7 @@ impl Default for Options {
             trace_bits: false,
             trace_registers: false,
             jump_cost: DEFAULT_JUMP_COST,
+            ipath_cuts: true,
         }
     }
 }

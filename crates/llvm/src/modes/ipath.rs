@@ -102,8 +102,12 @@ impl ModeImpl for Ipath {
         }))
     }
 
-    fn plan_module(&self, funcs: &[(Val, &Lowered)]) -> Option<ModulePlan> {
-        Some(plan_module(funcs, self.piecewise))
+    fn plan_module(
+        &self,
+        funcs: &[(Val, &Lowered)],
+        opts: &crate::options::Options,
+    ) -> Option<ModulePlan> {
+        Some(plan_module(funcs, self.piecewise, opts.ipath_cuts))
     }
 }
 
@@ -176,7 +180,7 @@ fn num_uses(f: Val) -> usize {
 }
 
 /// Builds the set, numbers it and plans each member.
-fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
+fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool, cuts_on: bool) -> ModulePlan {
     let members: Vec<usize> = (0..funcs.len())
         .filter(|&i| ineligible(funcs[i].1).is_none())
         .collect();
@@ -277,6 +281,7 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool) -> ModulePlan {
             }
         };
         let cuts = match num.context_cuts(super::path::ARRAY_PATHS, CONTEXT_CUT_PATHS) {
+            Ok(_) if !cuts_on => Vec::new(),
             Ok(c) => c,
             Err(e) => {
                 out.failure = Some(e.to_string());

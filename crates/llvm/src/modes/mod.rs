@@ -104,7 +104,7 @@ pub(crate) trait ModeImpl: Sync {
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String>;
     /// Plans the module as a whole after every function was planned (interprocedural modes):
     /// replacement plans for some functions and module metadata.
-    fn plan_module(&self, _funcs: &[(Val, &Lowered)]) -> Option<ModulePlan> {
+    fn plan_module(&self, _funcs: &[(Val, &Lowered)], _opts: &Options) -> Option<ModulePlan> {
         None
     }
 }

@@ -382,7 +382,11 @@ impl ModeImpl for WTrace {
             .unwrap_or_else(|why| Box::new(Untraced(why))))
     }
 
-    fn plan_module(&self, funcs: &[(Val, &Lowered)]) -> Option<super::ModulePlan> {
+    fn plan_module(
+        &self,
+        funcs: &[(Val, &Lowered)],
+        _opts: &crate::options::Options,
+    ) -> Option<super::ModulePlan> {
         unsafe { module_tables(funcs) };
         None
     }
