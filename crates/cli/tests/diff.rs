@@ -400,3 +400,78 @@ fn diff_of_a_garbage_file_is_one_line_and_status_2() {
         assert!(o.stdout.is_empty());
     }
 }
+
+/// Interprocedural paths (`ipath` and `ipath-piecewise` profiles of testdata/ipath/groups.c run
+/// with two inputs): the diff's paths are exactly those whose counts differ in the two
+/// profiles' `tally paths --format json --top 0` (module, number), spectra included, with
+/// their steps; a profile against itself is equal.
+#[test]
+fn diff_compares_interprocedural_paths() {
+    let src = repo().join("testdata/ipath/groups.c");
+    for mode in ["ipath", "ipath-piecewise"] {
+        let dir = scratch(&format!("diff-{mode}"));
+        let bin = dir.join("prog");
+        build(
+            Variant::Tally(mode),
+            false,
+            &["-O2", "-g", src.to_str().unwrap()],
+            &bin,
+            &dir,
+        );
+        let (a, b) = (dir.join("a.tally"), dir.join("b.tally"));
+        for (p, args) in [(&a, &["40"][..]), (&b, &["3", "x"][..])] {
+            // groups.c ends in exit(3) when n > 7 (`iso_end`).
+            let o = run(&bin, args, &dir, p);
+            assert!(p.exists(), "{mode}: no profile: {o:?}");
+        }
+        let ipaths = |p: &Path| -> BTreeMap<(String, String), u64> {
+            let j = json_of("paths", p, &["--top", "0"]);
+            let mut m = BTreeMap::new();
+            for set in j["interprocedural"].as_array().unwrap() {
+                for row in set["paths"].as_array().unwrap() {
+                    m.insert(
+                        (
+                            set["module"].as_str().unwrap().to_string(),
+                            row["number"].as_str().unwrap().to_string(),
+                        ),
+                        row["count"].as_u64().unwrap(),
+                    );
+                }
+            }
+            m
+        };
+        let (pa, pb) = (ipaths(&a), ipaths(&b));
+        let want = changed(&pa, &pb);
+        assert!(
+            !want.is_empty(),
+            "{mode}: the two inputs ran the same paths"
+        );
+        let o = diff(&["--format", "json", "a.tally", "b.tally"], &dir);
+        assert_eq!(o.status.code(), Some(1), "{mode}");
+        let d: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let key = |r: &Value| {
+            (
+                r["function"].as_str().unwrap().to_string(),
+                r["number"].as_str().unwrap().to_string(),
+            )
+        };
+        assert_eq!(section(&d, "paths", key), want, "{mode}: paths");
+        let only = |x: bool| -> BTreeMap<_, _> {
+            want.iter()
+                .filter(|(_, (ca, cb))| if x { *cb == 0 } else { *ca == 0 })
+                .map(|(k, v)| (k.clone(), *v))
+                .collect()
+        };
+        assert_eq!(section(&d, "paths_only_in_a", key), only(true), "{mode}");
+        assert_eq!(section(&d, "paths_only_in_b", key), only(false), "{mode}");
+        for r in d["paths"].as_array().unwrap() {
+            let steps = r["steps"].as_array().expect("interprocedural steps");
+            assert!(
+                steps.iter().any(|s| s.as_str().unwrap().contains(":b")),
+                "{mode}: {r}"
+            );
+        }
+        let o = diff(&["a.tally", "a.tally"], &dir);
+        assert_eq!(o.status.code(), Some(0), "{mode}");
+    }
+}

@@ -8,7 +8,10 @@
 //! differ (matched by block id: equal graph hashes mean equal graphs), and for path profiles the
 //! paths whose counts differ, by path number (only when both numberings have the same
 //! potential paths and cut edges), with the *path spectra* of paper 004 §1: the paths run in one
-//! profile and not the other. Source lines whose counts differ come from the source-level
+//! profile and not the other. Interprocedural paths (modes `ipath`, `ipath-piecewise`, paper
+//! 004) are compared the same way, by module and path number, for the modules whose sets have
+//! the same mode and potential paths in both, and listed with their steps across functions.
+//! Source lines whose counts differ come from the source-level
 //! model ([`crate::source::model`]) of each side, for lines present in both.
 //!
 //! Every section is sorted by absolute change, largest first (ties: by name, then id). A
@@ -109,13 +112,19 @@ pub struct LineChange {
 /// A path whose count differs (0 = not run in that profile).
 #[derive(Clone, Debug, Serialize)]
 pub struct PathChange {
-    /// Its function.
+    /// Its function; for an interprocedural path (modes `ipath`, `ipath-piecewise`), its
+    /// module (the source file whose set numbers it).
     pub function: String,
     /// Path number (a decimal string in JSON: it can exceed 2^53).
     #[serde(serialize_with = "as_string")]
     pub number: u128,
-    /// Its blocks, in order (from whichever profile ran it).
+    /// Its blocks, in order (from whichever profile ran it); empty for an interprocedural
+    /// path, whose blocks are in `steps`.
     pub blocks: Vec<u32>,
+    /// An interprocedural path's steps, as `tally paths` prints them but without source
+    /// locations (`function:bN`, `call`, `return`, markers); absent for other paths.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<String>,
     /// The counts.
     #[serde(flatten)]
     pub change: Change,
@@ -272,6 +281,7 @@ pub fn diff(
                         function: fa.demangled.clone(),
                         number,
                         blocks: blocks.to_vec(),
+                        steps: Vec::new(),
                         change,
                     };
                     if change.b == 0 {
@@ -342,6 +352,7 @@ pub fn diff(
         |c| c.change.magnitude(),
         |c| (c.file.clone(), c.line),
     );
+    ipath_changes(a, b, &mut d);
     for v in [&mut d.paths, &mut d.paths_only_in_a, &mut d.paths_only_in_b] {
         sort_by_change(
             v,
@@ -350,6 +361,63 @@ pub fn diff(
         );
     }
     d
+}
+
+/// Interprocedural paths (modes `ipath`, `ipath-piecewise`) whose counts differ, by module
+/// and path number, for the modules whose sets are numbered alike in both profiles (same mode
+/// and potential paths; the numbering is rebuilt from the build's call sites, so equal builds
+/// number equally): they go to the same lists as path mode's paths, with their steps.
+fn ipath_changes(a: &Report, b: &Report, d: &mut Diff) {
+    use std::collections::BTreeMap;
+    let sets = |r: &Report| -> BTreeMap<String, (tally_format::Mode, u128)> {
+        r.ipaths
+            .iter()
+            .map(|p| (p.module.clone(), (p.mode, p.potential)))
+            .collect()
+    };
+    let (sa, sb) = (sets(a), sets(b));
+    let mut all: BTreeMap<(&str, u128), (Change, &crate::IpathPath)> = BTreeMap::new();
+    for p in &a.ipaths {
+        if sb.get(&p.module) == sa.get(&p.module) {
+            all.insert((&p.module, p.number), (Change { a: p.count, b: 0 }, p));
+        }
+    }
+    for p in &b.ipaths {
+        if sa.get(&p.module) == sb.get(&p.module) {
+            all.entry((&p.module, p.number))
+                .or_insert((Change { a: 0, b: 0 }, p))
+                .0
+                .b = p.count;
+        }
+    }
+    for ((module, number), (change, p)) in all {
+        if change.a == change.b {
+            continue;
+        }
+        let steps = p
+            .steps
+            .iter()
+            .map(|s| match s {
+                crate::IpathPathStep::Block {
+                    demangled, block, ..
+                } => format!("{demangled}:b{block}"),
+                other => other.to_string(),
+            })
+            .collect();
+        let c = PathChange {
+            function: module.to_string(),
+            number,
+            blocks: Vec::new(),
+            steps,
+            change,
+        };
+        if change.b == 0 {
+            d.paths_only_in_a.push(c.clone());
+        } else if change.a == 0 {
+            d.paths_only_in_b.push(c.clone());
+        }
+        d.paths.push(c);
+    }
 }
 
 /// The first `top` items (all when `top` is 0).
@@ -489,14 +557,19 @@ pub fn text(d: &Diff, a: &str, b: &str, top: usize) -> String {
         }
         header(&mut out, title, "path  function  blocks");
         for c in first(v, top) {
-            let mut blocks: Vec<String> = c
-                .blocks
-                .iter()
-                .take(PATH_BLOCKS)
-                .map(|b| format!("b{b}"))
-                .collect();
+            let mut blocks: Vec<String> = if c.steps.is_empty() {
+                c.blocks
+                    .iter()
+                    .take(PATH_BLOCKS)
+                    .map(|b| format!("b{b}"))
+                    .collect()
+            } else {
+                c.steps.iter().take(PATH_BLOCKS).cloned().collect()
+            };
             if c.blocks.len() > PATH_BLOCKS {
                 blocks.push(format!("... ({} blocks)", c.blocks.len()));
+            } else if c.steps.len() > PATH_BLOCKS {
+                blocks.push(format!("... ({} steps)", c.steps.len()));
             }
             row(
                 &mut out,
@@ -592,6 +665,7 @@ mod tests {
             function: "f".into(),
             number: 1 << 70,
             blocks: (0..40).collect(),
+            steps: Vec::new(),
             change: Change { a: 0, b: 2 },
         };
         let d = Diff {
