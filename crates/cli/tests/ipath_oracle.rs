@@ -187,6 +187,40 @@ fn ipath_counts_equal_the_cut_trace_when_frames_are_abandoned() {
     }
 }
 
+/// An exception that abandons frames of one file's set lands in another file
+/// (testdata/ipath/landing_set.cpp and landing_main.cpp), whose loop goes on calling into the
+/// set: both modes, -O0 and -O2, every path count of both files' sets equals the cut trace's,
+/// and paths ending in an abandoned frame after crossing a call are among them.
+#[test]
+fn ipath_counts_equal_the_cut_trace_when_an_exception_lands_in_another_file() {
+    let dir = repo().join("testdata/ipath");
+    for opt in ["-O0", "-O2"] {
+        for mode in ["ipath", "ipath-piecewise"] {
+            let name = format!("landing{opt}");
+            let args: Vec<String> = [opt, "-g"]
+                .into_iter()
+                .map(String::from)
+                .chain(
+                    ["landing_set.cpp", "landing_main.cpp"]
+                        .iter()
+                        .map(|f| dir.join(f).display().to_string()),
+                )
+                .collect();
+            let c = check(&name, &args, &[], 0, mode);
+            eprintln!(
+                "{name} {mode}: {} sets, {} path runs equal, {} across calls; {} end in an \
+                 abandoned frame ({} of them across calls)",
+                c.sets, c.runs, c.crossing, c.abandoned, c.abandoned_crossing
+            );
+            assert!(c.sets >= 1, "{name} {mode}: no set");
+            assert!(
+                c.abandoned >= 20 && c.abandoned_crossing >= 10 && c.crossing >= 20,
+                "{name} {mode}: too few abandoned or crossing paths"
+            );
+        }
+    }
+}
+
 /// Both modes on a real program built from `args` and run with `run_args`: at least `sets`
 /// sets, `runs` path runs and `crossing` runs across calls must be compared.
 fn real_program(
