@@ -142,3 +142,25 @@ impl Emitter<'_> {
         unsafe { c::LLVMBuildStructGEP2(self.b, self.g.frame_ty, rec, i, empty.as_ptr()) }
     }
 }
+
+/// An internal, always-inlined, nounwind function `name` of type `ty` and its entry block
+/// (`None` if the module has it already).
+pub(crate) unsafe fn inline_helper(
+    g: &Globals,
+    name: &str,
+    ty: LLVMTypeRef,
+) -> (LLVMValueRef, Option<LLVMBasicBlockRef>) {
+    let n = CString::new(name).expect("no NUL in a helper name");
+    let f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
+    if !f.is_null() {
+        return (f, None);
+    }
+    let f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
+    c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+    for a in ["alwaysinline", "nounwind"] {
+        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(a), 0);
+        c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+    }
+    let entry = c::LLVMAppendBasicBlockInContext(g.ctx, f, c"entry".as_ptr());
+    (f, Some(entry))
+}

@@ -160,6 +160,16 @@ pub struct Diff {
 }
 
 impl Diff {
+    /// Lists a path whose count differs, and in the spectra when it ran in one profile only.
+    fn push_path(&mut self, p: PathChange) {
+        if p.change.b == 0 {
+            self.paths_only_in_a.push(p.clone());
+        } else if p.change.a == 0 {
+            self.paths_only_in_b.push(p.clone());
+        }
+        self.paths.push(p);
+    }
+
     /// Whether the profiles have the same functions and every count is the same.
     pub fn equal(&self) -> bool {
         self.only_in_a.is_empty()
@@ -277,19 +287,13 @@ pub fn diff(
                         continue;
                     }
                     paths_changed = true;
-                    let p = PathChange {
+                    d.push_path(PathChange {
                         function: fa.demangled.clone(),
                         number,
                         blocks: blocks.to_vec(),
                         steps: Vec::new(),
                         change,
-                    };
-                    if change.b == 0 {
-                        d.paths_only_in_a.push(p.clone());
-                    } else if change.a == 0 {
-                        d.paths_only_in_b.push(p.clone());
-                    }
-                    d.paths.push(p);
+                    });
                 }
             }
         }
@@ -404,19 +408,13 @@ fn ipath_changes(a: &Report, b: &Report, d: &mut Diff) {
                 other => other.to_string(),
             })
             .collect();
-        let c = PathChange {
+        d.push_path(PathChange {
             function: module.to_string(),
             number,
             blocks: Vec::new(),
             steps,
             change,
-        };
-        if change.b == 0 {
-            d.paths_only_in_a.push(c.clone());
-        } else if change.a == 0 {
-            d.paths_only_in_b.push(c.clone());
-        }
-        d.paths.push(c);
+        });
     }
 }
 

@@ -780,18 +780,10 @@ fn ipath_count_fn(g: &Globals, banks: u32) -> (LLVMValueRef, LLVMTypeRef) {
         let voidt = c::LLVMVoidTypeInContext(ctx);
         let mut params = [ptrt, ptrt, i64t, ptrt, i64t, i64t];
         let ty = c::LLVMFunctionType(voidt, params.as_mut_ptr(), params.len() as u32, 0);
-        let name = cname("tally.ipath.count");
-        let existing = c::LLVMGetNamedFunction(g.module, name.as_ptr());
-        if !existing.is_null() {
-            return (existing, ty);
-        }
-        let f = c::LLVMAddFunction(g.module, name.as_ptr(), ty);
-        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-        for a in ["alwaysinline", "nounwind"] {
-            let k = ir::attr_kind(a);
-            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
-            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
-        }
+        let (f, entry) = crate::emit::inline_helper(g, "tally.ipath.count", ty);
+        let Some(entry) = entry else {
+            return (f, ty);
+        };
         let arg = |i| c::LLVMGetParam(f, i);
         let (table, home, p, arr, first, len) = (arg(0), arg(1), arg(2), arg(3), arg(4), arg(5));
         let n = cname("");
@@ -799,7 +791,7 @@ fn ipath_count_fn(g: &Globals, banks: u32) -> (LLVMValueRef, LLVMTypeRef) {
             let s = cname(s);
             c::LLVMAppendBasicBlockInContext(ctx, f, s.as_ptr())
         };
-        let (entry, own, other) = (bb("entry"), bb("own"), bb("table"));
+        let (own, other) = (bb("own"), bb("table"));
         let b = c::LLVMCreateBuilderInContext(ctx);
         c::LLVMPositionBuilderAtEnd(b, entry);
         let d = c::LLVMBuildSub(b, p, first, n.as_ptr());
@@ -867,26 +859,16 @@ fn ipath_probe_fn(g: &Globals, banks: u32) -> (LLVMValueRef, LLVMTypeRef) {
         let voidt = c::LLVMVoidTypeInContext(ctx);
         let mut params = [ptrt, ptrt, i64t];
         let ty = c::LLVMFunctionType(voidt, params.as_mut_ptr(), params.len() as u32, 0);
-        let name = cname("tally.ipath.probe");
-        let existing = c::LLVMGetNamedFunction(g.module, name.as_ptr());
-        if !existing.is_null() {
-            return (existing, ty);
-        }
-        let f = c::LLVMAddFunction(g.module, name.as_ptr(), ty);
-        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-        for a in ["alwaysinline", "nounwind"] {
-            let k = ir::attr_kind(a);
-            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
-            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
-        }
+        let (f, entry) = crate::emit::inline_helper(g, "tally.ipath.probe", ty);
+        let Some(entry) = entry else {
+            return (f, ty);
+        };
         let (table0, home0, p) = (
             c::LLVMGetParam(f, 0),
             c::LLVMGetParam(f, 1),
             c::LLVMGetParam(f, 2),
         );
         let n = cname("");
-        let s = cname("entry");
-        let entry = c::LLVMAppendBasicBlockInContext(ctx, f, s.as_ptr());
         let b = c::LLVMCreateBuilderInContext(ctx);
         c::LLVMPositionBuilderAtEnd(b, entry);
         let mask = c::LLVMConstInt(i64t, u64::from(banks - 1), 0);

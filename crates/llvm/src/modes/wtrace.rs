@@ -626,7 +626,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
     };
 
     let enter_ty = fn_ty(i32t, &mut [ptrt, ptrt, i32t, ptrt]);
-    let (enter, entry) = helper(g, "tally.wtrace.enter", enter_ty);
+    let (enter, entry) = crate::emit::inline_helper(g, "tally.wtrace.enter", enter_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let p = |i| c::LLVMGetParam(enter, i);
@@ -668,7 +668,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
     }
 
     let ret_ty = fn_ty(g.voidt, &mut [ptrt]);
-    let (ret, entry) = helper(g, "tally.wtrace.ret", ret_ty);
+    let (ret, entry) = crate::emit::inline_helper(g, "tally.wtrace.ret", ret_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let a = acc_ptr(g, b);
@@ -697,7 +697,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
     }
 
     let back_ty = fn_ty(g.i64t, &mut [ptrt]);
-    let (back, entry) = helper(g, "tally.wtrace.back", back_ty);
+    let (back, entry) = crate::emit::inline_helper(g, "tally.wtrace.back", back_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let a = acc_ptr(g, b);
@@ -709,7 +709,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
     }
 
     let direct_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
-    let (direct, entry) = helper(g, "tally.wtrace.direct", direct_ty);
+    let (direct, entry) = crate::emit::inline_helper(g, "tally.wtrace.direct", direct_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let a = acc_ptr(g, b);
@@ -725,7 +725,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
     }
 
     let call_ty = fn_ty(g.voidt, &mut [i32t]);
-    let (call, entry) = helper(g, "tally.wtrace.call", call_ty);
+    let (call, entry) = crate::emit::inline_helper(g, "tally.wtrace.call", call_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let a = acc_ptr(g, b);
@@ -757,7 +757,7 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
 unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     let mut args = [g.i64t, g.i64t];
     let ty = c::LLVMFunctionType(g.voidt, args.as_mut_ptr(), 2, 0);
-    let (f, entry) = helper(g, "tally.wtrace.put", ty);
+    let (f, entry) = crate::emit::inline_helper(g, "tally.wtrace.put", ty);
     let Some(entry) = entry else { return (f, ty) };
     let spill = spill_fn(g);
     let b = c::LLVMCreateBuilderInContext(g.ctx);
@@ -811,28 +811,6 @@ unsafe fn field_of(
     let mut idx = [c::LLVMConstInt(i64t, off, 0)];
     let i8t = c::LLVMInt8TypeInContext(ctx);
     c::LLVMBuildInBoundsGEP2(b, i8t, p, idx.as_mut_ptr(), 1, e.as_ptr())
-}
-
-/// An internal, always-inlined, nounwind function `name` of type `ty` and its entry block
-/// (`None` if the module has it already).
-unsafe fn helper(
-    g: &crate::emit::Globals,
-    name: &str,
-    ty: LLVMTypeRef,
-) -> (LLVMValueRef, Option<LLVMBasicBlockRef>) {
-    let n = cname(name);
-    let f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
-    if !f.is_null() {
-        return (f, None);
-    }
-    let f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
-    c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-    for a in ["alwaysinline", "nounwind"] {
-        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(a), 0);
-        c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
-    }
-    let entry = c::LLVMAppendBasicBlockInContext(g.ctx, f, cname("entry").as_ptr());
-    (f, Some(entry))
 }
 
 /// `__tally_wtrace_spill(value, bits)`, cold.
@@ -906,14 +884,14 @@ unsafe fn local_fns(
             c::LLVMBuildStore(b, v, y);
         }
     };
-    let (save, entry) = helper(g, "tally.wtrace.save", ty2);
+    let (save, entry) = crate::emit::inline_helper(g, "tally.wtrace.save", ty2);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let to = [acc_field(g, b, "acc"), acc_field(g, b, "n")];
         copy(b, [c::LLVMGetParam(save, 0), c::LLVMGetParam(save, 1)], to);
         c::LLVMBuildRetVoid(b);
     }
-    let (load, entry) = helper(g, "tally.wtrace.load", ty2);
+    let (load, entry) = crate::emit::inline_helper(g, "tally.wtrace.load", ty2);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let from = [acc_field(g, b, "acc"), acc_field(g, b, "n")];
@@ -926,7 +904,7 @@ unsafe fn local_fns(
     }
     let mut args4 = [ptrt, ptrt, i64t, i64t];
     let ty4 = c::LLVMFunctionType(g.voidt, args4.as_mut_ptr(), 4, 0);
-    let (put, entry) = helper(g, "tally.wtrace.put.local", ty4);
+    let (put, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.local", ty4);
     if let Some(entry) = entry {
         let spill = spill_fn(g);
         c::LLVMPositionBuilderAtEnd(b, entry);
