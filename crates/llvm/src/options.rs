@@ -146,17 +146,20 @@ pub struct Options {
     /// direct calls from functions under roots with more than 2^16 paths into looping callees
     /// whose own paths fit an array become summary edges, so the callee's loop counts in an
     /// array instead of the hashed table, at the price of the caller's context for those
-    /// paths (docs/ipaths.md). On by default; `--tally-ipath-cuts=off` keeps every context.
+    /// paths (docs/ipaths.md). `hot` (the default; `on` says the same) cuts only calls whose
+    /// callee is estimated to restart at least [`HOT_RESTARTS`] paths per call, `all` every
+    /// such call, `off` none.
     #[cfg_attr(
         feature = "clap",
-        arg(long = "tally-ipath-cuts", value_name = "on|off", num_args = 0..=1,
-            require_equals = true, default_value = "on", default_missing_value = "on",
+        arg(long = "tally-ipath-cuts", value_name = "hot|all|off", num_args = 0..=1,
+            require_equals = true, default_value = "hot", default_missing_value = "hot",
             action = clap::ArgAction::Set,
-            value_parser = on_off(),
+            value_parser = ipath_cuts(),
             help = "ipath modes: cut the context of calls from functions with very many paths \
-                    into looping callees (cheaper; off keeps every calling context)")
+                    into looping callees (cheaper): hot (estimated hot loops only), all, or off \
+                    (every calling context kept)")
     )]
-    pub ipath_cuts: bool,
+    pub ipath_cuts: IpathCuts,
 }
 
 /// Parses `witness` or `bits` (`--tally-trace`).
@@ -189,6 +192,19 @@ fn sese_choice() -> impl clap::builder::TypedValueParser<Value = Sese> {
 fn on_off() -> impl clap::builder::TypedValueParser<Value = bool> {
     use clap::builder::TypedValueParser as _;
     clap::builder::PossibleValuesParser::new(["on", "off"]).map(|v| v == "on")
+}
+
+/// Parses `--tally-ipath-cuts`: `hot` (or `on`), `all`, `off`.
+#[cfg(feature = "clap")]
+fn ipath_cuts() -> impl clap::builder::TypedValueParser<Value = IpathCuts> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(["hot", "on", "all", "off"]).map(|v| {
+        match v.as_str() {
+            "all" => IpathCuts::All,
+            "off" => IpathCuts::Off,
+            _ => IpathCuts::Hot,
+        }
+    })
 }
 
 /// Parses `--tally-jump-cost`: a non-negative finite number.
@@ -235,10 +251,31 @@ impl Default for Options {
             trace_bits: false,
             trace_registers: false,
             jump_cost: DEFAULT_JUMP_COST,
-            ipath_cuts: true,
+            ipath_cuts: IpathCuts::Hot,
         }
     }
 }
+
+/// Which calls the `ipath` modes cut (`--tally-ipath-cuts`, [`Options::ipath_cuts`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum IpathCuts {
+    /// Only calls whose callee is hot: estimated restarts per call at least [`HOT_RESTARTS`]
+    /// ([`tally_graph::ipaths::Heat`]), under measured weights (`--tally-weights`) where the
+    /// profile has the function, else LLVM's static estimate.
+    #[default]
+    Hot,
+    /// Every call the rule names, however cold.
+    All,
+    /// None: every calling context kept.
+    Off,
+}
+
+/// [`IpathCuts::Hot`]'s threshold: the least estimated restarts per call (back and cut edges
+/// taken in the callee and the functions it calls directly, per call) for which a call is
+/// cut. Chosen by measurement (docs/ipaths.md, "Hot context cuts"): on the benchmark programs
+/// LLVM's estimate gives the loops whose cuts pay (zlib's `longest_match`, 37) more and the
+/// ones whose cuts save nothing (bzip2's `add_pair_to_block`, 9.7; `mainGtU`, 0.01) less.
+pub const HOT_RESTARTS: f64 = 16.0;
 
 /// The default [`Options::jump_cost`]: on x86-64 a counter increment is one instruction
 /// (`incq counter(%rip)`) and so is the jump, but the increment is a read-modify-write.

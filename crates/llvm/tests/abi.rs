@@ -60,7 +60,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             sese: tally_llvm::Sese::Off,
             trace_bits: false,
             trace_registers: false,
-            ipath_cuts: true,
+            ipath_cuts: tally_llvm::IpathCuts::Hot,
         },
     )
     .unwrap_or_else(|e| panic!("{mode:?}: {e}"))

@@ -67,6 +67,7 @@ mod tests;
 pub use cutter::{cut_execution, CutPaths, Event};
 pub use number::{IpNumbering, Lin};
 pub use runtime::{CallAction, EdgeAction, EntryAction, FunctionPlan, Machine};
+pub use storage::Heat;
 pub use supergraph::{CallSite, Callee, Function, Mode, SEdge, Supergraph, Vertex};
 
 /// A function of the set: index into [`Supergraph::functions`].
@@ -129,6 +130,13 @@ pub enum IpathError {
         block: NodeId,
         /// Its callee.
         callee: Callee,
+    },
+    /// Edge weights given for the cut rule do not match the set's functions or a function's
+    /// edges.
+    #[error("function {func}: the weights do not match its graph")]
+    Weights {
+        /// The first function whose weights are missing or of the wrong length.
+        func: FnId,
     },
     /// A coefficient of a `ψ` or `ρ` function, or a path count, does not fit in `u128`.
     #[error("the path numbering overflows u128 in function {func}")]

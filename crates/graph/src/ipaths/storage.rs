@@ -39,6 +39,7 @@
 use super::runtime::{CallAction, EdgeAction};
 use super::supergraph::{Mode, Vertex};
 use super::{FnId, IpNumbering, IpathError};
+use crate::ids::{EdgeId, IdVec};
 
 impl IpNumbering {
     /// The direct call sites `(caller, site)` to cut (module doc): where the paths are more
@@ -51,6 +52,23 @@ impl IpNumbering {
         array_paths: u128,
         context_paths: u128,
     ) -> Result<Vec<(FnId, u32)>, IpathError> {
+        self.context_cuts_where(array_paths, context_paths, None)
+    }
+
+    /// [`context_cuts`](Self::context_cuts), keeping only the calls whose callee is hot
+    /// (module doc, "Where it pays"): with `heat`, a call qualifies only when the callee's
+    /// estimated restarts per call ([`restarts_per_call`](Self::restarts_per_call)) are at
+    /// least `heat.min_restarts`.
+    pub fn context_cuts_where(
+        &self,
+        array_paths: u128,
+        context_paths: u128,
+        heat: Option<&Heat<'_>>,
+    ) -> Result<Vec<(FnId, u32)>, IpathError> {
+        let restarts = match heat {
+            Some(h) => Some(self.restarts_per_call(h.weights)?),
+            None => None,
+        };
         let g = self.graph();
         let n = g.functions().len();
         let plans = g
@@ -126,11 +144,92 @@ impl IpNumbering {
         for f in 0..n {
             for &(s, q) in &direct[f] {
                 let hashed = ctx[f] > context_paths || (piecewise && own(q) > context_paths);
-                if loops[q] && hashed && root_size(q) <= array_paths {
+                let hot = restarts
+                    .as_ref()
+                    .is_none_or(|r| heat.is_some_and(|h| r[q] >= h.min_restarts));
+                if loops[q] && hashed && hot && root_size(q) <= array_paths {
                     out.push((FnId::new(f), s));
                 }
             }
         }
         Ok(out)
     }
+
+    /// Every function's estimated restarts per call: how often a path of the function or of
+    /// a function it calls directly (transitively) ends at a back or cut edge, per entry of
+    /// the function. `weights[f][e]` is the estimated executions of edge `e` of `f`'s graph
+    /// per call of `f` (any non-negative estimate: a static frequency estimate, or measured
+    /// counts divided by the function's calls); a direct call contributes its block's
+    /// frequency (the sum of the block's incoming edges) times the callee's restarts per
+    /// call. Weights that are not finite or are negative count as 0; a function whose
+    /// weights do not match its graph's edges is an error.
+    pub fn restarts_per_call(
+        &self,
+        weights: &[IdVec<EdgeId, f64>],
+    ) -> Result<Vec<f64>, IpathError> {
+        let g = self.graph();
+        let n = g.functions().len();
+        if weights.len() != n {
+            return Err(IpathError::Weights {
+                func: FnId::new(weights.len().min(n)),
+            });
+        }
+        let w = |f: usize, e: EdgeId| {
+            let x = weights[f][e];
+            if x.is_finite() && x > 0.0 {
+                x
+            } else {
+                0.0
+            }
+        };
+        let mut own = vec![0.0_f64; n];
+        // `(block frequency, callee)` of every direct call.
+        let mut direct: Vec<Vec<(f64, usize)>> = vec![Vec::new(); n];
+        for f in g.functions() {
+            let k = f.index();
+            let cfg = g.cfg(f);
+            if weights[k].len() != cfg.num_edges() {
+                return Err(IpathError::Weights { func: f });
+            }
+            let plan = self.plan(f)?;
+            for (e, a) in plan.edges.iter() {
+                if matches!(
+                    a,
+                    EdgeAction::ContextRestart { .. } | EdgeAction::PieceRestart { .. }
+                ) {
+                    own[k] += w(k, e);
+                }
+            }
+            for (s, a) in plan.calls.iter().enumerate() {
+                if let CallAction::Direct { callee, .. } = *a {
+                    let block = g.calls(f)[s].block;
+                    let freq: f64 = cfg.preds(block).iter().map(|&e| w(k, e)).sum();
+                    direct[k].push((freq, callee.index()));
+                }
+            }
+        }
+        // The direct call graph is acyclic: `n` rounds reach the fixpoint.
+        let mut r = own.clone();
+        for _ in 0..=n {
+            let next: Vec<f64> = (0..n)
+                .map(|f| own[f] + direct[f].iter().map(|&(b, q)| b * r[q]).sum::<f64>())
+                .collect();
+            if next == r {
+                break;
+            }
+            r = next;
+        }
+        Ok(r)
+    }
+}
+
+/// How hot a callee must be for [`IpNumbering::context_cuts_where`] to cut a call to it.
+#[derive(Copy, Clone, Debug)]
+pub struct Heat<'w> {
+    /// Per function (by [`FnId`] index), the estimated executions of each edge of its graph
+    /// per call of the function.
+    pub weights: &'w [IdVec<EdgeId, f64>],
+    /// The least estimated restarts per call of the callee
+    /// ([`IpNumbering::restarts_per_call`]) for which a call is cut.
+    pub min_restarts: f64,
 }

@@ -67,6 +67,7 @@ use crate::emit::{cname, Emitter, Globals};
 use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
 use crate::ir::{self, Val};
 use crate::lower::{EdgeIr, Lowered};
+use crate::options::{IpathCuts, HOT_RESTARTS};
 use crate::sites::{direct_site, Realize};
 use crate::surgery::split_edge;
 use llvm_sys::core as c;
@@ -74,8 +75,10 @@ use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
 use std::collections::HashMap;
 use tally_format::{abi, IpathArray, IpathCall, IpathFunction, IpathMeta, PathMeta, PathStorage};
-use tally_graph::ipaths::{CallAction, EdgeAction, FnId, FunctionPlan, IpNumbering, Lin, Mode};
-use tally_graph::{EdgeId, NodeId};
+use tally_graph::ipaths::{
+    CallAction, EdgeAction, FnId, FunctionPlan, Heat, IpNumbering, Lin, Mode,
+};
+use tally_graph::{EdgeId, IdVec, NodeId};
 
 /// Most paths of a module's set (numbers and every value the program computes fit a `u64`).
 pub(crate) const LIMIT: u128 = 1 << 62;
@@ -107,7 +110,12 @@ impl ModeImpl for Ipath {
         funcs: &[(Val, &Lowered)],
         opts: &crate::options::Options,
     ) -> Option<ModulePlan> {
-        Some(plan_module(funcs, self.piecewise, opts.ipath_cuts))
+        Some(plan_module(
+            funcs,
+            self.piecewise,
+            opts.ipath_cuts,
+            opts.weights.as_deref(),
+        ))
     }
 }
 
@@ -179,8 +187,44 @@ fn num_uses(f: Val) -> usize {
     n
 }
 
+/// The estimated executions of each edge of `l`'s graph per call of the function, for the
+/// cut rule's heat ([`tally_graph::ipaths::Heat`]): measured counts (`--tally-weights`)
+/// divided by the function's calls when the profile has the function, else LLVM's static
+/// estimate ([`crate::estimate`]). Must run before the function is changed.
+fn call_weights(
+    fv: Val,
+    l: &Lowered,
+    measured: Option<&crate::options::Weights>,
+) -> IdVec<EdgeId, f64> {
+    let counts = measured
+        .and_then(|w| w.get(&(fv.name(), l.cfg.shape_hash())))
+        .filter(|c| c.len() == l.cfg.num_edges());
+    match counts {
+        Some(c) => {
+            let calls = c[l.cfg.entry_edge().index()];
+            IdVec::from_vec(
+                c.iter()
+                    .map(|&x| {
+                        if calls == 0 {
+                            0.0
+                        } else {
+                            x as f64 / calls as f64
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        None => crate::estimate::estimated_weights(fv, l),
+    }
+}
+
 /// Builds the set, numbers it and plans each member.
-fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool, cuts_on: bool) -> ModulePlan {
+fn plan_module(
+    funcs: &[(Val, &Lowered)],
+    piecewise: bool,
+    cuts: IpathCuts,
+    weights: Option<&crate::options::Weights>,
+) -> ModulePlan {
     let members: Vec<usize> = (0..funcs.len())
         .filter(|&i| ineligible(funcs[i].1).is_none())
         .collect();
@@ -259,6 +303,13 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool, cuts_on: bool) -> Mod
     };
     // Number the set; then cut the calls that `context_cuts` names and number it again, until
     // it names none (each round only removes direct calls, so this ends).
+    let heat_weights: Vec<IdVec<EdgeId, f64>> = match cuts {
+        IpathCuts::Hot => members
+            .iter()
+            .map(|&i| call_weights(funcs[i].0, funcs[i].1, weights))
+            .collect(),
+        IpathCuts::All | IpathCuts::Off => Vec::new(),
+    };
     let num = loop {
         for (k, f) in ip_functions.iter_mut().enumerate() {
             let fv = funcs[members[k]].0;
@@ -280,18 +331,29 @@ fn plan_module(funcs: &[(Val, &Lowered)], piecewise: bool, cuts_on: bool) -> Mod
                 return out;
             }
         };
-        let cuts = match num.context_cuts(super::path::ARRAY_PATHS, CONTEXT_CUT_PATHS) {
-            Ok(_) if !cuts_on => Vec::new(),
+        let found = match cuts {
+            IpathCuts::Off => Ok(Vec::new()),
+            IpathCuts::All => num.context_cuts(super::path::ARRAY_PATHS, CONTEXT_CUT_PATHS),
+            IpathCuts::Hot => num.context_cuts_where(
+                super::path::ARRAY_PATHS,
+                CONTEXT_CUT_PATHS,
+                Some(&Heat {
+                    weights: &heat_weights,
+                    min_restarts: HOT_RESTARTS,
+                }),
+            ),
+        };
+        let cut = match found {
             Ok(c) => c,
             Err(e) => {
                 out.failure = Some(e.to_string());
                 return out;
             }
         };
-        if cuts.is_empty() {
+        if cut.is_empty() {
             break num;
         }
-        for (f, site) in cuts {
+        for (f, site) in cut {
             let call = &mut ip_functions[f.index()].calls[site as usize];
             let q = call.callee.take().expect("context cuts are direct calls");
             call.context_cut = Some(q);
