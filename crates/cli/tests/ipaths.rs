@@ -425,7 +425,10 @@ fn ipath_isolated_functions_count_in_the_counter_array() {
 /// array (no table probe in its machine code) and `tally paths` shows the cut call as a summary
 /// call of scan; `small -> walk` (a small root's loop) stays direct and its paths cross the
 /// call. Derived counts equal edges-naive's. Without the cuts scan has no array (its
-/// iterations are paths of drive's root range, hashed).
+/// iterations are paths of drive's root range, hashed). The default rule cuts only hot
+/// callees (`--tally-ipath-cuts=hot`, `tally_graph::ipaths::Heat`): drive's call of `rare`,
+/// whose loop LLVM estimates cold, stays direct, and `all` cuts it; under a run's measured
+/// weights (`--tally-weights`) scan's 4 iterations per call are too few and nothing is cut.
 #[test]
 fn ipath_context_cuts_put_callee_loops_in_arrays() {
     let src = repo().join("testdata/ipath/cuts.c");
@@ -452,16 +455,22 @@ fn ipath_context_cuts_put_callee_loops_in_arrays() {
                 .position(|f| m.meta.functions[f.function as usize].name == n)
                 .unwrap()
         };
-        let (drive, scan, small) = (k_of("drive"), k_of("scan"), k_of("small"));
+        let (drive, scan, small, rare) = (k_of("drive"), k_of("scan"), k_of("small"), k_of("rare"));
         let cut: Vec<_> = ip.functions[drive]
             .calls
             .iter()
             .filter_map(|c| c.context_cut)
             .collect();
         assert_eq!(cut, [scan as u32], "{mode}: drive's cut calls");
-        assert!(
-            ip.functions[drive].calls.iter().all(|c| c.callee.is_none()),
-            "{mode}: drive keeps a direct call"
+        let direct: Vec<_> = ip.functions[drive]
+            .calls
+            .iter()
+            .filter_map(|c| c.callee)
+            .collect();
+        assert_eq!(
+            direct,
+            [rare as u32],
+            "{mode}: drive's direct calls (rare is cold)"
         );
         for c in &ip.functions[small].calls {
             assert_eq!(c.context_cut, None, "{mode}: small's call was cut");
@@ -537,6 +546,53 @@ fn ipath_context_cuts_put_callee_loops_in_arrays() {
                 .iter()
                 .any(|c| c.callee == Some(scan as u32)),
             "{mode}: drive's call to scan is not direct with --tally-ipath-cuts=off"
+        );
+
+        // The metadata's context cuts of a build of cuts.c with `args` (by callee name).
+        let cuts_of = |tag: &str, args: &[&str]| -> Vec<String> {
+            compare_args(&format!("cuts-{tag}.c"), "-O2", args, &[], mode);
+            let bin = dir.join(format!("prog-{tag}"));
+            build(Variant::Tally(mode), false, args, &bin, &dir);
+            let prof = dir.join(format!("prog-{tag}.tally"));
+            let o = run(&bin, &[], &dir, &prof);
+            assert_eq!(o.status.code(), Some(0), "{mode} {tag}: {o:?}");
+            let p = tally_format::profile::Profile::read_file(&prof).unwrap();
+            let m = &p.modules[0];
+            let ip = m.meta.ipath.as_ref().expect("cuts.c has a set");
+            let mut cut: Vec<String> = ip
+                .functions
+                .iter()
+                .flat_map(|f| f.calls.iter().filter_map(|c| c.context_cut))
+                .map(|k| {
+                    m.meta.functions[ip.functions[k as usize].function as usize]
+                        .name
+                        .clone()
+                })
+                .collect();
+            cut.sort();
+            cut
+        };
+        // `all` (the rule before heat): rare's cold loop is cut too.
+        let all = cuts_of("all", &["-O2", "-g", "--tally-ipath-cuts=all", s]);
+        assert_eq!(all, ["rare", "scan"], "{mode}: --tally-ipath-cuts=all");
+        // Under a run's measured weights scan restarts 4 times per call (x % 9 iterations),
+        // below the threshold: nothing is cut.
+        let oracle = dir.join("oracle");
+        build(
+            Variant::Tally("edges-naive"),
+            false,
+            &["-O2", "-g", s],
+            &oracle,
+            &dir,
+        );
+        let weights = dir.join("oracle.tally");
+        let o = run(&oracle, &[], &dir, &weights);
+        assert_eq!(o.status.code(), Some(0), "{mode} oracle: {o:?}");
+        let flag = format!("--tally-weights={}", weights.display());
+        let measured = cuts_of("measured", &["-O2", "-g", &flag, s]);
+        assert!(
+            measured.is_empty(),
+            "{mode}: cut under measured weights: {measured:?}"
         );
     }
 }

@@ -15,13 +15,13 @@ use proptest::prelude::*;
 use std::collections::BTreeSet;
 use tally_graph::ipaths::supergraph::Walk;
 use tally_graph::ipaths::{
-    cut_execution, CallSite, Callee, FnId, Function, IpNumbering, IpathError, Machine, Mode, SEdge,
-    Supergraph, Vertex,
+    cut_execution, CallSite, Callee, FnId, Function, Heat, IpNumbering, IpathError, Machine, Mode,
+    SEdge, Supergraph, Vertex,
 };
 use tally_graph::testing::programs::{random_execution, random_program, ExecConfig, ProgramConfig};
 use tally_graph::testing::{cfg, Rng};
 use tally_graph::EdgeKind::*;
-use tally_graph::NodeId;
+use tally_graph::{EdgeId, IdVec, NodeId};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -243,6 +243,12 @@ fn with_context_cuts(
     context_paths: u128,
 ) -> Option<Vec<Function>> {
     let cuts = num.context_cuts(array_paths, context_paths).unwrap();
+    with_cuts(program, cuts)
+}
+
+/// `program` with the direct calls `cuts` made calls of unknown functions (their callees
+/// entered from outside); `None` when `cuts` is empty.
+fn with_cuts(program: &[Function], cuts: Vec<(FnId, u32)>) -> Option<Vec<Function>> {
     if cuts.is_empty() {
         return None;
     }
@@ -289,6 +295,171 @@ proptest! {
                 check_run(&num, events)?;
             }
         }
+    }
+}
+
+/// Random weights: every edge of `num`'s functions weighs 0 to 4 (a quarter of them 0),
+/// per call.
+fn random_weights(num: &IpNumbering, rng: &mut Rng) -> Vec<IdVec<EdgeId, f64>> {
+    let g = num.graph();
+    g.functions()
+        .map(|f| {
+            let m = g.cfg(f).num_edges();
+            IdVec::from_vec(
+                (0..m)
+                    .map(|_| match rng.below(4) {
+                        0 => 0.0,
+                        _ => rng.below(17) as f64 / 4.0,
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Hot context cuts (`IpNumbering::context_cuts_where`) on random programs with random
+    /// weights: they are the calls of `context_cuts` whose callee's restarts per call reach
+    /// the threshold (all of them at threshold 0, fewer as it rises), a function's restarts
+    /// are at least its callees' weighted by their blocks, and the program with the hot cuts
+    /// applied numbers densely and counts exactly.
+    #[test]
+    fn hot_context_cuts_are_the_hot_subset_and_stay_exact(seed in any::<u64>(), array_paths in 1u128..40, context_paths in 1u128..40, threshold in 0u32..12) {
+        let mut rng = Rng::new(seed);
+        let config = ProgramConfig { call_percent: 60, unknown_percent: 10, ..ProgramConfig::default() };
+        let program = random_program(&mut rng, &config);
+        for mode in MODES {
+            let Ok(num) = IpNumbering::new_limited(program.clone(), mode, 1 << 40) else { continue };
+            let g = num.graph();
+            let weights = random_weights(&num, &mut rng);
+            let restarts = num.restarts_per_call(&weights).unwrap();
+            let all = num.context_cuts(array_paths, context_paths).unwrap();
+            let heat = |min_restarts: f64| Heat { weights: &weights, min_restarts };
+            let at_zero = num.context_cuts_where(array_paths, context_paths, Some(&heat(0.0))).unwrap();
+            prop_assert_eq!(&at_zero, &all);
+            let min = f64::from(threshold) / 2.0;
+            let hot = num.context_cuts_where(array_paths, context_paths, Some(&heat(min))).unwrap();
+            let callee = |&(f, s): &(FnId, u32)| match g.calls(f)[s as usize].callee {
+                Callee::Internal(q) => q.index(),
+                Callee::Unknown => unreachable!("a cut of an unknown call"),
+            };
+            let expected: Vec<_> = all.iter().copied().filter(|c| restarts[callee(c)] >= min).collect();
+            prop_assert_eq!(&hot, &expected);
+            for f in g.functions() {
+                let plan = num.plan(f).unwrap();
+                for (s, a) in plan.calls.iter().enumerate() {
+                    if let tally_graph::ipaths::CallAction::Direct { callee, .. } = *a {
+                        let b = g.calls(f)[s].block;
+                        let freq: f64 = g.cfg(f).preds(b).iter().map(|&e| weights[f.index()][e]).sum();
+                        prop_assert!(restarts[f.index()] + 1e-9 >= freq * restarts[callee.index()]);
+                    }
+                }
+            }
+            let before: Vec<Function> = g.functions().map(|f| {
+                let mut func = program[f.index()].clone();
+                for (s, c) in func.calls.iter_mut().enumerate() {
+                    if !matches!(g.site_kind(f, s as u32), tally_graph::ipaths::supergraph::SiteKind::Direct(_)) {
+                        c.callee = Callee::Unknown;
+                    }
+                }
+                func
+            }).collect();
+            let Some(cut) = with_cuts(&before, hot) else { continue };
+            let events = (0..5).find_map(|_| random_execution(&cut, &mut rng, &ExecConfig::default()));
+            let num = IpNumbering::new(Supergraph::new(cut.clone()).unwrap(), mode).unwrap();
+            check_dense(&num, &mut rng)?;
+            if let Some(events) = &events {
+                check_run(&num, events)?;
+            }
+        }
+    }
+}
+
+/// The hot rule (`context_cuts_where`): `drive` (2^20 paths) calls `scan` (a loop estimated
+/// at 40 iterations per call), `rare` (0.1) and `wrap` (no loop of its own; it calls `scan`
+/// in a block run twice per call): the calls of scan and wrap (and wrap's of scan) are cut,
+/// rare's is not, though the rule without heat cuts it too; restarts per call add a callee's, weighted by the
+/// frequency of its call's block; weights that do not match the graphs are an error.
+#[test]
+fn hot_context_cuts_skip_cold_callees() {
+    let looping = |back: f64| {
+        let f = Function {
+            cfg: cfg(
+                3,
+                &[(0, 1, Flow), (1, 1, Flow), (1, 2, Flow), (2, 3, Return)],
+            ),
+            calls: Vec::new(),
+            entered_from_outside: false,
+            cuts: Vec::new(),
+        };
+        let w: Vec<f64> = f
+            .cfg
+            .edges()
+            .map(|(_, e)| if e.src == e.dst { back } else { 1.0 })
+            .collect();
+        (f, IdVec::from_vec(w))
+    };
+    let site = |block: usize, position: u32, q: usize| CallSite {
+        block: NodeId::new(block),
+        position,
+        callee: Callee::Internal(FnId::new(q)),
+    };
+    let mut drive = diamonds(20);
+    drive.calls = vec![site(0, 0, 1), site(0, 1, 2), site(0, 2, 3)];
+    let drive_w = IdVec::from_vec(vec![1.0; drive.cfg.num_edges()]);
+    let (scan, scan_w) = looping(40.0);
+    let (rare, rare_w) = looping(0.1);
+    let mut wrap = Function {
+        cfg: cfg(2, &[(0, 1, Flow), (1, 2, Return)]),
+        calls: vec![site(1, 0, 4)],
+        entered_from_outside: false,
+        cuts: Vec::new(),
+    };
+    let wrap_w = IdVec::from_vec(vec![2.0; wrap.cfg.num_edges()]);
+    let (scan2, scan2_w) = looping(40.0);
+    wrap.calls[0].callee = Callee::Internal(FnId::new(4));
+    let program = vec![drive, scan, rare, wrap, scan2];
+    let weights = vec![drive_w, scan_w, rare_w, wrap_w, scan2_w];
+    for mode in MODES {
+        let num = IpNumbering::new_limited(program.clone(), mode, 1 << 40).unwrap();
+        let r = num.restarts_per_call(&weights).unwrap();
+        assert_eq!(r[1], 40.0, "{mode:?}");
+        assert_eq!(r[2], 0.1, "{mode:?}");
+        assert_eq!(r[3], 80.0, "{mode:?}: wrap's block runs twice per call");
+        let f0 = FnId::new(0);
+        let all = num.context_cuts(1024, 1 << 16).unwrap();
+        let f3 = FnId::new(3);
+        assert_eq!(all, [(f0, 0), (f0, 1), (f0, 2), (f3, 0)], "{mode:?}");
+        let heat = Heat {
+            weights: &weights,
+            min_restarts: 16.0,
+        };
+        let hot = num.context_cuts_where(1024, 1 << 16, Some(&heat)).unwrap();
+        assert_eq!(hot, [(f0, 0), (f0, 2), (f3, 0)], "{mode:?}");
+        let short = &weights[..4];
+        assert!(
+            matches!(
+                num.restarts_per_call(short),
+                Err(IpathError::Weights { .. })
+            ),
+            "{mode:?}"
+        );
+        let mut bad = weights.clone();
+        bad[2] = IdVec::from_vec(vec![1.0]);
+        assert_eq!(
+            num.context_cuts_where(
+                1024,
+                1 << 16,
+                Some(&Heat {
+                    weights: &bad,
+                    min_restarts: 1.0
+                })
+            ),
+            Err(IpathError::Weights { func: FnId::new(2) }),
+            "{mode:?}"
+        );
     }
 }
 
