@@ -35,6 +35,21 @@
 //! through `q` entered by that call (the caller's path prefix before it, and the caller's path
 //! after `q`'s return), which is why the rule cuts only where the hash table would otherwise
 //! count each of `q`'s iterations.
+//!
+//! # Where it pays
+//!
+//! The rule above looks at path counts only, and names calls whose callee rarely loops: on
+//! bzip2 it cut `add_pair_to_block` (a run-length loop of one iteration per call, mostly)
+//! and `mainGtU` (whose loop is reached after twelve early returns), which cost every
+//! crossing path run of the program (45.7% of the runs) and saved nothing
+//! (docs/ipaths.md). A cut saves the table probe of each of `q`'s restarts (each iteration
+//! of its loops) and loses the context of about one path per call, so
+//! [`IpNumbering::context_cuts_where`] also asks that the callee be hot: its estimated
+//! restarts per call ([`IpNumbering::restarts_per_call`]: the executions of its back and cut
+//! edges per call, plus each direct call's block frequency times the callee's restarts)
+//! reach a threshold ([`Heat`]). The weights are data (the instrumenter passes LLVM's static
+//! estimate, `BlockFrequencyInfo` times `BranchProbabilityInfo` per call, or a measured
+//! profile's counts divided by the function's calls), so the rule stays pure.
 
 use super::runtime::{CallAction, EdgeAction};
 use super::supergraph::{Mode, Vertex};
