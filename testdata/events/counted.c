@@ -4,8 +4,9 @@
  * trip count): up and down counters, steps of 3 and -5, pointer walks, several exits (a
  * search left by `break`, a `return` from the middle), narrow and wide variables, an inner
  * loop of a nest, a loop whose trip count is not known on entry, zero-trip entries, and
- * values of the loop used after it. tally_events() is asked between the loops; its answers
- * are printed and folded into a checksum. Then frames holding such loops are left through
+ * values of the loop used after it, a loop exiting into the next one's header.
+ * tally_events() is asked between the loops; its answers are printed and folded into a
+ * checksum. Then frames holding such loops are left through
  * longjmp (from a callee after the loop) and, with an argument, through exit() from a
  * callee after a loop. Built in events and events-naive mode (the oracle), the output must be
  * the same. Exit status 0, or 4 with an argument.
@@ -105,6 +106,26 @@ __attribute__((noinline)) static int collatz(unsigned long x) {
     return steps;
 }
 
+/* The first loop exits straight into the second's header, which takes its values: both are
+ * versioned, and the first's copy enters the second through the second's version block. */
+__attribute__((noinline)) static long chained(int n, int m) {
+    long t = 0;
+    int i = 0;
+#pragma clang loop vectorize(disable) unroll(disable)
+    do {
+        t = t * 3 + a[i];
+        i++;
+    } while (i < n);
+#pragma clang loop vectorize(disable) unroll(disable)
+    do {
+        if (a[i] == 7)
+            break;
+        t -= a[i] >> 2;
+        i++;
+    } while (i < m);
+    return t;
+}
+
 __attribute__((noinline)) static void jump(int v) { longjmp(jb, v); }
 
 __attribute__((noinline)) static long loop_then_jump(int n) {
@@ -147,6 +168,7 @@ int main(int argc, char **argv) {
         fold(tally_events());
         fold((uint64_t)nest(r % 7, r % 13));
         fold((uint64_t)collatz(27 + r));
+        fold((uint64_t)chained(1 + r * 50, 100 + r * 90));
         fold(tally_events());
     }
     printf("after loops %llu events, checksum %016llx\n", (unsigned long long)tally_events(),

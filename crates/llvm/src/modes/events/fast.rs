@@ -299,7 +299,9 @@ pub(super) fn emit(
             let EdgeIr::Succ { term, index, .. } = l.edges[f.entry.index()] else {
                 unreachable!("entries are splittable terminator edges")
             };
-            split_edge(em, term, index)
+            let v = split_edge(em, term, index);
+            carry_phis(em, v, term.parent());
+            v
         })
         .collect();
     for ((f, trips), v) in used.iter().zip(trips).zip(vs) {
@@ -380,6 +382,31 @@ pub(super) fn emit(
         }
     }
     stats
+}
+
+/// Gives `v` (a block on the edge `p -> H`) a phi for each phi of `H`, taking `H`'s value
+/// from `p`, and makes `H` take it from `v`: the copy's header and, when another versioned
+/// loop exits by this edge, that loop's copy (entering `v` from its own exit block, which adds
+/// its values to these phis) see one value that dominates both headers. Single-entry phis
+/// cost no code.
+fn carry_phis(em: &Emitter, v: Bb, p: Bb) {
+    let empty = cname("");
+    let br = v.terminator().expect("split block has its branch");
+    let h = br.successor(0);
+    for phi in h.phis() {
+        unsafe {
+            let n = c::LLVMCountIncoming(phi.0);
+            let j = (0..n)
+                .find(|&j| c::LLVMGetIncomingBlock(phi.0, j) == v.0)
+                .expect("the header's phi has an entry from the split block");
+            em.at(br);
+            let carried = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(phi.0), empty.as_ptr());
+            let mut vals = [c::LLVMGetIncomingValue(phi.0, j)];
+            let mut blocks = [p.0];
+            c::LLVMAddIncoming(carried, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+            c::LLVMSetOperand(phi.0, j, carried);
+        }
+    }
 }
 
 fn as_value(bb: Bb) -> LLVMValueRef {
