@@ -74,7 +74,7 @@ impl ModeImpl for Events {
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
         let mut ep = plan_events(cx.l, cx.opts.events, cx.weights, self.naive)?;
         if !self.naive {
-            ep.fast = fast::plan(cx.l, &ep, cx.weights, cx.opts.sese);
+            (ep.fast, ep.searched) = fast::plan(cx.l, &ep, cx.weights, cx.opts.sese);
         }
         Ok(Box::new(ep))
     }
@@ -88,6 +88,8 @@ impl FnPlan for EventsPlan {
         let fast = apply_events(cx.g, cx.func, cx.l, self, cx.base);
         Emitted {
             sese: crate::sese::SeseStats {
+                loops: self.searched.loops,
+                candidates: self.searched.candidates,
                 replaced: fast.versioned,
                 replaced_trips: fast.trips,
                 ..Default::default()
@@ -138,6 +140,8 @@ pub(crate) struct EventsPlan {
     pub num_counters: usize,
     /// Loops versioned without decrements ([`fast`]).
     fast: Vec<fast::FastLoop>,
+    /// Loops and SESE candidates found when planning them.
+    searched: fast::FastStats,
 }
 
 impl EventsPlan {
@@ -231,6 +235,7 @@ pub(crate) fn plan_events(
         naive,
         num_counters,
         fast: Vec::new(),
+        searched: fast::FastStats::default(),
     })
 }
 

@@ -68,21 +68,26 @@ pub(crate) struct FastLoop {
 /// What the fast loops of a function were.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct FastStats {
+    /// Natural loops of the function (when searched: `--tally-sese` not `off`).
+    pub loops: usize,
+    /// Loops with a SESE candidate.
+    pub candidates: usize,
     /// Loops versioned.
     pub versioned: usize,
     /// Of those, counted by a trip count.
     pub trips: usize,
 }
 
-/// The loops of `l` to version (module doc), under `sese` (`Off`: none).
+/// The loops of `l` to version (module doc), under `sese` (`Off`: none), and the loops and
+/// candidates searched.
 pub(super) fn plan(
     l: &Lowered,
     ep: &EventsPlan,
     weights: Option<&IdVec<EdgeId, f64>>,
     choice: Sese,
-) -> Vec<FastLoop> {
+) -> (Vec<FastLoop>, FastStats) {
     if choice == Sese::Off {
-        return Vec::new();
+        return (Vec::new(), FastStats::default());
     }
     let cfg = &l.cfg;
     let choice = if choice == Sese::Trips {
@@ -90,9 +95,14 @@ pub(super) fn plan(
     } else {
         Sese::All
     };
-    let (cands, _) = sese::candidates(l, weights, choice, false);
+    let (cands, st) = sese::candidates(l, weights, choice, false);
+    let searched = FastStats {
+        loops: st.loops,
+        candidates: st.candidates,
+        ..FastStats::default()
+    };
     if cands.is_empty() {
-        return Vec::new();
+        return (Vec::new(), searched);
     }
     let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
     let estimate;
@@ -135,7 +145,7 @@ pub(super) fn plan(
             });
         }
     }
-    out
+    (out, searched)
 }
 
 fn splittable_flow(l: &Lowered, e: EdgeId) -> bool {
