@@ -92,16 +92,18 @@ pub struct Options {
     /// Edge and vertex modes: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
     /// loop's induction variable or trip count gives one edge's count at the loop's exits
     /// instead of a counter incremented every iteration, where a profitability test says it
-    /// pays. On by default (docs/sese.md; `--tally-sese=off` turns it off).
+    /// pays. In events mode, counted call-free loops are versioned instead (a copy without
+    /// decrements, `modes/events/fast.rs`). On by default (docs/sese.md; `--tally-sese=off`
+    /// turns it off).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-sese", value_name = "on|off", num_args = 0..=1,
             require_equals = true, default_value = "on", default_missing_value = "on",
             action = clap::ArgAction::Set,
             value_parser = sese_choice(),
-            help = "Edge and vertex modes: in counted loops, derive an edge's count from the induction \
-                    variable or the trip count at the loop's exits instead of counting every \
-                    iteration")
+            help = "Edge, vertex and events modes: in counted loops, derive an edge's count (events: \
+                    the loop's events) from the induction variable or the trip count at the \
+                    loop's exits instead of counting every iteration")
     )]
     pub sese: Sese,
     /// Trace mode: `bits` takes the one-bit-per-branch plan (`witness::branch_plan`, §6.2's

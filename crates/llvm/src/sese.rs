@@ -856,3 +856,99 @@ fn init_value(em: &Emitter, cand: &Candidate, phi: Val) -> Val {
         Val(new)
     }
 }
+
+/// Events mode: the trip counts of `cands` (`None` for an affine variable), expanded before
+/// their preheaders' terminators. Must run while the function is still the one
+/// ScalarEvolution was asked about when planning (as in [`emit`]).
+pub(crate) fn expand_trip_counts(func: Val, cands: &[&Candidate]) -> Vec<Option<Val>> {
+    let scev = cands
+        .iter()
+        .any(|c| c.var.is_none())
+        .then(|| Scev::new(func).expect("a function with loops has a body"));
+    cands
+        .iter()
+        .map(|cand| {
+            let s = scev.as_ref().filter(|_| cand.var.is_none())?;
+            Some(
+                s.expand(cand.header)
+                    .expect("ScalarEvolution gives the trip count it gave when planning"),
+            )
+        })
+        .collect()
+}
+
+/// Events mode: the back edges taken by the current activation of a *copy* of `cand`'s loop,
+/// as an `i64` at the builder's position, on exit `exit` (an index into `counter.add_at`) of
+/// the copy. `map` gives the copy's value of a value of the original loop (the identity
+/// outside it); `init` is the variable's value on entry (the copy has one entry); `trips` the
+/// expanded trip count of a trip-count candidate. The same arithmetic as [`emit`]: the exact
+/// division of `phi - init` (or `last - (init + step)`) by `step`.
+pub(crate) fn back_edges_in_copy(
+    em: &Emitter,
+    cand: &Candidate,
+    exit: usize,
+    map: &dyn Fn(Val) -> Val,
+    trips: Option<Val>,
+) -> LLVMValueRef {
+    let b = em.b;
+    let empty = cname("");
+    let Some(var) = &cand.var else {
+        return trips.expect("trip counts are expanded").0;
+    };
+    let phi = var.phi.get();
+    let init = {
+        let n = unsafe { c::LLVMCountIncoming(phi.0) };
+        (0..n)
+            .find(|&i| {
+                !cand
+                    .loop_bbs
+                    .contains(&Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) }))
+            })
+            .map(|i| Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) }))
+            .expect("a header phi has an entry from outside the loop")
+    };
+    let pointer =
+        unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) } == LLVMTypeKind::LLVMPointerTypeKind;
+    let ty = if pointer {
+        em.g.i64t
+    } else {
+        unsafe { c::LLVMTypeOf(phi.0) }
+    };
+    let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
+    let div = ExactDiv::new(var.step.unsigned_abs(), width)
+        .expect("candidates have 0 < |step| < 2^(width-1)");
+    let use_last = var.last_at[exit];
+    unsafe {
+        let now = if use_last {
+            map(var.last).0
+        } else {
+            map(phi).0
+        };
+        let (mut now, mut start) = (now, init.0);
+        if pointer {
+            now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
+            start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());
+        }
+        if use_last {
+            let step = c::LLVMConstInt(ty, var.step as u64 & mask(width), 0);
+            start = c::LLVMBuildAdd(b, start, step, empty.as_ptr());
+        }
+        let mut d = c::LLVMBuildSub(b, now, start, empty.as_ptr());
+        if var.step < 0 {
+            d = c::LLVMBuildNeg(b, d, empty.as_ptr());
+        }
+        let mut k = d;
+        if div.shift > 0 {
+            let t = c::LLVMConstInt(ty, u64::from(div.shift), 0);
+            k = c::LLVMBuildLShr(b, k, t, empty.as_ptr());
+        }
+        if div.mul != 1 {
+            let m = c::LLVMConstInt(ty, div.mul, 0);
+            k = c::LLVMBuildMul(b, k, m, empty.as_ptr());
+        }
+        if width < 64 {
+            k = c::LLVMBuildZExt(b, k, em.g.i64t, empty.as_ptr());
+        }
+        k
+    }
+}

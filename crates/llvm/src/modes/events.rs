@@ -22,6 +22,12 @@
 //!
 //! A tail call at the end of a returning block is adjusted before only (it does not come back):
 //! its query point is the end of the block, so the `ret` counts as executed when the callee runs.
+//!
+//! With `--tally-sese=on` (the default), counted call-free loops are versioned: a copy without
+//! decrements runs while no `TALLY_STOP_AT` is pending, and subtracts the events of its
+//! activation at its exits from its SESE counter or trip count ([`fast`]).
+
+mod fast;
 
 use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::emit::{cname, Emitter, Globals};
@@ -66,7 +72,10 @@ pub(crate) struct Events {
 
 impl ModeImpl for Events {
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
-        let ep = plan_events(cx.l, cx.opts.events, cx.weights, self.naive)?;
+        let mut ep = plan_events(cx.l, cx.opts.events, cx.weights, self.naive)?;
+        if !self.naive {
+            (ep.fast, ep.searched) = fast::plan(cx.l, &ep, cx.weights, cx.opts.sese);
+        }
         Ok(Box::new(ep))
     }
 }
@@ -76,8 +85,15 @@ impl FnPlan for EventsPlan {
         self.num_counters
     }
     fn emit(&self, cx: &EmitCx) -> Emitted {
-        apply_events(cx.g, cx.func, cx.l, self, cx.base);
+        let fast = apply_events(cx.g, cx.func, cx.l, self, cx.base);
         Emitted {
+            sese: crate::sese::SeseStats {
+                loops: self.searched.loops,
+                candidates: self.searched.candidates,
+                replaced: fast.versioned,
+                replaced_trips: fast.trips,
+                ..Default::default()
+            },
             counters: vec![Probe::Events; self.num_counters],
             events: Some(EventMeta {
                 per_block: self.events.values()[..cx.l.cfg.num_blocks()].to_vec(),
@@ -122,6 +138,10 @@ pub(crate) struct EventsPlan {
     naive: bool,
     /// Counter slots the function needs: its inclusive counter, then one per adjusted call.
     pub num_counters: usize,
+    /// Loops versioned without decrements ([`fast`]).
+    fast: Vec<fast::FastLoop>,
+    /// Loops and SESE candidates found when planning them.
+    searched: fast::FastStats,
 }
 
 impl EventsPlan {
@@ -214,6 +234,8 @@ pub(crate) fn plan_events(
         plan,
         naive,
         num_counters,
+        fast: Vec::new(),
+        searched: fast::FastStats::default(),
     })
 }
 
@@ -313,7 +335,13 @@ impl Ev<'_, '_> {
 
 /// Instruments one function for event counting. `base` is the module index of its first
 /// counter (its inclusive counter; call-site counters follow).
-pub(crate) fn apply_events(g: &Globals, func: Val, l: &Lowered, ep: &EventsPlan, base: u64) {
+pub(crate) fn apply_events(
+    g: &Globals,
+    func: Val,
+    l: &Lowered,
+    ep: &EventsPlan,
+    base: u64,
+) -> fast::FastStats {
     let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
     let em = Emitter {
         g,
@@ -364,8 +392,11 @@ pub(crate) fn apply_events(g: &Globals, func: Val, l: &Lowered, ep: &EventsPlan,
         apply_naive(&ev, l, ep, base, mark);
         finish_inclusive(&ev, l, saved, base);
         unsafe { c::LLVMDisposeBuilder(b) };
-        return;
+        return fast::FastStats::default();
     }
+
+    // 0. Counted loops: their uninstrumented copies, before any of the plan's code.
+    let stats = fast::emit(&em, l, ep, &ep.fast, &|n| tag_targets.contains(&n));
 
     // 1. Chord increments (before the call adjustments: at a block's start the incoming
     //    edge's increment comes first).
@@ -535,6 +566,7 @@ pub(crate) fn apply_events(g: &Globals, func: Val, l: &Lowered, ep: &EventsPlan,
 
     finish_inclusive(&ev, l, saved, base);
     unsafe { c::LLVMDisposeBuilder(b) };
+    stats
 }
 
 /// Inclusive events of the function's completed activations, after everything else at the
