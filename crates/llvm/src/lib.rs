@@ -40,7 +40,9 @@ mod surgery;
 
 pub use modes::EV_SLACK;
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
-pub use options::{EarlyExits, EventKind, Options, Sese, Weighting, Weights, DEFAULT_JUMP_COST};
+pub use options::{
+    EarlyExits, EventKind, Options, PathCycles, Sese, Weighting, Weights, DEFAULT_JUMP_COST,
+};
 
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
