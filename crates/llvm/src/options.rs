@@ -106,12 +106,12 @@ pub struct Options {
     pub sese: Sese,
     /// Path mode: loops whose body has a single path from the header back to it count that
     /// path at their exits (`tally_graph::paths::cycles`): in functions whose paths go to a
-    /// hash table (`on`, the default), in every function (`all`, hidden: for tests), or
-    /// nowhere (`off`).
+    /// hash table (`on`), in every function (`all`, hidden: for tests), or nowhere (`off`, the
+    /// default: on the benchmark suite it cost more than it saved, docs/paths-cost.md).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-path-cycles", value_name = "on|off", num_args = 0..=1,
-            require_equals = true, default_value = "on", default_missing_value = "on",
+            require_equals = true, default_value = "off", default_missing_value = "on",
             action = clap::ArgAction::Set,
             value_parser = path_cycles_choice(),
             help = "Path mode: loops with a single path through their body count it once at \
@@ -379,11 +379,11 @@ impl EventKind {
 /// Path mode's single-cycle loops counted at their exits (`--tally-path-cycles`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum PathCycles {
-    /// Nowhere (`off`).
+    /// Nowhere (`off`, the default).
+    #[default]
     Off,
     /// In functions whose paths are counted in a hash table, where a probe per iteration
-    /// costs several instructions (`on`, the default).
-    #[default]
+    /// costs several instructions (`on`).
     Hashed,
     /// In every function, counter arrays too (`all`, hidden: tests and benchmarks).
     All,
