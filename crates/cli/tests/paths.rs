@@ -13,12 +13,30 @@ use tally_format::profile::Profile;
 
 /// Builds `args` in path and trace mode, runs both with `run_args`, and compares path counts.
 fn check(name: &str, cxx: bool, args: &[String], run_args: &[&str], status: i32, min_paths: usize) {
+    check_with(name, cxx, args, &[], run_args, status, min_paths);
+}
+
+/// [`check`] with `path_flags` added to the path build's command line.
+fn check_with(
+    name: &str,
+    cxx: bool,
+    args: &[String],
+    path_flags: &[&str],
+    run_args: &[&str],
+    status: i32,
+    min_paths: usize,
+) {
     let dir = scratch(&format!("paths-{name}"));
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut outs = Vec::new();
     for mode in ["path", "trace-naive"] {
         let vdir = dir.join(mode);
         std::fs::create_dir_all(&vdir).unwrap();
+        let flags = if mode == "path" { path_flags } else { &[] };
+        let a: Vec<&str> = flags
+            .iter()
+            .copied()
+            .chain(args.iter().map(String::as_str))
+            .collect();
         build(Variant::Tally(mode), cxx, &a, &vdir.join("prog"), &dir);
         let out = std::process::Command::new("./prog")
             .args(run_args)
@@ -121,4 +139,40 @@ fn path_profiles_equal_the_trace_oracle_on_lua() {
     let args = lua_args(&["-O2"]);
     let script = repo().join("testdata/lua/small.lua");
     check("lua", false, &args, &[script.to_str().unwrap()], 0, 100);
+}
+
+/// Single-cycle loops counted at their exits (`--tally-path-cycles`, `tally_graph::paths::
+/// cycles`): `testdata/paths/cycles.c` (loops run 0, 1 and many times, left from the middle,
+/// followed by `exit()` and `longjmp`, in a hashed function and in array ones) with `on`
+/// (hashed functions only) and `all` (every function), and the test programs and Lua with
+/// `all`: every path count equals the trace oracle's.
+#[test]
+fn path_cycles_equal_the_trace_oracle() {
+    let file = repo().join("testdata/paths/cycles.c");
+    for opt in ["-O0", "-O2"] {
+        for how in ["on", "all"] {
+            let flags = [format!("--tally-path-cycles={how}")];
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            let name = format!("cycles-{how}{opt}");
+            check_with(&name, false, &single(&file, opt), &flags, &[], 3, 20);
+        }
+    }
+    for (file, status) in &early_and_shapes() {
+        let name = format!("cycles-{}", file.file_name().unwrap().to_str().unwrap());
+        let cxx = file.extension().is_some_and(|e| e == "cpp");
+        let flags = ["--tally-path-cycles=all"];
+        check_with(&name, cxx, &single(file, "-O2"), &flags, &[], *status, 1);
+    }
+    let args = lua_args(&["-O2"]);
+    let script = repo().join("testdata/lua/small.lua");
+    let flags = ["--tally-path-cycles=all"];
+    check_with(
+        "cycles-lua",
+        false,
+        &args,
+        &flags,
+        &[script.to_str().unwrap()],
+        0,
+        100,
+    );
 }

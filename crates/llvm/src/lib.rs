@@ -41,8 +41,8 @@ mod surgery;
 pub use modes::EV_SLACK;
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
 pub use options::{
-    EarlyExits, EventKind, IpathCuts, Options, Sese, Weighting, Weights, DEFAULT_JUMP_COST,
-    HOT_RESTARTS,
+    EarlyExits, EventKind, IpathCuts, Options, PathCycles, Sese, Weighting, Weights,
+    DEFAULT_JUMP_COST, HOT_RESTARTS,
 };
 
 use inkwell::context::Context;

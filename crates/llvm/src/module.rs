@@ -309,6 +309,110 @@ unsafe fn path_probe_fn(
     (f, ty)
 }
 
+/// `internal void tally.path.add(ptr table, ptr home, i64 path, i64 k)`: adds `k` to a hashed
+/// path's count, as `k` calls of `tally.path.probe` would (path mode's single-cycle loops add
+/// their iterations at the loop's exits, `modes::path`): nothing for `k = 0`, the home slot's
+/// count when the slot holds the path, else one `__tally_path_count` call and the rest again. Defined on first
+/// use; always inlined, so that a constant path number makes the hit a compare and an add at
+/// constant addresses.
+pub(crate) fn path_add_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    unsafe {
+        let ctx = g.ctx;
+        let i64t = g.i64t;
+        let ptrt = g.ptrt;
+        let voidt = c::LLVMVoidTypeInContext(ctx);
+        let mut args = [ptrt, ptrt, i64t, i64t];
+        let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), 4, 0);
+        let name = cs("tally.path.add");
+        let existing = c::LLVMGetNamedFunction(g.module, name.as_ptr());
+        if !existing.is_null() {
+            return (existing, ty);
+        }
+        let f = c::LLVMAddFunction(g.module, name.as_ptr(), ty);
+        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+        for a in ["alwaysinline", "nounwind"] {
+            let k = crate::ir::attr_kind(a);
+            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+        }
+        let t = c::LLVMGetParam(f, 0);
+        let home = c::LLVMGetParam(f, 1);
+        let p = c::LLVMGetParam(f, 2);
+        let k = c::LLVMGetParam(f, 3);
+        let n = cs("");
+        let block = |s: &str| c::LLVMAppendBasicBlockInContext(ctx, f, cs(s).as_ptr());
+        let entry = block("entry");
+        let probe = block("probe");
+        let hit = block("hit");
+        let miss = block("miss");
+        let done = block("done");
+        let b = c::LLVMCreateBuilderInContext(ctx);
+        let zero = c::LLVMConstInt(i64t, 0, 0);
+        let one = c::LLVMConstInt(i64t, 1, 0);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let none = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntEQ,
+            k,
+            zero,
+            n.as_ptr(),
+        );
+        c::LLVMBuildCondBr(b, none, done, probe);
+        c::LLVMPositionBuilderAtEnd(b, probe);
+        let kphi = c::LLVMBuildPhi(b, i64t, n.as_ptr());
+        let h = c::LLVMBuildMul(
+            b,
+            p,
+            c::LLVMConstInt(i64t, PATH_HASH_MULTIPLIER, 0),
+            n.as_ptr(),
+        );
+        let shift = c::LLVMConstInt(i64t, u64::from(64 - PATH_HOME_BITS), 0);
+        let h = c::LLVMBuildLShr(b, h, shift, n.as_ptr());
+        let off = c::LLVMBuildShl(b, h, c::LLVMConstInt(i64t, 4, 0), n.as_ptr());
+        let i8t = c::LLVMInt8TypeInContext(ctx);
+        let mut idx = [off];
+        let key_p = c::LLVMBuildInBoundsGEP2(b, i8t, home, idx.as_mut_ptr(), 1, n.as_ptr());
+        let key = c::LLVMBuildLoad2(b, i64t, key_p, n.as_ptr());
+        let eq = c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntEQ, key, p, n.as_ptr());
+        c::LLVMBuildCondBr(b, eq, hit, miss);
+        c::LLVMPositionBuilderAtEnd(b, hit);
+        let mut o = [one];
+        let cnt_p = c::LLVMBuildInBoundsGEP2(b, i64t, key_p, o.as_mut_ptr(), 1, n.as_ptr());
+        let v = c::LLVMBuildLoad2(b, i64t, cnt_p, n.as_ptr());
+        let v = c::LLVMBuildAdd(b, v, kphi, n.as_ptr());
+        c::LLVMBuildStore(b, v, cnt_p);
+        c::LLVMBuildBr(b, done);
+        // The miss: one runtime count (which may give the path its home slot), then the
+        // rest probed again, as the probes of `k` iterations would have done.
+        c::LLVMPositionBuilderAtEnd(b, miss);
+        let mut a = [t, p];
+        c::LLVMBuildCall2(
+            b,
+            g.path_count.1,
+            g.path_count.0,
+            a.as_mut_ptr(),
+            2,
+            n.as_ptr(),
+        );
+        let k1 = c::LLVMBuildSub(b, kphi, one, n.as_ptr());
+        let more = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntNE,
+            k1,
+            zero,
+            n.as_ptr(),
+        );
+        c::LLVMBuildCondBr(b, more, probe, done);
+        let mut vals = [k, k1];
+        let mut from = [entry, miss];
+        c::LLVMAddIncoming(kphi, vals.as_mut_ptr(), from.as_mut_ptr(), 2);
+        c::LLVMPositionBuilderAtEnd(b, done);
+        c::LLVMBuildRetVoid(b);
+        c::LLVMDisposeBuilder(b);
+        (f, ty)
+    }
+}
+
 /// The TLS model of the runtime's thread-locals (`__tally_top`, `__tally_ev_left`,
 /// `__tally_ev_limit`) as instrumented code reaches them. Every linked image (executable or
 /// shared object) carries its own hidden copy of the runtime, so the definition is always in

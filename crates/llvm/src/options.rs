@@ -106,6 +106,20 @@ pub struct Options {
                     loop's exits instead of counting every iteration")
     )]
     pub sese: Sese,
+    /// Path mode: loops whose body has a single path from the header back to it count that
+    /// path at their exits (`tally_graph::paths::cycles`): in functions whose paths go to a
+    /// hash table (`on`), in every function (`all`, hidden: for tests), or nowhere (`off`, the
+    /// default: on the benchmark suite it cost more than it saved, docs/paths-cost.md).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-path-cycles", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "off", default_missing_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = path_cycles_choice(),
+            help = "Path mode: loops with a single path through their body count it once at \
+                    their exits instead of every iteration (in hashed functions)")
+    )]
+    pub path_cycles: PathCycles,
     /// Trace mode: `bits` takes the one-bit-per-branch plan (`witness::branch_plan`, §6.2's
     /// bit tracing) in every function instead of the cheaper of it and the witness plan.
     #[cfg_attr(
@@ -189,6 +203,22 @@ fn sese_choice() -> impl clap::builder::TypedValueParser<Value = Sese> {
     })
 }
 
+/// Parses `--tally-path-cycles`: `on`, `off`, and the hidden `all`.
+#[cfg(feature = "clap")]
+fn path_cycles_choice() -> impl clap::builder::TypedValueParser<Value = PathCycles> {
+    use clap::builder::{PossibleValue, TypedValueParser as _};
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("on"),
+        PossibleValue::new("off"),
+        PossibleValue::new("all").hide(true),
+    ])
+    .map(|v| match v.as_str() {
+        "on" => PathCycles::Hashed,
+        "all" => PathCycles::All,
+        _ => PathCycles::Off,
+    })
+}
+
 /// Parses `on` or `off` (`--tally-promote`, `--tally-trace-registers`); errors list both.
 #[cfg(feature = "clap")]
 fn on_off() -> impl clap::builder::TypedValueParser<Value = bool> {
@@ -250,6 +280,7 @@ impl Default for Options {
             early_exits: EarlyExits::default(),
             promote: true,
             sese: Sese::default(),
+            path_cycles: PathCycles::default(),
             trace_bits: false,
             trace_registers: false,
             jump_cost: DEFAULT_JUMP_COST,
@@ -382,4 +413,17 @@ impl EventKind {
             EventKind::Mem => "mem",
         }
     }
+}
+
+/// Path mode's single-cycle loops counted at their exits (`--tally-path-cycles`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum PathCycles {
+    /// Nowhere (`off`, the default).
+    #[default]
+    Off,
+    /// In functions whose paths are counted in a hash table, where a probe per iteration
+    /// costs several instructions (`on`).
+    Hashed,
+    /// In every function, counter arrays too (`all`, hidden: tests and benchmarks).
+    All,
 }

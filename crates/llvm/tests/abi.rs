@@ -58,6 +58,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             jump_cost: tally_llvm::DEFAULT_JUMP_COST,
             promote: true,
             sese: tally_llvm::Sese::Off,
+            path_cycles: tally_llvm::PathCycles::default(),
             trace_bits: false,
             trace_registers: false,
             ipath_cuts: tally_llvm::IpathCuts::Hot,

@@ -34,6 +34,7 @@ use thiserror::Error;
 
 pub mod actions;
 pub mod cut;
+pub mod cycles;
 pub mod dag;
 pub mod derive;
 pub mod number;
@@ -42,6 +43,7 @@ pub mod regen;
 
 pub use actions::{Action, PathPlacement};
 pub use cut::{number_paths_limited, ARRAY_PATHS, MAX_PATHS};
+pub use cycles::{cycle_loops, without_cycle_counts, CycleLoop, FirstCount};
 pub use dag::{CfgImage, DagEdge, DagEdgeId, DagEdgeKind, PathDag};
 pub use derive::{derive_counts, derive_edge_counts, DerivedCounts};
 pub use number::{number_paths, NumberedDag};

@@ -25,6 +25,7 @@ use crate::emit::{cname, Emitter, Globals};
 use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
 use crate::ir::{self, Val};
 use crate::lower::{EdgeIr, Lowered};
+use crate::options::PathCycles;
 use crate::sites::{base_weights, direct_site, Realize};
 use crate::surgery::split_edge;
 use llvm_sys::core as c;
@@ -32,7 +33,8 @@ use llvm_sys::prelude::*;
 use llvm_sys::LLVMIntPredicate;
 use tally_format::{PathMeta, PathStorage, Probe};
 use tally_graph::paths::{
-    chord_increments, dag_weights, number_paths_limited, Action, PathPlacement,
+    chord_increments, cycle_loops, dag_weights, number_paths_limited, without_cycle_counts, Action,
+    CycleLoop, FirstCount, PathPlacement,
 };
 use tally_graph::{EdgeId, IdVec, NodeId};
 
@@ -46,7 +48,12 @@ pub(crate) struct Path;
 
 impl ModeImpl for Path {
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
-        Ok(match plan_paths(cx.l, cx.weights) {
+        let cycles = if cx.opts.atomic {
+            PathCycles::Off
+        } else {
+            cx.opts.path_cycles
+        };
+        Ok(match plan_paths(cx.l, cx.weights, cycles) {
             Ok(mut pp) => {
                 pp.shadow &= cx.opts.shadow;
                 Box::new(pp)
@@ -134,12 +141,68 @@ pub(crate) struct PathPlan {
     pub actions: IdVec<EdgeId, Vec<Action>>,
     /// The function keeps a frame record.
     pub shadow: bool,
+    /// Single-cycle loops whose counts are made at their exits (`--tally-path-cycles`); their
+    /// counting actions are already taken out of `actions`.
+    pub cycles: Vec<CycleLoop>,
+}
+
+/// Most exits of a loop whose counts move to its exits: each exit pays a compare and a
+/// branch per activation, and loops with many exits (bzip2's `mainGtU`, an unrolled compare
+/// left on the first difference) are mostly left in their first pass, where nothing is saved.
+const MAX_CYCLE_EXITS: usize = 2;
+
+/// True when block `v` of `l` can take part in a loop whose counts wait for its exits: no
+/// call other than an intrinsic (no callee can end, write or fork the frame's counts), no
+/// setjmp return, no landing pad.
+fn cycle_block(l: &Lowered, v: NodeId) -> bool {
+    let Some(node) = l.nodes.get(v.index()) else {
+        return false;
+    };
+    node.first_site.is_none()
+        && node.after_setjmp.is_none()
+        && !node.landing_pad
+        && node.instrs.iter().all(|&i| {
+            !i.is_call_like()
+                || (i.opcode() == llvm_sys::LLVMOpcode::LLVMCall
+                    && !i.calls_inline_asm()
+                    && i.called_function().is_some_and(|f| f.intrinsic_id() != 0))
+        })
+}
+
+/// The single-cycle loops of `l` whose counts can move to their exits
+/// (`tally_graph::paths::cycles`), where every entry and exit edge has a place for code.
+fn cycles_at_exits(
+    l: &Lowered,
+    dag: &tally_graph::paths::PathDag,
+    placement: &PathPlacement,
+) -> Vec<CycleLoop> {
+    let sited = |e: EdgeId| {
+        matches!(l.edges[e.index()], EdgeIr::Succ { .. }) && direct_site(l, e).is_some()
+    };
+    let splittable = |e: EdgeId| {
+        matches!(
+            l.edges[e.index()],
+            EdgeIr::Succ {
+                splittable: true,
+                ..
+            }
+        )
+    };
+    cycle_loops(&l.cfg, dag, placement, |v| cycle_block(l, v))
+        .into_iter()
+        .filter(|c| {
+            c.exits.len() <= MAX_CYCLE_EXITS
+                && c.entries.iter().all(|&e| sited(e))
+                && c.exits.iter().all(|&e| splittable(e))
+        })
+        .collect()
 }
 
 /// Plans path profiling for one function, or says why it cannot be done.
 pub(crate) fn plan_paths(
     l: &Lowered,
     weights: Option<&IdVec<EdgeId, f64>>,
+    cycles: PathCycles,
 ) -> Result<PathPlan, String> {
     let cfg = &l.cfg;
     let numbered = number_paths_limited(cfg, MAX_PATHS).map_err(|e| e.to_string())?;
@@ -173,13 +236,25 @@ pub(crate) fn plan_paths(
     }
     let shadow = l.may_end_early();
     let total = numbered.total();
+    let hashed = total > ARRAY_PATHS;
+    let loops = match cycles {
+        PathCycles::All => cycles_at_exits(l, numbered.dag(), &placement),
+        PathCycles::Hashed if hashed => cycles_at_exits(l, numbered.dag(), &placement),
+        _ => Vec::new(),
+    };
+    let actions = if loops.is_empty() {
+        placement.actions
+    } else {
+        without_cycle_counts(&placement, &loops)
+    };
     Ok(PathPlan {
         cuts: numbered.dag().cuts().collect(),
         num_paths: total,
         numbering: numbered.fingerprint(),
-        hashed: total > ARRAY_PATHS,
-        actions: placement.actions,
+        hashed,
+        actions,
         shadow,
+        cycles: loops,
     })
 }
 
@@ -240,6 +315,112 @@ impl PathEmitter<'_, '_> {
             },
         }
     }
+    /// Adds `k` (an i64 value) to path `p`'s count.
+    fn count_k(&self, p: LLVMValueRef, k: LLVMValueRef, near: Val) {
+        let em = self.em;
+        let e = cname("");
+        match self.counts {
+            Counts::Array { base } => unsafe {
+                let i = c::LLVMBuildAdd(em.b, p, em.i64c(base), e.as_ptr());
+                let mut idx = [i];
+                let ptr = c::LLVMBuildInBoundsGEP2(
+                    em.b,
+                    em.g.i64t,
+                    em.g.counters,
+                    idx.as_mut_ptr(),
+                    1,
+                    e.as_ptr(),
+                );
+                em.add_to(ptr, k);
+            },
+            Counts::Hash { table, home } => {
+                em.call(
+                    crate::module::path_add_fn(em.g),
+                    &mut [table, home, p, k],
+                    near,
+                );
+            }
+        }
+    }
+    /// On an entry edge `e` of the single-cycle loops `cycles` (allocas `slots`), at the
+    /// builder's position: `n = 0` and the entry values of the `first` counts that read `r`.
+    fn cycle_entries(&self, cycles: &[CycleLoop], slots: &[CycleSlots], e: EdgeId) {
+        let b = self.em.b;
+        for (cl, sl) in cycles.iter().zip(slots) {
+            if !cl.entries.contains(&e) {
+                continue;
+            }
+            unsafe {
+                c::LLVMBuildStore(b, self.i64c(0), sl.n);
+                for (fc, f) in cl.first.iter().zip(&sl.first) {
+                    if let (FirstCount::FromR(d), Some(f)) = (*fc, f) {
+                        c::LLVMBuildStore(b, self.path_value(d, true), *f);
+                    }
+                }
+            }
+        }
+    }
+    /// On an exit edge of `cl` (allocas `sl`), given the terminator `br dst` of a block `s`
+    /// of its own on the edge: `s` branches to a new block that counts the passes made when
+    /// the back edge was taken (`n >= 2`), else straight to `dst` (`tally_graph::paths::
+    /// cycles`): `first` once each, `later` `n - 2` times each.
+    fn cycle_exit(&self, cl: &CycleLoop, sl: &CycleSlots, s_term: Val) {
+        let em = self.em;
+        let b = em.b;
+        let empty = cname("");
+        let s = s_term.parent();
+        let dst = s_term.successor(0);
+        unsafe {
+            em.at(s_term);
+            let n = c::LLVMBuildLoad2(b, em.g.i64t, sl.n, empty.as_ptr());
+            let taken = c::LLVMBuildICmp(
+                b,
+                LLVMIntPredicate::LLVMIntUGT,
+                n,
+                self.i64c(1),
+                empty.as_ptr(),
+            );
+            let name = cname("tally.cycle.exit");
+            let f = ir::Bb(c::LLVMAppendBasicBlockInContext(
+                em.g.ctx,
+                em.func.0,
+                name.as_ptr(),
+            ));
+            c::LLVMMoveBasicBlockAfter(f.0, s.0);
+            c::LLVMInstructionEraseFromParent(s_term.0);
+            em.at_end(s);
+            c::LLVMBuildCondBr(b, taken, f.0, dst.0);
+            for phi in dst.phis() {
+                let k = c::LLVMCountIncoming(phi.0);
+                let from_s = (0..k)
+                    .find(|&i| c::LLVMGetIncomingBlock(phi.0, i) == s.0)
+                    .map(|i| c::LLVMGetIncomingValue(phi.0, i))
+                    .expect("the split block is a predecessor of its target");
+                let mut vals = [from_s];
+                let mut blocks = [f.0];
+                c::LLVMAddIncoming(phi.0, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+            }
+            em.at_end(f);
+            let br = Val(c::LLVMBuildBr(b, dst.0));
+            em.at(br);
+            for (fc, slot) in cl.first.iter().zip(&sl.first) {
+                let p = match (*fc, slot) {
+                    (FirstCount::FromR(_), Some(slot)) => {
+                        c::LLVMBuildLoad2(b, em.g.i64t, *slot, empty.as_ptr())
+                    }
+                    (FirstCount::Const(v), _) => self.i64c(v),
+                    (FirstCount::FromR(_), None) => unreachable!("a slot per FromR count"),
+                };
+                self.count(p, br);
+            }
+            if !cl.later.is_empty() {
+                let k = c::LLVMBuildSub(b, n, self.i64c(2), empty.as_ptr());
+                for &v in &cl.later {
+                    self.count_k(self.i64c(v), k, br);
+                }
+            }
+        }
+    }
     fn emit(&self, actions: &[Action], near: Val) {
         let b = self.em.b;
         for a in actions {
@@ -256,6 +437,13 @@ impl PathEmitter<'_, '_> {
             }
         }
     }
+}
+
+/// The allocas of one single-cycle loop: its header count and the entry values of its `first`
+/// counts that depend on `r`.
+struct CycleSlots {
+    n: LLVMValueRef,
+    first: Vec<Option<LLVMValueRef>>,
 }
 
 /// A new builder for `func` at its entry's first instruction, where the allocas go (path
@@ -286,6 +474,26 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
         let n = cname("tally.path");
         c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
     };
+    let slots: Vec<CycleSlots> = pp
+        .cycles
+        .iter()
+        .map(|cl| unsafe {
+            let n = cname("tally.cycle");
+            CycleSlots {
+                n: c::LLVMBuildAlloca(b, g.i64t, n.as_ptr()),
+                first: cl
+                    .first
+                    .iter()
+                    .map(|fc| {
+                        matches!(fc, FirstCount::FromR(_)).then(|| {
+                            let n = cname("tally.cycle.first");
+                            c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
+                        })
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
     let hashed = matches!(counts, Counts::Hash { .. });
     let path_site = (pp.shadow && hashed).then(|| unsafe {
         let mut f = [g.ptrt, g.i64t];
@@ -300,6 +508,22 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
         frame_exits(&em, l, rec, &pops);
     }
     let pe = PathEmitter { em: &em, r, counts };
+
+    // Single-cycle loops: the header counts its executions.
+    for (cl, sl) in pp.cycles.iter().zip(&slots) {
+        let start = l.nodes[cl.header.index()].start;
+        em.at(start);
+        unsafe {
+            let v = c::LLVMBuildLoad2(b, g.i64t, sl.n, empty.as_ptr());
+            let v = c::LLVMBuildAdd(b, v, em.i64c(1), empty.as_ptr());
+            c::LLVMBuildStore(b, v, sl.n);
+        }
+    }
+    let cycle_edge = |e: EdgeId| {
+        pp.cycles
+            .iter()
+            .any(|cl| cl.entries.contains(&e) || cl.exits.contains(&e))
+    };
 
     // Edge actions (before the site stores: a site reads r as its block sees it). Actions at
     // the start of a block go first: in a block whose only instruction is its terminator the
@@ -317,7 +541,7 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
         .filter(|&(e, _)| at_start(e))
         .chain(pp.actions.iter().filter(|&(e, _)| !at_start(e)));
     for (e, acts) in in_order {
-        if acts.is_empty() {
+        if acts.is_empty() && !cycle_edge(e) {
             continue;
         }
         match l.edges[e.index()] {
@@ -369,6 +593,22 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
                 };
                 em.at(at);
                 pe.emit(acts, at);
+                pe.cycle_entries(&pp.cycles, &slots, e);
+                // A loop exit gets a block of its own, which branches around the counts.
+                if let Some(i) = pp.cycles.iter().position(|cl| cl.exits.contains(&e)) {
+                    let s_term = match direct_site(l, e) {
+                        Some(Realize::Split(_)) => at,
+                        _ => {
+                            let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
+                                unreachable!("loop exits are terminator edges")
+                            };
+                            split_edge(&em, term, index)
+                                .terminator()
+                                .expect("split block has its branch")
+                        }
+                    };
+                    pe.cycle_exit(&pp.cycles[i], &slots[i], s_term);
+                }
             }
         }
     }
