@@ -280,6 +280,71 @@ pub fn distance_to_exit(cfg: &Cfg) -> IdVec<NodeId, Option<usize>> {
     dist
 }
 
+/// A random walk over `calls` calls, as the edge sequence (each call starts with `e0`): random
+/// structural successors, early exits taken with some chance (then sometimes a re-entry), and
+/// after a step budget a shortest route to a return or early exit.
+///
+/// # Panics
+/// If the walk reaches a block with no way out (graphs from [`random_cfg`] have none).
+pub fn random_walk(g: &Cfg, rng: &mut Rng, calls: usize) -> Vec<EdgeId> {
+    let dist = distance_to_exit(g);
+    let reentries: Vec<EdgeId> = g
+        .succs(g.exit())
+        .iter()
+        .copied()
+        .filter(|&r| g.edge(r).kind == EdgeKind::Reentry)
+        .collect();
+    let mut path = Vec::new();
+    for _ in 0..calls {
+        path.push(g.entry_edge());
+        let mut v = g.entry();
+        let mut steps = 0;
+        loop {
+            steps += 1;
+            let outs: Vec<EdgeId> = g
+                .succs(v)
+                .iter()
+                .copied()
+                .filter(|&x| g.edge(x).kind.is_structural())
+                .collect();
+            let early = g.early_exit(v);
+            let take = if steps > 150 {
+                let ret = outs
+                    .iter()
+                    .copied()
+                    .find(|&x| g.edge(x).kind == EdgeKind::Return);
+                ret.or(early).or_else(|| {
+                    outs.iter()
+                        .copied()
+                        .filter_map(|x| dist[g.edge(x).dst].map(|d| (d, x)))
+                        .min()
+                        .map(|(_, x)| x)
+                })
+            } else if early.is_some() && (outs.is_empty() || rng.percent(15)) {
+                early
+            } else {
+                rng.pick(&outs)
+            };
+            let Some(x) = take else {
+                panic!("walk stuck at {v}");
+            };
+            path.push(x);
+            match g.edge(x).kind {
+                EdgeKind::Return => break,
+                EdgeKind::EarlyExit => match rng.pick(&reentries) {
+                    Some(r) if steps <= 150 && rng.percent(40) => {
+                        path.push(r);
+                        v = g.edge(r).dst;
+                    }
+                    _ => break,
+                },
+                _ => v = g.edge(x).dst,
+            }
+        }
+    }
+    path
+}
+
 /// Simulates `config.calls` calls of the function and returns the true count of every edge.
 ///
 /// # Panics

@@ -277,16 +277,7 @@ proptest! {
         let program = random_program(&mut rng, &config);
         for mode in MODES {
             let Ok(num) = IpNumbering::new_limited(program.clone(), mode, 1 << 40) else { continue };
-            let g = num.graph();
-            let before: Vec<Function> = g.functions().map(|f| {
-                let mut func = program[f.index()].clone();
-                for (s, c) in func.calls.iter_mut().enumerate() {
-                    if !matches!(g.site_kind(f, s as u32), tally_graph::ipaths::supergraph::SiteKind::Direct(_)) {
-                        c.callee = Callee::Unknown;
-                    }
-                }
-                func
-            }).collect();
+            let before = as_numbered(&program, &num);
             let Some(cut) = with_context_cuts(&before, &num, array_paths, context_paths) else { continue };
             let events = (0..5).find_map(|_| random_execution(&cut, &mut rng, &ExecConfig::default()));
             let num = IpNumbering::new(Supergraph::new(cut.clone()).unwrap(), mode).unwrap();
@@ -357,15 +348,7 @@ proptest! {
                     }
                 }
             }
-            let before: Vec<Function> = g.functions().map(|f| {
-                let mut func = program[f.index()].clone();
-                for (s, c) in func.calls.iter_mut().enumerate() {
-                    if !matches!(g.site_kind(f, s as u32), tally_graph::ipaths::supergraph::SiteKind::Direct(_)) {
-                        c.callee = Callee::Unknown;
-                    }
-                }
-                func
-            }).collect();
+            let before = as_numbered(&program, &num);
             let Some(cut) = with_cuts(&before, hot) else { continue };
             let events = (0..5).find_map(|_| random_execution(&cut, &mut rng, &ExecConfig::default()));
             let num = IpNumbering::new(Supergraph::new(cut.clone()).unwrap(), mode).unwrap();
@@ -836,4 +819,24 @@ fn intraprocedural_paths_beyond_the_limit_are_cut() {
         let p = limited.regenerate(limited.total() - 1).unwrap();
         assert_eq!(limited.path_number(&p), Ok(limited.total() - 1));
     }
+}
+
+/// `program` as `num` numbered it: the calls it did not keep direct (recursive, demoted) become
+/// calls of unknown functions, so that cuts applied to it leave the rest as it was.
+fn as_numbered(program: &[Function], num: &IpNumbering) -> Vec<Function> {
+    let g = num.graph();
+    g.functions()
+        .map(|f| {
+            let mut func = program[f.index()].clone();
+            for (s, c) in func.calls.iter_mut().enumerate() {
+                if !matches!(
+                    g.site_kind(f, s as u32),
+                    tally_graph::ipaths::supergraph::SiteKind::Direct(_)
+                ) {
+                    c.callee = Callee::Unknown;
+                }
+            }
+            func
+        })
+        .collect()
 }

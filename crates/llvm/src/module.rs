@@ -323,25 +323,16 @@ pub(crate) fn path_add_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
         let voidt = c::LLVMVoidTypeInContext(ctx);
         let mut args = [ptrt, ptrt, i64t, i64t];
         let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), 4, 0);
-        let name = cs("tally.path.add");
-        let existing = c::LLVMGetNamedFunction(g.module, name.as_ptr());
-        if !existing.is_null() {
-            return (existing, ty);
-        }
-        let f = c::LLVMAddFunction(g.module, name.as_ptr(), ty);
-        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-        for a in ["alwaysinline", "nounwind"] {
-            let k = crate::ir::attr_kind(a);
-            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
-            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
-        }
+        let (f, entry) = crate::emit::inline_helper(g, "tally.path.add", ty);
+        let Some(entry) = entry else {
+            return (f, ty);
+        };
         let t = c::LLVMGetParam(f, 0);
         let home = c::LLVMGetParam(f, 1);
         let p = c::LLVMGetParam(f, 2);
         let k = c::LLVMGetParam(f, 3);
         let n = cs("");
         let block = |s: &str| c::LLVMAppendBasicBlockInContext(ctx, f, cs(s).as_ptr());
-        let entry = block("entry");
         let probe = block("probe");
         let hit = block("hit");
         let miss = block("miss");

@@ -724,7 +724,6 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
         points.push(at);
     }
     // 2. Per counter: init, then the count at each exit.
-    let empty = cname("");
     for (((cand, idx), at), trips) in used.iter().zip(points).zip(trips) {
         let counter = em.counter_ptr(cx.base + *idx as u64);
         let Some(var) = &cand.var else {
@@ -738,51 +737,14 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
         };
         let phi = var.phi.get();
         let init = init_value(&em, cand, phi);
-        let pointer = unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
-            == LLVMTypeKind::LLVMPointerTypeKind;
-        let ty = if pointer {
-            cx.g.i64t
-        } else {
-            unsafe { c::LLVMTypeOf(phi.0) }
-        };
-        let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
-        let div = ExactDiv::new(var.step.unsigned_abs(), width)
-            .expect("candidates have 0 < |step| < 2^(width-1)");
         for (&p, &use_last) in at.iter().zip(&var.last_at) {
             em.at(p);
-            unsafe {
-                // After the increments, `last - (init + step)` rather than `phi - init`: the
-                // phi need not stay live next to `last` (rotated loops exit after the
-                // increment; keeping both costs the register allocator copies in the loop).
-                let now = if use_last { var.last.0 } else { phi.0 };
-                let (mut now, mut start) = (now, init.0);
-                if pointer {
-                    now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
-                    start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());
-                }
-                if use_last {
-                    let step = c::LLVMConstInt(ty, var.step as u64 & mask(width), 0);
-                    start = c::LLVMBuildAdd(b, start, step, empty.as_ptr());
-                }
-                let mut d = c::LLVMBuildSub(b, now, start, empty.as_ptr());
-                if var.step < 0 {
-                    d = c::LLVMBuildNeg(b, d, empty.as_ptr());
-                }
-                // The exact division by |step| (module doc): a shift and a multiplication.
-                let mut k = d;
-                if div.shift > 0 {
-                    let t = c::LLVMConstInt(ty, u64::from(div.shift), 0);
-                    k = c::LLVMBuildLShr(b, k, t, empty.as_ptr());
-                }
-                if div.mul != 1 {
-                    let m = c::LLVMConstInt(ty, div.mul, 0);
-                    k = c::LLVMBuildMul(b, k, m, empty.as_ptr());
-                }
-                if width < 64 {
-                    k = c::LLVMBuildZExt(b, k, cx.g.i64t, empty.as_ptr());
-                }
-                em.add_to(counter, k);
-            }
+            // After the increments, `last - (init + step)` rather than `phi - init`: the
+            // phi need not stay live next to `last` (rotated loops exit after the
+            // increment; keeping both costs the register allocator copies in the loop).
+            let now = if use_last { var.last } else { phi };
+            let k = back_edges(&em, var, init, now, use_last);
+            em.add_to(counter, k);
         }
     }
     unsafe { c::LLVMDisposeBuilder(b) };
@@ -890,8 +852,6 @@ pub(crate) fn back_edges_in_copy(
     map: &dyn Fn(Val) -> Val,
     trips: Option<Val>,
 ) -> LLVMValueRef {
-    let b = em.b;
-    let empty = cname("");
     let Some(var) = &cand.var else {
         return trips.expect("trip counts are expanded").0;
     };
@@ -907,6 +867,18 @@ pub(crate) fn back_edges_in_copy(
             .map(|i| Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) }))
             .expect("a header phi has an entry from outside the loop")
     };
+    let use_last = var.last_at[exit];
+    let now = if use_last { map(var.last) } else { map(phi) };
+    back_edges(em, var, init, now, use_last)
+}
+
+/// The back edges a loop took, as an `i64` at the builder's position: `(now - init) / step`,
+/// or `(now - (init + step)) / step` when `now` is the variable's value after the increments
+/// (`use_last`), by the exact division of the module doc (a shift and a multiplication).
+fn back_edges(em: &Emitter, var: &Affine, init: Val, now: Val, use_last: bool) -> LLVMValueRef {
+    let b = em.b;
+    let empty = cname("");
+    let phi = var.phi.get();
     let pointer =
         unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) } == LLVMTypeKind::LLVMPointerTypeKind;
     let ty = if pointer {
@@ -917,14 +889,8 @@ pub(crate) fn back_edges_in_copy(
     let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
     let div = ExactDiv::new(var.step.unsigned_abs(), width)
         .expect("candidates have 0 < |step| < 2^(width-1)");
-    let use_last = var.last_at[exit];
     unsafe {
-        let now = if use_last {
-            map(var.last).0
-        } else {
-            map(phi).0
-        };
-        let (mut now, mut start) = (now, init.0);
+        let (mut now, mut start) = (now.0, init.0);
         if pointer {
             now = c::LLVMBuildPtrToInt(b, now, ty, empty.as_ptr());
             start = c::LLVMBuildPtrToInt(b, start, ty, empty.as_ptr());

@@ -299,82 +299,6 @@ mod tests {
         v
     }
 
-    /// A random walk of `calls` calls: random structural successors, sometimes an early exit
-    /// or a re-entry, and after a budget of steps the way out nearest by breadth-first search.
-    fn walk(g: &Cfg, rng: &mut Rng, calls: usize) -> Vec<EdgeId> {
-        let mut dist: IdVec<NodeId, Option<usize>> = IdVec::filled(g.num_nodes(), None);
-        let mut queue = std::collections::VecDeque::new();
-        for v in g.blocks() {
-            if g.succs(v)
-                .iter()
-                .any(|&x| matches!(g.edge(x).kind, Return | EarlyExit))
-            {
-                dist[v] = Some(0);
-                queue.push_back(v);
-            }
-        }
-        while let Some(v) = queue.pop_front() {
-            for &x in g.preds(v) {
-                let s = g.edge(x).src;
-                if g.edge(x).kind == Flow && dist[s].is_none() {
-                    dist[s] = dist[v].map(|d| d + 1);
-                    queue.push_back(s);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        for _ in 0..calls {
-            out.push(g.entry_edge());
-            let mut v = g.entry();
-            let mut steps = 0;
-            loop {
-                steps += 1;
-                let succs: Vec<EdgeId> = g
-                    .succs(v)
-                    .iter()
-                    .copied()
-                    .filter(|&x| {
-                        steps <= 60
-                            || matches!(g.edge(x).kind, Return | EarlyExit)
-                            || dist[g.edge(x).dst].is_some()
-                    })
-                    .filter(|&x| g.edge(x).kind != Reentry)
-                    .collect();
-                let e = if steps > 60 {
-                    succs.iter().copied().min_by_key(|&x| match g.edge(x).kind {
-                        Return | EarlyExit => 0,
-                        _ => dist[g.edge(x).dst].unwrap_or(usize::MAX) + 1,
-                    })
-                } else {
-                    rng.pick(&succs)
-                };
-                let Some(e) = e else { break };
-                out.push(e);
-                let kind = g.edge(e).kind;
-                if kind == EarlyExit {
-                    // Sometimes a longjmp back into this frame.
-                    let back: Vec<EdgeId> = g
-                        .succs(g.exit())
-                        .iter()
-                        .copied()
-                        .filter(|&x| g.edge(x).kind == Reentry)
-                        .collect();
-                    if let Some(re) = rng.pick(&back).filter(|_| rng.percent(30)) {
-                        out.push(re);
-                        v = g.edge(re).dst;
-                        continue;
-                    }
-                    break;
-                }
-                if kind == Return {
-                    break;
-                }
-                v = g.edge(e).dst;
-            }
-        }
-        out
-    }
-
     fn check(g: &Cfg, rng: &mut Rng) -> usize {
         let Ok(p) = number_paths(g) else { return 0 };
         let Ok(w) = dag_weights(p.dag(), &heuristic_weights(g)) else {
@@ -389,7 +313,7 @@ mod tests {
         let loops = cycle_loops(g, p.dag(), &pl, |_| true);
         let actions = without_cycle_counts(&pl, &loops);
         for _ in 0..4 {
-            let run = walk(g, rng, 3);
+            let run = crate::testing::random_walk(g, rng, 3);
             assert_eq!(
                 sorted(CycleLoop::replay(g, &actions, &loops, run.clone(), -7)),
                 sorted(pl.replay(run.clone(), -7)),

@@ -5,11 +5,10 @@
 use super::*;
 use crate::cfg::EdgeKind::*;
 use crate::placement::{place_edge_counters, place_edge_counters_exits_in_tree};
-use crate::testing::{cfg, random_cfg_with, GenConfig, Rng};
+use crate::testing::{cfg, random_cfg_with, random_walk, GenConfig, Rng};
 use crate::vertex::{place_vertex_counters_sese, propagate_vertex};
 use crate::weight::heuristic_weights;
 use proptest::prelude::*;
-use std::collections::VecDeque;
 
 fn n(i: usize) -> NodeId {
     NodeId::new(i)
@@ -305,85 +304,6 @@ fn loops_that_cannot_carry_a_counter() {
 
 // ---- random loops -------------------------------------------------------------------------
 
-/// A random walk over `calls` calls, as the edge sequence (each call starts with `e0`): random
-/// structural successors, early exits taken with some chance (then sometimes a re-entry), and
-/// after a step budget a shortest route to a return or early exit.
-fn walk(g: &Cfg, rng: &mut Rng, calls: usize) -> Vec<EdgeId> {
-    // Distance to the nearest block that can leave the function.
-    let mut dist: IdVec<NodeId, Option<usize>> = IdVec::filled(g.num_nodes(), None);
-    let mut queue = VecDeque::new();
-    for v in g.blocks() {
-        if g.succs(v)
-            .iter()
-            .any(|&x| matches!(g.edge(x).kind, Return | EarlyExit))
-        {
-            dist[v] = Some(0);
-            queue.push_back(v);
-        }
-    }
-    while let Some(v) = queue.pop_front() {
-        for &x in g.preds(v) {
-            let s = g.edge(x).src;
-            if g.edge(x).kind == Flow && dist[s].is_none() {
-                dist[s] = dist[v].map(|d| d + 1);
-                queue.push_back(s);
-            }
-        }
-    }
-    let reentries: Vec<EdgeId> = g
-        .succs(g.exit())
-        .iter()
-        .copied()
-        .filter(|&r| g.edge(r).kind == Reentry)
-        .collect();
-    let mut path = Vec::new();
-    for _ in 0..calls {
-        path.push(g.entry_edge());
-        let mut v = g.entry();
-        let mut steps = 0;
-        loop {
-            steps += 1;
-            let outs: Vec<EdgeId> = g
-                .succs(v)
-                .iter()
-                .copied()
-                .filter(|&x| g.edge(x).kind.is_structural())
-                .collect();
-            let early = g.early_exit(v);
-            let take = if steps > 150 {
-                let ret = outs.iter().copied().find(|&x| g.edge(x).kind == Return);
-                ret.or(early).or_else(|| {
-                    outs.iter()
-                        .copied()
-                        .filter_map(|x| dist[g.edge(x).dst].map(|d| (d, x)))
-                        .min()
-                        .map(|(_, x)| x)
-                })
-            } else if early.is_some() && (outs.is_empty() || rng.percent(15)) {
-                early
-            } else {
-                rng.pick(&outs)
-            };
-            let Some(x) = take else {
-                panic!("walk stuck at {v}");
-            };
-            path.push(x);
-            match g.edge(x).kind {
-                Return => break,
-                EarlyExit => match rng.pick(&reentries) {
-                    Some(r) if steps <= 150 && rng.percent(40) => {
-                        path.push(r);
-                        v = g.edge(r).dst;
-                    }
-                    _ => break,
-                },
-                _ => v = g.edge(x).dst,
-            }
-        }
-    }
-    path
-}
-
 /// Random structured code, as a graph: sequences of plain blocks, calls that may end the frame
 /// (an `EarlyExit` edge), `if`/`else`, `while` and `do`-`while` loops nested in each other, and
 /// inside loops `if (c) break;` (more exits), `if (c) continue;` (more latches) and
@@ -625,7 +545,7 @@ fn check_seed(seed: u64) -> Stats {
     }
 
     let calls = 1 + rng.below(6);
-    let path = walk(&g, &mut rng, calls);
+    let path = random_walk(&g, &mut rng, calls);
     let mut truth = IdVec::filled(g.num_edges(), 0u64);
     let mut chord_values = IdVec::filled(g.num_edges(), 0u64);
     let incremented: Vec<EdgeId> = p.incremented().collect();

@@ -294,21 +294,8 @@ impl PathEmitter<'_, '_> {
     /// Counts path `p` (an i64 value).
     fn count(&self, p: LLVMValueRef, near: Val) {
         let em = self.em;
-        let e = cname("");
         match self.counts {
-            Counts::Array { base } => unsafe {
-                let i = c::LLVMBuildAdd(em.b, p, em.i64c(base), e.as_ptr());
-                let mut idx = [i];
-                let ptr = c::LLVMBuildInBoundsGEP2(
-                    em.b,
-                    em.g.i64t,
-                    em.g.counters,
-                    idx.as_mut_ptr(),
-                    1,
-                    e.as_ptr(),
-                );
-                em.add_to(ptr, em.i64c(1));
-            },
+            Counts::Array { base } => em.add_to(array_slot(em, base, p), em.i64c(1)),
             Counts::Hash { table, home } => match em.g.path_probe {
                 Some(f) => em.call(f, &mut [table, home, p], near),
                 None => em.call(em.g.path_count, &mut [table, p], near),
@@ -318,21 +305,8 @@ impl PathEmitter<'_, '_> {
     /// Adds `k` (an i64 value) to path `p`'s count.
     fn count_k(&self, p: LLVMValueRef, k: LLVMValueRef, near: Val) {
         let em = self.em;
-        let e = cname("");
         match self.counts {
-            Counts::Array { base } => unsafe {
-                let i = c::LLVMBuildAdd(em.b, p, em.i64c(base), e.as_ptr());
-                let mut idx = [i];
-                let ptr = c::LLVMBuildInBoundsGEP2(
-                    em.b,
-                    em.g.i64t,
-                    em.g.counters,
-                    idx.as_mut_ptr(),
-                    1,
-                    e.as_ptr(),
-                );
-                em.add_to(ptr, k);
-            },
+            Counts::Array { base } => em.add_to(array_slot(em, base, p), k),
             Counts::Hash { table, home } => {
                 em.call(
                     crate::module::path_add_fn(em.g),
@@ -633,18 +607,7 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
             };
             let site_value = match (value, &pe.counts) {
                 (None, _) => unsafe { c::LLVMConstNull(g.ptrt) },
-                (Some(p), Counts::Array { base }) => unsafe {
-                    let i = c::LLVMBuildAdd(b, p, em.i64c(*base), empty.as_ptr());
-                    let mut idx = [i];
-                    c::LLVMBuildInBoundsGEP2(
-                        b,
-                        g.i64t,
-                        g.counters,
-                        idx.as_mut_ptr(),
-                        1,
-                        empty.as_ptr(),
-                    )
-                },
+                (Some(p), Counts::Array { base }) => array_slot(&em, *base, p),
                 (Some(p), Counts::Hash { table, .. }) => unsafe {
                     let (ps, ty) = path_site.expect("hashed functions with sites have a path site");
                     let f0 = c::LLVMBuildStructGEP2(b, ty, ps, 0, empty.as_ptr());
@@ -662,4 +625,21 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
         }
     }
     unsafe { c::LLVMDisposeBuilder(b) };
+}
+
+/// The address of path `p`'s counter in the module's counter array (`base + p`).
+fn array_slot(em: &Emitter, base: u64, p: LLVMValueRef) -> LLVMValueRef {
+    let e = cname("");
+    unsafe {
+        let i = c::LLVMBuildAdd(em.b, p, em.i64c(base), e.as_ptr());
+        let mut idx = [i];
+        c::LLVMBuildInBoundsGEP2(
+            em.b,
+            em.g.i64t,
+            em.g.counters,
+            idx.as_mut_ptr(),
+            1,
+            e.as_ptr(),
+        )
+    }
 }
