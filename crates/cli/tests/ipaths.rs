@@ -173,6 +173,22 @@ fn ipath_counts_equal_edges_naive_on_lua() {
     }
 }
 
+/// SQLite (the amalgamation and the driver) on the driver's smallest workload: block and edge
+/// counts derived from interprocedural paths equal `edges-naive`'s, as path mode's do in
+/// `realcode` (the path counts themselves: `ipath_oracle`'s ignored SQLite test).
+#[test]
+fn ipath_counts_equal_edges_naive_on_sqlite() {
+    let args = sqlite_args(&[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    for mode in ["ipath", "ipath-piecewise"] {
+        let n = compare_args("sqlite", "-O2", &args, &["1"], mode);
+        assert!(
+            n >= 100,
+            "sqlite {mode}: only {n} functions profiled by paths"
+        );
+    }
+}
+
 /// The thread-local symbols of the interprocedural protocol that function `name`'s code
 /// refers to, from `objdump -dr` of an object built with `-ffunction-sections`.
 /// `objdump -dr` of `src` compiled by tally in `mode` at -O2 with one section per function.
