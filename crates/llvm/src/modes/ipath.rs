@@ -649,20 +649,7 @@ impl Ip<'_, '_> {
     }
     /// The address of path `p`'s counter (array storage).
     fn counter_of(&self, p: LLVMValueRef, offset: u64) -> LLVMValueRef {
-        let em = self.em;
-        let e = cname("");
-        unsafe {
-            let i = c::LLVMBuildAdd(em.b, p, em.i64c(offset), e.as_ptr());
-            let mut idx = [i];
-            c::LLVMBuildInBoundsGEP2(
-                em.b,
-                em.g.i64t,
-                em.g.counters,
-                idx.as_mut_ptr(),
-                1,
-                e.as_ptr(),
-            )
-        }
+        super::path::array_slot(self.em, offset, p)
     }
     fn count(&self, p: LLVMValueRef, near: Val) {
         let em = self.em;

@@ -628,7 +628,7 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
 }
 
 /// The address of path `p`'s counter in the module's counter array (`base + p`).
-fn array_slot(em: &Emitter, base: u64, p: LLVMValueRef) -> LLVMValueRef {
+pub(crate) fn array_slot(em: &Emitter, base: u64, p: LLVMValueRef) -> LLVMValueRef {
     let e = cname("");
     unsafe {
         let i = c::LLVMBuildAdd(em.b, p, em.i64c(base), e.as_ptr());
