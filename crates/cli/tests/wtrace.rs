@@ -22,6 +22,8 @@ struct Outcome {
     threads: usize,
     /// Functions traced with the one-bit-per-branch plan.
     branch_plans: usize,
+    /// Functions traced by path numbers (`--tally-trace=paths`).
+    paths_plans: usize,
     /// The scratch directory (`trace/` and `trace-naive/` builds and their files).
     dir: PathBuf,
 }
@@ -164,6 +166,12 @@ fn outcome(name: &str, dir: PathBuf) -> Outcome {
         .flat_map(|m| &m.meta.functions)
         .filter(|f| f.wtrace.as_ref().is_some_and(|w| w.branch))
         .count();
+    let paths_plans = prof
+        .modules
+        .iter()
+        .flat_map(|m| &m.meta.functions)
+        .filter(|f| f.wtrace.as_ref().is_some_and(|w| w.paths.is_some()))
+        .count();
     let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
     let r =
         tally_report::wtrace::regenerate(&bytes, &prof).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -190,6 +198,7 @@ fn outcome(name: &str, dir: PathBuf) -> Outcome {
             .len(),
         dir,
         branch_plans,
+        paths_plans,
     }
 }
 
@@ -611,6 +620,109 @@ fn bit_tracing_regenerates_exactly() {
             default.trace_bytes,
             bits.trace_bytes,
             bits.naive_bytes
+        );
+    }
+}
+
+/// `--tally-trace=paths` (path numbers written where each Ball-Larus path ends, paths cut
+/// before calls; `tally_graph::witness::paths`): every early-exit program and the shapes at
+/// -O0 and -O2 (C++ exceptions included: functions with landing pads or `setjmp` keep the
+/// witness plan; recursion.c at -O2 only, see below), the callbacks program and four threads
+/// regenerate block for block as `trace-naive`, and many functions take the path plan.
+#[test]
+fn path_numbers_regenerate_exactly() {
+    let (mut functions, mut exact) = (0, 0);
+    let mut check = |name: &str, cxx: bool, args: &[String], status: i32, threads: bool| {
+        let o = run_both_with(
+            &format!("{name}-paths"),
+            cxx,
+            args,
+            Some(status),
+            &["--tally-trace=paths"],
+            &[],
+        );
+        assert!(o.stopped.is_empty(), "{name}: stopped: {:?}", o.stopped);
+        let (mut a, mut b) = (o.regenerated.clone(), o.oracle.clone());
+        if threads {
+            assert!(o.threads >= 5, "{name}: {} streams", o.threads);
+            a.sort();
+            b.sort();
+        }
+        assert!(a == b, "{name}: {}", first_difference(&a, &b));
+        eprintln!(
+            "{name}: {} blocks, {} functions on path numbers; trace {} bytes (range-coded {}), trace-naive {} bytes",
+            o.oracle.len(),
+            o.paths_plans,
+            o.trace_bytes,
+            o.coded_bytes,
+            o.naive_bytes
+        );
+        functions += o.paths_plans;
+        exact += 1;
+    };
+    for (file, status) in &early_and_shapes() {
+        for opt in ["-O0", "-O2"] {
+            let name = format!("{}{opt}", file.file_name().unwrap().to_str().unwrap());
+            // Not compared: recursion.c at -O0 recurses 20,000 frames deep, and at -O0 each
+            // inlined record append takes stack slots of its own: `descend`'s frame grows to
+            // 496 bytes with path records, past the 8 MiB stack (a known cost, docs/trace.md).
+            if name == "recursion.c-O0" {
+                continue;
+            }
+            let cxx = file.extension().is_some_and(|e| e == "cpp");
+            check(&name, cxx, &single(file, opt), *status, false);
+        }
+    }
+    let dir = scratch("wtrace-callbacks-paths-src");
+    let src = dir.join("callbacks.c");
+    std::fs::write(&src, CALLBACKS).unwrap();
+    check("callbacks", false, &single(&src, "-O2"), 0, false);
+    let workers = repo().join("testdata/threads/workers.c");
+    let args = vec![
+        "-O2".into(),
+        "-g".into(),
+        "-pthread".into(),
+        workers.display().to_string(),
+    ];
+    check("workers", false, &args, 0, true);
+    assert_eq!(exact, 2 * early_and_shapes().len() - 1 + 2);
+    assert!(
+        functions >= 20,
+        "only {functions} functions on path numbers"
+    );
+}
+
+/// `--tally-trace=paths` on Lua (a small script: hundreds of functions, calls through
+/// pointers, longjmp-based errors) and SQLite (the driver's smallest workload): block for
+/// block as `trace-naive`.
+#[test]
+fn path_numbers_regenerate_exactly_on_lua_and_sqlite() {
+    let script = repo().join("testdata/lua/small.lua");
+    for (name, args, run_args) in [
+        ("lua", lua_args(&["-O2"]), vec![script.to_str().unwrap()]),
+        ("sqlite", sqlite_args(&[]), vec!["1"]),
+    ] {
+        let o = run_both_with(
+            &format!("{name}-paths"),
+            false,
+            &args,
+            Some(0),
+            &["--tally-trace=paths"],
+            &run_args,
+        );
+        assert!(o.stopped.is_empty(), "{name}: stopped: {:?}", o.stopped);
+        assert!(
+            o.regenerated == o.oracle,
+            "{name}: {}",
+            first_difference(&o.regenerated, &o.oracle)
+        );
+        assert!(o.paths_plans >= 100, "{name}: {} functions", o.paths_plans);
+        eprintln!(
+            "{name}: {} blocks, {} functions on path numbers; trace {} bytes, trace-naive {} bytes",
+            o.oracle.len(),
+            o.paths_plans,
+            o.trace_bytes,
+            o.naive_bytes
         );
     }
 }

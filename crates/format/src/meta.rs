@@ -33,7 +33,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// (the interprocedural path modes).
 /// 8: [`IpathFunction::array`] (interprocedural paths counted in the counter array).
 /// 9: [`IpathCall::context_cut`] (direct calls made summary edges for array storage).
-pub const META_VERSION: u32 = 9;
+/// 10: [`WtraceMeta::paths`] (trace mode's path-number plan).
+pub const META_VERSION: u32 = 10;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -244,6 +245,11 @@ pub struct WtraceMeta {
     pub unwind: Vec<EdgeIdx>,
     /// The plan is the one-bit-per-branch plan (`PlanKind::Branch`).
     pub branch: bool,
+    /// The function writes Ball-Larus path numbers instead of witnesses (`PlanKind::Paths`,
+    /// `--tally-trace=paths`; `witness` is then all `None`): the fingerprint of the numbering
+    /// (`NumberedDag::fingerprint`), which the reader recomputes from the graph and the call
+    /// sites (`tally_graph::witness::paths::paths_plan`) and compares.
+    pub paths: Option<u64>,
     /// Why the function could not be traced, if it could not (the other fields are then
     /// empty): it writes a "lost" record at entry, so regeneration stops where it runs.
     pub untraced: Option<String>,

@@ -41,7 +41,7 @@ mod surgery;
 pub use modes::EV_SLACK;
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
 pub use options::{
-    EarlyExits, EventKind, IpathCuts, Options, PathCycles, Sese, Weighting, Weights,
+    EarlyExits, EventKind, IpathCuts, Options, PathCycles, Sese, TracePlan, Weighting, Weights,
     DEFAULT_JUMP_COST, HOT_RESTARTS,
 };
 

@@ -121,17 +121,19 @@ pub struct Options {
     )]
     pub path_cycles: PathCycles,
     /// Trace mode: `bits` takes the one-bit-per-branch plan (`witness::branch_plan`, §6.2's
-    /// bit tracing) in every function instead of the cheaper of it and the witness plan.
+    /// bit tracing) in every function instead of the cheaper of it and the witness plan;
+    /// `paths` (hidden, experimental: the reader cannot regenerate it yet) writes Ball-Larus
+    /// path numbers at path ends instead of witnesses ([`TracePlan::Paths`]).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-trace", value_name = "witness|bits", num_args = 1,
             require_equals = true, default_value = "witness",
             action = clap::ArgAction::Set,
-            value_parser = witness_bits(),
+            value_parser = trace_plan_choice(),
             help = "Trace mode: `bits` writes one witness per conditional branch (bit tracing) \
                     instead of the cheaper of that and the witness plan, per function")
     )]
-    pub trace_bits: bool,
+    pub trace_plan: TracePlan,
     /// Trace mode: functions with no landings keep the bit accumulator in registers between
     /// calls (stored to the thread's before calls that may write records and at returns),
     /// which saves 5-15% of the instructions but leaves the latest records of the function a
@@ -178,11 +180,20 @@ pub struct Options {
     pub ipath_cuts: IpathCuts,
 }
 
-/// Parses `witness` or `bits` (`--tally-trace`).
+/// Parses `witness` or `bits` (`--tally-trace`), and the hidden `paths`.
 #[cfg(feature = "clap")]
-fn witness_bits() -> impl clap::builder::TypedValueParser<Value = bool> {
-    use clap::builder::TypedValueParser as _;
-    clap::builder::PossibleValuesParser::new(["witness", "bits"]).map(|v| v == "bits")
+fn trace_plan_choice() -> impl clap::builder::TypedValueParser<Value = TracePlan> {
+    use clap::builder::{PossibleValue, TypedValueParser as _};
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("witness"),
+        PossibleValue::new("bits"),
+        PossibleValue::new("paths").hide(true),
+    ])
+    .map(|v| match v.as_str() {
+        "bits" => TracePlan::Bits,
+        "paths" => TracePlan::Paths,
+        _ => TracePlan::Witness,
+    })
 }
 
 /// Parses `--tally-sese`: `on`, `off`, and the hidden diagnostics `all` and `trips`.
@@ -281,12 +292,28 @@ impl Default for Options {
             promote: true,
             sese: Sese::default(),
             path_cycles: PathCycles::default(),
-            trace_bits: false,
+            trace_plan: TracePlan::Witness,
             trace_registers: false,
             jump_cost: DEFAULT_JUMP_COST,
             ipath_cuts: IpathCuts::Hot,
         }
     }
+}
+
+/// Which records trace mode writes in each function (`--tally-trace`,
+/// [`Options::trace_plan`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum TracePlan {
+    /// The cheaper of the witness plan (paper 000 §4.2) and the branch plan, per function.
+    #[default]
+    Witness,
+    /// The branch plan in every function (§6.2 bit tracing).
+    Bits,
+    /// Ball-Larus path numbers (paper 002), written at path ends with paths cut at every
+    /// block with a call that may write records (Larus's Whole Program Paths records the
+    /// same); functions with more than 2^32 paths, `setjmp` or landing pads keep the witness
+    /// plan. Experimental (issue 17, the time target): the reader does not regenerate it yet.
+    Paths,
 }
 
 /// Which calls the `ipath` modes cut (`--tally-ipath-cuts`, [`Options::ipath_cuts`]).

@@ -18,8 +18,8 @@ use tally_format::{FunctionMeta, WCallee};
 use tally_graph::witness::bits::EnterCoder;
 use tally_graph::witness::regen::{Expect, RecordSource, Regenerator, Visit};
 use tally_graph::witness::{
-    check_plan, CallSite, Callee, FuncId, FunctionInput, Landing, Plan, PlanKind, Record,
-    RegenError, Traced, Witness,
+    check_plan, paths::paths_plan, CallSite, Callee, FuncId, FunctionInput, Landing, Plan,
+    PlanKind, Record, RegenError, Traced, Witness,
 };
 use tally_graph::IdVec;
 
@@ -207,8 +207,16 @@ fn program<'a>(profile: &'a Profile, trace: &WitnessTrace) -> Result<Program<'a>
                 calls: IdVec::from_vec(calls),
                 unwind,
             };
+            if let Some(fingerprint) = w.paths {
+                let numbered = paths_plan(&input).map_err(|e| bad(&e.to_string()))?;
+                if numbered.fingerprint() != fingerprint {
+                    return Err(bad("the path numbering differs from the instrumented one"));
+                }
+            }
             let plan = Plan {
-                kind: if w.branch {
+                kind: if w.paths.is_some() {
+                    PlanKind::Paths
+                } else if w.branch {
                     PlanKind::Branch
                 } else {
                     PlanKind::Witness

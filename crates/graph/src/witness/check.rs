@@ -13,9 +13,10 @@
 //!   what reuse must respect): at each predicate the values of the witness sets of different
 //!   out-edges are disjoint, and all of them have the width regeneration reads there.
 
-use super::place::witness_sets;
+use super::place::{witness_sets, PlanKind};
 use super::{FunctionInput, Plan};
 use crate::ids::{EdgeId, IdVec, NodeId};
+use crate::paths::CfgImage;
 use thiserror::Error;
 
 /// Why a plan does not let regeneration work.
@@ -47,6 +48,9 @@ pub enum PlanError {
         /// A vertex both branches reach.
         join: NodeId,
     },
+    /// A path-number plan cannot number the function's paths.
+    #[error("path numbering: {0}")]
+    Paths(String),
     /// A witness-free path leads from the predicate to a call vertex or EXIT.
     #[error("witness-free path from predicate {0} to a call or EXIT")]
     NotBlocking(NodeId),
@@ -88,6 +92,12 @@ pub fn check_plan(f: &FunctionInput, plan: &Plan) -> Result<(), PlanError> {
             graph_nodes: cfg.num_nodes(),
         });
     }
+    if plan.kind == PlanKind::Paths {
+        if let Some((e, _)) = plan.witness.iter().find(|(_, w)| w.is_some()) {
+            return Err(PlanError::BadWitness(e));
+        }
+        return check_paths(f);
+    }
     for (e, w) in plan.witness.iter() {
         if let Some(w) = w {
             if !f.is_normal(e) || w.bits > 32 || (w.bits < 32 && u64::from(w.value) >> w.bits != 0)
@@ -100,6 +110,23 @@ pub fn check_plan(f: &FunctionInput, plan: &Plan) -> Result<(), PlanError> {
     check_structure(f, &witnessed)?;
     check_blocking(f, &witnessed)?;
     check_values(f, plan, &witnessed)
+}
+
+/// A path-number plan ([`PlanKind::Paths`]): the function can be numbered
+/// ([`super::paths::paths_plan`]) and every call vertex is a path head (each of its normal
+/// in-edges is a back or cut edge), so nothing of a path is read before its calls' records
+/// (the blocking property of §4.2 for path records). EXIT needs nothing: a `Return` edge
+/// ends its path.
+pub fn check_paths(f: &FunctionInput) -> Result<(), PlanError> {
+    let numbered = super::paths::paths_plan(f).map_err(|e| PlanError::Paths(e.to_string()))?;
+    let dag = numbered.dag();
+    for (e, edge) in f.cfg.edges() {
+        if f.is_normal(e) && f.is_call_vertex(edge.dst) && matches!(dag.image(e), CfgImage::Kept(_))
+        {
+            return Err(PlanError::NotBlocking(edge.src));
+        }
+    }
+    Ok(())
 }
 
 /// The structural half of `Trace(Ewit)`: `E - Ewit` (normal edges) has no directed cycle and

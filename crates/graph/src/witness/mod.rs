@@ -95,6 +95,7 @@ use std::fmt;
 
 pub mod bits;
 pub mod check;
+pub mod paths;
 pub mod place;
 pub mod regen;
 pub mod stream;

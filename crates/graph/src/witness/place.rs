@@ -43,6 +43,9 @@ pub enum PlanKind {
     /// Every out-edge of every predicate, value = successor index (§6.2 bit tracing, AE's old
     /// scheme, hardware branch tracing).
     Branch,
+    /// No witnesses: the Ball-Larus number of each path, written where it ends, paths cut
+    /// before call vertices ([`super::paths`]; Larus's Whole Program Paths).
+    Paths,
 }
 
 /// What a witnessed edge writes.

@@ -16,10 +16,11 @@
 //! ([`Records`]) or the bit-packed decoder of [`super::bits`], which needs to be told what it
 //! is expected to read ([`Expect`]).
 
-use super::place::choice_table;
+use super::place::{choice_table, PlanKind};
 use super::{Callee, FuncId, Record, Traced};
 use crate::cfg::EdgeKind;
 use crate::ids::{EdgeId, IdVec, NodeId};
+use crate::paths::{CfgImage, NumberedDag};
 use thiserror::Error;
 
 /// One block of the regenerated execution.
@@ -191,6 +192,9 @@ enum Leave {
         start: u32,
         len: u32,
     },
+    /// A predicate of a path-number function: the out-edges `choice[start..start + len]`;
+    /// the one whose range `[Val, Val + NumPaths(target))` holds the path's remaining value.
+    Path { start: u32, len: u32 },
 }
 
 /// What traversing an edge does, precomputed per edge.
@@ -200,6 +204,14 @@ struct EdgeAct {
     ret: bool,
     /// The edge's witness, if it has one: (value, bits).
     witness: Option<(u32, u8)>,
+    /// In a path-number function: what the edge adds to the path's number.
+    pval: u64,
+    /// `NumPaths` of its DAG target (1 for END).
+    pnum: u64,
+    /// The path ends on this edge (a `Return`, back or cut edge).
+    pend: bool,
+    /// After a back or cut edge: the `Val` of the next path's START edge.
+    pnext: u64,
 }
 
 /// A block's call sites (a range of its function's `callees`) and how it is left.
@@ -215,6 +227,8 @@ struct BlockTab {
 /// One function's tables, flat: per block its call sites and how it is left, per edge what
 /// traversing it does.
 struct Tables {
+    /// A path-number function: the numbering, the width of a number and the `Val` of `e0`.
+    paths: Option<(NumberedDag, u8, u64)>,
     blocks: IdVec<NodeId, BlockTab>,
     callees: Vec<Callee>,
     choice: Vec<EdgeId>,
@@ -225,16 +239,49 @@ struct Tables {
 impl Tables {
     fn new(t: &Traced) -> Tables {
         let cfg = &t.input.cfg;
-        let table = choice_table(&t.input, &t.plan);
+        // (A path-number plan has no witnesses to choose by: no witness sets to compute.)
+        let table = if t.plan.kind == PlanKind::Paths {
+            IdVec::filled(cfg.num_nodes(), Vec::new())
+        } else {
+            choice_table(&t.input, &t.plan)
+        };
+        // (A path-number plan that does not number is refused by `check_plan`; here it is
+        // read as a plan without witnesses, which regeneration reports where it goes wrong.)
+        let numbered = (t.plan.kind == PlanKind::Paths)
+            .then(|| super::paths::paths_plan(&t.input).ok())
+            .flatten();
         let mut callees = Vec::new();
         let mut choice = Vec::new();
         let mut choice_values = Vec::new();
         let edges = cfg
             .edges()
-            .map(|(e, edge)| EdgeAct {
-                dst: edge.dst,
-                ret: edge.kind == EdgeKind::Return,
-                witness: t.plan.witness[e].map(|w| (w.value, w.bits)),
+            .map(|(e, edge)| {
+                let mut act = EdgeAct {
+                    dst: edge.dst,
+                    ret: edge.kind == EdgeKind::Return,
+                    witness: t.plan.witness[e].map(|w| (w.value, w.bits)),
+                    pval: 0,
+                    pnum: 1,
+                    pend: false,
+                    pnext: 0,
+                };
+                if let Some(nd) = &numbered {
+                    let dag = nd.dag();
+                    match dag.image(e) {
+                        CfgImage::Kept(d) => {
+                            act.pval = nd.val(d) as u64;
+                            act.pnum = nd.num_paths(dag.edge(d).dst) as u64;
+                            act.pend = dag.edge(d).dst == dag.end();
+                        }
+                        CfgImage::Back { end, start } | CfgImage::Cut { end, start } => {
+                            act.pval = nd.val(end) as u64;
+                            act.pend = true;
+                            act.pnext = nd.val(start) as u64;
+                        }
+                        _ => {}
+                    }
+                }
+                act
             })
             .collect();
         let edges: IdVec<EdgeId, EdgeAct> = IdVec::from_vec(edges);
@@ -248,6 +295,15 @@ impl Tables {
             let leave = match (outs.next(), outs.next()) {
                 (None, _) => Leave::None,
                 (Some(e), None) => Leave::One(e, act(e)),
+                (Some(_), Some(_)) if numbered.is_some() => {
+                    let start = choice.len() as u32;
+                    choice.extend(t.input.normal_succs(v));
+                    choice_values.extend(t.input.normal_succs(v).map(|_| 0));
+                    Leave::Path {
+                        start,
+                        len: choice.len() as u32 - start,
+                    }
+                }
                 (Some(_), Some(_)) => {
                     let c = &table[v];
                     let dense = c
@@ -276,7 +332,16 @@ impl Tables {
                 resume,
             });
         }
+        let paths = numbered.map(|nd| {
+            let bits = super::paths::path_bits(nd.total());
+            let entry = match nd.dag().image(cfg.entry_edge()) {
+                CfgImage::Start(d) => nd.val(d) as u64,
+                _ => 0,
+            };
+            (nd, bits, entry)
+        });
         Tables {
+            paths,
             blocks: IdVec::from_vec(blocks),
             callees,
             choice,
@@ -340,6 +405,15 @@ struct Frame {
     sites: std::ops::Range<u32>,
     waiting: bool,
     pending: Option<u32>,
+    /// A path-number function: the current path's number so far (the `Val`s of the edges
+    /// walked since it started), until the number is read ...
+    pwalked: u64,
+    /// ... then what is left of it (`None`: not read yet).
+    prest: Option<u64>,
+    /// The current path's START edge is not known (the activation was resumed at a flight
+    /// recorder's synchronization point): it started at this block, and `pwalked` counts from
+    /// there; the number read tells which START edge it was.
+    phead: Option<NodeId>,
 }
 
 /// An activation as regeneration holds it between records: where a flight recorder's
@@ -391,12 +465,16 @@ impl<'a> Regenerator<'a> {
             block: cfg.entry(),
             via: cfg.entry_edge(),
         }));
+        let tables = &self.tables[func.index()];
         Ok(Frame {
             func,
             block: cfg.entry(),
-            sites: self.tables[func.index()].blocks[cfg.entry()].sites.clone(),
+            sites: tables.blocks[cfg.entry()].sites.clone(),
             waiting: false,
             pending: None,
+            pwalked: tables.paths.as_ref().map_or(0, |p| p.2),
+            prest: None,
+            phead: None,
         })
     }
 
@@ -460,6 +538,11 @@ impl<'a> Regenerator<'a> {
                 sites: all.start + a.site as u32 + u32::from(a.waiting)..all.end,
                 waiting: a.waiting,
                 pending: None,
+                // (A synchronization point is at a call: in a path-number function, the
+                // first block of its path.)
+                pwalked: 0,
+                prest: None,
+                phead: Some(a.block),
             });
         }
         let r = self.run_frames(&mut frames, src, visit);
@@ -542,12 +625,16 @@ impl<'a> Regenerator<'a> {
                             return Err(bad);
                         }
                         let via = input.landing_edge(top.block, to, how).ok_or(bad)?;
+                        // (Path-number functions have no landings: `paths_plan`.)
                         *top = Frame {
                             func: top.func,
                             block: to,
                             sites: self.tables[top.func.index()].blocks[to].sites.clone(),
                             waiting: false,
                             pending: None,
+                            pwalked: 0,
+                            prest: None,
+                            phead: None,
                         };
                         visit(Visit::Step(Step {
                             func: top.func,
@@ -567,7 +654,7 @@ impl<'a> Regenerator<'a> {
             let tables = &self.tables[top.func.index()];
             if let Some(site) = top.sites.next() {
                 let callee = tables.callees[site as usize];
-                if callee != Callee::Opaque && top.pending.is_some() {
+                if callee != Callee::Opaque && (top.pending.is_some() || top.prest.is_some()) {
                     return Err(RegenError::Pending {
                         func: top.func,
                         block: top.block,
@@ -612,7 +699,65 @@ impl<'a> Regenerator<'a> {
                         .ok_or(RegenError::NoChoice { func, block, value })?;
                     (e, tables.edges[e])
                 }
+                Leave::Path { start, len } => {
+                    let rest = match top.prest {
+                        Some(r) => r,
+                        None => {
+                            let r = read_path(src, tables, top, func, block)?;
+                            top.prest = Some(r);
+                            r
+                        }
+                    };
+                    let choices = &tables.choice[start as usize..(start + len) as usize];
+                    let e = choices
+                        .iter()
+                        .copied()
+                        .find(|&e| {
+                            let a = &tables.edges[e];
+                            a.pval <= rest && rest - a.pval < a.pnum
+                        })
+                        .ok_or(RegenError::NoChoice {
+                            func,
+                            block,
+                            value: rest as u32,
+                        })?;
+                    (e, tables.edges[e])
+                }
             };
+            if tables.paths.is_some() {
+                match top.prest {
+                    Some(rest) => {
+                        let left = rest.checked_sub(act.pval).filter(|&r| r < act.pnum);
+                        top.prest = left;
+                        if left.is_none() || (act.pend && left != Some(0)) {
+                            return Err(RegenError::WrongWitness {
+                                func,
+                                edge: e,
+                                expected: act.pval as u32,
+                                found: rest as u32,
+                            });
+                        }
+                    }
+                    None => top.pwalked += act.pval,
+                }
+                if act.pend {
+                    if top.prest.is_none() {
+                        // A path without a predicate: its number is read (and checked) here.
+                        let left = read_path(src, tables, top, func, block)?;
+                        if left != 0 {
+                            return Err(RegenError::WrongWitness {
+                                func,
+                                edge: e,
+                                expected: top.pwalked as u32,
+                                found: (top.pwalked + left) as u32,
+                            });
+                        }
+                    }
+                    top.prest = None;
+                    top.phead = None;
+                    top.pwalked = act.pnext;
+                }
+            }
             if let Some((value, bits)) = act.witness {
                 let found = match top.pending.take() {
                     Some(v) => v,
@@ -644,6 +789,39 @@ impl<'a> Regenerator<'a> {
             }
         }
     }
+}
+
+/// Reads the number of the current path of `top` (a path-number function) and returns what
+/// is left of it past the edges walked so far.
+fn read_path(
+    src: &mut impl RecordSource,
+    tables: &Tables,
+    top: &mut Frame,
+    func: FuncId,
+    block: NodeId,
+) -> Result<u64, RegenError> {
+    let (nd, bits, _) = tables.paths.as_ref().expect("a path-number function");
+    let number = u64::from(read_witness(src, *bits, func, block)?);
+    let bad = || RegenError::NoChoice {
+        func,
+        block,
+        value: number as u32,
+    };
+    let base = match top.phead.take() {
+        None => 0,
+        // Resumed mid-path: the START edge into the head whose range holds the number.
+        Some(head) => {
+            let dag = nd.dag();
+            let span = nd.num_paths(head) as u64;
+            dag.succs(dag.start())
+                .iter()
+                .map(|&d| (dag.edge(d).dst, nd.val(d) as u64))
+                .find(|&(dst, v)| dst == head && v <= number && number - v < span)
+                .map(|(_, v)| v)
+                .ok_or_else(bad)?
+        }
+    };
+    number.checked_sub(base + top.pwalked).ok_or_else(bad)
 }
 
 #[inline]

@@ -4,9 +4,10 @@
 //! must write exactly what [`records_of`] writes; the property tests check that
 //! [`super::regenerate`] inverts it.
 
-use super::{FuncId, Landing, Step, Traced};
+use super::{FuncId, Landing, PlanKind, Step, Traced};
 use crate::cfg::EdgeKind;
 use crate::ids::{EdgeId, NodeId};
+use crate::paths::{CfgImage, NumberedDag};
 
 /// One record of a thread's trace.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -70,21 +71,64 @@ pub enum Event {
 /// # Panics
 /// If the events are not a well-formed execution of `funcs` (an edge with no activation, an
 /// unwind below the stack).
+///
+/// A function with a [`PlanKind::Paths`] plan keeps its path register `r` (the sum of the
+/// `Val`s of the current path's DAG edges, paper 002 §3.2) and writes it, in
+/// [`super::paths::path_bits`] bits, on the edge that ends the path (a `Return`, back or cut
+/// edge), as a [`Record::Witness`].
 pub fn records_of(funcs: &[Traced], events: &[Event]) -> Vec<Record> {
-    let mut stack: Vec<FuncId> = Vec::new();
+    let numbered: Vec<Option<NumberedDag>> = funcs
+        .iter()
+        .map(|t| {
+            (t.plan.kind == PlanKind::Paths).then(|| {
+                super::paths::paths_plan(&t.input).expect("a paths plan numbers its function")
+            })
+        })
+        .collect();
+    // Each activation's function and path register.
+    let mut stack: Vec<(FuncId, u128)> = Vec::new();
     let mut out = Vec::new();
     for &ev in events {
         match ev {
             Event::Enter { func, announced } => {
-                stack.push(func);
+                let r = numbered[func.index()].as_ref().map_or(0, |nd| {
+                    match nd.dag().image(funcs[func.index()].input.cfg.entry_edge()) {
+                        CfgImage::Start(d) => nd.val(d),
+                        other => unreachable!("e0 is a START edge, not {other:?}"),
+                    }
+                });
+                stack.push((func, r));
                 if announced {
                     out.push(Record::Enter(func));
                 }
             }
             Event::Edge(e) => {
-                let f = *stack.last().expect("edge outside any activation");
+                let (f, r) = stack.last_mut().expect("edge outside any activation");
                 let t = &funcs[f.index()];
-                if let Some(w) = t.plan.witness[e].filter(|w| w.bits > 0) {
+                if let Some(nd) = &numbered[f.index()] {
+                    let bits = super::paths::path_bits(nd.total());
+                    let mut put = |p: u128| {
+                        if bits > 0 {
+                            out.push(Record::Witness {
+                                value: p as u32,
+                                bits,
+                            });
+                        }
+                    };
+                    match nd.dag().image(e) {
+                        CfgImage::Kept(d) => {
+                            *r += nd.val(d);
+                            if nd.dag().edge(d).dst == nd.dag().end() {
+                                put(*r);
+                            }
+                        }
+                        CfgImage::Back { end, start } | CfgImage::Cut { end, start } => {
+                            put(*r + nd.val(end));
+                            *r = nd.val(start);
+                        }
+                        other => unreachable!("normal edge {e} is {other:?} in the path DAG"),
+                    }
+                } else if let Some(w) = t.plan.witness[e].filter(|w| w.bits > 0) {
                     out.push(Record::Witness {
                         value: w.value,
                         bits: w.bits,

@@ -274,6 +274,11 @@ fn plans(funcs: &[FunctionInput], kind: Option<PlanKind>) -> Vec<Traced> {
                 plan: match kind {
                     Some(PlanKind::Witness) => witness_plan(f, &w),
                     Some(PlanKind::Branch) => branch_plan(f),
+                    // (Functions the path numbering refuses keep the witness plan, as in
+                    // the instrumentation.)
+                    Some(PlanKind::Paths) => {
+                        paths::paths_trace_plan(f).unwrap_or_else(|_| witness_plan(f, &w))
+                    }
                     None => cheaper_plan(f, &w),
                 },
             }
@@ -294,8 +299,8 @@ fn witness_bits(records: &[Record]) -> u64 {
 /// Witness bits and witness records of one execution under the witness plan, the branch plan
 /// and the plan [`cheaper_plan`] picks per function.
 struct Measure {
-    bits: [u64; 3],
-    records: [u64; 3],
+    bits: [u64; 4],
+    records: [u64; 4],
 }
 
 /// One random program and execution; checks every property under every plan and measures.
@@ -304,11 +309,16 @@ fn check_program(seed: u64, config: &ProgramConfig) -> Measure {
     let funcs = random_program(&mut rng, config);
     let events = simulate_program(&funcs, &mut rng, &ExecConfig::default());
     let mut m = Measure {
-        bits: [0; 3],
-        records: [0; 3],
+        bits: [0; 4],
+        records: [0; 4],
     };
-    for k in 0..3 {
-        let kind = [Some(PlanKind::Witness), Some(PlanKind::Branch), None][k];
+    for k in 0..4 {
+        let kind = [
+            Some(PlanKind::Witness),
+            Some(PlanKind::Branch),
+            None,
+            Some(PlanKind::Paths),
+        ][k];
         let traced = plans(&funcs, kind);
         for (i, t) in traced.iter().enumerate() {
             assert_eq!(
@@ -583,7 +593,7 @@ fn regeneration_speed() {
     let runs: Vec<Vec<Event>> = (0..20_000)
         .map(|_| simulate_program(&funcs, &mut rng, &exec))
         .collect();
-    for kind in [PlanKind::Witness, PlanKind::Branch] {
+    for kind in [PlanKind::Witness, PlanKind::Branch, PlanKind::Paths] {
         let traced = plans(&funcs, Some(kind));
         let encoded: Vec<(Vec<u8>, u64)> = runs
             .iter()
