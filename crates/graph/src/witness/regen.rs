@@ -204,7 +204,14 @@ struct EdgeAct {
     ret: bool,
     /// The edge's witness, if it has one: (value, bits).
     witness: Option<(u32, u8)>,
-    /// In a path-number function: what the edge adds to the path's number.
+}
+
+/// What traversing an edge does to a path-number function's path, per edge: a side table of
+/// its own, so that the witness plans' [`EdgeAct`]s (also embedded in [`Leave::One`]) stay
+/// small in the hot walk.
+#[derive(Copy, Clone)]
+struct PathAct {
+    /// What the edge adds to the path's number.
     pval: u64,
     /// `NumPaths` of its DAG target (1 for END).
     pnum: u64,
@@ -234,6 +241,8 @@ struct Tables {
     choice: Vec<EdgeId>,
     choice_values: Vec<u32>,
     edges: IdVec<EdgeId, EdgeAct>,
+    /// Per edge, in a path-number function only (empty otherwise).
+    pacts: IdVec<EdgeId, PathAct>,
 }
 
 impl Tables {
@@ -255,36 +264,44 @@ impl Tables {
         let mut choice_values = Vec::new();
         let edges = cfg
             .edges()
-            .map(|(e, edge)| {
-                let mut act = EdgeAct {
-                    dst: edge.dst,
-                    ret: edge.kind == EdgeKind::Return,
-                    witness: t.plan.witness[e].map(|w| (w.value, w.bits)),
-                    pval: 0,
-                    pnum: 1,
-                    pend: false,
-                    pnext: 0,
-                };
-                if let Some(nd) = &numbered {
-                    let dag = nd.dag();
-                    match dag.image(e) {
-                        CfgImage::Kept(d) => {
-                            act.pval = nd.val(d) as u64;
-                            act.pnum = nd.num_paths(dag.edge(d).dst) as u64;
-                            act.pend = dag.edge(d).dst == dag.end();
-                        }
-                        CfgImage::Back { end, start } | CfgImage::Cut { end, start } => {
-                            act.pval = nd.val(end) as u64;
-                            act.pend = true;
-                            act.pnext = nd.val(start) as u64;
-                        }
-                        _ => {}
-                    }
-                }
-                act
+            .map(|(e, edge)| EdgeAct {
+                dst: edge.dst,
+                ret: edge.kind == EdgeKind::Return,
+                witness: t.plan.witness[e].map(|w| (w.value, w.bits)),
             })
             .collect();
         let edges: IdVec<EdgeId, EdgeAct> = IdVec::from_vec(edges);
+        let pacts = match &numbered {
+            None => Vec::new(),
+            Some(nd) => {
+                let dag = nd.dag();
+                cfg.edges()
+                    .map(|(e, _)| {
+                        let mut act = PathAct {
+                            pval: 0,
+                            pnum: 1,
+                            pend: false,
+                            pnext: 0,
+                        };
+                        match dag.image(e) {
+                            CfgImage::Kept(d) => {
+                                act.pval = nd.val(d) as u64;
+                                act.pnum = nd.num_paths(dag.edge(d).dst) as u64;
+                                act.pend = dag.edge(d).dst == dag.end();
+                            }
+                            CfgImage::Back { end, start } | CfgImage::Cut { end, start } => {
+                                act.pval = nd.val(end) as u64;
+                                act.pend = true;
+                                act.pnext = nd.val(start) as u64;
+                            }
+                            _ => {}
+                        }
+                        act
+                    })
+                    .collect()
+            }
+        };
+        let pacts: IdVec<EdgeId, PathAct> = IdVec::from_vec(pacts);
         let act = |e: EdgeId| edges[e];
         let mut blocks = Vec::with_capacity(cfg.num_nodes());
         for v in cfg.nodes() {
@@ -347,6 +364,7 @@ impl Tables {
             choice,
             choice_values,
             edges,
+            pacts,
         }
     }
 
@@ -713,7 +731,7 @@ impl<'a> Regenerator<'a> {
                         .iter()
                         .copied()
                         .find(|&e| {
-                            let a = &tables.edges[e];
+                            let a = &tables.pacts[e];
                             a.pval <= rest && rest - a.pval < a.pnum
                         })
                         .ok_or(RegenError::NoChoice {
@@ -725,6 +743,7 @@ impl<'a> Regenerator<'a> {
                 }
             };
             if tables.paths.is_some() {
+                let act = tables.pacts[e];
                 match top.prest {
                     Some(rest) => {
                         let left = rest.checked_sub(act.pval).filter(|&r| r < act.pnum);
