@@ -33,7 +33,9 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// (the interprocedural path modes).
 /// 8: [`IpathFunction::array`] (interprocedural paths counted in the counter array).
 /// 9: [`IpathCall::context_cut`] (direct calls made summary edges for array storage).
-/// 10: [`WtraceMeta::paths`] (trace mode's path-number plan).
+/// 10: [`WtraceMeta::paths`] (trace mode's path-number plan); [`Probe::Path`] is a `u64`, and
+/// hashed path functions ([`PathStorage::Hash`]) may have counters: the counter slices of their
+/// narrow path ends (`tally_graph::paths::slices`).
 pub const META_VERSION: u32 = 10;
 
 macro_rules! index_type {
@@ -182,8 +184,10 @@ pub enum Probe {
     Edge(EdgeIdx),
     /// The number of times the block with this id was entered.
     Block(BlockIdx),
-    /// The number of times the path with this number ran (path mode, array storage).
-    Path(u32),
+    /// The number of times the path with this number ran (path mode: every path of an array
+    /// function; for a hashed function, the paths of its counter slices, whose counts add to
+    /// its hash-table counts).
+    Path(u64),
     /// Events mode: an inclusive event counter (see [`EventMeta`]), or the module's total.
     Events,
 }
@@ -260,7 +264,9 @@ pub struct WtraceMeta {
 pub enum PathStorage {
     /// In the module's counter array: counter `counter_base + p` counts path `p`.
     Array,
-    /// In the runtime's hash table number `table` of the module (profile path entries).
+    /// In the runtime's hash table number `table` of the module (profile path entries), plus
+    /// the function's counters, each [`Probe::Path`] (the counter slices of path ends whose
+    /// numbers lie in a narrow range): a path's count is the sum of all of them.
     Hash {
         /// Index of the table in the module's path tables.
         table: u32,

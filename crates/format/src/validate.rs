@@ -522,7 +522,7 @@ fn function(
                     && f.counters
                         .iter()
                         .enumerate()
-                        .all(|(i, &p)| p == Probe::Path(i as u32));
+                        .all(|(i, &p)| p == Probe::Path(i as u64));
                 if !in_order {
                     return Err(Problem::PathArray {
                         num_paths: pm.num_paths,
@@ -531,8 +531,10 @@ fn function(
                 }
             }
             PathStorage::Hash { table } => {
-                let why = if !f.counters.is_empty() {
-                    format!("yet it has {} counters", f.counters.len())
+                // Its counters (slices of path ends) are paths, checked above.
+                let why = if let Some(p) = f.counters.iter().find(|p| !matches!(p, Probe::Path(_)))
+                {
+                    format!("yet it has a counter of {}", ProbeName(*p))
                 } else if table as usize >= hashed {
                     format!("but the module has {hashed} hashed functions")
                 } else if !tables.insert(table) {

@@ -309,6 +309,60 @@ unsafe fn path_probe_fn(
     (f, ty)
 }
 
+/// `internal void tally.path.slice(ptr table, ptr home, i64 path, i64 min, i64 width, ptr
+/// slot0)`: a checked counter slice of a hashed path end (`modes::path`,
+/// `tally_graph::paths::slices`): `slot0[path - min]++` when `path - min < width`
+/// (unsigned), else the home-table probe (`tally.path.probe`). Defined on first use; always
+/// inlined, so that the constants fold into a subtraction, a compare and an increment.
+pub(crate) fn path_slice_fn(
+    g: &Globals,
+    probe: (LLVMValueRef, LLVMTypeRef),
+) -> (LLVMValueRef, LLVMTypeRef) {
+    unsafe {
+        let ctx = g.ctx;
+        let i64t = g.i64t;
+        let ptrt = g.ptrt;
+        let voidt = c::LLVMVoidTypeInContext(ctx);
+        let mut args = [ptrt, ptrt, i64t, i64t, i64t, ptrt];
+        let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), 6, 0);
+        let (f, entry) = crate::emit::inline_helper(g, "tally.path.slice", ty);
+        let Some(entry) = entry else {
+            return (f, ty);
+        };
+        let param = |i| c::LLVMGetParam(f, i);
+        let (t, home, p, min, width, slot0) =
+            (param(0), param(1), param(2), param(3), param(4), param(5));
+        let n = cs("");
+        let hit = c::LLVMAppendBasicBlockInContext(ctx, f, cs("hit").as_ptr());
+        let miss = c::LLVMAppendBasicBlockInContext(ctx, f, cs("miss").as_ptr());
+        let b = c::LLVMCreateBuilderInContext(ctx);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let i = c::LLVMBuildSub(b, p, min, n.as_ptr());
+        let inside = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntULT,
+            i,
+            width,
+            n.as_ptr(),
+        );
+        let br = c::LLVMBuildCondBr(b, inside, hit, miss);
+        crate::ir::set_branch_weights(ctx, br, &[1000, 1]);
+        c::LLVMPositionBuilderAtEnd(b, hit);
+        let mut idx = [i];
+        let slot = c::LLVMBuildInBoundsGEP2(b, i64t, slot0, idx.as_mut_ptr(), 1, n.as_ptr());
+        let v = c::LLVMBuildLoad2(b, i64t, slot, n.as_ptr());
+        let v = c::LLVMBuildAdd(b, v, c::LLVMConstInt(i64t, 1, 0), n.as_ptr());
+        c::LLVMBuildStore(b, v, slot);
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, miss);
+        let mut a = [t, home, p];
+        c::LLVMBuildCall2(b, probe.1, probe.0, a.as_mut_ptr(), 3, n.as_ptr());
+        c::LLVMBuildRetVoid(b);
+        c::LLVMDisposeBuilder(b);
+        (f, ty)
+    }
+}
+
 /// `internal void tally.path.add(ptr table, ptr home, i64 path, i64 k)`: adds `k` to a hashed
 /// path's count, as `k` calls of `tally.path.probe` would (path mode's single-cycle loops add
 /// their iterations at the loop's exits, `modes::path`): nothing for `k = 0`, the home slot's

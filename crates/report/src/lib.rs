@@ -375,7 +375,7 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
                 .get(owner)
                 .and_then(|f| f.paths.as_ref())
                 .ok_or_else(|| meta_err("the path table's owner has no paths".into()))?;
-            let mut pp = path_profile(pm, &[], &m.paths, owner);
+            let mut pp = path_profile(pm, &[], &[], &m.paths, owner);
             // Paths counted in counter arrays; a path may have counts in both: they add up.
             pp.counts
                 .extend(ip.array_counts(&meta.functions, &m.counters));
@@ -425,7 +425,7 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
             let mut paths = f
                 .paths
                 .as_ref()
-                .map(|pm| path_profile(pm, vals, &m.paths, fi));
+                .map(|pm| path_profile(pm, &f.counters, vals, &m.paths, fi));
             // Counts that break the flow law mark the function inconsistent (its counts unknown,
             // the reason kept); the rest of the profile is still reported (issue 14 point 8).
             let mut inconsistent = None;
@@ -763,9 +763,11 @@ impl std::fmt::Display for IpathPathStep {
 }
 
 /// The path counts of function `fi` of a module: from its counter slice (array storage) or
-/// the module's path entries (hash storage).
+/// the module's path entries plus its counters, each a [`Probe::Path`](tally_format::Probe)
+/// (hash storage: the counter slices of narrow path ends).
 fn path_profile(
     pm: &tally_format::PathMeta,
+    probes: &[tally_format::Probe],
     counters: &[u64],
     entries: &[tally_format::profile::PathEntry],
     fi: usize,
@@ -788,7 +790,13 @@ fn path_profile(
                     PathEntryKind::Lost => lost = lost.saturating_add(e.count),
                 }
             }
-            // A path may have entries from the home table and the overflow table: they add up.
+            for (probe, &c) in probes.iter().zip(counters) {
+                if let (tally_format::Probe::Path(p), true) = (probe, c > 0) {
+                    counts.push((u128::from(*p), c));
+                }
+            }
+            // A path may have entries from the home table, the overflow table and a counter
+            // slice: they add up.
             counts.sort_unstable();
             counts.dedup_by(|later, kept| {
                 let same = later.0 == kept.0;

@@ -153,7 +153,7 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
                     PathStorage::Hash { table: *table - 1 }
                 } else {
                     for p in 0..total as u32 {
-                        counters.push(Probe::Path(p));
+                        counters.push(Probe::Path(u64::from(p)));
                         values.push(count(rng));
                     }
                     PathStorage::Array
@@ -412,7 +412,7 @@ fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
             let p = match rng.below(5) {
                 0 => Probe::Edge(some_edge(rng, f)),
                 1 => Probe::Block(BlockIdx(wild(rng, nb))),
-                2 => Probe::Path(wild(rng, 4)),
+                2 => Probe::Path(u64::from(wild(rng, 4))),
                 3 => Probe::Events,
                 _ => match f.counters.first() {
                     Some(&p) => p, // a duplicate
@@ -843,7 +843,7 @@ fn a_different_numbering_is_refused() {
         blocks: vec![Loc::default(); cfg.num_blocks()],
         cfg_hash: cfg.shape_hash(),
         counter_base: CounterIdx(0),
-        counters: (0..total as u32).map(Probe::Path).collect(),
+        counters: (0..total as u64).map(Probe::Path).collect(),
         zero_edges: vec![],
         unknown_edges: vec![],
         paths: Some(PathMeta {

@@ -20,7 +20,9 @@
 //!    chords) as plain data per control-flow edge;
 //! 5. [`regen`]: a path from its number (§3.5 "Regenerating a path");
 //! 6. [`derive`](mod@derive): edge and block counts from path counts (§1: a path profile
-//!    determines the edge and block profiles).
+//!    determines the edge and block profiles);
+//! 7. [`slices`]: the range of path numbers counted at each path end, and dense counter
+//!    slices for the narrow ends of functions whose paths are hashed.
 //!
 //! Section numbers follow the published paper; the stored text (`papers/002`) has lost its
 //! headings, so each module also names the section's title.
@@ -40,6 +42,7 @@ pub mod derive;
 pub mod number;
 pub mod place;
 pub mod regen;
+pub mod slices;
 
 pub use actions::{Action, PathPlacement};
 pub use cut::{number_paths_limited, ARRAY_PATHS, MAX_PATHS};
@@ -49,6 +52,7 @@ pub use derive::{derive_counts, derive_edge_counts, DerivedCounts};
 pub use number::{number_paths, NumberedDag};
 pub use place::{chord_increments, dag_weights, Increments};
 pub use regen::{PathEnd, PathStart, RegeneratedPath};
+pub use slices::{path_ranges, Slice, Slices};
 
 /// Everything that can go wrong in path numbering, placement, regeneration and derivation.
 #[derive(Debug, Error, PartialEq, Eq)]

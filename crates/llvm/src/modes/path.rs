@@ -34,7 +34,7 @@ use llvm_sys::LLVMIntPredicate;
 use tally_format::{PathMeta, PathStorage, Probe};
 use tally_graph::paths::{
     chord_increments, cycle_loops, dag_weights, number_paths_limited, without_cycle_counts, Action,
-    CycleLoop, FirstCount, PathPlacement,
+    CycleLoop, FirstCount, PathPlacement, Slice, Slices,
 };
 use tally_graph::{EdgeId, IdVec, NodeId};
 
@@ -53,7 +53,7 @@ impl ModeImpl for Path {
         } else {
             cx.opts.path_cycles
         };
-        Ok(match plan_paths(cx.l, cx.weights, cycles) {
+        Ok(match plan_paths(cx.l, cx.weights, cycles, cx.opts.atomic) {
             Ok(mut pp) => {
                 pp.shadow &= cx.opts.shadow;
                 Box::new(pp)
@@ -88,7 +88,7 @@ impl FnPlan for Fallback {
 impl FnPlan for PathPlan {
     fn num_counters(&self) -> usize {
         if self.hashed {
-            0
+            self.slices.total as usize
         } else {
             self.num_paths as usize
         }
@@ -100,15 +100,23 @@ impl FnPlan for PathPlan {
         let (counts, storage, counters) = if self.hashed {
             let (t, home) = crate::module::path_table(cx.g, cx.table, cx.index);
             (
-                Counts::Hash { table: t, home },
+                Counts::Hash {
+                    table: t,
+                    home,
+                    base: cx.base,
+                },
                 PathStorage::Hash { table: cx.table },
-                Vec::new(),
+                self.slices
+                    .slot_paths()
+                    .into_iter()
+                    .map(|p| Probe::Path(p as u64))
+                    .collect(),
             )
         } else {
             (
                 Counts::Array { base: cx.base },
                 PathStorage::Array,
-                (0..self.num_paths as u32).map(Probe::Path).collect(),
+                (0..self.num_paths as u64).map(Probe::Path).collect(),
             )
         };
         apply_paths(cx.g, cx.func, cx.l, self, counts);
@@ -144,7 +152,20 @@ pub(crate) struct PathPlan {
     /// Single-cycle loops whose counts are made at their exits (`--tally-path-cycles`); their
     /// counting actions are already taken out of `actions`.
     pub cycles: Vec<CycleLoop>,
+    /// Hashed functions: the path ends counted in slices of the counter array (parallel to
+    /// `actions`).
+    pub slices: Slices,
 }
+
+/// Widest path end of a hashed function counted in a counter slice rather than the hash table.
+const SLICE_WIDTH: u64 = 256;
+/// Widest range of the paths that start by taking a back or cut edge and end by taking it
+/// again (a loop's later iterations) counted in a checked slice at that edge when the edge's
+/// whole range is wider (`tally.path.slice`: other values are probed as before).
+const CHECKED_WIDTH: u64 = 64;
+/// Most counter slots a hashed function's slices take (an array function may take
+/// [`ARRAY_PATHS`]).
+const SLICE_BUDGET: u64 = ARRAY_PATHS as u64;
 
 /// Most exits of a loop whose counts move to its exits: each exit pays a compare and a
 /// branch per activation, and loops with many exits (bzip2's `mainGtU`, an unrolled compare
@@ -203,6 +224,7 @@ pub(crate) fn plan_paths(
     l: &Lowered,
     weights: Option<&IdVec<EdgeId, f64>>,
     cycles: PathCycles,
+    atomic: bool,
 ) -> Result<PathPlan, String> {
     let cfg = &l.cfg;
     let numbered = number_paths_limited(cfg, MAX_PATHS).map_err(|e| e.to_string())?;
@@ -242,11 +264,34 @@ pub(crate) fn plan_paths(
         PathCycles::Hashed if hashed => cycles_at_exits(l, numbered.dag(), &placement),
         _ => Vec::new(),
     };
+    // Narrow path ends of hashed functions count in counter slices, hottest first
+    // (`tally_graph::paths::slices`); not those whose counts a single-cycle loop moved.
+    let moved: std::collections::HashSet<EdgeId> = loops
+        .iter()
+        .flat_map(|cl| cl.removed.iter().map(|&(e, _)| e))
+        .collect();
+    let mut slices = if hashed {
+        // Checked slices fall back to the inline probe, which atomic builds do not have.
+        let checked = if atomic { 0 } else { CHECKED_WIDTH };
+        Slices::choose(
+            &numbered,
+            &placement,
+            &dw,
+            (SLICE_WIDTH, checked),
+            SLICE_BUDGET,
+            |e| !moved.contains(&e),
+        )
+    } else {
+        Slices::none(&placement.actions)
+    };
     let actions = if loops.is_empty() {
         placement.actions
     } else {
         without_cycle_counts(&placement, &loops)
     };
+    for &e in &moved {
+        slices.at[e] = vec![None; actions[e].len()];
+    }
     Ok(PathPlan {
         cuts: numbered.dag().cuts().collect(),
         num_paths: total,
@@ -255,6 +300,7 @@ pub(crate) fn plan_paths(
         actions,
         shadow,
         cycles: loops,
+        slices,
     })
 }
 
@@ -262,10 +308,12 @@ pub(crate) fn plan_paths(
 pub(crate) enum Counts {
     /// Counter `base + p` of the module array counts path `p`.
     Array { base: u64 },
-    /// The function's `struct tally_path_table` and its home table.
+    /// The function's `struct tally_path_table` and its home table; its counter slices start
+    /// at counter `base` of the module array.
     Hash {
         table: LLVMValueRef,
         home: LLVMValueRef,
+        base: u64,
     },
 }
 
@@ -296,7 +344,7 @@ impl PathEmitter<'_, '_> {
         let em = self.em;
         match self.counts {
             Counts::Array { base } => em.add_to(array_slot(em, base, p), em.i64c(1)),
-            Counts::Hash { table, home } => match em.g.path_probe {
+            Counts::Hash { table, home, .. } => match em.g.path_probe {
                 Some(f) => em.call(f, &mut [table, home, p], near),
                 None => em.call(em.g.path_count, &mut [table, p], near),
             },
@@ -307,7 +355,7 @@ impl PathEmitter<'_, '_> {
         let em = self.em;
         match self.counts {
             Counts::Array { base } => em.add_to(array_slot(em, base, p), k),
-            Counts::Hash { table, home } => {
+            Counts::Hash { table, home, .. } => {
                 em.call(
                     crate::module::path_add_fn(em.g),
                     &mut [table, home, p, k],
@@ -395,9 +443,50 @@ impl PathEmitter<'_, '_> {
             }
         }
     }
-    fn emit(&self, actions: &[Action], near: Val) {
+    /// Counts path `p` (an i64 value) in slice `s`: counter `base + offset + p - min`, one
+    /// indexed increment (LLVM folds the constants into the address).
+    fn count_in_slice(&self, s: &Slice, p: LLVMValueRef, near: Val) {
+        let em = self.em;
+        let Counts::Hash { base, table, home } = self.counts else {
+            unreachable!("only hashed functions have slices")
+        };
+        if s.checked {
+            // `tally.path.slice`: the slot when `p - min < width`, else the home-table probe.
+            let probe =
+                em.g.path_probe
+                    .expect("checked slices only with the inline probe");
+            let slot0 = array_slot(em, base + s.offset, em.i64c(0));
+            em.call(
+                crate::module::path_slice_fn(em.g, probe),
+                &mut [
+                    table,
+                    home,
+                    p,
+                    self.i64c(s.min as i128),
+                    em.i64c(s.width),
+                    slot0,
+                ],
+                near,
+            );
+            return;
+        }
+        // Wrapping 64-bit arithmetic: `p - min` is in `0 .. width`.
+        let at = (i128::from(base) + i128::from(s.offset) - s.min as i128) as i64 as u64;
+        em.add_to(array_slot(em, at, p), em.i64c(1));
+    }
+    /// The actions of one edge; `slices[i]` is the counter slice of action `i`'s count, if any.
+    fn emit(&self, actions: &[Action], slices: &[Option<usize>], all: &Slices, near: Val) {
         let b = self.em.b;
-        for a in actions {
+        for (i, a) in actions.iter().enumerate() {
+            if let Some(s) = slices.get(i).copied().flatten() {
+                let p = match *a {
+                    Action::CountAt(d) => self.path_value(d, true),
+                    Action::Count(v) => self.i64c(v),
+                    other => unreachable!("a slice for the action {other}"),
+                };
+                self.count_in_slice(&all.slices[s], p, near);
+                continue;
+            }
             match *a {
                 Action::Init(v) | Action::Reinit(v) => unsafe {
                     c::LLVMBuildStore(b, self.i64c(v), self.r);
@@ -549,7 +638,7 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
             EdgeIr::Entry => {
                 let node = &l.nodes[0];
                 em.at(node.start);
-                pe.emit(acts, node.start);
+                pe.emit(acts, &pp.slices.at[e], &pp.slices, node.start);
             }
             EdgeIr::Fallthrough | EdgeIr::Return | EdgeIr::Succ { .. } => {
                 let at = match direct_site(l, e).expect("checked by plan_paths") {
@@ -566,7 +655,7 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
                     other => unreachable!("edge {e} realized as {other:?}"),
                 };
                 em.at(at);
-                pe.emit(acts, at);
+                pe.emit(acts, &pp.slices.at[e], &pp.slices, at);
                 pe.cycle_entries(&pp.cycles, &slots, e);
                 // A loop exit gets a block of its own, which branches around the counts.
                 if let Some(i) = pp.cycles.iter().position(|cl| cl.exits.contains(&e)) {
