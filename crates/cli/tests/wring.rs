@@ -19,11 +19,12 @@ use tally_report::wtrace::{Regenerated, RingEnd};
 
 /// Builds `testdata/ring/ring.c` under `dir/trace` and `dir/trace-naive`.
 fn build_both(name: &str) -> PathBuf {
-    build_both_of(name, "testdata/ring/ring.c", false)
+    build_both_of(name, "testdata/ring/ring.c", false, &[])
 }
 
-/// Builds `file` (C++ when `cxx`) under `dir/trace` and `dir/trace-naive`.
-fn build_both_of(name: &str, file: &str, cxx: bool) -> PathBuf {
+/// Builds `file` (C++ when `cxx`) under `dir/trace` (with the `trace_flags`) and
+/// `dir/trace-naive`.
+fn build_both_of(name: &str, file: &str, cxx: bool, trace_flags: &[&str]) -> PathBuf {
     let dir = scratch(&format!("wring-{name}"));
     let src = repo().join(file);
     let src = src.display().to_string();
@@ -40,13 +41,11 @@ fn build_both_of(name: &str, file: &str, cxx: bool) -> PathBuf {
     for mode in ["trace", "trace-naive"] {
         let vdir = dir.join(mode);
         std::fs::create_dir_all(&vdir).unwrap();
-        build(
-            Variant::Tally(mode),
-            cxx,
-            &["-O1", "-g", "-pthread", &include, &src],
-            &vdir.join("prog"),
-            &dir,
-        );
+        let mut args = vec!["-O1", "-g", "-pthread", &include, &src];
+        if mode == "trace" {
+            args.extend_from_slice(trace_flags);
+        }
+        build(Variant::Tally(mode), cxx, &args, &vdir.join("prog"), &dir);
     }
     dir
 }
@@ -200,7 +199,33 @@ fn ring_stack(end: &RingEnd) -> Vec<Block> {
 /// oracle's (functions and blocks, the faulting block on top).
 #[test]
 fn crash_tail_and_stack_equal_trace_naive() {
-    let dir = build_both("crash");
+    crash_tail_and_stack(&build_both("crash"));
+}
+
+/// The same with Ball-Larus path numbers instead of witnesses (`--tally-trace=paths`): the
+/// ring's tail starts inside some path, and its records still regenerate the oracle's tail.
+#[test]
+fn crash_tail_and_stack_equal_trace_naive_with_path_numbers() {
+    let dir = build_both_of(
+        "crash-paths",
+        "testdata/ring/ring.c",
+        false,
+        &["--tally-trace=paths"],
+    );
+    crash_tail_and_stack(&dir);
+    let prof = Profile::read_file(dir.join("trace/prog.tally")).unwrap();
+    let on_paths: Vec<&str> = prof
+        .modules
+        .iter()
+        .flat_map(|m| &m.meta.functions)
+        .filter(|f| f.wtrace.as_ref().is_some_and(|w| w.paths.is_some()))
+        .map(|f| f.name.as_str())
+        .collect();
+    assert!(on_paths.contains(&"deep"), "{on_paths:?}");
+}
+
+fn crash_tail_and_stack(dir: &Path) {
+    let dir = dir.to_path_buf();
     for (how, sig) in [("segv", libc_sig("SEGV")), ("abort", libc_sig("ABRT"))] {
         let out = run_pair(&dir, &[how, "100"], "2K");
         assert_eq!(out.status.signal(), Some(sig), "{how}");
@@ -466,7 +491,7 @@ fn ring_file_is_not_written_through_a_symlink_or_into_a_fifo() {
 /// stack at the fault is the oracle's.
 #[test]
 fn exceptions_tail_and_stack_equal_trace_naive() {
-    let dir = build_both_of("throws", "testdata/wtrace/ring_throws.cpp", true);
+    let dir = build_both_of("throws", "testdata/wtrace/ring_throws.cpp", true, &[]);
     let out = run_pair(&dir, &["3000", "segv"], "2K");
     assert_eq!(out.status.signal(), Some(libc_sig("SEGV")));
     let r = regenerate(&dir, "prog.trace");

@@ -124,6 +124,15 @@ impl Emitter<'_> {
         args: &mut [LLVMValueRef],
         near: Val,
     ) {
+        self.call_instr(f, args, near);
+    }
+    /// [`Emitter::call`], returning the call instruction.
+    pub(crate) fn call_instr(
+        &self,
+        f: (LLVMValueRef, LLVMTypeRef),
+        args: &mut [LLVMValueRef],
+        near: Val,
+    ) -> LLVMValueRef {
         let empty = cname("");
         let call = unsafe {
             c::LLVMBuildCall2(
@@ -136,6 +145,7 @@ impl Emitter<'_> {
             )
         };
         Val(call).set_debug_loc(self.call_loc(near));
+        call
     }
     pub(crate) fn field(&self, rec: LLVMValueRef, i: u32) -> LLVMValueRef {
         let empty = cname("");

@@ -1144,10 +1144,19 @@ struct Rec<'a> {
 
 impl Rec<'_> {
     /// Appends the record `(value, bits)` (`value` below `2^bits`) at the builder's position.
+    /// In a function built at -O0 (`optnone`) the append stays a call: inlined, each append's
+    /// values would take stack slots of their own there (no register allocation across blocks,
+    /// no slot sharing), and `recursion.c`'s 20,000-deep recursion outgrew the 8 MiB stack.
     fn put(&self, em: &Emitter, value: LLVMValueRef, bits: LLVMValueRef, near: Val) {
-        match self.local {
-            Some((acc, n)) => em.call(self.rt.put_local, &mut [acc, n, value, bits], near),
-            None => em.call(self.rt.put, &mut [value, bits], near),
+        let call = match self.local {
+            Some((acc, n)) => em.call_instr(self.rt.put_local, &mut [acc, n, value, bits], near),
+            None => em.call_instr(self.rt.put, &mut [value, bits], near),
+        };
+        if em.func.fn_has_attr(ir::attr_kind("optnone")) {
+            unsafe {
+                let noinline = c::LLVMCreateEnumAttribute(em.g.ctx, ir::attr_kind("noinline"), 0);
+                c::LLVMAddCallSiteAttribute(call, llvm_sys::LLVMAttributeFunctionIndex, noinline);
+            }
         }
     }
 
