@@ -22,7 +22,9 @@
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::emit::{cname, Emitter, Globals};
-use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::frame::{
+    frame_alloca, frame_at_sites, frame_exits, frame_plan, frame_push, records_at_sites,
+};
 use crate::ir::{self, Val};
 use crate::lower::{EdgeIr, Lowered};
 use crate::options::PathCycles;
@@ -149,6 +151,9 @@ pub(crate) struct PathPlan {
     pub actions: IdVec<EdgeId, Vec<Action>>,
     /// The function keeps a frame record.
     pub shadow: bool,
+    /// The record is pushed around the calls of each block with sites rather than once per
+    /// activation (`frame::records_at_sites`).
+    pub records_at_sites: bool,
     /// Single-cycle loops whose counts are made at their exits (`--tally-path-cycles`); their
     /// counting actions are already taken out of `actions`.
     pub cycles: Vec<CycleLoop>,
@@ -257,6 +262,7 @@ pub(crate) fn plan_paths(
         }
     }
     let shadow = l.may_end_early();
+    let records_at_sites = shadow && records_at_sites(l, &w);
     let total = numbered.total();
     let hashed = total > ARRAY_PATHS;
     let loops = match cycles {
@@ -299,6 +305,7 @@ pub(crate) fn plan_paths(
         hashed,
         actions,
         shadow,
+        records_at_sites,
         cycles: loops,
         slices,
     })
@@ -564,7 +571,9 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
         let n = cname("tally.pathsite");
         (c::LLVMBuildAlloca(b, ty, n.as_ptr()), ty)
     });
-    if let Some(rec) = rec {
+    if let (Some(rec), true) = (rec, pp.records_at_sites) {
+        frame_at_sites(&em, l, rec);
+    } else if let Some(rec) = rec {
         let (at, pops) = frame_plan(l);
         em.at(l.nodes[at.index()].start);
         frame_push(&em, rec, None);
