@@ -338,6 +338,7 @@ fn lower_and_plan(
         };
         let source = lines::source_meta(fv, &l, files);
         let cx = modes::PlanCx {
+            func: fv,
             l: &l,
             weights: weights.as_ref(),
             opts,

@@ -58,6 +58,17 @@ impl ModeImpl for Path {
         Ok(match plan_paths(cx.l, cx.weights, cycles, cx.opts.atomic) {
             Ok(mut pp) => {
                 pp.shadow &= cx.opts.shadow;
+                // Where the record goes is judged on the frequencies the spanning tree was
+                // given, else on LLVM's estimate (§5's heuristic splits every branch evenly;
+                // the estimate sees `__builtin_expect`, cold and noreturn calls).
+                pp.records_at_sites = pp.shadow
+                    && match cx.weights {
+                        Some(w) => records_at_sites(cx.l, w),
+                        None => records_at_sites(
+                            cx.l,
+                            &crate::estimate::estimated_weights(cx.func, cx.l),
+                        ),
+                    };
                 Box::new(pp)
             }
             // Functions that cannot have paths get edge counters, and say why.
@@ -152,7 +163,7 @@ pub(crate) struct PathPlan {
     /// The function keeps a frame record.
     pub shadow: bool,
     /// The record is pushed around the calls of each block with sites rather than once per
-    /// activation (`frame::records_at_sites`).
+    /// activation (`frame::records_at_sites`; set by [`Path::plan`]).
     pub records_at_sites: bool,
     /// Single-cycle loops whose counts are made at their exits (`--tally-path-cycles`); their
     /// counting actions are already taken out of `actions`.
@@ -262,7 +273,6 @@ pub(crate) fn plan_paths(
         }
     }
     let shadow = l.may_end_early();
-    let records_at_sites = shadow && records_at_sites(l, &w);
     let total = numbered.total();
     let hashed = total > ARRAY_PATHS;
     let loops = match cycles {
@@ -305,7 +315,7 @@ pub(crate) fn plan_paths(
         hashed,
         actions,
         shadow,
-        records_at_sites,
+        records_at_sites: false,
         cycles: loops,
         slices,
     })
