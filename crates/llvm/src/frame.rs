@@ -2,7 +2,8 @@
 //! procedure X on the activation stack that exits early an edge v -> EXIT with a count of 1 is
 //! added", recorded here as the early-exit counter of the block `v` that is executing a call).
 //!
-//! Where a function's record is pushed and popped ([`frame_plan`]), what keeping one costs
+//! Where a function's record is pushed and popped ([`frame_plan`]; in path mode possibly around
+//! the calls of each block instead, [`records_at_sites`]), what keeping one costs
 //! ([`record_cost`], for edge mode's choice between a record and derived early exits), and the
 //! code that pushes it, pops it, and tells the runtime where unwinding or a `longjmp` landed.
 
