@@ -2,7 +2,8 @@
 //! procedure X on the activation stack that exits early an edge v -> EXIT with a count of 1 is
 //! added", recorded here as the early-exit counter of the block `v` that is executing a call).
 //!
-//! Where a function's record is pushed and popped ([`frame_plan`]), what keeping one costs
+//! Where a function's record is pushed and popped ([`frame_plan`]; in path mode possibly around
+//! the calls of each block instead, [`records_at_sites`]), what keeping one costs
 //! ([`record_cost`], for edge mode's choice between a record and derived early exits), and the
 //! code that pushes it, pops it, and tells the runtime where unwinding or a `longjmp` landed.
 
@@ -65,6 +66,48 @@ pub(crate) fn frame_plan(l: &Lowered) -> (NodeId, Vec<bool>) {
         }
         None => (NodeId::new(0), l.nodes.iter().map(|n| n.returns).collect()),
     }
+}
+
+/// True when pushing the frame record just before the first site of every block that has
+/// one and popping it at that block's end costs less than [`frame_plan`]'s one push per
+/// activation: the blocks with sites are, together, predicted to run less often than the
+/// push block (an allocator's fast path that calls out only on its slow paths pays nothing).
+/// Only without landing pads and setjmp: a frame is then abandoned only inside a call that may
+/// end it, which is always inside such a push. Edge weights `w` as in [`record_cost`].
+pub(crate) fn records_at_sites(l: &Lowered, w: &IdVec<EdgeId, f64>) -> bool {
+    if l.has_landing_pads || l.has_setjmp {
+        return false;
+    }
+    let node_w = |n: NodeId| -> f64 { l.cfg.preds(n).iter().map(|&e| w[e]).sum() };
+    let (at, _) = frame_plan(l);
+    let sites: f64 = l
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.first_site.is_some())
+        .map(|(i, _)| node_w(NodeId::new(i)))
+        .sum();
+    sites < node_w(at)
+}
+
+/// The record pushed around the calls of each block with sites ([`records_at_sites`]): pushed
+/// before the block's first site (before the site store the caller emits there afterwards),
+/// popped at the block's end; plus `frame_exits`' dropped `tail` markers.
+pub(crate) fn frame_at_sites(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
+    let empty = cname("");
+    for node in &l.nodes {
+        let Some(site) = node.first_site else {
+            continue;
+        };
+        em.at(site);
+        frame_push(em, rec, None);
+        em.at(node.end);
+        unsafe {
+            let prev = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.field(rec, 0), empty.as_ptr());
+            c::LLVMBuildStore(em.b, prev, em.g.tls_top);
+        }
+    }
+    frame_exits(em, l, rec, &vec![false; l.nodes.len()]);
 }
 
 /// Everything else a frame record needs: `tail` markers dropped from calls that stay sites,

@@ -338,6 +338,7 @@ fn lower_and_plan(
         };
         let source = lines::source_meta(fv, &l, files);
         let cx = modes::PlanCx {
+            func: fv,
             l: &l,
             weights: weights.as_ref(),
             opts,
@@ -429,7 +430,10 @@ fn finish(
         message,
     };
     if mem2reg {
-        module::promote_allocas(module).map_err(verify_error)?;
+        // Path mode: a loop whose register takes the same value on every back edge has it
+        // constant after one peeled iteration (`module::PEEL`).
+        let peel = meta.mode == tally_format::Mode::Path;
+        module::promote_allocas(module, peel).map_err(verify_error)?;
     }
     module.verify().map_err(|e| verify_error(e.to_string()))?;
     Ok(module.write_bitcode_to_memory().as_slice().to_vec())

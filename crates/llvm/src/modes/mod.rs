@@ -25,6 +25,8 @@ use tally_graph::{EdgeId, IdVec};
 
 /// What planning one function sees.
 pub(crate) struct PlanCx<'a> {
+    /// The function, not yet changed (LLVM's frequency estimate reads it).
+    pub func: Val,
     /// Its graph and IR positions.
     pub l: &'a Lowered,
     /// Edge weights for the spanning tree: measured (`--tally-weights`) or LLVM's estimate;

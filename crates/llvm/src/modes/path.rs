@@ -22,7 +22,9 @@
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::emit::{cname, Emitter, Globals};
-use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::frame::{
+    frame_alloca, frame_at_sites, frame_exits, frame_plan, frame_push, records_at_sites,
+};
 use crate::ir::{self, Val};
 use crate::lower::{EdgeIr, Lowered};
 use crate::options::PathCycles;
@@ -56,6 +58,17 @@ impl ModeImpl for Path {
         Ok(match plan_paths(cx.l, cx.weights, cycles, cx.opts.atomic) {
             Ok(mut pp) => {
                 pp.shadow &= cx.opts.shadow;
+                // Where the record goes is judged on the frequencies the spanning tree was
+                // given, else on LLVM's estimate (§5's heuristic splits every branch evenly;
+                // the estimate sees `__builtin_expect`, cold and noreturn calls).
+                pp.records_at_sites = pp.shadow
+                    && match cx.weights {
+                        Some(w) => records_at_sites(cx.l, w),
+                        None => records_at_sites(
+                            cx.l,
+                            &crate::estimate::estimated_weights(cx.func, cx.l),
+                        ),
+                    };
                 Box::new(pp)
             }
             // Functions that cannot have paths get edge counters, and say why.
@@ -149,6 +162,9 @@ pub(crate) struct PathPlan {
     pub actions: IdVec<EdgeId, Vec<Action>>,
     /// The function keeps a frame record.
     pub shadow: bool,
+    /// The record is pushed around the calls of each block with sites rather than once per
+    /// activation (`frame::records_at_sites`; set by [`Path::plan`]).
+    pub records_at_sites: bool,
     /// Single-cycle loops whose counts are made at their exits (`--tally-path-cycles`); their
     /// counting actions are already taken out of `actions`.
     pub cycles: Vec<CycleLoop>,
@@ -299,6 +315,7 @@ pub(crate) fn plan_paths(
         hashed,
         actions,
         shadow,
+        records_at_sites: false,
         cycles: loops,
         slices,
     })
@@ -564,7 +581,9 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
         let n = cname("tally.pathsite");
         (c::LLVMBuildAlloca(b, ty, n.as_ptr()), ty)
     });
-    if let Some(rec) = rec {
+    if let (Some(rec), true) = (rec, pp.records_at_sites) {
+        frame_at_sites(&em, l, rec);
+    } else if let Some(rec) = rec {
         let (at, pops) = frame_plan(l);
         em.at(l.nodes[at.index()].start);
         frame_push(&em, rec, None);
