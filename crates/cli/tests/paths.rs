@@ -40,7 +40,7 @@ fn slice_counts(prof: &Profile) -> u64 {
 /// (`tally_graph::paths::slices`): `testdata/paths/cycles.c`'s `wide` (more than 1024 paths)
 /// counts its loops' iterations there. Every path count equals the trace oracle's (a slice
 /// base or a reader's mapping off by one moves counts to a neighbouring path), and the slices
-/// did count.
+/// did count; with `--tally-path-slices=off` none do.
 #[test]
 fn path_slices_equal_the_trace_oracle() {
     let file = repo().join("testdata/paths/cycles.c");
@@ -49,6 +49,11 @@ fn path_slices_equal_the_trace_oracle() {
         let prof = check_with(&name, false, &single(&file, opt), &[], &[], 3, 20);
         let sliced = slice_counts(&prof);
         assert!(sliced >= 100, "{name}: only {sliced} counts in slices");
+        // `--tally-path-slices=off`: every count in the hash table, the same counts.
+        let name = format!("noslices{opt}");
+        let flags = ["--tally-path-slices=off"];
+        let prof = check_with(&name, false, &single(&file, opt), &flags, &[], 3, 20);
+        assert_eq!(slice_counts(&prof), 0, "{name}: slices with slices off");
     }
 }
 

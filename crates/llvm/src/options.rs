@@ -120,6 +120,19 @@ pub struct Options {
                     their exits instead of every iteration (in hashed functions)")
     )]
     pub path_cycles: PathCycles,
+    /// Path mode: narrow path ends of hashed functions count in slices of the counter array
+    /// (`tally_graph::paths::slices`) instead of probing the hash table (`on`, the default);
+    /// `off` probes at every hashed path end (for comparison: docs/paths-cost.md).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-path-slices", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "on", default_missing_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = on_off(),
+            help = "Path mode: path ends of hashed functions whose path numbers lie in a narrow \
+                    range count in a slice of the counter array instead of the hash table")
+    )]
+    pub path_slices: bool,
     /// Trace mode: `bits` takes the one-bit-per-branch plan (`witness::branch_plan`, §6.2's
     /// bit tracing) in every function instead of the cheaper of it and the witness plan;
     /// `paths` (hidden, experimental: the reader cannot regenerate it yet) writes Ball-Larus
@@ -230,7 +243,8 @@ fn path_cycles_choice() -> impl clap::builder::TypedValueParser<Value = PathCycl
     })
 }
 
-/// Parses `on` or `off` (`--tally-promote`, `--tally-trace-registers`); errors list both.
+/// Parses `on` or `off` (`--tally-promote`, `--tally-trace-registers`, `--tally-path-slices`);
+/// errors list both.
 #[cfg(feature = "clap")]
 fn on_off() -> impl clap::builder::TypedValueParser<Value = bool> {
     use clap::builder::TypedValueParser as _;
@@ -292,6 +306,7 @@ impl Default for Options {
             promote: true,
             sese: Sese::default(),
             path_cycles: PathCycles::default(),
+            path_slices: true,
             trace_plan: TracePlan::Witness,
             trace_registers: false,
             jump_cost: DEFAULT_JUMP_COST,

@@ -59,6 +59,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             promote: true,
             sese: tally_llvm::Sese::Off,
             path_cycles: tally_llvm::PathCycles::default(),
+            path_slices: true,
             trace_plan: tally_llvm::TracePlan::Witness,
             trace_registers: false,
             ipath_cuts: tally_llvm::IpathCuts::Hot,

@@ -83,6 +83,64 @@ fn prefix_ranges_from(
     pre
 }
 
+/// The share of the paths through `d` that started by taking `first`, estimated from the
+/// weights alone: the weight of every edge out of START flows forward in topological order,
+/// split at every vertex in proportion to the weights of its outgoing edges (a Markov
+/// estimate: the weights say how often an edge runs, not on which paths), and the share is
+/// the part of the flow through `d` that came from `first`. In `0 ..= 1`; 1 when no flow
+/// reaches `d` (no estimate: the slice is kept).
+pub fn start_share(
+    paths: &NumberedDag,
+    weights: &IdVec<DagEdgeId, f64>,
+    first: DagEdgeId,
+    d: DagEdgeId,
+) -> f64 {
+    let dag = paths.dag();
+    let weight = |e: DagEdgeId| {
+        let w = weights.values().get(e.index()).copied().unwrap_or(0.0);
+        if w.is_finite() && w > 0.0 {
+            w
+        } else {
+            0.0
+        }
+    };
+    // (all the flow, the flow that came from `first`) at each vertex.
+    let mut flow: IdVec<NodeId, (f64, f64)> = IdVec::filled(dag.num_nodes(), (0.0, 0.0));
+    for &e in dag.succs(dag.start()) {
+        let (all, from) = &mut flow[dag.edge(e).dst];
+        *all += weight(e);
+        if e == first {
+            *from += weight(e);
+        }
+    }
+    let target = dag.edge(d).src;
+    for &v in dag.topo_order() {
+        let (all, from) = flow[v];
+        if v == dag.start() || all <= 0.0 {
+            continue;
+        }
+        let succs = dag.succs(v);
+        let out: f64 = succs.iter().map(|&e| weight(e)).sum();
+        let share = |e: DagEdgeId| {
+            if out > 0.0 {
+                weight(e) / out
+            } else {
+                1.0 / succs.len() as f64
+            }
+        };
+        if v == target {
+            // The split at `v` is the same for both flows.
+            return (from / all).min(1.0);
+        }
+        for &e in succs {
+            let (a, f) = &mut flow[dag.edge(e).dst];
+            *a += all * share(e);
+            *f += from * share(e);
+        }
+    }
+    1.0
+}
+
 /// The DAG edge of each action of `placement.actions` (`PathPlacement::new`'s layout: one
 /// action per DAG edge with code; a back or cut edge lists its `x -> END` part first).
 pub fn action_edges(dag: &PathDag, placement: &PathPlacement) -> IdVec<EdgeId, Vec<DagEdgeId>> {
@@ -159,13 +217,15 @@ impl Slices {
     /// heaviest first under `weights` (ties: narrower first, then by DAG edge id), while the
     /// slots stay within `budget`. Where the range is wider and every path counted there ends
     /// with the same back or cut edge, the range of those paths that started by taking that
-    /// edge gets a checked slice if it is at most `checked_width` wide. Early exits and the ends on control-flow edges for which `allowed`
-    /// is false keep their counts.
+    /// edge gets a checked slice if it is at most `checked_width` wide and those paths make at
+    /// least `checked_share` of the end's weight ([`start_share`]: a path that misses the
+    /// slice pays the check on top of its probe). Early exits and the ends on control-flow
+    /// edges for which `allowed` is false keep their counts.
     pub fn choose(
         paths: &NumberedDag,
         placement: &PathPlacement,
         weights: &IdVec<DagEdgeId, f64>,
-        (max_width, checked_width): (u64, u64),
+        (max_width, checked_width, checked_share): (u64, u64, f64),
         budget: u64,
         allowed: impl Fn(EdgeId) -> bool,
     ) -> Slices {
@@ -216,7 +276,10 @@ impl Slices {
                     // The rest is a chain: one path from `d`'s target.
                     let (lo, hi) = (a + paths.val(d), b + paths.val(d));
                     match u64::try_from(hi - lo + 1) {
-                        Ok(width) if width <= checked_width => {
+                        Ok(width)
+                            if width <= checked_width
+                                && start_share(paths, weights, start, d) >= checked_share =>
+                        {
                             candidates.push((d, lo, width, true))
                         }
                         _ => {}
@@ -365,7 +428,7 @@ mod tests {
             ],
         );
         let (p, pl, w) = placement(&g).unwrap();
-        let sl = Slices::choose(&p, &pl, &w, (4, 0), 16, |_| true);
+        let sl = Slices::choose(&p, &pl, &w, (4, 0, 0.0), 16, |_| true);
         // The back edge ends the paths n0 n1 (back) and, after a back edge, n1 (back): two
         // values, and the numbers of the paths between them.
         let back = EdgeId::new(2);
@@ -389,7 +452,7 @@ mod tests {
 
         // Narrower: the paths that start by taking the back edge have a single number, a
         // checked slice of one slot; the first iteration's path is counted elsewhere.
-        let sl = Slices::choose(&p, &pl, &w, (1, 1), 16, |_| true);
+        let sl = Slices::choose(&p, &pl, &w, (1, 1, 0.0), 16, |_| true);
         let s = sl.slices.iter().find(|s| s.edge == end).unwrap();
         assert!(
             s.checked && s.width == 1 && s.min > lo && s.min <= hi,
@@ -405,11 +468,46 @@ mod tests {
         );
     }
 
+    /// `start_share`: a loop the heuristic assumes iterates 10 times (of which the weights keep
+    /// 9 in 10 on the back edge) takes 9 in 10 of its back-edge paths from the back edge; one
+    /// whose back edge runs once per entry takes half of them, and a share above that leaves it
+    /// without a checked slice.
+    #[test]
+    fn start_share_follows_the_weights() {
+        let g = cfg(
+            3,
+            &[
+                (0, 1, Flow),   // e1
+                (1, 1, Flow),   // e2 back
+                (1, 2, Flow),   // e3
+                (0, 2, Flow),   // e4
+                (2, 3, Return), // e5
+            ],
+        );
+        let (p, pl, w) = placement(&g).unwrap();
+        let CfgImage::Back { end, start } = p.dag().image(EdgeId::new(2)) else {
+            panic!("e2 is a back edge")
+        };
+        let share = start_share(&p, &w, start, end);
+        assert!((share - 0.9).abs() < 1e-9, "{share}");
+        let once = IdVec::from_vec(vec![1.0, 1.0, 1.0, 1.0, 0.0, 1.0]);
+        let w1 = dag_weights(p.dag(), &once).unwrap();
+        let share = start_share(&p, &w1, start, end);
+        assert!((share - 0.5).abs() < 1e-9, "{share}");
+        let checked = |w: &IdVec<DagEdgeId, f64>, min: f64| {
+            let sl = Slices::choose(&p, &pl, w, (1, 1, min), 16, |_| true);
+            sl.slices.iter().any(|s| s.edge == end && s.checked)
+        };
+        assert!(checked(&w, 0.6));
+        assert!(checked(&w1, 0.5));
+        assert!(!checked(&w1, 0.6));
+    }
+
     /// On random graphs and walks: every value counted at an end lies in its range, every
     /// value an unchecked slice takes lies in the slice, and slots mapped back to paths plus
     /// the other counts are the walk's path counts. Returns the number of slices and of
     /// checked ones.
-    fn check(g: &Cfg, rng: &mut Rng, widths: (u64, u64), budget: u64) -> (usize, usize) {
+    fn check(g: &Cfg, rng: &mut Rng, widths: (u64, u64, f64), budget: u64) -> (usize, usize) {
         let Some((p, pl, w)) = placement(g) else {
             return (0, 0);
         };
@@ -446,7 +544,7 @@ mod tests {
                 pl.summary()
             );
             // Every counted path lies in the range of the edge it was counted at.
-            let all = Slices::choose(&p, &pl, &w, (u64::MAX, 0), u64::MAX, |_| true);
+            let all = Slices::choose(&p, &pl, &w, (u64::MAX, 0, 0.0), u64::MAX, |_| true);
             let (_, outside) = all
                 .replay(&pl.actions, run.clone(), -7)
                 .unwrap_or_else(|v| panic!("value {v} outside its range, walk {run:?}"));
@@ -469,11 +567,11 @@ mod tests {
             };
             let g = random_cfg_with(&mut rng, &config);
             let (widths, budget) = [
-                ((1, 0), 4),
-                ((1, 4), 16),
-                ((8, 32), 64),
-                ((64, 64), 1024),
-                ((u64::MAX, 0), u64::MAX),
+                ((1, 0, 0.0), 4),
+                ((1, 4, 0.0), 16),
+                ((8, 32, 0.5), 64),
+                ((64, 64, 0.9), 1024),
+                ((u64::MAX, 0, 0.0), u64::MAX),
             ][i % 5];
             let (s, c) = check(&g, &mut rng, widths, budget);
             sliced += s;

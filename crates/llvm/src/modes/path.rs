@@ -55,7 +55,14 @@ impl ModeImpl for Path {
         } else {
             cx.opts.path_cycles
         };
-        Ok(match plan_paths(cx.l, cx.weights, cycles, cx.opts.atomic) {
+        let planned = plan_paths(
+            cx.l,
+            cx.weights,
+            cycles,
+            cx.opts.path_slices,
+            cx.opts.atomic,
+        );
+        Ok(match planned {
             Ok(mut pp) => {
                 pp.shadow &= cx.opts.shadow;
                 // Where the record goes is judged on the frequencies the spanning tree was
@@ -179,6 +186,11 @@ const SLICE_WIDTH: u64 = 256;
 /// again (a loop's later iterations) counted in a checked slice at that edge when the edge's
 /// whole range is wider (`tally.path.slice`: other values are probed as before).
 const CHECKED_WIDTH: u64 = 64;
+/// Least share of the paths through a checked end that started by taking its back or cut edge
+/// (those its slice counts), as `tally_graph::paths::slices::start_share` estimates it from the
+/// weights: a path that misses the slice pays the check on top of the probe (pcre2's `match`,
+/// whose back edges mostly end paths begun elsewhere: docs/paths-cost.md).
+const CHECKED_SHARE: f64 = 0.5;
 /// Most counter slots a hashed function's slices take (an array function may take
 /// [`ARRAY_PATHS`]).
 const SLICE_BUDGET: u64 = ARRAY_PATHS as u64;
@@ -240,6 +252,7 @@ pub(crate) fn plan_paths(
     l: &Lowered,
     weights: Option<&IdVec<EdgeId, f64>>,
     cycles: PathCycles,
+    slices: bool,
     atomic: bool,
 ) -> Result<PathPlan, String> {
     let cfg = &l.cfg;
@@ -281,19 +294,20 @@ pub(crate) fn plan_paths(
         _ => Vec::new(),
     };
     // Narrow path ends of hashed functions count in counter slices, hottest first
-    // (`tally_graph::paths::slices`); not those whose counts a single-cycle loop moved.
+    // (`tally_graph::paths::slices`; unless `--tally-path-slices=off`); not those whose counts
+    // a single-cycle loop moved.
     let moved: std::collections::HashSet<EdgeId> = loops
         .iter()
         .flat_map(|cl| cl.removed.iter().map(|&(e, _)| e))
         .collect();
-    let mut slices = if hashed {
+    let mut slices = if hashed && slices {
         // Checked slices fall back to the inline probe, which atomic builds do not have.
         let checked = if atomic { 0 } else { CHECKED_WIDTH };
         Slices::choose(
             &numbered,
             &placement,
             &dw,
-            (SLICE_WIDTH, checked),
+            (SLICE_WIDTH, checked, CHECKED_SHARE),
             SLICE_BUDGET,
             |e| !moved.contains(&e),
         )
