@@ -414,10 +414,9 @@ mod tests {
         m
     }
 
-    #[test]
-    fn one_block_loop_has_a_narrow_range() {
-        //   n0 -e1-> n1 -e2-> n1 (back) ; n1 -e3-> n2 ; n0 -e4-> n2 ; n2 -e5-> ret
-        let g = cfg(
+    /// n0 -e1-> n1 -e2-> n1 (back) ; n1 -e3-> n2 ; n0 -e4-> n2 ; n2 -e5-> ret
+    fn one_block_loop() -> Cfg {
+        cfg(
             3,
             &[
                 (0, 1, Flow),   // e1
@@ -426,7 +425,13 @@ mod tests {
                 (0, 2, Flow),   // e4
                 (2, 3, Return), // e5
             ],
-        );
+        )
+    }
+
+    #[test]
+    fn one_block_loop_has_a_narrow_range() {
+        //   n0 -e1-> n1 -e2-> n1 (back) ; n1 -e3-> n2 ; n0 -e4-> n2 ; n2 -e5-> ret
+        let g = one_block_loop();
         let (p, pl, w) = placement(&g).unwrap();
         let sl = Slices::choose(&p, &pl, &w, (4, 0, 0.0), 16, |_| true);
         // The back edge ends the paths n0 n1 (back) and, after a back edge, n1 (back): two
@@ -474,16 +479,7 @@ mod tests {
     /// without a checked slice.
     #[test]
     fn start_share_follows_the_weights() {
-        let g = cfg(
-            3,
-            &[
-                (0, 1, Flow),   // e1
-                (1, 1, Flow),   // e2 back
-                (1, 2, Flow),   // e3
-                (0, 2, Flow),   // e4
-                (2, 3, Return), // e5
-            ],
-        );
+        let g = one_block_loop();
         let (p, pl, w) = placement(&g).unwrap();
         let CfgImage::Back { end, start } = p.dag().image(EdgeId::new(2)) else {
             panic!("e2 is a back edge")
