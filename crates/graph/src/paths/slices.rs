@@ -278,7 +278,8 @@ impl Slices {
                     match u64::try_from(hi - lo + 1) {
                         Ok(width)
                             if width <= checked_width
-                                && start_share(paths, weights, start, d) >= checked_share =>
+                                && (checked_share <= 0.0
+                                    || start_share(paths, weights, start, d) >= checked_share) =>
                         {
                             candidates.push((d, lo, width, true))
                         }
