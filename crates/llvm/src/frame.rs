@@ -78,23 +78,29 @@ pub(crate) fn records_at_sites(l: &Lowered, w: &IdVec<EdgeId, f64>) -> bool {
     if l.has_landing_pads || l.has_setjmp {
         return false;
     }
-    let node_w = |n: NodeId| -> f64 { l.cfg.preds(n).iter().map(|&e| w[e]).sum() };
     let (at, _) = frame_plan(l);
-    let sites: f64 = l
-        .nodes
+    site_blocks_weight(l, w, None) < node_weight(l, w, at)
+}
+
+/// A block's predicted frequency: the weights of its in-edges.
+fn node_weight(l: &Lowered, w: &IdVec<EdgeId, f64>, n: NodeId) -> f64 {
+    l.cfg.preds(n).iter().map(|&e| w[e]).sum()
+}
+
+/// The predicted frequencies of the blocks with sites, summed (but `except`'s).
+fn site_blocks_weight(l: &Lowered, w: &IdVec<EdgeId, f64>, except: Option<NodeId>) -> f64 {
+    l.nodes
         .iter()
         .enumerate()
-        .filter(|(_, n)| n.first_site.is_some())
-        .map(|(i, _)| node_w(NodeId::new(i)))
-        .sum();
-    sites < node_w(at)
+        .filter(|&(i, n)| n.first_site.is_some() && Some(NodeId::new(i)) != except)
+        .map(|(i, _)| node_weight(l, w, NodeId::new(i)))
+        .sum()
 }
 
 /// The record pushed around the calls of each block with sites ([`records_at_sites`]): pushed
 /// before the block's first site (before the site store the caller emits there afterwards),
 /// popped at the block's end; plus `frame_exits`' dropped `tail` markers.
 pub(crate) fn frame_at_sites(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
-    let empty = cname("");
     for node in &l.nodes {
         let Some(site) = node.first_site else {
             continue;
@@ -102,12 +108,18 @@ pub(crate) fn frame_at_sites(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
         em.at(site);
         frame_push(em, rec, None);
         em.at(node.end);
-        unsafe {
-            let prev = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.field(rec, 0), empty.as_ptr());
-            c::LLVMBuildStore(em.b, prev, em.g.tls_top);
-        }
+        frame_pop(em, rec);
     }
     frame_exits(em, l, rec, &vec![false; l.nodes.len()]);
+}
+
+/// Pops the record `rec` at the builder's position: the thread's top becomes its `prev`.
+fn frame_pop(em: &Emitter, rec: LLVMValueRef) {
+    let empty = cname("");
+    unsafe {
+        let prev = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.field(rec, 0), empty.as_ptr());
+        c::LLVMBuildStore(em.b, prev, em.g.tls_top);
+    }
 }
 
 /// Everything else a frame record needs: `tail` markers dropped from calls that stay sites,
@@ -115,17 +127,13 @@ pub(crate) fn frame_at_sites(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
 /// `__tally_longjmp_landed` after setjmp calls (each the first call there, as the runtime
 /// requires).
 pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef, pops: &[bool]) {
-    let empty = cname("");
     for (i, node) in l.nodes.iter().enumerate() {
         for &t in &node.tail_sites {
             unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };
         }
         if node.returns && pops[i] {
             em.at(node.end);
-            unsafe {
-                let prev = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.field(rec, 0), empty.as_ptr());
-                c::LLVMBuildStore(em.b, prev, em.g.tls_top);
-            }
+            frame_pop(em, rec);
         }
         if node.landing_pad {
             em.at(node.start);
@@ -145,14 +153,6 @@ const RECORD_PUSH_POP: f64 = 4.0;
 const RECORD_SITE_STORE: f64 = 1.0;
 
 pub(crate) fn record_cost(l: &Lowered, w: &IdVec<EdgeId, f64>) -> f64 {
-    let node_w = |n: NodeId| -> f64 { l.cfg.preds(n).iter().map(|&e| w[e]).sum() };
     let (at, _) = frame_plan(l);
-    let stores: f64 = l
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|&(i, n)| n.first_site.is_some() && i != at.index())
-        .map(|(i, _)| node_w(NodeId::new(i)))
-        .sum();
-    RECORD_PUSH_POP * node_w(at) + RECORD_SITE_STORE * stores
+    RECORD_PUSH_POP * node_weight(l, w, at) + RECORD_SITE_STORE * site_blocks_weight(l, w, Some(at))
 }
