@@ -628,17 +628,24 @@ fn bit_tracing_regenerates_exactly() {
 /// before calls; `tally_graph::witness::paths`): every early-exit program and the shapes at
 /// -O0 and -O2 (C++ exceptions included: functions with landing pads or `setjmp` keep the
 /// witness plan), the callbacks program and four threads
-/// regenerate block for block as `trace-naive`, and many functions take the path plan.
+/// regenerate block for block as `trace-naive`, and many functions take the path plan; the
+/// -O2 builds, the callbacks and the threads also with `--tally-trace-registers=on` (the
+/// accumulator, the path register and the width of the current path's head in registers).
 #[test]
 fn path_numbers_regenerate_exactly() {
     let (mut functions, mut exact) = (0, 0);
     let mut check = |name: &str, cxx: bool, args: &[String], status: i32, threads: bool| {
+        let regs = name.ends_with("-regs");
+        let mut flags = vec!["--tally-trace=paths"];
+        if regs {
+            flags.push("--tally-trace-registers=on");
+        }
         let o = run_both_with(
             &format!("{name}-paths"),
             cxx,
             args,
             Some(status),
-            &["--tally-trace=paths"],
+            &flags,
             &[],
         );
         assert!(o.stopped.is_empty(), "{name}: stopped: {:?}", o.stopped);
@@ -661,16 +668,17 @@ fn path_numbers_regenerate_exactly() {
         exact += 1;
     };
     for (file, status) in &early_and_shapes() {
-        for opt in ["-O0", "-O2"] {
+        for opt in ["-O0", "-O2", "-O2-regs"] {
             let name = format!("{}{opt}", file.file_name().unwrap().to_str().unwrap());
             let cxx = file.extension().is_some_and(|e| e == "cpp");
-            check(&name, cxx, &single(file, opt), *status, false);
+            check(&name, cxx, &single(file, &opt[..3]), *status, false);
         }
     }
     let dir = scratch("wtrace-callbacks-paths-src");
     let src = dir.join("callbacks.c");
     std::fs::write(&src, CALLBACKS).unwrap();
     check("callbacks", false, &single(&src, "-O2"), 0, false);
+    check("callbacks-regs", false, &single(&src, "-O2"), 0, false);
     let workers = repo().join("testdata/threads/workers.c");
     let args = vec![
         "-O2".into(),
@@ -679,7 +687,8 @@ fn path_numbers_regenerate_exactly() {
         workers.display().to_string(),
     ];
     check("workers", false, &args, 0, true);
-    assert_eq!(exact, 2 * early_and_shapes().len() + 2);
+    check("workers-regs", false, &args, 0, true);
+    assert_eq!(exact, 3 * early_and_shapes().len() + 4);
     assert!(
         functions >= 20,
         "only {functions} functions on path numbers"
