@@ -458,6 +458,30 @@ impl RecordSource for Stream<'_> {
     }
 }
 
+/// Where the records of a full thread stream end: before its `End`.
+///
+/// The runtime ends every stream with `End` (`0` then kind `10`: the bits 0, 0, 1) and pads it
+/// with zeros to a byte, so `End`'s last bit is the stream's last set bit. Reading the stream
+/// only up to `End`'s first bit reads `End` as the end of the stream, which regeneration
+/// treats alike at a control record, and, unlike `End`'s bits, also where the thread had not
+/// yet written a witness or path number it was due (a fault between two records): there it
+/// stops (`Truncated`) instead of decoding `End`'s bits as that record. A stream without
+/// `End` (a process killed before its streams ended) whose last set bit happens to follow two
+/// clear ones loses at most its last 10 bits: what it regenerates is still a prefix.
+fn records_end(bytes: &[u8]) -> u64 {
+    let all = bytes.len() as u64 * 8;
+    let Some(i) = bytes.iter().rposition(|&b| b != 0) else {
+        return all;
+    };
+    let last = i as u64 * 8 + 7 - u64::from(bytes[i].leading_zeros());
+    let bit = |k: u64| bytes[(k / 8) as usize] >> (k % 8) & 1 == 1;
+    if last >= 2 && !bit(last - 1) && !bit(last - 2) {
+        last - 2
+    } else {
+        all
+    }
+}
+
 /// What [`walk`] returns: the threads that stopped early, and why; a flight recorder's ends.
 type Walked = (Vec<(u32, String)>, Vec<RingEnd>);
 
@@ -474,7 +498,7 @@ fn walk(
     let regen = Regenerator::new(&p.funcs);
     let mut stopped = Vec::new();
     for (thread, stream) in &trace.threads {
-        let mut src = Stream::new(stream, stream.len() as u64 * 8, &names);
+        let mut src = Stream::new(stream, records_end(stream), &names);
         let r = regen.run_visits(&mut src, |v| each(*thread, v));
         if let Err(e) = r {
             let why = match e {
@@ -873,10 +897,13 @@ fn walk_ring_thread(
             each(thread, v)
         });
         end.certain = src.certain;
-        r.map_err(|e| match e {
-            RegenError::Decode(m) => m,
-            other => other.to_string(),
-        })
+        match r {
+            // A ring ends where the thread's last record does: a thread stopped between a
+            // branch and its witness (a fault) ends there, as `certain` says.
+            Ok(()) | Err(RegenError::Truncated { .. }) => Ok(()),
+            Err(RegenError::Decode(m)) => Err(m),
+            Err(other) => Err(other.to_string()),
+        }
     };
     let stopped = run().err();
     end.blocks = steps.get();
@@ -970,4 +997,43 @@ pub fn activity(
         each(thread, a);
     })?;
     Ok(stopped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::records_end;
+    use tally_graph::witness::bits::BitWriter;
+
+    /// The stream `put`s, then `End` and its padding, as the runtime writes them.
+    fn stream(puts: &[(u64, u8)], end: bool) -> (Vec<u8>, u64) {
+        let mut w = BitWriter::new();
+        for &(v, n) in puts {
+            w.put(v, n);
+        }
+        let records = w.len();
+        if end {
+            w.put(4, 3);
+        }
+        (w.finish().0, records)
+    }
+
+    #[test]
+    fn records_end_before_end() {
+        for puts in [
+            vec![],
+            vec![(0, 1)],
+            vec![(1, 1)],
+            vec![(0, 5), (0, 7)],
+            vec![(0b1011, 4), (0, 2)],
+            vec![(u64::MAX, 64), (0, 3)],
+        ] {
+            let (bytes, records) = stream(&puts, true);
+            assert_eq!(records_end(&bytes), records, "{puts:?}");
+        }
+        // No `End`: all of it, unless it ends like one.
+        let (bytes, _) = stream(&[(0b111, 3)], false);
+        assert_eq!(records_end(&bytes), 8);
+        assert_eq!(records_end(&[]), 0);
+        assert_eq!(records_end(&[0, 0]), 16);
+    }
 }

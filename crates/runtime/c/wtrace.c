@@ -54,6 +54,8 @@ struct wt_thread {
     uint32_t tid;
     int ended;
     struct wr_ring *ring; /* the flight recorder's ring and shadow stack, or null */
+    uint64_t end_acc;     /* a ring's stream once ended: its accumulator's last bits, */
+    unsigned end_nacc;    /* how many (the dump writes them exactly, wtrace_finish) */
     struct wt_rc *rc;     /* with TALLY_TRACE_COMPRESS: the stream's range coder, or null */
     /* Enter's code (trace format 5, tally_graph::witness::bits::EnterCoder, over keys
      * slot << 32 | index): the function that followed each function's Enter last time, hashed
@@ -782,9 +784,10 @@ static void wt_dump_locked(void) {
         bad = wt_write_resolutions(wt.fd, &pos);
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t && !bad;
          t = t->next) {
-        uint64_t n = t->a.n;
+        uint64_t n = t->ended ? t->end_nacc : t->a.n;
+        uint64_t acc = t->ended ? t->end_acc : t->a.acc;
         if (t->ring)
-            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->a.depth, t->buf, t->n, t->a.acc,
+            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->a.depth, t->buf, t->n, acc,
                                     n > 63 ? 0 : (unsigned)n, &pos);
     }
     if (bad || ftruncate(wt.fd, (off_t)pos) != 0) {
@@ -812,12 +815,30 @@ void tally_dump_trace(void) {
 
 /* Every stream ends (End, padded to a byte) and is flushed (with a flight recorder: into its
  * ring, then the rings are written). Threads still running at this point (a crash) may lose
- * what they write afterwards; threads that ended earlier end here. */
+ * what they write afterwards; threads that ended earlier end here.
+ *
+ * A ring's stream gets no End and no padding: its buffer and accumulator stay as they are for
+ * the dump, whose last chunk counts its bits exactly, so the stream ends where the thread's
+ * last record does, and a record the thread had not written yet (a fault between
+ * a branch and its witness, or inside a path whose number comes at its end) reads as the end
+ * of the stream, never as End's bits. A full stream is read up to its End, found by its last
+ * set bit (End is value 4 in 3 bits, then zero padding: records_end in
+ * crates/report/src/wtrace.rs), for the same reason. */
 void wtrace_finish(void) {
     int any = 0;
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
         if (t->ended)
             continue;
+        if (t->ring) {
+            /* Its buffer and the accumulator's bits stay where the dump finds them; the
+             * inline code takes the slow path from now on, which drops every record. */
+            t->end_acc = t->a.acc;
+            t->end_nacc = t->a.n > 63 ? 0 : (unsigned)t->a.n;
+            t->a.n = 64;
+            t->ended = 1;
+            any = 1;
+            continue;
+        }
         wt_bits(t, 4, 3); /* End: '0' then kind 10 */
         wt_acc_end(t);
         t->ended = 1;
