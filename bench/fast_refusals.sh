@@ -3,7 +3,7 @@
 # (crates/llvm/src/modes/events/fast.rs, TALLY_DEBUG_FAST) under each `--tally-sese` choice
 # given: compiles (-c) every source of testdata/bench/PROGRAM/BUILD as bench/run does.
 #
-#   bench/fast_refusals.sh TALLY "bzip2 zlib lua sqlite" "cycles on"
+#   bench/fast_refusals.sh TALLY "bzip2 zlib lua sqlite" "on all"
 set -euo pipefail
 tally=$(realpath "$1"); progs=$2; choices=${3:-on}
 root=$(cd "$(dirname "$0")/.." && pwd)

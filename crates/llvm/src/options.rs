@@ -209,7 +209,7 @@ fn trace_plan_choice() -> impl clap::builder::TypedValueParser<Value = TracePlan
     })
 }
 
-/// Parses `--tally-sese`: `on`, `off`, and the hidden diagnostics `all`, `trips` and `cycles`.
+/// Parses `--tally-sese`: `on`, `off`, and the hidden diagnostics `all` and `trips`.
 #[cfg(feature = "clap")]
 fn sese_choice() -> impl clap::builder::TypedValueParser<Value = Sese> {
     use clap::builder::{PossibleValue, TypedValueParser as _};
@@ -218,11 +218,9 @@ fn sese_choice() -> impl clap::builder::TypedValueParser<Value = Sese> {
         PossibleValue::new("off"),
         PossibleValue::new("all").hide(true),
         PossibleValue::new("trips").hide(true),
-        PossibleValue::new("cycles").hide(true),
     ])
     .map(|v| match v.as_str() {
         "on" => Sese::On,
-        "cycles" => Sese::Cycles,
         "all" => Sese::All,
         "trips" => Sese::Trips,
         _ => Sese::Off,
@@ -367,15 +365,14 @@ pub enum Sese {
     #[default]
     On,
     /// In every loop with a candidate, an affine variable preferred to a trip count, no
-    /// profitability test (`all`, hidden: a benchmark and test diagnostic).
+    /// profitability test (`all`, hidden: a benchmark and test diagnostic). In events mode:
+    /// also the call-free loops of other shapes, with register counts, and loops whose values
+    /// are used after them (bench variant `events-all`; off by default: it does not pay on
+    /// every program).
     All,
     /// In every loop with a candidate, a trip count preferred to an affine variable, no
     /// profitability test (`trips`, hidden: the tests of trip-count counters).
     Trips,
-    /// `on` in edge and vertex modes; in events mode only the one-cycle loops with a SESE
-    /// counter are versioned, not the others with register counts (`cycles`, hidden: the
-    /// benchmark variant `events-cycles`).
-    Cycles,
 }
 
 /// How edge mode makes the counts of frames that end early exact (paper 000 §3.2, Fig. 7).

@@ -417,7 +417,7 @@ pub(crate) fn candidates(
         let best = match choice {
             Sese::All => affine.or(trips),
             Sese::Trips => trips.or(affine),
-            Sese::On | Sese::Cycles | Sese::Off => [affine, trips]
+            Sese::On | Sese::Off => [affine, trips]
                 .into_iter()
                 .flatten()
                 .filter(|(var, _, _)| {

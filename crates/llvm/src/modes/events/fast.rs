@@ -8,7 +8,8 @@
 //! matter), else to the original loop, which gets the plan's chord decrements and stop checks
 //! as before. The copy's exit `u -> x` goes through a block of its own that subtracts from
 //! `left` what the original loop subtracts between `V` and `x`'s start, `D`, counted in one of
-//! two ways:
+//! two ways (the second, and the live-out repair below, only with `--tally-sese=all`: they do
+//! not pay in instructions on every program, docs/sese.md "Ninth round"):
 //!
 //! - **One cycle with a SESE counter** (`Counting::Cycle`): the body is one cycle (every
 //!   member has exactly one successor inside the loop: `H = n0 -> n1 -> ... -> latch -> H`,
@@ -43,8 +44,8 @@
 //! counted through predecessor tags, other live-out values, more than [`MAX_INSTRS`]
 //! instructions (code growth), fewer than [`MIN_TURNS`] back edges per entry under the weights
 //! (the entry test and the exit arithmetic would cost more than the decrements saved), and
-//! parallel inside edges with different increments. `--tally-sese=cycles` versions only the
-//! one-cycle loops with a SESE counter and repairs no live-out (the eighth round's choice).
+//! parallel inside edges with different increments; by default (`on`) also every loop that is
+//! not one cycle with a SESE counter, and every live-out value (the eighth round's choice).
 
 use super::EventsPlan;
 use crate::emit::{cname, Emitter};
@@ -129,8 +130,8 @@ fn debug(what: &str) {
     }
 }
 
-/// The loops of `l` to version (module doc), under `sese` (`Off`: none; `Cycles`: only
-/// one-cycle loops with a SESE counter), and the loops and candidates searched.
+/// The loops of `l` to version (module doc), under `sese` (`Off`: none; `All`: also
+/// register counts and live-out repair), and the loops and candidates searched.
 pub(super) fn plan(
     l: &Lowered,
     ep: &EventsPlan,
@@ -141,7 +142,7 @@ pub(super) fn plan(
         return (Vec::new(), FastStats::default());
     }
     let cfg = &l.cfg;
-    let register = choice != Sese::Cycles;
+    let register = choice == Sese::All;
     let choice = if choice == Sese::Trips {
         Sese::Trips
     } else {
