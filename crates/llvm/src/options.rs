@@ -365,7 +365,10 @@ pub enum Sese {
     #[default]
     On,
     /// In every loop with a candidate, an affine variable preferred to a trip count, no
-    /// profitability test (`all`, hidden: a benchmark and test diagnostic).
+    /// profitability test (`all`, hidden: a benchmark and test diagnostic). In events mode:
+    /// also the call-free loops of other shapes, with register counts, and loops whose values
+    /// are used after them (bench variant `events-all`; off by default: it does not pay on
+    /// every program).
     All,
     /// In every loop with a candidate, a trip count preferred to an affine variable, no
     /// profitability test (`trips`, hidden: the tests of trip-count counters).

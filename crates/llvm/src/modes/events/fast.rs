@@ -1,37 +1,51 @@
-//! Events mode: counted loops without decrements (issue #16 item 3; SESE counters, paper 003,
-//! and trip counts, `crate::sese`).
+//! Events mode: call-free loops without decrements (issue #16 item 3; SESE counters, paper
+//! 003, and trip counts, `crate::sese`; Ball 1994's events plan, paper 001 §3-4).
 //!
 //! A **fast loop** is an innermost loop without calls (so without query points, early exits or
-//! re-entries) whose body is one cycle (every member has exactly one successor inside the
-//! loop: the path `H = n0 -> n1 -> ... -> latch -> H`, exits branching off it) and that has a
-//! SESE counter: a header variable advanced by constants, or a trip count ScalarEvolution
-//! knows on entry, giving the back edges `k` taken by an activation when it leaves. Such an
-//! activation left from member `u` executes exactly `k * E + E(n0..u)` events (`E`: the events
-//! of one turn, `E(n0..u)`: those of the path up to and including `u`).
+//! re-entries) with one entry. It is **versioned** before the plan's code is placed: on its
+//! entry edge, a block `V` branches to an uninstrumented copy when `__tally_ev_limit ==
+//! TALLY_EV_NO_LIMIT` (no `TALLY_STOP_AT` pending in the thread, so no stop check can
+//! matter), else to the original loop, which gets the plan's chord decrements and stop checks
+//! as before. The copy's exit `u -> x` goes through a block of its own that subtracts from
+//! `left` what the original loop subtracts between `V` and `x`'s start, `D`, counted in one of
+//! two ways (the second, and the live-out repair below, only with `--tally-sese=all`: they do
+//! not pay in instructions on every program, docs/sese.md "Ninth round"):
 //!
-//! The loop is **versioned** before the plan's code is placed: on its entry edge, a block `V`
-//! branches to an uninstrumented copy when `__tally_ev_limit == TALLY_EV_NO_LIMIT` (no
-//! `TALLY_STOP_AT` pending in the thread, so no stop check can matter), else to the original
-//! loop, which gets the plan's chord decrements and stop checks as before. The copy's exits go
-//! through a block of their own that subtracts, from `left`,
+//! - **One cycle with a SESE counter** (`Counting::Cycle`): the body is one cycle (every
+//!   member has exactly one successor inside the loop: `H = n0 -> n1 -> ... -> latch -> H`,
+//!   exits branching off it) and the loop has a header variable advanced by constants, or a
+//!   trip count ScalarEvolution knows on entry, giving the back edges `k` taken by the
+//!   activation. It executed `k * E + E(n0..u)` events (`E`: one turn's events), so
+//!   `D = k * E + E(n0..u) + QueryInc(Start(H)) - QueryInc(Start(x))`: at `V` the count is
+//!   `limit - left + QueryInc(Start(H))` (V lies on the entry edge after its increment), at
+//!   `x`'s start it must be `limit - left + QueryInc(Start(x))`. Nothing runs per turn.
+//! - **Register counts** (`Counting::Register`, every other shape: branches, `continue`,
+//!   several back edges, no induction variable): each copied block gets a phi holding the sum
+//!   of the plan's increments on the inside edges taken since `V` (0 on entry; an edge's
+//!   increment added at the end of its source's copy, in a register), and the exit subtracts
+//!   that sum plus the exit edge's own increment: exactly the decrements the original loop
+//!   would have made, with no TLS read-modify-write and no stop check per chord.
 //!
-//! `D = k * E + E(n0..u) + QueryInc(Start(H)) - QueryInc(Start(x))`
+//! Exit edges are splittable `Flow` edges, whose increments the plan puts on blocks of their
+//! own (never at `x`'s start), so the copy runs none of them. Hence every on-line query, call
+//! adjustment, per-call-site and per-function counter (all outside the loop) sees what the
+//! original loop would give; with a stop pending the original loop runs, so `TALLY_STOP_AT`
+//! stops where it did. A frame cannot be abandoned inside a call-free loop except by a
+//! signal: a fatal one there finds `left` without the current activation's events (before:
+//! without the events since the last chord).
 //!
-//! (exit `u -> x`). At `V` the count is `limit - left + QueryInc(Start(H))` (V lies on the entry
-//! edge after its increment); at `x`'s start it must be `limit - left + QueryInc(Start(x))`; the
-//! activation executed `k * E + E(n0..u)` events in between. Exit edges are splittable `Flow`
-//! edges, whose increments the plan puts on blocks of their own (never at `x`'s start), so the
-//! copy runs none of them. Hence every on-line query, call adjustment, per-call-site and
-//! per-function counter (all outside the loop) sees what the original loop would give; with a
-//! stop pending the original loop runs, so `TALLY_STOP_AT` stops where it did. A frame cannot
-//! be abandoned inside a call-free loop except by a signal: a fatal one there finds `left`
-//! without the current activation's events (today, without the events since the last chord).
+//! **Values used after the loop** other than by phis of its exit blocks (`-O2` IR is not in
+//! LCSSA form): when every exit goes to one block `x` that has no other predecessor and the
+//! value's block dominates every exit's source, a new phi of `x` merges the original's value
+//! and the copy's, and the uses after the loop take it (`x` dominates them all).
 //!
-//! Refused (the plan keeps the loop): several entries, unsplittable edges, exits into blocks
-//! counted through predecessor tags, values of the loop used after it other than by phis of
-//! the exit blocks (no SSA repair), more than [`MAX_INSTRS`] instructions (code growth), fewer
-//! than [`MIN_TURNS`] back edges per entry under the weights (the entry test and the exit
-//! arithmetic would cost more than the decrements saved).
+//! Refused (the plan keeps the loop; `TALLY_DEBUG_FAST=1` prints each refusal's reason):
+//! loops holding other loops, calls, several entries, unsplittable edges, exits into blocks
+//! counted through predecessor tags, other live-out values, more than [`MAX_INSTRS`]
+//! instructions (code growth), fewer than [`MIN_TURNS`] back edges per entry under the weights
+//! (the entry test and the exit arithmetic would cost more than the decrements saved), and
+//! parallel inside edges with different increments; by default (`on`) also every loop that is
+//! not one cycle with a SESE counter, and every live-out value (the eighth round's choice).
 
 use super::EventsPlan;
 use crate::emit::{cname, Emitter};
@@ -53,16 +67,48 @@ pub(super) const MAX_INSTRS: usize = 96;
 /// Fewest back edges per entry (under the weights) for a loop to be versioned.
 pub(super) const MIN_TURNS: f64 = 3.0;
 
+/// How a versioned loop's copy knows the events its activation ran.
+pub(crate) enum Counting {
+    /// One cycle with a SESE counter: `k * E + E(n0..u)` from the back edges `k`.
+    Cycle {
+        /// The SESE counter giving the back edges.
+        cand: Box<Candidate>,
+        /// Per exit of `cand.counter.add_at`: its source's position on the path.
+        exit_at: Vec<usize>,
+    },
+    /// Any shape: the plan's chord increments added to a register in the copy.
+    Register,
+}
+
 /// A loop versioned in events mode.
 pub(crate) struct FastLoop {
-    /// The SESE counter giving the back edges.
-    pub cand: Candidate,
-    /// The members along the cycle, header first.
+    pub counting: Counting,
+    /// The members, header first (for `Cycle`: along the cycle).
     pub path: Vec<NodeId>,
     /// The entry edge.
     pub entry: EdgeId,
-    /// Per exit of `cand.counter.add_at`: its source's position on `path`.
-    pub exit_at: Vec<usize>,
+    /// The exit edges (for `Cycle`: `cand.counter.add_at`).
+    pub exits: Vec<EdgeId>,
+    /// Values of the loop used after it other than by phis of its exit blocks (then every
+    /// exit goes to one block, which has no other predecessor), by block and position: edge
+    /// splitting rebuilds the header's phis in place.
+    pub live_out: Vec<(Bb, usize)>,
+}
+
+/// Why a loop is not versioned (counted under `TALLY_DEBUG_FAST`, module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Refusal {
+    NotInnermost,
+    Calls,
+    Shape,
+    Entries,
+    Unsplittable,
+    Ir,
+    Big,
+    LiveOut,
+    Branches,
+    NoCandidate,
+    FewTurns,
 }
 
 /// What the fast loops of a function were.
@@ -78,8 +124,14 @@ pub(crate) struct FastStats {
     pub trips: usize,
 }
 
-/// The loops of `l` to version (module doc), under `sese` (`Off`: none), and the loops and
-/// candidates searched.
+fn debug(what: &str) {
+    if std::env::var_os("TALLY_DEBUG_FAST").is_some() {
+        eprintln!("tally-fast: {what}");
+    }
+}
+
+/// The loops of `l` to version (module doc), under `sese` (`Off`: none; `All`: also
+/// register counts and live-out repair), and the loops and candidates searched.
 pub(super) fn plan(
     l: &Lowered,
     ep: &EventsPlan,
@@ -90,6 +142,7 @@ pub(super) fn plan(
         return (Vec::new(), FastStats::default());
     }
     let cfg = &l.cfg;
+    let register = choice == Sese::All;
     let choice = if choice == Sese::Trips {
         Sese::Trips
     } else {
@@ -101,7 +154,7 @@ pub(super) fn plan(
         candidates: st.candidates,
         ..FastStats::default()
     };
-    if cands.is_empty() {
+    if st.loops == 0 {
         return (Vec::new(), searched);
     }
     let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
@@ -116,15 +169,118 @@ pub(super) fn plan(
     let dfs = Dfs::compute(cfg);
     let loops = Loops::compute(cfg, &dfs);
     let doms = Dominators::compute(cfg, &dfs);
+    let mut by_header: HashMap<NodeId, Candidate> =
+        cands.into_iter().map(|c| (c.counter.header, c)).collect();
     let mut out = Vec::new();
-    for cand in cands {
-        let h = cand.counter.header;
-        let Ok(lp) = SeseLoop::new(cfg, &loops, &doms, h) else {
-            continue;
-        };
-        if let Some((path, entry)) = shape(l, ep, &lp, cand.counter.measured) {
+    for &h in loops.entries() {
+        let cand = by_header.remove(&h);
+        match classify(l, ep, &loops, &doms, h, cand, freq, register) {
+            Ok(f) => out.push(f),
+            Err(why) => debug(&format!("refused {why:?}")),
+        }
+    }
+    (out, searched)
+}
+
+/// The loop of header `h` if it can be versioned (module doc), or why not.
+#[allow(clippy::too_many_arguments)]
+fn classify(
+    l: &Lowered,
+    ep: &EventsPlan,
+    loops: &Loops,
+    doms: &Dominators,
+    h: NodeId,
+    cand: Option<Candidate>,
+    freq: &IdVec<EdgeId, f64>,
+    register: bool,
+) -> Result<FastLoop, Refusal> {
+    let cfg = &l.cfg;
+    let members = loops.nat_loop(h);
+    if members.iter().any(|&m| m != h && loops.is_loop_entry(m)) {
+        return Err(Refusal::NotInnermost);
+    }
+    let lp = SeseLoop::new(cfg, loops, doms, h).map_err(|_| Refusal::Shape)?;
+    if ep.calls.iter().any(|c| lp.contains(c.node)) || !lp.early_exits.is_empty() {
+        return Err(Refusal::Calls);
+    }
+    let [entry] = lp.entries[..] else {
+        return Err(Refusal::Entries);
+    };
+    if !splittable_flow(l, entry) || !lp.exits.iter().all(|&e| splittable_flow(l, e)) {
+        return Err(Refusal::Unsplittable);
+    }
+    // Inside edges: terminator successors (no setjmp re-entries, no calls).
+    for &m in &lp.members {
+        for &e in cfg.succs(m) {
+            if lp.contains(cfg.edge(e).dst) && !matches!(l.edges[e.index()], EdgeIr::Succ { .. }) {
+                return Err(Refusal::Ir);
+            }
+        }
+    }
+    // The IR: one vertex per block, branches only, no calls but intrinsics, small.
+    let bbs: Vec<Bb> = lp
+        .members
+        .iter()
+        .map(|&m| l.nodes[m.index()].start.parent())
+        .collect();
+    let mut size = 0;
+    for (&m, &bb) in lp.members.iter().zip(&bbs) {
+        let node = &l.nodes[m.index()];
+        let term = bb.terminator().ok_or(Refusal::Ir)?;
+        if node.end != term
+            || bbs.iter().filter(|&&b| b == bb).count() != 1
+            || !matches!(term.opcode(), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch)
+        {
+            return Err(Refusal::Ir);
+        }
+        for i in bb.instructions() {
+            size += 1;
+            if i.is_call_like()
+                && !(i.opcode() == LLVMOpcode::LLVMCall
+                    && !i.calls_inline_asm()
+                    && i.called_function().is_some_and(|f| f.intrinsic_id() != 0))
+            {
+                return Err(Refusal::Calls);
+            }
+        }
+    }
+    if size > MAX_INSTRS {
+        return Err(Refusal::Big);
+    }
+    // Values used after the loop other than by its exit blocks' phis: merged by a phi of the
+    // one exit block (`emit`), which needs every exit to go there, that block to have no
+    // other predecessor, and the value to be defined on every exit's way.
+    let mut live_out = Vec::new();
+    for (&m, &bb) in lp.members.iter().zip(&bbs) {
+        for (k, i) in bb.instructions().into_iter().enumerate() {
+            if !used_only_inside_or_by_exit_phis(i, &bbs) {
+                live_out.push((m, i, (bb, k)));
+            }
+        }
+    }
+    if !live_out.is_empty() {
+        let x = cfg.edge(lp.exits[0]).dst;
+        let repairable = register
+            && lp.exits.iter().all(|&e| cfg.edge(e).dst == x)
+            && cfg.preds(x).iter().all(|&e| lp.contains(cfg.edge(e).src))
+            && live_out.iter().all(|&(m, i, _)| {
+                only_instruction_users(i)
+                    && lp.exits.iter().all(|&e| doms.dominates(m, cfg.edge(e).src))
+            });
+        if !repairable {
+            return Err(Refusal::LiveOut);
+        }
+    }
+    let live_out: Vec<(Bb, usize)> = live_out.into_iter().map(|(_, _, at)| at).collect();
+    if lp.members.iter().map(|&n| ep.events[n]).sum::<u64>() == 0 {
+        return Err(Refusal::Ir);
+    }
+    // Today's one-cycle loops with a SESE counter: nothing per turn.
+    let cycle = cycle_path(l, &lp);
+    if let (Some(path), Some(cand)) = (&cycle, cand) {
+        if lp.latches == [cand.counter.measured] {
             if freq[cand.counter.measured] < MIN_TURNS * freq[entry] {
-                continue;
+                return Err(Refusal::FewTurns);
             }
             let exit_at = cand
                 .counter
@@ -137,15 +293,52 @@ pub(super) fn plan(
                         .expect("exits leave members")
                 })
                 .collect();
-            out.push(FastLoop {
-                cand,
-                path,
+            return Ok(FastLoop {
+                live_out,
+                exits: cand.counter.add_at.clone(),
+                counting: Counting::Cycle {
+                    cand: Box::new(cand),
+                    exit_at,
+                },
+                path: path.clone(),
                 entry,
-                exit_at,
             });
         }
     }
-    (out, searched)
+    if !register {
+        return Err(if cycle.is_some() {
+            Refusal::NoCandidate
+        } else {
+            Refusal::Branches
+        });
+    }
+    let turns: f64 = lp.latches.iter().map(|&e| freq[e]).sum();
+    if turns < MIN_TURNS * freq[entry] {
+        return Err(Refusal::FewTurns);
+    }
+    // Parallel inside edges (switch cases to one block) share the copy's phi entry: they
+    // must add the same.
+    let mut seen: HashMap<(NodeId, NodeId), i64> = HashMap::new();
+    for &m in &lp.members {
+        for &e in cfg.succs(m) {
+            let d = cfg.edge(e).dst;
+            if lp.contains(d) {
+                let inc = ep.plan.increment(e);
+                if *seen.entry((m, d)).or_insert(inc) != inc {
+                    return Err(Refusal::Ir);
+                }
+            }
+        }
+    }
+    let mut path = vec![h];
+    path.extend(lp.members.iter().copied().filter(|&m| m != h));
+    Ok(FastLoop {
+        live_out,
+        counting: Counting::Register,
+        path,
+        entry,
+        exits: lp.exits.clone(),
+    })
 }
 
 fn splittable_flow(l: &Lowered, e: EdgeId) -> bool {
@@ -158,27 +351,13 @@ fn splittable_flow(l: &Lowered, e: EdgeId) -> bool {
     ) && l.cfg.edge(e).kind == EdgeKind::Flow
 }
 
-/// The cycle of a loop that qualifies (module doc), header first, and its entry edge.
-fn shape(
-    l: &Lowered,
-    ep: &EventsPlan,
-    lp: &SeseLoop,
-    back: EdgeId,
-) -> Option<(Vec<NodeId>, EdgeId)> {
+/// The members along the loop's cycle, header first, if its body is one cycle (each member
+/// has one successor edge inside the loop).
+fn cycle_path(l: &Lowered, lp: &SeseLoop) -> Option<Vec<NodeId>> {
     let cfg = &l.cfg;
-    let [entry] = lp.entries[..] else {
+    let [back] = lp.latches[..] else {
         return None;
     };
-    if lp.latches != [back] || !lp.early_exits.is_empty() || !splittable_flow(l, entry) {
-        return None;
-    }
-    if !lp.exits.iter().all(|&e| splittable_flow(l, e)) {
-        return None;
-    }
-    if ep.calls.iter().any(|c| lp.contains(c.node)) {
-        return None;
-    }
-    // One cycle: each member has one successor edge inside the loop.
     let mut path = vec![lp.header];
     let mut n = lp.header;
     loop {
@@ -191,9 +370,6 @@ fn shape(
         let [e] = inside[..] else {
             return None;
         };
-        if !matches!(l.edges[e.index()], EdgeIr::Succ { .. }) {
-            return None;
-        }
         let d = cfg.edge(e).dst;
         if d == lp.header {
             if e != back {
@@ -207,42 +383,65 @@ fn shape(
         path.push(d);
         n = d;
     }
-    if path.len() != lp.members.len() {
-        return None;
-    }
-    // The IR: one vertex per block, branches only, no calls but intrinsics, small.
-    let bbs: Vec<Bb> = path
-        .iter()
-        .map(|&m| l.nodes[m.index()].start.parent())
-        .collect();
-    let mut size = 0;
-    for (&m, &bb) in path.iter().zip(&bbs) {
-        let node = &l.nodes[m.index()];
-        let term = bb.terminator()?;
-        if node.end != term
-            || bbs.iter().filter(|&&b| b == bb).count() != 1
-            || !matches!(term.opcode(), LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch)
-        {
-            return None;
-        }
-        for i in bb.instructions() {
-            size += 1;
-            if i.is_call_like()
-                && !(i.opcode() == LLVMOpcode::LLVMCall
-                    && !i.calls_inline_asm()
-                    && i.called_function().is_some_and(|f| f.intrinsic_id() != 0))
-            {
-                return None;
+    (path.len() == lp.members.len()).then_some(path)
+}
+
+/// Every user of `v` is an instruction (its uses can be rewritten).
+fn only_instruction_users(v: Val) -> bool {
+    unsafe {
+        let mut u = c::LLVMGetFirstUse(v.0);
+        while !u.is_null() {
+            if c::LLVMIsAInstruction(c::LLVMGetUser(u)).is_null() {
+                return false;
             }
-            if !used_only_inside_or_by_exit_phis(i, &bbs) {
-                return None;
-            }
+            u = c::LLVMGetNextUse(u);
         }
     }
-    if size > MAX_INSTRS || path.iter().map(|&n| ep.events[n]).sum::<u64>() == 0 {
-        return None;
+    true
+}
+
+/// Makes the uses of the loop's value `v` after the loop (outside `bbs`, but not the exit
+/// block's phis on entries from the loop) use a new phi of the exit block `x` instead, taking
+/// `v` from each exit edge `exits` (edges of terminators in `bbs`); the copy's exits add the
+/// copy's value to it with `x`'s other phis. `v`'s block dominates every exit's source
+/// ([`classify`]), and `x` is the only way out of the loop, so `x` dominates the uses.
+fn merge_live_out(em: &Emitter, l: &Lowered, v: Val, x: Bb, exits: &[EdgeId], bbs: &[Bb]) {
+    let empty = cname("");
+    unsafe {
+        let mut users = Vec::new();
+        let mut u = c::LLVMGetFirstUse(v.0);
+        while !u.is_null() {
+            let user = Val(c::LLVMGetUser(u));
+            if !bbs.contains(&user.parent()) && !users.contains(&user) {
+                users.push(user);
+            }
+            u = c::LLVMGetNextUse(u);
+        }
+        let first = x.first().expect("exit blocks have a terminator");
+        // Before the first instruction's debug records: a phi carries none.
+        c::LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, first.0);
+        let phi = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(v.0), empty.as_ptr());
+        for &e in exits {
+            let EdgeIr::Succ { term, .. } = l.edges[e.index()] else {
+                unreachable!("exits are splittable terminator edges")
+            };
+            let mut vals = [v.0];
+            let mut blocks = [term.parent().0];
+            c::LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+        }
+        for user in users {
+            let is_phi = user.opcode() == LLVMOpcode::LLVMPHI;
+            for k in 0..c::LLVMGetNumOperands(user.0) as u32 {
+                if c::LLVMGetOperand(user.0, k) != v.0 {
+                    continue;
+                }
+                if is_phi && bbs.contains(&Bb(c::LLVMGetIncomingBlock(user.0, k))) {
+                    continue;
+                }
+                c::LLVMSetOperand(user.0, k, phi);
+            }
+        }
     }
-    Some((path, entry))
 }
 
 /// Every use of `v` is in the loop or in a phi of an exit block on an entry from the loop.
@@ -288,17 +487,27 @@ pub(super) fn emit(
     let used: Vec<&FastLoop> = fast
         .iter()
         .filter(|f| {
-            !f.path.iter().any(|&n| skip(n))
-                && !f.cand.counter.add_at.iter().any(|&e| skip(cfg.edge(e).dst))
+            let ok =
+                !f.path.iter().any(|&n| skip(n)) && !f.exits.iter().any(|&e| skip(cfg.edge(e).dst));
+            if !ok {
+                debug("refused Tagged");
+            }
+            ok
         })
         .collect();
     let mut stats = FastStats::default();
     if used.is_empty() {
         return stats;
     }
-    let cands: Vec<&Candidate> = used.iter().map(|f| &f.cand).collect();
+    let cands: Vec<&Candidate> = used
+        .iter()
+        .filter_map(|f| match &f.counting {
+            Counting::Cycle { cand, .. } => Some(&**cand),
+            Counting::Register => None,
+        })
+        .collect();
     // While the function is still the one ScalarEvolution answered about.
-    let trips = sese::expand_trip_counts(em.func, &cands);
+    let mut trips = sese::expand_trip_counts(em.func, &cands).into_iter();
     let empty = cname("");
     let g = em.g;
     // Every V first: a loop's exit may be another's entry, whose V the copy's exit then
@@ -314,9 +523,8 @@ pub(super) fn emit(
             v
         })
         .collect();
-    for ((f, trips), v) in used.iter().zip(trips).zip(vs) {
+    for (f, v) in used.iter().zip(vs) {
         stats.versioned += 1;
-        stats.trips += usize::from(f.cand.is_trip_count());
         let bbs: Vec<Bb> = f
             .path
             .iter()
@@ -324,7 +532,8 @@ pub(super) fn emit(
             .collect();
         let header = bbs[0];
         let map = clone_blocks(em, &bbs, v);
-        let copy_header = Bb(unsafe { c::LLVMValueAsBasicBlock(map[&as_value(header)]) });
+        let copy_of = |bb: Bb| Bb(unsafe { c::LLVMValueAsBasicBlock(map[&as_value(bb)]) });
+        let copy_header = copy_of(header);
         unsafe {
             let br = v.terminator().expect("split block has its branch");
             em.at(br);
@@ -341,11 +550,33 @@ pub(super) fn emit(
             ir::set_branch_weights(g.ctx, cond, &[1 << 20, 1]);
             c::LLVMInstructionEraseFromParent(br.0);
         }
-        // The copy's exits.
+        let lookup = |x: Val| -> Val { map.get(&x.0).map_or(x, |&y| Val(y)) };
+        if !f.live_out.is_empty() {
+            let EdgeIr::Succ { term, index, .. } = l.edges[f.exits[0].index()] else {
+                unreachable!("exits are splittable terminator edges")
+            };
+            let x = term.successor(index);
+            for &(bb, k) in &f.live_out {
+                let v = bb.instructions()[k];
+                merge_live_out(em, l, v, x, &f.exits, &bbs);
+            }
+        }
+        // Register counting: per copied block, the plan's increments of the inside edges
+        // taken since the copy's entry (a phi; the edge's increment added at its source).
+        let acc: HashMap<NodeId, LLVMValueRef> = match &f.counting {
+            Counting::Cycle { cand, .. } => {
+                stats.trips += usize::from(cand.is_trip_count());
+                HashMap::new()
+            }
+            Counting::Register => register_counts(em, l, ep, &f.path, &copy_of, v),
+        };
+        let trips = match &f.counting {
+            Counting::Cycle { .. } => trips.next().expect("one per cycle loop"),
+            Counting::Register => None,
+        };
         let e_turn: u64 = f.path.iter().map(|&n| ep.events[n]).sum();
         let q_header = plan.query_start(f.path[0]);
-        let lookup = |x: Val| -> Val { map.get(&x.0).map_or(x, |&y| Val(y)) };
-        for (i, &e) in f.cand.counter.add_at.iter().enumerate() {
+        for (i, &e) in f.exits.iter().enumerate() {
             let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
                 unreachable!("exits are splittable terminator edges")
             };
@@ -358,21 +589,39 @@ pub(super) fn emit(
             });
             copy_term.set_successor(index, landing);
             em.at_end(landing);
-            let k = sese::back_edges_in_copy(em, &f.cand, i, &lookup, trips);
-            let before: u64 = f.path[..=f.exit_at[i]].iter().map(|&n| ep.events[n]).sum();
-            let dst = cfg.edge(e).dst;
-            let konst = (before as i64)
-                .wrapping_add(q_header)
-                .wrapping_sub(plan.query_start(dst));
+            // `d`: what the original loop subtracts from `left` between V and x's start.
+            let d = match &f.counting {
+                Counting::Cycle { cand, exit_at } => {
+                    let k = sese::back_edges_in_copy(em, cand, i, &lookup, trips);
+                    let before: u64 = f.path[..=exit_at[i]].iter().map(|&n| ep.events[n]).sum();
+                    let konst = (before as i64)
+                        .wrapping_add(q_header)
+                        .wrapping_sub(plan.query_start(cfg.edge(e).dst));
+                    unsafe {
+                        let mut d = k;
+                        if e_turn != 1 {
+                            d = c::LLVMBuildMul(em.b, d, em.i64c(e_turn), empty.as_ptr());
+                        }
+                        if konst != 0 {
+                            let kc = c::LLVMConstInt(g.i64t, konst as u64, 1);
+                            d = c::LLVMBuildAdd(em.b, d, kc, empty.as_ptr());
+                        }
+                        d
+                    }
+                }
+                Counting::Register => unsafe {
+                    // The inside edges' increments, then the exit edge's own (placed by the
+                    // plan on a block of its own on the original exit, bypassed here).
+                    let mut d = acc[&cfg.edge(e).src];
+                    let inc = plan.increment(e);
+                    if inc != 0 {
+                        let kc = c::LLVMConstInt(g.i64t, inc as u64, 1);
+                        d = c::LLVMBuildAdd(em.b, d, kc, empty.as_ptr());
+                    }
+                    d
+                },
+            };
             unsafe {
-                let mut d = k;
-                if e_turn != 1 {
-                    d = c::LLVMBuildMul(em.b, d, em.i64c(e_turn), empty.as_ptr());
-                }
-                if konst != 0 {
-                    let kc = c::LLVMConstInt(g.i64t, konst as u64, 1);
-                    d = c::LLVMBuildAdd(em.b, d, kc, empty.as_ptr());
-                }
                 let left = c::LLVMBuildLoad2(em.b, g.i64t, g.ev_left, empty.as_ptr());
                 let new = c::LLVMBuildSub(em.b, left, d, empty.as_ptr());
                 c::LLVMBuildStore(em.b, new, g.ev_left);
@@ -392,6 +641,67 @@ pub(super) fn emit(
         }
     }
     stats
+}
+
+/// The register counts of a copy (`Counting::Register`): per member `m`, a phi at the top of
+/// `m`'s copy holding the plan's increments of the inside edges taken since the copy was
+/// entered from `v` (0 there). An edge's increment is added at the end of its source's copy
+/// (parallel edges add the same, [`classify`]), so the value is in a register, not `left`.
+fn register_counts(
+    em: &Emitter,
+    l: &Lowered,
+    ep: &EventsPlan,
+    members: &[NodeId],
+    copy_of: &dyn Fn(Bb) -> Bb,
+    v: Bb,
+) -> HashMap<NodeId, LLVMValueRef> {
+    let cfg = &l.cfg;
+    let g = em.g;
+    let empty = cname("");
+    let bb_of = |m: NodeId| l.nodes[m.index()].start.parent();
+    let mut acc = HashMap::new();
+    for &m in members {
+        let nb = copy_of(bb_of(m));
+        unsafe {
+            let first = nb.first().expect("copied blocks have a terminator");
+            c::LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, first.0);
+            let name = cname("tally.fast.acc");
+            acc.insert(m, c::LLVMBuildPhi(em.b, g.i64t, name.as_ptr()));
+        }
+    }
+    unsafe {
+        let phi = acc[&members[0]];
+        let mut vals = [c::LLVMConstInt(g.i64t, 0, 0)];
+        let mut blocks = [v.0];
+        c::LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+    }
+    for &m in members {
+        let nb = copy_of(bb_of(m));
+        let term = nb.terminator().expect("copied blocks have a terminator");
+        let mut sums: HashMap<i64, LLVMValueRef> = HashMap::new();
+        for &e in cfg.succs(m) {
+            let d = cfg.edge(e).dst;
+            let Some(&phi) = acc.get(&d) else {
+                continue;
+            };
+            let inc = ep.plan.increment(e);
+            let val = *sums.entry(inc).or_insert_with(|| unsafe {
+                if inc == 0 {
+                    acc[&m]
+                } else {
+                    em.at(term);
+                    let kc = c::LLVMConstInt(g.i64t, inc as u64, 1);
+                    c::LLVMBuildAdd(em.b, acc[&m], kc, empty.as_ptr())
+                }
+            });
+            unsafe {
+                let mut vals = [val];
+                let mut blocks = [nb.0];
+                c::LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+            }
+        }
+    }
+    acc
 }
 
 /// Gives `v` (a block on the edge `p -> H`) a phi for each phi of `H`, taking `H`'s value
