@@ -559,29 +559,25 @@ pub fn report(
     if tally_format::trace::is_flight_recorder(bytes) {
         return Err(FLIGHT_RECORDER_NO_COUNTS.into());
     }
-    // Flat counters (one lookup per event): function i's edges at ebase[i].., blocks at
-    // bbase[i]...
+    // Flat counters (one lookup per event): function i's edges at ebase[i]... Only edges are
+    // counted as regeneration goes: a step enters its block by its `via` edge (`e0`, a
+    // normal edge, a landing edge: always one whose target is the block), so a block's count
+    // is the sum of its in-edges' counts, summed once at the end.
     let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
     let p = program(profile, &trace)?;
-    let (mut ebase, mut bbase) = (Vec::new(), Vec::new());
-    let (mut ne, mut nb) = (0, 0);
+    let mut ebase = Vec::with_capacity(p.funcs.len());
+    let mut ne = 0;
     for t in &p.funcs {
         ebase.push(ne);
-        bbase.push(nb);
         ne += t.input.cfg.num_edges();
-        nb += t.input.cfg.num_blocks();
     }
-    let (mut edges, mut blocks) = (vec![0u64; ne], vec![0u64; nb]);
+    let mut edges = vec![0u64; ne];
     let stopped = {
-        let (ebase, bbase) = (ebase.as_slice(), bbase.as_slice());
-        let (ecount, bcount) = (edges.as_mut_slice(), blocks.as_mut_slice());
+        let ebase = ebase.as_slice();
+        let ecount = edges.as_mut_slice();
         walk(&trace, &p, move |_, ev| {
             let (f, e) = match ev {
-                Visit::Step(s) => {
-                    let b = &mut bcount[bbase[s.func.index()] + s.block.index()];
-                    *b = b.saturating_add(1);
-                    (s.func, s.via)
-                }
+                Visit::Step(s) => (s.func, s.via),
                 Visit::Return(f, e) => (f, e),
             };
             let c = &mut ecount[ebase[f.index()] + e.index()];
@@ -594,7 +590,12 @@ pub fn report(
         let cfg = &t.input.cfg;
         let (ne, nb) = (cfg.num_edges(), cfg.num_blocks());
         let mut e = edges[ebase[i]..ebase[i] + ne].to_vec();
-        let b = blocks[bbase[i]..bbase[i] + nb].to_vec();
+        let mut b = vec![0u64; nb];
+        for (x, edge) in cfg.edges() {
+            if let Some(c) = b.get_mut(edge.dst.index()) {
+                *c = c.saturating_add(e[x.index()]);
+            }
+        }
         for v in cfg.blocks() {
             let Some(ee) = cfg.early_exit(v) else {
                 continue;

@@ -694,6 +694,102 @@ impl<'a> Regenerator<'a> {
                 }
                 continue;
             }
+            if tables.paths.is_none() {
+                // A witness-plan activation out of its calls: its walk from block to block
+                // while the blocks entered have no call sites, the same steps as the general
+                // walk below (which also serves path-number functions) with the activation's
+                // state in locals, without going back through the stack, the waiting flag
+                // and the call sites between two blocks.
+                let func = top.func;
+                let mut block = top.block;
+                let mut pending = top.pending;
+                let mut stepped = false;
+                let r = loop {
+                    let (e, act) = match tables.blocks[block].leave {
+                        Leave::One(e, act) => (e, act),
+                        Leave::Choice {
+                            bits,
+                            dense,
+                            start,
+                            len,
+                        } => {
+                            let value = match pending {
+                                Some(v) => v,
+                                None => match read_witness(src, bits, func, block) {
+                                    Ok(v) => {
+                                        pending = Some(v);
+                                        v
+                                    }
+                                    Err(err) => break Err(err),
+                                },
+                            };
+                            match tables.choose(dense, start, len, value) {
+                                Some(e) => (e, tables.edges[e]),
+                                None => break Err(RegenError::NoChoice { func, block, value }),
+                            }
+                        }
+                        Leave::None => break Err(RegenError::NoSuccessor { func, block }),
+                        // (`Tables::new` gives path predicates to path-number functions only.)
+                        Leave::Path { .. } => {
+                            break Err(RegenError::Decode(format!(
+                                "{func} {block}: a path predicate in a witness-plan function"
+                            )))
+                        }
+                    };
+                    if let Some((value, bits)) = act.witness {
+                        let found = match pending.take() {
+                            Some(v) => v,
+                            None => match read_witness(src, bits, func, block) {
+                                Ok(v) => v,
+                                Err(err) => break Err(err),
+                            },
+                        };
+                        if found != value {
+                            break Err(RegenError::WrongWitness {
+                                func,
+                                edge: e,
+                                expected: value,
+                                found,
+                            });
+                        }
+                    }
+                    if act.ret {
+                        if pending.is_some() {
+                            break Err(RegenError::Pending { func, block });
+                        }
+                        visit(Visit::Return(func, e));
+                        break Ok(true);
+                    }
+                    block = act.dst;
+                    stepped = true;
+                    visit(Visit::Step(Step {
+                        func,
+                        block,
+                        via: e,
+                    }));
+                    if !tables.blocks[block].sites.is_empty() {
+                        break Ok(false);
+                    }
+                    // (What the general loop checks before each step.)
+                    if std::mem::take(&mut src.read) {
+                        quiet = 0;
+                    } else {
+                        quiet += 1;
+                        if quiet > self.max_quiet {
+                            break Err(RegenError::Quiet { func, block });
+                        }
+                    }
+                };
+                if stepped {
+                    top.block = block;
+                    top.sites = tables.blocks[block].sites.clone();
+                }
+                top.pending = pending;
+                if r? {
+                    stack.pop();
+                }
+                continue;
+            }
             let (func, block) = (top.func, top.block);
             let (e, act) = match tables.blocks[block].leave {
                 Leave::None => return Err(RegenError::NoSuccessor { func, block }),
