@@ -96,6 +96,32 @@ __attribute__((noinline)) static long nest(int n, int m) {
     return t;
 }
 
+/* Inner loops of a nest (docs/sese.md, "Tenth round"): one that sweeps a range from a fixed
+   start on every entry (versioned) and one that resumes where the previous entry stopped
+   (`while (end < off) b[++end] = ...`, refused by the nesting rule). */
+__attribute__((noinline)) static long nest_sweep(int n, int m) {
+    long t = 0;
+    for (int i = 0; i < n; i++) {
+        long u = i;
+        for (int j = 0; j < m; j++)
+            u = u * 31 + a[(i * m + j) & 4095];
+        t ^= u;
+    }
+    return t;
+}
+
+__attribute__((noinline)) static long nest_resume(int n) {
+    int end = 0;
+    long t = 0;
+    for (int i = 0; i < n; i++) {
+        int off = (a[i & 4095] & 7) + i;
+        while (end < off)
+            a[++end & 4095] ^= 1;
+        t += end;
+    }
+    return t;
+}
+
 /* A loop whose trip count is not known on entry: an affine counter. */
 __attribute__((noinline)) static int collatz(unsigned long x) {
     int steps = 0;
@@ -167,6 +193,8 @@ int main(int argc, char **argv) {
         fold((uint64_t)wide(r * 11));
         fold(tally_events());
         fold((uint64_t)nest(r % 7, r % 13));
+        fold((uint64_t)nest_sweep(r % 5, 20 + r));
+        fold((uint64_t)nest_resume(50 + r));
         fold((uint64_t)collatz(27 + r));
         fold((uint64_t)chained(1 + r * 50, 100 + r * 90));
         fold(tally_events());

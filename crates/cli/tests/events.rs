@@ -281,6 +281,30 @@ fn counted_loops_equal_the_oracle() {
 }
 
 #[test]
+fn nested_loops_are_versioned_only_over_fixed_ranges() {
+    // The nesting rule (modes/events/fast.rs, docs/sese.md "Tenth round"): an inner loop is
+    // versioned when its exit compares values fixed before the enclosing loop runs
+    // (counted.c's `nest_sweep`), not when its range moves from entry to entry
+    // (`nest_resume`, whose `while (end < off)` resumes where the last entry stopped; the
+    // vectorizer splits it in a vector body and a remainder, both refused).
+    let dir = scratch("events-nesting");
+    let src = repo().join("testdata/events/counted.c");
+    let out = Command::new(tally())
+        .env("TALLY_DEBUG_FAST", "1")
+        .args(["cc", "--tally-mode=events", "-O2", "-g", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join("prog.o"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("versioned nest_sweep "), "{err}");
+    assert!(!err.contains("versioned nest_resume "), "{err}");
+    assert!(err.contains("refused Resumes"), "{err}");
+}
+
+#[test]
 fn branchy_loops_equal_the_oracle() {
     // Call-free loops with if/else, switch, `continue`, several exits, no induction variable,
     // inner loops of nests: their copies add the plan's chord increments to a register and

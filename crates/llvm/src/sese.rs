@@ -166,7 +166,7 @@ struct Affine {
 }
 
 /// One increment of a chain: the constant and whether the instruction has `nsw` / `nuw`.
-struct Link {
+pub(crate) struct Link {
     inst: Val,
     step: i64,
     nsw: bool,
@@ -174,7 +174,7 @@ struct Link {
 }
 
 /// `v = u + C` or `v = u - C` with a constant `C`: `(u, C as added, nsw, nuw)`.
-fn affine_step(v: Val) -> Option<(Val, Link)> {
+pub(crate) fn affine_step(v: Val) -> Option<(Val, Link)> {
     if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() {
         return None;
     }

@@ -39,13 +39,26 @@
 //! value's block dominates every exit's source, a new phi of `x` merges the original's value
 //! and the copy's, and the uses after the loop take it (`x` dominates them all).
 //!
-//! Refused (the plan keeps the loop; `TALLY_DEBUG_FAST=1` prints each refusal's reason):
+//! **Nested loops** (one-cycle loops inside another loop of the function) are entered once
+//! per turn of the enclosing loop, so the entry test and the exit arithmetic (about ten
+//! instructions against two saved per turn) are paid per outer turn, and LLVM's static
+//! estimate gives any loop about 31 turns per entry whatever it does. Such a loop is versioned
+//! only when it has one exit, a comparison of values fixed before the enclosing loop runs
+//! (constants, values defined outside it, variables of the loop advanced by constants from
+//! such a start): every entry then runs the same range (bzip2's passes over its block). A
+//! range that moves from entry to entry (a search resuming where the last one stopped, a copy
+//! up to a moving end) or an exit on data the loop reads ran few turns per entry and cost
+//! more than it saved on xz and zstd (docs/sese.md, "Tenth round").
+//!
+//! Refused (the plan keeps the loop; `TALLY_DEBUG_FAST=1` prints each refusal's reason and
+//! each versioned loop with the facts the rules saw):
 //! loops holding other loops, calls, several entries, unsplittable edges, exits into blocks
 //! counted through predecessor tags, other live-out values, more than [`MAX_INSTRS`]
 //! instructions (code growth), fewer than [`MIN_TURNS`] back edges per entry under the weights
 //! (the entry test and the exit arithmetic would cost more than the decrements saved), and
-//! parallel inside edges with different increments; by default (`on`) also every loop that is
-//! not one cycle with a SESE counter, and every live-out value (the eighth round's choice).
+//! parallel inside edges with different increments, nested one-cycle loops whose range moves
+//! (above); by default (`on`) also every loop that is not one cycle with a SESE counter, and
+//! every live-out value (the eighth round's choice).
 
 use super::EventsPlan;
 use crate::emit::{cname, Emitter};
@@ -109,6 +122,7 @@ enum Refusal {
     Branches,
     NoCandidate,
     FewTurns,
+    Resumes,
 }
 
 /// What the fast loops of a function were.
@@ -175,7 +189,12 @@ pub(super) fn plan(
     for &h in loops.entries() {
         let cand = by_header.remove(&h);
         match classify(l, ep, &loops, &doms, h, cand, freq, register) {
-            Ok(f) => out.push(f),
+            Ok(f) => {
+                if std::env::var_os("TALLY_DEBUG_FAST").is_some() {
+                    debug(&describe(l, &loops, &f, freq, func));
+                }
+                out.push(f)
+            }
             Err(why) => debug(&format!("refused {why:?}")),
         }
     }
@@ -282,6 +301,27 @@ fn classify(
             if freq[cand.counter.measured] < MIN_TURNS * freq[entry] {
                 return Err(Refusal::FewTurns);
             }
+            // Nested in another loop: entered once per outer turn, so the entry test and the
+            // exit arithmetic are paid per outer turn, and the static estimate (about 31 turns
+            // per entry for any loop) says nothing of how far each entry runs. Kept only
+            // loops with one exit whose range is fixed before the enclosing loop runs (bzip2's
+            // `fallbackSort` passes over the block); refused loops whose range moves from
+            // entry to entry (a search resuming where the last one stopped, a copy up to a
+            // moving end: xz's `while (len_end < offset)`, zstd's `ZSTD_wildcopy`) or that
+            // leave early on data (match catch-up loops), docs/sese.md "Tenth round".
+            if let Some(outer) = enclosing(loops, h) {
+                let header_bb = l.nodes[h.index()].start.parent();
+                let outer_bbs: Vec<Bb> = loops
+                    .nat_loop(outer)
+                    .iter()
+                    .map(|&m| l.nodes[m.index()].start.parent())
+                    .collect();
+                if !(lp.exits.len() == 1
+                    && range_fixed_outside(l, lp.exits[0], header_bb, &bbs, &outer_bbs))
+                {
+                    return Err(Refusal::Resumes);
+                }
+            }
             let exit_at = cand
                 .counter
                 .add_at
@@ -339,6 +379,146 @@ fn classify(
         entry,
         exits: lp.exits.clone(),
     })
+}
+
+/// The innermost loop holding the loop of header `h`, other than itself.
+fn enclosing(loops: &Loops, h: NodeId) -> Option<NodeId> {
+    loops
+        .entries()
+        .iter()
+        .copied()
+        .filter(|&y| y != h && loops.contains(y, h))
+        .min_by_key(|&y| loops.nat_loop(y).len())
+}
+
+/// Whether the exit `e` of a loop (blocks `bbs`) is a comparison of values fixed before the
+/// enclosing loop (blocks `outer_bbs`) runs: constants, values defined outside it, and
+/// variables of the loop advanced by constants from such a start. Then every entry runs the
+/// same range; otherwise the range moves with the enclosing loop's turns, or the exit tests
+/// data the loop reads (module doc, the nesting rule).
+fn range_fixed_outside(l: &Lowered, e: EdgeId, header: Bb, bbs: &[Bb], outer_bbs: &[Bb]) -> bool {
+    let EdgeIr::Succ { term, .. } = l.edges[e.index()] else {
+        return false;
+    };
+    if term.opcode() != LLVMOpcode::LLVMBr || term.num_operands() != 3 {
+        return false;
+    }
+    let cond = term.operand(0);
+    if unsafe { c::LLVMIsAICmpInst(cond.0) }.is_null() {
+        return false;
+    }
+    (0..2).all(|k| in_fixed_range(cond.operand(k), header, bbs, outer_bbs, 4))
+}
+
+/// `v` (an operand of a loop's exit test, [`range_fixed_outside`]): fixed outside the
+/// enclosing loop, or a variable of the loop advanced by constants from such a start.
+fn in_fixed_range(v: Val, header: Bb, bbs: &[Bb], outer_bbs: &[Bb], depth: u32) -> bool {
+    if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() {
+        return true; // constants, arguments, globals
+    }
+    let bb = v.parent();
+    if !bbs.contains(&bb) {
+        return fixed_outside(v, outer_bbs, depth);
+    }
+    if depth == 0 {
+        return false;
+    }
+    if v.opcode() == LLVMOpcode::LLVMPHI && bb == header {
+        // A header phi: advanced by a constant on the back edges, from a fixed start.
+        let n = unsafe { c::LLVMCountIncoming(v.0) };
+        return (0..n).all(|i| {
+            let from = Bb(unsafe { c::LLVMGetIncomingBlock(v.0, i) });
+            let x = Val(unsafe { c::LLVMGetIncomingValue(v.0, i) });
+            if bbs.contains(&from) {
+                sese::affine_step(x).is_some_and(|(u, _)| u == v)
+            } else {
+                fixed_outside(x, outer_bbs, depth - 1)
+            }
+        });
+    }
+    match v.opcode() {
+        LLVMOpcode::LLVMZExt | LLVMOpcode::LLVMSExt | LLVMOpcode::LLVMTrunc => {
+            in_fixed_range(v.operand(0), header, bbs, outer_bbs, depth - 1)
+        }
+        _ => sese::affine_step(v)
+            .is_some_and(|(u, _)| in_fixed_range(u, header, bbs, outer_bbs, depth - 1)),
+    }
+}
+
+/// `v` (defined outside the loop) is fixed before the enclosing loop (blocks `outer_bbs`)
+/// runs: defined outside it, or computed there by arithmetic from such values.
+fn fixed_outside(v: Val, outer_bbs: &[Bb], depth: u32) -> bool {
+    if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() || !outer_bbs.contains(&v.parent()) {
+        return true;
+    }
+    if depth == 0 {
+        return false;
+    }
+    use LLVMOpcode::*;
+    matches!(
+        v.opcode(),
+        LLVMZExt
+            | LLVMSExt
+            | LLVMTrunc
+            | LLVMAdd
+            | LLVMSub
+            | LLVMMul
+            | LLVMShl
+            | LLVMLShr
+            | LLVMAShr
+            | LLVMAnd
+            | LLVMOr
+            | LLVMXor
+            | LLVMPtrToInt
+            | LLVMGetElementPtr
+    ) && (0..v.num_operands()).all(|k| fixed_outside(v.operand(k), outer_bbs, depth - 1))
+}
+
+/// A versioned loop for `TALLY_DEBUG_FAST`: function, header line, kind and the static
+/// facts the turn rule sees.
+fn describe(
+    l: &Lowered,
+    loops: &Loops,
+    f: &FastLoop,
+    freq: &IdVec<EdgeId, f64>,
+    func: Val,
+) -> String {
+    let h = f.path[0];
+    let depth = loops
+        .entries()
+        .iter()
+        .filter(|&&y| y != h && loops.contains(y, h))
+        .count();
+    let per_call = freq[f.entry] / freq[l.cfg.entry_edge()].max(f64::MIN_POSITIVE);
+    let bb = l.nodes[f.path[0].index()].start.parent();
+    let line = bb
+        .instructions()
+        .into_iter()
+        .find_map(|i| i.debug_loc())
+        .map_or(0, |loc| crate::ir::location_pos(loc).line);
+    let size: usize = f
+        .path
+        .iter()
+        .map(|&m| l.nodes[m.index()].start.parent().instructions().len())
+        .sum();
+    let (kind, trip) = match &f.counting {
+        Counting::Cycle { cand, .. } => ("cycle", cand.is_trip_count()),
+        Counting::Register => ("register", false),
+    };
+    let turns: f64 = l
+        .cfg
+        .preds(f.path[0])
+        .iter()
+        .filter(|&&e| e != f.entry)
+        .map(|&e| freq[e])
+        .sum::<f64>()
+        / freq[f.entry].max(f64::MIN_POSITIVE);
+    format!(
+        "versioned {} line {line} {kind} trip={trip} blocks={} size={size} exits={} turns={turns:.1} depth={depth} entries/call={per_call:.2}",
+        func.name(),
+        f.path.len(),
+        f.exits.len()
+    )
 }
 
 fn splittable_flow(l: &Lowered, e: EdgeId) -> bool {
