@@ -58,9 +58,9 @@
 //! (the entry test and the exit arithmetic would cost more than the decrements saved), and
 //! parallel inside edges with different increments, nested one-cycle loops whose range moves
 //! (above), and nested ones with fewer than [`MIN_TURNS_PER_CALL`] back edges per call of the
-//! function under the weights (cold paths: the copy saves next to nothing there, while its code changes
-//! the register allocation of the function's hot paths, docs/sese.md "Eleventh round"); by
-//! default (`on`) also every loop that is not one cycle with a SESE counter, and
+//! function under the weights (cold paths: the copy saves next to nothing there, while its
+//! code changes the register allocation of the function's hot paths, docs/sese.md "Eleventh
+//! round"); by default (`on`) also every loop that is not one cycle with a SESE counter, and
 //! every live-out value (the eighth round's choice).
 
 use super::EventsPlan;
