@@ -122,6 +122,20 @@ __attribute__((noinline)) static long nest_resume(int n) {
     return t;
 }
 
+/* A fixed-range inner loop on a path the weights say is cold (zlib's window copy in
+   inflate_fast): refused (`Cold`), though nest_sweep's rule alone would keep it. */
+__attribute__((noinline)) static long nest_cold(int n, int m) {
+    long t = 0;
+    for (int i = 0; i < n; i++) {
+        long u = a[i & 4095];
+        if (__builtin_expect(u == 3, 0))
+            for (int j = 0; j < m; j++)
+                u = u * 31 + a[(i * m + j) & 4095];
+        t ^= u;
+    }
+    return t;
+}
+
 /* A loop whose trip count is not known on entry: an affine counter. */
 __attribute__((noinline)) static int collatz(unsigned long x) {
     int steps = 0;
@@ -195,6 +209,7 @@ int main(int argc, char **argv) {
         fold((uint64_t)nest(r % 7, r % 13));
         fold((uint64_t)nest_sweep(r % 5, 20 + r));
         fold((uint64_t)nest_resume(50 + r));
+        fold((uint64_t)nest_cold(40 + r, 10 + r));
         fold((uint64_t)collatz(27 + r));
         fold((uint64_t)chained(1 + r * 50, 100 + r * 90));
         fold(tally_events());

@@ -302,6 +302,10 @@ fn nested_loops_are_versioned_only_over_fixed_ranges() {
     assert!(err.contains("versioned nest_sweep "), "{err}");
     assert!(!err.contains("versioned nest_resume "), "{err}");
     assert!(err.contains("refused Resumes"), "{err}");
+    // A fixed range on a path the weights say is cold (`nest_cold`, zlib's window copy in
+    // `inflate_fast`): refused, docs/sese.md "Eleventh round".
+    assert!(!err.contains("versioned nest_cold "), "{err}");
+    assert!(err.contains("refused Cold"), "{err}");
 }
 
 #[test]

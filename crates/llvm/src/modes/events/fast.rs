@@ -57,7 +57,10 @@
 //! instructions (code growth), fewer than [`MIN_TURNS`] back edges per entry under the weights
 //! (the entry test and the exit arithmetic would cost more than the decrements saved), and
 //! parallel inside edges with different increments, nested one-cycle loops whose range moves
-//! (above); by default (`on`) also every loop that is not one cycle with a SESE counter, and
+//! (above), and nested ones with fewer than [`MIN_TURNS_PER_CALL`] back edges per call of the
+//! function under the weights (cold paths: the copy saves next to nothing there, while its
+//! code changes the register allocation of the function's hot paths, docs/sese.md "Eleventh
+//! round"); by default (`on`) also every loop that is not one cycle with a SESE counter, and
 //! every live-out value (the eighth round's choice).
 
 use super::EventsPlan;
@@ -79,6 +82,10 @@ use tally_graph::{Dfs, EdgeId, EdgeKind, IdVec, Loops, NodeId};
 pub(super) const MAX_INSTRS: usize = 96;
 /// Fewest back edges per entry (under the weights) for a loop to be versioned.
 pub(super) const MIN_TURNS: f64 = 3.0;
+/// Fewest back edges per call of the function (under the weights) for a loop to be versioned:
+/// below it the decrements saved are less than the copy costs the function's other paths
+/// (register allocation of the whole function changes; docs/sese.md "Eleventh round").
+pub(super) const MIN_TURNS_PER_CALL: f64 = 1.0;
 
 /// How a versioned loop's copy knows the events its activation ran.
 pub(crate) enum Counting {
@@ -123,6 +130,7 @@ enum Refusal {
     NoCandidate,
     FewTurns,
     Resumes,
+    Cold,
 }
 
 /// What the fast loops of a function were.
@@ -320,6 +328,14 @@ fn classify(
                     && range_fixed_outside(l, lp.exits[0], header_bb, &bbs, &outer_bbs))
                 {
                     return Err(Refusal::Resumes);
+                }
+                // Cold: on a path the weights say runs rarely per call (zlib's window copy
+                // after `op = wnext` in `inflate_fast`, 0.3 estimated turns per call), the
+                // copy saves next to nothing, yet its code changes the register allocation of
+                // the whole function: +0.36M instructions on zlib's hot decoding loop (spills,
+                // copies) with the copy never entered, docs/sese.md "Eleventh round".
+                if freq[cand.counter.measured] < MIN_TURNS_PER_CALL * freq[cfg.entry_edge()] {
+                    return Err(Refusal::Cold);
                 }
             }
             let exit_at = cand
