@@ -736,21 +736,9 @@ impl<'a> Regenerator<'a> {
                             )))
                         }
                     };
-                    if let Some((value, bits)) = act.witness {
-                        let found = match pending.take() {
-                            Some(v) => v,
-                            None => match read_witness(src, bits, func, block) {
-                                Ok(v) => v,
-                                Err(err) => break Err(err),
-                            },
-                        };
-                        if found != value {
-                            break Err(RegenError::WrongWitness {
-                                func,
-                                edge: e,
-                                expected: value,
-                                found,
-                            });
+                    if let Some(w) = act.witness {
+                        if let Err(err) = check_witness(src, &mut pending, w, func, block, e) {
+                            break Err(err);
                         }
                     }
                     if act.ret {
@@ -873,19 +861,8 @@ impl<'a> Regenerator<'a> {
                     top.pwalked = act.pnext;
                 }
             }
-            if let Some((value, bits)) = act.witness {
-                let found = match top.pending.take() {
-                    Some(v) => v,
-                    None => read_witness(src, bits, func, block)?,
-                };
-                if found != value {
-                    return Err(RegenError::WrongWitness {
-                        func,
-                        edge: e,
-                        expected: value,
-                        found,
-                    });
-                }
+            if let Some(w) = act.witness {
+                check_witness(src, &mut top.pending, w, func, block, e)?;
             }
             if act.ret {
                 if top.pending.is_some() {
@@ -937,6 +914,32 @@ fn read_path(
         }
     };
     number.checked_sub(base + top.pwalked).ok_or_else(bad)
+}
+
+/// The witness `(value, bits)` an edge's action expects: the pending one, else read from
+/// `src`, and an error when it is another.
+#[inline(always)]
+fn check_witness(
+    src: &mut impl RecordSource,
+    pending: &mut Option<u32>,
+    (value, bits): (u32, u8),
+    func: FuncId,
+    block: NodeId,
+    edge: EdgeId,
+) -> Result<(), RegenError> {
+    let found = match pending.take() {
+        Some(v) => v,
+        None => read_witness(src, bits, func, block)?,
+    };
+    if found != value {
+        return Err(RegenError::WrongWitness {
+            func,
+            edge,
+            expected: value,
+            found,
+        });
+    }
+    Ok(())
 }
 
 #[inline]
