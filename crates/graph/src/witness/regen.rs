@@ -713,19 +713,10 @@ impl<'a> Regenerator<'a> {
                             start,
                             len,
                         } => {
-                            let value = match pending {
-                                Some(v) => v,
-                                None => match read_witness(src, bits, func, block) {
-                                    Ok(v) => {
-                                        pending = Some(v);
-                                        v
-                                    }
-                                    Err(err) => break Err(err),
-                                },
-                            };
-                            match tables.choose(dense, start, len, value) {
-                                Some(e) => (e, tables.edges[e]),
-                                None => break Err(RegenError::NoChoice { func, block, value }),
+                            let choice = (bits, dense, start, len);
+                            match take_choice(src, tables, &mut pending, choice, func, block) {
+                                Ok(x) => x,
+                                Err(err) => break Err(err),
                             }
                         }
                         Leave::None => break Err(RegenError::NoSuccessor { func, block }),
@@ -788,18 +779,8 @@ impl<'a> Regenerator<'a> {
                     start,
                     len,
                 } => {
-                    let value = match top.pending {
-                        Some(v) => v,
-                        None => {
-                            let v = read_witness(src, bits, func, block)?;
-                            top.pending = Some(v);
-                            v
-                        }
-                    };
-                    let e = tables
-                        .choose(dense, start, len, value)
-                        .ok_or(RegenError::NoChoice { func, block, value })?;
-                    (e, tables.edges[e])
+                    let choice = (bits, dense, start, len);
+                    take_choice(src, tables, &mut top.pending, choice, func, block)?
                 }
                 Leave::Path { start, len } => {
                     let rest = match top.prest {
@@ -914,6 +895,32 @@ fn read_path(
         }
     };
     number.checked_sub(base + top.pwalked).ok_or_else(bad)
+}
+
+/// The out-edge a predicate's witness chooses (`Leave::Choice`'s fields), and what
+/// traversing it does: the witness is the pending one, else read from `src` and kept pending
+/// (the edge's own action consumes it).
+#[inline(always)]
+fn take_choice(
+    src: &mut impl RecordSource,
+    tables: &Tables,
+    pending: &mut Option<u32>,
+    (bits, dense, start, len): (u8, bool, u32, u32),
+    func: FuncId,
+    block: NodeId,
+) -> Result<(EdgeId, EdgeAct), RegenError> {
+    let value = match *pending {
+        Some(v) => v,
+        None => {
+            let v = read_witness(src, bits, func, block)?;
+            *pending = Some(v);
+            v
+        }
+    };
+    let e = tables
+        .choose(dense, start, len, value)
+        .ok_or(RegenError::NoChoice { func, block, value })?;
+    Ok((e, tables.edges[e]))
 }
 
 /// The witness `(value, bits)` an edge's action expects: the pending one, else read from
