@@ -79,6 +79,7 @@ use crate::sites::{direct_site, Realize};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};
+use std::collections::HashMap;
 use tally_format::{abi, Probe, WCallee, WtraceMeta};
 use tally_graph::paths::Action;
 use tally_graph::witness::{self, CallSite, Callee, FuncId, FunctionInput, Plan, PlanKind};
@@ -1189,6 +1190,12 @@ impl Rec<'_> {
     /// intrinsics, inline asm, the libc leaves of [`OPAQUE_LIBC`] and the runtime's `direct`
     /// and `ret`) and before every `ret`, loaded after such calls and after `enter`. Run last,
     /// over the whole instrumented function.
+    ///
+    /// A save is left out where the copy cannot have changed since it was loaded (no record
+    /// put on any path from the last load): the thread's accumulator still holds the same
+    /// words, since only the calls followed by a load write to it. In a run of calls with no
+    /// witness between them (a loop body that only calls, straight-line code after inlining)
+    /// each call then costs the load after it, which is dead unless a record or a save uses it.
     fn save_and_load_around_calls(&self, em: &Emitter) {
         let Some((acc, n)) = self.local else { return };
         // The sites may have put a new entry block before the allocas' block.
@@ -1204,31 +1211,76 @@ impl Rec<'_> {
             }
         }
         let blocks = em.func.blocks();
-        for bb in blocks {
+        let role = |v: Val| -> (bool, bool) {
+            if v.opcode() == LLVMOpcode::LLVMRet {
+                (true, false)
+            } else if v.opcode() == LLVMOpcode::LLVMCall {
+                match v.called_function().map(|f| (f.name(), f.intrinsic_id())) {
+                    _ if v.calls_inline_asm() => (false, false),
+                    Some((_, id)) if id != 0 => (false, false),
+                    Some((name, _)) => match name.as_str() {
+                        "__tally_wtrace_enter" | "tally.wtrace.enter" => (false, true),
+                        "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
+                        x if x.starts_with("tally.wtrace.") => (false, false),
+                        x if OPAQUE_LIBC.contains(&x) => (false, false),
+                        _ => (true, true),
+                    },
+                    None => (true, true),
+                }
+            } else {
+                (false, false)
+            }
+        };
+        // Whether `v` changes the copy: any use of the allocas (the appends; the saves and
+        // loads are not inserted yet).
+        let writes_copy =
+            |v: Val| (0..v.num_operands()).any(|i| [acc, n].contains(&v.operand(i).0));
+        // Dirty at a block's end, given dirty at its start (a load clears, a write sets).
+        let through = |bb: Bb, mut dirty: bool| {
             for v in bb.instructions() {
-                let (save, load) = if v.opcode() == LLVMOpcode::LLVMRet {
-                    (true, false)
-                } else if v.opcode() == LLVMOpcode::LLVMCall {
-                    match v.called_function().map(|f| (f.name(), f.intrinsic_id())) {
-                        _ if v.calls_inline_asm() => (false, false),
-                        Some((_, id)) if id != 0 => (false, false),
-                        Some((name, _)) => match name.as_str() {
-                            "__tally_wtrace_enter" | "tally.wtrace.enter" => (false, true),
-                            "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
-                            x if x.starts_with("tally.wtrace.") => (false, false),
-                            x if OPAQUE_LIBC.contains(&x) => (false, false),
-                            _ => (true, true),
-                        },
-                        None => (true, true),
+                if writes_copy(v) {
+                    dirty = true;
+                }
+                if role(v).1 {
+                    dirty = false;
+                }
+            }
+            dirty
+        };
+        let index: HashMap<Bb, usize> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+        // Forward may-analysis to a fixpoint: a block starts dirty if any predecessor ends so.
+        let mut dirty_in = vec![false; blocks.len()];
+        let mut work: Vec<usize> = (0..blocks.len()).collect();
+        while let Some(i) = work.pop() {
+            let out = through(blocks[i], dirty_in[i]);
+            if !out {
+                continue;
+            }
+            let Some(term) = blocks[i].terminator() else {
+                continue;
+            };
+            for s in 0..term.num_successors() {
+                if let Some(&j) = index.get(&term.successor(s)) {
+                    if !dirty_in[j] {
+                        dirty_in[j] = true;
+                        work.push(j);
                     }
-                } else {
-                    (false, false)
-                };
-                if save {
+                }
+            }
+        }
+        for (i, bb) in blocks.into_iter().enumerate() {
+            let mut dirty = dirty_in[i];
+            for v in bb.instructions() {
+                if writes_copy(v) {
+                    dirty = true;
+                }
+                let (save, load) = role(v);
+                if save && dirty {
                     em.at(v);
                     em.call(self.rt.save, &mut [acc, n], v);
                 }
                 if load {
+                    dirty = false;
                     if let Some(next) = v.next() {
                         em.at(next);
                         em.call(self.rt.load, &mut [acc, n], v);
