@@ -57,8 +57,8 @@ pub const IPATH_OPEN: &str = "__tally_ipath_open";
 pub const IPATH_RET: &str = "__tally_ipath_ret";
 
 /// Witness trace mode: the thread-local pointer to the calling thread's
-/// [`TallyWtraceAcc`] (`c/wtrace.c`, `tally.h`; never null: a read-only one with `n = 64`
-/// until the thread has a stream).
+/// [`TallyWtraceAcc`] (`c/wtrace.c`, `tally.h`; never null: a read-only one with `fill = 0`,
+/// a count of 64, until the thread has a stream).
 pub const WTRACE_ACC: &str = "__tally_wtrace_acc";
 /// Witness trace mode: `void __tally_wtrace_spill(uint64_t value, uint64_t bits)`, the slow
 /// path of an inline record: the accumulator is full (its word goes to the thread's buffer),
@@ -357,15 +357,16 @@ pub const TALLY_PATH_SITE: StructLayout = layout!(
 
 /// `struct tally_wtrace_acc`: a thread's witness-trace bit accumulator (trace mode), reached
 /// through [`WTRACE_ACC`]; instrumented code appends a record of `b` bits inline (`acc |= v <<
-/// n; n += b`) while `n + b < 64`, else calls [`WTRACE_SPILL`].
+/// (fill & 63); fill += b`) while that leaves `fill` negative (the record fits below bit 64),
+/// else calls [`WTRACE_SPILL`]: the add's sign flag is the test, no compare.
 #[repr(C)]
 #[derive(Debug)]
 pub struct TallyWtraceAcc {
     /// Bits not yet in the thread's buffer, least-significant first.
     pub acc: u64,
-    /// How many (below 64; 64 while the thread has no stream or its stream has ended, so that
-    /// every record takes the slow path).
-    pub n: u64,
+    /// How many, minus 64: from -64 to -1 as a signed number; 0 (a count of 64) while the
+    /// thread has no stream or its stream has ended, so that every record takes the slow path.
+    pub fill: u64,
     /// The callee a traced direct call site is about to enter (set inline while `slow` is 0).
     pub direct: *const u8,
     /// Traced activations on the thread (entries minus returns; inline while `slow` is 0).
@@ -387,7 +388,7 @@ pub const TALLY_WTRACE_ACC: StructLayout = layout!(
     "tally_wtrace_acc",
     [
         (acc, U64),
-        (n, U64),
+        (fill, U64),
         (direct, Ptr),
         (depth, U32),
         (slow, U32),

@@ -35,9 +35,12 @@
  * accumulator (struct tally_wtrace_acc, first in the stream), which instrumented code reaches
  * through the initial-exec TLS pointer __tally_wtrace_acc and appends witnesses, Back and lost
  * records to inline; a full word goes to the buffer (8 bytes, least-significant first: the
- * same bytes as bit by bit) in __tally_wtrace_spill. The pointer is never null: until the
- * thread has a stream it points at wt_no_stream, whose n = 64 sends every record to the slow
- * path (which makes the stream); an ended stream (process end, fork child) keeps n = 64 too.
+ * same bytes as bit by bit) in __tally_wtrace_spill. The accumulator keeps its bit count
+ * minus 64 (`fill`, wt_nacc), so the inline add of a record's width sets the sign flag when
+ * the word is full and no compare is needed. The pointer is never null: until the thread has
+ * a stream it points at wt_no_stream, whose count of 64 (fill 0) sends every record to the
+ * slow path (which makes the stream); an ended stream (process end, fork child) keeps a count
+ * of 64 too.
  */
 #include "rt.h"
 
@@ -45,7 +48,7 @@
 #define WT_MODULE_CHUNK 0xffffffffu
 
 struct wt_thread {
-    /* The fast path's state: the accumulator (n == 64 once ended), the direct flag (the callee
+    /* The fast path's state: the accumulator (a count of 64 once ended), the direct flag (the callee
      * a traced direct call site is about to enter) and the depth (traced activations: entries
      * minus returns, for Unwind and the flight recorder), `slow` set with a flight recorder. */
     struct tally_wtrace_acc a;
@@ -235,13 +238,13 @@ static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec
 
 /* ---- Accumulator (the fast path's state) ---------------------------------------------------- */
 
-/* What __tally_wtrace_acc points at while the thread has no stream: n = 64 and slow = 1, so
- * instrumented code never writes it (every record takes __tally_wtrace_spill, every entry,
- * direct flag and call site the runtime). The first entry in a thread (always through
+/* What __tally_wtrace_acc points at while the thread has no stream: a count of 64 and
+ * slow = 1, so instrumented code never writes it (every record takes __tally_wtrace_spill,
+ * every entry, direct flag and call site the runtime). The first entry in a thread (always through
  * __tally_wtrace_enter, for slow = 1) points the thread at its stream's accumulator, or at
  * wt_no_memory when the stream cannot be mapped, so that the inline `ret`, which decrements
  * the depth without a test, never writes this shared one. */
-static struct tally_wtrace_acc wt_no_stream = {0, 64, 0, 0, 1, 0};
+static struct tally_wtrace_acc wt_no_stream = {0, 0, 0, 0, 1, 0}; /* fill 0: a count of 64 */
 static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("initial-exec")));
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
@@ -333,29 +336,40 @@ static void wt_flush(struct wt_thread *t, int bounded) {
     errno = saved_errno;
 }
 
+/* The accumulator's bit count (0-63; 64 while the thread has no stream or it has ended). The
+ * field `fill` holds it minus 64 (tally.h): negative while the word has room, so the one add
+ * of an inline record also sets the sign flag that sends it to the slow path. */
+static inline uint64_t wt_nacc(const struct wt_thread *t) {
+    return t->a.fill + 64;
+}
+static inline void wt_set_nacc(struct wt_thread *t, uint64_t n) {
+    t->a.fill = n - 64;
+}
+
 static struct wt_thread *wt_get(void) {
     struct wt_thread *t = wt_self;
     if (t)
         return t;
     void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        wt_no_memory = (struct tally_wtrace_acc){0, 64, 0, 0, 1, 0};
+        wt_no_memory = (struct tally_wtrace_acc){0, 0, 0, 0, 1, 0};
         __tally_wtrace_acc = &wt_no_memory;
         return 0;
     }
     t = p;
+    wt_set_nacc(t, 0);
     if (wring_size()) {
         t->ring = wring_new();
         t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
         if (t->ended)
-            t->a.n = 64;
+            wt_set_nacc(t, 64);
         else
             t->a.slow = 1; /* entries, direct flags and call sites keep the shadow stack */
     } else if (wt_compressing()) {
         void *q = mmap(0, sizeof *t->rc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (q == MAP_FAILED) {
             t->ended = 1; /* no coder, no stream (a raw one would corrupt the file) */
-            t->a.n = 64;
+            wt_set_nacc(t, 64);
         } else {
             t->rc = q;
             wt_rc_init(t->rc);
@@ -402,7 +416,7 @@ static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, u
         return;
     if (bits < 64)
         v &= (1ull << bits) - 1;
-    uint64_t n = t->a.n;
+    uint64_t n = wt_nacc(t);
     if (n > 63)
         return; /* (ended meanwhile, by another thread's exit) */
     uint64_t acc = t->a.acc | v << n;
@@ -413,20 +427,20 @@ static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, u
         acc = n ? v >> (bits - n) : 0;
     }
     t->a.acc = acc;
-    t->a.n = n;
+    wt_set_nacc(t, n);
 }
 
 /* The accumulator, padded to a byte, goes to the buffer (a flight recorder's chunk ends, the
  * stream ends); returns the padding bits. */
 static unsigned wt_acc_drain(struct wt_thread *t) {
-    if (t->a.n > 63)
+    if (wt_nacc(t) > 63)
         return 0;
-    unsigned pad = (8 - (unsigned)(t->a.n % 8)) % 8;
+    unsigned pad = (8 - (unsigned)(wt_nacc(t) % 8)) % 8;
     if (pad)
         wt_bits(t, 0, pad);
-    wt_acc_bytes(t, t->a.acc, (unsigned)(t->a.n / 8));
+    wt_acc_bytes(t, t->a.acc, (unsigned)(wt_nacc(t) / 8));
     t->a.acc = 0;
-    t->a.n = 0;
+    wt_set_nacc(t, 0);
     return pad;
 }
 
@@ -435,14 +449,14 @@ static unsigned wt_acc_drain(struct wt_thread *t) {
 static void wt_acc_end(struct wt_thread *t) {
     wt_acc_drain(t);
     t->a.acc = 0;
-    t->a.n = 64;
+    wt_set_nacc(t, 64);
 }
 
 void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
     struct wt_thread *t = wt_get();
     if (!t || t->ended) {
         if (t)
-            t->a.n = 64; /* (a signal handler may have ended the stream mid-record) */
+            wt_set_nacc(t, 64); /* (a signal handler may have ended the stream mid-record) */
         return;
     }
     if (bits <= 32)
@@ -578,7 +592,7 @@ static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced
     wring_push(t->ring, depth, s, function);
     if (announced) /* (in full: the reader starts at any synchronization point) */
         wt_enter_full(t, s, function);
-    if (wring_want_sync(t->ring, depth, t->n + t->a.n / 8)) {
+    if (wring_want_sync(t->ring, depth, t->n + wt_nacc(t) / 8)) {
         unsigned pad = wt_acc_drain(t);
         wt_flush(t, 0);
         wring_sync(t->ring, depth, pad);
@@ -784,7 +798,7 @@ static void wt_dump_locked(void) {
         bad = wt_write_resolutions(wt.fd, &pos);
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t && !bad;
          t = t->next) {
-        uint64_t n = t->ended ? t->end_nacc : t->a.n;
+        uint64_t n = t->ended ? t->end_nacc : wt_nacc(t);
         uint64_t acc = t->ended ? t->end_acc : t->a.acc;
         if (t->ring)
             bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->a.depth, t->buf, t->n, acc,
@@ -833,8 +847,8 @@ void wtrace_finish(void) {
             /* Its buffer and the accumulator's bits stay where the dump finds them; the
              * inline code takes the slow path from now on, which drops every record. */
             t->end_acc = t->a.acc;
-            t->end_nacc = t->a.n > 63 ? 0 : (unsigned)t->a.n;
-            t->a.n = 64;
+            t->end_nacc = wt_nacc(t) > 63 ? 0 : (unsigned)wt_nacc(t);
+            wt_set_nacc(t, 64);
             t->ended = 1;
             any = 1;
             continue;
@@ -872,7 +886,7 @@ void wtrace_forked(void) {
     for (struct wt_thread *t = wt.threads; t; t = t->next) {
         t->n = 0;
         t->ended = 1;
-        t->a.n = 64;
+        wt_set_nacc(t, 64);
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
 }

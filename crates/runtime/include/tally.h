@@ -152,7 +152,8 @@ uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *mod
 /* A traced function returns (`ret`): one traced activation fewer on this thread. */
 void __tally_wtrace_ret(void);
 /* A thread's trace state. Instrumented code appends witnesses, Back and lost records inline
- * (`acc |= value << n; n += bits` while n + bits < 64, else __tally_wtrace_spill), and keeps
+ * (`acc |= value << (fill & 63); fill += bits` while that leaves `fill` negative, i.e. while
+ * the record fits below bit 64, else __tally_wtrace_spill), and keeps
  * the direct flag and the depth inline while `slow` is 0: a direct call site sets `direct` to
  * its callee; an entry whose `self` equals `direct` (and whose module has its slot) clears it
  * and adds one to `depth`, any other calls __tally_wtrace_enter; `ret` takes one off `depth`
@@ -163,13 +164,14 @@ void __tally_wtrace_ret(void);
  * to the runtime. */
 struct tally_wtrace_acc {
     uint64_t acc;       /* bits not yet in the thread's buffer, least-significant first */
-    uint64_t n;         /* how many (< 64); 64 while the thread has no stream or it has ended */
+    uint64_t fill;      /* how many, minus 64 (as int64_t: -64 to -1); 0 while the thread has
+                         * no stream or it has ended (every record: the slow path) */
     const void *direct; /* the callee a traced direct call site is about to enter, or null */
     uint32_t depth;     /* traced activations on this thread (entries minus returns) */
     uint32_t slow;      /* nonzero: entries, direct flags and call sites call the runtime */
     const void *ret;    /* `self` of the traced function that returned last (null: none yet) */
 };
-/* The calling thread's accumulator; never null (a shared one with n = 64 and slow = 1 until
+/* The calling thread's accumulator; never null (a shared one with fill = 0 and slow = 1 until
  * the thread's first entry). */
 extern __thread struct tally_wtrace_acc *__tally_wtrace_acc __attribute__((tls_model("initial-exec")));
 /* The slow path of an inline record of the low `bits` (<= 32) bits of `value`: the

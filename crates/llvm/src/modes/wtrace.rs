@@ -964,9 +964,9 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
 /// inlined: appends the low `bits` bits of `value` (already masked) to the thread's
 /// accumulator (`struct tally_wtrace_acc` through the TLS pointer `__tally_wtrace_acc`) when
 /// they fit below bit 64, else calls `__tally_wtrace_spill(value, bits)` (cold: the word is
-/// full, or the thread has no stream yet or it has ended, which the runtime marks `n = 64`).
-/// With constant arguments the inlined body is a TLS load, two loads, a compare, a shift, an
-/// or and two stores.
+/// full, or the thread has no stream yet or it has ended, which the runtime marks `fill = 0`).
+/// With constant arguments the inlined body is a TLS load, two loads, an add whose sign is the
+/// test, a shift, an or and two stores.
 unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     let mut args = [g.i64t, g.i64t];
     let ty = c::LLVMFunctionType(g.voidt, args.as_mut_ptr(), 2, 0);
@@ -976,7 +976,7 @@ unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     let b = c::LLVMCreateBuilderInContext(g.ctx);
     c::LLVMPositionBuilderAtEnd(b, entry);
     let (value, bits) = (c::LLVMGetParam(f, 0), c::LLVMGetParam(f, 1));
-    let acc = (acc_field(g, b, "acc"), acc_field(g, b, "n"));
+    let acc = (acc_field(g, b, "acc"), acc_field(g, b, "fill"));
     build_append(g, f, b, acc, (value, bits), |b, _| {
         let mut a = [value, bits];
         let e = cname("");
@@ -1035,14 +1035,17 @@ unsafe fn spill_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     spill
 }
 
-/// Builds, at `b`'s end, the append of `(value, bits)` to the accumulator `word_p`/`n_p`: the
-/// inline part when it fits below bit 64, else `spill(b)` (which builds the cold path, from
-/// `n`, and returns).
+/// Builds, at `b`'s end, the append of `(value, bits)` to the accumulator `word_p`/`fill_p`
+/// (`fill` = its bit count minus 64, [`abi::TallyWtraceAcc`]): the inline part when it fits
+/// below bit 64, i.e. when `fill + bits` stays negative (the add's sign flag is the test: `add;
+/// jns` where a count would need `add; cmp; jae`), else `spill(b)` (which builds the cold path,
+/// from `fill`, and returns). The shift takes `fill & 63`, the count itself (x86 masks shift
+/// counts that way, so the `and` costs nothing).
 unsafe fn build_append(
     g: &crate::emit::Globals,
     f: LLVMValueRef,
     b: LLVMBuilderRef,
-    (word_p, n_p): (LLVMValueRef, LLVMValueRef),
+    (word_p, fill_p): (LLVMValueRef, LLVMValueRef),
     (value, bits): (LLVMValueRef, LLVMValueRef),
     spill: impl FnOnce(LLVMBuilderRef, LLVMValueRef),
 ) {
@@ -1050,35 +1053,37 @@ unsafe fn build_append(
     let e = cname("");
     let fast = c::LLVMAppendBasicBlockInContext(ctx, f, cname("fast").as_ptr());
     let slow = c::LLVMAppendBasicBlockInContext(ctx, f, cname("spill").as_ptr());
-    let n = c::LLVMBuildLoad2(b, i64t, n_p, e.as_ptr());
-    let n2 = c::LLVMBuildAdd(b, n, bits, e.as_ptr());
+    let fill = c::LLVMBuildLoad2(b, i64t, fill_p, e.as_ptr());
+    let fill2 = c::LLVMBuildAdd(b, fill, bits, e.as_ptr());
     let full = c::LLVMBuildICmp(
         b,
-        llvm_sys::LLVMIntPredicate::LLVMIntUGE,
-        n2,
-        c::LLVMConstInt(i64t, 64, 0),
+        llvm_sys::LLVMIntPredicate::LLVMIntSGE,
+        fill2,
+        c::LLVMConstInt(i64t, 0, 0),
         e.as_ptr(),
     );
     let br = c::LLVMBuildCondBr(b, full, slow, fast);
     ir::set_branch_weights(ctx, br, &[1, 1 << 10]);
     c::LLVMPositionBuilderAtEnd(b, fast);
     let word = c::LLVMBuildLoad2(b, i64t, word_p, e.as_ptr());
-    let shifted = c::LLVMBuildShl(b, value, n, e.as_ptr());
+    let count = c::LLVMBuildAnd(b, fill, c::LLVMConstInt(i64t, 63, 0), e.as_ptr());
+    let shifted = c::LLVMBuildShl(b, value, count, e.as_ptr());
     let word = c::LLVMBuildOr(b, word, shifted, e.as_ptr());
     c::LLVMBuildStore(b, word, word_p);
-    c::LLVMBuildStore(b, n2, n_p);
+    c::LLVMBuildStore(b, fill2, fill_p);
     c::LLVMBuildRetVoid(b);
     c::LLVMPositionBuilderAtEnd(b, slow);
-    spill(b, n);
+    spill(b, fill);
     c::LLVMBuildRetVoid(b);
 }
 
-/// Defines `tally.wtrace.put.local(ptr acc, ptr n, i64 value, i64 bits)`,
-/// `tally.wtrace.save(ptr acc, ptr n)` and `tally.wtrace.load(ptr acc, ptr n)` (always
+/// Defines `tally.wtrace.put.local(ptr acc, ptr fill, i64 value, i64 bits)`,
+/// `tally.wtrace.save(ptr acc, ptr fill)` and `tally.wtrace.load(ptr acc, ptr fill)` (always
 /// inlined): a function without `setjmp` or landing pads keeps the accumulator in two allocas,
 /// which mem2reg makes registers, loaded from the thread's after `enter` and after every call
 /// that may write records, and saved to it before such calls, before `ret`, and around the
-/// cold `__tally_wtrace_spill` (so a record costs an add, a compare, a shift and an or).
+/// cold `__tally_wtrace_spill` (so a record costs an add whose sign is the test, a shift and
+/// an or).
 unsafe fn local_fns(
     g: &crate::emit::Globals,
 ) -> (
@@ -1100,14 +1105,14 @@ unsafe fn local_fns(
     let (save, entry) = crate::emit::inline_helper(g, "tally.wtrace.save", ty2);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let to = [acc_field(g, b, "acc"), acc_field(g, b, "n")];
+        let to = [acc_field(g, b, "acc"), acc_field(g, b, "fill")];
         copy(b, [c::LLVMGetParam(save, 0), c::LLVMGetParam(save, 1)], to);
         c::LLVMBuildRetVoid(b);
     }
     let (load, entry) = crate::emit::inline_helper(g, "tally.wtrace.load", ty2);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let from = [acc_field(g, b, "acc"), acc_field(g, b, "n")];
+        let from = [acc_field(g, b, "acc"), acc_field(g, b, "fill")];
         copy(
             b,
             from,
@@ -1325,7 +1330,7 @@ impl FnPlan for WPlan {
             Some(first) if !landings => unsafe {
                 em.at(first);
                 let a = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.acc").as_ptr());
-                let n = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.n").as_ptr());
+                let n = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.fill").as_ptr());
                 Some((a, n))
             },
             _ => None,
