@@ -508,6 +508,13 @@ fn promotion_keeps_innermost_loop_counters_in_registers_exactly() {
         ("", 2),
         ("--tally-promote=on", 2),
         ("--tally-promote=off", 0),
+        // Hidden tuning knobs (docs/sese.md, twelfth round): no cycle of either loop is one
+        // instruction long, none is a thousand; neither loop touches more than 20 counters,
+        // both touch at least one.
+        ("--tally-promote-chain=1", 0),
+        ("--tally-promote-chain=1000", 2),
+        ("--tally-promote-max=0", 0),
+        ("--tally-promote-max=20", 2),
     ] {
         let stats = ok(
             &dir,

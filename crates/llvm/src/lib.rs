@@ -42,7 +42,7 @@ pub use modes::EV_SLACK;
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
 pub use options::{
     EarlyExits, EventKind, IpathCuts, Options, PathCycles, Sese, TracePlan, Weighting, Weights,
-    DEFAULT_JUMP_COST, HOT_RESTARTS,
+    DEFAULT_JUMP_COST, DEFAULT_PROMOTE_CHAIN, DEFAULT_PROMOTE_MAX, HOT_RESTARTS,
 };
 
 use inkwell::context::Context;
@@ -241,7 +241,12 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         };
         let out = w.plan.emit(&cx);
         if out.promotable && opts.promote && !opts.atomic && opts.mode.promotes() {
-            let (counters, loops) = promote::promote_loop_counters(&globals, w.func);
+            let (counters, loops) = promote::promote_loop_counters(
+                &globals,
+                w.func,
+                opts.promote_chain,
+                opts.promote_max as usize,
+            );
             stats.promoted += counters;
             stats.promoted_loops += loops;
         }

@@ -89,6 +89,26 @@ pub struct Options {
                     loop exits (not with --tally-atomic)")
     )]
     pub promote: bool,
+    /// Counter promotion: only counters incremented on a cycle of the loop of at most this
+    /// many instructions are promoted ([`promote`](mod@promote)); a counter only on longer
+    /// cycles stays in memory, where its increment is not the loop's critical dependency
+    /// chain. 0: no limit.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-promote-chain", value_name = "N",
+            default_value_t = DEFAULT_PROMOTE_CHAIN, hide = true,
+            help = "Counter promotion: promote only counters on a loop cycle of at most N \
+                    instructions (0: no limit)")
+    )]
+    pub promote_chain: u32,
+    /// Counter promotion: loops touching more counters than this are not promoted.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-promote-max", value_name = "N",
+            default_value_t = DEFAULT_PROMOTE_MAX, hide = true,
+            help = "Counter promotion: promote no loop with more than N counters")
+    )]
+    pub promote_max: u32,
     /// Edge and vertex modes: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
     /// loop's induction variable or trip count gives one edge's count at the loop's exits
     /// instead of a counter incremented every iteration, where a profitability test says it
@@ -304,6 +324,8 @@ impl Default for Options {
             events: EventKind::Insns,
             early_exits: EarlyExits::default(),
             promote: true,
+            promote_chain: DEFAULT_PROMOTE_CHAIN,
+            promote_max: DEFAULT_PROMOTE_MAX,
             sese: Sese::default(),
             path_cycles: PathCycles::default(),
             path_slices: true,
@@ -351,6 +373,12 @@ pub enum IpathCuts {
 /// LLVM's estimate gives the loops whose cuts pay (zlib's `longest_match`, 37) more and the
 /// ones whose cuts save nothing (bzip2's `add_pair_to_block`, 9.7; `mainGtU`, 0.01) less.
 pub const HOT_RESTARTS: f64 = 16.0;
+
+/// The default [`Options::promote_chain`].
+pub const DEFAULT_PROMOTE_CHAIN: u32 = 0;
+
+/// The default [`Options::promote_max`] (LLVM's `max-counter-promotions-per-loop`).
+pub const DEFAULT_PROMOTE_MAX: u32 = 20;
 
 /// The default [`Options::jump_cost`]: on x86-64 a counter increment is one instruction
 /// (`incq counter(%rip)`) and so is the jump, but the increment is a read-modify-write.

@@ -17,12 +17,20 @@
 //!   nests (tally before 2026-11-23) kept all of a nest's counters live across it and cost 10
 //!   points of instructions on zlib and xz (zlib's `longest_match`, a nest entered once per
 //!   input position, ran 23% more instructions);
-//! - it touches at most [`MAX_PER_LOOP`] counters (LLVM's `max-counter-promotions-per-loop`),
+//! - it touches at most 20 counters (LLVM's `max-counter-promotions-per-loop`; the hidden
+//!   `--tally-promote-max=N`, [`DEFAULT_PROMOTE_MAX`](crate::DEFAULT_PROMOTE_MAX)),
 //!   which bounds the loads and stores added on its entries and exits;
 //! - it contains no call other than LLVM intrinsics (so no callee can read or write a counter,
 //!   and no frame can end inside it: early exits happen at calls), and no `invoke`, `callbr` or
 //!   `indirectbr`;
 //! - every edge into it enters at its header, from a block ending in `br` or `switch`.
+//!
+//! With the hidden `--tally-promote-chain=N` (0, no limit, by default) only the counters
+//! incremented on a cycle of the loop of at most N instructions are promoted
+//! ([`shortest_cycles`]): on a longer cycle the increment's store-to-load latency hides under
+//! the iteration's own work. Neither knob pays on the benchmark suite (docs/sese.md, twelfth
+//! round): promotion's instruction cost is in loops of one or two counters on short cycles,
+//! entered often for few iterations, the same loops whose time it saves when they run long.
 //!
 //! For every counter the loop touches (a load or store of a constant element of the module's
 //! counter array), an `alloca` takes its place inside the loop; the counter is loaded into it at
@@ -46,13 +54,16 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use tally_graph::{Cfg, Dfs, EdgeKind, Loops, NodeId};
 
-/// At most this many counters are promoted in one loop (the default of LLVM's
-/// `-max-counter-promotions-per-loop`).
-pub(crate) const MAX_PER_LOOP: usize = 20;
-
-/// Promotes the counters of the innermost call-free loops of `func`. Returns how many counters
-/// were promoted (in how many loops), `(0, 0)` when nothing was.
-pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
+/// Promotes the counters of the innermost call-free loops of `func` that touch at most
+/// `max_per_loop` counters (with `chain` > 0 only those on a cycle of at most `chain`
+/// instructions). Returns how many counters were promoted (in how many loops), `(0, 0)` when
+/// nothing was.
+pub(crate) fn promote_loop_counters(
+    g: &Globals,
+    func: Val,
+    chain: u32,
+    max_per_loop: usize,
+) -> (usize, usize) {
     if func.fn_has_attr(ir::attr_kind("optnone")) {
         return (0, 0);
     }
@@ -157,7 +168,37 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
                 uses.push((inst, op, key));
             }
         }
-        if slots.is_empty() || slots.len() > MAX_PER_LOOP {
+        if slots.is_empty() || slots.len() > max_per_loop {
+            continue;
+        }
+        if chain > 0 {
+            // Only counters on a short cycle: a longer one hides the increment's latency.
+            let cycle = shortest_cycles(&cfg, &blocks, y, &inside);
+            let mut short = vec![false; slots.len()];
+            for m in members {
+                for &(_, _, ptr) in accesses[m.index()].as_ref().expect("checked above") {
+                    short[slot_of[&ptr]] |= cycle[m.index()] <= u64::from(chain);
+                }
+            }
+            let renumber: Vec<Option<usize>> = short
+                .iter()
+                .scan(0, |next, &keep| {
+                    let k = keep.then_some(*next);
+                    *next += usize::from(keep);
+                    Some(k)
+                })
+                .collect();
+            slots = slots
+                .iter()
+                .zip(&short)
+                .filter_map(|(s, &keep)| keep.then_some(*s))
+                .collect();
+            uses = uses
+                .into_iter()
+                .filter_map(|(inst, op, key)| renumber[key].map(|k| (inst, op, k)))
+                .collect();
+        }
+        if slots.is_empty() {
             continue;
         }
         for m in members {
@@ -219,6 +260,79 @@ pub(crate) fn promote_loop_counters(g: &Globals, func: Val) -> (usize, usize) {
     }
     unsafe { c::LLVMDisposeBuilder(b) };
     (promoted, promoted_loops)
+}
+
+/// For every block of the loop headed by `y` (`inside` its members), the instructions of the
+/// shortest cycle of the loop through it and its header (every cycle of an innermost loop goes
+/// through its header), counting each block's instructions without phis and debug intrinsics;
+/// `u64::MAX` outside the loop or where no cycle exists.
+fn shortest_cycles(cfg: &Cfg, blocks: &[Bb], y: NodeId, inside: &[bool]) -> Vec<u64> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let n = blocks.len();
+    let size: Vec<u64> = blocks.iter().map(|&b| block_size(b)).collect();
+    // Dijkstra from `y` forwards (`d[v]`: the blocks after `y` up to `v`, `v` included) and
+    // backwards (`d[v]`: the blocks after `v` up to `y`, `y` included); index n is "back at
+    // y", so a cycle through `v` is `forward[v] + backward[v]` and through `y` `forward[n]`.
+    let run = |forward: bool| {
+        let mut d = vec![u64::MAX; n + 1];
+        let mut heap = BinaryHeap::new();
+        d[y.index()] = 0;
+        heap.push(Reverse((0u64, y.index())));
+        while let Some(Reverse((dv, v))) = heap.pop() {
+            if dv > d[v] || v == n {
+                continue;
+            }
+            let es = if forward {
+                cfg.succs(NodeId::new(v))
+            } else {
+                cfg.preds(NodeId::new(v))
+            };
+            for &e in es {
+                let ed = cfg.edge(e);
+                let w = if forward { ed.dst } else { ed.src };
+                if w.index() >= n || !inside[w.index()] {
+                    continue;
+                }
+                // Forwards a step adds the block entered, backwards the block left.
+                let add = if forward { size[w.index()] } else { size[v] };
+                let to = if w == y { n } else { w.index() };
+                let nd = dv.saturating_add(add);
+                if nd < d[to] {
+                    d[to] = nd;
+                    heap.push(Reverse((nd, to)));
+                }
+            }
+        }
+        d
+    };
+    let (from, to) = (run(true), run(false));
+    (0..n)
+        .map(|v| {
+            if v == y.index() {
+                from[n]
+            } else if from[v] == u64::MAX || to[v] == u64::MAX {
+                u64::MAX
+            } else {
+                from[v] + to[v]
+            }
+        })
+        .collect()
+}
+
+/// A block's instructions as promotion's cycle length counts them: without phis and calls of
+/// debug intrinsics.
+fn block_size(bb: Bb) -> u64 {
+    bb.instructions()
+        .into_iter()
+        .filter(|i| match i.opcode() {
+            LLVMOpcode::LLVMPHI => false,
+            LLVMOpcode::LLVMCall => !i
+                .called_function()
+                .is_some_and(|f| f.name().starts_with("llvm.dbg.")),
+            _ => true,
+        })
+        .count() as u64
 }
 
 /// The counter loads and stores of a block as (instruction, pointer operand index, pointer), or

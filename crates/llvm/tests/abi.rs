@@ -57,6 +57,8 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             early_exits: tally_llvm::EarlyExits::Record,
             jump_cost: tally_llvm::DEFAULT_JUMP_COST,
             promote: true,
+            promote_chain: tally_llvm::DEFAULT_PROMOTE_CHAIN,
+            promote_max: tally_llvm::DEFAULT_PROMOTE_MAX,
             sese: tally_llvm::Sese::Off,
             path_cycles: tally_llvm::PathCycles::default(),
             path_slices: true,
