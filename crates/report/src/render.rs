@@ -51,7 +51,14 @@ fn where_(file: &Option<String>, line: u32) -> String {
 
 /// Source files read for quoting, by path (`None` when unreadable).
 #[derive(Default)]
-struct Sources(std::collections::HashMap<String, Option<Vec<String>>>);
+struct Sources(std::collections::HashMap<String, Option<SourceText>>);
+
+/// A source file read once: its text and where each line starts (one allocation for the
+/// file, not one per line: SQLite's amalgamation has 260,000 lines).
+struct SourceText {
+    text: String,
+    starts: Vec<usize>,
+}
 
 impl Sources {
     fn line(&mut self, file: &Option<String>, line: u32) -> Option<String> {
@@ -59,15 +66,26 @@ impl Sources {
         if line == 0 {
             return None;
         }
-        let lines = self.0.entry(f.clone()).or_insert_with(|| {
-            std::fs::read(f).ok().map(|b| {
-                String::from_utf8_lossy(&b)
-                    .lines()
-                    .map(str::to_string)
-                    .collect()
-            })
-        });
-        let text = lines.as_ref()?.get(line as usize - 1)?.trim();
+        if !self.0.contains_key(f) {
+            let read = std::fs::read(f).ok().map(|b| {
+                let text = String::from_utf8(b)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                let starts = std::iter::once(0)
+                    .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+                    .collect();
+                SourceText { text, starts }
+            });
+            self.0.insert(f.clone(), read);
+        }
+        let src = self.0.get(f)?.as_ref()?;
+        let i = line as usize - 1;
+        let start = *src.starts.get(i)?;
+        if start >= src.text.len() {
+            return None; // (the empty "line" after a final newline, which `str::lines` omits)
+        }
+        let end = src.starts.get(i + 1).map_or(src.text.len(), |&e| e - 1);
+        // (`str::lines` also drops a `\r` before the `\n`; `trim` does here.)
+        let text = src.text.get(start..end)?.trim();
         let mut t: String = text.chars().take(60).collect();
         if text.chars().count() > 60 {
             t.push_str("...");

@@ -243,7 +243,11 @@ struct Stream<'a> {
     /// ends exactly where the thread's last record does, so that a witness missing there is
     /// read as the end of the stream, never as padding.
     len: u64,
-    pos: u64,
+    /// The bits `loaded - avail .. loaded` of the stream, least-significant first, in `buf`
+    /// (the bits above `avail` are not the stream's): one refill per 56 bits read.
+    buf: u64,
+    avail: u32,
+    loaded: u64,
     ended: bool,
     names: &'a Names,
     /// The state behind `Enter`'s code (trace format 5), over `slot << 32 | index`.
@@ -256,7 +260,9 @@ impl<'a> Stream<'a> {
         Stream {
             bytes,
             len,
-            pos: 0,
+            buf: 0,
+            avail: 0,
+            loaded: 0,
             ended: false,
             names,
             enters: EnterCoder::default(),
@@ -329,28 +335,57 @@ fn cut() -> RegenError {
 }
 
 impl Stream<'_> {
-    /// The next `bits` (at most 57) bits, least-significant first: one unaligned 8-byte load
-    /// where the stream has 8 bytes left, a byte loop at its end.
+    /// The next `bits` (at most 56) bits, least-significant first, or `None` (nothing
+    /// consumed) where fewer are left.
     #[inline(always)]
     fn get(&mut self, bits: u8) -> Option<u64> {
-        debug_assert!(bits <= 57);
-        let total = self.len;
-        if total - self.pos < u64::from(bits) {
-            return None;
+        debug_assert!(bits <= 56);
+        let bits = u32::from(bits);
+        if self.avail < bits {
+            self.refill();
+            if self.avail < bits {
+                return None;
+            }
         }
-        let byte = (self.pos / 8) as usize;
-        let shift = self.pos % 8;
+        let v = self.buf & ((1u64 << bits) - 1);
+        self.buf >>= bits;
+        self.avail -= bits;
+        Some(v)
+    }
+
+    /// Loads `buf` from the current position: one unaligned 8-byte load where the stream has
+    /// 8 bytes left, a byte copy at its end; at most 56 bits, and none past `len`.
+    #[inline(never)]
+    fn refill(&mut self) {
+        let pos = self.pos();
+        let byte = (pos / 8) as usize;
+        let shift = pos % 8;
         let word = match self.bytes.get(byte..byte + 8) {
             Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
             None => {
                 let mut w = [0u8; 8];
-                let tail = &self.bytes[byte..];
+                let tail = self.bytes.get(byte..).unwrap_or(&[]);
                 w[..tail.len()].copy_from_slice(tail);
                 u64::from_le_bytes(w)
             }
         };
-        self.pos += u64::from(bits);
-        Some((word >> shift) & ((1u64 << bits) - 1))
+        let avail = (64 - shift).min(56).min(self.len.saturating_sub(pos));
+        self.buf = word >> shift;
+        self.avail = avail as u32;
+        self.loaded = pos + avail;
+    }
+
+    /// The position of the next bit read.
+    fn pos(&self) -> u64 {
+        self.loaded - u64::from(self.avail)
+    }
+
+    /// The stream ends here (`End`): nothing more is read from it.
+    fn end(&mut self) {
+        self.ended = true;
+        self.len = self.pos();
+        self.loaded = self.len;
+        self.avail = 0;
     }
 
     fn varint(&mut self) -> Result<u64, RegenError> {
@@ -373,7 +408,8 @@ impl Stream<'_> {
 impl RecordSource for Stream<'_> {
     #[inline]
     fn try_witness(&mut self, bits: u8) -> Option<u32> {
-        if self.ended || bits > 32 {
+        // (After `End` the stream is empty: `get` gives `None`.)
+        if bits > 32 {
             return None;
         }
         self.get(bits).map(|v| v as u32)
@@ -449,7 +485,7 @@ impl RecordSource for Stream<'_> {
                         }))
                     }
                     _ => {
-                        self.ended = true;
+                        self.end();
                         Ok(Some(Record::End))
                     }
                 }

@@ -221,6 +221,51 @@ struct PathAct {
     pnext: u64,
 }
 
+/// How the fast walk of a witness-plan activation leaves a block ([`Walk`]'s `kind`).
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum WalkKind {
+    /// By `hops[start]`.
+    One,
+    /// A predicate: by `hops[start + value]` for the witness value read (`value < len`;
+    /// a hop marked `HOP_NONE` where no out-edge has the value).
+    Dense,
+    /// A predicate: by the hop of `hops[start..start + len]` whose `hop_values` entry is the
+    /// value read.
+    Sparse,
+    /// No normal successor, or a path predicate: the general walk's error.
+    Other,
+}
+
+/// A block as the fast walk sees it (12 bytes): [`Leave`] with the edges' actions moved out
+/// to `hops`, so that a step loads one `Walk` and one [`Hop`].
+#[derive(Copy, Clone)]
+struct Walk {
+    start: u32,
+    len: u32,
+    bits: u8,
+    kind: WalkKind,
+}
+
+/// An out-edge as the fast walk takes it (16 bytes): the edge, its target, its witness and
+/// whether the walk must stop there (flags below).
+#[derive(Copy, Clone)]
+struct Hop {
+    edge: EdgeId,
+    dst: NodeId,
+    wval: u32,
+    wbits: u8,
+    flags: u8,
+}
+
+/// [`Hop::flags`]: the edge carries the witness `(wval, wbits)`.
+const HOP_WITNESS: u8 = 1;
+/// [`Hop::flags`]: a `Return` edge.
+const HOP_RET: u8 = 2;
+/// [`Hop::flags`]: its target has call sites (the general walk follows them).
+const HOP_STOP: u8 = 4;
+/// [`Hop::flags`]: no hop (a value no out-edge of the predicate has).
+const HOP_NONE: u8 = 8;
+
 /// A block's call sites (a range of its function's `callees`) and how it is left.
 #[derive(Clone)]
 struct BlockTab {
@@ -243,10 +288,17 @@ struct Tables {
     edges: IdVec<EdgeId, EdgeAct>,
     /// Per edge, in a path-number function only (empty otherwise).
     pacts: IdVec<EdgeId, PathAct>,
+    /// The fast walk's tables (witness plans): per block, and the hops they index, with the
+    /// witness value of each predicate's hop in `hop_values`.
+    walk: Vec<Walk>,
+    hops: Vec<Hop>,
+    hop_values: Vec<u32>,
 }
 
 impl Tables {
-    fn new(t: &Traced) -> Tables {
+    /// `index_limit`: a predicate's hops are indexed by value where its values span at most
+    /// `max(index_limit, 4 * choices)` (0: only where they are `0..choices`, searched otherwise).
+    fn new(t: &Traced, index_limit: usize) -> Tables {
         let cfg = &t.input.cfg;
         // (A path-number plan has no witnesses to choose by: no witness sets to compute.)
         let table = if t.plan.kind == PlanKind::Paths {
@@ -349,6 +401,95 @@ impl Tables {
                 resume,
             });
         }
+        // The fast walk's copy of `blocks[..].leave`, each edge's action a `Hop`.
+        let hop = |e: EdgeId| {
+            let a = edges[e];
+            let mut flags = 0;
+            if a.witness.is_some() {
+                flags |= HOP_WITNESS;
+            }
+            if a.ret {
+                flags |= HOP_RET;
+            }
+            // (Opaque sites do nothing in regeneration: the walk passes through them.)
+            if !a.ret && t.input.is_call_vertex(a.dst) {
+                flags |= HOP_STOP;
+            }
+            let (wval, wbits) = a.witness.unwrap_or((0, 0));
+            Hop {
+                edge: e,
+                dst: a.dst,
+                wval,
+                wbits,
+                flags,
+            }
+        };
+        let mut walk = Vec::with_capacity(blocks.len());
+        let mut hops = Vec::new();
+        let mut hop_values = Vec::new();
+        for b in &blocks {
+            let start = hops.len() as u32;
+            let w = match b.leave {
+                Leave::One(e, _) => {
+                    hops.push(hop(e));
+                    hop_values.push(0);
+                    Walk {
+                        start,
+                        len: 1,
+                        bits: 0,
+                        kind: WalkKind::One,
+                    }
+                }
+                Leave::Choice {
+                    bits,
+                    dense,
+                    start: c,
+                    len,
+                } => {
+                    let range = c as usize..(c + len) as usize;
+                    let values = &choice_values[range.clone()];
+                    // Indexed by value where the values span a small range (holes: hops
+                    // marked `HOP_NONE`), searched otherwise.
+                    let span = values.last().map_or(0, |&v| v as usize + 1);
+                    if dense || (index_limit > 0 && span <= (4 * len as usize).max(index_limit)) {
+                        let none = Hop {
+                            edge: EdgeId::new(0),
+                            dst: NodeId::new(0),
+                            wval: 0,
+                            wbits: 0,
+                            flags: HOP_NONE,
+                        };
+                        hops.resize(start as usize + span, none);
+                        hop_values.resize(start as usize + span, 0);
+                        for (&v, &e) in values.iter().zip(&choice[range]) {
+                            hops[start as usize + v as usize] = hop(e);
+                        }
+                        Walk {
+                            start,
+                            len: span as u32,
+                            bits,
+                            kind: WalkKind::Dense,
+                        }
+                    } else {
+                        hops.extend(choice[range.clone()].iter().map(|&e| hop(e)));
+                        hop_values.extend_from_slice(values);
+                        Walk {
+                            start,
+                            len,
+                            bits,
+                            kind: WalkKind::Sparse,
+                        }
+                    }
+                }
+                Leave::None | Leave::Path { .. } => Walk {
+                    start,
+                    len: 0,
+                    bits: 0,
+                    kind: WalkKind::Other,
+                },
+            };
+            walk.push(w);
+        }
         let paths = numbered.map(|nd| {
             let bits = super::paths::path_bits(nd.total());
             let entry = match nd.dag().image(cfg.entry_edge()) {
@@ -365,7 +506,29 @@ impl Tables {
             choice_values,
             edges,
             pacts,
+            walk,
+            hops,
+            hop_values,
         }
+    }
+
+    /// The hop of predicate `w` that witness `value` chooses (the fast walk's
+    /// [`Tables::choose`]).
+    #[inline(always)]
+    fn pick(&self, w: Walk, value: u32) -> Option<Hop> {
+        let (start, len) = (w.start as usize, w.len as usize);
+        if w.kind == WalkKind::Dense {
+            return ((value as usize) < len)
+                .then(|| self.hops[start + value as usize])
+                .filter(|h| h.flags & HOP_NONE == 0);
+        }
+        let values = &self.hop_values[start..start + len];
+        let i = if len <= 8 {
+            values.iter().position(|&v| v == value)
+        } else {
+            values.binary_search(&value).ok()
+        };
+        i.map(|i| self.hops[start + i])
     }
 
     /// The out-edge of a predicate chosen by witness `value`.
@@ -454,12 +617,23 @@ pub struct Activation {
 impl<'a> Regenerator<'a> {
     /// Builds the choice tables of every function (the witness sets of §4.1, per value).
     pub fn new(funcs: &'a [Traced]) -> Self {
-        let tables = funcs.iter().map(Tables::new).collect();
+        Self::with_index_limit(funcs, 64)
+    }
+
+    fn with_index_limit(funcs: &'a [Traced], index_limit: usize) -> Self {
+        let tables = funcs.iter().map(|t| Tables::new(t, index_limit)).collect();
         Regenerator {
             funcs,
             tables,
             max_quiet: MAX_QUIET,
         }
+    }
+
+    /// A regenerator that searches every predicate's choices whose values are not `0..n`
+    /// (tests: the path that wide sparse switches take).
+    #[cfg(test)]
+    pub(crate) fn searching(funcs: &'a [Traced]) -> Self {
+        Self::with_index_limit(funcs, 0)
     }
 
     /// Sets how many steps (blocks entered, calls, returns) regeneration follows without
@@ -705,48 +879,58 @@ impl<'a> Regenerator<'a> {
                 let mut pending = top.pending;
                 let mut stepped = false;
                 let r = loop {
-                    let (e, act) = match tables.blocks[block].leave {
-                        Leave::One(e, act) => (e, act),
-                        Leave::Choice {
-                            bits,
-                            dense,
-                            start,
-                            len,
-                        } => {
-                            let choice = (bits, dense, start, len);
-                            match take_choice(src, tables, &mut pending, choice, func, block) {
-                                Ok(x) => x,
-                                Err(err) => break Err(err),
+                    let w = tables.walk[block.index()];
+                    let hop = match w.kind {
+                        WalkKind::One => tables.hops[w.start as usize],
+                        WalkKind::Dense | WalkKind::Sparse => {
+                            let value = match pending {
+                                Some(v) => v,
+                                None => match read_witness(src, w.bits, func, block) {
+                                    Ok(v) => {
+                                        pending = Some(v);
+                                        v
+                                    }
+                                    Err(err) => break Err(err),
+                                },
+                            };
+                            match tables.pick(w, value) {
+                                Some(h) => h,
+                                None => break Err(RegenError::NoChoice { func, block, value }),
                             }
                         }
-                        Leave::None => break Err(RegenError::NoSuccessor { func, block }),
-                        // (`Tables::new` gives path predicates to path-number functions only.)
-                        Leave::Path { .. } => {
-                            break Err(RegenError::Decode(format!(
-                                "{func} {block}: a path predicate in a witness-plan function"
-                            )))
-                        }
+                        WalkKind::Other => match tables.blocks[block].leave {
+                            // (`Tables::new` gives path predicates to path-number functions
+                            // only.)
+                            Leave::Path { .. } => {
+                                break Err(RegenError::Decode(format!(
+                                    "{func} {block}: a path predicate in a witness-plan function"
+                                )))
+                            }
+                            _ => break Err(RegenError::NoSuccessor { func, block }),
+                        },
                     };
-                    if let Some(w) = act.witness {
-                        if let Err(err) = check_witness(src, &mut pending, w, func, block, e) {
+                    if hop.flags & HOP_WITNESS != 0 {
+                        let w = (hop.wval, hop.wbits);
+                        if let Err(err) = check_witness(src, &mut pending, w, func, block, hop.edge)
+                        {
                             break Err(err);
                         }
                     }
-                    if act.ret {
+                    if hop.flags & HOP_RET != 0 {
                         if pending.is_some() {
                             break Err(RegenError::Pending { func, block });
                         }
-                        visit(Visit::Return(func, e));
+                        visit(Visit::Return(func, hop.edge));
                         break Ok(true);
                     }
-                    block = act.dst;
+                    block = hop.dst;
                     stepped = true;
                     visit(Visit::Step(Step {
                         func,
                         block,
-                        via: e,
+                        via: hop.edge,
                     }));
-                    if !tables.blocks[block].sites.is_empty() {
+                    if hop.flags & HOP_STOP != 0 {
                         break Ok(false);
                     }
                     // (What the general loop checks before each step.)
@@ -760,8 +944,15 @@ impl<'a> Regenerator<'a> {
                     }
                 };
                 if stepped {
+                    // The block's sites, still to follow where the walk stopped for them,
+                    // else passed (none, or opaque ones only).
+                    let sites = tables.blocks[block].sites.clone();
                     top.block = block;
-                    top.sites = tables.blocks[block].sites.clone();
+                    top.sites = if matches!(r, Ok(false)) {
+                        sites
+                    } else {
+                        sites.end..sites.end
+                    };
                 }
                 top.pending = pending;
                 if r? {

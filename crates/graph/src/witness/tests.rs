@@ -354,6 +354,13 @@ fn check_program(seed: u64, config: &ProgramConfig) -> Measure {
             .run(&mut BitReader::new(&bytes, len), |s| out.push(s))
             .unwrap_or_else(|err| panic!("seed {seed} {kind:?}: {err}"));
         assert_eq!(out, expected, "seed {seed} {kind:?} (bits)");
+        // The same with every predicate's choices searched (the tables of wide sparse
+        // switches) instead of indexed by value.
+        out.clear();
+        Regenerator::searching(&traced)
+            .run(&mut BitReader::new(&bytes, len), |s| out.push(s))
+            .unwrap_or_else(|err| panic!("seed {seed} {kind:?}: {err}"));
+        assert_eq!(out, expected, "seed {seed} {kind:?} (bits, searched)");
         // A trace cut anywhere (a crash, a flight recorder's tail lost) regenerates to a
         // prefix of the execution, never to something else.
         let cut = rng.below(records.len() + 1);

@@ -137,9 +137,9 @@ impl RecordSource for Measured<'_, '_> {
     }
 
     fn read(&mut self, expect: Expect) -> Result<Option<Record>, RegenError> {
-        let before = self.src.pos;
+        let before = self.src.pos();
         let r = self.src.read(expect)?;
-        let used = self.src.pos - before;
+        let used = self.src.pos() - before;
         match r {
             Some(Record::Witness { bits, value }) => self.charge_witness(bits, value),
             Some(r) => {
