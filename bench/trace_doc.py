@@ -61,8 +61,9 @@ def main(path):
     add("")
     add("Blocks and conditional branches (blocks with two or more `flow` out-edges, counted per "
         "execution) of the reduced-input run, counted by `tally report --trace` regenerating the "
-        "witness trace (exact: `crates/cli/tests/wtrace.rs`); regeneration = those blocks ÷ the wall "
-        "time of that `tally report --trace` (process, regeneration and JSON output: a lower bound).")
+        "witness trace (exact: `crates/cli/tests/wtrace.rs`); regeneration = those blocks ÷ the median "
+        "wall time of three runs of `tally report --trace` (the text report: the whole process, reading "
+        "the profile and the trace, the plans, regeneration, counting and the summary; a lower bound).")
     add("")
     add("| program | blocks | cond. branches | regeneration (M blocks/s) | `trace` bytes/Mblock | `trace-bits` bytes/Mblock | `trace-bits-rc` bytes/Mblock | `trace-naive` bytes/Mblock | `trace` bits/branch | `trace-bits` bits/branch | `trace-bits-rc` bits/branch | `trace` ÷ `trace-naive` size |")
     add("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -523,19 +523,20 @@ type Walked = (Vec<(u32, String)>, Vec<RingEnd>);
 
 /// Regenerates every thread of the witness trace `bytes` against the program `p` (of the
 /// run's profile), calling `each` with the thread and every event as it comes (nothing is
-/// kept); returns the threads that stopped early, and why, and the ends of a flight
-/// recorder's threads.
+/// kept) and the slot of its edge ([`Regenerator::slot`]: function `i`'s edges are the slots
+/// from the number of edges of the functions before it); returns the threads that stopped
+/// early, and why, and the ends of a flight recorder's threads.
 fn walk(
     trace: &WitnessTrace,
     p: &Program<'_>,
-    mut each: impl FnMut(u32, Visit),
+    mut each: impl FnMut(u32, Visit, usize),
 ) -> Result<Walked, String> {
     let names = Names::new(trace, &p.ids);
     let regen = Regenerator::new(&p.funcs);
     let mut stopped = Vec::new();
     for (thread, stream) in &trace.threads {
         let mut src = Stream::new(stream, records_end(stream), &names);
-        let r = regen.run_visits(&mut src, |v| each(*thread, v));
+        let r = regen.run_slotted(&mut src, |v, slot| each(*thread, v, slot));
         if let Err(e) = r {
             let why = match e {
                 RegenError::Decode(m) => m,
@@ -560,7 +561,7 @@ pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String
     let mut blocks = Vec::new();
     let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
     let p = program(profile, &trace)?;
-    let (stopped, ring) = walk(&trace, &p, |thread, ev| {
+    let (stopped, ring) = walk(&trace, &p, |thread, ev, _| {
         let Visit::Step(s) = ev else { return };
         let (f, files) = p.meta[s.func.index()];
         let loc = f.blocks.get(s.block.index());
@@ -595,10 +596,11 @@ pub fn report(
     if tally_format::trace::is_flight_recorder(bytes) {
         return Err(FLIGHT_RECORDER_NO_COUNTS.into());
     }
-    // Flat counters (one lookup per event): function i's edges at ebase[i]... Only edges are
-    // counted as regeneration goes: a step enters its block by its `via` edge (`e0`, a
-    // normal edge, a landing edge: always one whose target is the block), so a block's count
-    // is the sum of its in-edges' counts, summed once at the end.
+    // Flat counters, one per edge slot (function i's edges at ebase[i]..., as the
+    // regenerator numbers them), one increment per event. Only edges are counted as
+    // regeneration goes: a step enters its block by its `via` edge (`e0`, a normal edge, a
+    // landing edge: always one whose target is the block), so a block's count is the sum of
+    // its in-edges' counts, summed once at the end.
     let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
     let p = program(profile, &trace)?;
     let mut ebase = Vec::with_capacity(p.funcs.len());
@@ -609,14 +611,9 @@ pub fn report(
     }
     let mut edges = vec![0u64; ne];
     let stopped = {
-        let ebase = ebase.as_slice();
         let ecount = edges.as_mut_slice();
-        walk(&trace, &p, move |_, ev| {
-            let (f, e) = match ev {
-                Visit::Step(s) => (s.func, s.via),
-                Visit::Return(f, e) => (f, e),
-            };
-            let c = &mut ecount[ebase[f.index()] + e.index()];
+        walk(&trace, &p, move |_, _, slot| {
+            let c = &mut ecount[slot];
             *c = c.saturating_add(1);
         })?
         .0
@@ -865,7 +862,7 @@ fn walk_ring_thread(
     slots: &HashMap<u32, u64>,
     thread: u32,
     rt: &tally_format::trace::RingThread,
-    each: &mut impl FnMut(u32, Visit),
+    each: &mut impl FnMut(u32, Visit, usize),
 ) -> (RingEnd, Option<String>) {
     use tally_graph::witness::Activation;
     let steps = std::cell::Cell::new(0usize);
@@ -894,6 +891,7 @@ fn walk_ring_thread(
                 each(
                     thread,
                     Visit::Step(tally_graph::witness::Step { func, block, via }),
+                    regen.slot(func, via),
                 );
                 stack.push(Activation {
                     func,
@@ -931,7 +929,7 @@ fn walk_ring_thread(
                 steps.set(steps.get() + 1);
                 last_in.borrow_mut().insert(s.func, s.block);
             }
-            each(thread, v)
+            each(thread, v, regen.slot_of(&v))
         });
         end.certain = src.certain;
         match r {
@@ -1019,7 +1017,7 @@ pub fn activity(
     }
     let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
     let p = program(profile, &trace)?;
-    let (stopped, _) = walk(&trace, &p, |thread, ev| {
+    let (stopped, _) = walk(&trace, &p, |thread, ev, _| {
         let a = match ev {
             Visit::Step(s) => Activity::Step {
                 at: p.at[s.func.index()],

@@ -246,15 +246,20 @@ struct Walk {
     kind: WalkKind,
 }
 
-/// An out-edge as the fast walk takes it (16 bytes): the edge, its target, its witness and
+/// An out-edge as the fast walk takes it (32 bytes): the edge, its target and the target's
+/// [`Walk`], its slot, its witness and
 /// whether the walk must stop there (flags below).
 #[derive(Copy, Clone)]
 struct Hop {
     edge: EdgeId,
     dst: NodeId,
+    /// The edge's program-wide index ([`Regenerator::slot`]).
+    slot: u32,
     wval: u32,
     wbits: u8,
     flags: u8,
+    /// `walk[dst]`, copied: the walk's next load depends on this one only.
+    next: Walk,
 }
 
 /// [`Hop::flags`]: the edge carries the witness `(wval, wbits)`.
@@ -298,7 +303,7 @@ struct Tables {
 impl Tables {
     /// `index_limit`: a predicate's hops are indexed by value where its values span at most
     /// `max(index_limit, 4 * choices)` (0: only where they are `0..choices`, searched otherwise).
-    fn new(t: &Traced, index_limit: usize) -> Tables {
+    fn new(t: &Traced, base: u32, index_limit: usize) -> Tables {
         let cfg = &t.input.cfg;
         // (A path-number plan has no witnesses to choose by: no witness sets to compute.)
         let table = if t.plan.kind == PlanKind::Paths {
@@ -417,12 +422,20 @@ impl Tables {
             }
             let (wval, wbits) = a.witness.unwrap_or((0, 0));
             Hop {
+                next: OTHER,
                 edge: e,
                 dst: a.dst,
+                slot: base + e.index() as u32,
                 wval,
                 wbits,
                 flags,
             }
+        };
+        const OTHER: Walk = Walk {
+            start: 0,
+            len: 0,
+            bits: 0,
+            kind: WalkKind::Other,
         };
         let mut walk = Vec::with_capacity(blocks.len());
         let mut hops = Vec::new();
@@ -453,8 +466,10 @@ impl Tables {
                     let span = values.last().map_or(0, |&v| v as usize + 1);
                     if dense || (index_limit > 0 && span <= (4 * len as usize).max(index_limit)) {
                         let none = Hop {
+                            next: OTHER,
                             edge: EdgeId::new(0),
                             dst: NodeId::new(0),
+                            slot: 0,
                             wval: 0,
                             wbits: 0,
                             flags: HOP_NONE,
@@ -490,6 +505,11 @@ impl Tables {
             };
             walk.push(w);
         }
+        for h in &mut hops {
+            if h.flags & (HOP_NONE | HOP_RET) == 0 {
+                h.next = walk[h.dst.index()];
+            }
+        }
         let paths = numbered.map(|nd| {
             let bits = super::paths::path_bits(nd.total());
             let entry = match nd.dag().image(cfg.entry_edge()) {
@@ -515,11 +535,11 @@ impl Tables {
     /// The hop of predicate `w` that witness `value` chooses (the fast walk's
     /// [`Tables::choose`]).
     #[inline(always)]
-    fn pick(&self, w: Walk, value: u32) -> Option<Hop> {
+    fn pick(&self, w: Walk, value: u32) -> Option<&Hop> {
         let (start, len) = (w.start as usize, w.len as usize);
         if w.kind == WalkKind::Dense {
             return ((value as usize) < len)
-                .then(|| self.hops[start + value as usize])
+                .then(|| &self.hops[start + value as usize])
                 .filter(|h| h.flags & HOP_NONE == 0);
         }
         let values = &self.hop_values[start..start + len];
@@ -528,7 +548,7 @@ impl Tables {
         } else {
             values.binary_search(&value).ok()
         };
-        i.map(|i| self.hops[start + i])
+        i.map(|i| &self.hops[start + i])
     }
 
     /// The out-edge of a predicate chosen by witness `value`.
@@ -553,6 +573,8 @@ impl Tables {
 pub struct Regenerator<'a> {
     funcs: &'a [Traced],
     tables: Vec<Tables>,
+    /// Per function, the slot of its first edge; then the number of slots.
+    base: Vec<u32>,
     max_quiet: u64,
 }
 
@@ -621,11 +643,47 @@ impl<'a> Regenerator<'a> {
     }
 
     fn with_index_limit(funcs: &'a [Traced], index_limit: usize) -> Self {
-        let tables = funcs.iter().map(|t| Tables::new(t, index_limit)).collect();
+        let mut base = Vec::with_capacity(funcs.len() + 1);
+        let mut n = 0u32;
+        for t in funcs {
+            base.push(n);
+            let edges = u32::try_from(t.input.cfg.num_edges()).unwrap_or(u32::MAX);
+            n = n
+                .checked_add(edges)
+                .expect("fewer than 2^32 edges in a program");
+        }
+        base.push(n);
+        let tables = funcs
+            .iter()
+            .zip(&base)
+            .map(|(t, &b)| Tables::new(t, b, index_limit))
+            .collect();
         Regenerator {
             funcs,
             tables,
+            base,
             max_quiet: MAX_QUIET,
+        }
+    }
+
+    /// The number of edge slots: every edge of every function has one, `0..slots()`.
+    pub fn slots(&self) -> usize {
+        self.base.last().map_or(0, |&n| n as usize)
+    }
+
+    /// The slot of `edge` of `func` ([`Regenerator::run_slotted`]): function by function,
+    /// each function's edges in order.
+    #[inline]
+    pub fn slot(&self, func: FuncId, edge: EdgeId) -> usize {
+        self.base[func.index()] as usize + edge.index()
+    }
+
+    /// The slot of the edge an event is about (a step's `via`, a return's edge).
+    #[inline]
+    pub fn slot_of(&self, v: &Visit) -> usize {
+        match *v {
+            Visit::Step(s) => self.slot(s.func, s.via),
+            Visit::Return(f, e) => self.slot(f, e),
         }
     }
 
@@ -646,17 +704,24 @@ impl<'a> Regenerator<'a> {
         self
     }
 
-    fn enter(&self, func: FuncId, visit: &mut impl FnMut(Visit)) -> Result<Frame, RegenError> {
+    fn enter(
+        &self,
+        func: FuncId,
+        visit: &mut impl FnMut(Visit, usize),
+    ) -> Result<Frame, RegenError> {
         let t = self
             .funcs
             .get(func.index())
             .ok_or(RegenError::NoFunction(func))?;
         let cfg = &t.input.cfg;
-        visit(Visit::Step(Step {
-            func,
-            block: cfg.entry(),
-            via: cfg.entry_edge(),
-        }));
+        visit(
+            Visit::Step(Step {
+                func,
+                block: cfg.entry(),
+                via: cfg.entry_edge(),
+            }),
+            self.slot(func, cfg.entry_edge()),
+        );
         let tables = &self.tables[func.index()];
         Ok(Frame {
             func,
@@ -693,9 +758,20 @@ impl<'a> Regenerator<'a> {
     pub fn run_visits(
         &self,
         src: &mut impl RecordSource,
-        visit: impl FnMut(Visit),
+        mut visit: impl FnMut(Visit),
     ) -> Result<(), RegenError> {
-        self.run_from(&mut Vec::new(), src, visit)
+        self.run_frames(&mut Vec::new(), src, |v, _| visit(v))
+    }
+
+    /// [`Regenerator::run_visits`], also telling the slot of each event's edge
+    /// ([`Regenerator::slot_of`]), which the walk has at hand: for readers that count edges
+    /// in one flat array.
+    pub fn run_slotted(
+        &self,
+        src: &mut impl RecordSource,
+        visit: impl FnMut(Visit, usize),
+    ) -> Result<(), RegenError> {
+        self.run_frames(&mut Vec::new(), src, visit)
     }
 
     /// [`Regenerator::run_visits`] from the activations in `stack` (bottom first; the state at
@@ -737,7 +813,8 @@ impl<'a> Regenerator<'a> {
                 phead: Some(a.block),
             });
         }
-        let r = self.run_frames(&mut frames, src, visit);
+        let mut visit = visit;
+        let r = self.run_frames(&mut frames, src, |v, _| visit(v));
         stack.clear();
         stack.extend(frames.iter().map(|f| {
             let start = self.tables[f.func.index()].blocks[f.block].sites.start;
@@ -755,7 +832,7 @@ impl<'a> Regenerator<'a> {
         &self,
         stack: &mut Vec<Frame>,
         src: &mut impl RecordSource,
-        mut visit: impl FnMut(Visit),
+        mut visit: impl FnMut(Visit, usize),
     ) -> Result<(), RegenError> {
         let src = &mut Noting { src, read: false };
         let mut quiet = 0u64;
@@ -805,7 +882,7 @@ impl<'a> Regenerator<'a> {
                         for f in stack.iter().rev().take(abandoned as usize) {
                             let b = &self.tables[f.func.index()].blocks[f.block];
                             if let Some(e) = b.resume.filter(|_| f.waiting && f.sites.is_empty()) {
-                                visit(Visit::Return(f.func, e));
+                                visit(Visit::Return(f.func, e), self.slot(f.func, e));
                             }
                         }
                         stack.truncate(stack.len() - abandoned as usize);
@@ -828,11 +905,14 @@ impl<'a> Regenerator<'a> {
                             prest: None,
                             phead: None,
                         };
-                        visit(Visit::Step(Step {
-                            func: top.func,
-                            block: to,
-                            via,
-                        }));
+                        visit(
+                            Visit::Step(Step {
+                                func: top.func,
+                                block: to,
+                                via,
+                            }),
+                            self.slot(top.func, via),
+                        );
                     }
                     Some(found) => {
                         return Err(RegenError::Unexpected {
@@ -876,22 +956,26 @@ impl<'a> Regenerator<'a> {
                 // and the call sites between two blocks.
                 let func = top.func;
                 let mut block = top.block;
-                let mut pending = top.pending;
+                // The pending witness, `NONE` for none (a plain word: `Option<u32>` made the
+                // compiler reassemble the value byte by byte after every read).
+                const NONE: u64 = u64::MAX;
+                let mut pending = top.pending.map_or(NONE, u64::from);
                 let mut stepped = false;
+                let mut w = tables.walk[block.index()];
                 let r = loop {
-                    let w = tables.walk[block.index()];
                     let hop = match w.kind {
-                        WalkKind::One => tables.hops[w.start as usize],
+                        WalkKind::One => &tables.hops[w.start as usize],
                         WalkKind::Dense | WalkKind::Sparse => {
-                            let value = match pending {
-                                Some(v) => v,
-                                None => match read_witness(src, w.bits, func, block) {
+                            let value = if pending != NONE {
+                                pending as u32
+                            } else {
+                                match read_witness(src, w.bits, func, block) {
                                     Ok(v) => {
-                                        pending = Some(v);
+                                        pending = u64::from(v);
                                         v
                                     }
                                     Err(err) => break Err(err),
-                                },
+                                }
                             };
                             match tables.pick(w, value) {
                                 Some(h) => h,
@@ -910,26 +994,42 @@ impl<'a> Regenerator<'a> {
                         },
                     };
                     if hop.flags & HOP_WITNESS != 0 {
-                        let w = (hop.wval, hop.wbits);
-                        if let Err(err) = check_witness(src, &mut pending, w, func, block, hop.edge)
-                        {
-                            break Err(err);
+                        // (`check_witness`.)
+                        let found = if pending != NONE {
+                            std::mem::replace(&mut pending, NONE) as u32
+                        } else {
+                            match read_witness(src, hop.wbits, func, block) {
+                                Ok(v) => v,
+                                Err(err) => break Err(err),
+                            }
+                        };
+                        if found != hop.wval {
+                            break Err(RegenError::WrongWitness {
+                                func,
+                                edge: hop.edge,
+                                expected: hop.wval,
+                                found,
+                            });
                         }
                     }
                     if hop.flags & HOP_RET != 0 {
-                        if pending.is_some() {
+                        if pending != NONE {
                             break Err(RegenError::Pending { func, block });
                         }
-                        visit(Visit::Return(func, hop.edge));
+                        visit(Visit::Return(func, hop.edge), hop.slot as usize);
                         break Ok(true);
                     }
                     block = hop.dst;
+                    w = hop.next;
                     stepped = true;
-                    visit(Visit::Step(Step {
-                        func,
-                        block,
-                        via: hop.edge,
-                    }));
+                    visit(
+                        Visit::Step(Step {
+                            func,
+                            block,
+                            via: hop.edge,
+                        }),
+                        hop.slot as usize,
+                    );
                     if hop.flags & HOP_STOP != 0 {
                         break Ok(false);
                     }
@@ -954,7 +1054,7 @@ impl<'a> Regenerator<'a> {
                         sites.end..sites.end
                     };
                 }
-                top.pending = pending;
+                top.pending = (pending != NONE).then_some(pending as u32);
                 if r? {
                     stack.pop();
                 }
@@ -1040,16 +1140,19 @@ impl<'a> Regenerator<'a> {
                 if top.pending.is_some() {
                     return Err(RegenError::Pending { func, block });
                 }
-                visit(Visit::Return(func, e));
+                visit(Visit::Return(func, e), self.slot(func, e));
                 stack.pop();
             } else {
                 top.block = act.dst;
                 top.sites = tables.blocks[act.dst].sites.clone();
-                visit(Visit::Step(Step {
-                    func,
-                    block: act.dst,
-                    via: e,
-                }));
+                visit(
+                    Visit::Step(Step {
+                        func,
+                        block: act.dst,
+                        via: e,
+                    }),
+                    self.slot(func, e),
+                );
             }
         }
     }

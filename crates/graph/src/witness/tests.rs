@@ -361,6 +361,19 @@ fn check_program(seed: u64, config: &ProgramConfig) -> Measure {
             .run(&mut BitReader::new(&bytes, len), |s| out.push(s))
             .unwrap_or_else(|err| panic!("seed {seed} {kind:?}: {err}"));
         assert_eq!(out, expected, "seed {seed} {kind:?} (bits, searched)");
+        // The slots the walk tells are the events' edges' slots.
+        out.clear();
+        let regen = Regenerator::new(&traced);
+        regen
+            .run_slotted(&mut BitReader::new(&bytes, len), |v, slot| {
+                assert_eq!(slot, regen.slot_of(&v), "seed {seed} {kind:?}");
+                assert!(slot < regen.slots());
+                if let regen::Visit::Step(s) = v {
+                    out.push(s)
+                }
+            })
+            .unwrap_or_else(|err| panic!("seed {seed} {kind:?}: {err}"));
+        assert_eq!(out, expected, "seed {seed} {kind:?} (bits, slotted)");
         // A trace cut anywhere (a crash, a flight recorder's tail lost) regenerates to a
         // prefix of the execution, never to something else.
         let cut = rng.below(records.len() + 1);
