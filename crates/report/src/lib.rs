@@ -330,6 +330,16 @@ pub type Counted = HashMap<(usize, usize), (Vec<u64>, Vec<u64>)>;
 /// [`analyze`], taking the counts of the functions in `counted` from there instead of from
 /// their counters.
 pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, ReportError> {
+    analyze_counted_with(profile, counted, &HashMap::new())
+}
+
+/// [`analyze_counted`] with the graphs of some functions already built from their metadata
+/// (by `(module index, function index)`), which it then does not build again.
+pub fn analyze_counted_with(
+    profile: &Profile,
+    counted: &Counted,
+    cfgs: &HashMap<(usize, usize), &tally_graph::Cfg>,
+) -> Result<Report, ReportError> {
     let mut functions: Vec<FunctionReport> = Vec::new();
     // (name, cfg hash) -> index in `functions`, for merging linkonce copies.
     let mut linkonce: HashMap<(String, u64), usize> = HashMap::new();
@@ -407,11 +417,15 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
             }
         }
         for (fi, f) in meta.functions.iter().enumerate() {
-            let cfg = f.cfg().map_err(|e| ReportError::Meta {
-                function: one_line(&f.name),
-                source_file: one_line(&meta.source),
-                message: e.to_string(),
-            })?;
+            let cfg = match cfgs.get(&(mi, fi)) {
+                Some(&c) => std::borrow::Cow::Borrowed(c),
+                None => std::borrow::Cow::Owned(f.cfg().map_err(|e| ReportError::Meta {
+                    function: one_line(&f.name),
+                    source_file: one_line(&meta.source),
+                    message: e.to_string(),
+                })?),
+            };
+            let cfg = cfg.as_ref();
             // In range: validated when the metadata was decoded (and the counters read).
             let base = f.counter_base.index();
             let vals = m
@@ -433,7 +447,7 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
                 Some(Ok(s)) => Ok(s),
                 Some(Err(why)) => {
                     inconsistent = Some(why);
-                    Ok(modes::Solved::unknown(&cfg))
+                    Ok(modes::Solved::unknown(cfg))
                 }
                 None => match counted.get(&(mi, fi)) {
                     Some((e, b)) if e.len() == cfg.num_edges() && b.len() == cfg.num_blocks() => {
@@ -442,7 +456,7 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
                             tally_graph::IdVec::from_vec(b.clone()),
                         ))
                     }
-                    _ => modes::of(meta.mode).solve(&cfg, f, vals, paths.as_ref()),
+                    _ => modes::of(meta.mode).solve(cfg, f, vals, paths.as_ref()),
                 },
             };
             let mut solved = match result {
@@ -460,7 +474,7 @@ pub fn analyze_counted(profile: &Profile, counted: &Counted) -> Result<Report, R
                 }
                 Err(error) => {
                     inconsistent = Some(one_line(&error.to_string()));
-                    modes::Solved::unknown(&cfg)
+                    modes::Solved::unknown(cfg)
                 }
             };
             let events = f.events.as_ref().map(|em| {

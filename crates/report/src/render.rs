@@ -53,10 +53,11 @@ fn where_(file: &Option<String>, line: u32) -> String {
 #[derive(Default)]
 struct Sources(std::collections::HashMap<String, Option<SourceText>>);
 
-/// A source file read once: its text and where each line starts (one allocation for the
-/// file, not one per line: SQLite's amalgamation has 260,000 lines).
+/// A source file read once: its bytes and where each line starts (one allocation for the
+/// file, not one per line: SQLite's amalgamation has 260,000 lines); a quoted line is decoded
+/// (UTF-8, lossily) on its own.
 struct SourceText {
-    text: String,
+    bytes: Vec<u8>,
     starts: Vec<usize>,
 }
 
@@ -67,25 +68,24 @@ impl Sources {
             return None;
         }
         if !self.0.contains_key(f) {
-            let read = std::fs::read(f).ok().map(|b| {
-                let text = String::from_utf8(b)
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            let read = std::fs::read(f).ok().map(|bytes| {
                 let starts = std::iter::once(0)
-                    .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+                    .chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1))
                     .collect();
-                SourceText { text, starts }
+                SourceText { bytes, starts }
             });
             self.0.insert(f.clone(), read);
         }
         let src = self.0.get(f)?.as_ref()?;
         let i = line as usize - 1;
         let start = *src.starts.get(i)?;
-        if start >= src.text.len() {
+        if start >= src.bytes.len() {
             return None; // (the empty "line" after a final newline, which `str::lines` omits)
         }
-        let end = src.starts.get(i + 1).map_or(src.text.len(), |&e| e - 1);
+        let end = src.starts.get(i + 1).map_or(src.bytes.len(), |&e| e - 1);
         // (`str::lines` also drops a `\r` before the `\n`; `trim` does here.)
-        let text = src.text.get(start..end)?.trim();
+        let decoded = String::from_utf8_lossy(src.bytes.get(start..end)?);
+        let text = decoded.trim();
         let mut t: String = text.chars().take(60).collect();
         if text.chars().count() > 60 {
             t.push_str("...");

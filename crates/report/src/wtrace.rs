@@ -642,7 +642,13 @@ pub fn report(
         }
         counted.insert(p.at[i], (e, b));
     }
-    let r = crate::analyze_counted(profile, &counted).map_err(|e| e.to_string())?;
+    // (The graphs `program` built from the same metadata.)
+    let cfgs =
+        p.at.iter()
+            .zip(&p.funcs)
+            .map(|(&at, t)| (at, &t.input.cfg))
+            .collect();
+    let r = crate::analyze_counted_with(profile, &counted, &cfgs).map_err(|e| e.to_string())?;
     Ok((r, stopped))
 }
 
