@@ -184,14 +184,8 @@ enum Leave {
     None,
     /// One normal successor: this edge, and what traversing it does.
     One(EdgeId, EdgeAct),
-    /// A predicate: read a witness of `bits` bits and look the value up in
-    /// `choice[start..start + len]` (indexed directly by value when `dense`).
-    Choice {
-        bits: u8,
-        dense: bool,
-        start: u32,
-        len: u32,
-    },
+    /// A predicate of a witness plan: left by the fast walk only (its [`Walk`] and hops).
+    Choice,
     /// A predicate of a path-number function: the out-edges `choice[start..start + len]`;
     /// the one whose range `[Val, Val + NumPaths(target))` holds the path's remaining value.
     Path { start: u32, len: u32 },
@@ -247,8 +241,7 @@ struct Walk {
 }
 
 /// An out-edge as the fast walk takes it (32 bytes): the edge, its target and the target's
-/// [`Walk`], its slot, its witness and
-/// whether the walk must stop there (flags below).
+/// [`Walk`], its slot, its witness and whether the walk must stop there (flags below).
 #[derive(Copy, Clone)]
 struct Hop {
     edge: EdgeId,
@@ -266,7 +259,8 @@ struct Hop {
 const HOP_WITNESS: u8 = 1;
 /// [`Hop::flags`]: a `Return` edge.
 const HOP_RET: u8 = 2;
-/// [`Hop::flags`]: its target has call sites (the general walk follows them).
+/// [`Hop::flags`]: its target has call sites other than opaque ones (the general walk
+/// follows them).
 const HOP_STOP: u8 = 4;
 /// [`Hop::flags`]: no hop (a value no out-edge of the predicate has).
 const HOP_NONE: u8 = 8;
@@ -288,8 +282,8 @@ struct Tables {
     paths: Option<(NumberedDag, u8, u64)>,
     blocks: IdVec<NodeId, BlockTab>,
     callees: Vec<Callee>,
+    /// The out-edges of path predicates (`Leave::Path`).
     choice: Vec<EdgeId>,
-    choice_values: Vec<u32>,
     edges: IdVec<EdgeId, EdgeAct>,
     /// Per edge, in a path-number function only (empty otherwise).
     pacts: IdVec<EdgeId, PathAct>,
@@ -318,7 +312,6 @@ impl Tables {
             .flatten();
         let mut callees = Vec::new();
         let mut choice = Vec::new();
-        let mut choice_values = Vec::new();
         let edges = cfg
             .edges()
             .map(|(e, edge)| EdgeAct {
@@ -372,28 +365,12 @@ impl Tables {
                 (Some(_), Some(_)) if numbered.is_some() => {
                     let start = choice.len() as u32;
                     choice.extend(t.input.normal_succs(v));
-                    choice_values.extend(t.input.normal_succs(v).map(|_| 0));
                     Leave::Path {
                         start,
                         len: choice.len() as u32 - start,
                     }
                 }
-                (Some(_), Some(_)) => {
-                    let c = &table[v];
-                    let dense = c
-                        .iter()
-                        .enumerate()
-                        .all(|(i, &(value, _))| value as usize == i);
-                    let start = choice.len() as u32;
-                    choice.extend(c.iter().map(|&(_, e)| e));
-                    choice_values.extend(c.iter().map(|&(value, _)| value));
-                    Leave::Choice {
-                        bits: t.plan.read_bits[v],
-                        dense,
-                        start,
-                        len: c.len() as u32,
-                    }
-                }
+                (Some(_), Some(_)) => Leave::Choice,
             };
             let resume = cfg
                 .succs(v)
@@ -406,7 +383,8 @@ impl Tables {
                 resume,
             });
         }
-        // The fast walk's copy of `blocks[..].leave`, each edge's action a `Hop`.
+        // The fast walk's tables: `blocks[..].leave` with each edge's action a `Hop`, and each
+        // predicate's choices (witness value -> out-edge) from the choice table.
         let hop = |e: EdgeId| {
             let a = edges[e];
             let mut flags = 0;
@@ -440,7 +418,7 @@ impl Tables {
         let mut walk = Vec::with_capacity(blocks.len());
         let mut hops = Vec::new();
         let mut hop_values = Vec::new();
-        for b in &blocks {
+        for (v, b) in cfg.nodes().zip(&blocks) {
             let start = hops.len() as u32;
             let w = match b.leave {
                 Leave::One(e, _) => {
@@ -453,18 +431,16 @@ impl Tables {
                         kind: WalkKind::One,
                     }
                 }
-                Leave::Choice {
-                    bits,
-                    dense,
-                    start: c,
-                    len,
-                } => {
-                    let range = c as usize..(c + len) as usize;
-                    let values = &choice_values[range.clone()];
+                Leave::Choice => {
+                    // (value, out-edge), sorted by value.
+                    let c = &table[v];
+                    let bits = t.plan.read_bits[v];
+                    let len = c.len();
+                    let dense = c.iter().enumerate().all(|(i, &(x, _))| x as usize == i);
                     // Indexed by value where the values span a small range (holes: hops
                     // marked `HOP_NONE`), searched otherwise.
-                    let span = values.last().map_or(0, |&v| v as usize + 1);
-                    if dense || (index_limit > 0 && span <= (4 * len as usize).max(index_limit)) {
+                    let span = c.last().map_or(0, |&(x, _)| x as usize + 1);
+                    if dense || (index_limit > 0 && span <= (4 * len).max(index_limit)) {
                         let none = Hop {
                             next: OTHER,
                             edge: EdgeId::new(0),
@@ -476,8 +452,8 @@ impl Tables {
                         };
                         hops.resize(start as usize + span, none);
                         hop_values.resize(start as usize + span, 0);
-                        for (&v, &e) in values.iter().zip(&choice[range]) {
-                            hops[start as usize + v as usize] = hop(e);
+                        for &(x, e) in c {
+                            hops[start as usize + x as usize] = hop(e);
                         }
                         Walk {
                             start,
@@ -486,11 +462,11 @@ impl Tables {
                             kind: WalkKind::Dense,
                         }
                     } else {
-                        hops.extend(choice[range.clone()].iter().map(|&e| hop(e)));
-                        hop_values.extend_from_slice(values);
+                        hops.extend(c.iter().map(|&(_, e)| hop(e)));
+                        hop_values.extend(c.iter().map(|&(x, _)| x));
                         Walk {
                             start,
-                            len,
+                            len: len as u32,
                             bits,
                             kind: WalkKind::Sparse,
                         }
@@ -523,7 +499,6 @@ impl Tables {
             blocks: IdVec::from_vec(blocks),
             callees,
             choice,
-            choice_values,
             edges,
             pacts,
             walk,
@@ -532,8 +507,7 @@ impl Tables {
         }
     }
 
-    /// The hop of predicate `w` that witness `value` chooses (the fast walk's
-    /// [`Tables::choose`]).
+    /// The hop of predicate `w` that witness `value` chooses.
     #[inline(always)]
     fn pick(&self, w: Walk, value: u32) -> Option<&Hop> {
         let (start, len) = (w.start as usize, w.len as usize);
@@ -549,22 +523,6 @@ impl Tables {
             values.binary_search(&value).ok()
         };
         i.map(|i| &self.hops[start + i])
-    }
-
-    /// The out-edge of a predicate chosen by witness `value`.
-    #[inline]
-    fn choose(&self, dense: bool, start: u32, len: u32, value: u32) -> Option<EdgeId> {
-        let (start, len) = (start as usize, len as usize);
-        if dense {
-            return ((value as usize) < len).then(|| self.choice[start + value as usize]);
-        }
-        let values = &self.choice_values[start..start + len];
-        let i = if len <= 8 {
-            values.iter().position(|&v| v == value)
-        } else {
-            values.binary_search(&value).ok()
-        };
-        i.map(|i| self.choice[start + i])
     }
 }
 
@@ -1064,14 +1022,12 @@ impl<'a> Regenerator<'a> {
             let (e, act) = match tables.blocks[block].leave {
                 Leave::None => return Err(RegenError::NoSuccessor { func, block }),
                 Leave::One(e, act) => (e, act),
-                Leave::Choice {
-                    bits,
-                    dense,
-                    start,
-                    len,
-                } => {
-                    let choice = (bits, dense, start, len);
-                    take_choice(src, tables, &mut top.pending, choice, func, block)?
+                // (Witness-plan functions take the fast walk above; `Tables::new` gives
+                // witness predicates to them only.)
+                Leave::Choice => {
+                    return Err(RegenError::Decode(format!(
+                        "{func} {block}: a witness predicate in a path-number function"
+                    )))
                 }
                 Leave::Path { start, len } => {
                     let rest = match top.prest {
@@ -1189,32 +1145,6 @@ fn read_path(
         }
     };
     number.checked_sub(base + top.pwalked).ok_or_else(bad)
-}
-
-/// The out-edge a predicate's witness chooses (`Leave::Choice`'s fields), and what
-/// traversing it does: the witness is the pending one, else read from `src` and kept pending
-/// (the edge's own action consumes it).
-#[inline(always)]
-fn take_choice(
-    src: &mut impl RecordSource,
-    tables: &Tables,
-    pending: &mut Option<u32>,
-    (bits, dense, start, len): (u8, bool, u32, u32),
-    func: FuncId,
-    block: NodeId,
-) -> Result<(EdgeId, EdgeAct), RegenError> {
-    let value = match *pending {
-        Some(v) => v,
-        None => {
-            let v = read_witness(src, bits, func, block)?;
-            *pending = Some(v);
-            v
-        }
-    };
-    let e = tables
-        .choose(dense, start, len, value)
-        .ok_or(RegenError::NoChoice { func, block, value })?;
-    Ok((e, tables.edges[e]))
 }
 
 /// The witness `(value, bits)` an edge's action expects: the pending one, else read from
