@@ -697,9 +697,11 @@ fn path_numbers_regenerate_exactly() {
 
 /// `--tally-trace=paths` on Lua (a small script: hundreds of functions, calls through
 /// pointers, longjmp-based errors) and SQLite (the driver's smallest workload): block for
-/// block as `trace-naive`.
+/// block as `trace-naive`. Then the witness plans with `--tally-trace-registers=on` (each
+/// function's word in a register, the checks of room shared by the appends up to the next
+/// check) against the same oracle: the same run, so the same block sequence.
 #[test]
-fn path_numbers_regenerate_exactly_on_lua_and_sqlite() {
+fn path_numbers_and_registers_regenerate_exactly_on_lua_and_sqlite() {
     let script = repo().join("testdata/lua/small.lua");
     for (name, args, run_args) in [
         ("lua", lua_args(&["-O2"]), vec![script.to_str().unwrap()]),
@@ -726,6 +728,36 @@ fn path_numbers_regenerate_exactly_on_lua_and_sqlite() {
             o.paths_plans,
             o.trace_bytes,
             o.naive_bytes
+        );
+        let dir = scratch(&format!("wtrace-{name}-registers"));
+        let vdir = dir.join("trace");
+        std::fs::create_dir_all(&vdir).unwrap();
+        let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
+        a.insert(0, "--tally-trace-registers=on");
+        build(Variant::Tally("trace"), false, &a, &vdir.join("prog"), &dir);
+        let out = std::process::Command::new("./prog")
+            .args(&run_args)
+            .current_dir(&vdir)
+            .env("TALLY_PROFILE", vdir.join("prog.tally"))
+            .env("TALLY_TRACE", vdir.join("prog.trace"))
+            .env_remove("TALLY_TRACE_COMPRESS")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name} registers");
+        let prof = tally_format::profile::Profile::read_file(vdir.join("prog.tally")).unwrap();
+        let bytes = std::fs::read(vdir.join("prog.trace")).unwrap();
+        let r = tally_report::wtrace::regenerate(&bytes, &prof)
+            .unwrap_or_else(|e| panic!("{name} registers: {e}"));
+        assert!(r.stopped.is_empty(), "{name} registers: {:?}", r.stopped);
+        let regenerated: Vec<(String, u32)> = r
+            .blocks
+            .iter()
+            .map(|b| (b.function.clone(), b.block))
+            .collect();
+        assert!(
+            regenerated == o.oracle,
+            "{name} registers: {}",
+            first_difference(&regenerated, &o.oracle)
         );
     }
 }

@@ -26,7 +26,7 @@ use std::mem::{align_of, offset_of, size_of};
 
 /// Version of the runtime ABI: `TALLY_ABI_VERSION`, the `abi_version` of every
 /// `struct tally_module`. The runtime ignores descriptors of any other version.
-pub const ABI_VERSION: u32 = 7;
+pub const ABI_VERSION: u32 = 8;
 
 /// `struct tally_module.flags`: the module counts events (events mode); at exit the runtime
 /// stores the exiting thread's exact event total in the module's counter 0
@@ -57,12 +57,12 @@ pub const IPATH_OPEN: &str = "__tally_ipath_open";
 pub const IPATH_RET: &str = "__tally_ipath_ret";
 
 /// Witness trace mode: the thread-local pointer to the calling thread's
-/// [`TallyWtraceAcc`] (`c/wtrace.c`, `tally.h`; never null: a read-only one with `fill = 0`,
-/// a count of 64, until the thread has a stream).
+/// [`TallyWtraceAcc`] (`c/wtrace.c`, `tally.h`; never null: a read-only one whose word is
+/// [`WTRACE_CLOSED`] until the thread has a stream).
 pub const WTRACE_ACC: &str = "__tally_wtrace_acc";
 /// Witness trace mode: `void __tally_wtrace_spill(uint64_t value, uint64_t bits)`, the slow
-/// path of an inline record: the accumulator is full (its word goes to the thread's buffer),
-/// the thread has no stream yet, or its stream has ended.
+/// path of an inline record: the accumulator's word has no room for it (its bits and the
+/// record go to the thread's buffer), the thread has no stream yet, or its stream has ended.
 pub const WTRACE_SPILL: &str = "__tally_wtrace_spill";
 
 /// The multiplier of the path hashes (Fibonacci hashing, 2^64 / golden ratio): a path's home
@@ -356,17 +356,19 @@ pub const TALLY_PATH_SITE: StructLayout = layout!(
 );
 
 /// `struct tally_wtrace_acc`: a thread's witness-trace bit accumulator (trace mode), reached
-/// through [`WTRACE_ACC`]; instrumented code appends a record of `b` bits inline (`acc |= v <<
-/// (fill & 63); fill += b`) while that leaves `fill` negative (the record fits below bit 64),
-/// else calls [`WTRACE_SPILL`]: the add's sign flag is the test, no compare.
+/// through [`WTRACE_ACC`]. Instrumented code appends a record of `b` bits inline at the top of
+/// the one word `acc` (`acc = acc >> b | v << (64 - b)`) while the word's low `b` bits are
+/// zero (it has room), else calls [`WTRACE_SPILL`]: the word holds up to 63 bits above a
+/// sentinel 1, so one register is the whole state of a function's copy and one `test` of a
+/// constant mask the check.
 #[repr(C)]
 #[derive(Debug)]
 pub struct TallyWtraceAcc {
-    /// Bits not yet in the thread's buffer, least-significant first.
+    /// Up to 63 bits not yet in the thread's buffer, above a sentinel 1 (the lowest set bit):
+    /// with `n` bits the sentinel is bit `63 - n` and the bits, least-significant first, are
+    /// `acc >> (64 - n)`. [`WTRACE_EMPTY`] holds none; [`WTRACE_CLOSED`] has room for nothing
+    /// (the thread has no stream or its stream has ended: every record takes the slow path).
     pub acc: u64,
-    /// How many, minus 64: from -64 to -1 as a signed number; 0 (a count of 64) while the
-    /// thread has no stream or its stream has ended, so that every record takes the slow path.
-    pub fill: u64,
     /// The callee a traced direct call site is about to enter (set inline while `slow` is 0).
     pub direct: *const u8,
     /// Traced activations on the thread (entries minus returns; inline while `slow` is 0).
@@ -378,6 +380,11 @@ pub struct TallyWtraceAcc {
     pub ret: *const u8,
 }
 
+/// [`TallyWtraceAcc::acc`] holding no bits: the sentinel alone, at the top.
+pub const WTRACE_EMPTY: u64 = 1 << 63;
+/// [`TallyWtraceAcc::acc`] with room for nothing (no stream, or it has ended).
+pub const WTRACE_CLOSED: u64 = 1;
+
 /// `struct tally_frame`.
 pub const TALLY_FRAME: StructLayout =
     layout!(TallyFrame, "tally_frame", [(prev, Ptr), (site, Ptr)]);
@@ -388,7 +395,6 @@ pub const TALLY_WTRACE_ACC: StructLayout = layout!(
     "tally_wtrace_acc",
     [
         (acc, U64),
-        (fill, U64),
         (direct, Ptr),
         (depth, U32),
         (slow, U32),
@@ -535,6 +541,8 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_BUILD_ID_MODULES", BUILD_ID_MODULES as u64),
     u("TALLY_FNV_OFFSET", FNV_OFFSET),
     u("TALLY_FNV_PRIME", FNV_PRIME),
+    u("TALLY_WTRACE_EMPTY", WTRACE_EMPTY),
+    u("TALLY_WTRACE_CLOSED", WTRACE_CLOSED),
 ];
 
 /// A libc function whose direct calls (and address uses) in instrumented code are redirected to

@@ -289,3 +289,21 @@ pub(crate) fn set_branch_weights(ctx: LLVMContextRef, br: LLVMValueRef, weights:
         c::LLVMSetMetadata(br, k, c::LLVMMetadataAsValue(ctx, node));
     }
 }
+
+/// The declaration of the overloaded intrinsic `name` for the types `tys` in module `m`, and
+/// its function type.
+pub(crate) fn intrinsic_decl(
+    m: llvm_sys::prelude::LLVMModuleRef,
+    name: &str,
+    tys: &[llvm_sys::prelude::LLVMTypeRef],
+) -> (LLVMValueRef, llvm_sys::prelude::LLVMTypeRef) {
+    let mut tys = tys.to_vec();
+    unsafe {
+        let id = c::LLVMLookupIntrinsicID(name.as_ptr().cast(), name.len());
+        assert!(id != 0, "unknown intrinsic {name}");
+        let f = c::LLVMGetIntrinsicDeclaration(m, id, tys.as_mut_ptr(), tys.len());
+        let ty =
+            c::LLVMIntrinsicGetType(c::LLVMGetModuleContext(m), id, tys.as_mut_ptr(), tys.len());
+        (f, ty)
+    }
+}

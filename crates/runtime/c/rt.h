@@ -423,7 +423,7 @@ void wring_sync(struct wr_ring *r, uint32_t depth, unsigned pad);
 /* The dump: the file's start, then each thread. 0 or -1; bytes written are added to *pos. */
 int wring_dump_begin(int fd, uint32_t modules, uint64_t *pos);
 int wring_dump_thread(int fd, uint32_t tid, const struct wr_ring *r, uint32_t depth,
-                      const unsigned char *buf, size_t n, uint64_t acc, unsigned nacc,
-                      uint64_t *pos);
+                      const unsigned char *buf, size_t n, uint64_t lo, uint64_t hi,
+                      unsigned nacc, uint64_t *pos);
 
 #endif

@@ -271,11 +271,14 @@ int wring_dump_begin(int fd, uint32_t modules, uint64_t *pos) {
     return 0;
 }
 
-/* One thread's chunks (its stream not yet in the ring: `buf`/`n` bytes, then `nacc` (< 64) bits
- * of `acc`) and its stack chunk (`depth` activations). Returns 0 or -1, adds to *pos. */
+/* One thread's chunks (its stream not yet in the ring: `buf`/`n` bytes, then `nacc` (< 128) bits
+ * of `lo` and then `hi`) and its stack chunk (`depth` activations). Returns 0 or -1, adds to
+ * *pos. */
 int wring_dump_thread(int fd, uint32_t tid, const struct wr_ring *r, uint32_t depth,
-                      const unsigned char *buf, size_t n, uint64_t acc, unsigned nacc,
-                      uint64_t *pos) {
+                      const unsigned char *buf, size_t n, uint64_t lo, uint64_t hi,
+                      unsigned nacc, uint64_t *pos) {
+    if (nacc > 127)
+        nacc = 0;
     uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
     uint64_t lost = __atomic_load_n(&r->lost, __ATOMIC_ACQUIRE);
     uint64_t first = head > WR_CHUNKS ? head - WR_CHUNKS : 0;
@@ -290,10 +293,12 @@ int wring_dump_thread(int fd, uint32_t tid, const struct wr_ring *r, uint32_t de
         uint64_t data = end - c->start - c->sync;
         uint64_t bits = data * 8 - (last ? 0 : c->pad);
         uint64_t extra = 0;
-        unsigned char tail[8];
-        unsigned tail_n = (nacc + 7) / 8; /* nacc < 64 */
-        for (unsigned k = 0; k < 8; k++)
-            tail[k] = (unsigned char)(acc >> (8 * k));
+        unsigned char tail[16];
+        unsigned tail_n = (nacc + 7) / 8; /* nacc < 128 */
+        for (unsigned k = 0; k < 8; k++) {
+            tail[k] = (unsigned char)(lo >> (8 * k));
+            tail[8 + k] = (unsigned char)(hi >> (8 * k));
+        }
         if (last) {
             bits += (uint64_t)n * 8 + nacc;
             extra = n + tail_n;

@@ -31,16 +31,19 @@
  * resolution chunk (wt_write_resolutions), which the reader needs to know which calls enter
  * silently.
  *
- * The fast path (below, "Accumulator"): every record goes through the thread's 64-bit
- * accumulator (struct tally_wtrace_acc, first in the stream), which instrumented code reaches
- * through the initial-exec TLS pointer __tally_wtrace_acc and appends witnesses, Back and lost
- * records to inline; a full word goes to the buffer (8 bytes, least-significant first: the
- * same bytes as bit by bit) in __tally_wtrace_spill. The accumulator keeps its bit count
- * minus 64 (`fill`, wt_nacc), so the inline add of a record's width sets the sign flag when
- * the word is full and no compare is needed. The pointer is never null: until the thread has
- * a stream it points at wt_no_stream, whose count of 64 (fill 0) sends every record to the
- * slow path (which makes the stream); an ended stream (process end, fork child) keeps a count
- * of 64 too.
+ * The fast path (below, "Accumulator"): every record goes through the thread's inline word
+ * (struct tally_wtrace_acc, first in the stream), which instrumented code reaches through the
+ * initial-exec TLS pointer __tally_wtrace_acc and appends witnesses, Back and lost records to
+ * at its top (`acc = acc >> bits | value << (64 - bits)`) while its low `bits` bits are zero:
+ * up to 63 bits sit above a sentinel 1 (tally.h), so a function's copy is one register and
+ * the check one `test` of a constant mask. When a record does not fit,
+ * __tally_wtrace_spill takes the word's bits and the record into the thread's packer (`pend`,
+ * fewer than 64 bits), whose full words go to the buffer (8 bytes, least-significant first:
+ * the same bytes as bit by bit); the runtime's own records go the same way (wt_bits), after
+ * the word's bits. The pointer is never null: until the thread has a stream it points at
+ * wt_no_stream, whose closed word (TALLY_WTRACE_CLOSED: no room for any record) sends every
+ * record to the slow path (which makes the stream); an ended stream (process end, fork child)
+ * is closed too.
  */
 #include "rt.h"
 
@@ -57,8 +60,10 @@ struct wt_thread {
     uint32_t tid;
     int ended;
     struct wr_ring *ring; /* the flight recorder's ring and shadow stack, or null */
-    uint64_t end_acc;     /* a ring's stream once ended: its accumulator's last bits, */
-    unsigned end_nacc;    /* how many (the dump writes them exactly, wtrace_finish) */
+    uint64_t pend;        /* bits taken from the inline word, not yet a full word of the */
+    unsigned npend;       /* buffer: how many (< 64), least-significant first */
+    uint64_t end_lo, end_hi; /* a ring's stream once ended: its pending bits (wt_pending), */
+    unsigned end_n;          /* how many (the dump writes them exactly, wtrace_finish) */
     struct wt_rc *rc;     /* with TALLY_TRACE_COMPRESS: the stream's range coder, or null */
     /* Enter's code (trace format 5, tally_graph::witness::bits::EnterCoder, over keys
      * slot << 32 | index): the function that followed each function's Enter last time, hashed
@@ -238,13 +243,13 @@ static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec
 
 /* ---- Accumulator (the fast path's state) ---------------------------------------------------- */
 
-/* What __tally_wtrace_acc points at while the thread has no stream: a count of 64 and
+/* What __tally_wtrace_acc points at while the thread has no stream: a closed word and
  * slow = 1, so instrumented code never writes it (every record takes __tally_wtrace_spill,
  * every entry, direct flag and call site the runtime). The first entry in a thread (always through
  * __tally_wtrace_enter, for slow = 1) points the thread at its stream's accumulator, or at
  * wt_no_memory when the stream cannot be mapped, so that the inline `ret`, which decrements
  * the depth without a test, never writes this shared one. */
-static struct tally_wtrace_acc wt_no_stream = {0, 0, 0, 0, 1, 0}; /* fill 0: a count of 64 */
+static struct tally_wtrace_acc wt_no_stream = {TALLY_WTRACE_CLOSED, 0, 0, 1, 0};
 static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("initial-exec")));
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
@@ -316,7 +321,7 @@ static void wt_rc_flush(struct wt_thread *t, int end) {
     __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 }
 
-static void wt_flush(struct wt_thread *t, int bounded) {
+static __attribute__((noinline, cold)) void wt_flush(struct wt_thread *t, int bounded) {
     if (t->ring) {
         wring_bytes(t->ring, t->buf, t->n);
         t->n = 0;
@@ -336,14 +341,24 @@ static void wt_flush(struct wt_thread *t, int bounded) {
     errno = saved_errno;
 }
 
-/* The accumulator's bit count (0-63; 64 while the thread has no stream or it has ended). The
- * field `fill` holds it minus 64 (tally.h): negative while the word has room, so the one add
- * of an inline record also sets the sign flag that sends it to the slow path. */
-static inline uint64_t wt_nacc(const struct wt_thread *t) {
-    return t->a.fill + 64;
+/* The inline word (tally.h): up to 63 bits above a sentinel 1. How many it holds (0-63; a
+ * closed word reads as 63, which only the paths that check `ended` first ever see). */
+static inline unsigned wt_word_n(uint64_t w) {
+    return w ? 63u - (unsigned)__builtin_ctzll(w) : 0;
 }
-static inline void wt_set_nacc(struct wt_thread *t, uint64_t n) {
-    t->a.fill = n - 64;
+/* Its bits, least-significant first. */
+static inline uint64_t wt_word_bits(uint64_t w) {
+    unsigned n = wt_word_n(w);
+    return n ? w >> (64 - n) : 0;
+}
+/* The thread's bits not yet in its buffer: the packer's, then the inline word's (at most 126:
+ * `*hi` gets what does not fit in `*lo`). Returns how many. */
+static unsigned wt_pending(const struct wt_thread *t, uint64_t w, uint64_t *lo, uint64_t *hi) {
+    unsigned p = t->npend, n = wt_word_n(w);
+    uint64_t bits = wt_word_bits(w);
+    *lo = t->pend | (n && p < 64 ? bits << p : 0);
+    *hi = p && n && p + n > 64 ? bits >> (64 - p) : 0;
+    return p + n;
 }
 
 static struct wt_thread *wt_get(void) {
@@ -352,24 +367,24 @@ static struct wt_thread *wt_get(void) {
         return t;
     void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        wt_no_memory = (struct tally_wtrace_acc){0, 0, 0, 0, 1, 0};
+        wt_no_memory = (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0};
         __tally_wtrace_acc = &wt_no_memory;
         return 0;
     }
     t = p;
-    wt_set_nacc(t, 0);
+    t->a.acc = TALLY_WTRACE_EMPTY;
     if (wring_size()) {
         t->ring = wring_new();
         t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
         if (t->ended)
-            wt_set_nacc(t, 64);
+            t->a.acc = TALLY_WTRACE_CLOSED;
         else
             t->a.slow = 1; /* entries, direct flags and call sites keep the shadow stack */
     } else if (wt_compressing()) {
         void *q = mmap(0, sizeof *t->rc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (q == MAP_FAILED) {
             t->ended = 1; /* no coder, no stream (a raw one would corrupt the file) */
-            wt_set_nacc(t, 64);
+            t->a.acc = TALLY_WTRACE_CLOSED;
         } else {
             t->rc = q;
             wt_rc_init(t->rc);
@@ -396,71 +411,87 @@ static void wt_acc_bytes(struct wt_thread *t, uint64_t w, unsigned bytes) {
     }
 }
 
-/* The accumulator's full word `w` goes to the buffer (flushed when full). */
-static __attribute__((noinline)) void wt_word(struct wt_thread *t, uint64_t w) {
+/* The packer's full word `w` goes to the buffer (flushed when full). */
+static inline __attribute__((always_inline)) void wt_word(struct wt_thread *t, uint64_t w) {
     if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && t->n + 8 <= WT_BUF) {
         memcpy(t->buf + t->n, &w, 8); /* least-significant byte first */
         t->n += 8;
-        if (t->n == WT_BUF)
+        if (__builtin_expect(t->n == WT_BUF, 0))
             wt_flush(t, 0);
     } else {
         wt_acc_bytes(t, w, 8);
     }
 }
 
-/* Appends the low `bits` (<= 64) bits of v to a live stream: what the inline code does, and
- * the word that fills the accumulator goes to the buffer. */
-static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, uint64_t v,
+/* Appends the low `bits` (1-64) bits of v (masked) to the packer; a full word goes to the
+ * buffer. */
+static inline __attribute__((always_inline)) void wt_pack(struct wt_thread *t, uint64_t v,
                                                           unsigned bits) {
-    if (!bits || bits > 64)
-        return;
-    if (bits < 64)
-        v &= (1ull << bits) - 1;
-    uint64_t n = wt_nacc(t);
-    if (n > 63)
-        return; /* (ended meanwhile, by another thread's exit) */
-    uint64_t acc = t->a.acc | v << n;
-    n += bits;
+    unsigned n = t->npend + bits;
+    uint64_t acc = t->pend | v << t->npend;
     if (n >= 64) {
         wt_word(t, acc);
         n -= 64;
         acc = n ? v >> (bits - n) : 0;
     }
-    t->a.acc = acc;
-    wt_set_nacc(t, n);
+    t->pend = acc;
+    t->npend = n;
 }
 
-/* The accumulator, padded to a byte, goes to the buffer (a flight recorder's chunk ends, the
+/* The inline word's bits go to the packer: the word is empty again. */
+static inline __attribute__((always_inline)) void wt_take_word(struct wt_thread *t) {
+    uint64_t w = t->a.acc;
+    unsigned n = wt_word_n(w);
+    if (n)
+        wt_pack(t, wt_word_bits(w), n);
+    t->a.acc = TALLY_WTRACE_EMPTY;
+}
+
+/* Appends the low `bits` (<= 64) bits of v to a live stream, after the inline word's. */
+static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, uint64_t v,
+                                                          unsigned bits) {
+    if (!bits || bits > 64 || t->ended)
+        return; /* (ended meanwhile, by another thread's exit) */
+    if (bits < 64)
+        v &= (1ull << bits) - 1;
+    wt_take_word(t);
+    wt_pack(t, v, bits);
+}
+
+/* The pending bits, padded to a byte, go to the buffer (a flight recorder's chunk ends, the
  * stream ends); returns the padding bits. */
 static unsigned wt_acc_drain(struct wt_thread *t) {
-    if (wt_nacc(t) > 63)
+    if (t->ended)
         return 0;
-    unsigned pad = (8 - (unsigned)(wt_nacc(t) % 8)) % 8;
+    wt_take_word(t);
+    unsigned pad = (8 - t->npend % 8) % 8;
     if (pad)
-        wt_bits(t, 0, pad);
-    wt_acc_bytes(t, t->a.acc, (unsigned)(wt_nacc(t) / 8));
-    t->a.acc = 0;
-    wt_set_nacc(t, 0);
+        wt_pack(t, 0, pad);
+    wt_acc_bytes(t, t->pend, t->npend / 8);
+    t->pend = 0;
+    t->npend = 0;
     return pad;
 }
 
-/* The stream ends: its accumulator, padded to a byte, goes to the buffer; the inline code
+/* The stream ends: its pending bits, padded to a byte, go to the buffer; the inline code
  * takes the slow path from now on, which drops every record. */
 static void wt_acc_end(struct wt_thread *t) {
     wt_acc_drain(t);
-    t->a.acc = 0;
-    wt_set_nacc(t, 64);
+    t->a.acc = TALLY_WTRACE_CLOSED;
 }
 
 void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
     struct wt_thread *t = wt_get();
     if (!t || t->ended) {
         if (t)
-            wt_set_nacc(t, 64); /* (a signal handler may have ended the stream mid-record) */
+            t->a.acc = TALLY_WTRACE_CLOSED; /* (a signal handler may have ended the stream mid-record) */
         return;
     }
-    if (bits <= 32)
-        wt_bits(t, value, (unsigned)bits);
+    if (bits > 32)
+        return;
+    wt_take_word(t); /* (bits 0: a shared check of room; the word is empty again) */
+    if (bits)
+        wt_pack(t, value & ((1ull << bits) - 1), (unsigned)bits);
 }
 
 /* ---- Control records ---------------------------------------------------------------------------- */
@@ -592,7 +623,7 @@ static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced
     wring_push(t->ring, depth, s, function);
     if (announced) /* (in full: the reader starts at any synchronization point) */
         wt_enter_full(t, s, function);
-    if (wring_want_sync(t->ring, depth, t->n + wt_nacc(t) / 8)) {
+    if (wring_want_sync(t->ring, depth, t->n + (t->npend + wt_word_n(t->a.acc)) / 8)) {
         unsigned pad = wt_acc_drain(t);
         wt_flush(t, 0);
         wring_sync(t->ring, depth, pad);
@@ -798,11 +829,11 @@ static void wt_dump_locked(void) {
         bad = wt_write_resolutions(wt.fd, &pos);
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t && !bad;
          t = t->next) {
-        uint64_t n = t->ended ? t->end_nacc : wt_nacc(t);
-        uint64_t acc = t->ended ? t->end_acc : t->a.acc;
+        uint64_t lo = t->end_lo, hi = t->end_hi;
+        unsigned n = t->ended ? t->end_n : wt_pending(t, t->a.acc, &lo, &hi);
         if (t->ring)
-            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->a.depth, t->buf, t->n, acc,
-                                    n > 63 ? 0 : (unsigned)n, &pos);
+            bad = wring_dump_thread(wt.fd, t->tid, t->ring, t->a.depth, t->buf, t->n, lo, hi, n,
+                                    &pos);
     }
     if (bad || ftruncate(wt.fd, (off_t)pos) != 0) {
         static const char msg[] = "tally: cannot write the trace file\n";
@@ -846,9 +877,8 @@ void wtrace_finish(void) {
         if (t->ring) {
             /* Its buffer and the accumulator's bits stay where the dump finds them; the
              * inline code takes the slow path from now on, which drops every record. */
-            t->end_acc = t->a.acc;
-            t->end_nacc = wt_nacc(t) > 63 ? 0 : (unsigned)wt_nacc(t);
-            wt_set_nacc(t, 64);
+            t->end_n = wt_pending(t, t->a.acc, &t->end_lo, &t->end_hi);
+            t->a.acc = TALLY_WTRACE_CLOSED;
             t->ended = 1;
             any = 1;
             continue;
@@ -886,7 +916,7 @@ void wtrace_forked(void) {
     for (struct wt_thread *t = wt.threads; t; t = t->next) {
         t->n = 0;
         t->ended = 1;
-        wt_set_nacc(t, 64);
+        t->a.acc = TALLY_WTRACE_CLOSED;
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
 }

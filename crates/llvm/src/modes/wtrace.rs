@@ -4,10 +4,13 @@
 //! by `check_plan`), and instrumented to write exactly the records of
 //! `tally_graph::witness::stream::records_of` through the runtime (`c/wtrace.c`):
 //!
-//! - every witnessed edge of width > 0: its value appended inline to the thread's bit
-//!   accumulator ([`put_fn`]: `acc |= value << n; n += bits`, `__tally_wtrace_spill` when the
-//!   word is full) at the edge's site (the sites of [`crate::plan::Plan::for_edges`],
-//!   predecessor tags where an edge has none);
+//! - every witnessed edge of width > 0: its value appended inline at the top of the thread's
+//!   one-word accumulator ([`put_fn`], [`append`]: `acc = acc >> bits | value << (64 - bits)`,
+//!   up to 63 bits above a sentinel 1; `__tally_wtrace_spill` when the word's low `bits` bits
+//!   are not all zero, i.e. it has no room) at the edge's site (the sites of
+//!   [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none); with
+//!   `--tally-trace-registers=on` in a register, the checks of room shared by the appends
+//!   up to the next check ([`Rec::hoist_checks`]);
 //! - the entry, inline ([`inline_fns`]: `tally.wtrace.enter`, the runtime's
 //!   `__tally_wtrace_enter(&module, counters, index, self)` on its slow path), which writes `Enter`
 //!   unless the caller was a traced `Direct` or `Extern` site, which said so by
@@ -709,12 +712,9 @@ struct Runtime {
     enter: (LLVMValueRef, LLVMTypeRef),
     /// `tally.wtrace.put(i64 value, i64 bits)`, always inlined ([`put_fn`]).
     put: (LLVMValueRef, LLVMTypeRef),
-    /// The same on a function's own copy of the accumulator ([`local_fns`]):
-    /// `tally.wtrace.put.local(ptr acc, ptr n, i64 value, i64 bits)`, and its copies to and
-    /// from the thread's, `tally.wtrace.save(ptr acc, ptr n)`, `tally.wtrace.load(...)`.
-    put_local: (LLVMValueRef, LLVMTypeRef),
-    save: (LLVMValueRef, LLVMTypeRef),
-    load: (LLVMValueRef, LLVMTypeRef),
+    /// The same on a function's own copy of the accumulator's word, and its helpers
+    /// ([`local_fns`]).
+    local: Local,
     /// `tally.wtrace.enter` ([`inline_fns`]): the inline entry (its `self` must not be null).
     enter_inline: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
@@ -761,9 +761,7 @@ impl Runtime {
             ret: inline.ret,
             back: inline.back,
             put: unsafe { put_fn(g) },
-            put_local: unsafe { local_fns(g).0 },
-            save: unsafe { local_fns(g).1 },
-            load: unsafe { local_fns(g).2 },
+            local: unsafe { local_fns(g) },
             direct: inline.direct,
             call: inline.call,
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
@@ -976,8 +974,11 @@ unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     let b = c::LLVMCreateBuilderInContext(g.ctx);
     c::LLVMPositionBuilderAtEnd(b, entry);
     let (value, bits) = (c::LLVMGetParam(f, 0), c::LLVMGetParam(f, 1));
-    let acc = (acc_field(g, b, "acc"), acc_field(g, b, "fill"));
-    build_append(g, f, b, acc, (value, bits), |b, _| {
+    let word_p = acc_field(g, b, "acc");
+    let store = |b, w| {
+        c::LLVMBuildStore(b, append(g, b, w, (value, bits)), word_p);
+    };
+    build_checked(g, f, b, word_p, bits, store, |b| {
         let mut a = [value, bits];
         let e = cname("");
         c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
@@ -1035,117 +1036,171 @@ unsafe fn spill_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     spill
 }
 
-/// Builds, at `b`'s end, the append of `(value, bits)` to the accumulator `word_p`/`fill_p`
-/// (`fill` = its bit count minus 64, [`abi::TallyWtraceAcc`]): the inline part when it fits
-/// below bit 64, i.e. when `fill + bits` stays negative (the add's sign flag is the test: `add;
-/// jns` where a count would need `add; cmp; jae`), else `spill(b)` (which builds the cold path,
-/// from `fill`, and returns). The shift takes `fill & 63`, the count itself (x86 masks shift
-/// counts that way, so the `and` costs nothing).
-unsafe fn build_append(
+/// Builds, at `b`'s end, the check that the word at `word_p` ([`abi::TallyWtraceAcc::acc`]:
+/// up to 63 bits above a sentinel 1) has room for `room` bits, i.e. that its low `room` bits
+/// are zero (a `test` of a constant mask): then `fast(b, word)`, else `spill(b)` (the cold
+/// path); both end the function `b` is in.
+unsafe fn build_checked(
     g: &crate::emit::Globals,
     f: LLVMValueRef,
     b: LLVMBuilderRef,
-    (word_p, fill_p): (LLVMValueRef, LLVMValueRef),
-    (value, bits): (LLVMValueRef, LLVMValueRef),
-    spill: impl FnOnce(LLVMBuilderRef, LLVMValueRef),
+    word_p: LLVMValueRef,
+    room: LLVMValueRef,
+    fast: impl FnOnce(LLVMBuilderRef, LLVMValueRef),
+    spill: impl FnOnce(LLVMBuilderRef),
 ) {
     let (ctx, i64t) = (g.ctx, g.i64t);
     let e = cname("");
-    let fast = c::LLVMAppendBasicBlockInContext(ctx, f, cname("fast").as_ptr());
+    let fast_bb = c::LLVMAppendBasicBlockInContext(ctx, f, cname("fast").as_ptr());
     let slow = c::LLVMAppendBasicBlockInContext(ctx, f, cname("spill").as_ptr());
-    let fill = c::LLVMBuildLoad2(b, i64t, fill_p, e.as_ptr());
-    let fill2 = c::LLVMBuildAdd(b, fill, bits, e.as_ptr());
-    let full = c::LLVMBuildICmp(
+    let word = c::LLVMBuildLoad2(b, i64t, word_p, e.as_ptr());
+    let one = c::LLVMConstInt(i64t, 1, 0);
+    let mask = c::LLVMBuildSub(
         b,
-        llvm_sys::LLVMIntPredicate::LLVMIntSGE,
-        fill2,
-        c::LLVMConstInt(i64t, 0, 0),
+        c::LLVMBuildShl(b, one, room, e.as_ptr()),
+        one,
         e.as_ptr(),
     );
-    let br = c::LLVMBuildCondBr(b, full, slow, fast);
+    let low = c::LLVMBuildAnd(b, word, mask, e.as_ptr());
+    let zero = c::LLVMConstInt(i64t, 0, 0);
+    let pred = llvm_sys::LLVMIntPredicate::LLVMIntNE;
+    let full = c::LLVMBuildICmp(b, pred, low, zero, e.as_ptr());
+    let br = c::LLVMBuildCondBr(b, full, slow, fast_bb);
     ir::set_branch_weights(ctx, br, &[1, 1 << 10]);
-    c::LLVMPositionBuilderAtEnd(b, fast);
-    let word = c::LLVMBuildLoad2(b, i64t, word_p, e.as_ptr());
-    let count = c::LLVMBuildAnd(b, fill, c::LLVMConstInt(i64t, 63, 0), e.as_ptr());
-    let shifted = c::LLVMBuildShl(b, value, count, e.as_ptr());
-    let word = c::LLVMBuildOr(b, word, shifted, e.as_ptr());
-    c::LLVMBuildStore(b, word, word_p);
-    c::LLVMBuildStore(b, fill2, fill_p);
+    c::LLVMPositionBuilderAtEnd(b, fast_bb);
+    fast(b, word);
     c::LLVMBuildRetVoid(b);
     c::LLVMPositionBuilderAtEnd(b, slow);
-    spill(b, fill);
+    spill(b);
     c::LLVMBuildRetVoid(b);
 }
 
-/// Defines `tally.wtrace.put.local(ptr acc, ptr fill, i64 value, i64 bits)`,
-/// `tally.wtrace.save(ptr acc, ptr fill)` and `tally.wtrace.load(ptr acc, ptr fill)` (always
-/// inlined): a function without `setjmp` or landing pads keeps the accumulator in two allocas,
-/// which mem2reg makes registers, loaded from the thread's after `enter` and after every call
-/// that may write records, and saved to it before such calls, before `ret`, and around the
-/// cold `__tally_wtrace_spill` (so a record costs an add whose sign is the test, a shift and
-/// an or).
-unsafe fn local_fns(
+/// `word` with the record `(value, bits)` (`value` below `2^bits`) put in at its top:
+/// `word >> bits | value << (64 - bits)`, a funnel shift (`bits` may be 0: `Back` after a
+/// traced callee). One register, no count: the sentinel's position is the count.
+unsafe fn append(
     g: &crate::emit::Globals,
-) -> (
-    (LLVMValueRef, LLVMTypeRef),
-    (LLVMValueRef, LLVMTypeRef),
-    (LLVMValueRef, LLVMTypeRef),
-) {
+    b: LLVMBuilderRef,
+    word: LLVMValueRef,
+    (value, bits): (LLVMValueRef, LLVMValueRef),
+) -> LLVMValueRef {
+    let fshr = ir::intrinsic_decl(g.module, "llvm.fshr", &[g.i64t]);
+    let mut args = [value, word, bits];
+    let e = cname("");
+    c::LLVMBuildCall2(b, fshr.1, fshr.0, args.as_mut_ptr(), 3, e.as_ptr())
+}
+
+/// The helpers of a function's own copy of the accumulator's word (an alloca, which mem2reg
+/// makes a register), all always inlined ([`local_fns`]).
+struct Local {
+    /// `tally.wtrace.put.local(ptr word, i64 value, i64 bits)`: an append with its own check.
+    put: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.put.fast(ptr word, i64 value, i64 bits)`: an append without a check
+    /// (a `room` before it made the room: [`Rec::hoist_checks`]).
+    put_fast: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.room(ptr word, i64 k)`: unless the word has room for `k` bits, its bits
+    /// go to the thread's buffer (`__tally_wtrace_spill(0, 0)`), leaving it empty.
+    room: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.save(ptr word)`, `tally.wtrace.load(ptr word)`: the copy to and from
+    /// the thread's.
+    save: (LLVMValueRef, LLVMTypeRef),
+    load: (LLVMValueRef, LLVMTypeRef),
+}
+
+/// Defines the helpers of [`Local`]: a function without `setjmp` or landing pads keeps the
+/// accumulator's word in an alloca, which mem2reg makes a register, loaded from the thread's
+/// after `enter` and after every call that may write records, and saved to it before such
+/// calls, before `ret`, and around the cold `__tally_wtrace_spill` (so a record costs a
+/// shift, and an `or` when its value is not 0, and the check of its room, a `test` of a
+/// constant mask, is shared by every record up to the next check: [`Rec::hoist_checks`]).
+unsafe fn local_fns(g: &crate::emit::Globals) -> Local {
     let (ctx, i64t, ptrt) = (g.ctx, g.i64t, g.ptrt);
     let e = cname("");
-    let mut args2 = [ptrt, ptrt];
-    let ty2 = c::LLVMFunctionType(g.voidt, args2.as_mut_ptr(), 2, 0);
+    let mut args1 = [ptrt];
+    let ty1 = c::LLVMFunctionType(g.voidt, args1.as_mut_ptr(), 1, 0);
     let b = c::LLVMCreateBuilderInContext(ctx);
-    let copy = |b: LLVMBuilderRef, from: [LLVMValueRef; 2], to: [LLVMValueRef; 2]| {
-        for (x, y) in from.into_iter().zip(to) {
-            let v = c::LLVMBuildLoad2(b, i64t, x, e.as_ptr());
-            c::LLVMBuildStore(b, v, y);
-        }
+    let copy = |b: LLVMBuilderRef, from: LLVMValueRef, to: LLVMValueRef| {
+        let v = c::LLVMBuildLoad2(b, i64t, from, e.as_ptr());
+        c::LLVMBuildStore(b, v, to);
     };
-    let (save, entry) = crate::emit::inline_helper(g, "tally.wtrace.save", ty2);
+    let (save, entry) = crate::emit::inline_helper(g, "tally.wtrace.save", ty1);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let to = [acc_field(g, b, "acc"), acc_field(g, b, "fill")];
-        copy(b, [c::LLVMGetParam(save, 0), c::LLVMGetParam(save, 1)], to);
+        copy(b, c::LLVMGetParam(save, 0), acc_field(g, b, "acc"));
         c::LLVMBuildRetVoid(b);
     }
-    let (load, entry) = crate::emit::inline_helper(g, "tally.wtrace.load", ty2);
+    let (load, entry) = crate::emit::inline_helper(g, "tally.wtrace.load", ty1);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let from = [acc_field(g, b, "acc"), acc_field(g, b, "fill")];
-        copy(
-            b,
-            from,
-            [c::LLVMGetParam(load, 0), c::LLVMGetParam(load, 1)],
-        );
+        copy(b, acc_field(g, b, "acc"), c::LLVMGetParam(load, 0));
         c::LLVMBuildRetVoid(b);
     }
-    let mut args4 = [ptrt, ptrt, i64t, i64t];
-    let ty4 = c::LLVMFunctionType(g.voidt, args4.as_mut_ptr(), 4, 0);
-    let (put, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.local", ty4);
+    // The cold path: the copy saved, the runtime's spill, the copy loaded.
+    let spill = spill_fn(g);
+    let spill_around = |b: LLVMBuilderRef, word: LLVMValueRef, mut args: [LLVMValueRef; 2]| {
+        let mut a = [word];
+        c::LLVMBuildCall2(b, ty1, save, a.as_mut_ptr(), 1, e.as_ptr());
+        c::LLVMBuildCall2(b, spill.1, spill.0, args.as_mut_ptr(), 2, e.as_ptr());
+        let mut a = [word];
+        c::LLVMBuildCall2(b, ty1, load, a.as_mut_ptr(), 1, e.as_ptr());
+    };
+    let mut args3 = [ptrt, i64t, i64t];
+    let ty3 = c::LLVMFunctionType(g.voidt, args3.as_mut_ptr(), 3, 0);
+    let (put, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.local", ty3);
     if let Some(entry) = entry {
-        let spill = spill_fn(g);
         c::LLVMPositionBuilderAtEnd(b, entry);
         let p = |i| c::LLVMGetParam(put, i);
-        let (acc, n, value, bits) = (p(0), p(1), p(2), p(3));
-        build_append(g, put, b, (acc, n), (value, bits), |b, _| {
-            let mut a = [acc, n];
-            c::LLVMBuildCall2(b, ty2, save, a.as_mut_ptr(), 2, e.as_ptr());
-            let mut a = [value, bits];
-            c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
-            let mut a = [acc, n];
-            c::LLVMBuildCall2(b, ty2, load, a.as_mut_ptr(), 2, e.as_ptr());
+        let (word, value, bits) = (p(0), p(1), p(2));
+        let store = |b, w| {
+            c::LLVMBuildStore(b, append(g, b, w, (value, bits)), word);
+        };
+        build_checked(g, put, b, word, bits, store, |b| {
+            spill_around(b, word, [value, bits])
         });
     }
+    let (put_fast, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.fast", ty3);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let p = |i| c::LLVMGetParam(put_fast, i);
+        let word = c::LLVMBuildLoad2(b, i64t, p(0), e.as_ptr());
+        let appended = append(g, b, word, (p(1), p(2)));
+        c::LLVMBuildStore(b, appended, p(0));
+        c::LLVMBuildRetVoid(b);
+    }
+    let mut args2 = [ptrt, i64t];
+    let ty2 = c::LLVMFunctionType(g.voidt, args2.as_mut_ptr(), 2, 0);
+    let (room, entry) = crate::emit::inline_helper(g, "tally.wtrace.room", ty2);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let (word, k) = (c::LLVMGetParam(room, 0), c::LLVMGetParam(room, 1));
+        build_checked(
+            g,
+            room,
+            b,
+            word,
+            k,
+            |_, _| {},
+            |b| {
+                let zero = c::LLVMConstInt(i64t, 0, 0);
+                spill_around(b, word, [zero, zero])
+            },
+        );
+    }
     c::LLVMDisposeBuilder(b);
-    ((put, ty4), (save, ty2), (load, ty2))
+    Local {
+        put: (put, ty3),
+        put_fast: (put_fast, ty3),
+        room: (room, ty2),
+        save: (save, ty1),
+        load: (load, ty1),
+    }
 }
 
 /// Where a function's records go: the thread's accumulator, or the function's own copy
 /// (`acc`, `n` allocas; see [`local_fns`]).
 struct Rec<'a> {
     rt: &'a Runtime,
-    local: Option<(LLVMValueRef, LLVMValueRef)>,
+    local: Option<LLVMValueRef>,
 }
 
 impl Rec<'_> {
@@ -1155,7 +1210,7 @@ impl Rec<'_> {
     /// no slot sharing), and `recursion.c`'s 20,000-deep recursion outgrew the 8 MiB stack.
     fn put(&self, em: &Emitter, value: LLVMValueRef, bits: LLVMValueRef, near: Val) {
         let call = match self.local {
-            Some((acc, n)) => em.call_instr(self.rt.put_local, &mut [acc, n, value, bits], near),
+            Some(word) => em.call_instr(self.rt.local.put, &mut [word, value, bits], near),
             None => em.call_instr(self.rt.put, &mut [value, bits], near),
         };
         if em.func.fn_has_attr(ir::attr_kind("optnone")) {
@@ -1202,10 +1257,10 @@ impl Rec<'_> {
     /// witness between them (a loop body that only calls, straight-line code after inlining)
     /// each call then costs the load after it, which is dead unless a record or a save uses it.
     fn save_and_load_around_calls(&self, em: &Emitter) {
-        let Some((acc, n)) = self.local else { return };
+        let Some(word) = self.local else { return };
         // The sites may have put a new entry block before the allocas' block.
         if let Some(first) = em.func.first_block().and_then(|b| b.first()) {
-            for a in [n, acc] {
+            for a in [word] {
                 if a != first.0 {
                     em.at(first);
                     unsafe {
@@ -1238,8 +1293,7 @@ impl Rec<'_> {
         };
         // Whether `v` changes the copy: any use of the allocas (the appends; the saves and
         // loads are not inserted yet).
-        let writes_copy =
-            |v: Val| (0..v.num_operands()).any(|i| [acc, n].contains(&v.operand(i).0));
+        let writes_copy = |v: Val| (0..v.num_operands()).any(|i| v.operand(i).0 == word);
         // Dirty at a block's end, given dirty at its start (a load clears, a write sets).
         let through = |bb: Bb, mut dirty: bool| {
             for v in bb.instructions() {
@@ -1282,19 +1336,140 @@ impl Rec<'_> {
                 let (save, load) = role(v);
                 if save && dirty {
                     em.at(v);
-                    em.call(self.rt.save, &mut [acc, n], v);
+                    em.call(self.rt.local.save, &mut [word], v);
                 }
                 if load {
                     dirty = false;
                     if let Some(next) = v.next() {
                         em.at(next);
-                        em.call(self.rt.load, &mut [acc, n], v);
+                        em.call(self.rt.local.load, &mut [word], v);
                     }
                 }
             }
         }
     }
+
+    /// With a local copy, run after [`Rec::save_and_load_around_calls`]: each append's own
+    /// check of room moves to a shared one. A `tally.wtrace.room(word, k)` goes right after
+    /// each load of the copy (the thread's word may be nearly full after a call) and at the
+    /// start of each loop head (the target of a DFS retreating edge: every cycle has one),
+    /// where `k` is the most bits any path from that point appends before the next check
+    /// (a backward longest-path pass over the blocks, heads cut), and the appends become
+    /// `tally.wtrace.put.fast` (a shift, and an `or` for a value other than 0). Where a path
+    /// would need more than [`ROOM_MAX`] bits, another check goes right after the append that
+    /// would pass it. A function whose entry reaches an append without a load of the copy (none
+    /// should) keeps its checked appends.
+    fn hoist_checks(&self, em: &Emitter) {
+        let Some(word) = self.local else { return };
+        if em.func.fn_has_attr(ir::attr_kind("optnone")) {
+            return; // (its appends stay calls; one check each is no worse than a call)
+        }
+        let (put, load) = (self.rt.local.put.0, self.rt.local.load.0);
+        let calls =
+            |v: Val, f: LLVMValueRef| v.opcode() == LLVMOpcode::LLVMCall && v.called_value().0 == f;
+        // The most bits an append writes: its width, when constant; `Back` after an external
+        // callee (1 or 0 bits: a zero-extended i1); else the widest record (32 bits).
+        let width = |v: Val| -> u64 {
+            let bits = v.operand(2);
+            unsafe {
+                if !c::LLVMIsAConstantInt(bits.0).is_null() {
+                    c::LLVMConstIntGetZExtValue(bits.0)
+                } else if !c::LLVMIsAZExtInst(bits.0).is_null()
+                    && c::LLVMGetIntTypeWidth(c::LLVMTypeOf(bits.operand(0).0)) == 1
+                {
+                    1
+                } else {
+                    32
+                }
+            }
+        };
+        let blocks = em.func.blocks();
+        let index: HashMap<Bb, usize> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+        let succs: Vec<Vec<usize>> = blocks
+            .iter()
+            .map(|b| match b.terminator() {
+                Some(t) => (0..t.num_successors())
+                    .filter_map(|i| index.get(&t.successor(i)).copied())
+                    .collect(),
+                None => Vec::new(),
+            })
+            .collect();
+        // Depth-first from the entry: the postorder, and the heads (retreating edges' targets).
+        let n = blocks.len();
+        let (mut state, mut head, mut post) = (vec![0u8; n], vec![false; n], Vec::new());
+        let mut stack = vec![(0usize, 0usize)];
+        state[0] = 1;
+        while let Some(&mut (b, ref mut next)) = stack.last_mut() {
+            if let Some(&s) = succs[b].get(*next) {
+                *next += 1;
+                match state[s] {
+                    0 => {
+                        state[s] = 1;
+                        stack.push((s, 0));
+                    }
+                    1 => head[s] = true,
+                    _ => {}
+                }
+            } else {
+                state[b] = 2;
+                post.push(b);
+                stack.pop();
+            }
+        }
+        // Backward, successors first (a head counts 0 for its predecessors: it checks).
+        let mut need = vec![0u64; n];
+        let mut checks: Vec<(Val, u64)> = Vec::new();
+        let mut fast = Vec::new();
+        for &b in &post {
+            let mut r = succs[b]
+                .iter()
+                .map(|&s| if head[s] { 0 } else { need[s] })
+                .max()
+                .unwrap_or(0);
+            for v in blocks[b].instructions().into_iter().rev() {
+                if calls(v, put) {
+                    let k = width(v);
+                    if r + k > ROOM_MAX {
+                        checks.push((v.next().expect("an append is not a terminator"), r));
+                        r = 0;
+                    }
+                    r += k;
+                    fast.push(v);
+                } else if calls(v, load) {
+                    if r > 0 {
+                        checks.push((v.next().expect("a load is not a terminator"), r));
+                    }
+                    r = 0;
+                }
+            }
+            if head[b] && r > 0 {
+                match blocks[b].insertion_start() {
+                    Some(at) => checks.push((at, r)),
+                    None => return,
+                }
+                r = 0;
+            }
+            need[b] = r;
+        }
+        if need[0] > 0 {
+            return; // (an append before any load: keep every check)
+        }
+        for v in fast {
+            unsafe {
+                let callee = v.num_operands() - 1;
+                c::LLVMSetOperand(v.0, callee, self.rt.local.put_fast.0);
+            }
+        }
+        for (at, k) in checks {
+            em.at(at);
+            em.call(self.rt.local.room, &mut [word, em.i64c(k)], at);
+        }
+    }
 }
+
+/// The most bits one shared check of room ([`Rec::hoist_checks`]) covers: the word holds 63,
+/// and a check that asks for `k` sends a word with more than `63 - k` to the buffer.
+const ROOM_MAX: u64 = 32;
 
 impl FnPlan for WPlan {
     fn num_counters(&self) -> usize {
@@ -1329,9 +1504,11 @@ impl FnPlan for WPlan {
         let local = match cx.func.first_block().and_then(|b| b.first()) {
             Some(first) if !landings => unsafe {
                 em.at(first);
-                let a = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.acc").as_ptr());
-                let n = c::LLVMBuildAlloca(em.b, cx.g.i64t, cname("tally.fill").as_ptr());
-                Some((a, n))
+                Some(c::LLVMBuildAlloca(
+                    em.b,
+                    cx.g.i64t,
+                    cname("tally.acc").as_ptr(),
+                ))
             },
             _ => None,
         };
@@ -1442,8 +1619,10 @@ impl FnPlan for WPlan {
         if let Some(orig) = cx.l.nodes.first().map(|n| n.start.parent()) {
             hoist_allocas(&em, orig);
         }
-        // 6. Last: the local accumulator is saved and loaded around calls and at `ret`.
+        // 6. The local accumulator is saved and loaded around calls and at `ret`.
         rt.save_and_load_around_calls(&em);
+        // 7. And the appends' checks of room shared (which needs the loads in place).
+        rt.hoist_checks(&em);
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
             split: self.sites.split(),
