@@ -51,7 +51,7 @@
 #define WT_MODULE_CHUNK 0xffffffffu
 
 struct wt_thread {
-    /* The fast path's state: the accumulator (a count of 64 once ended), the direct flag (the callee
+    /* The fast path's state: the inline word (closed once ended), the direct flag (the callee
      * a traced direct call site is about to enter) and the depth (traced activations: entries
      * minus returns, for Unwind and the flight recorder), `slow` set with a flight recorder. */
     struct tally_wtrace_acc a;

@@ -960,11 +960,12 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
 
 /// Defines (once per module) `internal void tally.wtrace.put(i64 value, i64 bits)`, always
 /// inlined: appends the low `bits` bits of `value` (already masked) to the thread's
-/// accumulator (`struct tally_wtrace_acc` through the TLS pointer `__tally_wtrace_acc`) when
-/// they fit below bit 64, else calls `__tally_wtrace_spill(value, bits)` (cold: the word is
-/// full, or the thread has no stream yet or it has ended, which the runtime marks `fill = 0`).
-/// With constant arguments the inlined body is a TLS load, two loads, an add whose sign is the
-/// test, a shift, an or and two stores.
+/// accumulator word (`struct tally_wtrace_acc` through the TLS pointer `__tally_wtrace_acc`)
+/// when it has room ([`build_checked`], [`append`]), else calls
+/// `__tally_wtrace_spill(value, bits)` (cold: the word has no room, or the thread has no
+/// stream yet or it has ended, which the runtime marks with a closed word). With constant
+/// arguments the inlined body is a TLS load, a load, a `test`, a shift (and an `or`) and a
+/// store.
 unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     let mut args = [g.i64t, g.i64t];
     let ty = c::LLVMFunctionType(g.voidt, args.as_mut_ptr(), 2, 0);
