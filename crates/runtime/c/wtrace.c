@@ -454,6 +454,13 @@ static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, u
         return; /* (ended meanwhile, by another thread's exit) */
     if (bits < 64)
         v &= (1ull << bits) - 1;
+    uint64_t w = t->a.acc;
+    unsigned n = wt_word_n(w);
+    if (n + bits <= 64) { /* (the usual case: the word's bits and the record in one append) */
+        t->a.acc = TALLY_WTRACE_EMPTY;
+        wt_pack(t, wt_word_bits(w) | v << n, n + bits);
+        return;
+    }
     wt_take_word(t);
     wt_pack(t, v, bits);
 }
@@ -548,7 +555,7 @@ static void wt_keep_tables(const struct tally_wtrace_module *m, uint32_t s) {
 }
 
 /* Assigns the module its slot and names it in the trace. */
-static uint32_t wt_module(struct tally_wtrace_module *m, const uint64_t *counters) {
+static __attribute__((noinline, cold)) uint32_t wt_module(struct tally_wtrace_module *m, const uint64_t *counters) {
     uint32_t *slot = &m->slot;
     int held = wt_lock(0);
     uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
@@ -576,7 +583,7 @@ static uint32_t wt_module(struct tally_wtrace_module *m, const uint64_t *counter
 }
 
 /* An Enter record in full: '0', kind 00, '0', the slot and the index. */
-static void wt_enter_full(struct wt_thread *t, uint32_t s, uint32_t function) {
+static __attribute__((noinline)) void wt_enter_full(struct wt_thread *t, uint32_t s, uint32_t function) {
     wt_bits(t, 0, 4);
     wt_varint(t, s);
     wt_varint(t, function);
@@ -612,9 +619,9 @@ static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) 
 /* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
  * point when the current chunk is full (after Enter: the new chunk starts inside the
  * activation, at its entry). The accumulator is drained (padded to a byte) into the chunk. */
-static uint32_t wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced,
-                              struct tally_wtrace_module *m, const uint64_t *module_counters,
-                              uint32_t function) {
+static __attribute__((noinline)) uint32_t
+wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced, struct tally_wtrace_module *m,
+              const uint64_t *module_counters, uint32_t function) {
     if (t->ended)
         return depth;
     uint32_t s = __atomic_load_n(&m->slot, __ATOMIC_ACQUIRE);

@@ -712,6 +712,10 @@ struct Runtime {
     enter: (LLVMValueRef, LLVMTypeRef),
     /// `tally.wtrace.put(i64 value, i64 bits)`, always inlined ([`put_fn`]).
     put: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.put.fast.tls(i64 value, i64 bits)`, `tally.wtrace.room.tls(i64 k)`: the
+    /// same as [`Local::put_fast`] and [`Local::room`] on the thread's word ([`tls_fns`]).
+    put_fast_tls: (LLVMValueRef, LLVMTypeRef),
+    room_tls: (LLVMValueRef, LLVMTypeRef),
     /// The same on a function's own copy of the accumulator's word, and its helpers
     /// ([`local_fns`]).
     local: Local,
@@ -762,6 +766,8 @@ impl Runtime {
             back: inline.back,
             put: unsafe { put_fn(g) },
             local: unsafe { local_fns(g) },
+            put_fast_tls: unsafe { tls_fns(g).0 },
+            room_tls: unsafe { tls_fns(g).1 },
             direct: inline.direct,
             call: inline.call,
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
@@ -988,6 +994,51 @@ unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     (f, ty)
 }
 
+/// Defines `tally.wtrace.put.fast.tls(i64 value, i64 bits)` (an append to the thread's word
+/// without a check of room) and `tally.wtrace.room.tls(i64 k)` (unless the thread's word has
+/// room for `k` bits, `__tally_wtrace_spill(0, 0)` empties it), always inlined: the shared
+/// checks of [`Rec::hoist_checks`] in a function whose word stays in memory.
+unsafe fn tls_fns(
+    g: &crate::emit::Globals,
+) -> ((LLVMValueRef, LLVMTypeRef), (LLVMValueRef, LLVMTypeRef)) {
+    let (i64t, e) = (g.i64t, cname(""));
+    let b = c::LLVMCreateBuilderInContext(g.ctx);
+    let mut args2 = [i64t, i64t];
+    let ty2 = c::LLVMFunctionType(g.voidt, args2.as_mut_ptr(), 2, 0);
+    let (put, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.fast.tls", ty2);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let word_p = acc_field(g, b, "acc");
+        let word = c::LLVMBuildLoad2(b, i64t, word_p, e.as_ptr());
+        let bits = (c::LLVMGetParam(put, 0), c::LLVMGetParam(put, 1));
+        c::LLVMBuildStore(b, append(g, b, word, bits), word_p);
+        c::LLVMBuildRetVoid(b);
+    }
+    let mut args1 = [i64t];
+    let ty1 = c::LLVMFunctionType(g.voidt, args1.as_mut_ptr(), 1, 0);
+    let (room, entry) = crate::emit::inline_helper(g, "tally.wtrace.room.tls", ty1);
+    if let Some(entry) = entry {
+        let spill = spill_fn(g);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let word_p = acc_field(g, b, "acc");
+        build_checked(
+            g,
+            room,
+            b,
+            word_p,
+            c::LLVMGetParam(room, 0),
+            |_, _| {},
+            |b| {
+                let zero = c::LLVMConstInt(i64t, 0, 0);
+                let mut a = [zero, zero];
+                c::LLVMBuildCall2(b, spill.1, spill.0, a.as_mut_ptr(), 2, e.as_ptr());
+            },
+        );
+    }
+    c::LLVMDisposeBuilder(b);
+    ((put, ty2), (room, ty1))
+}
+
 /// The thread's accumulator pointer (`__tally_wtrace_acc`, thread-local) and the address of
 /// field `field` of what it points at, built at `b`'s position.
 unsafe fn acc_field(g: &crate::emit::Globals, b: LLVMBuilderRef, field: &str) -> LLVMValueRef {
@@ -1197,11 +1248,41 @@ unsafe fn local_fns(g: &crate::emit::Globals) -> Local {
     }
 }
 
+/// What instruction `v` means for a function's copy of the accumulator's word: whether the
+/// copy must be saved to the thread's before it (`ret`, and calls that may write records: any
+/// call but intrinsics, inline asm, the libc leaves of [`OPAQUE_LIBC`] and the runtime's
+/// `direct`, `ret` and the inline helpers), and whether the thread's word may have changed
+/// after it (those calls and `enter`: the copy is loaded again, and an append needs a new
+/// check of room).
+fn call_role(v: Val) -> (bool, bool) {
+    if v.opcode() == LLVMOpcode::LLVMRet {
+        (true, false)
+    } else if v.opcode() == LLVMOpcode::LLVMCall {
+        match v.called_function().map(|f| (f.name(), f.intrinsic_id())) {
+            _ if v.calls_inline_asm() => (false, false),
+            Some((_, id)) if id != 0 => (false, false),
+            Some((name, _)) => match name.as_str() {
+                "__tally_wtrace_enter" | "tally.wtrace.enter" => (false, true),
+                "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
+                x if x.starts_with("tally.wtrace.") => (false, false),
+                x if OPAQUE_LIBC.contains(&x) => (false, false),
+                _ => (true, true),
+            },
+            None => (true, true),
+        }
+    } else {
+        (false, false)
+    }
+}
+
 /// Where a function's records go: the thread's accumulator, or the function's own copy
 /// (`acc`, `n` allocas; see [`local_fns`]).
 struct Rec<'a> {
     rt: &'a Runtime,
     local: Option<LLVMValueRef>,
+    /// The appends' checks of room are shared ([`Rec::hoist_checks`]): a function control
+    /// cannot land in from elsewhere (no `setjmp`, landing pads, `invoke` or `callbr`).
+    shared: bool,
 }
 
 impl Rec<'_> {
@@ -1272,26 +1353,7 @@ impl Rec<'_> {
             }
         }
         let blocks = em.func.blocks();
-        let role = |v: Val| -> (bool, bool) {
-            if v.opcode() == LLVMOpcode::LLVMRet {
-                (true, false)
-            } else if v.opcode() == LLVMOpcode::LLVMCall {
-                match v.called_function().map(|f| (f.name(), f.intrinsic_id())) {
-                    _ if v.calls_inline_asm() => (false, false),
-                    Some((_, id)) if id != 0 => (false, false),
-                    Some((name, _)) => match name.as_str() {
-                        "__tally_wtrace_enter" | "tally.wtrace.enter" => (false, true),
-                        "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
-                        x if x.starts_with("tally.wtrace.") => (false, false),
-                        x if OPAQUE_LIBC.contains(&x) => (false, false),
-                        _ => (true, true),
-                    },
-                    None => (true, true),
-                }
-            } else {
-                (false, false)
-            }
-        };
+        let role = call_role;
         // Whether `v` changes the copy: any use of the allocas (the appends; the saves and
         // loads are not inserted yet).
         let writes_copy = |v: Val| (0..v.num_operands()).any(|i| v.operand(i).0 == word);
@@ -1350,28 +1412,43 @@ impl Rec<'_> {
         }
     }
 
-    /// With a local copy, run after [`Rec::save_and_load_around_calls`]: each append's own
-    /// check of room moves to a shared one. A `tally.wtrace.room(word, k)` goes right after
-    /// each load of the copy (the thread's word may be nearly full after a call) and at the
+    /// In a function control cannot land in from elsewhere (`shared`), run after
+    /// [`Rec::save_and_load_around_calls`]: each append's own check of room moves to a shared
+    /// one. A `tally.wtrace.room(word, k)` (`tally.wtrace.room.tls(k)` on the thread's word in
+    /// memory) goes right after each load of the copy (after each call that may write records
+    /// and after `enter`, in memory: the thread's word may be nearly full then) and at the
     /// start of each loop head (the target of a DFS retreating edge: every cycle has one),
     /// where `k` is the most bits any path from that point appends before the next check
     /// (a backward longest-path pass over the blocks, heads cut), and the appends become
     /// `tally.wtrace.put.fast` (a shift, and an `or` for a value other than 0). Where a path
     /// would need more than [`ROOM_MAX`] bits, another check goes right after the append that
-    /// would pass it. A function whose entry reaches an append without a load of the copy (none
-    /// should) keeps its checked appends.
+    /// would pass it. A function whose entry reaches an append without such a load or call
+    /// (none should) keeps its checked appends. Sound as long as nothing else writes to the
+    /// thread's word between a check and the appends it covers: a traced signal handler
+    /// would (not exact anyway: its `Enter` lands where a witness is expected), and a libc
+    /// leaf of [`OPAQUE_LIBC`] that called back into traced code would (assumed never to, as
+    /// for `Back`).
     fn hoist_checks(&self, em: &Emitter) {
-        let Some(word) = self.local else { return };
-        if em.func.fn_has_attr(ir::attr_kind("optnone")) {
-            return; // (its appends stay calls; one check each is no worse than a call)
+        if !self.shared || em.func.fn_has_attr(ir::attr_kind("optnone")) {
+            return; // (at -O0 its appends stay calls; one check each is no worse than a call)
         }
-        let (put, load) = (self.rt.local.put.0, self.rt.local.load.0);
+        // In a register (the copy loaded after every call that may write records and after
+        // `enter`) or in memory (the thread's word may change at those calls themselves).
+        let (put, put_fast, bits_at) = match self.local {
+            Some(_) => (self.rt.local.put.0, self.rt.local.put_fast.0, 2),
+            None => (self.rt.put.0, self.rt.put_fast_tls.0, 1),
+        };
+        let load = self.rt.local.load.0;
         let calls =
             |v: Val, f: LLVMValueRef| v.opcode() == LLVMOpcode::LLVMCall && v.called_value().0 == f;
+        let barrier = |v: Val| match self.local {
+            Some(_) => calls(v, load),
+            None => call_role(v).1,
+        };
         // The most bits an append writes: its width, when constant; `Back` after an external
         // callee (1 or 0 bits: a zero-extended i1); else the widest record (32 bits).
         let width = |v: Val| -> u64 {
-            let bits = v.operand(2);
+            let bits = v.operand(bits_at);
             unsafe {
                 if !c::LLVMIsAConstantInt(bits.0).is_null() {
                     c::LLVMConstIntGetZExtValue(bits.0)
@@ -1436,9 +1513,9 @@ impl Rec<'_> {
                     }
                     r += k;
                     fast.push(v);
-                } else if calls(v, load) {
+                } else if barrier(v) {
                     if r > 0 {
-                        checks.push((v.next().expect("a load is not a terminator"), r));
+                        checks.push((v.next().expect("a call is not a terminator"), r));
                     }
                     r = 0;
                 }
@@ -1458,12 +1535,15 @@ impl Rec<'_> {
         for v in fast {
             unsafe {
                 let callee = v.num_operands() - 1;
-                c::LLVMSetOperand(v.0, callee, self.rt.local.put_fast.0);
+                c::LLVMSetOperand(v.0, callee, put_fast);
             }
         }
         for (at, k) in checks {
             em.at(at);
-            em.call(self.rt.local.room, &mut [word, em.i64c(k)], at);
+            match self.local {
+                Some(word) => em.call(self.rt.local.room, &mut [word, em.i64c(k)], at),
+                None => em.call(self.rt.room_tls, &mut [em.i64c(k)], at),
+            }
         }
     }
 }
@@ -1486,11 +1566,10 @@ impl FnPlan for WPlan {
             func: cx.func,
         };
         // 0. With `--tally-trace-registers`, the function's own accumulator, unless control can
-        // land in it from elsewhere (`setjmp`, landing pads, any `invoke` or `callbr`): two
-        // allocas in the entry block. Off by default: a fatal signal would leave the records
+        // land in it from elsewhere (`setjmp`, landing pads, any `invoke` or `callbr`): an
+        // alloca in the entry block (and without those, shared checks of room either way). Off by default: a fatal signal would leave the records
         // since the function's last call in its registers, out of the flight recorder's tail.
-        let landings = !self.registers
-            || cx.l.has_setjmp
+        let landings = cx.l.has_setjmp
             || cx.func.blocks().iter().any(|bb| {
                 bb.instructions().iter().any(|v| {
                     matches!(
@@ -1503,7 +1582,7 @@ impl FnPlan for WPlan {
                 })
             });
         let local = match cx.func.first_block().and_then(|b| b.first()) {
-            Some(first) if !landings => unsafe {
+            Some(first) if self.registers && !landings => unsafe {
                 em.at(first);
                 Some(c::LLVMBuildAlloca(
                     em.b,
@@ -1513,7 +1592,11 @@ impl FnPlan for WPlan {
             },
             _ => None,
         };
-        let rt = Rec { rt: &rt, local };
+        let rt = Rec {
+            rt: &rt,
+            local,
+            shared: !landings,
+        };
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
         for call in self.calls.iter().flatten() {
@@ -1727,6 +1810,7 @@ impl FnPlan for Untraced {
             Rec {
                 rt: &rt,
                 local: None,
+                shared: false,
             }
             .put_const(&em, LOST, first);
         }
