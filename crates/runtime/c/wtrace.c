@@ -487,7 +487,9 @@ static void wt_acc_end(struct wt_thread *t) {
     t->a.acc = TALLY_WTRACE_CLOSED;
 }
 
-void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
+/* The slow path's rare cases: the thread's first record (it gets its stream), an ended
+ * stream (the record is dropped), a width above 32 (ignored). */
+static __attribute__((noinline, cold)) void wt_spill_rare(uint64_t value, uint64_t bits) {
     struct wt_thread *t = wt_get();
     if (!t || t->ended) {
         if (t)
@@ -496,9 +498,38 @@ void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
     }
     if (bits > 32)
         return;
-    wt_take_word(t); /* (bits 0: a shared check of room; the word is empty again) */
+    wt_take_word(t);
     if (bits)
         wt_pack(t, value & ((1ull << bits) - 1), (unsigned)bits);
+}
+
+/* The word's bits go to the packer and the record into the emptied word (so the packer
+ * takes one append); with `bits` 0 (a shared check of room) the word is just emptied. A leaf
+ * while the buffer has room for a word (no call, few registers: it runs every 63 bits or so),
+ * else, and for the rare cases, wt_spill_rare. */
+void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
+    struct wt_thread *t = wt_self;
+    if (__builtin_expect(!t || t->ended || bits > 32 || t->n + 8 >= WT_BUF, 0) ||
+        __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) {
+        wt_spill_rare(value, bits);
+        return;
+    }
+    uint64_t w = t->a.acc;
+    unsigned n = wt_word_n(w);
+    if (n) {
+        uint64_t x = w >> (64 - n), acc = t->pend | x << t->npend;
+        unsigned q = t->npend + n;
+        if (q >= 64) {
+            memcpy(t->buf + t->n, &acc, 8); /* least-significant byte first */
+            t->n += 8;
+            q -= 64;
+            acc = q ? x >> (n - q) : 0;
+        }
+        t->pend = acc;
+        t->npend = q;
+    }
+    t->a.acc = bits ? TALLY_WTRACE_EMPTY >> bits | (value & ((1ull << bits) - 1)) << (64 - bits)
+                    : TALLY_WTRACE_EMPTY;
 }
 
 /* ---- Control records ---------------------------------------------------------------------------- */
