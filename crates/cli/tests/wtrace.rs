@@ -946,6 +946,55 @@ fn register_accumulator_regenerates_exactly() {
     }
 }
 
+/// Twenty-four switches in a row, no call and no loop between them: more witness bits than one
+/// shared check of room covers (`Rec::hoist_checks` puts another check where a path would pass
+/// 32 bits). Block for block as `trace-naive`, the word in memory and in registers.
+const WIDE: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+volatile unsigned g[4];
+#define SW(k)                                \
+    switch ((h >> (2 * (k))) & 3) {          \
+    case 0: g[0] = (k); break;               \
+    case 1: g[1] = (k) + 1; break;           \
+    case 2: g[2] = (k) + 2; break;           \
+    default: g[3] = (k) + 3; break;          \
+    }
+__attribute__((noinline)) static void wide(unsigned long long h) {
+    SW(0) SW(1) SW(2) SW(3) SW(4) SW(5) SW(6) SW(7) SW(8) SW(9) SW(10) SW(11)
+    SW(12) SW(13) SW(14) SW(15) SW(16) SW(17) SW(18) SW(19) SW(20) SW(21) SW(22) SW(23)
+}
+int main(int argc, char **argv) {
+    unsigned long long h = 88172645463325252ull + (unsigned)argc;
+    int n = argc > 1 ? atoi(argv[1]) : 3000;
+    for (int i = 0; i < n; i++) {
+        h ^= h << 13, h ^= h >> 7, h ^= h << 17;
+        wide(h);
+    }
+    printf("%u %u %u %u\n", g[0], g[1], g[2], g[3]);
+    return 0;
+}
+"#;
+
+#[test]
+fn long_runs_of_records_without_calls_regenerate_exactly() {
+    let dir = scratch("wtrace-wide-src");
+    let src = dir.join("wide.c");
+    std::fs::write(&src, WIDE).unwrap();
+    for (name, flags) in [
+        ("wide-memory", &[][..]),
+        ("wide-registers", &["--tally-trace-registers=on"][..]),
+    ] {
+        let o = run_both_with(name, false, &single(&src, "-O2"), Some(0), flags, &[]);
+        let o = assert_exact(name, o);
+        assert!(
+            o.oracle.len() > 3000 * 48,
+            "{name}: {} blocks",
+            o.oracle.len()
+        );
+    }
+}
+
 /// A process that ends by `abort`, by `raise` of a fatal signal, or normally after a function
 /// with an endless loop of calls (`for (;;) pause();`, whose cycle has no predicate): the
 /// streams end at the fatal-signal path and regenerate exactly. (A fault *between* calls is

@@ -61,8 +61,9 @@ pub const IPATH_RET: &str = "__tally_ipath_ret";
 /// [`WTRACE_CLOSED`] until the thread has a stream).
 pub const WTRACE_ACC: &str = "__tally_wtrace_acc";
 /// Witness trace mode: `void __tally_wtrace_spill(uint64_t value, uint64_t bits)`, the slow
-/// path of an inline record: the accumulator's word has no room for it (its bits and the
-/// record go to the thread's buffer), the thread has no stream yet, or its stream has ended.
+/// path of an inline record: the accumulator's word has no room for it (its bits go to the
+/// thread's buffer, the record into the emptied word; with `bits` 0, a shared check of room,
+/// the word is just emptied), the thread has no stream yet, or its stream has ended.
 pub const WTRACE_SPILL: &str = "__tally_wtrace_spill";
 
 /// The multiplier of the path hashes (Fibonacci hashing, 2^64 / golden ratio): a path's home

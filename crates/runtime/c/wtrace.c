@@ -37,13 +37,16 @@
  * at its top (`acc = acc >> bits | value << (64 - bits)`) while its low `bits` bits are zero:
  * up to 63 bits sit above a sentinel 1 (tally.h), so a function's copy is one register and
  * the check one `test` of a constant mask. When a record does not fit,
- * __tally_wtrace_spill takes the word's bits and the record into the thread's packer (`pend`,
- * fewer than 64 bits), whose full words go to the buffer (8 bytes, least-significant first:
- * the same bytes as bit by bit); the runtime's own records go the same way (wt_bits), after
- * the word's bits. The pointer is never null: until the thread has a stream it points at
- * wt_no_stream, whose closed word (TALLY_WTRACE_CLOSED: no room for any record) sends every
- * record to the slow path (which makes the stream); an ended stream (process end, fork child)
- * is closed too.
+ * __tally_wtrace_spill moves the word's bits to the thread's packer (`pend`, fewer than 64
+ * bits), whose full words go to the buffer (8 bytes, least-significant first: the same bytes
+ * as bit by bit), and puts the record into the emptied word; the runtime's own records go to
+ * the packer too (wt_bits), after the word's bits. The pointer is never null: until the
+ * thread has a stream it points at wt_no_stream, whose closed word (TALLY_WTRACE_CLOSED: no
+ * room for any record) sends every record to the slow path (which makes the stream); an
+ * ended stream (process end, fork child) is closed too. Instrumented code checks room once
+ * for several appends where it can (a check after each call that may write records and at
+ * loop heads: tally-llvm's Rec::hoist_checks), so nothing else may write to the word between
+ * a check and its appends.
  */
 #include "rt.h"
 

@@ -182,8 +182,8 @@ struct tally_wtrace_acc {
  * the thread's first entry). */
 extern __thread struct tally_wtrace_acc *__tally_wtrace_acc __attribute__((tls_model("initial-exec")));
 /* The slow path of an inline record of the low `bits` (<= 32) bits of `value`: the word's
- * bits and the record go to the thread's buffer, or the thread gets its stream, or the
- * record is dropped (the stream has ended: exit, a fork child). With `bits` 0 (a shared
+ * bits go to the thread's buffer and the record into the emptied word, or the thread gets its
+ * stream, or the record is dropped (the stream has ended: exit, a fork child). With `bits` 0 (a shared
  * check of room found too little) the word's bits go to the buffer and it is empty again. */
 void __tally_wtrace_spill(uint64_t value, uint64_t bits);
 /* A traced direct call of `callee` follows, at call site `site` of the caller (its call
