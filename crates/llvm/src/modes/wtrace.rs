@@ -8,9 +8,9 @@
 //!   one-word accumulator ([`put_fn`], [`append`]: `acc = acc >> bits | value << (64 - bits)`,
 //!   up to 63 bits above a sentinel 1; `__tally_wtrace_spill` when the word's low `bits` bits
 //!   are not all zero, i.e. it has no room) at the edge's site (the sites of
-//!   [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none); with
-//!   `--tally-trace-registers=on` in a register, the checks of room shared by the appends
-//!   up to the next check ([`Rec::hoist_checks`]);
+//!   [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none); the check of
+//!   room shared by the appends up to the next call or loop head ([`Rec::hoist_checks`]); with
+//!   `--tally-trace-registers=on` the word in a register between calls ([`local_fns`]);
 //! - the entry, inline ([`inline_fns`]: `tally.wtrace.enter`, the runtime's
 //!   `__tally_wtrace_enter(&module, counters, index, self)` on its slow path), which writes `Enter`
 //!   unless the caller was a traced `Direct` or `Extern` site, which said so by
@@ -759,6 +759,7 @@ impl Runtime {
             call: f("__tally_wtrace_call", &mut [g.i32t]),
         };
         let inline = unsafe { inline_fns(g, &slow) };
+        let (put_fast_tls, room_tls) = unsafe { tls_fns(g) };
         Runtime {
             enter,
             enter_inline: inline.enter,
@@ -766,8 +767,8 @@ impl Runtime {
             back: inline.back,
             put: unsafe { put_fn(g) },
             local: unsafe { local_fns(g) },
-            put_fast_tls: unsafe { tls_fns(g).0 },
-            room_tls: unsafe { tls_fns(g).1 },
+            put_fast_tls,
+            room_tls,
             direct: inline.direct,
             call: inline.call,
             reentry: f("__tally_wtrace_reentry", &mut [g.i32t, g.i32t, g.i32t]),
