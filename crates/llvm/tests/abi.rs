@@ -64,6 +64,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             path_slices: true,
             trace_plan: tally_llvm::TracePlan::Witness,
             trace_registers: false,
+            trace_write_through: true,
             ipath_cuts: tally_llvm::IpathCuts::Hot,
         },
     )

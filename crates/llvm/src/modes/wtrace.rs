@@ -9,8 +9,10 @@
 //!   up to 63 bits above a sentinel 1; `__tally_wtrace_spill` when the word's low `bits` bits
 //!   are not all zero, i.e. it has no room) at the edge's site (the sites of
 //!   [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none); the check of
-//!   room shared by the appends up to the next call or loop head ([`Rec::hoist_checks`]); with
-//!   `--tally-trace-registers=on` the word in a register between calls ([`local_fns`]);
+//!   room shared by the appends up to the next call or loop head ([`Rec::hoist_checks`]); the
+//!   word in a register within the function ([`local_fns`]), stored to the thread's after
+//!   every append (written through), or with `--tally-trace-registers=on` only before calls
+//!   and `ret`;
 //! - the entry, inline ([`inline_fns`]: `tally.wtrace.enter`, the runtime's
 //!   `__tally_wtrace_enter(&module, counters, index, self)` on its slow path), which writes `Enter`
 //!   unless the caller was a traced `Direct` or `Extern` site, which said so by
@@ -487,6 +489,7 @@ impl WTrace {
         Ok(Box::new(WPlan {
             paths,
             registers: cx.opts.trace_registers,
+            through: cx.opts.trace_write_through,
             back_split,
             calls,
             unwind: input.unwind,
@@ -691,8 +694,12 @@ impl PathsCode {
 struct WPlan {
     /// `--tally-trace=paths`: path numbers instead of the plan's witnesses.
     paths: Option<PathsCode>,
-    /// `--tally-trace-registers`: the function may keep its own copy of the accumulator.
+    /// `--tally-trace-registers`: the function may keep its own copy of the accumulator,
+    /// saved to the thread's before calls and `ret` only.
     registers: bool,
+    /// `--tally-trace-write-through` (without `registers`): the function may keep its own copy,
+    /// stored to the thread's after every record.
+    through: bool,
     /// Unknown `invoke`s whose normal destination is shared: their `Back` goes on a block
     /// split onto the normal edge after the sites are in.
     back_split: Vec<Val>,
@@ -1162,7 +1169,8 @@ struct Local {
 
 /// Defines the helpers of [`Local`]: a function without `setjmp` or landing pads keeps the
 /// accumulator's word in an alloca, which mem2reg makes a register, loaded from the thread's
-/// after `enter` and after every call that may write records, and saved to it before such
+/// after `enter` and after every call that may write records, and saved to it after every
+/// append (written through, [`Rec::put`]) or, with `--tally-trace-registers=on`, before such
 /// calls, before `ret`, and around the cold `__tally_wtrace_spill` (so a record costs a
 /// shift, and an `or` when its value is not 0, and the check of its room, a `test` of a
 /// constant mask, is shared by every record up to the next check: [`Rec::hoist_checks`]).
@@ -1281,6 +1289,10 @@ fn call_role(v: Val) -> (bool, bool) {
 struct Rec<'a> {
     rt: &'a Runtime,
     local: Option<LLVMValueRef>,
+    /// The copy is written through: stored to the thread's word after every append (so the
+    /// thread's word is always current, a crash loses nothing, and calls and `ret` need no
+    /// save); without `--tally-trace-registers=on`.
+    through: bool,
     /// The appends' checks of room are shared ([`Rec::hoist_checks`]): a function control
     /// cannot land in from elsewhere (no `setjmp`, landing pads, `invoke` or `callbr`).
     shared: bool,
@@ -1296,6 +1308,9 @@ impl Rec<'_> {
             Some(word) => em.call_instr(self.rt.local.put, &mut [word, value, bits], near),
             None => em.call_instr(self.rt.put, &mut [value, bits], near),
         };
+        if let (Some(word), true) = (self.local, self.through) {
+            em.call(self.rt.local.save, &mut [word], near);
+        }
         if em.func.fn_has_attr(ir::attr_kind("optnone")) {
             unsafe {
                 let noinline = c::LLVMCreateEnumAttribute(em.g.ctx, ir::attr_kind("noinline"), 0);
@@ -1398,7 +1413,7 @@ impl Rec<'_> {
                     dirty = true;
                 }
                 let (save, load) = role(v);
-                if save && dirty {
+                if save && dirty && !self.through {
                     em.at(v);
                     em.call(self.rt.local.save, &mut [word], v);
                 }
@@ -1566,10 +1581,13 @@ impl FnPlan for WPlan {
             fn_scope: ir::subprogram(cx.func),
             func: cx.func,
         };
-        // 0. With `--tally-trace-registers`, the function's own accumulator, unless control can
-        // land in it from elsewhere (`setjmp`, landing pads, any `invoke` or `callbr`): an
-        // alloca in the entry block (and without those, shared checks of room either way). Off by default: a fatal signal would leave the records
-        // since the function's last call in its registers, out of the flight recorder's tail.
+        // 0. The function's own copy of the accumulator's word (an alloca in the entry block,
+        // a register after mem2reg), unless control can land in it from elsewhere (`setjmp`,
+        // landing pads, any `invoke` or `callbr`) or it is built at -O0 (`optnone`: no
+        // mem2reg); without those, shared checks of room either way. The copy is written
+        // through to the thread's word after every append, unless `--tally-trace-registers=on`
+        // (then saved only before calls and `ret`: a fatal signal would leave the records since
+        // the function's last call in its registers, out of the flight recorder's tail).
         let landings = cx.l.has_setjmp
             || cx.func.blocks().iter().any(|bb| {
                 bb.instructions().iter().any(|v| {
@@ -1583,7 +1601,11 @@ impl FnPlan for WPlan {
                 })
             });
         let local = match cx.func.first_block().and_then(|b| b.first()) {
-            Some(first) if self.registers && !landings => unsafe {
+            Some(first)
+                if (self.registers || self.through)
+                    && !landings
+                    && !cx.func.fn_has_attr(ir::attr_kind("optnone")) =>
+            unsafe {
                 em.at(first);
                 Some(c::LLVMBuildAlloca(
                     em.b,
@@ -1596,6 +1618,7 @@ impl FnPlan for WPlan {
         let rt = Rec {
             rt: &rt,
             local,
+            through: !self.registers,
             shared: !landings,
         };
         // 1. `Back` right after each unknown call, before any code the sites put at the end
@@ -1811,6 +1834,7 @@ impl FnPlan for Untraced {
             Rec {
                 rt: &rt,
                 local: None,
+                through: false,
                 shared: false,
             }
             .put_const(&em, LOST, first);
