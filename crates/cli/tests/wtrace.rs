@@ -893,9 +893,12 @@ fn corrupt_range_coded_traces_are_refused() {
     }
 }
 
-/// `--tally-trace-registers`: functions keep the accumulator in registers between calls; the
-/// trace is the same bit stream, so regeneration equals the oracle block for block (and the
-/// flag changes the code: the `.text` sections differ from the default build's).
+/// The three ways a function keeps the accumulator: written through (the default: a register
+/// copy stored to the thread's word after every record), `--tally-trace-registers=on` (stored
+/// only at calls and returns) and `--tally-trace-write-through=off` (every record appended to
+/// the thread's word in memory). The trace is the same bit stream, so each regenerates equal
+/// to the oracle block for block; and the flags change the code (the `.text` sections differ
+/// from the default build's).
 #[test]
 fn register_accumulator_regenerates_exactly() {
     let picked = ["shapes.c", "exit_nested.c", "recursion.c"];
@@ -906,26 +909,26 @@ fn register_accumulator_regenerates_exactly() {
     assert_eq!(cases.len(), picked.len(), "{cases:?}");
     for (src, status) in cases {
         let base = src.file_name().unwrap().to_str().unwrap().to_string();
-        let _ = run_both(
-            &format!("{base}-memory"),
-            false,
-            &single(&src, "-O2"),
-            status,
-        );
-        let regs = run_both_with(
-            &format!("{base}-registers"),
-            false,
-            &single(&src, "-O2"),
-            Some(status),
-            &["--tally-trace-registers=on"],
-            &[],
-        );
-        assert!(regs.stopped.is_empty(), "{base}: {:?}", regs.stopped);
-        assert!(
-            regs.oracle.len() > 10 && regs.regenerated == regs.oracle,
-            "{base}: {}",
-            first_difference(&regs.regenerated, &regs.oracle)
-        );
+        for (n, flags) in [
+            ("default", &[][..]),
+            ("registers", &["--tally-trace-registers=on"][..]),
+            ("memory", &["--tally-trace-write-through=off"][..]),
+        ] {
+            let o = run_both_with(
+                &format!("{base}-{n}"),
+                false,
+                &single(&src, "-O2"),
+                Some(status),
+                flags,
+                &[],
+            );
+            assert!(o.stopped.is_empty(), "{base} {n}: {:?}", o.stopped);
+            assert!(
+                o.oracle.len() > 10 && o.regenerated == o.oracle,
+                "{base} {n}: {}",
+                first_difference(&o.regenerated, &o.oracle)
+            );
+        }
         // The code (`.text`, which does not depend on the build directory) differs.
         let text = |n: &str| {
             let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("wtrace-{base}-{n}"));
@@ -939,10 +942,12 @@ fn register_accumulator_regenerates_exactly() {
             assert!(st.success(), "objcopy");
             std::fs::read(out).unwrap()
         };
-        assert!(
-            text("memory") != text("registers"),
-            "{base}: --tally-trace-registers=on built the same code"
-        );
+        for n in ["registers", "memory"] {
+            assert!(
+                text("default") != text(n),
+                "{base}: the {n} build has the default's code"
+            );
+        }
     }
 }
 
