@@ -462,7 +462,9 @@ fn long_varints_regenerate_exactly() {
 /// one callee again and again (the predicted code, 3 bits), a few alternating with the data
 /// (recent positions) and 40 at random (more than the 16 recent ones: full records) all
 /// regenerate block for block as `trace-naive` has them, and the `Enter` records average under
-/// 8 bits (in full, each took at least 19: kind, slot and index).
+/// 8 bits (in full, each took at least 19: kind, slot and index). The repeats take the inline
+/// entry's predicted `Enter` (`tally.wtrace.enter.again`: the runtime's `again` mark); the test
+/// fails when the runtime marks a function without checking that it is its own prediction.
 #[test]
 fn enter_codes_regenerate_exactly_and_repeats_are_short() {
     let dir = scratch("wtrace-enters-src");

@@ -26,7 +26,7 @@ use std::mem::{align_of, offset_of, size_of};
 
 /// Version of the runtime ABI: `TALLY_ABI_VERSION`, the `abi_version` of every
 /// `struct tally_module`. The runtime ignores descriptors of any other version.
-pub const ABI_VERSION: u32 = 8;
+pub const ABI_VERSION: u32 = 9;
 
 /// `struct tally_module.flags`: the module counts events (events mode); at exit the runtime
 /// stores the exiting thread's exact event total in the module's counter 0
@@ -379,6 +379,11 @@ pub struct TallyWtraceAcc {
     pub slow: u32,
     /// `self` of the traced function that returned last (set inline by `ret`; null: none).
     pub ret: *const u8,
+    /// `self` of the function whose `Enter` the stream predicts with nothing to update (it
+    /// was the last one announced and is its own prediction: set by the runtime after every
+    /// `Enter`, null with a flight recorder or once the stream has ended): its announced entry
+    /// appends the 3-bit predicted `Enter` inline instead of calling the runtime.
+    pub again: *const u8,
 }
 
 /// [`TallyWtraceAcc::acc`] holding no bits: the sentinel alone, at the top.
@@ -399,7 +404,8 @@ pub const TALLY_WTRACE_ACC: StructLayout = layout!(
         (direct, Ptr),
         (depth, U32),
         (slow, U32),
-        (ret, Ptr)
+        (ret, Ptr),
+        (again, Ptr)
     ]
 );
 

@@ -11,7 +11,9 @@
  * external callees (written at the end, wt_write_resolutions). Control records: a prefix code,
  * `1` Back, `0` then a 2-bit kind (0 Enter, 1 landing, 2 End, 3 predicted Enter), and varints
  * of 7 bits + a continuation bit; an Enter is coded against the stream's history
- * (wt_enter_record); a landing has a 2-bit how:
+ * (wt_enter_record), which marks the function in the thread's `again` when entering it again
+ * would be kind 3 with nothing to update: its inline entry then appends those 3 bits itself
+ * (tally.h); a landing has a 2-bit how:
  * 0 a longjmp's re-entry, 1 an exception's landing pad (both then varints: activations
  * abandoned, landing block), 2 "lost": control entered a function trace mode could not
  * instrument, where regeneration stops.
@@ -252,7 +254,7 @@ static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec
  * __tally_wtrace_enter, for slow = 1) points the thread at its stream's accumulator, or at
  * wt_no_memory when the stream cannot be mapped, so that the inline `ret`, which decrements
  * the depth without a test, never writes this shared one. */
-static struct tally_wtrace_acc wt_no_stream = {TALLY_WTRACE_CLOSED, 0, 0, 1, 0};
+static struct tally_wtrace_acc wt_no_stream = {TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0};
 static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("initial-exec")));
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
@@ -370,7 +372,7 @@ static struct wt_thread *wt_get(void) {
         return t;
     void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        wt_no_memory = (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0};
+        wt_no_memory = (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0};
         __tally_wtrace_acc = &wt_no_memory;
         return 0;
     }
@@ -488,6 +490,7 @@ static unsigned wt_acc_drain(struct wt_thread *t) {
 static void wt_acc_end(struct wt_thread *t) {
     wt_acc_drain(t);
     t->a.acc = TALLY_WTRACE_CLOSED;
+    t->a.again = 0;
 }
 
 /* The slow path's rare cases: the thread's first record (it gets its stream), an ended
@@ -625,8 +628,11 @@ static __attribute__((noinline)) void wt_enter_full(struct wt_thread *t, uint32_
 
 /* An Enter record coded against the stream's history (bits.rs' EnterCoder, the same state and
  * the same updates): kind 3 alone for the predicted function, kind 0 then '1' and a 4-bit
- * position among the recently entered, or the full record. */
-static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) {
+ * position among the recently entered, or the full record. Then `again` names `self` (the
+ * function's address, or null) when entering it again would be kind 3 with nothing to update:
+ * it is the previous Enter and first among the recent (always, now) and its own prediction; the
+ * inline entry then appends those 3 bits itself (tally.h). */
+static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function, const void *self) {
     uint64_t key = (uint64_t)s << 32 | function;
     uint64_t *pred = &t->e_next[(t->e_prev * 0x9e3779b97f4a7c15ull) >> 56];
     uint32_t at = 0, nr = t->e_nrecent;
@@ -648,6 +654,7 @@ static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function) 
     for (; at > 0; at--)
         t->e_recent[at] = t->e_recent[at - 1];
     t->e_recent[0] = key;
+    t->a.again = t->e_next[(key * 0x9e3779b97f4a7c15ull) >> 56] == key ? self : 0;
 }
 
 /* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
@@ -694,7 +701,7 @@ uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *mod
     if (!s)
         s = wt_module(m, module_counters);
     if (announced)
-        wt_enter_record(t, s, function);
+        wt_enter_record(t, s, function, self);
     return depth;
 }
 
@@ -958,6 +965,7 @@ void wtrace_forked(void) {
         t->n = 0;
         t->ended = 1;
         t->a.acc = TALLY_WTRACE_CLOSED;
+        t->a.again = 0;
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
 }

@@ -21,7 +21,11 @@
 //!   numbers the function's calls over its blocks in order, as the metadata lists them).
 //!   `self` is the function's own address ([`own_address`]: a private alias where another
 //!   image may interpose its name), null for a weak or linkonce definition (another module's
-//!   copy may replace it: always announced);
+//!   copy may replace it: always announced). A function likely to be entered announced
+//!   ([`may_be_announced`]: its address is taken) gets
+//!   `tally.wtrace.enter.again`, whose announced entry appends the 3-bit predicted `Enter`
+//!   inline when the runtime marked it as the stream's prediction with nothing to update
+//!   (the thread's `again`: `l_alloc` entered through Lua's `frealloc` pointer over and over);
 //! - `Extern` sites ([`classify`]): a direct call that the linker resolves (a declaration, a
 //!   weak or linkonce definition, an external definition of a shared object's code) announces
 //!   the callee's address the same way, and writes `Back` after it as an `Unknown` call does
@@ -233,6 +237,29 @@ unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
         LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
         _ => None,
     }
+}
+
+/// Whether `f` is likely to be entered announced: its address is used other than as the callee
+/// of a call in its module (so it may be called through a pointer, or back from untraced
+/// code). Such a function's entry checks the thread's `again` (`tally.wtrace.enter.again`);
+/// any other keeps the shorter entry, also one visible outside the module (called from
+/// untraced code it pays the runtime's `Enter`): the longer entry changes the register
+/// allocation of large functions that are nearly always entered silently (zlib's
+/// `inflate_fast`: +0.5 M instructions when every external function had it). Only a cost
+/// choice: either entry is exact. Must run before any function is instrumented (direct call
+/// sites then use callees' addresses as operands).
+fn may_be_announced(f: Val) -> bool {
+    let mut u = unsafe { c::LLVMGetFirstUse(f.0) };
+    while !u.is_null() {
+        // (A call's callee is its last operand; `f` anywhere else is its address.)
+        let user = Val(unsafe { c::LLVMGetUser(u) });
+        let n = user.num_operands();
+        if !user.is_call_like() || n == 0 || (0..n - 1).any(|i| user.operand(i) == f) {
+            return true;
+        }
+        u = unsafe { c::LLVMGetNextUse(u) };
+    }
+    false
 }
 
 /// Builds the module's trace tables before any function is emitted: its external callees
@@ -487,6 +514,7 @@ impl WTrace {
         };
         let sites = SitePlan::for_edges(l, &witnessed, false);
         Ok(Box::new(WPlan {
+            announced: may_be_announced(cx.func),
             paths,
             registers: cx.opts.trace_registers,
             through: cx.opts.trace_write_through,
@@ -692,6 +720,8 @@ impl PathsCode {
 }
 
 struct WPlan {
+    /// The function may be entered announced ([`may_be_announced`]).
+    announced: bool,
     /// `--tally-trace=paths`: path numbers instead of the plan's witnesses.
     paths: Option<PathsCode>,
     /// `--tally-trace-registers`: the function may keep its own copy of the accumulator,
@@ -713,6 +743,8 @@ struct WPlan {
 /// reader (`tally_report::wtrace`) decodes them: `(value, bits)`.
 const BACK: (u64, u64) = (1, 1);
 const LOST: (u64, u64) = (2 | 2 << 3, 5);
+/// The predicted `Enter` (`0`, kind 3: `tally_graph::witness::bits::EnterCode::Predicted`).
+const ENTER_PREDICTED: (u64, u64) = (6, 3);
 
 /// The runtime entry points of trace mode.
 struct Runtime {
@@ -728,6 +760,8 @@ struct Runtime {
     local: Local,
     /// `tally.wtrace.enter` ([`inline_fns`]): the inline entry (its `self` must not be null).
     enter_inline: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.enter.again`: the same, which also appends a predicted `Enter` inline.
+    enter_again: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
     call: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
@@ -765,14 +799,16 @@ impl Runtime {
             direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
             call: f("__tally_wtrace_call", &mut [g.i32t]),
         };
-        let inline = unsafe { inline_fns(g, &slow) };
+        let put = unsafe { put_fn(g) };
+        let inline = unsafe { inline_fns(g, &slow, put) };
         let (put_fast_tls, room_tls) = unsafe { tls_fns(g) };
         Runtime {
             enter,
             enter_inline: inline.enter,
+            enter_again: inline.enter_again,
             ret: inline.ret,
             back: inline.back,
-            put: unsafe { put_fn(g) },
+            put,
             local: unsafe { local_fns(g) },
             put_fast_tls,
             room_tls,
@@ -795,6 +831,7 @@ struct InlineSlow {
 /// The inline entry, return, direct flag and call site ([`inline_fns`]).
 struct Inline {
     enter: (LLVMValueRef, LLVMTypeRef),
+    enter_again: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
     back: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
@@ -810,6 +847,12 @@ struct Inline {
 ///   `__tally_wtrace_enter` (it writes `Enter`, gives the module its slot, makes the thread's
 ///   stream, keeps the flight recorder's shadow stack; the flag never equals `self` while
 ///   `slow` is set: the runtime keeps a flight recorder's flag elsewhere);
+/// - `i32 tally.wtrace.enter.again(...)`, the same arguments, for a function that may be
+///   entered announced (called through a pointer or from outside the module): an announced
+///   entry whose `self` equals the thread's `again` (the runtime's mark that its `Enter` is
+///   predicted and changes nothing in the code's state) appends the predicted `Enter`
+///   ([`ENTER_PREDICTED`], `tally.wtrace.put`) and adds one to the depth, without a call
+///   (`again` is null while `slow` is set);
 /// - `void tally.wtrace.ret(ptr self)`: the depth minus one (never the shared no-stream
 ///   accumulator: the thread's first entry took the slow path, which points it at its own),
 ///   and `self`, when not null, stored as the function that returned last;
@@ -819,7 +862,11 @@ struct Inline {
 /// - `void tally.wtrace.direct(ptr callee, i32 site)`: the flag set to `callee`, or with
 ///   `slow` set `__tally_wtrace_direct` (the flight recorder's call site);
 /// - `void tally.wtrace.call(i32 site)`: nothing, or with `slow` set `__tally_wtrace_call`.
-unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
+unsafe fn inline_fns(
+    g: &crate::emit::Globals,
+    slow: &InlineSlow,
+    put: (LLVMValueRef, LLVMTypeRef),
+) -> Inline {
     let (ctx, i32t, ptrt) = (g.ctx, g.i32t, g.ptrt);
     let e = cname("");
     let b = c::LLVMCreateBuilderInContext(ctx);
@@ -851,8 +898,12 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
     };
 
     let enter_ty = fn_ty(i32t, &mut [ptrt, ptrt, i32t, ptrt]);
-    let (enter, entry) = crate::emit::inline_helper(g, "tally.wtrace.enter", enter_ty);
-    if let Some(entry) = entry {
+    for (name, again) in [
+        ("tally.wtrace.enter", false),
+        ("tally.wtrace.enter.again", true),
+    ] {
+        let (enter, entry) = crate::emit::inline_helper(g, name, enter_ty);
+        let Some(entry) = entry else { continue };
         c::LLVMPositionBuilderAtEnd(b, entry);
         let p = |i| c::LLVMGetParam(enter, i);
         let a = acc_ptr(g, b);
@@ -882,12 +933,32 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
         cold_branch(b, has, silent, rt, &[1 << 10, 1]);
         c::LLVMPositionBuilderAtEnd(b, silent);
         c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), flag_p);
-        let depth_p = field_of(g, b, a, "depth");
-        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-        let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
-        c::LLVMBuildStore(b, d, depth_p);
-        c::LLVMBuildRet(b, d);
+        let deeper = |b| {
+            let depth_p = field_of(g, b, a, "depth");
+            let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+            let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+            c::LLVMBuildStore(b, d, depth_p);
+            c::LLVMBuildRet(b, d);
+        };
+        deeper(b);
         c::LLVMPositionBuilderAtEnd(b, rt);
+        if again {
+            let predicted = block(enter, "predicted");
+            let call = block(enter, "call");
+            let again_p = field_of(g, b, a, "again");
+            let last = c::LLVMBuildLoad2(b, ptrt, again_p, e.as_ptr());
+            let eq = llvm_sys::LLVMIntPredicate::LLVMIntEQ;
+            let same = c::LLVMBuildICmp(b, eq, last, p(3), e.as_ptr());
+            c::LLVMBuildCondBr(b, same, predicted, call);
+            c::LLVMPositionBuilderAtEnd(b, predicted);
+            let mut args = [
+                c::LLVMConstInt(g.i64t, ENTER_PREDICTED.0, 0),
+                c::LLVMConstInt(g.i64t, ENTER_PREDICTED.1, 0),
+            ];
+            c::LLVMBuildCall2(b, put.1, put.0, args.as_mut_ptr(), 2, e.as_ptr());
+            deeper(b);
+            c::LLVMPositionBuilderAtEnd(b, call);
+        }
         let d = forward(b, enter, slow.enter);
         c::LLVMBuildRet(b, d);
     }
@@ -963,8 +1034,13 @@ unsafe fn inline_fns(g: &crate::emit::Globals, slow: &InlineSlow) -> Inline {
         c::LLVMBuildRetVoid(b);
     }
     c::LLVMDisposeBuilder(b);
+    let named = |name: &str| {
+        let f = c::LLVMGetNamedFunction(g.module, cname(name).as_ptr());
+        (f, enter_ty)
+    };
     Inline {
-        enter: (enter, enter_ty),
+        enter: named("tally.wtrace.enter"),
+        enter_again: named("tally.wtrace.enter.again"),
         ret: (ret, ret_ty),
         back: (back, back_ty),
         direct: (direct, direct_ty),
@@ -1271,7 +1347,9 @@ fn call_role(v: Val) -> (bool, bool) {
             _ if v.calls_inline_asm() => (false, false),
             Some((_, id)) if id != 0 => (false, false),
             Some((name, _)) => match name.as_str() {
-                "__tally_wtrace_enter" | "tally.wtrace.enter" => (false, true),
+                "__tally_wtrace_enter" | "tally.wtrace.enter" | "tally.wtrace.enter.again" => {
+                    (false, true)
+                }
                 "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
                 x if x.starts_with("tally.wtrace.") => (false, false),
                 x if OPAQUE_LIBC.contains(&x) => (false, false),
@@ -1644,6 +1722,7 @@ impl FnPlan for WPlan {
         let mut log = Log {
             rec: &rt,
             function: cx.index,
+            announced: self.announced,
             witness: &self.plan.witness,
             depth: (cx.l.has_setjmp || cx.l.has_landing_pads).then(std::ptr::null_mut),
         };
@@ -1860,6 +1939,8 @@ impl FnPlan for Untraced {
 struct Log<'a> {
     rec: &'a Rec<'a>,
     function: u32,
+    /// Use `tally.wtrace.enter.again` ([`may_be_announced`]).
+    announced: bool,
     witness: &'a IdVec<EdgeId, Option<witness::Witness>>,
     /// Functions with `setjmp`: the alloca keeping the activation's depth (set by `enter`).
     depth: Option<LLVMValueRef>,
@@ -1882,6 +1963,7 @@ impl SiteAction for Log<'_> {
         let own = unsafe { own_address(em.func) };
         // (A null `self`, always announced, goes to the runtime; see `inline_fns`.)
         let enter = match own {
+            Some(_) if self.announced => self.rec.rt.enter_again,
             Some(_) => self.rec.rt.enter_inline,
             None => self.rec.rt.enter,
         };
