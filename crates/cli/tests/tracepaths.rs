@@ -149,7 +149,7 @@ fn compare(name: &str, dir: &Path) -> Compared {
     let coded = dir.join("trace/prog.ctrace");
     assert_eq!(
         &std::fs::read(&coded).unwrap()[8..12],
-        &6u32.to_le_bytes(),
+        &tally_format::trace::WTRACE_VERSION_CODED.to_le_bytes(),
         "{name}: not a coded trace"
     );
     let (cout, err, code) = tally_out(&[

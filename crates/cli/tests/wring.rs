@@ -85,7 +85,11 @@ fn regenerate(dir: &Path, file: &str) -> Regenerated {
     let prof = Profile::read_file(dir.join("trace/prog.tally")).unwrap();
     let bytes = std::fs::read(dir.join("trace").join(file)).unwrap();
     if tally_format::trace::is_flight_recorder(&bytes) {
-        assert_eq!(bytes[8], 5, "a flight recorder's file is never range-coded");
+        assert_eq!(
+            u32::from(bytes[8]),
+            tally_format::trace::WTRACE_VERSION,
+            "a flight recorder's file is never range-coded"
+        );
     }
     tally_report::wtrace::regenerate(&bytes, &prof).unwrap()
 }
@@ -474,7 +478,11 @@ fn bad_ring_size_is_reported_and_ignored() {
         assert_eq!(err.lines().count(), 1, "{bad}: {err}");
         assert!(err.contains("TALLY_TRACE_RING"), "{bad}: {err}");
         let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
-        assert_eq!(&bytes[8..12], &6u32.to_le_bytes(), "{bad}: not range-coded");
+        assert_eq!(
+            &bytes[8..12],
+            &tally_format::trace::WTRACE_VERSION_CODED.to_le_bytes(),
+            "{bad}: not range-coded"
+        );
         let r = regenerate(&dir, "prog.trace");
         assert!(r.ring.is_empty() && r.stopped.is_empty(), "{bad}");
         let (seq, _) = oracle(&dir, "prog.trace");

@@ -94,7 +94,7 @@ fn check_coded(name: &str, dir: &Path, raw: &tally_report::wtrace::Regenerated) 
     let bytes = std::fs::read(dir.join("trace/prog.ctrace")).unwrap();
     assert_eq!(
         &bytes[8..12],
-        &6u32.to_le_bytes(),
+        &tally_format::trace::WTRACE_VERSION_CODED.to_le_bytes(),
         "{name}: not a coded trace"
     );
     let prof = tally_format::profile::Profile::read_file(dir.join("trace/prog.ctally")).unwrap();
@@ -462,9 +462,10 @@ fn long_varints_regenerate_exactly() {
 /// one callee again and again (the predicted code, 3 bits), a few alternating with the data
 /// (recent positions) and 40 at random (more than the 16 recent ones: full records) all
 /// regenerate block for block as `trace-naive` has them, and the `Enter` records average under
-/// 8 bits (in full, each took at least 19: kind, slot and index). The repeats take the inline
-/// entry's predicted `Enter` (`tally.wtrace.enter.again`: the runtime's `again` mark); the test
-/// fails when the runtime marks a function without checking that it is its own prediction.
+/// 8 bits (in full, each took at least 19: kind, slot and index). Predicted callees take the
+/// inline entry's predicted `Enter` (`tally.wtrace.enter.again`: the runtime's `again` mark,
+/// then the prediction table); the test fails when the runtime marks a function without
+/// checking that it predicts itself, and when the inline path does not set `e_prev`.
 #[test]
 fn enter_codes_regenerate_exactly_and_repeats_are_short() {
     let dir = scratch("wtrace-enters-src");

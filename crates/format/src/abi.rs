@@ -26,7 +26,7 @@ use std::mem::{align_of, offset_of, size_of};
 
 /// Version of the runtime ABI: `TALLY_ABI_VERSION`, the `abi_version` of every
 /// `struct tally_module`. The runtime ignores descriptors of any other version.
-pub const ABI_VERSION: u32 = 9;
+pub const ABI_VERSION: u32 = 10;
 
 /// `struct tally_module.flags`: the module counts events (events mode); at exit the runtime
 /// stores the exiting thread's exact event total in the module's counter 0
@@ -379,12 +379,28 @@ pub struct TallyWtraceAcc {
     pub slow: u32,
     /// `self` of the traced function that returned last (set inline by `ret`; null: none).
     pub ret: *const u8,
-    /// `self` of the function whose `Enter` the stream predicts with nothing to update (it
-    /// was the last one announced and is its own prediction: set by the runtime after every
-    /// `Enter`, null with a flight recorder or once the stream has ended): its announced entry
-    /// appends the 3-bit predicted `Enter` inline instead of calling the runtime.
+    /// The stream's previous `Enter` (its key, `slot << 32 | index`; 0: none), and its table
+    /// of predictions ([`WTRACE_ENTER_TABLE`] keys, hashed by the previous key:
+    /// `tally_graph::witness::bits::EnterCoder`, whose state these are with the runtime's
+    /// recent list). An announced entry of the function `e_next` predicts appends the 3-bit
+    /// predicted `Enter` inline and sets `e_prev` (trace format 7: nothing else changes). The
+    /// table stays zero (no key) with a flight recorder, which writes full `Enter`s only.
+    pub e_prev: u64,
+    /// See [`TallyWtraceAcc::e_prev`]: the thread's table of predictions.
+    pub e_next: *mut u64,
+    /// `self` of the function whose key is `e_prev` and predicts itself (null: none known): its
+    /// announced entry appends the predicted `Enter` with no state to change, the shortest
+    /// check (set by the runtime after every `Enter` it writes; cleared by the inline
+    /// predicted `Enter`, which changes `e_prev`).
     pub again: *const u8,
 }
+
+/// Keys in [`TallyWtraceAcc::e_next`].
+pub const WTRACE_ENTER_TABLE: usize = tally_graph::witness::bits::EnterCoder::TABLE;
+/// The hash of [`TallyWtraceAcc::e_next`]: `key * MUL >> SHIFT` (wrapping).
+pub const WTRACE_ENTER_MUL: u64 = tally_graph::witness::bits::EnterCoder::HASH_MUL;
+/// See [`WTRACE_ENTER_MUL`].
+pub const WTRACE_ENTER_SHIFT: u32 = tally_graph::witness::bits::EnterCoder::HASH_SHIFT;
 
 /// [`TallyWtraceAcc::acc`] holding no bits: the sentinel alone, at the top.
 pub const WTRACE_EMPTY: u64 = 1 << 63;
@@ -405,6 +421,8 @@ pub const TALLY_WTRACE_ACC: StructLayout = layout!(
         (depth, U32),
         (slow, U32),
         (ret, Ptr),
+        (e_prev, U64),
+        (e_next, Ptr),
         (again, Ptr)
     ]
 );
@@ -550,6 +568,14 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_FNV_PRIME", FNV_PRIME),
     u("TALLY_WTRACE_EMPTY", WTRACE_EMPTY),
     u("TALLY_WTRACE_CLOSED", WTRACE_CLOSED),
+    u("TALLY_WTRACE_ENTER_TABLE", WTRACE_ENTER_TABLE as u64),
+    u("TALLY_WTRACE_ENTER_MUL", WTRACE_ENTER_MUL),
+    u("TALLY_WTRACE_ENTER_SHIFT", WTRACE_ENTER_SHIFT as u64),
+    u("TALLY_WTRACE_VERSION", crate::trace::WTRACE_VERSION as u64),
+    u(
+        "TALLY_WTRACE_VERSION_CODED",
+        crate::trace::WTRACE_VERSION_CODED as u64,
+    ),
 ];
 
 /// A libc function whose direct calls (and address uses) in instrumented code are redirected to

@@ -104,11 +104,12 @@ pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// callee that resolves to a traced function writes no `Back` (the callee's `ret` tells the
 /// caller it ran). 5: `Enter` is coded against the stream's history (kind 3: the predicted
 /// function; kind 0 then `1` and a 4-bit recent position, or `0` and slot and index:
-/// `tally_graph::witness::bits::EnterCoder`).
-pub const WTRACE_VERSION: u32 = 5;
+/// `tally_graph::witness::bits::EnterCoder`). 7: a predicted `Enter` leaves the recent list
+/// as it is (6 was the range-coded version 5; 8 is the range-coded version 7).
+pub const WTRACE_VERSION: u32 = 7;
 /// Version of a witness trace whose thread chunks are range-coded (`TALLY_TRACE_COMPRESS=1`,
 /// [`crate::trace_rc`]): otherwise version [`WTRACE_VERSION`]'s.
-pub const WTRACE_VERSION_CODED: u32 = 6;
+pub const WTRACE_VERSION_CODED: u32 = 8;
 
 /// The thread id of a chunk that resolves a module's external callees.
 pub const WTRACE_RESOLVE_CHUNK: u32 = u32::MAX - 2;
@@ -160,12 +161,12 @@ pub struct RingThread {
 /// A witness trace, split into its per-thread bit streams.
 ///
 /// ```text
-/// "TALLYWTR"  u32 version (=5, or 6: range-coded)  u32 0
+/// "TALLYWTR"  u32 version (=7, or 8: range-coded)  u32 0
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
-/// In version 6 ([`WTRACE_VERSION_CODED`], `TALLY_TRACE_COMPRESS=1`) a thread's chunk is
+/// In version 8 ([`WTRACE_VERSION_CODED`], `TALLY_TRACE_COMPRESS=1`) a thread's chunk is
 /// `u32 raw bytes` and that many bytes of its stream range-coded ([`crate::trace_rc`]);
-/// [`read_witness_trace`] decodes them, so `threads` holds the same streams as version 5's.
+/// [`read_witness_trace`] decodes them, so `threads` holds the same streams as version 7's.
 /// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`
 /// (named by `Enter` records) is the module whose metadata hashes to `hash`. A chunk of thread
 /// [`WTRACE_RESOLVE_CHUNK`] holds `u32 slot, u32 n, n x {u32 slot', u32 index}`: the module's

@@ -15,7 +15,7 @@
  * oldest chunk whose start is still in the ring are dropped.
  *
  * File (tally_format::trace::read_witness_trace), rewritten from its start at each dump:
- *   "TALLYWTR" u32 version (5) u32 flags (1: ring), module and resolution chunks as in
+ *   "TALLYWTR" u32 version (7) u32 flags (1: ring), module and resolution chunks as in
  *   wtrace.c, then per
  *   thread its chunks oldest first { u32 thread, u32 length, u32 bits, sync, stream bytes }
  *   (`bits`: stream bits after the sync header; sync: LEB128 count, then per activation
@@ -253,7 +253,10 @@ static int wr_write_ring(int fd, const struct wr_ring *r, uint64_t from, uint64_
 int wring_dump_begin(int fd, uint32_t modules, uint64_t *pos) {
     if (lseek(fd, 0, SEEK_SET) != 0)
         return -1;
-    if (write_all(fd, "TALLYWTR\x05\0\0\0\x01\0\0\0", 16) != 0)
+    unsigned char head[16] = "TALLYWTR";
+    head[8] = TALLY_WTRACE_VERSION;
+    head[12] = 1; /* flags: a ring */
+    if (write_all(fd, head, 16) != 0)
         return -1;
     *pos = 16;
     for (uint32_t s = 1; s <= modules && s <= WR_MODS; s++) {

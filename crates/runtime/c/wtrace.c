@@ -4,16 +4,16 @@
  * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):
  *
- *   "TALLYWTR" u32 version (5) u32 0, then chunks { u32 thread, u32 length, bytes }
+ *   "TALLYWTR" u32 version (7) u32 0, then chunks { u32 thread, u32 length, bytes }
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
  * records carry (slot, function index). A chunk of thread 0xfffffffd resolves a module's
  * external callees (written at the end, wt_write_resolutions). Control records: a prefix code,
  * `1` Back, `0` then a 2-bit kind (0 Enter, 1 landing, 2 End, 3 predicted Enter), and varints
  * of 7 bits + a continuation bit; an Enter is coded against the stream's history
- * (wt_enter_record), which marks the function in the thread's `again` when entering it again
- * would be kind 3 with nothing to update: its inline entry then appends those 3 bits itself
- * (tally.h); a landing has a 2-bit how:
+ * (wt_enter_record), whose prediction (the previous Enter and the table, in the thread's
+ * struct tally_wtrace_acc) instrumented code reads to write a predicted Enter itself (tally.h);
+ * a landing has a 2-bit how:
  * 0 a longjmp's re-entry, 1 an exception's landing pad (both then varints: activations
  * abandoned, landing block), 2 "lost": control entered a function trace mode could not
  * instrument, where regeneration stops.
@@ -70,11 +70,11 @@ struct wt_thread {
     uint64_t end_lo, end_hi; /* a ring's stream once ended: its pending bits (wt_pending), */
     unsigned end_n;          /* how many (the dump writes them exactly, wtrace_finish) */
     struct wt_rc *rc;     /* with TALLY_TRACE_COMPRESS: the stream's range coder, or null */
-    /* Enter's code (trace format 5, tally_graph::witness::bits::EnterCoder, over keys
+    /* Enter's code (trace format 7, tally_graph::witness::bits::EnterCoder, over keys
      * slot << 32 | index): the function that followed each function's Enter last time, hashed
-     * by that function; the previous Enter's key; the 16 most recently entered, first first. */
-    uint64_t e_next[256];
-    uint64_t e_prev;
+     * by that function (a.e_next points here; the previous Enter's key is a.e_prev); the 16
+     * most recently entered, first first. */
+    uint64_t e_next[TALLY_WTRACE_ENTER_TABLE];
     uint64_t e_recent[16];
     uint32_t e_nrecent;
     size_t n;
@@ -254,7 +254,10 @@ static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec
  * __tally_wtrace_enter, for slow = 1) points the thread at its stream's accumulator, or at
  * wt_no_memory when the stream cannot be mapped, so that the inline `ret`, which decrements
  * the depth without a test, never writes this shared one. */
-static struct tally_wtrace_acc wt_no_stream = {TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0};
+/* The prediction table of the shared accumulators: no key, never written (no stream writes
+ * an Enter through them). */
+static uint64_t wt_no_keys[TALLY_WTRACE_ENTER_TABLE];
+static struct tally_wtrace_acc wt_no_stream = {TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0};
 static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("initial-exec")));
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
@@ -280,10 +283,9 @@ static void wt_unlock(int held) {
 static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
-        /* version 5, or 6 when the thread chunks are range-coded */
-        if (wt.fd > 0 && write_all(wt.fd, wt_compressing() ? "TALLYWTR\x06\0\0\0\0\0\0\0"
-                                                             : "TALLYWTR\x05\0\0\0\0\0\0\0",
-                                   16) != 0)
+        unsigned char head[16] = "TALLYWTR";
+        head[8] = wt_compressing() ? TALLY_WTRACE_VERSION_CODED : TALLY_WTRACE_VERSION;
+        if (wt.fd > 0 && write_all(wt.fd, head, 16) != 0)
             wt.fd = -1;
     }
     if (wt.fd <= 0)
@@ -372,12 +374,13 @@ static struct wt_thread *wt_get(void) {
         return t;
     void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
-        wt_no_memory = (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0};
+        wt_no_memory = (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0};
         __tally_wtrace_acc = &wt_no_memory;
         return 0;
     }
     t = p;
     t->a.acc = TALLY_WTRACE_EMPTY;
+    t->a.e_next = t->e_next;
     if (wring_size()) {
         t->ring = wring_new();
         t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
@@ -627,25 +630,30 @@ static __attribute__((noinline)) void wt_enter_full(struct wt_thread *t, uint32_
 }
 
 /* An Enter record coded against the stream's history (bits.rs' EnterCoder, the same state and
- * the same updates): kind 3 alone for the predicted function, kind 0 then '1' and a 4-bit
- * position among the recently entered, or the full record. Then `again` names `self` (the
- * function's address, or null) when entering it again would be kind 3 with nothing to update:
- * it is the previous Enter and first among the recent (always, now) and its own prediction; the
- * inline entry then appends those 3 bits itself (tally.h). */
+ * the same updates): kind 3 alone for the predicted function (only the previous Enter changes:
+ * instrumented code writes this case itself when it can, tally.h), kind 0 then '1' and a 4-bit
+ * position among the recently entered, or the full record. Then `again` is `self` (or null)
+ * when the function predicts itself. */
+#define WT_HASH(key) (((key) * TALLY_WTRACE_ENTER_MUL) >> TALLY_WTRACE_ENTER_SHIFT)
 static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function, const void *self) {
     uint64_t key = (uint64_t)s << 32 | function;
-    uint64_t *pred = &t->e_next[(t->e_prev * 0x9e3779b97f4a7c15ull) >> 56];
+    uint64_t *pred = &t->e_next[WT_HASH(t->a.e_prev)];
+    if (*pred == key) {
+        wt_bits(t, 6, 3); /* '0' then kind 11 */
+        t->a.e_prev = key;
+        t->a.again = t->e_next[WT_HASH(key)] == key ? self : 0;
+        return;
+    }
     uint32_t at = 0, nr = t->e_nrecent;
     while (at < nr && t->e_recent[at] != key)
         at++;
-    if (*pred == key)
-        wt_bits(t, 6, 3); /* '0' then kind 11 */
-    else if (at < nr)
+    if (at < nr)
         wt_bits(t, 8 | (uint64_t)at << 4, 8); /* '0', kind 00, '1', the position */
     else
         wt_enter_full(t, s, function);
     *pred = key;
-    t->e_prev = key;
+    t->a.e_prev = key;
+    t->a.again = t->e_next[WT_HASH(key)] == key ? self : 0;
     if (at == nr) { /* new: the others move down, the 16th falls off */
         if (nr < 16)
             t->e_nrecent = ++nr;
@@ -654,7 +662,6 @@ static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function, 
     for (; at > 0; at--)
         t->e_recent[at] = t->e_recent[at - 1];
     t->e_recent[0] = key;
-    t->a.again = t->e_next[(key * 0x9e3779b97f4a7c15ull) >> 56] == key ? self : 0;
 }
 
 /* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
@@ -965,7 +972,6 @@ void wtrace_forked(void) {
         t->n = 0;
         t->ended = 1;
         t->a.acc = TALLY_WTRACE_CLOSED;
-        t->a.again = 0;
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
 }

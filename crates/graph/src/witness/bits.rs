@@ -17,7 +17,10 @@
 //! position of the function among the 16 most recently entered, or `0` and the function as a
 //! varint (the runtime: its module slot, then its index). Writer and reader update the same
 //! state after every `Enter`, so the code is exact whatever the prediction; a flight recorder
-//! writes the full code only, since its reader starts in the middle of the stream.
+//! writes the full code only, since its reader starts in the middle of the stream. Since trace
+//! format 7 a predicted `Enter` updates only the previous function (the recent list moves only
+//! for the others), so that instrumented code can write it inline: a hash, two loads and a
+//! compare, with no list to move (`tally.wtrace.enter.again` in tally-llvm).
 
 use super::regen::{Expect, RecordSource, RegenError};
 use super::{FuncId, Landing, Record};
@@ -63,9 +66,14 @@ impl EnterCoder {
     pub const TABLE: usize = 256;
     /// Recently entered functions kept.
     pub const RECENT: usize = 16;
+    /// The table's hash: `key * HASH_MUL >> HASH_SHIFT` (wrapping), as the runtime and the
+    /// instrumented code compute it (`TALLY_WTRACE_ENTER_MUL`, `TALLY_WTRACE_ENTER_SHIFT`).
+    pub const HASH_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+    /// See [`EnterCoder::HASH_MUL`]: 64 minus log2 of [`EnterCoder::TABLE`].
+    pub const HASH_SHIFT: u32 = 64 - Self::TABLE.trailing_zeros();
 
     fn slot(key: u64) -> usize {
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize
+        (key.wrapping_mul(Self::HASH_MUL) >> Self::HASH_SHIFT) as usize
     }
 
     /// The function predicted to be entered next.
@@ -89,8 +97,13 @@ impl EnterCoder {
         }
     }
 
-    /// `key` was entered: updates the prediction and the recent list.
+    /// `key` was entered: updates the prediction and the recent list (a predicted `key`: only
+    /// the previous function, trace format 7).
     pub fn entered(&mut self, key: u64) {
+        if self.predicted() == key {
+            self.prev = key;
+            return;
+        }
         self.next[Self::slot(self.prev)] = key;
         self.prev = key;
         // Move to front: a key already kept moves up from its place; a new one pushes the

@@ -24,8 +24,8 @@
 //!   copy may replace it: always announced). A function likely to be entered announced
 //!   ([`may_be_announced`]: its address is taken) gets
 //!   `tally.wtrace.enter.again`, whose announced entry appends the 3-bit predicted `Enter`
-//!   inline when the runtime marked it as the stream's prediction with nothing to update
-//!   (the thread's `again`: `l_alloc` entered through Lua's `frealloc` pointer over and over);
+//!   inline when it is the function the stream's `Enter` code predicts (`l_alloc` entered
+//!   through Lua's `frealloc` pointer over and over, SQLite's `sqlite3Mem*` methods in turn);
 //! - `Extern` sites ([`classify`]): a direct call that the linker resolves (a declaration, a
 //!   weak or linkonce definition, an external definition of a shared object's code) announces
 //!   the callee's address the same way, and writes `Back` after it as an `Unknown` call does
@@ -847,12 +847,15 @@ struct Inline {
 ///   `__tally_wtrace_enter` (it writes `Enter`, gives the module its slot, makes the thread's
 ///   stream, keeps the flight recorder's shadow stack; the flag never equals `self` while
 ///   `slow` is set: the runtime keeps a flight recorder's flag elsewhere);
-/// - `i32 tally.wtrace.enter.again(...)`, the same arguments, for a function that may be
-///   entered announced (called through a pointer or from outside the module): an announced
-///   entry whose `self` equals the thread's `again` (the runtime's mark that its `Enter` is
-///   predicted and changes nothing in the code's state) appends the predicted `Enter`
-///   ([`ENTER_PREDICTED`], `tally.wtrace.put`) and adds one to the depth, without a call
-///   (`again` is null while `slow` is set);
+/// - `i32 tally.wtrace.enter.again(...)`, the same arguments, for a function likely to be
+///   entered announced ([`may_be_announced`]): an announced entry whose key (`slot << 32 |
+///   index`) is the one the stream's `Enter` code predicts (`e_next[e_prev * MUL >> SHIFT]`
+///   in the thread's accumulator: trace format 7, where a predicted `Enter` changes only
+///   `e_prev`) appends the predicted `Enter` ([`ENTER_PREDICTED`], `tally.wtrace.put`), sets
+///   `e_prev` and adds one to the depth, without a call (the table holds no key while `slow`
+///   is set); first the shortest case, `self` equal to the thread's `again` (the function is
+///   `e_prev` and predicts itself: nothing to change), else the table, which then clears
+///   `again`;
 /// - `void tally.wtrace.ret(ptr self)`: the depth minus one (never the shared no-stream
 ///   accumulator: the thread's first entry took the slow path, which points it at its own),
 ///   and `self`, when not null, stored as the function that returned last;
@@ -943,19 +946,54 @@ unsafe fn inline_fns(
         deeper(b);
         c::LLVMPositionBuilderAtEnd(b, rt);
         if again {
-            let predicted = block(enter, "predicted");
-            let call = block(enter, "call");
+            // The key `slot << 32 | index`, and the one the stream predicts after the previous
+            // Enter's (`e_next[e_prev * MUL >> SHIFT]`); a slot of 0 (none yet) never matches.
+            let (i64t, eq, ne) = (
+                g.i64t,
+                llvm_sys::LLVMIntPredicate::LLVMIntEQ,
+                llvm_sys::LLVMIntPredicate::LLVMIntNE,
+            );
+            let k = |v| c::LLVMConstInt(i64t, v, 0);
+            let put_predicted = |b| {
+                let mut args = [k(ENTER_PREDICTED.0), k(ENTER_PREDICTED.1)];
+                c::LLVMBuildCall2(b, put.1, put.0, args.as_mut_ptr(), 2, e.as_ptr());
+            };
+            // First the shortest case, the function that is `e_prev` and predicts itself
+            // (`again`): nothing to change.
+            let itself = block(enter, "again");
+            let other = block(enter, "other");
             let again_p = field_of(g, b, a, "again");
             let last = c::LLVMBuildLoad2(b, ptrt, again_p, e.as_ptr());
-            let eq = llvm_sys::LLVMIntPredicate::LLVMIntEQ;
             let same = c::LLVMBuildICmp(b, eq, last, p(3), e.as_ptr());
-            c::LLVMBuildCondBr(b, same, predicted, call);
+            c::LLVMBuildCondBr(b, same, itself, other);
+            c::LLVMPositionBuilderAtEnd(b, itself);
+            put_predicted(b);
+            deeper(b);
+            c::LLVMPositionBuilderAtEnd(b, other);
+            let predicted = block(enter, "predicted");
+            let call = block(enter, "call");
+            let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr());
+            let hi = c::LLVMBuildZExt(b, slot, i64t, e.as_ptr());
+            let hi = c::LLVMBuildShl(b, hi, k(32), e.as_ptr());
+            let lo = c::LLVMBuildZExt(b, p(2), i64t, e.as_ptr());
+            let key = c::LLVMBuildOr(b, hi, lo, e.as_ptr());
+            let prev_p = field_of(g, b, a, "e_prev");
+            let prev = c::LLVMBuildLoad2(b, i64t, prev_p, e.as_ptr());
+            let h = c::LLVMBuildMul(b, prev, k(abi::WTRACE_ENTER_MUL), e.as_ptr());
+            let h = c::LLVMBuildLShr(b, h, k(u64::from(abi::WTRACE_ENTER_SHIFT)), e.as_ptr());
+            let table = c::LLVMBuildLoad2(b, ptrt, field_of(g, b, a, "e_next"), e.as_ptr());
+            let mut idx = [h];
+            let at = c::LLVMBuildInBoundsGEP2(b, i64t, table, idx.as_mut_ptr(), 1, e.as_ptr());
+            let pred = c::LLVMBuildLoad2(b, i64t, at, e.as_ptr());
+            let same = c::LLVMBuildICmp(b, eq, pred, key, e.as_ptr());
+            let z = c::LLVMConstInt(i32t, 0, 0);
+            let has = c::LLVMBuildICmp(b, ne, slot, z, e.as_ptr());
+            let hit = c::LLVMBuildAnd(b, same, has, e.as_ptr());
+            c::LLVMBuildCondBr(b, hit, predicted, call);
             c::LLVMPositionBuilderAtEnd(b, predicted);
-            let mut args = [
-                c::LLVMConstInt(g.i64t, ENTER_PREDICTED.0, 0),
-                c::LLVMConstInt(g.i64t, ENTER_PREDICTED.1, 0),
-            ];
-            c::LLVMBuildCall2(b, put.1, put.0, args.as_mut_ptr(), 2, e.as_ptr());
+            put_predicted(b);
+            c::LLVMBuildStore(b, key, prev_p);
+            c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), again_p);
             deeper(b);
             c::LLVMPositionBuilderAtEnd(b, call);
         }
