@@ -1578,14 +1578,16 @@ impl Rec<'_> {
             None => call_role(v).1,
         };
         // The most bits an append writes: its width, when constant; `Back` after an external
-        // callee (1 or 0 bits: a zero-extended i1); else the widest record (32 bits).
+        // callee (1 or 0 bits: `tally.wtrace.back`, or a zero-extended i1); else the widest
+        // record (32 bits).
         let width = |v: Val| -> u64 {
             let bits = v.operand(bits_at);
             unsafe {
                 if !c::LLVMIsAConstantInt(bits.0).is_null() {
                     c::LLVMConstIntGetZExtValue(bits.0)
-                } else if !c::LLVMIsAZExtInst(bits.0).is_null()
-                    && c::LLVMGetIntTypeWidth(c::LLVMTypeOf(bits.operand(0).0)) == 1
+                } else if calls(bits, self.rt.back.0)
+                    || (!c::LLVMIsAZExtInst(bits.0).is_null()
+                        && c::LLVMGetIntTypeWidth(c::LLVMTypeOf(bits.operand(0).0)) == 1)
                 {
                     1
                 } else {
