@@ -368,12 +368,18 @@ static unsigned wt_pending(const struct wt_thread *t, uint64_t w, uint64_t *lo, 
     return p + n;
 }
 
+/* The thread's stream, made on its first call. When it cannot be mapped the thread never
+ * tries again: its accumulator pointer stays wt_no_memory, so that the pointer a function
+ * loads once after its entry (a written-through copy, tally-llvm's Rec::acc) is the thread's
+ * for good. */
+static __thread int wt_gave_up __attribute__((tls_model("initial-exec")));
 static struct wt_thread *wt_get(void) {
     struct wt_thread *t = wt_self;
-    if (t)
+    if (t || wt_gave_up)
         return t;
     void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
+        wt_gave_up = 1;
         wt_no_memory = (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0};
         __tally_wtrace_acc = &wt_no_memory;
         return 0;

@@ -1279,6 +1279,9 @@ struct Local {
     /// the thread's.
     save: (LLVMValueRef, LLVMTypeRef),
     load: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.save.at(ptr acc, ptr word)`: the copy to the accumulator at `acc` (the
+    /// thread's, loaded once after `enter`: [`Rec::acc`]).
+    save_at: (LLVMValueRef, LLVMTypeRef),
 }
 
 /// Defines the helpers of [`Local`]: a function without `setjmp` or landing pads keeps the
@@ -1302,6 +1305,15 @@ unsafe fn local_fns(g: &crate::emit::Globals) -> Local {
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         copy(b, c::LLVMGetParam(save, 0), acc_field(g, b, "acc"));
+        c::LLVMBuildRetVoid(b);
+    }
+    let mut args_pp = [ptrt, ptrt];
+    let ty_pp = c::LLVMFunctionType(g.voidt, args_pp.as_mut_ptr(), 2, 0);
+    let (save_at, entry) = crate::emit::inline_helper(g, "tally.wtrace.save.at", ty_pp);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let to = field_of(g, b, c::LLVMGetParam(save_at, 0), "acc");
+        copy(b, c::LLVMGetParam(save_at, 1), to);
         c::LLVMBuildRetVoid(b);
     }
     let (load, entry) = crate::emit::inline_helper(g, "tally.wtrace.load", ty1);
@@ -1368,6 +1380,7 @@ unsafe fn local_fns(g: &crate::emit::Globals) -> Local {
         room: (room, ty2),
         save: (save, ty1),
         load: (load, ty1),
+        save_at: (save_at, ty_pp),
     }
 }
 
@@ -1412,6 +1425,11 @@ struct Rec<'a> {
     /// The appends' checks of room are shared ([`Rec::hoist_checks`]): a function control
     /// cannot land in from elsewhere (no `setjmp`, landing pads, `invoke` or `callbr`).
     shared: bool,
+    /// The thread's accumulator pointer, loaded once right after `enter` (null before: the
+    /// thread's first entry may change it; after any entry it stays), which a written-through
+    /// copy is stored to ([`Local::save_at`]) instead of loading the TLS pointer at every
+    /// append.
+    acc: std::cell::Cell<LLVMValueRef>,
 }
 
 impl Rec<'_> {
@@ -1425,7 +1443,10 @@ impl Rec<'_> {
             None => em.call_instr(self.rt.put, &mut [value, bits], near),
         };
         if let (Some(word), true) = (self.local, self.through) {
-            em.call(self.rt.local.save, &mut [word], near);
+            match self.acc.get() {
+                acc if acc.is_null() => em.call(self.rt.local.save, &mut [word], near),
+                acc => em.call(self.rt.local.save_at, &mut [acc, word], near),
+            }
         }
         if em.func.fn_has_attr(ir::attr_kind("optnone")) {
             unsafe {
@@ -1738,6 +1759,7 @@ impl FnPlan for WPlan {
             local,
             through: !self.registers,
             shared: !landings,
+            acc: std::cell::Cell::new(std::ptr::null_mut()),
         };
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
@@ -1955,6 +1977,7 @@ impl FnPlan for Untraced {
                 local: None,
                 through: false,
                 shared: false,
+                acc: std::cell::Cell::new(std::ptr::null_mut()),
             }
             .put_const(&em, LOST, first);
         }
@@ -2017,6 +2040,9 @@ impl SiteAction for Log<'_> {
             let call =
                 c::LLVMBuildCall2(em.b, enter.1, enter.0, args.as_mut_ptr(), 4, empty.as_ptr());
             Val(call).set_debug_loc(em.call_loc(entry_first));
+            if self.rec.local.is_some() && self.rec.through {
+                self.rec.acc.set(acc_ptr(em.g, em.b));
+            }
             if self.depth.is_some() {
                 let n = cname("tally.depth");
                 let slot = c::LLVMBuildAlloca(em.b, em.g.i32t, n.as_ptr());
