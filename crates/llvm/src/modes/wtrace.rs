@@ -241,8 +241,9 @@ unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
 
 /// Whether `f` is likely to be entered announced: its address is used other than as the callee
 /// of a call in its module (so it may be called through a pointer, or back from untraced
-/// code). Such a function's entry checks the thread's `again` (`tally.wtrace.enter.again`);
-/// any other keeps the shorter entry, also one visible outside the module (called from
+/// code). Such a function's entry writes its predicted `Enter` itself
+/// (`tally.wtrace.enter.again`: the thread's `again`, then the prediction table); any other
+/// keeps the shorter entry, also one visible outside the module (called from
 /// untraced code it pays the runtime's `Enter`): the longer entry changes the register
 /// allocation of large functions that are nearly always entered silently (zlib's
 /// `inflate_fast`: +0.5 M instructions when every external function had it). Only a cost
