@@ -750,10 +750,11 @@ const ENTER_PREDICTED: (u64, u64) = (6, 3);
 /// The runtime entry points of trace mode.
 struct Runtime {
     enter: (LLVMValueRef, LLVMTypeRef),
-    /// `tally.wtrace.put(i64 value, i64 bits)`, always inlined ([`put_fn`]).
+    /// `tally.wtrace.put(ptr acc, i64 value, i64 bits)`, always inlined ([`put_fn`]).
     put: (LLVMValueRef, LLVMTypeRef),
-    /// `tally.wtrace.put.fast.tls(i64 value, i64 bits)`, `tally.wtrace.room.tls(i64 k)`: the
-    /// same as [`Local::put_fast`] and [`Local::room`] on the thread's word ([`tls_fns`]).
+    /// `tally.wtrace.put.fast.tls(ptr acc, i64 value, i64 bits)`,
+    /// `tally.wtrace.room.tls(ptr acc, i64 k)`: the same as [`Local::put_fast`] and
+    /// [`Local::room`] on the thread's word ([`tls_fns`]).
     put_fast_tls: (LLVMValueRef, LLVMTypeRef),
     room_tls: (LLVMValueRef, LLVMTypeRef),
     /// The same on a function's own copy of the accumulator's word, and its helpers
@@ -840,7 +841,8 @@ struct Inline {
 }
 
 /// Defines (once per module, always inlined) the fast paths of the thread's direct flag and
-/// depth, kept in its `struct tally_wtrace_acc` (one TLS load each):
+/// depth, kept in its `struct tally_wtrace_acc` (the entries load the TLS pointer, the others
+/// take it as `acc`: [`Rec::acc_here`]):
 ///
 /// - `i32 tally.wtrace.enter(ptr module, ptr counters, i32 index, ptr self)` (`self` not
 ///   null): when the direct flag equals `self` and the module has its slot, the entry is
@@ -857,15 +859,15 @@ struct Inline {
 ///   is set); first the shortest case, `self` equal to the thread's `again` (the function is
 ///   `e_prev` and predicts itself: nothing to change), else the table, which then clears
 ///   `again`;
-/// - `void tally.wtrace.ret(ptr self)`: the depth minus one (never the shared no-stream
+/// - `void tally.wtrace.ret(ptr acc, ptr self)`: the depth minus one (never the shared no-stream
 ///   accumulator: the thread's first entry took the slow path, which points it at its own),
 ///   and `self`, when not null, stored as the function that returned last;
-/// - `i64 tally.wtrace.back(ptr callee)`: 1 unless the function that returned last is
+/// - `i64 tally.wtrace.back(ptr acc, ptr callee)`: 1 unless the function that returned last is
 ///   `callee`: after an `Extern` call, the width of its `Back` (0: a traced function at that
 ///   address ran, and the reader, which resolves the site to it, expects no `Back`);
-/// - `void tally.wtrace.direct(ptr callee, i32 site)`: the flag set to `callee`, or with
+/// - `void tally.wtrace.direct(ptr acc, ptr callee, i32 site)`: the flag set to `callee`, or with
 ///   `slow` set `__tally_wtrace_direct` (the flight recorder's call site);
-/// - `void tally.wtrace.call(i32 site)`: nothing, or with `slow` set `__tally_wtrace_call`.
+/// - `void tally.wtrace.call(ptr acc, i32 site)`: nothing, or with `slow` set `__tally_wtrace_call`.
 unsafe fn inline_fns(
     g: &crate::emit::Globals,
     slow: &InlineSlow,
@@ -882,9 +884,9 @@ unsafe fn inline_fns(
         let br = c::LLVMBuildCondBr(b, cond, yes, no);
         ir::set_branch_weights(ctx, br, weights);
     };
-    // The call of the runtime's `rt` with `f`'s parameters.
-    let forward = |b, f, rt: (LLVMValueRef, LLVMTypeRef)| {
-        let mut args: Vec<LLVMValueRef> = (0..c::LLVMCountParams(f))
+    // The call of the runtime's `rt` with `f`'s parameters from the `from`th.
+    let forward = |b, f, rt: (LLVMValueRef, LLVMTypeRef), from: u32| {
+        let mut args: Vec<LLVMValueRef> = (from..c::LLVMCountParams(f))
             .map(|i| c::LLVMGetParam(f, i))
             .collect();
         let n = args.len() as u32;
@@ -956,8 +958,8 @@ unsafe fn inline_fns(
             );
             let k = |v| c::LLVMConstInt(i64t, v, 0);
             let put_predicted = |b| {
-                let mut args = [k(ENTER_PREDICTED.0), k(ENTER_PREDICTED.1)];
-                c::LLVMBuildCall2(b, put.1, put.0, args.as_mut_ptr(), 2, e.as_ptr());
+                let mut args = [a, k(ENTER_PREDICTED.0), k(ENTER_PREDICTED.1)];
+                c::LLVMBuildCall2(b, put.1, put.0, args.as_mut_ptr(), 3, e.as_ptr());
             };
             // First the shortest case, the function that is `e_prev` and predicts itself
             // (`again`): nothing to change.
@@ -998,21 +1000,21 @@ unsafe fn inline_fns(
             deeper(b);
             c::LLVMPositionBuilderAtEnd(b, call);
         }
-        let d = forward(b, enter, slow.enter);
+        let d = forward(b, enter, slow.enter, 0);
         c::LLVMBuildRet(b, d);
     }
 
-    let ret_ty = fn_ty(g.voidt, &mut [ptrt]);
+    let ret_ty = fn_ty(g.voidt, &mut [ptrt, ptrt]);
     let (ret, entry) = crate::emit::inline_helper(g, "tally.wtrace.ret", ret_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = acc_ptr(g, b);
+        let a = c::LLVMGetParam(ret, 0);
         let depth_p = field_of(g, b, a, "depth");
         let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
         let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
         c::LLVMBuildStore(b, d, depth_p);
         // (`self` is a constant: the test folds once inlined.)
-        let own = c::LLVMGetParam(ret, 0);
+        let own = c::LLVMGetParam(ret, 1);
         let null = c::LLVMConstNull(ptrt);
         let has = c::LLVMBuildICmp(
             b,
@@ -1031,45 +1033,45 @@ unsafe fn inline_fns(
         c::LLVMBuildRetVoid(b);
     }
 
-    let back_ty = fn_ty(g.i64t, &mut [ptrt]);
+    let back_ty = fn_ty(g.i64t, &mut [ptrt, ptrt]);
     let (back, entry) = crate::emit::inline_helper(g, "tally.wtrace.back", back_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = acc_ptr(g, b);
+        let a = c::LLVMGetParam(back, 0);
         let last = c::LLVMBuildLoad2(b, ptrt, field_of(g, b, a, "ret"), e.as_ptr());
-        let callee = c::LLVMGetParam(back, 0);
+        let callee = c::LLVMGetParam(back, 1);
         let pred = llvm_sys::LLVMIntPredicate::LLVMIntNE;
         let not_traced = c::LLVMBuildICmp(b, pred, last, callee, e.as_ptr());
         c::LLVMBuildRet(b, c::LLVMBuildZExt(b, not_traced, g.i64t, e.as_ptr()));
     }
 
-    let direct_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
+    let direct_ty = fn_ty(g.voidt, &mut [ptrt, ptrt, i32t]);
     let (direct, entry) = crate::emit::inline_helper(g, "tally.wtrace.direct", direct_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = acc_ptr(g, b);
+        let a = c::LLVMGetParam(direct, 0);
         let fast = block(direct, "fast");
         let rt = if_slow(b, direct, a, fast);
         c::LLVMPositionBuilderAtEnd(b, fast);
         let flag_p = field_of(g, b, a, "direct");
-        c::LLVMBuildStore(b, c::LLVMGetParam(direct, 0), flag_p);
+        c::LLVMBuildStore(b, c::LLVMGetParam(direct, 1), flag_p);
         c::LLVMBuildRetVoid(b);
         c::LLVMPositionBuilderAtEnd(b, rt);
-        forward(b, direct, slow.direct);
+        forward(b, direct, slow.direct, 1);
         c::LLVMBuildRetVoid(b);
     }
 
-    let call_ty = fn_ty(g.voidt, &mut [i32t]);
+    let call_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
     let (call, entry) = crate::emit::inline_helper(g, "tally.wtrace.call", call_ty);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = acc_ptr(g, b);
+        let a = c::LLVMGetParam(call, 0);
         let fast = block(call, "fast");
         let rt = if_slow(b, call, a, fast);
         c::LLVMPositionBuilderAtEnd(b, fast);
         c::LLVMBuildRetVoid(b);
         c::LLVMPositionBuilderAtEnd(b, rt);
-        forward(b, call, slow.call);
+        forward(b, call, slow.call, 1);
         c::LLVMBuildRetVoid(b);
     }
     c::LLVMDisposeBuilder(b);
@@ -1087,24 +1089,24 @@ unsafe fn inline_fns(
     }
 }
 
-/// Defines (once per module) `internal void tally.wtrace.put(i64 value, i64 bits)`, always
-/// inlined: appends the low `bits` bits of `value` (already masked) to the thread's
-/// accumulator word (`struct tally_wtrace_acc` through the TLS pointer `__tally_wtrace_acc`)
+/// Defines (once per module) `internal void tally.wtrace.put(ptr acc, i64 value, i64 bits)`,
+/// always inlined: appends the low `bits` bits of `value` (already masked) to the thread's
+/// accumulator word (the `struct tally_wtrace_acc` at `acc`)
 /// when it has room ([`build_checked`], [`append`]), else calls
 /// `__tally_wtrace_spill(value, bits)` (cold: the word has no room, or the thread has no
 /// stream yet or it has ended, which the runtime marks with a closed word). With constant
-/// arguments the inlined body is a TLS load, a load, a `test`, a shift (and an `or`) and a
+/// arguments the inlined body is a load, a `test`, a shift (and an `or`) and a
 /// store.
 unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
-    let mut args = [g.i64t, g.i64t];
-    let ty = c::LLVMFunctionType(g.voidt, args.as_mut_ptr(), 2, 0);
+    let mut args = [g.ptrt, g.i64t, g.i64t];
+    let ty = c::LLVMFunctionType(g.voidt, args.as_mut_ptr(), 3, 0);
     let (f, entry) = crate::emit::inline_helper(g, "tally.wtrace.put", ty);
     let Some(entry) = entry else { return (f, ty) };
     let spill = spill_fn(g);
     let b = c::LLVMCreateBuilderInContext(g.ctx);
     c::LLVMPositionBuilderAtEnd(b, entry);
-    let (value, bits) = (c::LLVMGetParam(f, 0), c::LLVMGetParam(f, 1));
-    let word_p = acc_field(g, b, "acc");
+    let (value, bits) = (c::LLVMGetParam(f, 1), c::LLVMGetParam(f, 2));
+    let word_p = field_of(g, b, c::LLVMGetParam(f, 0), "acc");
     let store = |b, w| {
         c::LLVMBuildStore(b, append(g, b, w, (value, bits)), word_p);
     };
@@ -1117,8 +1119,8 @@ unsafe fn put_fn(g: &crate::emit::Globals) -> (LLVMValueRef, LLVMTypeRef) {
     (f, ty)
 }
 
-/// Defines `tally.wtrace.put.fast.tls(i64 value, i64 bits)` (an append to the thread's word
-/// without a check of room) and `tally.wtrace.room.tls(i64 k)` (unless the thread's word has
+/// Defines `tally.wtrace.put.fast.tls(ptr acc, i64 value, i64 bits)` (an append to the thread's word
+/// without a check of room) and `tally.wtrace.room.tls(ptr acc, i64 k)` (unless the thread's word has
 /// room for `k` bits, `__tally_wtrace_spill(0, 0)` empties it), always inlined: the shared
 /// checks of [`Rec::hoist_checks`] in a function whose word stays in memory.
 unsafe fn tls_fns(
@@ -1126,30 +1128,30 @@ unsafe fn tls_fns(
 ) -> ((LLVMValueRef, LLVMTypeRef), (LLVMValueRef, LLVMTypeRef)) {
     let (i64t, e) = (g.i64t, cname(""));
     let b = c::LLVMCreateBuilderInContext(g.ctx);
-    let mut args2 = [i64t, i64t];
-    let ty2 = c::LLVMFunctionType(g.voidt, args2.as_mut_ptr(), 2, 0);
+    let mut args2 = [g.ptrt, i64t, i64t];
+    let ty2 = c::LLVMFunctionType(g.voidt, args2.as_mut_ptr(), 3, 0);
     let (put, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.fast.tls", ty2);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let word_p = acc_field(g, b, "acc");
+        let word_p = field_of(g, b, c::LLVMGetParam(put, 0), "acc");
         let word = c::LLVMBuildLoad2(b, i64t, word_p, e.as_ptr());
-        let bits = (c::LLVMGetParam(put, 0), c::LLVMGetParam(put, 1));
+        let bits = (c::LLVMGetParam(put, 1), c::LLVMGetParam(put, 2));
         c::LLVMBuildStore(b, append(g, b, word, bits), word_p);
         c::LLVMBuildRetVoid(b);
     }
-    let mut args1 = [i64t];
-    let ty1 = c::LLVMFunctionType(g.voidt, args1.as_mut_ptr(), 1, 0);
+    let mut args1 = [g.ptrt, i64t];
+    let ty1 = c::LLVMFunctionType(g.voidt, args1.as_mut_ptr(), 2, 0);
     let (room, entry) = crate::emit::inline_helper(g, "tally.wtrace.room.tls", ty1);
     if let Some(entry) = entry {
         let spill = spill_fn(g);
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let word_p = acc_field(g, b, "acc");
+        let word_p = field_of(g, b, c::LLVMGetParam(room, 0), "acc");
         build_checked(
             g,
             room,
             b,
             word_p,
-            c::LLVMGetParam(room, 0),
+            c::LLVMGetParam(room, 1),
             |_, _| {},
             |b| {
                 let zero = c::LLVMConstInt(i64t, 0, 0);
@@ -1160,13 +1162,6 @@ unsafe fn tls_fns(
     }
     c::LLVMDisposeBuilder(b);
     ((put, ty2), (room, ty1))
-}
-
-/// The thread's accumulator pointer (`__tally_wtrace_acc`, thread-local) and the address of
-/// field `field` of what it points at, built at `b`'s position.
-unsafe fn acc_field(g: &crate::emit::Globals, b: LLVMBuilderRef, field: &str) -> LLVMValueRef {
-    let p = acc_ptr(g, b);
-    field_of(g, b, p, field)
 }
 
 /// The thread's accumulator pointer (`__tally_wtrace_acc`), loaded at `b`'s position.
@@ -1266,23 +1261,23 @@ unsafe fn append(
 }
 
 /// The helpers of a function's own copy of the accumulator's word (an alloca, which mem2reg
-/// makes a register), all always inlined ([`local_fns`]).
+/// makes a register), all always inlined ([`local_fns`]). Each takes the thread's accumulator
+/// pointer first (`acc`: [`Rec::acc_here`], loaded once after the entry).
 struct Local {
-    /// `tally.wtrace.put.local(ptr word, i64 value, i64 bits)`: an append with its own check.
+    /// `tally.wtrace.put.local(ptr acc, ptr word, i64 value, i64 bits)`: an append with its
+    /// own check.
     put: (LLVMValueRef, LLVMTypeRef),
-    /// `tally.wtrace.put.fast(ptr word, i64 value, i64 bits)`: an append without a check
-    /// (a `room` before it made the room: [`Rec::hoist_checks`]).
+    /// `tally.wtrace.put.fast(ptr acc, ptr word, i64 value, i64 bits)`: an append without a
+    /// check (a `room` before it made the room: [`Rec::hoist_checks`]; the same parameters as
+    /// `put`, so that one becomes the other by its callee).
     put_fast: (LLVMValueRef, LLVMTypeRef),
-    /// `tally.wtrace.room(ptr word, i64 k)`: unless the word has room for `k` bits, its bits
-    /// go to the thread's buffer (`__tally_wtrace_spill(0, 0)`), leaving it empty.
+    /// `tally.wtrace.room(ptr acc, ptr word, i64 k)`: unless the word has room for `k` bits,
+    /// its bits go to the thread's buffer (`__tally_wtrace_spill(0, 0)`), leaving it empty.
     room: (LLVMValueRef, LLVMTypeRef),
-    /// `tally.wtrace.save(ptr word)`, `tally.wtrace.load(ptr word)`: the copy to and from
-    /// the thread's.
+    /// `tally.wtrace.save(ptr acc, ptr word)`, `tally.wtrace.load(ptr acc, ptr word)`: the
+    /// copy to and from the thread's.
     save: (LLVMValueRef, LLVMTypeRef),
     load: (LLVMValueRef, LLVMTypeRef),
-    /// `tally.wtrace.save.at(ptr acc, ptr word)`: the copy to the accumulator at `acc` (the
-    /// thread's, loaded once after `enter`: [`Rec::acc`]).
-    save_at: (LLVMValueRef, LLVMTypeRef),
 }
 
 /// Defines the helpers of [`Local`]: a function without `setjmp` or landing pads keeps the
@@ -1295,72 +1290,66 @@ struct Local {
 unsafe fn local_fns(g: &crate::emit::Globals) -> Local {
     let (ctx, i64t, ptrt) = (g.ctx, g.i64t, g.ptrt);
     let e = cname("");
-    let mut args1 = [ptrt];
-    let ty1 = c::LLVMFunctionType(g.voidt, args1.as_mut_ptr(), 1, 0);
+    let mut args_pp = [ptrt, ptrt];
+    let ty_pp = c::LLVMFunctionType(g.voidt, args_pp.as_mut_ptr(), 2, 0);
     let b = c::LLVMCreateBuilderInContext(ctx);
     let copy = |b: LLVMBuilderRef, from: LLVMValueRef, to: LLVMValueRef| {
         let v = c::LLVMBuildLoad2(b, i64t, from, e.as_ptr());
         c::LLVMBuildStore(b, v, to);
     };
-    let (save, entry) = crate::emit::inline_helper(g, "tally.wtrace.save", ty1);
+    let (save, entry) = crate::emit::inline_helper(g, "tally.wtrace.save", ty_pp);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        copy(b, c::LLVMGetParam(save, 0), acc_field(g, b, "acc"));
+        let to = field_of(g, b, c::LLVMGetParam(save, 0), "acc");
+        copy(b, c::LLVMGetParam(save, 1), to);
         c::LLVMBuildRetVoid(b);
     }
-    let mut args_pp = [ptrt, ptrt];
-    let ty_pp = c::LLVMFunctionType(g.voidt, args_pp.as_mut_ptr(), 2, 0);
-    let (save_at, entry) = crate::emit::inline_helper(g, "tally.wtrace.save.at", ty_pp);
+    let (load, entry) = crate::emit::inline_helper(g, "tally.wtrace.load", ty_pp);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let to = field_of(g, b, c::LLVMGetParam(save_at, 0), "acc");
-        copy(b, c::LLVMGetParam(save_at, 1), to);
-        c::LLVMBuildRetVoid(b);
-    }
-    let (load, entry) = crate::emit::inline_helper(g, "tally.wtrace.load", ty1);
-    if let Some(entry) = entry {
-        c::LLVMPositionBuilderAtEnd(b, entry);
-        copy(b, acc_field(g, b, "acc"), c::LLVMGetParam(load, 0));
+        let from = field_of(g, b, c::LLVMGetParam(load, 0), "acc");
+        copy(b, from, c::LLVMGetParam(load, 1));
         c::LLVMBuildRetVoid(b);
     }
     // The cold path: the copy saved, the runtime's spill, the copy loaded.
     let spill = spill_fn(g);
-    let spill_around = |b: LLVMBuilderRef, word: LLVMValueRef, mut args: [LLVMValueRef; 2]| {
-        let mut a = [word];
-        c::LLVMBuildCall2(b, ty1, save, a.as_mut_ptr(), 1, e.as_ptr());
+    let spill_around = |b: LLVMBuilderRef, acc, word, mut args: [LLVMValueRef; 2]| {
+        let mut a = [acc, word];
+        c::LLVMBuildCall2(b, ty_pp, save, a.as_mut_ptr(), 2, e.as_ptr());
         c::LLVMBuildCall2(b, spill.1, spill.0, args.as_mut_ptr(), 2, e.as_ptr());
-        let mut a = [word];
-        c::LLVMBuildCall2(b, ty1, load, a.as_mut_ptr(), 1, e.as_ptr());
+        let mut a = [acc, word];
+        c::LLVMBuildCall2(b, ty_pp, load, a.as_mut_ptr(), 2, e.as_ptr());
     };
-    let mut args3 = [ptrt, i64t, i64t];
-    let ty3 = c::LLVMFunctionType(g.voidt, args3.as_mut_ptr(), 3, 0);
-    let (put, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.local", ty3);
+    let mut args4 = [ptrt, ptrt, i64t, i64t];
+    let ty4 = c::LLVMFunctionType(g.voidt, args4.as_mut_ptr(), 4, 0);
+    let (put, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.local", ty4);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let p = |i| c::LLVMGetParam(put, i);
-        let (word, value, bits) = (p(0), p(1), p(2));
+        let (acc, word, value, bits) = (p(0), p(1), p(2), p(3));
         let store = |b, w| {
             c::LLVMBuildStore(b, append(g, b, w, (value, bits)), word);
         };
         build_checked(g, put, b, word, bits, store, |b| {
-            spill_around(b, word, [value, bits])
+            spill_around(b, acc, word, [value, bits])
         });
     }
-    let (put_fast, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.fast", ty3);
+    let (put_fast, entry) = crate::emit::inline_helper(g, "tally.wtrace.put.fast", ty4);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let p = |i| c::LLVMGetParam(put_fast, i);
-        let word = c::LLVMBuildLoad2(b, i64t, p(0), e.as_ptr());
-        let appended = append(g, b, word, (p(1), p(2)));
-        c::LLVMBuildStore(b, appended, p(0));
+        let word = c::LLVMBuildLoad2(b, i64t, p(1), e.as_ptr());
+        let appended = append(g, b, word, (p(2), p(3)));
+        c::LLVMBuildStore(b, appended, p(1));
         c::LLVMBuildRetVoid(b);
     }
-    let mut args2 = [ptrt, i64t];
-    let ty2 = c::LLVMFunctionType(g.voidt, args2.as_mut_ptr(), 2, 0);
-    let (room, entry) = crate::emit::inline_helper(g, "tally.wtrace.room", ty2);
+    let mut args3 = [ptrt, ptrt, i64t];
+    let ty3 = c::LLVMFunctionType(g.voidt, args3.as_mut_ptr(), 3, 0);
+    let (room, entry) = crate::emit::inline_helper(g, "tally.wtrace.room", ty3);
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
-        let (word, k) = (c::LLVMGetParam(room, 0), c::LLVMGetParam(room, 1));
+        let p = |i| c::LLVMGetParam(room, i);
+        let (acc, word, k) = (p(0), p(1), p(2));
         build_checked(
             g,
             room,
@@ -1370,18 +1359,17 @@ unsafe fn local_fns(g: &crate::emit::Globals) -> Local {
             |_, _| {},
             |b| {
                 let zero = c::LLVMConstInt(i64t, 0, 0);
-                spill_around(b, word, [zero, zero])
+                spill_around(b, acc, word, [zero, zero])
             },
         );
     }
     c::LLVMDisposeBuilder(b);
     Local {
-        put: (put, ty3),
-        put_fast: (put_fast, ty3),
-        room: (room, ty2),
-        save: (save, ty1),
-        load: (load, ty1),
-        save_at: (save_at, ty_pp),
+        put: (put, ty4),
+        put_fast: (put_fast, ty4),
+        room: (room, ty3),
+        save: (save, ty_pp),
+        load: (load, ty_pp),
     }
 }
 
@@ -1426,28 +1414,90 @@ struct Rec<'a> {
     /// The appends' checks of room are shared ([`Rec::hoist_checks`]): a function control
     /// cannot land in from elsewhere (no `setjmp`, landing pads, `invoke` or `callbr`).
     shared: bool,
-    /// The thread's accumulator pointer, loaded once right after `enter` (null before: the
-    /// thread's first entry may change it; after any entry it stays), which a written-through
-    /// copy is stored to ([`Local::save_at`]) instead of loading the TLS pointer at every
-    /// append.
+    /// With a copy: the thread's accumulator pointer, loaded once right after `enter` (null
+    /// before: the thread's first entry may change it; after any entry it stays), which the
+    /// helpers take ([`Rec::acc_here`]) instead of loading the TLS pointer at each record,
+    /// save, load, call site and `ret`.
     acc: std::cell::Cell<LLVMValueRef>,
 }
 
 impl Rec<'_> {
+    /// The thread's accumulator pointer for code at the builder's position: [`Rec::acc`] once
+    /// the entry is built, else the TLS pointer loaded there (replaced by [`Rec::acc`] where
+    /// that dominates it: [`Rec::share_acc`]).
+    fn acc_here(&self, em: &Emitter) -> LLVMValueRef {
+        match self.acc.get() {
+            acc if acc.is_null() => unsafe { acc_ptr(em.g, em.b) },
+            acc => acc,
+        }
+    }
+
+    /// Run last: the TLS loads of the accumulator pointer built before the entry was (the
+    /// `Back`s, placed first) replaced by [`Rec::acc`] where it dominates them, i.e. in every
+    /// block the entry's block dominates, and after it in that block. The pointer cannot
+    /// change after any entry of the thread (the runtime makes the stream at the thread's
+    /// first entry, or gives up for good), so each is the same value.
+    fn share_acc(&self, em: &Emitter) {
+        let acc = self.acc.get();
+        if acc.is_null() {
+            return;
+        }
+        let tls = unsafe { c::LLVMGetNamedGlobal(em.g.module, cname(abi::WTRACE_ACC).as_ptr()) };
+        let home = Val(acc).parent();
+        let blocks = em.func.blocks();
+        let index: HashMap<Bb, usize> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
+        // The blocks reached from the first without passing through `home`: not dominated.
+        let mut free = vec![false; blocks.len()];
+        let mut work = vec![0usize];
+        while let Some(i) = work.pop() {
+            if free[i] || blocks[i] == home {
+                continue;
+            }
+            free[i] = true;
+            if let Some(t) = blocks[i].terminator() {
+                for k in 0..t.num_successors() {
+                    if let Some(&j) = index.get(&t.successor(k)) {
+                        work.push(j);
+                    }
+                }
+            }
+        }
+        for (i, bb) in blocks.iter().enumerate() {
+            if free[i] {
+                continue;
+            }
+            let mut seen = *bb != home;
+            for v in bb.instructions() {
+                if v.0 == acc {
+                    seen = true;
+                } else if seen && v.opcode() == LLVMOpcode::LLVMLoad && v.operand(0).0 == tls {
+                    unsafe {
+                        c::LLVMReplaceAllUsesWith(v.0, acc);
+                        c::LLVMInstructionEraseFromParent(v.0);
+                    }
+                }
+            }
+        }
+    }
+
     /// Appends the record `(value, bits)` (`value` below `2^bits`) at the builder's position.
     /// In a function built at -O0 (`optnone`) the append stays a call: inlined, each append's
     /// values would take stack slots of their own there (no register allocation across blocks,
     /// no slot sharing), and `recursion.c`'s 20,000-deep recursion outgrew the 8 MiB stack.
     fn put(&self, em: &Emitter, value: LLVMValueRef, bits: LLVMValueRef, near: Val) {
         let call = match self.local {
-            Some(word) => em.call_instr(self.rt.local.put, &mut [word, value, bits], near),
-            None => em.call_instr(self.rt.put, &mut [value, bits], near),
+            Some(word) => {
+                let acc = self.acc_here(em);
+                em.call_instr(self.rt.local.put, &mut [acc, word, value, bits], near)
+            }
+            None => {
+                let acc = self.acc_here(em);
+                em.call_instr(self.rt.put, &mut [acc, value, bits], near)
+            }
         };
         if let (Some(word), true) = (self.local, self.through) {
-            match self.acc.get() {
-                acc if acc.is_null() => em.call(self.rt.local.save, &mut [word], near),
-                acc => em.call(self.rt.local.save_at, &mut [acc, word], near),
-            }
+            let acc = self.acc_here(em);
+            em.call(self.rt.local.save, &mut [acc, word], near);
         }
         if em.func.fn_has_attr(ir::attr_kind("optnone")) {
             unsafe {
@@ -1464,11 +1514,11 @@ impl Rec<'_> {
         if !matches!(call.callee, WCallee::Extern { .. }) {
             return self.put_const(em, BACK, call.instr);
         }
-        let mut callee = [call.instr.called_value().0];
+        let mut args = [self.acc_here(em), call.instr.called_value().0];
         let (f, ty) = self.rt.back;
         let bits = unsafe {
             let e = cname("");
-            let v = c::LLVMBuildCall2(em.b, ty, f, callee.as_mut_ptr(), 1, e.as_ptr());
+            let v = c::LLVMBuildCall2(em.b, ty, f, args.as_mut_ptr(), 2, e.as_ptr());
             Val(v).set_debug_loc(em.call_loc(call.instr));
             v
         };
@@ -1553,13 +1603,20 @@ impl Rec<'_> {
                 let (save, load) = role(v);
                 if save && dirty && !self.through {
                     em.at(v);
-                    em.call(self.rt.local.save, &mut [word], v);
+                    let acc = self.acc_here(em);
+                    em.call(self.rt.local.save, &mut [acc, word], v);
                 }
                 if load {
                     dirty = false;
-                    if let Some(next) = v.next() {
+                    // (After the entry, its accumulator pointer first.)
+                    let next = v.next().and_then(|n| match n.0 == self.acc.get() {
+                        true => n.next(),
+                        false => Some(n),
+                    });
+                    if let Some(next) = next {
                         em.at(next);
-                        em.call(self.rt.local.load, &mut [word], v);
+                        let acc = self.acc_here(em);
+                        em.call(self.rt.local.load, &mut [acc, word], v);
                     }
                 }
             }
@@ -1589,8 +1646,8 @@ impl Rec<'_> {
         // In a register (the copy loaded after every call that may write records and after
         // `enter`) or in memory (the thread's word may change at those calls themselves).
         let (put, put_fast, bits_at) = match self.local {
-            Some(_) => (self.rt.local.put.0, self.rt.local.put_fast.0, 2),
-            None => (self.rt.put.0, self.rt.put_fast_tls.0, 1),
+            Some(_) => (self.rt.local.put.0, self.rt.local.put_fast.0, 3),
+            None => (self.rt.put.0, self.rt.put_fast_tls.0, 2),
         };
         let load = self.rt.local.load.0;
         let calls =
@@ -1697,8 +1754,14 @@ impl Rec<'_> {
         for (at, k) in checks {
             em.at(at);
             match self.local {
-                Some(word) => em.call(self.rt.local.room, &mut [word, em.i64c(k)], at),
-                None => em.call(self.rt.room_tls, &mut [em.i64c(k)], at),
+                Some(word) => {
+                    let acc = self.acc_here(em);
+                    em.call(self.rt.local.room, &mut [acc, word, em.i64c(k)], at)
+                }
+                None => {
+                    let acc = self.acc_here(em);
+                    em.call(self.rt.room_tls, &mut [acc, em.i64c(k)], at)
+                }
             }
         }
     }
@@ -1812,11 +1875,13 @@ impl FnPlan for WPlan {
                 WCallee::Direct(_) | WCallee::Extern { .. } => {
                     let callee = call.instr.called_value();
                     em.at(call.instr);
-                    em.call(rt.rt.direct, &mut [callee.0, site], call.instr);
+                    let acc = rt.acc_here(&em);
+                    em.call(rt.rt.direct, &mut [acc, callee.0, site], call.instr);
                 }
                 WCallee::Unknown => {
                     em.at(call.instr);
-                    em.call(rt.rt.call, &mut [site], call.instr);
+                    let acc = rt.acc_here(&em);
+                    em.call(rt.rt.call, &mut [acc, site], call.instr);
                 }
                 WCallee::Opaque => {}
             }
@@ -1857,9 +1922,17 @@ impl FnPlan for WPlan {
             {
                 if n.returns {
                     em.at(*term);
-                    let own = unsafe { own_address(em.func) }
-                        .unwrap_or_else(|| unsafe { c::LLVMConstNull(cx.g.ptrt) });
-                    em.call(rt.rt.ret, &mut [own], *term);
+                    // Only a function some `Extern` site may call leaves its address: the
+                    // linker resolves no other module's name to an internal one, so no
+                    // caller's `tally.wtrace.back` looks for it (and one that is not traced
+                    // can never find its own address there, whoever stored last).
+                    let own = match em.func.linkage() {
+                        LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage => None,
+                        _ => unsafe { own_address(em.func) },
+                    }
+                    .unwrap_or_else(|| unsafe { c::LLVMConstNull(cx.g.ptrt) });
+                    let acc = rt.acc_here(&em);
+                    em.call(rt.rt.ret, &mut [acc, own], *term);
                 }
             }
         }
@@ -1873,6 +1946,8 @@ impl FnPlan for WPlan {
         rt.save_and_load_around_calls(&em);
         // 7. And the appends' checks of room shared (which needs the loads in place).
         rt.hoist_checks(&em);
+        // 8. One accumulator pointer where the entry's dominates.
+        rt.share_acc(&em);
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
             split: self.sites.split(),
@@ -2041,7 +2116,7 @@ impl SiteAction for Log<'_> {
             let call =
                 c::LLVMBuildCall2(em.b, enter.1, enter.0, args.as_mut_ptr(), 4, empty.as_ptr());
             Val(call).set_debug_loc(em.call_loc(entry_first));
-            if self.rec.local.is_some() && self.rec.through {
+            if self.rec.local.is_some() {
                 self.rec.acc.set(acc_ptr(em.g, em.b));
             }
             if self.depth.is_some() {
