@@ -26,7 +26,7 @@ use std::mem::{align_of, offset_of, size_of};
 
 /// Version of the runtime ABI: `TALLY_ABI_VERSION`, the `abi_version` of every
 /// `struct tally_module`. The runtime ignores descriptors of any other version.
-pub const ABI_VERSION: u32 = 10;
+pub const ABI_VERSION: u32 = 11;
 
 /// `struct tally_module.flags`: the module counts events (events mode); at exit the runtime
 /// stores the exiting thread's exact event total in the module's counter 0
@@ -393,6 +393,15 @@ pub struct TallyWtraceAcc {
     /// check (set by the runtime after every `Enter` it writes; cleared by the inline
     /// predicted `Enter`, which changes `e_prev`).
     pub again: *const u8,
+    /// Where a full word goes without a call: while `stage` is below `stage_end`, the cold
+    /// path of an inline record stores the word at `stage`, advances it, and empties the word
+    /// (the runtime packs the staged words into the stream, in order, before anything else of
+    /// the thread's: they are the stream's bits between its buffer and `acc`). Equal (no
+    /// room) while the thread has no stream, once it has ended, and with a flight recorder,
+    /// whose records all go through [`WTRACE_SPILL`].
+    pub stage: *mut u64,
+    /// See [`TallyWtraceAcc::stage`].
+    pub stage_end: *mut u64,
 }
 
 /// Keys in [`TallyWtraceAcc::e_next`].
@@ -423,7 +432,9 @@ pub const TALLY_WTRACE_ACC: StructLayout = layout!(
         (ret, Ptr),
         (e_prev, U64),
         (e_next, Ptr),
-        (again, Ptr)
+        (again, Ptr),
+        (stage, Ptr),
+        (stage_end, Ptr)
     ]
 );
 

@@ -38,11 +38,15 @@
  * initial-exec TLS pointer __tally_wtrace_acc and appends witnesses, Back and lost records to
  * at its top (`acc = acc >> bits | value << (64 - bits)`) while its low `bits` bits are zero:
  * up to 63 bits sit above a sentinel 1 (tally.h), so a function's copy is one register and
- * the check one `test` of a constant mask. When a record does not fit,
- * __tally_wtrace_spill moves the word's bits to the thread's packer (`pend`, fewer than 64
- * bits), whose full words go to the buffer (8 bytes, least-significant first: the same bytes
- * as bit by bit), and puts the record into the emptied word; the runtime's own records go to
- * the packer too (wt_bits), after the word's bits. The pointer is never null: until the
+ * the check one `test` of a constant mask. When a record does not fit, the inline code
+ * stages the word as it is (`stage`, below `stage_end`: the thread's `stage` array, ABI 11)
+ * and starts the word over with the record; only when the stage is full (and with a flight
+ * recorder, whose stage has no room) does it call __tally_wtrace_spill. The staged words are
+ * the stream's bits between the packer and the word: wt_unstage moves them to the packer
+ * (`pend`, fewer than 64 bits), whose full words go to the buffer (8 bytes,
+ * least-significant first: the same bytes as bit by bit), before anything else leaves the
+ * word. The runtime's own records (wt_bits) go into the word too, a full word to the stage.
+ * The pointer is never null: until the
  * thread has a stream it points at wt_no_stream, whose closed word (TALLY_WTRACE_CLOSED: no
  * room for any record) sends every record to the slow path (which makes the stream); an
  * ended stream (process end, fork child) is closed too. Instrumented code checks room once
@@ -53,6 +57,7 @@
 #include "rt.h"
 
 #define WT_BUF 4096
+#define WT_STAGE 64 /* words staged inline (tally_wtrace_acc.stage) */
 #define WT_MODULE_CHUNK 0xffffffffu
 
 struct wt_thread {
@@ -79,6 +84,7 @@ struct wt_thread {
     uint32_t e_nrecent;
     size_t n;
     unsigned char buf[WT_BUF];
+    uint64_t stage[WT_STAGE]; /* full words the inline code staged (a.stage, a.stage_end) */
 };
 
 /* A module with a slot: copies of its tables (taken when it got the slot, so that a module
@@ -257,7 +263,7 @@ static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec
 /* The prediction table of the shared accumulators: no key, never written (no stream writes
  * an Enter through them). */
 static uint64_t wt_no_keys[TALLY_WTRACE_ENTER_TABLE];
-static struct tally_wtrace_acc wt_no_stream = {TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0};
+static struct tally_wtrace_acc wt_no_stream = {TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0, 0, 0};
 static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("initial-exec")));
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
@@ -380,13 +386,16 @@ static struct wt_thread *wt_get(void) {
     void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         wt_gave_up = 1;
-        wt_no_memory = (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0};
+        wt_no_memory =
+            (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0, 0, 0};
         __tally_wtrace_acc = &wt_no_memory;
         return 0;
     }
     t = p;
     t->a.acc = TALLY_WTRACE_EMPTY;
     t->a.e_next = t->e_next;
+    t->a.stage = t->stage;
+    t->a.stage_end = t->stage; /* (room below, for a stream without a flight recorder) */
     if (wring_size()) {
         t->ring = wring_new();
         t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
@@ -404,6 +413,8 @@ static struct wt_thread *wt_get(void) {
             wt_rc_init(t->rc);
         }
     }
+    if (!t->ring && !t->ended)
+        t->a.stage_end = t->stage + WT_STAGE;
     t->tid = __atomic_add_fetch(&wt.next_tid, 1, __ATOMIC_RELAXED);
     int held = wt_lock(0);
     t->next = wt.threads;
@@ -452,8 +463,60 @@ static inline __attribute__((always_inline)) void wt_pack(struct wt_thread *t, u
     t->npend = n;
 }
 
+/* The words the inline code staged go to the packer, in order (they precede the inline word's
+ * bits): first thing wherever the runtime adds to the stream. A loop over registers while the
+ * buffer has room for a word per staged word (each gives the packer fewer than 64 bits). */
+static __attribute__((noinline)) void wt_unstage_words(struct wt_thread *t, uint64_t *end) {
+    uint64_t *w = t->stage;
+    while (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && w < end) {
+        size_t room = (WT_BUF - t->n) / 8, left = (size_t)(end - w);
+        uint64_t *stop = w + (left < room ? left : room);
+        uint64_t pend = t->pend;
+        unsigned np = t->npend;
+        unsigned char *out = t->buf + t->n;
+        for (; w < stop; w++) {
+            uint64_t x = *w;
+            unsigned k = wt_word_n(x);
+            if (!k)
+                continue;
+            uint64_t bits = x >> (64 - k);
+            pend |= bits << np;
+            np += k;
+            if (np >= 64) {
+                memcpy(out, &pend, 8); /* least-significant byte first */
+                out += 8;
+                np -= 64;
+                pend = np ? bits >> (k - np) : 0;
+            }
+        }
+        t->pend = pend;
+        t->npend = np;
+        t->n = (size_t)(out - t->buf);
+        if (t->n + 8 > WT_BUF)
+            wt_flush(t, 0);
+    }
+    for (; w < end; w++) { /* (big-endian) */
+        unsigned n = wt_word_n(*w);
+        if (n)
+            wt_pack(t, wt_word_bits(*w), n);
+    }
+    t->a.stage = t->stage;
+}
+static inline __attribute__((always_inline)) void wt_unstage(struct wt_thread *t) {
+    if (t->a.stage != t->stage)
+        wt_unstage_words(t, t->a.stage);
+}
+
+/* The stream takes no more records: the inline code's word has no room and staging none, so
+ * every record goes to the slow path, which drops it. */
+static void wt_close(struct wt_thread *t) {
+    t->a.acc = TALLY_WTRACE_CLOSED;
+    t->a.stage_end = t->a.stage;
+}
+
 /* The inline word's bits go to the packer: the word is empty again. */
 static inline __attribute__((always_inline)) void wt_take_word(struct wt_thread *t) {
+    wt_unstage(t);
     uint64_t w = t->a.acc;
     unsigned n = wt_word_n(w);
     if (n)
@@ -469,14 +532,25 @@ static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, u
     if (bits < 64)
         v &= (1ull << bits) - 1;
     uint64_t w = t->a.acc;
-    unsigned n = wt_word_n(w);
-    if (n + bits <= 64) { /* (the usual case: the word's bits and the record in one append) */
-        t->a.acc = TALLY_WTRACE_EMPTY;
-        wt_pack(t, wt_word_bits(w) | v << n, n + bits);
-        return;
+    for (;;) {
+        unsigned room = 63 - wt_word_n(w);
+        if (bits <= room) {
+            t->a.acc = w >> bits | v << (64 - bits);
+            return;
+        }
+        if (room) { /* the word's last `room` bits: the record's first */
+            w = w >> room | v << (64 - room);
+            v >>= room;
+            bits -= room;
+        }
+        if (t->a.stage < t->a.stage_end) {
+            *t->a.stage++ = w;
+        } else {
+            wt_unstage(t);
+            wt_pack(t, wt_word_bits(w), 63);
+        }
+        w = TALLY_WTRACE_EMPTY;
     }
-    wt_take_word(t);
-    wt_pack(t, v, bits);
 }
 
 /* The pending bits, padded to a byte, go to the buffer (a flight recorder's chunk ends, the
@@ -498,7 +572,7 @@ static unsigned wt_acc_drain(struct wt_thread *t) {
  * takes the slow path from now on, which drops every record. */
 static void wt_acc_end(struct wt_thread *t) {
     wt_acc_drain(t);
-    t->a.acc = TALLY_WTRACE_CLOSED;
+    wt_close(t);
     t->a.again = 0;
 }
 
@@ -508,7 +582,7 @@ static __attribute__((noinline, cold)) void wt_spill_rare(uint64_t value, uint64
     struct wt_thread *t = wt_get();
     if (!t || t->ended) {
         if (t)
-            t->a.acc = TALLY_WTRACE_CLOSED; /* (a signal handler may have ended the stream mid-record) */
+            wt_close(t); /* (a signal handler may have ended the stream mid-record) */
         return;
     }
     if (bits > 32)
@@ -525,6 +599,7 @@ static __attribute__((noinline, cold)) void wt_spill_rare(uint64_t value, uint64
 void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
     struct wt_thread *t = wt_self;
     if (__builtin_expect(!t || t->ended || bits > 32 || t->n + 8 >= WT_BUF, 0) ||
+        t->a.stage != t->stage ||
         __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) {
         wt_spill_rare(value, bits);
         return;
@@ -906,6 +981,8 @@ static void wt_dump_locked(void) {
 
 void tally_dump_trace(void) {
     struct wt_thread *t = wt_self;
+    if (t && !t->ended)
+        wt_unstage(t); /* (no flight recorder: the staged words into the buffer) */
     if (t && t->rc) {
         if (!t->ended)
             wt_flush(t, 1); /* codes the buffer and ends the chunk */
@@ -939,7 +1016,7 @@ void wtrace_finish(void) {
             /* Its buffer and the accumulator's bits stay where the dump finds them; the
              * inline code takes the slow path from now on, which drops every record. */
             t->end_n = wt_pending(t, t->a.acc, &t->end_lo, &t->end_hi);
-            t->a.acc = TALLY_WTRACE_CLOSED;
+            wt_close(t);
             t->ended = 1;
             any = 1;
             continue;
@@ -977,7 +1054,8 @@ void wtrace_forked(void) {
     for (struct wt_thread *t = wt.threads; t; t = t->next) {
         t->n = 0;
         t->ended = 1;
-        t->a.acc = TALLY_WTRACE_CLOSED;
+        t->a.stage = t->stage;
+        wt_close(t);
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
 }
