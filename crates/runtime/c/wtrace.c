@@ -56,7 +56,10 @@
  */
 #include "rt.h"
 
-#define WT_BUF 4096
+/* A stream's buffer: 64 KiB written to the file at once (a raw stream), 4 KiB moved at once to
+ * a flight recorder's ring or the range coder (their bounds: the ring's sizes, WT_RC_OUT). */
+#define WT_BUF 65536
+#define WT_BUF_SMALL 4096
 #define WT_STAGE 64 /* words staged inline (tally_wtrace_acc.stage) */
 #define WT_MODULE_CHUNK 0xffffffffu
 
@@ -83,6 +86,8 @@ struct wt_thread {
     uint64_t e_recent[16];
     uint32_t e_nrecent;
     size_t n;
+    size_t cap;              /* the buffer is moved on when it holds this much (WT_BUF or _SMALL) */
+    unsigned char head[8];   /* a raw chunk's header, written with the buffer in one call */
     unsigned char buf[WT_BUF];
     uint64_t stage[WT_STAGE]; /* full words the inline code staged (a.stage, a.stage_end) */
 };
@@ -124,7 +129,7 @@ static struct {
  * would be torn). */
 #define WT_RC_BITS 16
 #define WT_RC_RAW 65536u                           /* raw bytes per chunk, at most */
-#define WT_RC_OUT (WT_RC_RAW * 2 + 16 * WT_BUF + 64) /* coded bytes: the worst case and a margin */
+#define WT_RC_OUT (WT_RC_RAW * 2 + 16 * WT_BUF_SMALL + 64) /* coded bytes: the worst case and a margin */
 #define WT_RC_HEAD 12                              /* u32 thread, u32 length, u32 raw bytes */
 
 struct wt_rc {
@@ -285,8 +290,9 @@ static void wt_unlock(int held) {
         __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
 }
 
-/* Writes one chunk; the lock is held (or given up on). */
-static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
+/* Writes one chunk; the lock is held (or given up on). With `room` the 8 bytes before `bytes`
+ * are free (a stream's buffer): the header goes there, and the chunk out in one write. */
+static void wt_chunk_locked_in(uint32_t tid, unsigned char *bytes, size_t n, int room) {
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
         unsigned char head[16] = "TALLYWTR";
@@ -296,17 +302,23 @@ static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) 
     }
     if (wt.fd <= 0)
         return;
-    unsigned char head[8];
+    unsigned char own[8], *head = room ? bytes - 8 : own;
     for (int k = 0; k < 4; k++) {
         head[k] = (unsigned char)(tid >> (8 * k));
         head[4 + k] = (unsigned char)((uint32_t)n >> (8 * k));
     }
-    if (write_all(wt.fd, head, 8) != 0 || write_all(wt.fd, bytes, n) != 0) {
+    if (room ? write_all(wt.fd, head, 8 + n) != 0
+             : write_all(wt.fd, head, 8) != 0 || write_all(wt.fd, bytes, n) != 0) {
         static const char msg[] = "tally: cannot write the trace file\n";
         write_stderr(msg, sizeof msg - 1);
         wt.fd = -1;
     }
 }
+static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
+    wt_chunk_locked_in(tid, (unsigned char *)bytes, n, 0);
+}
+_Static_assert(offsetof(struct wt_thread, buf) == offsetof(struct wt_thread, head) + 8,
+               "a stream's chunk header right before its buffer");
 
 /* A range-coded stream's buffer goes to its coder; the chunk ends (is written) when full and
  * when `end` (the end of the stream, tally_dump_trace). `end` also bounds the waits (see wt_lock). */
@@ -348,7 +360,7 @@ static __attribute__((noinline, cold)) void wt_flush(struct wt_thread *t, int bo
     }
     int held = wt_lock(bounded);
     if (t->n)
-        wt_chunk_locked(t->tid, t->buf, t->n);
+        wt_chunk_locked_in(t->tid, t->buf, t->n, 1);
     t->n = 0;
     wt_unlock(held);
     errno = saved_errno;
@@ -396,6 +408,7 @@ static struct wt_thread *wt_get(void) {
     t->a.e_next = t->e_next;
     t->a.stage = t->stage;
     t->a.stage_end = t->stage; /* (room below, for a stream without a flight recorder) */
+    t->cap = WT_BUF_SMALL;
     if (wring_size()) {
         t->ring = wring_new();
         t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
@@ -415,6 +428,8 @@ static struct wt_thread *wt_get(void) {
     }
     if (!t->ring && !t->ended)
         t->a.stage_end = t->stage + WT_STAGE;
+    if (!t->ring && !t->rc)
+        t->cap = WT_BUF;
     t->tid = __atomic_add_fetch(&wt.next_tid, 1, __ATOMIC_RELAXED);
     int held = wt_lock(0);
     t->next = wt.threads;
@@ -431,17 +446,17 @@ static struct wt_thread *wt_get(void) {
 static void wt_acc_bytes(struct wt_thread *t, uint64_t w, unsigned bytes) {
     for (unsigned k = 0; k < bytes; k++) {
         t->buf[t->n++] = (unsigned char)(w >> (8 * k));
-        if (t->n == WT_BUF)
+        if (t->n >= t->cap)
             wt_flush(t, 0);
     }
 }
 
 /* The packer's full word `w` goes to the buffer (flushed when full). */
 static inline __attribute__((always_inline)) void wt_word(struct wt_thread *t, uint64_t w) {
-    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && t->n + 8 <= WT_BUF) {
+    if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && t->n + 8 <= t->cap) {
         memcpy(t->buf + t->n, &w, 8); /* least-significant byte first */
         t->n += 8;
-        if (__builtin_expect(t->n == WT_BUF, 0))
+        if (__builtin_expect(t->n >= t->cap, 0))
             wt_flush(t, 0);
     } else {
         wt_acc_bytes(t, w, 8);
@@ -469,7 +484,7 @@ static inline __attribute__((always_inline)) void wt_pack(struct wt_thread *t, u
 static __attribute__((noinline)) void wt_unstage_words(struct wt_thread *t, uint64_t *end) {
     uint64_t *w = t->stage;
     while (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && w < end) {
-        size_t room = (WT_BUF - t->n) / 8, left = (size_t)(end - w);
+        size_t room = (t->cap - t->n) / 8, left = (size_t)(end - w);
         uint64_t *stop = w + (left < room ? left : room);
         uint64_t pend = t->pend;
         unsigned np = t->npend;
@@ -492,7 +507,7 @@ static __attribute__((noinline)) void wt_unstage_words(struct wt_thread *t, uint
         t->pend = pend;
         t->npend = np;
         t->n = (size_t)(out - t->buf);
-        if (t->n + 8 > WT_BUF)
+        if (t->n + 8 > t->cap)
             wt_flush(t, 0);
     }
     for (; w < end; w++) { /* (big-endian) */
@@ -598,7 +613,7 @@ static __attribute__((noinline, cold)) void wt_spill_rare(uint64_t value, uint64
  * else, and for the rare cases, wt_spill_rare. */
 void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
     struct wt_thread *t = wt_self;
-    if (__builtin_expect(!t || t->ended || bits > 32 || t->n + 8 >= WT_BUF, 0) ||
+    if (__builtin_expect(!t || t->ended || bits > 32 || t->n + 8 >= t->cap, 0) ||
         t->a.stage != t->stage ||
         __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) {
         wt_spill_rare(value, bits);
@@ -992,7 +1007,7 @@ void tally_dump_trace(void) {
     if (wring_size() && __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE))
         wt_dump_locked(); /* (no stream: not a trace build, or nothing traced yet) */
     else if (t && !t->ended && t->n)
-        wt_chunk_locked(t->tid, t->buf, t->n), t->n = 0;
+        wt_chunk_locked_in(t->tid, t->buf, t->n, 1), t->n = 0;
     wt_unlock(held);
 }
 
