@@ -107,6 +107,58 @@ pub fn heuristic_weights_with(cfg: &Cfg, dfs: &Dfs, loops: &Loops) -> IdVec<Edge
     weight
 }
 
+/// Ball & Larus's *return heuristic* (Ball & Larus 1993, "Branch prediction for free": a
+/// successor that leads to a return without branching again is the unlikely one) applied to a
+/// weighting: every `Flow` edge out of a vertex with two or more `Flow` successors into a
+/// block from which the function returns through blocks with one `Flow` successor each (at
+/// most [`RETURN_CHAIN`] of them, the target included) has its weight divided by `factor`
+/// (above 1). Other edges keep theirs; weights stay non-negative; flow is not conserved
+/// (the weighting serves a spanning tree and expected record sizes, not counts). Trace mode
+/// uses it on static weights (`tally-llvm`'s witness plans): a chain of early returns, such
+/// as bzip2's `mainGtU` (`if (c1 != c2) return c1 > c2;` twelve times), is otherwise weighted
+/// half-and-half at each test, and its witnesses land on the fall-through edges, one record
+/// per test. Returns how many edges it discounted.
+pub fn discount_returns(cfg: &Cfg, weights: &mut IdVec<EdgeId, f64>, factor: f64) -> usize {
+    use crate::cfg::EdgeKind::{Flow, Return};
+    let flows = |n| -> Vec<EdgeId> {
+        cfg.succs(n)
+            .iter()
+            .copied()
+            .filter(|&e| cfg.edge(e).kind == Flow)
+            .collect()
+    };
+    let returns = |mut n| {
+        for _ in 0..RETURN_CHAIN {
+            if cfg.succs(n).iter().any(|&e| cfg.edge(e).kind == Return) {
+                return true;
+            }
+            match flows(n).as_slice() {
+                [only] => n = cfg.edge(*only).dst,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let mut discounted = 0;
+    for n in cfg.blocks() {
+        let out = flows(n);
+        if out.len() < 2 {
+            continue;
+        }
+        for e in out {
+            let dst = cfg.edge(e).dst;
+            if !cfg.is_exit(dst) && returns(dst) {
+                weights[e] /= factor;
+                discounted += 1;
+            }
+        }
+    }
+    discounted
+}
+
+/// How many blocks [`discount_returns`] follows from an edge's target to a return.
+pub const RETURN_CHAIN: usize = 8;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +254,69 @@ mod tests {
         // e14 carries n2's weight; e15 would get 10/12 - 1 < 0 and is clamped to 0.
         expected.extend([n2, 0.0, 1.0, 0.0, 0.0, 0.0]);
         assert_eq!(w.values(), expected.as_slice());
+    }
+
+    #[test]
+    fn return_heuristic_discounts_the_early_returns_only() {
+        // `if (a) return; if (b) { x; return; } loop: while (c) ...; return;`
+        //
+        //   n0 -e1-> n1 (return)        n0 -e2-> n2
+        //   n2 -e3-> n3 -e4-> n4 (return) n2 -e5-> n5
+        //   n5 -e6-> n5 (loop)          n5 -e7-> n6 (return)
+        let g = cfg(
+            7,
+            &[
+                (0, 1, Flow),   // e1
+                (0, 2, Flow),   // e2
+                (2, 3, Flow),   // e3
+                (3, 4, Flow),   // e4
+                (2, 5, Flow),   // e5
+                (5, 5, Flow),   // e6
+                (5, 6, Flow),   // e7
+                (1, 7, Return), // e8
+                (4, 7, Return), // e9
+                (6, 7, Return), // e10
+            ],
+        );
+        let mut w = heuristic_weights(&g);
+        let before = w.clone();
+        assert_eq!(discount_returns(&g, &mut w, 8.0), 3);
+        for (e, _) in g.edges() {
+            let i = e.index();
+            let expect = match i {
+                1 | 3 | 7 => before[e] / 8.0, // into n1, n3 (then n4 returns), n6
+                _ => before[e],
+            };
+            assert_eq!(w[e], expect, "e{i}");
+        }
+    }
+
+    #[test]
+    fn return_heuristic_keeps_weights_non_negative_and_moves_only_predicate_edges() {
+        for seed in 0..300 {
+            let g = crate::testing::random_cfg(seed, 24);
+            let mut w = heuristic_weights(&g);
+            let before = w.clone();
+            discount_returns(&g, &mut w, 8.0);
+            for (e, edge) in g.edges() {
+                assert!(
+                    w[e] >= 0.0 && w[e] <= before[e],
+                    "seed {seed} e{}",
+                    e.index()
+                );
+                if w[e] != before[e] {
+                    let flows = g
+                        .succs(edge.src)
+                        .iter()
+                        .filter(|&&x| g.edge(x).kind == Flow)
+                        .count();
+                    assert!(
+                        edge.kind == Flow && flows >= 2,
+                        "seed {seed} e{}",
+                        e.index()
+                    );
+                }
+            }
+        }
     }
 }

@@ -334,6 +334,7 @@ fn lower_and_plan(
             (counts.len() == l.cfg.num_edges()).then(|| exact_weights(&l.cfg, counts))
         });
         stats.weighted += usize::from(measured.is_some());
+        let is_measured = measured.is_some();
         let weights = match measured {
             Some(m) => Some(m),
             None if opts.weighting == Weighting::Estimate && opts.mode.weighs() => {
@@ -346,6 +347,7 @@ fn lower_and_plan(
             func: fv,
             l: &l,
             weights: weights.as_ref(),
+            measured: is_measured,
             opts,
         };
         match mode.plan(&cx) {

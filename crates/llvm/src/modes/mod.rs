@@ -32,6 +32,8 @@ pub(crate) struct PlanCx<'a> {
     /// Edge weights for the spanning tree: measured (`--tally-weights`) or LLVM's estimate;
     /// `None`: paper 000 §5's heuristic.
     pub weights: Option<&'a IdVec<EdgeId, f64>>,
+    /// `weights` are measured counts (`--tally-weights`), not an estimate.
+    pub measured: bool,
     /// The options of the run.
     pub opts: &'a Options,
 }
