@@ -484,7 +484,7 @@ static inline __attribute__((always_inline)) void wt_pack(struct wt_thread *t, u
 static __attribute__((noinline)) void wt_unstage_words(struct wt_thread *t, uint64_t *end) {
     uint64_t *w = t->stage;
     while (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && w < end) {
-        size_t room = (t->cap - t->n) / 8, left = (size_t)(end - w);
+        size_t room = t->n < t->cap ? (t->cap - t->n) / 8 : 0, left = (size_t)(end - w);
         uint64_t *stop = w + (left < room ? left : room);
         uint64_t pend = t->pend;
         unsigned np = t->npend;
@@ -507,7 +507,7 @@ static __attribute__((noinline)) void wt_unstage_words(struct wt_thread *t, uint
         t->pend = pend;
         t->npend = np;
         t->n = (size_t)(out - t->buf);
-        if (t->n + 8 > t->cap)
+        if (t->n + 8 > t->cap) /* (the flush empties the buffer: the loop goes on) */
             wt_flush(t, 0);
     }
     for (; w < end; w++) { /* (big-endian) */
