@@ -490,18 +490,18 @@ static __attribute__((noinline)) void wt_unstage_words(struct wt_thread *t, uint
         unsigned np = t->npend;
         unsigned char *out = t->buf + t->n;
         for (; w < stop; w++) {
+            /* (Branch-free but for a full word: the sentinel's position t, the k = 63 - t bits
+             * above it; a word of 0, never staged, counts as empty.) */
             uint64_t x = *w;
-            unsigned k = wt_word_n(x);
-            if (!k)
-                continue;
-            uint64_t bits = x >> (64 - k);
-            pend |= bits << np;
+            unsigned t = (unsigned)__builtin_ctzll(x | 1ull << 63), k = 63 - t;
+            uint64_t bits = x >> t >> 1;
+            pend |= bits << np; /* (np < 64) */
             np += k;
             if (np >= 64) {
                 memcpy(out, &pend, 8); /* least-significant byte first */
                 out += 8;
                 np -= 64;
-                pend = np ? bits >> (k - np) : 0;
+                pend = bits >> (k - np); /* (0 when np is: bits < 2^k, k < 64) */
             }
         }
         t->pend = pend;
