@@ -853,13 +853,15 @@ struct Inline {
 /// depth, kept in its `struct tally_wtrace_acc` (the entries load the TLS pointer, the others
 /// take it as `acc`: [`Rec::acc_here`]):
 ///
-/// - `i32 tally.wtrace.enter(ptr module, ptr counters, i32 index, ptr self)` (`self` not
+/// - `ptr tally.wtrace.enter(ptr module, ptr counters, i32 index, ptr self)` (`self` not
 ///   null): when the direct flag equals `self` and the module has its slot, the entry is
-///   silent: the flag is cleared and the depth incremented and returned; else
-///   `__tally_wtrace_enter` (it writes `Enter`, gives the module its slot, makes the thread's
-///   stream, keeps the flight recorder's shadow stack; the flag never equals `self` while
-///   `slow` is set: the runtime keeps a flight recorder's flag elsewhere);
-/// - `i32 tally.wtrace.enter.again(...)`, the same arguments, for a function likely to be
+///   silent: the flag is cleared and the depth incremented; else `__tally_wtrace_enter` (it
+///   writes `Enter`, gives the module its slot, makes the thread's stream, keeps the flight
+///   recorder's shadow stack; the flag never equals `self` while `slow` is set: the runtime
+///   keeps a flight recorder's flag elsewhere). Returns the thread's accumulator pointer (read
+///   again after the runtime's call, which points it at the thread's own at its first entry),
+///   so that the function loads it once ([`Rec::acc`]; the new depth is its `depth`);
+/// - `ptr tally.wtrace.enter.again(...)`, the same arguments, for a function likely to be
 ///   entered announced ([`may_be_announced`]): an announced entry whose key (`slot << 32 |
 ///   index`) is the one the stream's `Enter` code predicts (`e_next[e_prev * MUL >> SHIFT]`
 ///   in the thread's accumulator: trace format 7, where a predicted `Enter` changes only
@@ -912,7 +914,7 @@ unsafe fn inline_fns(
         rt
     };
 
-    let enter_ty = fn_ty(i32t, &mut [ptrt, ptrt, i32t, ptrt]);
+    let enter_ty = fn_ty(ptrt, &mut [ptrt, ptrt, i32t, ptrt]);
     for (name, again) in [
         ("tally.wtrace.enter", false),
         ("tally.wtrace.enter.again", true),
@@ -953,7 +955,7 @@ unsafe fn inline_fns(
             let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
             let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
             c::LLVMBuildStore(b, d, depth_p);
-            c::LLVMBuildRet(b, d);
+            c::LLVMBuildRet(b, a);
         };
         deeper(b);
         c::LLVMPositionBuilderAtEnd(b, rt);
@@ -1009,8 +1011,9 @@ unsafe fn inline_fns(
             deeper(b);
             c::LLVMPositionBuilderAtEnd(b, call);
         }
-        let d = forward(b, enter, slow.enter, 0);
-        c::LLVMBuildRet(b, d);
+        // (The thread's first entry points the TLS pointer at the thread's own accumulator.)
+        forward(b, enter, slow.enter, 0);
+        c::LLVMBuildRet(b, acc_ptr(g, b));
     }
 
     let ret_ty = fn_ty(g.voidt, &mut [ptrt, ptrt]);
@@ -1494,11 +1497,15 @@ struct Rec<'a> {
     /// The appends' checks of room are shared ([`Rec::hoist_checks`]): a function control
     /// cannot land in from elsewhere (no `setjmp`, landing pads, `invoke` or `callbr`).
     shared: bool,
-    /// With a copy: the thread's accumulator pointer, loaded once right after `enter` (null
+    /// With a copy: the thread's accumulator pointer, returned by the inline `enter` (null
     /// before: the thread's first entry may change it; after any entry it stays), which the
     /// helpers take ([`Rec::acc_here`]) instead of loading the TLS pointer at each record,
     /// save, load, call site and `ret`.
     acc: std::cell::Cell<LLVMValueRef>,
+    /// The most bits an append whose width is not a constant can write, by its width's value
+    /// (a tag target's, loaded from a constant table: [`Log::at_tag_target`]), for
+    /// [`Rec::hoist_checks`] (any other counts as the widest record).
+    widest: std::cell::RefCell<HashMap<LLVMValueRef, u64>>,
 }
 
 impl Rec<'_> {
@@ -1744,6 +1751,8 @@ impl Rec<'_> {
             unsafe {
                 if !c::LLVMIsAConstantInt(bits.0).is_null() {
                     c::LLVMConstIntGetZExtValue(bits.0)
+                } else if let Some(&k) = self.widest.borrow().get(&bits.0) {
+                    k
                 } else if calls(bits, self.rt.back.0)
                     || (!c::LLVMIsAZExtInst(bits.0).is_null()
                         && c::LLVMGetIntTypeWidth(c::LLVMTypeOf(bits.operand(0).0)) == 1)
@@ -1853,8 +1862,11 @@ impl Rec<'_> {
 const RETURN_DISCOUNT: f64 = 8.0;
 
 /// The most bits one shared check of room ([`Rec::hoist_checks`]) covers: the word holds 63,
-/// and a check that asks for `k` sends a word with more than `63 - k` to the buffer.
-const ROOM_MAX: u64 = 32;
+/// and a check that asks for `k` sends a word with more than `63 - k` to the buffer. 16
+/// stages fuller words than 32 for few more checks: callgrind, the bench's reduced inputs,
+/// `trace-regs` instructions against 32: Lua -1.1%, SQLite -1.4%, zlib -0.9%, bzip2 -0.3%
+/// (8 and 12 did worse on Lua and bzip2; docs/trace.md).
+const ROOM_MAX: u64 = 16;
 
 impl FnPlan for WPlan {
     fn num_counters(&self) -> usize {
@@ -1909,6 +1921,7 @@ impl FnPlan for WPlan {
             through: !self.registers,
             shared: !landings,
             acc: std::cell::Cell::new(std::ptr::null_mut()),
+            widest: Default::default(),
         };
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
@@ -2139,6 +2152,7 @@ impl FnPlan for Untraced {
                 through: false,
                 shared: false,
                 acc: std::cell::Cell::new(std::ptr::null_mut()),
+                widest: Default::default(),
             }
             .put_const(&em, LOST, first);
         }
@@ -2201,13 +2215,26 @@ impl SiteAction for Log<'_> {
             let call =
                 c::LLVMBuildCall2(em.b, enter.1, enter.0, args.as_mut_ptr(), 4, empty.as_ptr());
             Val(call).set_debug_loc(em.call_loc(entry_first));
+            // The inline entries return the accumulator pointer (no second TLS load after
+            // them); the runtime's returns the depth.
+            let acc = match own {
+                Some(_) => call,
+                None => acc_ptr(em.g, em.b),
+            };
             if self.rec.local.is_some() {
-                self.rec.acc.set(acc_ptr(em.g, em.b));
+                self.rec.acc.set(acc);
             }
             if self.depth.is_some() {
+                let depth = match own {
+                    Some(_) => {
+                        let at = field_of(em.g, em.b, acc, "depth");
+                        c::LLVMBuildLoad2(em.b, em.g.i32t, at, empty.as_ptr())
+                    }
+                    None => call,
+                };
                 let n = cname("tally.depth");
                 let slot = c::LLVMBuildAlloca(em.b, em.g.i32t, n.as_ptr());
-                c::LLVMBuildStore(em.b, call, slot);
+                c::LLVMBuildStore(em.b, depth, slot);
                 self.depth = Some(slot);
             }
         }
@@ -2269,6 +2296,12 @@ impl SiteAction for Log<'_> {
             let (value, bits) = (load(values), load(widths));
             let value = c::LLVMBuildZExt(em.b, value, g.i64t, empty.as_ptr());
             let bits = c::LLVMBuildZExt(em.b, bits, g.i64t, empty.as_ptr());
+            let widest = preds
+                .iter()
+                .filter_map(|&e| self.witness[e].map(|w| u64::from(w.bits)))
+                .max()
+                .unwrap_or(0);
+            self.rec.widest.borrow_mut().insert(bits, widest);
             self.rec.put(em, value, bits, start);
         }
     }
