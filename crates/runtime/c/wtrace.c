@@ -731,33 +731,48 @@ static __attribute__((noinline)) void wt_enter_full(struct wt_thread *t, uint32_
  * position among the recently entered, or the full record. Then `again` is `self` (or null)
  * when the function predicts itself. */
 #define WT_HASH(key) (((key) * TALLY_WTRACE_ENTER_MUL) >> TALLY_WTRACE_ENTER_SHIFT)
+/* Appends a record of `bits` (1-32) bits into the inline word, or by wt_bits when it has no
+ * room (its low `bits` bits are not all zero: a full or closed word). */
+static inline __attribute__((always_inline)) void wt_put_small(struct wt_thread *t, uint64_t v,
+                                                               unsigned bits) {
+    uint64_t w = t->a.acc;
+    if (__builtin_expect((w & ((1ull << bits) - 1)) == 0, 1))
+        t->a.acc = w >> bits | v << (64 - bits);
+    else
+        wt_bits(t, v, bits);
+}
 static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function, const void *self) {
     uint64_t key = (uint64_t)s << 32 | function;
     uint64_t *pred = &t->e_next[WT_HASH(t->a.e_prev)];
     if (*pred == key) {
-        wt_bits(t, 6, 3); /* '0' then kind 11 */
+        wt_put_small(t, 6, 3); /* '0' then kind 11 */
         t->a.e_prev = key;
         t->a.again = t->e_next[WT_HASH(key)] == key ? self : 0;
         return;
     }
+    /* Move to front while looking: each kept key moves down one place up to `key`'s (found:
+     * it comes out of its place) or to the end (new: the 16th falls off a full list). */
+    uint64_t *r = t->e_recent, carry = key;
     uint32_t at = 0, nr = t->e_nrecent;
-    while (at < nr && t->e_recent[at] != key)
-        at++;
-    if (at < nr)
-        wt_bits(t, 8 | (uint64_t)at << 4, 8); /* '0', kind 00, '1', the position */
-    else
+    for (; at < nr; at++) {
+        uint64_t cur = r[at];
+        r[at] = carry;
+        carry = cur;
+        if (cur == key)
+            break;
+    }
+    if (at < nr) {
+        wt_put_small(t, 8 | (uint64_t)at << 4, 8); /* '0', kind 00, '1', the position */
+    } else {
+        if (nr < 16) {
+            r[nr] = carry;
+            t->e_nrecent = nr + 1;
+        }
         wt_enter_full(t, s, function);
+    }
     *pred = key;
     t->a.e_prev = key;
     t->a.again = t->e_next[WT_HASH(key)] == key ? self : 0;
-    if (at == nr) { /* new: the others move down, the 16th falls off */
-        if (nr < 16)
-            t->e_nrecent = ++nr;
-        at = nr - 1;
-    }
-    for (; at > 0; at--)
-        t->e_recent[at] = t->e_recent[at - 1];
-    t->e_recent[0] = key;
 }
 
 /* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
@@ -783,9 +798,30 @@ wt_enter_ring(struct wt_thread *t, uint32_t depth, int announced, struct tally_w
 }
 
 /* The slow path of an entry (the inline one: the direct flag names `self` and the module has
- * its slot, without a flight recorder). */
+ * its slot, without a flight recorder): a live stream without a flight recorder here, with
+ * few registers and no call on the way of an Enter coded against the stream; the rest (the
+ * thread's first entry, an ended stream, a flight recorder) in wt_enter_other. */
+static __attribute__((noinline)) uint32_t wt_enter_other(struct tally_wtrace_module *m,
+                                                         const uint64_t *module_counters,
+                                                         uint32_t function, const void *self);
 uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *module_counters,
                               uint32_t function, const void *self) {
+    struct wt_thread *t = wt_self;
+    if (__builtin_expect(!t || t->ring || t->ended, 0))
+        return wt_enter_other(m, module_counters, function, self);
+    uint32_t depth = ++t->a.depth;
+    uint32_t s = __atomic_load_n(&m->slot, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(!s, 0))
+        s = wt_module(m, module_counters);
+    if (self && t->a.direct == self)
+        t->a.direct = 0; /* announced */
+    else
+        wt_enter_record(t, s, function, self);
+    return depth;
+}
+static __attribute__((noinline)) uint32_t wt_enter_other(struct tally_wtrace_module *m,
+                                                         const uint64_t *module_counters,
+                                                         uint32_t function, const void *self) {
     struct wt_thread *t = wt_get();
     if (!t)
         return 0;
