@@ -87,7 +87,8 @@ fn run_coded(vdir: &Path, run_args: &[&str]) -> std::process::Output {
 }
 
 /// The coded trace `dir/trace/prog.ctrace` of the same run as `prog.trace` (see [`run_coded`])
-/// is a format-6 file and regenerates to the same blocks as the raw one: in the same order per
+/// is a format-8 file, its streams unpack from the default file's words (format 9) bit for bit
+/// when one thread ran, and it regenerates to the same blocks as the raw one: in the same order per
 /// thread, so the same sequence for one thread and the same counts for several (threads are
 /// numbered in the order they first write, which may differ between runs). Returns its size.
 fn check_coded(name: &str, dir: &Path, raw: &tally_report::wtrace::Regenerated) -> u64 {
@@ -115,12 +116,23 @@ fn check_coded(name: &str, dir: &Path, raw: &tally_report::wtrace::Regenerated) 
         "{name}: coded regeneration stopped differently"
     );
     let (mut a, mut b) = (seq(&r), seq(raw));
-    if tally_format::trace::read_witness_trace(&bytes)
-        .unwrap()
-        .threads
-        .len()
-        > 1
-    {
+    let coded = tally_format::trace::read_witness_trace(&bytes).unwrap();
+    // The default file is a stream of words (format 9), unpacked by the reader: for one thread
+    // its stream is bit for bit the one the range coder packed (the same run, deterministic).
+    let words = tally_format::trace::read_witness_trace(
+        &std::fs::read(dir.join("trace/prog.trace")).unwrap(),
+    )
+    .unwrap();
+    assert!(coded.coded && words.words, "{name}: formats 8 and 9");
+    if coded.threads.len() == 1 && words.threads.len() == 1 {
+        assert!(
+            coded.threads[0].1 == words.threads[0].1,
+            "{name}: the words unpack to other bits ({} bytes) than the coded stream ({} bytes)",
+            words.threads[0].1.len(),
+            coded.threads[0].1.len()
+        );
+    }
+    if coded.threads.len() > 1 {
         a.sort();
         b.sort();
     }
@@ -824,7 +836,8 @@ fn range_coding_takes_under_one_bit_per_branch() {
 }
 
 /// A range-coded trace that is truncated or corrupt is refused in one line (exit status 2),
-/// never a panic; a chunk claiming more than 64 KiB of stream is refused before decoding.
+/// never a panic; a chunk claiming more than 64 KiB of stream is refused before decoding. The
+/// same for a stream of words (the default file).
 #[test]
 fn corrupt_range_coded_traces_are_refused() {
     let shapes = repo().join("testdata/shapes/shapes.c");
@@ -834,13 +847,25 @@ fn corrupt_range_coded_traces_are_refused() {
     );
     let dir = o.dir.join("trace");
     let good = std::fs::read(dir.join("prog.ctrace")).unwrap();
-    // the first thread chunk: { u32 thread, u32 length, u32 raw bytes, coded bytes }
     let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
-    let mut pos = 16;
-    while u32_at(&good, pos) >= 0xffff_fff0 {
-        pos += 8 + u32_at(&good, pos + 4) as usize;
-    }
-    let len = u32_at(&good, pos + 4) as usize;
+    // the first thread chunk's offset and length (coded: { u32 thread, u32 length, u32 raw
+    // bytes, coded bytes })
+    let first_chunk = |b: &[u8]| -> (usize, usize) {
+        let mut pos = 16;
+        while u32_at(b, pos) >= 0xffff_fff0 {
+            pos += 8 + u32_at(b, pos + 4) as usize;
+        }
+        (pos, u32_at(b, pos + 4) as usize)
+    };
+    // the file with its first thread chunk `by` bytes shorter (its length too)
+    let shortened = |b: &[u8], by: usize| -> Vec<u8> {
+        let (pos, len) = first_chunk(b);
+        let mut cut = b[..pos + 8 + len - by].to_vec();
+        cut[pos + 4..pos + 8].copy_from_slice(&((len - by) as u32).to_le_bytes());
+        cut.extend_from_slice(&b[pos + 8 + len..]);
+        cut
+    };
+    let (pos, len) = first_chunk(&good);
     assert!(len > 12, "chunk of {len} bytes");
     let trace = |bytes: &[u8], what: &str| -> (Option<i32>, String) {
         let path = dir.join(format!("bad-{what}.trace"));
@@ -861,14 +886,29 @@ fn corrupt_range_coded_traces_are_refused() {
         assert_eq!(err.lines().count(), 1, "{what}: {err}");
         assert!(err.contains(says), "{what}: {err}");
     };
+    // bytes of the first thread chunk from `from` on, every `step`th flipped in turn: refused
+    // (2), or read as a stream that regeneration reads as far as it can (0, or 1 when it stops
+    // early and says where), never a panic or a hang
+    let flipped = |b: &[u8], from: usize, step: usize, what: &str| {
+        let (pos, len) = first_chunk(b);
+        for k in (from..len).step_by(step) {
+            let mut bad = b.to_vec();
+            bad[pos + 8 + k] ^= 0x5a;
+            let (code, err) = trace(&bad, what);
+            assert!(matches!(code, Some(0..=2)), "{what} {k}: {code:?} {err}");
+        }
+    };
+    // a flight recorder is never coded, nor a stream of words
+    let ring = |b: &[u8], what: &str| {
+        let mut ring = b.to_vec();
+        ring[12] = 1;
+        refused(&ring, what, "corrupt");
+    };
     assert_eq!(trace(&good, "good").0, Some(0));
     // the file cut inside the chunk
     refused(&good[..pos + 8 + len / 2], "cut", "truncated");
-    // the chunk's coded bytes cut (its length too): they run out
-    let mut cut = good[..pos + 8 + len - 3].to_vec();
-    cut[pos + 4..pos + 8].copy_from_slice(&(len as u32 - 3).to_le_bytes());
-    cut.extend_from_slice(&good[pos + 8 + len..]);
-    refused(&cut, "short", "does not decode");
+    // the chunk's coded bytes cut: they run out
+    refused(&shortened(&good, 3), "short", "does not decode");
     // bytes left over after the chunk's stream
     let mut long = good[..pos + 8 + len].to_vec();
     long[pos + 4..pos + 8].copy_from_slice(&(len as u32 + 2).to_le_bytes());
@@ -879,21 +919,21 @@ fn corrupt_range_coded_traces_are_refused() {
     let mut big = good.clone();
     big[pos + 8..pos + 12].copy_from_slice(&(65537u32).to_le_bytes());
     refused(&big, "big", "does not decode");
-    // a format-6 flight recorder does not exist
-    let mut ring = good.clone();
-    ring[12] = 1;
-    refused(&ring, "ring", "corrupt");
-    // flipped coded bytes: refused (2), or decoded to a stream that regeneration reads as far
-    // as it can (0, or 1 when it stops early and says where), never a panic or a hang
-    for k in (12..len).step_by(3) {
-        let mut bad = good.clone();
-        bad[pos + 8 + k] ^= 0x5a;
-        let (code, err) = trace(&bad, "flipped");
-        assert!(
-            matches!(code, Some(0..=2)),
-            "flipped byte {k}: {code:?} {err}"
-        );
-    }
+    ring(&good, "ring");
+    flipped(&good, 12, 3, "flipped");
+    // The same run's default file, a stream of words (format 9): a chunk that is not whole
+    // words is refused; flipped bytes (a sentinel moved, a word emptied or filled) read as
+    // another stream.
+    let words = std::fs::read(dir.join("prog.trace")).unwrap();
+    assert_eq!(
+        &words[8..12],
+        &tally_format::trace::WTRACE_VERSION_WORDS.to_le_bytes()
+    );
+    let len = first_chunk(&words).1;
+    assert!(len >= 16 && len.is_multiple_of(8), "chunk of {len} bytes");
+    refused(&shortened(&words, 3), "odd-words", "not whole 8-byte words");
+    ring(&words, "words-ring");
+    flipped(&words, 0, 5, "flipped-words");
 }
 
 /// The three ways a function keeps the accumulator: written through (the default: a register

@@ -396,7 +396,9 @@ pub struct TallyWtraceAcc {
     /// Where a full word goes without a call: while `stage` is below `stage_end`, the cold
     /// path of an inline record stores the word at `stage`, advances it, and empties the word
     /// (the runtime packs the staged words into the stream, in order, before anything else of
-    /// the thread's: they are the stream's bits between its buffer and `acc`). Equal (no
+    /// the thread's: they are the stream's bits between its buffer and `acc`; in a stream of
+    /// words, [`crate::trace::WTRACE_VERSION_WORDS`], `stage` points into the thread's buffer
+    /// and the words are written as they are). Equal (no
     /// room) while the thread has no stream, once it has ended, and with a flight recorder,
     /// whose records all go through [`WTRACE_SPILL`].
     pub stage: *mut u64,
@@ -586,6 +588,10 @@ pub const DEFINES: &[Define] = &[
     u(
         "TALLY_WTRACE_VERSION_CODED",
         crate::trace::WTRACE_VERSION_CODED as u64,
+    ),
+    u(
+        "TALLY_WTRACE_VERSION_WORDS",
+        crate::trace::WTRACE_VERSION_WORDS as u64,
     ),
 ];
 

@@ -42,7 +42,7 @@ pub enum TraceError {
     #[error("trace version {0} is not supported (this tally reads version 1)")]
     Version(u32),
     /// A witness trace of a version this build cannot read.
-    #[error("witness trace version {0} is not supported (this tally reads versions {WTRACE_VERSION} and {WTRACE_VERSION_CODED}): rerun the program built by this tally")]
+    #[error("witness trace version {0} is not supported (this tally reads versions {WTRACE_VERSION}, {WTRACE_VERSION_CODED} and {WTRACE_VERSION_WORDS}): rerun the program built by this tally")]
     WitnessVersion(u32),
     /// A range-coded chunk that does not decode.
     #[error("corrupt trace: compressed chunk {0} does not decode")]
@@ -53,6 +53,9 @@ pub enum TraceError {
     /// A record of unknown kind.
     #[error("corrupt trace: record {0} has an unknown kind")]
     BadRecord(usize),
+    /// A stream of words (version [`WTRACE_VERSION_WORDS`]) that is not whole words.
+    #[error("corrupt trace: the stream of thread {0} is not whole 8-byte words")]
+    BadWords(u32),
 }
 
 /// Parses a trace file.
@@ -110,6 +113,46 @@ pub const WTRACE_VERSION: u32 = 7;
 /// Version of a witness trace whose thread chunks are range-coded (`TALLY_TRACE_COMPRESS=1`,
 /// [`crate::trace_rc`]): otherwise version [`WTRACE_VERSION`]'s.
 pub const WTRACE_VERSION_CODED: u32 = 8;
+/// Version of a witness trace whose thread streams are whole words (the default since
+/// 2026-11-26, without a flight recorder or the range coder): each little-endian `u64` holds
+/// up to 63 of the stream's bits above a sentinel 1 (its lowest set bit; 0 holds none), least
+/// significant first, as instrumented code stages its inline word (`tally.h`), so that the
+/// runtime writes the staged words as they are instead of packing them;
+/// [`read_witness_trace`] unpacks them ([`unpack_words`]), so `threads` holds the same streams
+/// as version 7's.
+pub const WTRACE_VERSION_WORDS: u32 = 9;
+
+/// The bits of a stream of words (version [`WTRACE_VERSION_WORDS`]), packed: each word's bits
+/// above its sentinel, in order, least-significant first, the last byte padded with zeros
+/// (the bytes version 7 holds). `None` when `bytes` is not whole words.
+pub fn unpack_words(bytes: &[u8]) -> Option<Vec<u8>> {
+    if !bytes.len().is_multiple_of(8) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut pend, mut np) = (0u64, 0u32); // bits not yet out, how many (< 64)
+    for w in bytes.chunks_exact(8) {
+        let x = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        if x == 0 {
+            continue;
+        }
+        let t = x.trailing_zeros(); // the sentinel
+        let k = 63 - t; // the bits above it
+        if k == 0 {
+            continue;
+        }
+        let bits = x >> t >> 1;
+        pend |= bits << np;
+        np += k;
+        if np >= 64 {
+            out.extend_from_slice(&pend.to_le_bytes());
+            np -= 64;
+            pend = if np == 0 { 0 } else { bits >> (k - np) };
+        }
+    }
+    out.extend_from_slice(&pend.to_le_bytes()[..np.div_ceil(8) as usize]);
+    Some(out)
+}
 
 /// The thread id of a chunk that resolves a module's external callees.
 pub const WTRACE_RESOLVE_CHUNK: u32 = u32::MAX - 2;
@@ -161,12 +204,14 @@ pub struct RingThread {
 /// A witness trace, split into its per-thread bit streams.
 ///
 /// ```text
-/// "TALLYWTR"  u32 version (=7, or 8: range-coded)  u32 0
+/// "TALLYWTR"  u32 version (=7, 8: range-coded, 9: words)  u32 0
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
 /// In version 8 ([`WTRACE_VERSION_CODED`], `TALLY_TRACE_COMPRESS=1`) a thread's chunk is
 /// `u32 raw bytes` and that many bytes of its stream range-coded ([`crate::trace_rc`]);
 /// [`read_witness_trace`] decodes them, so `threads` holds the same streams as version 7's.
+/// In version 9 ([`WTRACE_VERSION_WORDS`], the default) a thread's chunks are whole words,
+/// each up to 63 of the stream's bits above a sentinel ([`unpack_words`]), also unpacked.
 /// A chunk of thread [`WTRACE_MODULE_CHUNK`] holds `u32 slot, u64 hash`: module slot `slot`
 /// (named by `Enter` records) is the module whose metadata hashes to `hash`. A chunk of thread
 /// [`WTRACE_RESOLVE_CHUNK`] holds `u32 slot, u32 n, n x {u32 slot', u32 index}`: the module's
@@ -207,6 +252,9 @@ pub struct WitnessTrace {
     /// The thread chunks were range-coded (version [`WTRACE_VERSION_CODED`]); `threads` holds
     /// the decoded streams.
     pub coded: bool,
+    /// The thread chunks were whole words (version [`WTRACE_VERSION_WORDS`]); `threads` holds
+    /// the unpacked streams.
+    pub words: bool,
 }
 
 fn leb(bytes: &[u8], pos: &mut usize) -> Option<u32> {
@@ -303,15 +351,16 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
     }
     let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
     let version = u32_at(bytes, 8);
-    if version != WTRACE_VERSION && version != WTRACE_VERSION_CODED {
+    if ![WTRACE_VERSION, WTRACE_VERSION_CODED, WTRACE_VERSION_WORDS].contains(&version) {
         return Err(TraceError::WitnessVersion(version));
     }
+    let words = version == WTRACE_VERSION_WORDS;
     let mut out = WitnessTrace::default();
     let mut ring = (u32_at(bytes, 12) & WTRACE_RING != 0).then(Vec::new);
     // per thread of a coded file, its model (in the order of `out.threads`)
     let mut models: Option<Vec<RcModel>> = (version == WTRACE_VERSION_CODED).then(Vec::new);
-    if models.is_some() && ring.is_some() {
-        return Err(TraceError::BadRecord(0)); // (a flight recorder's ring is never coded)
+    if (models.is_some() || words) && ring.is_some() {
+        return Err(TraceError::BadRecord(0)); // (a flight recorder's ring is packed)
     }
     let mut pos = 16;
     let mut chunk = 0;
@@ -367,7 +416,94 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
         }
         chunk += 1;
     }
+    if words {
+        for (thread, stream) in &mut out.threads {
+            *stream = unpack_words(stream).ok_or(TraceError::BadWords(*thread))?;
+        }
+    }
     out.ring = ring;
     out.coded = models.is_some();
+    out.words = words;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A word holding `n` (0-63) bits of `v` above its sentinel, as the inline code stages it.
+    fn word(v: u64, n: u32) -> u64 {
+        if n == 0 {
+            return 1 << 63;
+        }
+        ((v & ((1 << n) - 1)) << 1 | 1) << (63 - n)
+    }
+
+    /// The bits packed one by one, least-significant first, the last byte padded with zeros.
+    fn packed(bits: &[bool]) -> Vec<u8> {
+        let mut out = vec![0u8; bits.len().div_ceil(8)];
+        for (i, &b) in bits.iter().enumerate() {
+            out[i / 8] |= u8::from(b) << (i % 8);
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn words_unpack_to_their_bits_in_order(
+            records in prop::collection::vec((any::<u64>(), 0u32..64, any::<bool>()), 0..200)
+        ) {
+            let (mut file, mut bits) = (Vec::new(), Vec::new());
+            for &(v, n, zero) in &records {
+                // (a word of 0 holds nothing: the runtime never stages one, the reader skips it)
+                let w = if zero && n == 0 { 0 } else { word(v, n) };
+                file.extend_from_slice(&w.to_le_bytes());
+                if w != 0 {
+                    bits.extend((0..n).map(|i| v >> i & 1 == 1));
+                }
+            }
+            prop_assert_eq!(unpack_words(&file), Some(packed(&bits)));
+        }
+
+        #[test]
+        fn a_stream_of_words_reads_like_its_packed_stream(
+            records in prop::collection::vec((any::<u64>(), 1u32..64), 1..100),
+            split in 1usize..40,
+        ) {
+            // one thread's words over chunks of `split` bytes (a word may straddle two)
+            let mut stream = Vec::new();
+            let mut bits = Vec::new();
+            for &(v, n) in &records {
+                stream.extend_from_slice(&word(v, n).to_le_bytes());
+                bits.extend((0..n).map(|i| v >> i & 1 == 1));
+            }
+            let mut file = b"TALLYWTR".to_vec();
+            file.extend_from_slice(&WTRACE_VERSION_WORDS.to_le_bytes());
+            file.extend_from_slice(&0u32.to_le_bytes());
+            for c in stream.chunks(split) {
+                file.extend_from_slice(&1u32.to_le_bytes());
+                file.extend_from_slice(&(c.len() as u32).to_le_bytes());
+                file.extend_from_slice(c);
+            }
+            let t = read_witness_trace(&file).unwrap();
+            prop_assert!(t.words && !t.coded);
+            prop_assert_eq!(t.threads, vec![(1, packed(&bits))]);
+        }
+    }
+
+    #[test]
+    fn a_stream_of_words_that_is_not_whole_words_is_refused() {
+        assert_eq!(unpack_words(&[0; 12]), None);
+        let mut file = b"TALLYWTR".to_vec();
+        file.extend_from_slice(&WTRACE_VERSION_WORDS.to_le_bytes());
+        file.extend_from_slice(&0u32.to_le_bytes());
+        file.extend_from_slice(&3u32.to_le_bytes());
+        file.extend_from_slice(&5u32.to_le_bytes());
+        file.extend_from_slice(&[1, 2, 3, 4, 5]);
+        assert_eq!(read_witness_trace(&file), Err(TraceError::BadWords(3)));
+        // a flight recorder's ring is never a stream of words
+        file[12] = WTRACE_RING as u8;
+        assert_eq!(read_witness_trace(&file), Err(TraceError::BadRecord(0)));
+    }
 }

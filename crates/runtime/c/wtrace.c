@@ -4,7 +4,7 @@
  * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):
  *
- *   "TALLYWTR" u32 version (7) u32 0, then chunks { u32 thread, u32 length, bytes }
+ *   "TALLYWTR" u32 version (9, 8 or 7) u32 0, then chunks { u32 thread, u32 length, bytes }
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
  * records carry (slot, function index). A chunk of thread 0xfffffffd resolves a module's
@@ -39,11 +39,15 @@
  * at its top (`acc = acc >> bits | value << (64 - bits)`) while its low `bits` bits are zero:
  * up to 63 bits sit above a sentinel 1 (tally.h), so a function's copy is one register and
  * the check one `test` of a constant mask. When a record does not fit, the inline code
- * stages the word as it is (`stage`, below `stage_end`: the thread's `stage` array, ABI 11)
- * and starts the word over with the record; only when the stage is full (and with a flight
- * recorder, whose stage has no room) does it call __tally_wtrace_spill. The staged words are
- * the stream's bits between the packer and the word: wt_unstage moves them to the packer
- * (`pend`, fewer than 64 bits), whose full words go to the buffer (8 bytes,
+ * stages the word as it is (`stage`, below `stage_end`, ABI 11) and starts the word over with
+ * the record; only when the stage is full (and with a flight recorder, whose stage has no
+ * room) does it call __tally_wtrace_spill. A stream of words (trace format 9, the default:
+ * wt_words) is staged into its buffer itself, whose words go to the file as they are (the
+ * reader unpacks them, tally_format::trace::unpack_words): wt_unstage just counts them into
+ * `n`, and the spill comes when the buffer is full. Otherwise (a flight recorder, the range
+ * coder: format 7's packed bytes) the stage is the thread's `stage` array, and the staged
+ * words are the stream's bits between the packer and the word: wt_unstage moves them to the
+ * packer (`pend`, fewer than 64 bits), whose full words go to the buffer (8 bytes,
  * least-significant first: the same bytes as bit by bit), before anything else leaves the
  * word. The runtime's own records (wt_bits) go into the word too, a full word to the stage.
  * The pointer is never null: until the
@@ -78,6 +82,8 @@ struct wt_thread {
     uint64_t end_lo, end_hi; /* a ring's stream once ended: its pending bits (wt_pending), */
     unsigned end_n;          /* how many (the dump writes them exactly, wtrace_finish) */
     struct wt_rc *rc;     /* with TALLY_TRACE_COMPRESS: the stream's range coder, or null */
+    int words;            /* a stream of whole words (trace format 9, below): the inline code
+                           * stages straight into `buf`, whose first `n` bytes are written */
     /* Enter's code (trace format 7, tally_graph::witness::bits::EnterCoder, over keys
      * slot << 32 | index): the function that followed each function's Enter last time, hashed
      * by that function (a.e_next points here; the previous Enter's key is a.e_prev); the 16
@@ -168,6 +174,13 @@ static int wt_compressing(void) {
         c = 0;
     __atomic_store_n(&wt_compress, c, __ATOMIC_RELAXED);
     return c;
+}
+
+/* Whether streams are written as whole words (trace format 9): without a flight recorder and
+ * without the range coder (which both take packed bytes), on a little-endian host (the file's
+ * words are little-endian, the inline code stages native ones). */
+static int wt_words(void) {
+    return __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !wring_size() && !wt_compressing();
 }
 
 static void wt_rc_start(struct wt_rc *c) {
@@ -296,7 +309,9 @@ static void wt_chunk_locked_in(uint32_t tid, unsigned char *bytes, size_t n, int
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
         unsigned char head[16] = "TALLYWTR";
-        head[8] = wt_compressing() ? TALLY_WTRACE_VERSION_CODED : TALLY_WTRACE_VERSION;
+        head[8] = wt_compressing() ? TALLY_WTRACE_VERSION_CODED
+                  : wt_words()       ? TALLY_WTRACE_VERSION_WORDS
+                                     : TALLY_WTRACE_VERSION;
         if (wt.fd > 0 && write_all(wt.fd, head, 16) != 0)
             wt.fd = -1;
     }
@@ -319,6 +334,9 @@ static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) 
 }
 _Static_assert(offsetof(struct wt_thread, buf) == offsetof(struct wt_thread, head) + 8,
                "a stream's chunk header right before its buffer");
+_Static_assert(offsetof(struct wt_thread, buf) % 8 == 0 && WT_BUF % 8 == 0,
+               "a stream of words stages into its buffer");
+
 
 /* A range-coded stream's buffer goes to its coder; the chunk ends (is written) when full and
  * when `end` (the end of the stream, tally_dump_trace). `end` also bounds the waits (see wt_lock). */
@@ -346,7 +364,20 @@ static void wt_rc_flush(struct wt_thread *t, int end) {
     __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
 }
 
+/* A stream of words: the staged words are the buffer's next bytes (`n` catches up). */
+static inline void wt_words_sync(struct wt_thread *t) {
+    t->n = (size_t)((unsigned char *)t->a.stage - t->buf);
+}
+/* A stream of words whose buffer was written: the inline code stages from its start again
+ * (nowhere once the stream is closed). */
+static void wt_words_restart(struct wt_thread *t) {
+    t->a.stage = (uint64_t *)(void *)t->buf;
+    t->a.stage_end = t->a.acc == TALLY_WTRACE_CLOSED ? t->a.stage : t->a.stage + WT_BUF / 8;
+}
+
 static __attribute__((noinline, cold)) void wt_flush(struct wt_thread *t, int bounded) {
+    if (t->words)
+        wt_words_sync(t);
     if (t->ring) {
         wring_bytes(t->ring, t->buf, t->n);
         t->n = 0;
@@ -362,6 +393,8 @@ static __attribute__((noinline, cold)) void wt_flush(struct wt_thread *t, int bo
     if (t->n)
         wt_chunk_locked_in(t->tid, t->buf, t->n, 1);
     t->n = 0;
+    if (t->words)
+        wt_words_restart(t);
     wt_unlock(held);
     errno = saved_errno;
 }
@@ -430,6 +463,10 @@ static struct wt_thread *wt_get(void) {
         t->a.stage_end = t->stage + WT_STAGE;
     if (!t->ring && !t->rc)
         t->cap = WT_BUF;
+    if (!t->ring && !t->rc && !t->ended && wt_words()) {
+        t->words = 1;
+        wt_words_restart(t);
+    }
     t->tid = __atomic_add_fetch(&wt.next_tid, 1, __ATOMIC_RELAXED);
     int held = wt_lock(0);
     t->next = wt.threads;
@@ -518,8 +555,21 @@ static __attribute__((noinline)) void wt_unstage_words(struct wt_thread *t, uint
     t->a.stage = t->stage;
 }
 static inline __attribute__((always_inline)) void wt_unstage(struct wt_thread *t) {
-    if (t->a.stage != t->stage)
+    if (t->words)
+        wt_words_sync(t);
+    else if (t->a.stage != t->stage)
         wt_unstage_words(t, t->a.stage);
+}
+
+/* A stream of words: word `w` (bits above a sentinel) is staged like the inline code does,
+ * after the buffer is written when full. */
+static void wt_words_put(struct wt_thread *t, uint64_t w) {
+    if (t->a.stage >= t->a.stage_end) {
+        wt_flush(t, 0);
+        if (t->a.stage >= t->a.stage_end)
+            return; /* (closed meanwhile: dropped like any record) */
+    }
+    *t->a.stage++ = w;
 }
 
 /* The stream takes no more records: the inline code's word has no room and staging none, so
@@ -534,7 +584,9 @@ static inline __attribute__((always_inline)) void wt_take_word(struct wt_thread 
     wt_unstage(t);
     uint64_t w = t->a.acc;
     unsigned n = wt_word_n(w);
-    if (n)
+    if (n && t->words)
+        wt_words_put(t, w);
+    else if (n)
         wt_pack(t, wt_word_bits(w), n);
     t->a.acc = TALLY_WTRACE_EMPTY;
 }
@@ -560,6 +612,8 @@ static inline __attribute__((always_inline)) void wt_bits(struct wt_thread *t, u
         }
         if (t->a.stage < t->a.stage_end) {
             *t->a.stage++ = w;
+        } else if (t->words) {
+            wt_words_put(t, w);
         } else {
             wt_unstage(t);
             wt_pack(t, wt_word_bits(w), 63);
@@ -603,17 +657,19 @@ static __attribute__((noinline, cold)) void wt_spill_rare(uint64_t value, uint64
     if (bits > 32)
         return;
     wt_take_word(t);
-    if (bits)
-        wt_pack(t, value & ((1ull << bits) - 1), (unsigned)bits);
+    if (bits) /* (into the emptied word) */
+        t->a.acc = TALLY_WTRACE_EMPTY >> bits | (value & ((1ull << bits) - 1)) << (64 - bits);
 }
 
 /* The word's bits go to the packer and the record into the emptied word (so the packer
  * takes one append); with `bits` 0 (a shared check of room) the word is just emptied. A leaf
  * while the buffer has room for a word (no call, few registers: it runs every 63 bits or so),
- * else, and for the rare cases, wt_spill_rare. */
+ * else, and for the rare cases, wt_spill_rare. A stream of words comes here only when its
+ * buffer is full (its stage is the buffer, which may end right where `stage` begins), so
+ * always to wt_spill_rare. */
 void __tally_wtrace_spill(uint64_t value, uint64_t bits) {
     struct wt_thread *t = wt_self;
-    if (__builtin_expect(!t || t->ended || bits > 32 || t->n + 8 >= t->cap, 0) ||
+    if (__builtin_expect(!t || t->ended || bits > 32 || t->n + 8 >= t->cap, 0) || t->words ||
         t->a.stage != t->stage ||
         __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) {
         wt_spill_rare(value, bits);
@@ -1042,8 +1098,12 @@ void tally_dump_trace(void) {
     int held = wt_lock(1);
     if (wring_size() && __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE))
         wt_dump_locked(); /* (no stream: not a trace build, or nothing traced yet) */
-    else if (t && !t->ended && t->n)
-        wt_chunk_locked_in(t->tid, t->buf, t->n, 1), t->n = 0;
+    else if (t && !t->ended && t->n) {
+        wt_chunk_locked_in(t->tid, t->buf, t->n, 1);
+        t->n = 0;
+        if (t->words)
+            wt_words_restart(t);
+    }
     wt_unlock(held);
 }
 
@@ -1105,7 +1165,7 @@ void wtrace_forked(void) {
     for (struct wt_thread *t = wt.threads; t; t = t->next) {
         t->n = 0;
         t->ended = 1;
-        t->a.stage = t->stage;
+        t->a.stage = t->words ? (uint64_t *)(void *)t->buf : t->stage;
         wt_close(t);
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);

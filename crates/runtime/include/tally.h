@@ -158,7 +158,7 @@ void __tally_wtrace_ret(void);
  * sentinel 1 (the lowest set bit): with n bits the sentinel is bit 63 - n and the bits are
  * `acc >> (64 - n)`, least-significant first (the stream's order); `1 << 63` is empty, and
  * `1` (no room for anything) sends every record to the slow path while the thread has no
- * stream or it has ended. The runtime packs what it takes from the word behind the thread's
+ * stream or it has ended. The runtime packs (or stages, trace format 9) what it takes from the word behind the thread's
  * buffer (TALLY_WTRACE_EMPTY, TALLY_WTRACE_CLOSED).
  * The direct flag and the depth are kept
  * inline while `slow` is 0: a direct call site sets `direct` to
@@ -181,8 +181,9 @@ void __tally_wtrace_ret(void);
  * to the runtime.
  * When a record does not fit and `stage` is below `stage_end`, the inline code stores the
  * word at `stage`, advances it and empties the word, without a call: the staged words are
- * the stream's bits between the thread's buffer and `acc`, packed by the runtime before it
- * adds anything (ABI 11); else __tally_wtrace_spill. */
+ * the stream's bits between the thread's buffer and `acc`, taken by the runtime before it
+ * adds anything (ABI 11: packed, or written as they are in a stream of words, trace format
+ * 9); else __tally_wtrace_spill. */
 #define TALLY_WTRACE_EMPTY 0x8000000000000000ull
 #define TALLY_WTRACE_CLOSED 1ull
 struct tally_wtrace_acc {
@@ -200,10 +201,13 @@ struct tally_wtrace_acc {
 #define TALLY_WTRACE_ENTER_TABLE 256u
 #define TALLY_WTRACE_ENTER_MUL 0x9E3779B97F4A7C15ull
 #define TALLY_WTRACE_ENTER_SHIFT 56u
-/* The trace file's version ("TALLYWTR" u32 version u32 flags), and with range-coded thread
- * chunks (TALLY_TRACE_COMPRESS=1). */
+/* The trace file's version ("TALLYWTR" u32 version u32 flags): packed streams (a flight
+ * recorder's), range-coded thread chunks (TALLY_TRACE_COMPRESS=1), and streams of whole words
+ * (the default: each little-endian word's bits above its sentinel, as the inline code stages
+ * them). */
 #define TALLY_WTRACE_VERSION 7u
 #define TALLY_WTRACE_VERSION_CODED 8u
+#define TALLY_WTRACE_VERSION_WORDS 9u
 /* The calling thread's accumulator; never null (a shared one, closed and with slow = 1, until
  * the thread's first entry). */
 extern __thread struct tally_wtrace_acc *__tally_wtrace_acc __attribute__((tls_model("initial-exec")));
