@@ -1043,6 +1043,96 @@ fn long_runs_of_records_without_calls_regenerate_exactly() {
     }
 }
 
+/// Two loops whose witnesses (and branch outcomes) repeat for 700,000 iterations: long runs
+/// of equal bits.
+const RUNS: &str = r#"
+#include <stdio.h>
+volatile unsigned sink;
+__attribute__((noinline)) static void up(int n) {
+#pragma clang loop unroll(disable)
+    for (int i = 0; i < n; i++)
+        sink += (unsigned)i;
+}
+__attribute__((noinline)) static void down(int n) {
+    int i = n;
+#pragma clang loop unroll(disable)
+    do
+        sink ^= (unsigned)i;
+    while (--i > 0);
+}
+int main(int argc, char **argv) {
+    (void)argv;
+    int n = 700000 + argc;
+    up(n);
+    down(n);
+    printf("%u\n", sink);
+    return 0;
+}
+"#;
+
+/// A stream of words (trace format 9) whose 64 KiB buffers fill inside long runs of equal
+/// bits: a full word of 63 zeros has the closed word's value (1), one of 63 ones is all ones.
+/// Both kinds cross buffer boundaries (counted in the file), the words unpack bit for bit to
+/// the range-coded run's stream, and the trace's block and edge counts equal `edges-naive`'s.
+#[test]
+fn long_runs_of_equal_bits_cross_buffers_exactly() {
+    let src = scratch("wtrace-runs-src").join("runs.c");
+    std::fs::write(&src, RUNS).unwrap();
+    let (mut zeros, mut ones) = (0u64, 0u64);
+    for (name, flags) in [
+        ("runs-witness", &[][..]),
+        ("runs-bits", &["--tally-trace=bits"][..]),
+    ] {
+        let dir = scratch(&format!("wtrace-{name}"));
+        let args = single(&src, "-O2");
+        let run = Run {
+            name,
+            cxx: false,
+            args: &args,
+            status: Some(0),
+            trace_flags: flags,
+            run_args: &[],
+        };
+        run.build_and_run(&dir, ["trace", "edges-naive"]);
+        let t = dir.join("trace");
+        let bytes = std::fs::read(t.join("prog.trace")).unwrap();
+        let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap());
+        let mut pos = 16;
+        while pos < bytes.len() {
+            let (thread, len) = (u32_at(pos), u32_at(pos + 4) as usize);
+            if thread < 0xffff_fff0 {
+                for w in bytes[pos + 8..pos + 8 + len].chunks_exact(8) {
+                    match u64::from_le_bytes(w.try_into().unwrap()) {
+                        1 => zeros += 1,
+                        u64::MAX => ones += 1,
+                        _ => {}
+                    }
+                }
+            }
+            pos += 8 + len;
+        }
+        let words = tally_format::trace::read_witness_trace(&bytes).unwrap();
+        let coded = std::fs::read(t.join("prog.ctrace")).unwrap();
+        let coded = tally_format::trace::read_witness_trace(&coded).unwrap();
+        assert!(words.words && coded.coded, "{name}: formats 9 and 8");
+        assert!(
+            words.threads == coded.threads,
+            "{name}: the words unpack to other bits than the coded stream"
+        );
+        let o = trace_report_json(&t);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{name}: {err}");
+        let traced: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let oracle = report_json(&dir.join("edges-naive/prog.tally"));
+        assert_same_counts(name, "trace", &traced, "edges-naive", &oracle, Edges::All);
+    }
+    // (8192 words fill a buffer: each kind spans at least one boundary)
+    assert!(
+        zeros > 8192 && ones > 8192,
+        "{zeros} words of 63 zeros, {ones} of 63 ones"
+    );
+}
+
 /// A process that ends by `abort`, by `raise` of a fatal signal, or normally after a function
 /// with an endless loop of calls (`for (;;) pause();`, whose cycle has no predicate): the
 /// streams end at the fatal-signal path and regenerate exactly. (A fault *between* calls is
@@ -1068,6 +1158,16 @@ fn fatal_signals_end_the_streams() {
 /// the same arguments and run on the same input: every block and edge count equal. Where
 /// regeneration stops early (an exception), the exit status is 3 and stderr says the counts
 /// cover the regenerated part. Returns whether regeneration was complete.
+/// `tally report --format json --trace` of `dir/prog.trace` with `dir/prog.tally`.
+fn trace_report_json(dir: &Path) -> std::process::Output {
+    std::process::Command::new(tally())
+        .args(["report", "--format", "json", "--trace"])
+        .arg(dir.join("prog.trace"))
+        .arg(dir.join("prog.tally"))
+        .output()
+        .unwrap()
+}
+
 fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], status: i32) -> bool {
     let dir = scratch(&format!("wtrace-report-{name}"));
     let run = Run {
@@ -1080,12 +1180,7 @@ fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], statu
     };
     run.build_and_run(&dir, ["trace", "edges-naive"]);
     let t = dir.join("trace");
-    let o = std::process::Command::new(tally())
-        .args(["report", "--format", "json", "--trace"])
-        .arg(t.join("prog.trace"))
-        .arg(t.join("prog.tally"))
-        .output()
-        .unwrap();
+    let o = trace_report_json(&t);
     let err = String::from_utf8_lossy(&o.stderr);
     if o.status.code() == Some(3) {
         assert!(

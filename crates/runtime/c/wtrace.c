@@ -372,7 +372,7 @@ static inline void wt_words_sync(struct wt_thread *t) {
  * (nowhere once the stream is closed). */
 static void wt_words_restart(struct wt_thread *t) {
     t->a.stage = (uint64_t *)(void *)t->buf;
-    t->a.stage_end = t->a.acc == TALLY_WTRACE_CLOSED ? t->a.stage : t->a.stage + WT_BUF / 8;
+    t->a.stage_end = t->ended ? t->a.stage : t->a.stage + WT_BUF / 8;
 }
 
 static __attribute__((noinline, cold)) void wt_flush(struct wt_thread *t, int bounded) {
