@@ -46,7 +46,8 @@ def main(path):
         "input. `trace-naive` (every edge, 24 bytes each) for scale, on the reduced input.")
     add("")
     add("Old coded = `trace-bits-rc`, the same build run with `TALLY_TRACE_COMPRESS=1` (each "
-        "thread's stream range-coded as it is written, trace format 6).")
+        "thread's stream range-coded as it is written, trace format 8; the other files are streams "
+        "of whole words, trace format 9).")
     add("")
     add("| Program | Old File (bytes) | New File (bytes) | Old/New | Old coded File (bytes) | Old Run (s) | New Run (s) | Old/New | Old coded Run (s) | plain Run (s) |")
     add("|---|---|---|---|---|---|---|---|---|---|")
@@ -92,7 +93,8 @@ def main(path):
     add("`tally trace --stats` on each witness trace: the bits the reader consumes, charged to "
         "their record (witnesses grouped as 1-bit and wider, i.e. two-way branches and multi-way "
         "switches; `Enter`, `Back`, `Unwind`, `End`; other = the file's headers, module and "
-        "resolution chunks and padding), divided by the run's executed conditional branches. "
+        "resolution chunks, padding, and in a stream of words each word's sentinel and unused bits), "
+        "divided by the run's executed conditional branches. "
         "For `trace-bits-rc` the records are those of the decoded streams (other = their padding) "
         "and total is the coded file's size.")
     add("")

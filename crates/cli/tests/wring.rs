@@ -50,11 +50,9 @@ fn build_both_of(name: &str, file: &str, cxx: bool, trace_flags: &[&str]) -> Pat
     dir
 }
 
-/// Runs `dir/mode/prog args` with its profile and trace there (and `ring`, if any). With a
-/// ring, `TALLY_TRACE_COMPRESS=1` too: a flight recorder stays raw (its reader starts
-/// mid-stream), and when the ring size is refused the full trace is range-coded (trace format
-/// 6), which every test here then regenerates.
-fn run_prog(dir: &Path, mode: &str, args: &[&str], ring: Option<&str>) -> Output {
+/// `dir/mode/prog args` with its profile and trace there, and neither a flight recorder nor
+/// the range coder.
+fn prog_command(dir: &Path, mode: &str, args: &[&str]) -> std::process::Command {
     let vdir = dir.join(mode);
     let mut c = std::process::Command::new("./prog");
     c.args(args)
@@ -63,6 +61,15 @@ fn run_prog(dir: &Path, mode: &str, args: &[&str], ring: Option<&str>) -> Output
         .env("TALLY_TRACE", vdir.join("prog.trace"))
         .env_remove("TALLY_TRACE_RING")
         .env_remove("TALLY_TRACE_COMPRESS");
+    c
+}
+
+/// Runs `dir/mode/prog args` with its profile and trace there (and `ring`, if any). With a
+/// ring, `TALLY_TRACE_COMPRESS=1` too: a flight recorder stays raw (its reader starts
+/// mid-stream), and when the ring size is refused the full trace is range-coded (trace format
+/// 6), which every test here then regenerates.
+fn run_prog(dir: &Path, mode: &str, args: &[&str], ring: Option<&str>) -> Output {
+    let mut c = prog_command(dir, mode, args);
     if let Some(r) = ring {
         c.env("TALLY_TRACE_RING", r)
             .env("TALLY_TRACE_COMPRESS", "1");
@@ -379,6 +386,74 @@ fn dump_mid_run_equals_trace_naive_prefix() {
     let (_, stack) = oracle(&dir, "prog.trace");
     assert!(stack.is_empty() && last.ring[0].depth == 0);
     assert!(seq.ends_with(&thread_blocks(&last, last.ring[0].thread)));
+}
+
+/// Without a flight recorder, `tally_dump_trace()` writes what the thread's buffer holds (a
+/// stream of words, trace format 9; with `TALLY_TRACE_COMPRESS=1` the coded chunk, which it
+/// ends) and the stream goes on: the file at the end regenerates block for block as
+/// trace-naive's, and the copy taken right after the dump holds a prefix of its stream.
+#[test]
+fn dump_without_a_ring_keeps_the_stream_exact() {
+    let dir = build_both("dump-plain");
+    let args = ["dump", "2000"];
+    let naive = run_prog(&dir, "trace-naive", &args, None);
+    assert_eq!(naive.status.code(), Some(0));
+    let (seq, _) = oracle(&dir, "prog.trace");
+    for coded in [false, true] {
+        let vdir = dir.join("trace");
+        let mut c = prog_command(&dir, "trace", &args);
+        if coded {
+            c.env("TALLY_TRACE_COMPRESS", "1");
+        }
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "coded {coded}");
+        assert_eq!(out.stdout, naive.stdout, "coded {coded}");
+        let bytes = std::fs::read(vdir.join("prog.trace")).unwrap();
+        let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+        let want = if coded {
+            tally_format::trace::WTRACE_VERSION_CODED
+        } else {
+            tally_format::trace::WTRACE_VERSION_WORDS
+        };
+        assert_eq!(version, want, "coded {coded}");
+        let prof = Profile::read_file(vdir.join("prog.tally")).unwrap();
+        let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+        assert!(r.stopped.is_empty(), "coded {coded}: {:?}", r.stopped);
+        // (without `snapshot`'s blocks: its copy loop runs once per 4 KiB of the file, which
+        // trace-naive's is larger)
+        let all: Vec<Block> = thread_blocks(&r, r.blocks[0].thread)
+            .into_iter()
+            .filter(|b| b.0 != "snapshot")
+            .collect();
+        let seq: Vec<Block> = seq.iter().filter(|b| b.0 != "snapshot").cloned().collect();
+        let same = all.iter().zip(&seq).take_while(|(a, b)| a == b).count();
+        assert!(
+            all == seq,
+            "coded {coded}: the whole run: {} blocks against {}, the same up to {same}: {:?} / {:?}",
+            all.len(),
+            seq.len(),
+            &all[same.saturating_sub(3)..(same + 3).min(all.len())],
+            &seq[same.saturating_sub(3)..(same + 3).min(seq.len())]
+        );
+        // The copy: a prefix of the stream (but for the last byte's padding), which does not
+        // regenerate alone (the resolution of external calls comes at the end): one error.
+        let snap = std::fs::read(vdir.join("prog.trace.snap")).unwrap();
+        let (st, ft) = (
+            tally_format::trace::read_witness_trace(&snap).unwrap(),
+            tally_format::trace::read_witness_trace(&bytes).unwrap(),
+        );
+        let (a, b) = (&st.threads[0].1, &ft.threads[0].1);
+        assert!(
+            a.len() > 10_000 && a.len() < b.len() && b.starts_with(&a[..a.len() - 1]),
+            "coded {coded}: the dump's {} stream bytes, the end's {}",
+            a.len(),
+            b.len()
+        );
+        let err = tally_report::wtrace::regenerate(&snap, &prof)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not resolve"), "coded {coded}: {err}");
+    }
 }
 
 /// Worker threads, joined, then the main thread faults: every thread has its ring; the
