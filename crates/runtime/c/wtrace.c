@@ -787,48 +787,60 @@ static __attribute__((noinline)) void wt_enter_full(struct wt_thread *t, uint32_
  * position among the recently entered, or the full record. Then `again` is `self` (or null)
  * when the function predicts itself. */
 #define WT_HASH(key) (((key) * TALLY_WTRACE_ENTER_MUL) >> TALLY_WTRACE_ENTER_SHIFT)
-/* Appends a record of `bits` (1-32) bits into the inline word, or by wt_bits when it has no
- * room (its low `bits` bits are not all zero: a full or closed word). */
-static inline __attribute__((always_inline)) void wt_put_small(struct wt_thread *t, uint64_t v,
-                                                               unsigned bits) {
-    uint64_t w = t->a.acc;
-    if (__builtin_expect((w & ((1ull << bits) - 1)) == 0, 1))
-        t->a.acc = w >> bits | v << (64 - bits);
+/* The rest of an Enter that the short path below does not finish: the record when the word
+ * has no room for it (`bits` of `code`), or the full record (`bits` 0), then the state.
+ * Tail-called, so that the short path keeps everything in scratch registers. Returns the
+ * thread's depth. */
+static __attribute__((noinline, cold)) uint32_t wt_enter_rest(struct wt_thread *t, uint64_t key,
+                                                              const void *self, uint64_t code,
+                                                              unsigned bits) {
+    if (bits)
+        wt_bits(t, code, bits);
     else
-        wt_bits(t, v, bits);
+        wt_enter_full(t, (uint32_t)(key >> 32), (uint32_t)key);
+    t->e_next[WT_HASH(t->a.e_prev)] = key;
+    t->a.e_prev = key;
+    t->a.again = t->e_next[WT_HASH(key)] == key ? self : 0;
+    return t->a.depth;
 }
-static void wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function, const void *self) {
+/* Returns the thread's depth. */
+static inline __attribute__((always_inline)) uint32_t
+wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function, const void *self) {
     uint64_t key = (uint64_t)s << 32 | function;
     uint64_t *pred = &t->e_next[WT_HASH(t->a.e_prev)];
-    if (*pred == key) {
-        wt_put_small(t, 6, 3); /* '0' then kind 11 */
-        t->a.e_prev = key;
-        t->a.again = t->e_next[WT_HASH(key)] == key ? self : 0;
-        return;
-    }
-    /* Move to front while looking: each kept key moves down one place up to `key`'s (found:
-     * it comes out of its place) or to the end (new: the 16th falls off a full list). */
-    uint64_t *r = t->e_recent, carry = key;
-    uint32_t at = 0, nr = t->e_nrecent;
-    for (; at < nr; at++) {
-        uint64_t cur = r[at];
-        r[at] = carry;
-        carry = cur;
-        if (cur == key)
-            break;
-    }
-    if (at < nr) {
-        wt_put_small(t, 8 | (uint64_t)at << 4, 8); /* '0', kind 00, '1', the position */
-    } else {
-        if (nr < 16) {
-            r[nr] = carry;
-            t->e_nrecent = nr + 1;
+    uint64_t code = 6; /* '0' then kind 11: the predicted function */
+    unsigned bits = 3;
+    if (*pred != key) {
+        /* Move to front while looking: each kept key moves down one place up to `key`'s
+         * (found: it comes out of its place) or to the end (new: the 16th falls off a full
+         * list). */
+        uint64_t *r = t->e_recent, carry = key;
+        uint32_t at = 0, nr = t->e_nrecent;
+        for (; at < nr; at++) {
+            uint64_t cur = r[at];
+            r[at] = carry;
+            carry = cur;
+            if (cur == key)
+                break;
         }
-        wt_enter_full(t, s, function);
+        if (at >= nr) {
+            if (nr < 16) {
+                r[nr] = carry;
+                t->e_nrecent = nr + 1;
+            }
+            return wt_enter_rest(t, key, self, 0, 0);
+        }
+        code = 8 | (uint64_t)at << 4; /* '0', kind 00, '1', the position */
+        bits = 8;
     }
+    uint64_t w = t->a.acc;
+    if (__builtin_expect((w & ((1ull << bits) - 1)) != 0, 0))
+        return wt_enter_rest(t, key, self, code, bits); /* (a full or closed word) */
+    t->a.acc = w >> bits | code << (64 - bits);
     *pred = key;
     t->a.e_prev = key;
     t->a.again = t->e_next[WT_HASH(key)] == key ? self : 0;
+    return t->a.depth;
 }
 
 /* An entry with a flight recorder: the shadow stack, the Enter record, and a synchronization
@@ -869,11 +881,11 @@ uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *mod
     uint32_t s = __atomic_load_n(&m->slot, __ATOMIC_ACQUIRE);
     if (__builtin_expect(!s, 0))
         s = wt_module(m, module_counters);
-    if (self && t->a.direct == self)
+    if (self && t->a.direct == self) {
         t->a.direct = 0; /* announced */
-    else
-        wt_enter_record(t, s, function, self);
-    return depth;
+        return depth;
+    }
+    return wt_enter_record(t, s, function, self);
 }
 static __attribute__((noinline)) uint32_t wt_enter_other(struct tally_wtrace_module *m,
                                                          const uint64_t *module_counters,
