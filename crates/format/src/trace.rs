@@ -126,32 +126,69 @@ pub const WTRACE_VERSION_WORDS: u32 = 9;
 /// above its sentinel, in order, least-significant first, the last byte padded with zeros
 /// (the bytes version 7 holds). `None` when `bytes` is not whole words.
 pub fn unpack_words(bytes: &[u8]) -> Option<Vec<u8>> {
-    if !bytes.len().is_multiple_of(8) {
-        return None;
-    }
     let mut out = Vec::with_capacity(bytes.len());
-    let (mut pend, mut np) = (0u64, 0u32); // bits not yet out, how many (< 64)
-    for w in bytes.chunks_exact(8) {
-        let x = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+    let mut u = WordUnpacker::default();
+    u.push(bytes, &mut out);
+    u.finish(&mut out).then_some(out)
+}
+
+/// [`unpack_words`] chunk by chunk (a word may straddle two chunks), so that a thread's
+/// stream is unpacked as the file is read.
+#[derive(Default)]
+struct WordUnpacker {
+    pend: u64,        // bits not yet out, least-significant first
+    np: u32,          // how many (< 64)
+    partial: Vec<u8>, // the bytes of a word not yet whole (< 8)
+}
+
+impl WordUnpacker {
+    fn word(&mut self, x: u64, out: &mut Vec<u8>) {
         if x == 0 {
-            continue;
+            return; // (holds nothing)
         }
         let t = x.trailing_zeros(); // the sentinel
         let k = 63 - t; // the bits above it
         if k == 0 {
-            continue;
+            return;
         }
         let bits = x >> t >> 1;
-        pend |= bits << np;
-        np += k;
-        if np >= 64 {
-            out.extend_from_slice(&pend.to_le_bytes());
-            np -= 64;
-            pend = if np == 0 { 0 } else { bits >> (k - np) };
+        self.pend |= bits << self.np;
+        self.np += k;
+        if self.np >= 64 {
+            out.extend_from_slice(&self.pend.to_le_bytes());
+            self.np -= 64;
+            self.pend = if self.np == 0 {
+                0
+            } else {
+                bits >> (k - self.np)
+            };
         }
     }
-    out.extend_from_slice(&pend.to_le_bytes()[..np.div_ceil(8) as usize]);
-    Some(out)
+
+    fn push(&mut self, mut bytes: &[u8], out: &mut Vec<u8>) {
+        if !self.partial.is_empty() {
+            let take = (8 - self.partial.len()).min(bytes.len());
+            self.partial.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.partial.len() < 8 {
+                return;
+            }
+            let x = u64::from_le_bytes(self.partial[..].try_into().expect("8 bytes"));
+            self.partial.clear();
+            self.word(x, out);
+        }
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.word(u64::from_le_bytes(w.try_into().expect("8 bytes")), out);
+        }
+        self.partial.extend_from_slice(words.remainder());
+    }
+
+    /// The last bits go out; false when the stream did not end on a whole word.
+    fn finish(&mut self, out: &mut Vec<u8>) -> bool {
+        out.extend_from_slice(&self.pend.to_le_bytes()[..self.np.div_ceil(8) as usize]);
+        self.partial.is_empty()
+    }
 }
 
 /// The thread id of a chunk that resolves a module's external callees.
@@ -355,6 +392,8 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
         return Err(TraceError::WitnessVersion(version));
     }
     let words = version == WTRACE_VERSION_WORDS;
+    // per thread of a stream of words, its unpacker (in the order of `out.threads`)
+    let mut unpackers: Vec<WordUnpacker> = Vec::new();
     let mut out = WitnessTrace::default();
     let mut ring = (u32_at(bytes, 12) & WTRACE_RING != 0).then(Vec::new);
     // per thread of a coded file, its model (in the order of `out.threads`)
@@ -404,6 +443,9 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
                     if let Some(m) = models.as_mut() {
                         m.push(RcModel::default());
                     }
+                    if words {
+                        unpackers.push(WordUnpacker::default());
+                    }
                     out.threads.len() - 1
                 }
             };
@@ -411,14 +453,15 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
                 Some(m) => m[i]
                     .decode_chunk(body, &mut out.threads[i].1)
                     .ok_or(TraceError::BadCoded(chunk))?,
+                None if words => unpackers[i].push(body, &mut out.threads[i].1),
                 None => out.threads[i].1.extend_from_slice(body),
             }
         }
         chunk += 1;
     }
-    if words {
-        for (thread, stream) in &mut out.threads {
-            *stream = unpack_words(stream).ok_or(TraceError::BadWords(*thread))?;
+    for (u, (thread, stream)) in unpackers.iter_mut().zip(&mut out.threads) {
+        if !u.finish(stream) {
+            return Err(TraceError::BadWords(*thread));
         }
     }
     out.ring = ring;
