@@ -337,7 +337,6 @@ _Static_assert(offsetof(struct wt_thread, buf) == offsetof(struct wt_thread, hea
 _Static_assert(offsetof(struct wt_thread, buf) % 8 == 0 && WT_BUF % 8 == 0,
                "a stream of words stages into its buffer");
 
-
 /* A range-coded stream's buffer goes to its coder; the chunk ends (is written) when full and
  * when `end` (the end of the stream, tally_dump_trace). `end` also bounds the waits (see wt_lock). */
 static void wt_rc_flush(struct wt_thread *t, int end) {
