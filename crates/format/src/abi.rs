@@ -593,6 +593,22 @@ pub const DEFINES: &[Define] = &[
         "TALLY_WTRACE_VERSION_WORDS",
         crate::trace::WTRACE_VERSION_WORDS as u64,
     ),
+    u(
+        "TALLY_WTRACE_MODULE_CHUNK",
+        crate::trace::WTRACE_MODULE_CHUNK as u64,
+    ),
+    u(
+        "TALLY_WTRACE_RESOLVE_CHUNK",
+        crate::trace::WTRACE_RESOLVE_CHUNK as u64,
+    ),
+    u(
+        "TALLY_WTRACE_SIGNAL_CHUNK",
+        crate::trace::WTRACE_SIGNAL_CHUNK as u64,
+    ),
+    u(
+        "TALLY_WTRACE_CUT_CHUNK",
+        crate::trace::WTRACE_CUT_CHUNK as u64,
+    ),
 ];
 
 /// A libc function whose direct calls (and address uses) in instrumented code are redirected to

@@ -199,6 +199,24 @@ pub const WTRACE_RESOLVE_CHUNK: u32 = u32::MAX - 2;
 pub type Resolution = (u32, Vec<Option<(u32, u32)>>);
 /// The thread id of a chunk that names a module instead of carrying stream bytes.
 pub const WTRACE_MODULE_CHUNK: u32 = u32::MAX;
+/// The thread id of a chunk that says a stream is a signal handler's: `u32 stream, u32
+/// interrupted stream (0: none), u32 signal` (ARCHITECTURE.md, "Signal handlers in witness
+/// traces").
+pub const WTRACE_SIGNAL_CHUNK: u32 = u32::MAX - 3;
+/// The thread id of a chunk that says a stream ends where a `siglongjmp` or an exception out of
+/// a signal handler left its code between two records: `u32 stream`.
+pub const WTRACE_CUT_CHUNK: u32 = u32::MAX - 4;
+
+/// A signal handler's stream ([`WTRACE_SIGNAL_CHUNK`]).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, serde::Serialize)]
+pub struct SignalStream {
+    /// The handler's stream.
+    pub stream: u32,
+    /// The stream whose code the signal interrupted (0: a thread that had none yet).
+    pub interrupted: u32,
+    /// The signal number.
+    pub signal: u32,
+}
 /// Header flag (the `u32` after the version) of a flight recorder's file (`TALLY_TRACE_RING`).
 pub const WTRACE_RING: u32 = 1;
 /// The thread id of a flight recorder's chunk holding a thread's activations at the dump.
@@ -253,7 +271,9 @@ pub struct RingThread {
 /// (named by `Enter` records) is the module whose metadata hashes to `hash`. A chunk of thread
 /// [`WTRACE_RESOLVE_CHUNK`] holds `u32 slot, u32 n, n x {u32 slot', u32 index}`: the module's
 /// external callee `k` (`tally_format::WCallee::Extern`) is function `index` of module `slot'`
-/// (0: no traced function), as the runtime found it by address. Any other chunk
+/// (0: no traced function), as the runtime found it by address. A chunk of thread
+/// [`WTRACE_SIGNAL_CHUNK`] says that a stream is a signal handler's, one of
+/// [`WTRACE_CUT_CHUNK`] that a stream was left between two records. Any other chunk
 /// continues the bit stream of thread `thread` (threads are numbered from 1 in the order they
 /// first wrote). A stream is `tally_graph::witness::bits`' encoding (control records: `1`
 /// Back, `0` then a 2-bit kind: 0 Enter, 1 Unwind, 2 End, 3 predicted Enter), except that a
@@ -292,6 +312,11 @@ pub struct WitnessTrace {
     /// The thread chunks were whole words (version [`WTRACE_VERSION_WORDS`]); `threads` holds
     /// the unpacked streams.
     pub words: bool,
+    /// The streams of signal handlers that interrupted traced code, in the order written.
+    pub signals: Vec<SignalStream>,
+    /// Streams that end where a `siglongjmp` or an exception out of a signal handler left
+    /// their code between two records ([`WTRACE_CUT_CHUNK`]).
+    pub cut: Vec<u32>,
 }
 
 fn leb(bytes: &[u8], pos: &mut usize) -> Option<u32> {
@@ -418,6 +443,20 @@ pub fn read_witness_trace(bytes: &[u8]) -> Result<WitnessTrace, TraceError> {
         if thread == WTRACE_RESOLVE_CHUNK {
             let r = resolution(body).ok_or(TraceError::BadRecord(chunk))?;
             out.resolutions.push(r);
+        } else if thread == WTRACE_SIGNAL_CHUNK {
+            if len != 12 {
+                return Err(TraceError::BadRecord(chunk));
+            }
+            out.signals.push(SignalStream {
+                stream: u32_at(body, 0),
+                interrupted: u32_at(body, 4),
+                signal: u32_at(body, 8),
+            });
+        } else if thread == WTRACE_CUT_CHUNK {
+            if len != 4 {
+                return Err(TraceError::BadRecord(chunk));
+            }
+            out.cut.push(u32_at(body, 0));
         } else if thread == WTRACE_MODULE_CHUNK {
             if len != 12 {
                 return Err(TraceError::BadRecord(chunk));
@@ -548,5 +587,40 @@ mod tests {
         // a flight recorder's ring is never a stream of words
         file[12] = WTRACE_RING as u8;
         assert_eq!(read_witness_trace(&file), Err(TraceError::BadRecord(0)));
+    }
+
+    #[test]
+    fn signal_and_cut_chunks_are_read_and_checked() {
+        let chunk = |file: &mut Vec<u8>, id: u32, words: &[u32]| {
+            file.extend_from_slice(&id.to_le_bytes());
+            file.extend_from_slice(&(4 * words.len() as u32).to_le_bytes());
+            for w in words {
+                file.extend_from_slice(&w.to_le_bytes());
+            }
+        };
+        let mut file = b"TALLYWTR".to_vec();
+        file.extend_from_slice(&WTRACE_VERSION.to_le_bytes());
+        file.extend_from_slice(&0u32.to_le_bytes());
+        chunk(&mut file, WTRACE_SIGNAL_CHUNK, &[2, 1, 11]);
+        chunk(&mut file, 2, &[0x0403_0201]);
+        chunk(&mut file, WTRACE_CUT_CHUNK, &[1]);
+        let t = read_witness_trace(&file).unwrap();
+        assert_eq!(
+            t.signals,
+            vec![SignalStream {
+                stream: 2,
+                interrupted: 1,
+                signal: 11
+            }]
+        );
+        assert_eq!(t.cut, vec![1]);
+        assert_eq!(t.threads, vec![(2, vec![1, 2, 3, 4])]);
+        // wrong lengths are refused, not read past
+        let mut bad = file[..16].to_vec();
+        chunk(&mut bad, WTRACE_SIGNAL_CHUNK, &[2, 1]);
+        assert_eq!(read_witness_trace(&bad), Err(TraceError::BadRecord(0)));
+        let mut bad = file[..16].to_vec();
+        chunk(&mut bad, WTRACE_CUT_CHUNK, &[]);
+        assert_eq!(read_witness_trace(&bad), Err(TraceError::BadRecord(0)));
     }
 }

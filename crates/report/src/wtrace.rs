@@ -54,6 +54,9 @@ pub struct Regenerated {
     pub trace_bytes: usize,
     /// A flight recorder's file (`TALLY_TRACE_RING`): how each thread ends.
     pub ring: Vec<RingEnd>,
+    /// The streams of signal handlers that interrupted traced code (each a thread of its own
+    /// in [`Regenerated::blocks`]), in the order written.
+    pub signals: Vec<tally_format::trace::SignalStream>,
 }
 
 struct Program<'a> {
@@ -518,6 +521,11 @@ fn records_end(bytes: &[u8]) -> u64 {
     }
 }
 
+/// Why a stream ([`WitnessTrace::cut`]) stops where a signal handler left its code.
+const CUT: &str = "a signal handler interrupted this thread's traced code and left it by \
+                   siglongjmp or an exception, at an unknown point after its last record: \
+                   regeneration is not exact past that record, and the thread wrote no more";
+
 /// What [`walk`] returns: the threads that stopped early, and why; a flight recorder's ends.
 type Walked = (Vec<(u32, String)>, Vec<RingEnd>);
 
@@ -534,10 +542,16 @@ fn walk(
     let names = Names::new(trace, &p.ids);
     let regen = Regenerator::new(&p.funcs);
     let mut stopped = Vec::new();
+    let cut: std::collections::HashSet<u32> = trace.cut.iter().copied().collect();
     for (thread, stream) in &trace.threads {
         let mut src = Stream::new(stream, records_end(stream), &names);
         let r = regen.run_slotted(&mut src, |v, slot| each(*thread, v, slot));
-        if let Err(e) = r {
+        if cut.contains(thread) {
+            // Its code was left at an unknown point after its last record: whatever the
+            // regenerator made of the end (it ran out of records, or took `End` for the end of
+            // the thread), the blocks after that record are not known.
+            stopped.push((*thread, CUT.to_string()));
+        } else if let Err(e) = r {
             let why = match e {
                 RegenError::Decode(m) => m,
                 other => other.to_string(),
@@ -580,6 +594,7 @@ pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String
         stopped,
         trace_bytes: bytes.len(),
         ring,
+        signals: trace.signals.clone(),
     })
 }
 
@@ -693,6 +708,17 @@ pub fn render(
             "stopped": stopped,
         });
         let mut v = v;
+        if !r.signals.is_empty() {
+            v["signal_handlers"] = r
+                .signals
+                .iter()
+                .map(|h| {
+                    serde_json::json!({
+                        "thread": h.stream, "signal": h.signal, "interrupted": h.interrupted,
+                    })
+                })
+                .collect();
+        }
         if !r.ring.is_empty() {
             v["ring"] = serde_json::to_value(&r.ring).unwrap_or_default();
         }
@@ -716,7 +742,38 @@ pub fn render(
     for (t, why) in &r.stopped {
         s.push_str(&format!("thread {t}: {why}\n"));
     }
+    s.push_str(&render_signals(&r.signals));
     s.push_str(&render_ring(&r.ring));
+    s
+}
+
+/// Which threads of `tally trace`'s text are signal handlers' streams: one line for a few,
+/// a summary per signal and interrupted thread for many.
+fn render_signals(signals: &[tally_format::trace::SignalStream]) -> String {
+    let mut s = String::new();
+    if signals.len() <= 8 {
+        for h in signals {
+            s.push_str(&format!(
+                "thread {}: a handler of signal {} that interrupted thread {}\n",
+                h.stream, h.signal, h.interrupted
+            ));
+        }
+        return s;
+    }
+    let mut by: std::collections::BTreeMap<(u32, u32), (u32, u32, usize)> = Default::default();
+    for h in signals {
+        let e = by
+            .entry((h.signal, h.interrupted))
+            .or_insert((h.stream, h.stream, 0));
+        e.0 = e.0.min(h.stream);
+        e.1 = e.1.max(h.stream);
+        e.2 += 1;
+    }
+    for ((signal, interrupted), (lo, hi, n)) in by {
+        s.push_str(&format!(
+            "threads {lo}-{hi}: {n} handlers of signal {signal} that interrupted thread {interrupted}\n"
+        ));
+    }
     s
 }
 

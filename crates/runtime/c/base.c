@@ -71,6 +71,41 @@ void spin_unlock(char *lock) {
     __atomic_clear(lock, __ATOMIC_RELEASE);
 }
 
+static __thread uint32_t tid_cache __attribute__((tls_model("initial-exec")));
+
+uint32_t thread_id(void) {
+    uint32_t me = tid_cache;
+    if (!me) {
+        me = (uint32_t)syscall(SYS_gettid);
+        tid_cache = me;
+    }
+    return me;
+}
+
+void thread_id_forget(void) {
+    tid_cache = 0;
+}
+
+int owner_lock(uint32_t *word, int bounded) {
+    uint32_t me = thread_id(), cur = 0;
+    for (unsigned i = 0;
+         !__atomic_compare_exchange_n(word, &cur, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+         i++, cur = 0) {
+        if (cur == me || (bounded && i > 100000))
+            return 0;
+        sched_yield();
+    }
+    return 1;
+}
+
+int owner_lock_mine(const uint32_t *word) {
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE) == thread_id();
+}
+
+void owner_unlock(uint32_t *word) {
+    __atomic_store_n(word, 0, __ATOMIC_RELEASE);
+}
+
 int each_note(const struct dl_phdr_info *info, int (*fn)(const struct note *n, void *arg),
               void *arg) {
     for (unsigned i = 0; i < info->dlpi_phnum; i++) {

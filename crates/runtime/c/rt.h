@@ -57,6 +57,11 @@
 #define cpu_relax tally__cpu_relax
 #define spin_lock tally__spin_lock
 #define spin_unlock tally__spin_unlock
+#define thread_id tally__thread_id
+#define thread_id_forget tally__thread_id_forget
+#define owner_lock tally__owner_lock
+#define owner_lock_mine tally__owner_lock_mine
+#define owner_unlock tally__owner_unlock
 #define each_note tally__each_note
 #define read_env tally__read_env
 #define join_registry tally__join_registry
@@ -90,6 +95,8 @@
 #define trace_module_hash tally__trace_module_hash
 #define wtrace_finish tally__wtrace_finish
 #define wtrace_forked tally__wtrace_forked
+#define wtrace_signal_streams tally__wtrace_signal_streams
+#define wtrace_signal tally__wtrace_signal
 #define wring_size tally__wring_size
 #define wring_new tally__wring_new
 #define wring_module tally__wring_module
@@ -131,6 +138,16 @@ void cpu_relax(void);
  * e.g. when exit() is called from a signal handler that interrupted a registration. */
 int spin_lock(char *lock, int bounded);
 void spin_unlock(char *lock);
+/* The calling thread's kernel id (cached; thread_id_forget in a fork child). */
+uint32_t thread_id(void);
+void thread_id_forget(void);
+/* A lock whose word is its holder's kernel thread id (0: free), for what signal handlers write
+ * too. Returns 1 when taken; 0, without waiting, when this thread holds it already (a handler
+ * interrupted the holder: waiting would never end), and 0 when `bounded` waited too long. */
+int owner_lock(uint32_t *word, int bounded);
+/* Whether this thread holds it. */
+int owner_lock_mine(const uint32_t *word);
+void owner_unlock(uint32_t *word);
 
 /* One ELF note of a loaded object (dl_iterate_phdr), bounds checked against its PT_NOTE. */
 struct note {
@@ -400,6 +417,13 @@ uint64_t trace_module_hash(const uint64_t *counters);
 void wtrace_finish(void);
 /* Called in a fork child: it traces nothing. */
 void wtrace_forked(void);
+/* Whether handlers should run through wtrace_signal: the process traces, without a flight
+ * recorder. */
+int wtrace_signal_streams(void);
+/* Runs the program's handler `v` on a stream of its own (ARCHITECTURE.md, "Signal handlers in
+ * witness traces"); `pc` is the interrupted instruction, `inside` whether it is in this image. */
+void wtrace_signal(const struct sigaction *v, int sig, siginfo_t *info, void *uc, uintptr_t pc,
+                   int inside);
 
 /* ---- wring.c: the flight recorder (TALLY_TRACE_RING) --------------------------------------- */
 

@@ -43,7 +43,8 @@ static const int fatal_signals[] = {
 
 static char managed[NSIGS];          /* a fatal signal, set up by signals_init */
 static char ours[NSIGS];             /* the kernel's action is on_signal */
-static struct sigaction view[NSIGS]; /* the program's action, while ours[] */
+static char traced[NSIGS];           /* the kernel's action is on_traced (witness traces) */
+static struct sigaction view[NSIGS]; /* the program's action, while ours[] or traced[] */
 static char sig_lock;
 static int initialized;
 
@@ -67,6 +68,102 @@ static int install_ours(int sig, const struct sigaction *like) {
 
 static int is_ours(const struct sigaction *k) {
     return (k->sa_flags & SA_SIGINFO) && k->sa_sigaction == on_signal;
+}
+
+/* ---- Handlers in witness traces (ARCHITECTURE.md, "Signal handlers in witness traces") ----
+ *
+ * While the process traces (wtrace_signal_streams), a handler the program installs is installed
+ * as on_traced with the program's mask and flags (plus SA_SIGINFO); on_traced calls it through
+ * wtrace_signal, which runs it on a stream of its own, and which needs to know whether the
+ * signal interrupted code of this image (the traced code and the runtime), told by the
+ * interrupted instruction's address against this image's executable segments. The program's
+ * view is its own action, as for the fatal signals. */
+
+static void on_traced(int sig, siginfo_t *info, void *uc);
+
+static int is_traced(const struct sigaction *k) {
+    return (k->sa_flags & SA_SIGINFO) && k->sa_sigaction == on_traced;
+}
+
+/* This image's executable segments (found once, before the first handler is wrapped). */
+static uintptr_t image_lo[8], image_hi[8];
+static int image_n = -1;
+
+static int find_image(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    uintptr_t self = (uintptr_t)data;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && self >= lo && self - lo < ph->p_memsz)
+            mine = 1;
+    }
+    if (!mine)
+        return 0;
+    int n = 0;
+    for (int i = 0; i < info->dlpi_phnum && n < 8; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            image_lo[n] = info->dlpi_addr + ph->p_vaddr;
+            image_hi[n] = image_lo[n] + ph->p_memsz;
+            n++;
+        }
+    }
+    __atomic_store_n(&image_n, n, __ATOMIC_RELEASE);
+    return 1;
+}
+
+static void find_image_once(void) {
+    if (__atomic_load_n(&image_n, __ATOMIC_ACQUIRE) >= 0)
+        return;
+    int saved_errno = errno;
+    (void)dl_iterate_phdr(find_image, (void *)(uintptr_t)&on_traced);
+    errno = saved_errno;
+}
+
+/* The interrupted instruction's address (`uc`), or 0 when unknown. */
+static uintptr_t interrupted_pc(void *uc) {
+    if (!uc)
+        return 0;
+#if defined(__x86_64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.pc;
+#else
+    return 0;
+#endif
+}
+
+/* Whether `pc` is in this image (also when that is not known). */
+static int inside_image(uintptr_t pc) {
+    int n = __atomic_load_n(&image_n, __ATOMIC_ACQUIRE);
+    if (n <= 0 || !pc)
+        return 1;
+    for (int i = 0; i < n; i++)
+        if (pc >= image_lo[i] && pc < image_hi[i])
+            return 1;
+    return 0;
+}
+
+/* Calls the program's handler `v`: through wtrace_signal while the process traces. */
+static void program_handler(const struct sigaction *v, int sig, siginfo_t *info, void *uc) {
+    if (own_process() && wtrace_signal_streams()) {
+        uintptr_t pc = interrupted_pc(uc);
+        wtrace_signal(v, sig, info, uc, pc, inside_image(pc));
+    } else if (v->sa_flags & SA_SIGINFO)
+        v->sa_sigaction(sig, info, uc);
+    else
+        v->sa_handler(sig);
+}
+
+static int install_traced(int sig, const struct sigaction *act) {
+    struct sigaction a;
+    memset(&a, 0, sizeof a);
+    a.sa_sigaction = on_traced;
+    a.sa_mask = act->sa_mask;
+    a.sa_flags = act->sa_flags | SA_SIGINFO;
+    return sigaction(sig, &a, 0);
 }
 
 /* At the owner's first registration: every fatal signal the program leaves at SIG_DFL gets the
@@ -101,14 +198,22 @@ static void crash_settle(void) {
     release_threads();
 }
 
+/* A handler's copy of the program's view of `sig`, read under the table's lock taken bounded
+ * (the handler may have interrupted its holder); returns whether the lock is held. */
+static int view_locked(int sig, struct sigaction *v) {
+    int locked = spin_lock(&sig_lock, 1);
+    *v = view[sig];
+    return locked;
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uc) {
     int saved_errno = errno;
     if (sig <= 0 || sig >= NSIGS)
         return;
     /* In the child of a vfork the table is the parent's memory: read it, never change it. */
     int own = own_process();
-    int locked = spin_lock(&sig_lock, 1);
-    struct sigaction v = view[sig];
+    struct sigaction v;
+    int locked = view_locked(sig, &v);
     if (v.sa_handler != SIG_DFL && !own) {
         if (locked)
             spin_unlock(&sig_lock);
@@ -128,10 +233,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc) {
         if (locked)
             spin_unlock(&sig_lock);
         errno = saved_errno;
-        if (v.sa_flags & SA_SIGINFO)
-            v.sa_sigaction(sig, info, uc);
-        else
-            v.sa_handler(sig);
+        program_handler(&v, sig, info, uc);
         return;
     }
     if (locked)
@@ -150,6 +252,38 @@ static void on_signal(int sig, siginfo_t *info, void *uc) {
     errno = saved_errno;
 }
 
+/* The program's action `act` becomes its view of `sig`, as the kernel would report it:
+ * without SIGKILL and SIGSTOP in the mask, with the flags libc adds (SA_RESTORER). */
+static void set_view(int sig, const struct sigaction *act) {
+    struct sigaction k;
+    view[sig] = *act;
+    sigdelset(&view[sig].sa_mask, SIGKILL);
+    sigdelset(&view[sig].sa_mask, SIGSTOP);
+    if (sigaction(sig, 0, &k) == 0)
+        view[sig].sa_flags |= k.sa_flags & ~(act->sa_flags | SA_SIGINFO | SA_RESTART);
+}
+
+/* The kernel's action while the program's handler is wrapped (traced[]). */
+static void on_traced(int sig, siginfo_t *info, void *uc) {
+    int saved_errno = errno;
+    if (sig <= 0 || sig >= NSIGS)
+        return;
+    struct sigaction v;
+    int locked = view_locked(sig, &v);
+    if ((v.sa_flags & SA_RESETHAND) && own_process()) {
+        /* A one-shot handler: the kernel reset the action to SIG_DFL before this ran; so
+         * does the view. (A fatal signal's one-shot handler goes through on_signal.) */
+        view[sig].sa_handler = SIG_DFL;
+        __atomic_store_n(&traced[sig], 0, __ATOMIC_RELEASE);
+    }
+    if (locked)
+        spin_unlock(&sig_lock);
+    errno = saved_errno;
+    if (v.sa_handler == SIG_DFL || v.sa_handler == SIG_IGN)
+        return; /* (changed since the signal came: the program's action is no longer a handler) */
+    program_handler(&v, sig, info, uc);
+}
+
 /* The owner's part of the `sigaction` wrapper: the program's view in and out, the kernel's
  * action as described at the top. Signals are blocked while the table changes, so a handler
  * calling sigaction on the same thread cannot deadlock. */
@@ -157,41 +291,55 @@ int owner_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
     /* A vfork child (resetting dispositions before an exec) must not change the parent's
      * table: it gets the real call. */
     if (sig <= 0 || sig >= NSIGS || !__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) ||
-        !managed[sig] || !own_process())
+        !own_process())
         return sigaction(sig, act, old);
+    /* A handler to wrap: the process traces (not SIGKILL or SIGSTOP, which take none). */
+    int wrap = act && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN &&
+               sig != SIGKILL && sig != SIGSTOP && wtrace_signal_streams();
+    if (!managed[sig] && !wrap && !__atomic_load_n(&traced[sig], __ATOMIC_ACQUIRE))
+        return sigaction(sig, act, old);
+    if (wrap)
+        find_image_once(); /* (before signals are blocked: it takes the loader's lock) */
     sigset_t all, prev;
     sigfillset(&all);
     (void)pthread_sigmask(SIG_SETMASK, &all, &prev);
     spin_lock(&sig_lock, 0);
     int rc = 0;
     struct sigaction k;
-    if (ours[sig] && (sigaction(sig, 0, &k) != 0 || !is_ours(&k)))
-        ours[sig] = 0; /* changed behind the wrappers' back (code tally did not build) */
+    if ((ours[sig] || traced[sig]) &&
+        (sigaction(sig, 0, &k) != 0 || !(ours[sig] ? is_ours(&k) : is_traced(&k))))
+        ours[sig] = traced[sig] = 0; /* changed behind the wrappers' back (code tally did not build) */
     struct sigaction was = view[sig];
-    int was_ours = ours[sig];
+    int was_ours = ours[sig] || traced[sig];
     if (act) {
         /* The kernel takes handler value 0 as SIG_DFL and 1 as SIG_IGN, with or without
          * SA_SIGINFO (sa_sigaction shares the field). */
         int dfl = act->sa_handler == SIG_DFL;
         int oneshot = !dfl && act->sa_handler != SIG_IGN && (act->sa_flags & SA_RESETHAND);
-        if (dfl || oneshot) {
+        if (managed[sig] && (dfl || oneshot)) {
             rc = was_ours ? 0 : sigaction(sig, 0, &was);
             if (rc == 0)
                 rc = install_ours(sig, oneshot ? act : 0);
             if (rc == 0) {
-                view[sig] = *act;
-                /* As the kernel would report it: without SIGKILL and SIGSTOP in the mask, with
-                 * the flags libc adds (SA_RESTORER) */
-                sigdelset(&view[sig].sa_mask, SIGKILL);
-                sigdelset(&view[sig].sa_mask, SIGSTOP);
-                if (sigaction(sig, 0, &k) == 0)
-                    view[sig].sa_flags |= k.sa_flags & ~(act->sa_flags | SA_SIGINFO | SA_RESTART);
+                set_view(sig, act);
+                __atomic_store_n(&traced[sig], 0, __ATOMIC_RELEASE);
                 __atomic_store_n(&ours[sig], 1, __ATOMIC_RELEASE);
+            }
+        } else if (wrap) {
+            rc = was_ours ? 0 : sigaction(sig, 0, &was);
+            if (rc == 0)
+                rc = install_traced(sig, act);
+            if (rc == 0) {
+                set_view(sig, act);
+                __atomic_store_n(&ours[sig], 0, __ATOMIC_RELEASE);
+                __atomic_store_n(&traced[sig], 1, __ATOMIC_RELEASE);
             }
         } else {
             rc = sigaction(sig, act, was_ours ? 0 : &was);
-            if (rc == 0)
+            if (rc == 0) {
                 __atomic_store_n(&ours[sig], 0, __ATOMIC_RELEASE);
+                __atomic_store_n(&traced[sig], 0, __ATOMIC_RELEASE);
+            }
         }
     } else if (!was_ours) {
         rc = sigaction(sig, 0, &was);

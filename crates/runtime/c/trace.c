@@ -77,10 +77,7 @@ static void trace_open(void) {
     }
 }
 
-static void trace_record(uint64_t a, uint64_t b, uint64_t c) {
-    int saved_errno = errno;
-    while (__atomic_exchange_n(&trace.lock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
+static void trace_append_locked(uint64_t a, uint64_t b, uint64_t c) {
     if (trace.fd == 0)
         trace_open();
     if (trace.fd > 0) {
@@ -91,7 +88,72 @@ static void trace_record(uint64_t a, uint64_t b, uint64_t c) {
             for (int k = 0; k < 8; k++)
                 trace.buf[trace.n++] = (unsigned char)(w[i] >> (8 * k));
     }
-    __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
+}
+
+/* The lock holds the holder's kernel thread id, so that a signal handler that interrupted its
+ * own thread's holder neither waits for ever nor writes into the record being written: its
+ * records go to the thread's side buffer (mmap'd once), which the holder appends right after
+ * the record it was writing -- the order of the events, the interrupted edge being taken
+ * before the handler ran. */
+struct tn_side {
+    uint32_t n, cap;
+    uint64_t lost;
+    uint64_t r[][3];
+};
+#define TN_SIDE_BYTES (1u << 20)
+static __thread struct tn_side *tn_side __attribute__((tls_model("initial-exec")));
+static uint64_t tn_lost; /* records of handlers that did not fit (reported at the end) */
+
+static void trace_side_put(uint64_t a, uint64_t b, uint64_t c) {
+    struct tn_side *sd = tn_side;
+    if (!sd) {
+        void *p = mmap(0, TN_SIDE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            __atomic_add_fetch(&tn_lost, 1, __ATOMIC_RELAXED);
+            return;
+        }
+        sd = p;
+        sd->cap = (TN_SIDE_BYTES - sizeof *sd) / sizeof sd->r[0];
+        tn_side = sd;
+    }
+    uint32_t n = __atomic_load_n(&sd->n, __ATOMIC_ACQUIRE);
+    if (n >= sd->cap) {
+        __atomic_add_fetch(&tn_lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    sd->r[n][0] = a;
+    sd->r[n][1] = b;
+    sd->r[n][2] = c;
+    __atomic_store_n(&sd->n, n + 1, __ATOMIC_RELEASE);
+}
+
+/* The side buffer's records follow (the lock is held). */
+static void trace_side_drain_locked(void) {
+    struct tn_side *sd = tn_side;
+    if (!sd)
+        return;
+    for (uint32_t i = 0;;) {
+        uint32_t n = __atomic_load_n(&sd->n, __ATOMIC_ACQUIRE);
+        if (i < n) {
+            trace_append_locked(sd->r[i][0], sd->r[i][1], sd->r[i][2]);
+            i++;
+        } else if (__atomic_compare_exchange_n(&sd->n, &n, 0, 0, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE)) {
+            return;
+        }
+    }
+}
+
+static void trace_record(uint64_t a, uint64_t b, uint64_t c) {
+    int saved_errno = errno;
+    if (!owner_lock(&trace.lock, 0)) {
+        trace_side_put(a, b, c);
+        errno = saved_errno;
+        return;
+    }
+    trace_append_locked(a, b, c);
+    trace_side_drain_locked();
+    owner_unlock(&trace.lock);
     errno = saved_errno;
 }
 
@@ -120,10 +182,18 @@ void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret) {
 
 void trace_finish(void) {
     wtrace_finish();
-    while (__atomic_exchange_n(&trace.lock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
+    int held = owner_lock(&trace.lock, 1); /* (bounded: maybe a handler that interrupted it) */
+    if (held)
+        trace_side_drain_locked();
     trace_flush_locked();
-    __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
+    uint64_t lost = __atomic_exchange_n(&tn_lost, 0, __ATOMIC_RELAXED);
+    if (lost && trace.fd > 0) {
+        static const char msg[] =
+            "tally: the trace misses records of signal handlers (a side buffer was full)\n";
+        write_stderr(msg, sizeof msg - 1);
+    }
+    if (held)
+        owner_unlock(&trace.lock);
 }
 
 /* In a fork child (the registry owner's pthread_atfork handler): the trace belongs to the
@@ -136,5 +206,8 @@ void trace_forked(void) {
         (void)close(trace.fd);
     trace.fd = -1;
     trace.n = 0;
+    thread_id_forget(); /* (the child's own id, when it needs it) */
+    if (tn_side)
+        tn_side->n = 0;
     __atomic_store_n(&trace.lock, 0, __ATOMIC_RELEASE);
 }

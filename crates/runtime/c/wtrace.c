@@ -8,7 +8,9 @@
  *
  * A chunk of thread 0xffffffff names a module: { u32 slot, u64 metadata hash }; `Enter`
  * records carry (slot, function index). A chunk of thread 0xfffffffd resolves a module's
- * external callees (written at the end, wt_write_resolutions). Control records: a prefix code,
+ * external callees (written at the end, wt_write_resolutions); 0xfffffffc says a stream is a
+ * signal handler's and 0xfffffffb that a stream was cut ("Signal handlers" below; the ids are
+ * TALLY_WTRACE_*_CHUNK in tally.h). Control records: a prefix code,
  * `1` Back, `0` then a 2-bit kind (0 Enter, 1 landing, 2 End, 3 predicted Enter), and varints
  * of 7 bits + a continuation bit; an Enter is coded against the stream's history
  * (wt_enter_record), whose prediction (the previous Enter and the table, in the thread's
@@ -65,7 +67,7 @@
 #define WT_BUF 65536
 #define WT_BUF_SMALL 4096
 #define WT_STAGE 64 /* words staged inline (tally_wtrace_acc.stage) */
-#define WT_MODULE_CHUNK 0xffffffffu
+#define WT_MODULE_CHUNK TALLY_WTRACE_MODULE_CHUNK
 
 struct wt_thread {
     /* The fast path's state: the inline word (closed once ended), the direct flag (the callee
@@ -82,6 +84,17 @@ struct wt_thread {
     uint64_t end_lo, end_hi; /* a ring's stream once ended: its pending bits (wt_pending), */
     unsigned end_n;          /* how many (the dump writes them exactly, wtrace_finish) */
     struct wt_rc *rc;     /* with TALLY_TRACE_COMPRESS: the stream's range coder, or null */
+    /* A signal handler's stream (wtrace_signal, "Signal handlers" below): the stream and the
+     * accumulator pointer of the code it interrupted, that code's depth (this stream's
+     * activations are the ones above it), whether the stream is in use, and whether its
+     * chunks are owed (written by its thread when it next releases the lock: the handler
+     * interrupted the lock's holder). */
+    struct wt_thread *sig_parent;
+    struct tally_wtrace_acc *sig_pacc;
+    struct wt_thread *sig_link; /* the thread's free or owed signal streams */
+    uint32_t sig_base, sig_number; /* (and the signal) */
+    int sig_active, sig_owed;
+    int sig_in_call; /* the interrupted code was in a call of the program's (wtrace_signal) */
     int words;            /* a stream of whole words (trace format 9, below): the inline code
                            * stages straight into `buf`, whose first `n` bytes are written */
     /* Enter's code (trace format 7, tally_graph::witness::bits::EnterCoder, over keys
@@ -107,16 +120,19 @@ struct wt_mod {
     const void **externs; /* [nexterns] */
 };
 
-#define WT_RESOLVE_CHUNK 0xfffffffdu
+#define WT_RESOLVE_CHUNK TALLY_WTRACE_RESOLVE_CHUNK
+#define WT_SIGNAL_CHUNK TALLY_WTRACE_SIGNAL_CHUNK /* {u32 stream, u32 interrupted or 0, u32 signal} */
+#define WT_CUT_CHUNK TALLY_WTRACE_CUT_CHUNK /* {u32 stream}: left between two records (wt_sig_left) */
 #define WT_TABLE_MAX (1u << 24) /* entries of a module's table taken (a bound on bad input) */
 
 static struct {
-    uint32_t lock; /* the file, the lists, the slots */
+    uint32_t lock; /* the file, the lists, the slots: 0, or the holder's kernel thread id */
     int fd;        /* 0: not opened yet; -1: failed, off or a fork child */
     uint32_t next_tid;
     uint32_t next_slot;
     struct wt_thread *threads;
     struct wt_mod *mods;
+    int resolved; /* the resolutions were written by wtrace_finish */
     char path[PATH_CAP];
 } wt;
 
@@ -254,7 +270,7 @@ static void wt_rc_code(struct wt_rc *c, const unsigned char *b, size_t n) {
 }
 
 /* The chunk ends: the coder is flushed and the chunk written (the lock is held). */
-static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n);
+static void wt_chunk_locked_in(uint32_t tid, unsigned char *bytes, size_t n, int room);
 static void wt_rc_end_locked(struct wt_rc *c, uint32_t tid) {
     if (!c->raw)
         return;
@@ -263,7 +279,7 @@ static void wt_rc_end_locked(struct wt_rc *c, uint32_t tid) {
     unsigned char *q = c->obuf + WT_RC_HEAD - 4;
     for (int k = 0; k < 4; k++)
         q[k] = (unsigned char)((uint32_t)c->raw >> (8 * k));
-    wt_chunk_locked(tid, q, c->out + 4);
+    wt_chunk_locked_in(tid, q, c->out + 4, 1); /* (obuf's first 8 bytes: the header's room) */
     wt_rc_start(c);
 }
 
@@ -286,26 +302,48 @@ static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("i
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
 
-/* Spins for the lock; `bounded` (the end of the process, possibly in a signal handler that
- * interrupted its holder) gives up after a while and goes on without it. Returns whether
- * the lock is held. */
-static int wt_lock(int bounded) {
-    for (unsigned i = 0; __atomic_exchange_n(&wt.lock, 1, __ATOMIC_ACQUIRE); i++) {
-        if (bounded && i > 100000)
-            return 0;
-        sched_yield();
-    }
-    return 1;
+/* Nonzero while the runtime calls the system (write, mmap, ...) for this thread: a signal that
+ * comes then did not interrupt a call of the program's (wtrace_signal). */
+static __thread unsigned wt_busy __attribute__((tls_model("initial-exec")));
+
+/* Whether the calling thread holds the lock (a signal handler that interrupted its holder). */
+static int wt_lock_mine(void) {
+    return owner_lock_mine(&wt.lock);
 }
 
+/* Takes the lock (owner_lock: its word is the holder's thread id); `bounded` (the end of the
+ * process, possibly in a signal handler that interrupted its holder) gives up after a while
+ * and goes on without it. A signal handler that interrupted this very thread's holder goes on
+ * without it at once (waiting would never end): what it writes is whole chunks, one `write`
+ * each, which cannot tear the holder's. Returns whether the lock is held. */
+static void wt_pay_owed(void);
+static int wt_lock(int bounded) {
+    wt_busy++;
+    int held = owner_lock(&wt.lock, bounded);
+    wt_busy--;
+    return held;
+}
+
+/* Signal streams whose chunks this thread owes (they ended while it held the lock). */
+static __thread struct wt_thread *wt_sig_owed __attribute__((tls_model("initial-exec")));
+
 static void wt_unlock(int held) {
-    if (held)
-        __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
+    if (held) {
+        owner_unlock(&wt.lock);
+        if (__atomic_load_n(&wt_sig_owed, __ATOMIC_RELAXED))
+            wt_pay_owed();
+    }
 }
 
 /* Writes one chunk; the lock is held (or given up on). With `room` the 8 bytes before `bytes`
  * are free (a stream's buffer): the header goes there, and the chunk out in one write. */
+static void wt_chunk_locked_in_(uint32_t tid, unsigned char *bytes, size_t n, int room);
 static void wt_chunk_locked_in(uint32_t tid, unsigned char *bytes, size_t n, int room) {
+    wt_busy++;
+    wt_chunk_locked_in_(tid, bytes, n, room);
+    wt_busy--;
+}
+static void wt_chunk_locked_in_(uint32_t tid, unsigned char *bytes, size_t n, int room) {
     if (wt.fd == 0) {
         wt.fd = trace_open_file(wt.path);
         unsigned char head[16] = "TALLYWTR";
@@ -328,9 +366,6 @@ static void wt_chunk_locked_in(uint32_t tid, unsigned char *bytes, size_t n, int
         write_stderr(msg, sizeof msg - 1);
         wt.fd = -1;
     }
-}
-static void wt_chunk_locked(uint32_t tid, const unsigned char *bytes, size_t n) {
-    wt_chunk_locked_in(tid, (unsigned char *)bytes, n, 0);
 }
 _Static_assert(offsetof(struct wt_thread, buf) == offsetof(struct wt_thread, head) + 8,
                "a stream's chunk header right before its buffer");
@@ -423,33 +458,37 @@ static unsigned wt_pending(const struct wt_thread *t, uint64_t w, uint64_t *lo, 
  * loads once after its entry (a written-through copy, tally-llvm's Rec::acc) is the thread's
  * for good. */
 static __thread int wt_gave_up __attribute__((tls_model("initial-exec")));
-static struct wt_thread *wt_get(void) {
-    struct wt_thread *t = wt_self;
-    if (t || wt_gave_up)
-        return t;
-    void *p = mmap(0, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        wt_gave_up = 1;
-        wt_no_memory =
-            (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0, 0, 0};
-        __tally_wtrace_acc = &wt_no_memory;
-        return 0;
-    }
-    t = p;
-    t->a.acc = TALLY_WTRACE_EMPTY;
-    t->a.e_next = t->e_next;
+/* A stream's state as new, in `t` (mapped zeroed, or a signal stream used before: everything
+ * the stream's records change is set again). Returns `t`. */
+static struct wt_thread *wt_init(struct wt_thread *t) {
+    t->a = (struct tally_wtrace_acc){TALLY_WTRACE_EMPTY, 0, 0, 0, 0, 0, t->e_next, 0, 0, 0};
     t->a.stage = t->stage;
     t->a.stage_end = t->stage; /* (room below, for a stream without a flight recorder) */
+    t->rdirect = 0;
+    t->ended = 0;
+    t->pend = 0;
+    t->npend = 0;
+    t->end_lo = t->end_hi = 0;
+    t->end_n = 0;
+    t->n = 0;
+    t->words = 0;
+    memset(t->e_next, 0, sizeof t->e_next);
+    t->e_nrecent = 0;
     t->cap = WT_BUF_SMALL;
     if (wring_size()) {
-        t->ring = wring_new();
+        if (!t->ring)
+            t->ring = wring_new();
         t->ended = !t->ring; /* no ring, no stream (a full stream would corrupt the file) */
         if (t->ended)
             t->a.acc = TALLY_WTRACE_CLOSED;
         else
             t->a.slow = 1; /* entries, direct flags and call sites keep the shadow stack */
     } else if (wt_compressing()) {
-        void *q = mmap(0, sizeof *t->rc, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        wt_busy++;
+        void *q = t->rc ? (void *)t->rc
+                        : mmap(0, sizeof *t->rc, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        wt_busy--;
         if (q == MAP_FAILED) {
             t->ended = 1; /* no coder, no stream (a raw one would corrupt the file) */
             t->a.acc = TALLY_WTRACE_CLOSED;
@@ -467,10 +506,41 @@ static struct wt_thread *wt_get(void) {
         wt_words_restart(t);
     }
     t->tid = __atomic_add_fetch(&wt.next_tid, 1, __ATOMIC_RELAXED);
-    int held = wt_lock(0);
-    t->next = wt.threads;
-    wt.threads = t;
-    wt_unlock(held);
+    return t;
+}
+
+/* A new stream's memory, zeroed, or null. */
+static struct wt_thread *wt_map(void) {
+    wt_busy++;
+    void *p = mmap(0, sizeof(struct wt_thread), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    wt_busy--;
+    return p == MAP_FAILED ? 0 : p;
+}
+
+/* A stream made by wt_init goes on the list of every stream (for the end of the process;
+ * pushed atomically: a signal handler may make one while its thread holds the lock). */
+static void wt_publish(struct wt_thread *t) {
+    t->next = __atomic_load_n(&wt.threads, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&wt.threads, &t->next, t, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
+static struct wt_thread *wt_get(void) {
+    struct wt_thread *t = wt_self;
+    if (t || wt_gave_up)
+        return t;
+    t = wt_map();
+    if (!t) {
+        wt_gave_up = 1;
+        wt_no_memory =
+            (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0, 0, 0};
+        __tally_wtrace_acc = &wt_no_memory;
+        return 0;
+    }
+    wt_init(t);
+    wt_publish(t);
     wt_self = t;
     __tally_wtrace_acc = &t->a;
     return t;
@@ -720,7 +790,8 @@ static void wt_varint(struct wt_thread *t, uint64_t v) {
         wt_varint(t, v);
 }
 
-/* Keeps a copy of module `m`'s tables under slot `s` (the lock is held). */
+/* Keeps a copy of module `m`'s tables under slot `s` (the lock is held, or given up on by a
+ * signal handler: the list is pushed to atomically). */
 static void wt_keep_tables(const struct tally_wtrace_module *m, uint32_t s) {
     uint32_t nf = m->funcs ? m->nfuncs : 0, ne = m->externs ? m->nexterns : 0;
     if (nf > WT_TABLE_MAX)
@@ -728,7 +799,9 @@ static void wt_keep_tables(const struct tally_wtrace_module *m, uint32_t s) {
     if (ne > WT_TABLE_MAX)
         ne = WT_TABLE_MAX;
     size_t size = sizeof(struct wt_mod) + ((size_t)nf + ne) * sizeof(void *);
+    wt_busy++;
     void *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    wt_busy--;
     if (p == MAP_FAILED)
         return; /* (its external calls then have no resolution: the reader says so) */
     struct wt_mod *c = p;
@@ -741,8 +814,10 @@ static void wt_keep_tables(const struct tally_wtrace_module *m, uint32_t s) {
         c->funcs[i] = m->funcs[i];
     for (uint32_t k = 0; k < ne; k++)
         c->externs[k] = m->externs[k];
-    c->next = wt.mods;
-    wt.mods = c;
+    c->next = __atomic_load_n(&wt.mods, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&wt.mods, &c->next, c, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+        ;
 }
 
 /* Assigns the module its slot and names it in the trace. */
@@ -751,12 +826,12 @@ static __attribute__((noinline, cold)) uint32_t wt_module(struct tally_wtrace_mo
     int held = wt_lock(0);
     uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!s) {
-        s = ++wt.next_slot;
+        s = __atomic_add_fetch(&wt.next_slot, 1, __ATOMIC_RELAXED);
         int saved = errno;
         wt_keep_tables(m, s);
         errno = saved;
         uint64_t hash = trace_module_hash(counters);
-        unsigned char rec[12];
+        unsigned char chunk[8 + 12], *rec = chunk + 8; /* (the header's room: one write) */
         for (int k = 0; k < 4; k++)
             rec[k] = (unsigned char)(s >> (8 * k));
         for (int k = 0; k < 8; k++)
@@ -765,7 +840,7 @@ static __attribute__((noinline, cold)) uint32_t wt_module(struct tally_wtrace_mo
         if (wring_size())
             wring_module(s, hash); /* written with the rings */
         else
-            wt_chunk_locked(WT_MODULE_CHUNK, rec, sizeof rec);
+            wt_chunk_locked_in(WT_MODULE_CHUNK, rec, 12, 1);
         errno = saved_errno;
         __atomic_store_n(slot, s, __ATOMIC_RELEASE);
     }
@@ -943,9 +1018,12 @@ void __tally_wtrace_call(uint32_t site) {
  * 0 a longjmp's re-entry, 1 an exception's landing pad; then the abandoned count and the
  * block). The thread's depth (and so the flight recorder's shadow stack) is that of the
  * landing activation again. */
+static struct wt_thread *wt_sig_left(struct wt_thread *t, uint32_t depth);
 static void wt_landing(uint32_t how, uint32_t depth, uint32_t block) {
     struct wt_thread *t = wt_get();
     if (!t)
+        return;
+    if (t->sig_active && depth <= t->sig_base && !(t = wt_sig_left(t, depth)))
         return;
     uint32_t abandoned = t->a.depth - depth;
     t->a.depth = depth;
@@ -965,6 +1043,191 @@ void __tally_wtrace_unwind(uint32_t depth, uint32_t block) {
     int saved_errno = errno;
     wt_landing(1, depth, block);
     errno = saved_errno;
+}
+
+/* ---- Signal handlers ---------------------------------------------------------------------------
+ *
+ * A traced signal handler that interrupts traced code cannot write to the thread's stream: the
+ * interrupted function may be between a check of room and its appends, or hold the word in a
+ * register, and the reader would find the handler's records where the interrupted activation's
+ * witnesses belong. So the wrapper of the program's handlers (signals.c, while the process
+ * traces) runs such a handler on a stream of its own (wtrace_signal): a stream like a thread's,
+ * with its own number, starting with the handler's Enter and ending with End when the handler
+ * returns; the thread's stream goes on as if nothing had run. Its depth starts at the
+ * interrupted depth, so a landing (a siglongjmp out of the handler, an exception) at or below
+ * it belongs to the interrupted code: the handler's stream ends there (End). When the
+ * interrupted code was in a call of the program's (wtrace_signal says when), the landing's
+ * Unwind goes to its stream as after a longjmp out of that call; else the interrupted
+ * activation was left at an unknown point between two records, and its stream ends too (End,
+ * and a WT_CUT_CHUNK naming it: the reader says that regeneration is not exact past its last
+ * record); the thread writes no more. Each signal stream is described by a WT_SIGNAL_CHUNK
+ * (its number, the interrupted stream's, the signal) written before it.
+ *
+ * A signal stream's memory is kept for the thread's next handler (wt_sig_free). Its chunks are
+ * written when the handler returns, unless the handler interrupted this thread while it held
+ * the lock (writing a chunk): then they are owed, and written when the thread releases the lock
+ * (wt_pay_owed) or at the end of the process. Not with a flight recorder (handlers run on the
+ * thread's stream, as before). */
+
+static __thread struct wt_thread *wt_sig_free __attribute__((tls_model("initial-exec")));
+
+/* The thread's lists of signal streams (only the thread and its handlers use them). */
+static struct wt_thread *wt_sig_pop(struct wt_thread **list) {
+    struct wt_thread *h = __atomic_load_n(list, __ATOMIC_ACQUIRE);
+    while (h && !__atomic_compare_exchange_n(list, &h, h->sig_link, 1, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE))
+        ;
+    return h;
+}
+static void wt_sig_push(struct wt_thread **list, struct wt_thread *t) {
+    t->sig_link = __atomic_load_n(list, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(list, &t->sig_link, t, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
+/* Whether the process traces (a stream was made) without a flight recorder: the condition for
+ * signal streams, asked by signals.c before it wraps a handler. */
+int wtrace_signal_streams(void) {
+    return __atomic_load_n(&wt.next_tid, __ATOMIC_RELAXED) != 0 && !wring_size();
+}
+
+/* A stream for a handler, made current; null when there is none (no memory, a flight
+ * recorder, the thread's stream ended). */
+static struct wt_thread *wt_sig_begin(int sig, int in_call) {
+    struct wt_thread *p = wt_self;
+    if (wring_size() || (p && p->ended) || wt_gave_up)
+        return 0;
+    struct wt_thread *t = wt_sig_pop(&wt_sig_free);
+    int fresh = !t;
+    if (fresh && !(t = wt_map()))
+        return 0;
+    wt_init(t);
+    if (fresh)
+        wt_publish(t);
+    t->sig_parent = p;
+    t->sig_pacc = __tally_wtrace_acc;
+    t->sig_base = p ? p->a.depth : 0;
+    t->a.depth = t->sig_base;
+    t->sig_number = (uint32_t)sig;
+    t->sig_in_call = in_call;
+    t->sig_owed = 0;
+    t->sig_active = 1;
+    wt_self = t;
+    __tally_wtrace_acc = &t->a;
+    return t;
+}
+
+/* A small chunk (`n` <= 12 bytes) in one write. */
+static void wt_note(uint32_t kind, const uint32_t *v, unsigned n) {
+    unsigned char chunk[8 + 12];
+    for (unsigned i = 0; i < n; i++)
+        for (int k = 0; k < 4; k++)
+            chunk[8 + 4 * i + k] = (unsigned char)(v[i] >> (8 * k));
+    int held = wt_lock(1);
+    wt_chunk_locked_in(kind, chunk + 8, 4 * n, 1);
+    wt_unlock(held);
+}
+
+/* What a signal stream is (WT_SIGNAL_CHUNK). */
+static void wt_sig_note(const struct wt_thread *t) {
+    uint32_t v[3] = {t->tid, t->sig_parent ? t->sig_parent->tid : 0, t->sig_number};
+    wt_note(WT_SIGNAL_CHUNK, v, 3);
+}
+
+/* An ended signal stream's chunks: what it is, then its stream (a range-coded one's chunk
+ * ends with it). */
+static void wt_sig_write(struct wt_thread *t) {
+    wt_sig_note(t);
+    wt_flush(t, 1);
+}
+
+/* The handler's stream `t` ends (End) and the interrupted code's stream is current again; its
+ * chunks are written, or owed while this thread holds the lock. */
+static void wt_sig_end(struct wt_thread *t) {
+    int saved_errno = errno;
+    if (!t->ended) {
+        wt_bits(t, 4, 3); /* End: '0' then kind 10 */
+        wt_acc_end(t);
+        t->ended = 1;
+    }
+    t->sig_active = 0;
+    wt_self = t->sig_parent;
+    __tally_wtrace_acc = t->sig_pacc;
+    if (wt_lock_mine()) {
+        t->sig_owed = 1;
+        wt_sig_push(&wt_sig_owed, t);
+    } else {
+        wt_sig_write(t);
+        wt_sig_push(&wt_sig_free, t);
+    }
+    errno = saved_errno;
+}
+
+/* The streams this thread owes are written (it just released the lock). */
+static void wt_pay_owed(void) {
+    struct wt_thread *t = __atomic_exchange_n(&wt_sig_owed, 0, __ATOMIC_ACQ_REL);
+    while (t) {
+        struct wt_thread *next = t->sig_link;
+        if (t->sig_owed) {
+            t->sig_owed = 0;
+            wt_sig_write(t);
+        }
+        wt_sig_push(&wt_sig_free, t);
+        t = next;
+    }
+}
+
+/* A landing at `depth`, at or below the base of the handler's stream `t`: the handler was
+ * left (siglongjmp, an exception). Its stream ends, and so does each interrupted stream whose
+ * code the landing abandoned between two records (a lost record, then End), up to the stream
+ * the landing is in. Returns that stream (it may have ended), or null. */
+static struct wt_thread *wt_sig_left(struct wt_thread *t, uint32_t depth) {
+    while (t && t->sig_active && depth <= t->sig_base) {
+        struct wt_thread *p = t->sig_parent;
+        int in_call = t->sig_in_call;
+        wt_sig_end(t);
+        if (p && !p->ended && !in_call) {
+            int saved_errno = errno;
+            wt_bits(p, 4, 3); /* End */
+            wt_acc_end(p);
+            p->ended = 1;
+            wt_note(WT_CUT_CHUNK, &p->tid, 1);
+            if (!p->sig_active)
+                wt_flush(p, 1);
+            errno = saved_errno;
+        }
+        t = p;
+    }
+    return t;
+}
+
+/* Runs the program's handler `v` for `sig` on a stream of its own. The interrupted code was
+ * in a call of the program's -- so that a landing below the handler writes its Unwind as after
+ * a longjmp from that call -- when the interrupted instruction `pc` is outside the traced
+ * image (`inside` 0), the runtime was not calling the system itself, the thread's last direct
+ * call announced an untraced callee, and either `pc` lies within 1 KiB of that callee (a
+ * blocking `read`, `pause`, `sigsuspend`, ...: libc's wrappers make the system call
+ * themselves) or the process sent the signal itself (`raise`, `abort`, `kill` of itself).
+ * Anything else (an intrinsic's `memcpy`, a call through a pointer) counts as between two
+ * records, so such a landing cuts the interrupted stream (wt_sig_left). */
+void wtrace_signal(const struct sigaction *v, int sig, siginfo_t *info, void *uc, uintptr_t pc,
+                   int inside) {
+    int saved_errno = errno;
+    struct wt_thread *p = wt_self;
+    uintptr_t callee = p ? (uintptr_t)p->a.direct : 0;
+    int in_call = !inside && !wt_busy && callee &&
+                  (pc - callee < 1024 ||
+                   (info && (info->si_code == SI_TKILL || info->si_code == SI_USER) &&
+                    info->si_pid == getpid()));
+    struct wt_thread *t = wt_sig_begin(sig, in_call);
+    errno = saved_errno;
+    if (v->sa_flags & SA_SIGINFO)
+        v->sa_sigaction(sig, info, uc);
+    else
+        v->sa_handler(sig);
+    if (t && wt_self == t && t->sig_active)
+        wt_sig_end(t);
 }
 
 /* ---- Resolution of external callees ------------------------------------------------------- */
@@ -1132,8 +1395,14 @@ void tally_dump_trace(void) {
 void wtrace_finish(void) {
     int any = 0;
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
-        if (t->ended)
+        if (t->ended) {
+            if (t->sig_owed) { /* (a signal stream whose thread has not written it yet) */
+                t->sig_owed = 0;
+                wt_sig_write(t);
+                any = 1;
+            }
             continue;
+        }
         if (t->ring) {
             /* Its buffer and the accumulator's bits stay where the dump finds them; the
              * inline code takes the slow path from now on, which drops every record. */
@@ -1146,6 +1415,8 @@ void wtrace_finish(void) {
         wt_bits(t, 4, 3); /* End: '0' then kind 10 */
         wt_acc_end(t);
         t->ended = 1;
+        if (t->sig_active) /* (a handler that ends the process) */
+            wt_sig_note(t);
         wt_flush(t, 1);
         any = 1;
     }
@@ -1153,8 +1424,10 @@ void wtrace_finish(void) {
         int held = wt_lock(1);
         wt_dump_locked();
         wt_unlock(held);
-    } else if (any && wt.fd > 0) {
-        /* The resolution of every module's external callees, once every stream has ended. */
+    } else if ((any || (wt.threads && !wt.resolved)) && wt.fd > 0) {
+        /* The resolution of every module's external callees, once every stream has ended
+         * (also when all had ended before: a siglongjmp out of a signal handler, wt_sig_left). */
+        wt.resolved = 1;
         int held = wt_lock(1);
         uint64_t pos = 0;
         int saved_errno = errno;
@@ -1173,9 +1446,11 @@ void wtrace_forked(void) {
     if (wt.fd > 0)
         (void)close(wt.fd);
     wt.fd = -1;
+    wt_sig_owed = 0;
     for (struct wt_thread *t = wt.threads; t; t = t->next) {
         t->n = 0;
         t->ended = 1;
+        t->sig_owed = 0;
         t->a.stage = t->words ? (uint64_t *)(void *)t->buf : t->stage;
         wt_close(t);
     }

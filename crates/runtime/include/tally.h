@@ -208,6 +208,14 @@ struct tally_wtrace_acc {
 #define TALLY_WTRACE_VERSION 7u
 #define TALLY_WTRACE_VERSION_CODED 8u
 #define TALLY_WTRACE_VERSION_WORDS 9u
+/* Chunks that carry no stream bytes (their `thread` word): a module's slot and hash, a module's
+ * resolved external callees, a signal handler's stream {u32 stream, u32 interrupted stream or
+ * 0, u32 signal}, a stream left between two records by a siglongjmp or an exception out of a
+ * handler {u32 stream}. */
+#define TALLY_WTRACE_MODULE_CHUNK 0xffffffffu
+#define TALLY_WTRACE_RESOLVE_CHUNK 0xfffffffdu
+#define TALLY_WTRACE_SIGNAL_CHUNK 0xfffffffcu
+#define TALLY_WTRACE_CUT_CHUNK 0xfffffffbu
 /* The calling thread's accumulator; never null (a shared one, closed and with slow = 1, until
  * the thread's first entry). */
 extern __thread struct tally_wtrace_acc *__tally_wtrace_acc __attribute__((tls_model("initial-exec")));
