@@ -97,7 +97,6 @@ static void trace_append_locked(uint64_t a, uint64_t b, uint64_t c) {
  * before the handler ran. */
 struct tn_side {
     uint32_t n, cap;
-    uint64_t lost;
     uint64_t r[][3];
 };
 #define TN_SIDE_BYTES (1u << 20)
