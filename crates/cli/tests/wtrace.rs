@@ -57,14 +57,7 @@ impl Run<'_> {
                 a.splice(0..0, self.trace_flags.iter().copied());
             }
             build(Variant::Tally(mode), self.cxx, &a, &vdir.join("prog"), dir);
-            let out = std::process::Command::new("./prog")
-                .args(self.run_args)
-                .current_dir(&vdir)
-                .env("TALLY_PROFILE", vdir.join("prog.tally"))
-                .env("TALLY_TRACE", vdir.join("prog.trace"))
-                .env_remove("TALLY_TRACE_COMPRESS")
-                .output()
-                .unwrap();
+            let out = prog_in(&vdir, self.run_args).output().unwrap();
             assert_eq!(out.status.code(), self.status, "{name} {mode}");
             outs.push(out.stdout);
         }
@@ -73,6 +66,19 @@ impl Run<'_> {
         assert_eq!(coded.status.code(), self.status, "{name} coded");
         assert_eq!(coded.stdout, outs[0], "{name}: coded run's output differs");
     }
+}
+
+/// `vdir/prog` with `args`, run in `vdir`, its profile `prog.tally` and its trace `prog.trace`
+/// there, neither range-coded nor a flight recorder.
+fn prog_in(vdir: &Path, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new("./prog");
+    c.args(args)
+        .current_dir(vdir)
+        .env("TALLY_PROFILE", vdir.join("prog.tally"))
+        .env("TALLY_TRACE", vdir.join("prog.trace"))
+        .env_remove("TALLY_TRACE_COMPRESS")
+        .env_remove("TALLY_TRACE_RING");
+    c
 }
 
 /// Runs `vdir/prog` again with `TALLY_TRACE_COMPRESS=1`: its trace goes to `prog.ctrace`
@@ -804,14 +810,7 @@ fn path_numbers_and_registers_regenerate_exactly_on_lua_and_sqlite() {
         let mut a: Vec<&str> = args.iter().map(String::as_str).collect();
         a.insert(0, "--tally-trace-registers=on");
         build(Variant::Tally("trace"), false, &a, &vdir.join("prog"), &dir);
-        let out = std::process::Command::new("./prog")
-            .args(&run_args)
-            .current_dir(&vdir)
-            .env("TALLY_PROFILE", vdir.join("prog.tally"))
-            .env("TALLY_TRACE", vdir.join("prog.trace"))
-            .env_remove("TALLY_TRACE_COMPRESS")
-            .output()
-            .unwrap();
+        let out = prog_in(&vdir, &run_args).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{name} registers");
         let prof = tally_format::profile::Profile::read_file(vdir.join("prog.tally")).unwrap();
         let bytes = std::fs::read(vdir.join("prog.trace")).unwrap();
@@ -1395,49 +1394,65 @@ fn html_site_of_a_trace_equals_edges_naive_site() {
     assert_eq!(traced, naive);
 }
 
-/// Builds, in `trace` and `trace-naive` mode, what `steps` says (each step: `Some(mode)` for a
-/// tally build in the mode, `None` for a plain one; arguments; output name), runs
-/// `dir/MODE/prog` in both and returns the comparison. Sources are in `testdata/wtrace/xfile`.
-fn build_steps_and_compare(name: &str, steps: &[(bool, &[&str], &str)]) -> Outcome {
+/// How a step of [`build_steps_and_compare`] is built.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Without tally.
+    Plain,
+    /// With tally, in the mode under comparison (`trace`, then `trace-naive`).
+    Traced,
+    /// With tally, in this mode in both builds.
+    Mode(&'static str),
+}
+
+/// Builds, in `trace` and `trace-naive` mode, what `steps` says (each step: how it is built,
+/// its arguments, its output's name), runs `dir/MODE/prog` in both and returns the comparison.
+/// Sources are in `testdata/wtrace/xfile`.
+fn build_steps_and_compare(name: &str, steps: &[(Step, &[&str], &str)]) -> Outcome {
     let dir = scratch(&format!("wtrace-{name}"));
-    let src = repo().join("testdata/wtrace/xfile");
-    let mut outs = Vec::new();
-    for mode in ["trace", "trace-naive"] {
-        let vdir = dir.join(mode);
-        std::fs::create_dir_all(&vdir).unwrap();
-        for (tally_built, args, out) in steps {
-            let v = if *tally_built {
-                Variant::Tally(mode)
-            } else {
-                Variant::Plain
-            };
-            let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-            for x in a.iter_mut() {
-                if x.ends_with(".c") {
-                    *x = src.join(&*x).display().to_string();
-                }
-                if x == "RPATH" {
-                    *x = format!("-Wl,-rpath,{}", vdir.display());
-                }
-            }
-            let a: Vec<&str> = a.iter().map(String::as_str).collect();
-            build(v, false, &a, &vdir.join(out), &vdir);
-        }
-        let out = std::process::Command::new("./prog")
-            .current_dir(&vdir)
-            .env("TALLY_PROFILE", vdir.join("prog.tally"))
-            .env("TALLY_TRACE", vdir.join("prog.trace"))
-            .env_remove("TALLY_TRACE_RING")
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{name} {mode}");
-        outs.push(out.stdout);
-    }
+    let outs: Vec<Vec<u8>> = ["trace", "trace-naive"]
+        .into_iter()
+        .map(|mode| build_steps_and_run(name, &dir, mode, steps))
+        .collect();
     assert_eq!(outs[0], outs[1], "{name}: outputs differ");
     let coded = run_coded(&dir.join("trace"), &[]);
     assert_eq!(coded.status.code(), Some(0), "{name} coded");
     assert_eq!(coded.stdout, outs[0], "{name}: coded run's output differs");
     assert_exact(name, outcome(name, dir))
+}
+
+/// Builds `steps` (see [`build_steps_and_compare`]) in `mode` under `dir/MODE`, runs
+/// `prog` there (profile `prog.tally`, trace `prog.trace`) and returns its output.
+fn build_steps_and_run(
+    name: &str,
+    dir: &Path,
+    mode: &'static str,
+    steps: &[(Step, &[&str], &str)],
+) -> Vec<u8> {
+    let src = repo().join("testdata/wtrace/xfile");
+    let vdir = dir.join(mode);
+    std::fs::create_dir_all(&vdir).unwrap();
+    for (how, args, out) in steps {
+        let v = match how {
+            Step::Plain => Variant::Plain,
+            Step::Traced => Variant::Tally(mode),
+            Step::Mode(m) => Variant::Tally(m),
+        };
+        let mut a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        for x in a.iter_mut() {
+            if x.ends_with(".c") {
+                *x = src.join(&*x).display().to_string();
+            }
+            if x == "RPATH" {
+                *x = format!("-Wl,-rpath,{}", vdir.display());
+            }
+        }
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        build(v, false, &a, &vdir.join(out), &vdir);
+    }
+    let out = prog_in(&vdir, &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{name} {mode}");
+    out.stdout
 }
 
 /// The external callees of the trace build's metadata (`WCallee::Extern`) and how the trace
@@ -1476,9 +1491,9 @@ fn cross_file_calls_regenerate_exactly() {
     let o = build_steps_and_compare(
         "xfile",
         &[
-            (false, &["-O2", "-g", "-c", "plain.c"], "plain.o"),
+            (Step::Plain, &["-O2", "-g", "-c", "plain.c"], "plain.o"),
             (
-                true,
+                Step::Traced,
                 &[
                     "-O2", "-g", "main.c", "parse.c", "weak.c", "hooks.c", "plain.o",
                 ],
@@ -1520,12 +1535,12 @@ fn cross_file_calls_regenerate_exactly() {
         "xfile-shlib",
         &[
             (
-                true,
+                Step::Traced,
                 &["-O2", "-g", "-fPIC", "-shared", "lib.c"],
                 "liblib.so",
             ),
             (
-                false,
+                Step::Plain,
                 &["-O2", "-g", "exe.c", "-L.", "-llib", "RPATH"],
                 "prog",
             ),
@@ -1536,6 +1551,123 @@ fn cross_file_calls_regenerate_exactly() {
     // The library's own `level` is interposed: its call resolves to no traced function.
     assert!(sites.iter().any(|s| s.0 == "level" && !s.1), "{sites:?}");
     assert!(sites.iter().any(|s| s.0 == "lib_twice" && s.1), "{sites:?}");
+}
+
+/// `tally report --trace` of `dir/trace` has the counts of the `edges-naive` profile of
+/// `dir/edges-naive`; returns how many functions were compared.
+fn trace_counts_equal_edges_naive(name: &str, dir: &Path) -> usize {
+    let traced = trace_report_json(&dir.join("trace"));
+    let err = String::from_utf8_lossy(&traced.stderr);
+    assert_eq!(traced.status.code(), Some(0), "{name}: {err}");
+    let traced: serde_json::Value = serde_json::from_slice(&traced.stdout).unwrap();
+    let oracle = report_json(&dir.join("edges-naive/prog.tally"));
+    assert_same_counts(name, "trace", &traced, "edges-naive", &oracle, Edges::All).0
+}
+
+/// Traced code in several images of one process (issue 17 point 2: calls through pointers,
+/// threads and signals keep regeneration exact, shared libraries included): an executable, a
+/// linked library and a library opened with `dlopen` and closed, twice, each with its own copy
+/// of the runtime, write one trace (the registry owner's copy writes, the others hand their
+/// calls over: "One trace per process" in `runtime/c/wtrace.c`). Calls cross the images both
+/// ways, directly and through pointers, and a signal raised in one image runs a handler of
+/// another that calls into a third, on a stream of its own. Regenerated block for block as
+/// trace-naive's (whose copies hand over too), the direct calls between images resolved to
+/// their traced callees. Then the same with the linked library built in `edge` mode: the
+/// copy that writes the trace has no traced code of its own.
+#[test]
+fn one_trace_for_every_image() {
+    let steps = |lib: Step| -> [(Step, &'static [&'static str], &'static str); 3] {
+        [
+            (
+                lib,
+                &["-O2", "-g", "-fPIC", "-shared", "lib.c"],
+                "liblib.so",
+            ),
+            (
+                Step::Traced,
+                &[
+                    "-O2", "-g", "-fPIC", "-shared", "dl.c", "-L.", "-llib", "RPATH",
+                ],
+                "libdl.so",
+            ),
+            (
+                Step::Traced,
+                &["-O2", "-g", "multi.c", "-L.", "-llib", "RPATH"],
+                "prog",
+            ),
+        ]
+    };
+    let o = build_steps_and_compare("multi", &steps(Step::Traced));
+    assert!(o.oracle.len() > 20000, "too little compared");
+    let bytes = std::fs::read(o.dir.join("trace/prog.trace")).unwrap();
+    let t = tally_format::trace::read_witness_trace(&bytes).unwrap();
+    let prof = tally_format::profile::Profile::read_file(o.dir.join("trace/prog.tally")).unwrap();
+    // A slot per module of the three images, and one more for libdl.so's second load.
+    let mut hashes: Vec<u64> = t.modules.iter().map(|m| m.1).collect();
+    assert_eq!(hashes.len(), 4, "slots");
+    hashes.sort();
+    hashes.dedup();
+    let mut want: Vec<u64> = prof.modules.iter().map(|m| m.hash).collect();
+    want.sort();
+    want.dedup();
+    assert_eq!(hashes, want, "modules of the three images");
+    // 27 raised signals per round (i % 11 == 10 for i < 300), each handler on its own stream.
+    assert_eq!(t.signals.len(), 54, "signal streams");
+    let sites = extern_sites(&o);
+    for f in ["lib_run", "lib_twice", "level"] {
+        let v: Vec<bool> = sites.iter().filter(|s| s.0 == f).map(|s| s.1).collect();
+        assert!(
+            !v.is_empty() && v.iter().all(|&r| r),
+            "{f} not resolved across images: {sites:?}"
+        );
+    }
+    // The counts `tally report --trace` makes of the trace are those of the edges-naive
+    // build of the same three images (whose one profile the registry already made right).
+    let out = build_steps_and_run("multi", &o.dir, "edges-naive", &steps(Step::Traced));
+    assert_eq!(
+        trace_counts_equal_edges_naive("multi", &o.dir),
+        8,
+        "functions compared"
+    );
+    // 54 handlers, each adding lib_twice(10) + level(10) = 7 - 10.
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.ends_with(" -162\n"), "{out}");
+    // Four threads, each a stream through both images: the counts equal edges-naive's.
+    let dir = scratch("wtrace-multi-threads");
+    let lib: &[&str] = &["-O2", "-g", "-fPIC", "-shared", "--tally-atomic", "lib.c"];
+    let exe: &[&str] = &[
+        "-O2",
+        "-g",
+        "-pthread",
+        "--tally-atomic",
+        "workers.c",
+        "-L.",
+        "-llib",
+        "RPATH",
+    ];
+    let steps2 = [
+        (Step::Traced, lib, "liblib.so"),
+        (Step::Traced, exe, "prog"),
+    ];
+    let a = build_steps_and_run("multi-threads", &dir, "trace", &steps2);
+    let b = build_steps_and_run("multi-threads", &dir, "edges-naive", &steps2);
+    assert_eq!(a, b, "outputs differ");
+    let fns = trace_counts_equal_edges_naive("multi-threads", &dir);
+    assert!(fns >= 4, "functions compared: {fns}");
+    let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
+    let t = tally_format::trace::read_witness_trace(&bytes).unwrap();
+    assert_eq!(
+        t.threads
+            .iter()
+            .map(|x| x.0)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        5
+    );
+    let o = build_steps_and_compare("multi-edge", &steps(Step::Mode("edge")));
+    assert!(o.oracle.len() > 10000, "too little compared");
+    let sites = extern_sites(&o);
+    assert!(sites.iter().any(|s| s.0 == "lib_run" && !s.1), "{sites:?}");
 }
 
 /// A call of a function of another file that is traced writes no `Back` (trace format 4: the

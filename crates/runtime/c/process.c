@@ -42,7 +42,8 @@ char reg_lock;
 
 HIDDEN struct tally_instance tally__self = {
     TALLY_INSTANCE_MAGIC, TALLY_ABI_VERSION, sizeof(struct tally_instance), 0, 0, &reg_head,
-    settle_self, reset_self, write_self, cut_self, exec_charge_self, owner_sigaction};
+    settle_self, reset_self, write_self, cut_self, exec_charge_self, owner_sigaction,
+    &wtrace_ops};
 
 /* The note: name "tally", type TALLY_NOTE_TYPE, descriptor an 8-byte offset from the
  * descriptor to tally__self (resolved by the static linker: no dynamic relocation). */
@@ -160,6 +161,54 @@ struct tally_registry *join_registry(void) {
     return r;
 }
 
+struct tally_registry *ensure_registry(void) {
+    struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    if (r)
+        return r;
+    spin_lock(&reg_lock, 0);
+    if (!env.read)
+        read_env();
+    r = join_registry();
+    spin_unlock(&reg_lock);
+    return r;
+}
+
+struct image_find {
+    uintptr_t addr, *lo, *hi;
+    int max, n;
+};
+
+static int image_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    struct image_find *f = data;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && f->addr >= lo && f->addr - lo < ph->p_memsz)
+            mine = 1;
+    }
+    if (!mine)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && f->n < f->max; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            f->lo[f->n] = info->dlpi_addr + ph->p_vaddr;
+            f->hi[f->n] = f->lo[f->n] + ph->p_memsz;
+            f->n++;
+        }
+    }
+    return 1;
+}
+
+int image_ranges(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int max) {
+    struct image_find f = {addr, lo, hi, max, 0};
+    int saved_errno = errno;
+    (void)dl_iterate_phdr(image_cb, &f);
+    errno = saved_errno;
+    return f.n;
+}
+
 /* Leaves the live list (this copy's object is going away). Caller holds r->lock. */
 static void leave_registry_locked(struct tally_registry *r) {
     for (struct tally_instance **pp = &r->live; *pp; pp = &(*pp)->next) {
@@ -212,11 +261,7 @@ void __tally_register(struct tally_module *m) {
         errno = saved_errno;
         return;
     }
-    spin_lock(&reg_lock, 0);
-    if (!env.read)
-        read_env();
-    struct tally_registry *r = join_registry();
-    spin_unlock(&reg_lock);
+    struct tally_registry *r = ensure_registry();
     spin_lock(&r->lock, 0);
     for (struct tally_module *p = reg_head; p; p = p->next) {
         if (p == m) { /* registered twice: keep the first */
@@ -320,8 +365,10 @@ void __tally_unregister(struct tally_module *m) {
             reg_tail = prev;
         break;
     }
-    if (!reg_head && r->owner != &tally__self)
+    if (!reg_head && r->owner != &tally__self) {
         leave_registry_locked(r);
+        trace_leave();
+    }
     spin_unlock(&r->lock);
     errno = saved_errno;
 }

@@ -97,6 +97,15 @@
 #define wtrace_forked tally__wtrace_forked
 #define wtrace_signal_streams tally__wtrace_signal_streams
 #define wtrace_signal tally__wtrace_signal
+#define wtrace_ops tally__wtrace_ops
+#define wtrace_inside tally__wtrace_inside
+#define trace_home_ tally__trace_home_
+#define trace_home_state tally__trace_home_state
+#define trace_home_ops tally__trace_home_ops
+#define ensure_registry tally__ensure_registry
+#define trace_naive_enter_h tally__trace_naive_enter_h
+#define trace_leave tally__trace_leave
+#define image_ranges tally__image_ranges
 #define wring_size tally__wring_size
 #define wring_new tally__wring_new
 #define wring_module tally__wring_module
@@ -221,6 +230,7 @@ extern char reg_lock;
 
 struct tally_registry;
 struct tally_cont;
+struct tally_trace_ops;
 
 /* One per copy of the runtime (per linked image), reached through the image's note. */
 struct tally_instance {
@@ -241,6 +251,9 @@ struct tally_instance {
     void (*exec_charge)(uintptr_t above, int dir);
     /* The `sigaction` wrapper's work, done by the owner for every copy (signals.c). */
     int (*sigaction)(int sig, const struct sigaction *act, struct sigaction *old);
+    /* The trace's writer (wtrace.c, trace.c): the owner's serves every copy ("One trace per
+     * process" in wtrace.c). */
+    const struct tally_trace_ops *trace;
 };
 
 /* A module whose object was dlclosed: its profile record, as the profile holds it. */
@@ -268,6 +281,10 @@ struct tally_registry {
 
 extern struct tally_instance tally__self;
 struct tally_registry *join_registry(void);
+/* The registry, joined first if this copy has not yet (as at a module's registration). */
+struct tally_registry *ensure_registry(void);
+/* The executable segments of the image holding `addr` (at most `max`); returns how many. */
+int image_ranges(uintptr_t addr, uintptr_t *lo, uintptr_t *hi, int max);
 /* True when `p` points at a counter of a registered module (8-aligned, inside its array). */
 int is_counter(const uint64_t *p);
 void reset_self(void);
@@ -424,6 +441,64 @@ int wtrace_signal_streams(void);
  * witness traces"); `pc` is the interrupted instruction, `inside` whether it is in this image. */
 void wtrace_signal(const struct sigaction *v, int sig, siginfo_t *info, void *uc, uintptr_t pc,
                    int inside);
+
+/* ---- One trace per process (wtrace.c) --------------------------------------------------------
+ *
+ * Every copy of the runtime has the trace writers (trace-naive's and witness tracing's), but
+ * only the registry owner's writes: the other copies hand each call of instrumented code that
+ * reaches them over to the owner's (these operations), so that a process has one trace file,
+ * one stream per thread whichever image its code is in, one numbering of modules and
+ * activations. */
+
+#define TALLY_TRACE_IMAGE_RANGES 8
+/* A copy that hands its calls over: where its `__tally_wtrace_acc` lives (the offset from the
+ * thread pointer: initial-exec, the same in every thread) and its image's executable segments
+ * (for the signal handlers' "in a call" test). */
+struct tally_trace_copy {
+    intptr_t acc_off;
+    int n;
+    uintptr_t lo[TALLY_TRACE_IMAGE_RANGES], hi[TALLY_TRACE_IMAGE_RANGES];
+};
+
+struct tally_trace_ops {
+    /* Witness tracing: the slot of a module whose metadata hashes to `hash`, then the entry
+     * points instrumented code calls (tally.h), a landing (how 0 re-entry, 1 landing pad),
+     * tally_dump_trace, and the calling thread's accumulator pointer after any of them. */
+    uint32_t (*module)(struct tally_wtrace_module *m, uint64_t hash);
+    uint32_t (*enter)(struct tally_wtrace_module *m, uint32_t function, const void *self);
+    void (*spill)(uint64_t value, uint64_t bits);
+    void (*direct)(const void *callee, uint32_t site);
+    void (*call)(uint32_t site);
+    void (*landing)(uint32_t how, uint32_t depth, uint32_t block);
+    void (*ret)(void);
+    void (*dump)(void);
+    struct tally_wtrace_acc *(*acc)(void);
+    /* A copy starts or stops handing over (0, or -1: no room for it). */
+    int (*adopt)(const struct tally_trace_copy *c);
+    void (*forget)(intptr_t acc_off);
+    /* trace-naive: an activation of function `function` of the module hashing to `hash`;
+     * an edge of activation `act`. */
+    uint64_t (*tn_enter)(uint64_t hash, uint32_t function);
+    void (*tn_edge)(uint64_t act, uint32_t edge);
+};
+extern const struct tally_trace_ops wtrace_ops;
+
+/* The owner's operations when this copy hands its calls over, else null (this copy is the
+ * writer). Decided at the first call (trace_home_). */
+extern int trace_home_state;
+extern const struct tally_trace_ops *trace_home_ops;
+const struct tally_trace_ops *trace_home_(void);
+static inline const struct tally_trace_ops *trace_home(void) {
+    if (__builtin_expect(__atomic_load_n(&trace_home_state, __ATOMIC_ACQUIRE) != 0, 1))
+        return trace_home_ops;
+    return trace_home_();
+}
+/* Whether `pc` is in the image of a copy that hands its trace calls to this one. */
+int wtrace_inside(uintptr_t pc);
+/* This copy's object is going away: it stops handing over (decided again if it traces on). */
+void trace_leave(void);
+/* trace-naive's entry for a module known by its hash (trace.c; the owner's tn_enter). */
+uint64_t trace_naive_enter_h(uint64_t hash, uint32_t function);
 
 /* ---- wring.c: the flight recorder (TALLY_TRACE_RING) --------------------------------------- */
 

@@ -89,37 +89,11 @@ static int is_traced(const struct sigaction *k) {
 static uintptr_t image_lo[8], image_hi[8];
 static int image_n = -1;
 
-static int find_image(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    uintptr_t self = (uintptr_t)data;
-    int mine = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && self >= lo && self - lo < ph->p_memsz)
-            mine = 1;
-    }
-    if (!mine)
-        return 0;
-    int n = 0;
-    for (int i = 0; i < info->dlpi_phnum && n < 8; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-            image_lo[n] = info->dlpi_addr + ph->p_vaddr;
-            image_hi[n] = image_lo[n] + ph->p_memsz;
-            n++;
-        }
-    }
-    __atomic_store_n(&image_n, n, __ATOMIC_RELEASE);
-    return 1;
-}
-
 static void find_image_once(void) {
     if (__atomic_load_n(&image_n, __ATOMIC_ACQUIRE) >= 0)
         return;
-    int saved_errno = errno;
-    (void)dl_iterate_phdr(find_image, (void *)(uintptr_t)&on_traced);
-    errno = saved_errno;
+    int n = image_ranges((uintptr_t)&on_traced, image_lo, image_hi, 8);
+    __atomic_store_n(&image_n, n, __ATOMIC_RELEASE);
 }
 
 /* The interrupted instruction's address (`uc`), or 0 when unknown. */
@@ -135,7 +109,8 @@ static uintptr_t interrupted_pc(void *uc) {
 #endif
 }
 
-/* Whether `pc` is in this image (also when that is not known). */
+/* Whether `pc` is in this image or in another whose traced code hands its trace calls to this
+ * copy (also when that is not known). */
 static int inside_image(uintptr_t pc) {
     int n = __atomic_load_n(&image_n, __ATOMIC_ACQUIRE);
     if (n <= 0 || !pc)
@@ -143,7 +118,7 @@ static int inside_image(uintptr_t pc) {
     for (int i = 0; i < n; i++)
         if (pc >= image_lo[i] && pc < image_hi[i])
             return 1;
-    return 0;
+    return wtrace_inside(pc);
 }
 
 /* Calls the program's handler `v`: through wtrace_signal while the process traces. */

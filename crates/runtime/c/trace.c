@@ -164,14 +164,26 @@ uint64_t trace_module_hash(const uint64_t *counters) {
     return 0;
 }
 
-uint64_t __tally_trace_enter(const uint64_t *module_counters, uint32_t function) {
+uint64_t trace_naive_enter_h(uint64_t hash, uint32_t function) {
     uint64_t act = __atomic_add_fetch(&trace.next_act, 1, __ATOMIC_RELAXED);
-    trace_record(act, (uint64_t)function, trace_module_hash(module_counters));
+    trace_record(act, (uint64_t)function, hash);
     return act;
 }
 
+/* (A copy that is not the registry owner hands its records to the owner's: one trace file and
+ * one numbering of activations per process, rt.h's "One trace per process".) */
+uint64_t __tally_trace_enter(const uint64_t *module_counters, uint32_t function) {
+    const struct tally_trace_ops *o = trace_home();
+    uint64_t hash = trace_module_hash(module_counters);
+    return o ? o->tn_enter(hash, function) : trace_naive_enter_h(hash, function);
+}
+
 void __tally_trace_edge(uint64_t act, uint32_t edge) {
-    trace_record(act, (1ull << 56) | edge, 0);
+    const struct tally_trace_ops *o = trace_home();
+    if (o)
+        o->tn_edge(act, edge);
+    else
+        trace_record(act, (1ull << 56) | edge, 0);
 }
 
 void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret) {

@@ -302,6 +302,54 @@ static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("i
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
     __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
 
+/* ---- One trace per process (rt.h) ---------------------------------------------------------
+ *
+ * Every image tally links carries its own copy of this file, and instrumented code reaches its
+ * own image's copy: its `__tally_wtrace_acc`, its entry points. A process still has one trace:
+ * the registry owner's copy writes it, and every other copy hands each call that reaches it
+ * over to the owner's (struct tally_trace_ops; decided at the copy's first call, trace_home_).
+ * The accumulator that instrumented code appends to inline is then the owner's thread stream
+ * in every image, because the owner sets every adopted copy's `__tally_wtrace_acc` with its
+ * own (wt_set_acc: initial-exec thread-locals lie at a fixed offset from the thread pointer,
+ * the same in every thread, so no call into another image is needed, also in a signal
+ * handler); a copy that hands a call over takes the owner's pointer afterwards (a thread whose
+ * stream was made before the copy was adopted). So a call from one image into another is a
+ * call within one stream: announced by the caller's direct flag, resolved by address among
+ * every image's functions (wt_write_resolutions), and modules and activations are numbered
+ * once for the process. A copy whose object is dlclosed is forgotten (trace_leave). */
+
+int trace_home_state; /* 0: not decided yet */
+const struct tally_trace_ops *trace_home_ops;
+
+#define WT_COPIES 64
+static struct tally_trace_copy wt_copies[WT_COPIES]; /* acc_off 0: a free entry */
+static uint32_t wt_ncopies;                          /* entries ever used (a bound) */
+
+/* The calling thread's accumulator pointer, in this copy and every adopted one. */
+static void wt_set_acc(struct tally_wtrace_acc *p) {
+    __tally_wtrace_acc = p;
+    uint32_t n = __atomic_load_n(&wt_ncopies, __ATOMIC_ACQUIRE);
+    char *tp = __builtin_thread_pointer();
+    for (uint32_t i = 0; i < n; i++) {
+        intptr_t off = __atomic_load_n(&wt_copies[i].acc_off, __ATOMIC_ACQUIRE);
+        if (off)
+            *(struct tally_wtrace_acc *volatile *)(void *)(tp + off) = p;
+    }
+}
+
+int wtrace_inside(uintptr_t pc) {
+    uint32_t n = __atomic_load_n(&wt_ncopies, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct tally_trace_copy *c = &wt_copies[i];
+        if (!__atomic_load_n(&c->acc_off, __ATOMIC_ACQUIRE))
+            continue;
+        for (int k = 0; k < c->n && k < TALLY_TRACE_IMAGE_RANGES; k++)
+            if (pc >= c->lo[k] && pc < c->hi[k])
+                return 1;
+    }
+    return 0;
+}
+
 /* Nonzero while the runtime calls the system (write, mmap, ...) for this thread: a signal that
  * comes then did not interrupt a call of the program's (wtrace_signal). */
 static __thread unsigned wt_busy __attribute__((tls_model("initial-exec")));
@@ -536,13 +584,13 @@ static struct wt_thread *wt_get(void) {
         wt_gave_up = 1;
         wt_no_memory =
             (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0, 0, 0};
-        __tally_wtrace_acc = &wt_no_memory;
+        wt_set_acc(&wt_no_memory);
         return 0;
     }
     wt_init(t);
     wt_publish(t);
     wt_self = t;
-    __tally_wtrace_acc = &t->a;
+    wt_set_acc(&t->a);
     return t;
 }
 
@@ -717,6 +765,12 @@ static void wt_acc_end(struct wt_thread *t) {
 /* The slow path's rare cases: the thread's first record (it gets its stream), an ended
  * stream (the record is dropped), a width above 32 (ignored). */
 static __attribute__((noinline, cold)) void wt_spill_rare(uint64_t value, uint64_t bits) {
+    const struct tally_trace_ops *o;
+    if (!wt_self && (o = trace_home())) {
+        o->spill(value, bits);
+        __tally_wtrace_acc = o->acc();
+        return;
+    }
     struct wt_thread *t = wt_get();
     if (!t || t->ended) {
         if (t)
@@ -821,7 +875,8 @@ static void wt_keep_tables(const struct tally_wtrace_module *m, uint32_t s) {
 }
 
 /* Assigns the module its slot and names it in the trace. */
-static __attribute__((noinline, cold)) uint32_t wt_module(struct tally_wtrace_module *m, const uint64_t *counters) {
+static __attribute__((noinline, cold)) uint32_t wt_module_h(struct tally_wtrace_module *m,
+                                                             uint64_t hash) {
     uint32_t *slot = &m->slot;
     int held = wt_lock(0);
     uint32_t s = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
@@ -830,7 +885,6 @@ static __attribute__((noinline, cold)) uint32_t wt_module(struct tally_wtrace_mo
         int saved = errno;
         wt_keep_tables(m, s);
         errno = saved;
-        uint64_t hash = trace_module_hash(counters);
         unsigned char chunk[8 + 12], *rec = chunk + 8; /* (the header's room: one write) */
         for (int k = 0; k < 4; k++)
             rec[k] = (unsigned char)(s >> (8 * k));
@@ -846,6 +900,11 @@ static __attribute__((noinline, cold)) uint32_t wt_module(struct tally_wtrace_mo
     }
     wt_unlock(held);
     return s;
+}
+/* (`counters` null: a module whose slot another copy's call gave it, wtrace_ops.module.) */
+static __attribute__((noinline, cold)) uint32_t wt_module(struct tally_wtrace_module *m,
+                                                           const uint64_t *counters) {
+    return wt_module_h(m, counters ? trace_module_hash(counters) : 0);
 }
 
 /* An Enter record in full: '0', kind 00, '0', the slot and the index. */
@@ -964,6 +1023,14 @@ uint32_t __tally_wtrace_enter(struct tally_wtrace_module *m, const uint64_t *mod
 static __attribute__((noinline)) uint32_t wt_enter_other(struct tally_wtrace_module *m,
                                                          const uint64_t *module_counters,
                                                          uint32_t function, const void *self) {
+    const struct tally_trace_ops *o;
+    if (!wt_self && (o = trace_home())) {
+        if (!__atomic_load_n(&m->slot, __ATOMIC_ACQUIRE))
+            o->module(m, trace_module_hash(module_counters));
+        uint32_t depth = o->enter(m, function, self);
+        __tally_wtrace_acc = o->acc();
+        return depth;
+    }
     struct wt_thread *t = wt_get();
     if (!t)
         return 0;
@@ -989,12 +1056,21 @@ static __attribute__((noinline)) uint32_t wt_enter_other(struct tally_wtrace_mod
 /* (Instrumented code decrements the depth inline; kept for objects of earlier builds.) */
 void __tally_wtrace_ret(void) {
     struct wt_thread *t = wt_self;
+    const struct tally_trace_ops *o;
     if (t)
         t->a.depth--;
+    else if ((o = trace_home()))
+        o->ret();
 }
 
 /* The slow path of the inline direct flag (slow set: a flight recorder, or no stream yet). */
 void __tally_wtrace_direct(const void *callee, uint32_t site) {
+    const struct tally_trace_ops *o;
+    if (!wt_self && (o = trace_home())) {
+        o->direct(callee, site);
+        __tally_wtrace_acc = o->acc();
+        return;
+    }
     struct wt_thread *t = wt_get();
     if (!t)
         return;
@@ -1009,7 +1085,10 @@ void __tally_wtrace_direct(const void *callee, uint32_t site) {
 /* The slow path of an unknown call site (slow set): the flight recorder's shadow stack. */
 void __tally_wtrace_call(uint32_t site) {
     struct wt_thread *t = wt_self;
-    if (t && t->ring)
+    const struct tally_trace_ops *o;
+    if (!t && (o = trace_home()))
+        o->call(site);
+    else if (t && t->ring)
         wring_site(t->ring, t->a.depth, site);
 }
 
@@ -1020,6 +1099,12 @@ void __tally_wtrace_call(uint32_t site) {
  * landing activation again. */
 static struct wt_thread *wt_sig_left(struct wt_thread *t, uint32_t depth);
 static void wt_landing(uint32_t how, uint32_t depth, uint32_t block) {
+    const struct tally_trace_ops *o;
+    if (!wt_self && (o = trace_home())) {
+        o->landing(how, depth, block);
+        __tally_wtrace_acc = o->acc();
+        return;
+    }
     struct wt_thread *t = wt_get();
     if (!t)
         return;
@@ -1114,7 +1199,7 @@ static struct wt_thread *wt_sig_begin(int sig, int in_call) {
     t->sig_owed = 0;
     t->sig_active = 1;
     wt_self = t;
-    __tally_wtrace_acc = &t->a;
+    wt_set_acc(&t->a);
     return t;
 }
 
@@ -1153,7 +1238,7 @@ static void wt_sig_end(struct wt_thread *t) {
     }
     t->sig_active = 0;
     wt_self = t->sig_parent;
-    __tally_wtrace_acc = t->sig_pacc;
+    wt_set_acc(t->sig_pacc);
     if (wt_lock_mine()) {
         t->sig_owed = 1;
         wt_sig_push(&wt_sig_owed, t);
@@ -1362,6 +1447,11 @@ static void wt_dump_locked(void) {
 
 void tally_dump_trace(void) {
     struct wt_thread *t = wt_self;
+    const struct tally_trace_ops *o;
+    if (!t && __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE) && (o = trace_home())) {
+        o->dump(); /* (a registry: never the first thing to make one) */
+        return;
+    }
     if (t && !t->ended)
         wt_unstage(t); /* (no flight recorder: the staged words into the buffer) */
     if (t && t->rc) {
@@ -1455,4 +1545,94 @@ void wtrace_forked(void) {
         wt_close(t);
     }
     __atomic_store_n(&wt.lock, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- One trace per process: the owner's side, and the decision ------------------------------ */
+
+static uint32_t wt_op_module(struct tally_wtrace_module *m, uint64_t hash) {
+    return wt_module_h(m, hash);
+}
+
+static uint32_t wt_op_enter(struct tally_wtrace_module *m, uint32_t function, const void *self) {
+    return __tally_wtrace_enter(m, 0, function, self);
+}
+
+static struct tally_wtrace_acc *wt_op_acc(void) {
+    return __tally_wtrace_acc;
+}
+
+static int wt_op_adopt(const struct tally_trace_copy *c) {
+    int held = wt_lock(0), r = -1;
+    uint32_t n = __atomic_load_n(&wt_ncopies, __ATOMIC_RELAXED), i = 0;
+    while (i < n && __atomic_load_n(&wt_copies[i].acc_off, __ATOMIC_RELAXED))
+        i++;
+    if (i < WT_COPIES && c->acc_off) {
+        struct tally_trace_copy *e = &wt_copies[i];
+        e->n = c->n;
+        memcpy(e->lo, c->lo, sizeof e->lo);
+        memcpy(e->hi, c->hi, sizeof e->hi);
+        __atomic_store_n(&e->acc_off, c->acc_off, __ATOMIC_RELEASE);
+        if (i == n)
+            __atomic_store_n(&wt_ncopies, n + 1, __ATOMIC_RELEASE);
+        r = 0;
+    }
+    wt_unlock(held);
+    return r;
+}
+
+static void wt_op_forget(intptr_t acc_off) {
+    int held = wt_lock(0);
+    uint32_t n = __atomic_load_n(&wt_ncopies, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < n; i++)
+        if (wt_copies[i].acc_off == acc_off)
+            __atomic_store_n(&wt_copies[i].acc_off, 0, __ATOMIC_RELEASE);
+    wt_unlock(held);
+}
+
+const struct tally_trace_ops wtrace_ops = {
+    wt_op_module,           wt_op_enter,   __tally_wtrace_spill, __tally_wtrace_direct,
+    __tally_wtrace_call,    wt_landing,    __tally_wtrace_ret,   tally_dump_trace,
+    wt_op_acc,              wt_op_adopt,   wt_op_forget,         trace_naive_enter_h,
+    __tally_trace_edge,
+};
+
+static intptr_t wt_acc_off(void) {
+    return (char *)&__tally_wtrace_acc - (char *)__builtin_thread_pointer();
+}
+
+/* Decides, at this copy's first trace call, whether it writes the trace (it is the registry's
+ * owner, or alone) or hands its calls to the owner's copy, which then adopts it. */
+const struct tally_trace_ops *trace_home_(void) {
+    struct tally_registry *r = ensure_registry();
+    spin_lock(&reg_lock, 0);
+    if (!__atomic_load_n(&trace_home_state, __ATOMIC_ACQUIRE)) {
+        struct tally_instance *own = r ? r->owner : 0;
+        const struct tally_trace_ops *o = 0;
+        if (own && own != &tally__self && own->trace) {
+            o = own->trace;
+            struct tally_trace_copy c;
+            memset(&c, 0, sizeof c);
+            c.acc_off = wt_acc_off();
+            c.n = image_ranges((uintptr_t)&trace_home_, c.lo, c.hi, TALLY_TRACE_IMAGE_RANGES);
+            if (o->adopt(&c) != 0) {
+                static const char msg[] =
+                    "tally: too many images with traced code; the trace of the later ones may "
+                    "not be exact\n";
+                write_stderr(msg, sizeof msg - 1);
+            }
+        }
+        trace_home_ops = o;
+        __atomic_store_n(&trace_home_state, 1, __ATOMIC_RELEASE);
+    }
+    spin_unlock(&reg_lock);
+    return trace_home_ops;
+}
+
+void trace_leave(void) {
+    const struct tally_trace_ops *o = trace_home_ops;
+    if (__atomic_load_n(&trace_home_state, __ATOMIC_ACQUIRE) && o) {
+        o->forget(wt_acc_off());
+        trace_home_ops = 0;
+        __atomic_store_n(&trace_home_state, 0, __ATOMIC_RELEASE);
+    }
 }
