@@ -12,6 +12,11 @@
  *                    arbitrary points 300 times; the handler counts its calls in traced code
  *   signals storm    the same every 20 us, 3000 times, over a computation writing a larger
  *                    trace (so that handlers also interrupt the runtime writing a chunk)
+ *   signals tail     as with no mode, then 90 short calls, the last 30 on read-only pages
+ *                    again with five faults among them (a flight recorder's tail holds
+ *                    handlers)
+ *   signals tail-nested, signals tail-abort   the same with nested faults; the same, the
+ *                    last handler of the short round calling abort()
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -27,7 +32,7 @@ static char *pages, *own;
 static long psz;
 static volatile sig_atomic_t faults, own_faults;
 static volatile unsigned hsum;
-static int nested, jump;
+static int nested, jump, die;
 static sigjmp_buf back;
 
 static unsigned hwork(unsigned x, int n) {
@@ -62,11 +67,13 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
         own[faults % psz] += 1; /* faults again, inside this handler */
     }
     mprotect(pages + k * psz, (size_t)psz, PROT_READ | PROT_WRITE);
+    if (die && faults == die)
+        abort();
     if (jump && faults % 5 == 0)
         siglongjmp(back, 1);
 }
 
-static unsigned work(unsigned s, int n) {
+__attribute__((noinline)) static unsigned work(unsigned s, int n) {
     for (int i = 0; i < n; i++) {
         s = s * 1103515245u + 12345u;
         if (s & 0x100)
@@ -75,6 +82,18 @@ static unsigned work(unsigned s, int n) {
             s += 7;
         if ((s & 0x7000) == 0x7000)
             pages[(s >> 4) % (NPAGES * psz)] += (char)s; /* a fault on a read-only page */
+    }
+    return s;
+}
+
+/* A fault on page k % NPAGES in the middle of a loop (the tail modes: five, on five pages). */
+__attribute__((noinline)) static unsigned touch(unsigned s, int k) {
+    for (int i = 0; i < 4; i++) {
+        s = s * 69069u + 1u;
+        if (s & 0x40)
+            s ^= s >> 5;
+        if (i == 2)
+            pages[(size_t)(k % NPAGES) * (size_t)psz + (s & 63)] += (char)s;
     }
     return s;
 }
@@ -118,7 +137,8 @@ int main(int argc, char **argv) {
         printf("ticks %d %u\n", ticks >= (storm ? 3000 : 300), s & 1);
         return 0;
     }
-    nested = !strcmp(mode, "nested");
+    nested = !strcmp(mode, "nested") || !strcmp(mode, "tail-nested");
+    int tail = !strncmp(mode, "tail", 4);
     jump = !strcmp(mode, "jump");
     psz = sysconf(_SC_PAGESIZE);
     pages = mmap(0, (size_t)psz * NPAGES, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -142,6 +162,17 @@ int main(int argc, char **argv) {
     for (; round < 4; round++) {
         mprotect(pages, (size_t)psz * NPAGES, PROT_READ);
         s = work(s + (unsigned)round, 3000);
+    }
+    if (tail) {
+        if (!strcmp(mode, "tail-abort"))
+            die = faults + 5;
+        for (int k = 0; k < 90; k++) { /* (each entry a flight recorder's synchronization point) */
+            if (k == 60)
+                mprotect(pages, (size_t)psz * NPAGES, PROT_READ);
+            s = work(s, 10);
+            if (k >= 60 && k % 6 == 0)
+                s = touch(s, k);
+        }
     }
     printf("%u %d %d %u\n", s, faults, own_faults, hsum);
     return 0;

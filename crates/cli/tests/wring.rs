@@ -328,6 +328,63 @@ fn libc_sig(name: &str) -> i32 {
     }
 }
 
+/// Signal handlers under a flight recorder (`testdata/wtrace/signals.c`, modes `tail`,
+/// `tail-nested`, `tail-abort`): a SIGSEGV handler interrupts the traced loop between two
+/// records, 196 times, the last few within the ring's tail. A handler that interrupts traced
+/// code runs on a stream of its own that records nothing with a flight recorder
+/// (ARCHITECTURE.md, "Signal handlers in witness traces"), so the thread's ring stays exact:
+/// its tail is trace-naive's sequence without the handlers' blocks (`on_segv`, `hwork`), and
+/// the ring holds no other stream; with nested faults too; and when a handler calls `abort()`
+/// the process dies of SIGABRT as without the recorder, the tail ends where the handler
+/// interrupted the loop, and the stack at the end is the interrupted thread's.
+#[test]
+fn signal_handlers_leave_the_ring_exact() {
+    let dir = build_both_of("signals", "testdata/wtrace/signals.c", false, &[]);
+    let handler = |b: &Block| b.0 == "on_segv" || b.0 == "hwork";
+    for mode in ["tail", "tail-nested", "tail-abort"] {
+        let out = run_pair(&dir, &[mode], "1K");
+        if mode == "tail-abort" {
+            assert_eq!(out.status.signal(), Some(libc_sig("ABRT")), "{mode}");
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{mode}");
+        }
+        let r = regenerate(&dir, "prog.trace");
+        assert!(r.stopped.is_empty(), "{mode}: {:?}", r.stopped);
+        assert_eq!(r.ring.len(), 1, "{mode}: streams in the ring");
+        let end = &r.ring[0];
+        let (seq, stack) = oracle(&dir, "prog.trace");
+        let cut = seq.iter().rposition(|b| !handler(b)).unwrap() + 1;
+        let unhandled =
+            |s: &[Block]| -> Vec<Block> { s.iter().filter(|b| !handler(b)).cloned().collect() };
+        let tail = thread_blocks(&r, end.thread);
+        // The handler activations among the oracle's blocks the tail covers (its certain ones).
+        let (mut i, mut n) = (cut, 0);
+        while i > 0 && n < end.certain {
+            i -= 1;
+            n += usize::from(!handler(&seq[i]));
+        }
+        let handlers = seq[i..cut].iter().filter(|b| b.0 == "on_segv" && b.1 == 0);
+        let handlers = handlers.count();
+        assert!(handlers >= 4, "{mode}: {handlers} handlers in the tail");
+        let seq = unhandled(&seq[..cut]);
+        assert_tail(mode, &tail, end, &seq);
+        if mode == "tail-abort" {
+            // The stack: the interrupted thread's, without the handler's activations.
+            let stack: Vec<Block> = stack.into_iter().filter(|b| !handler(b)).collect();
+            assert_eq!(
+                ring_stack(end).iter().map(|b| &b.0).collect::<Vec<_>>(),
+                stack.iter().map(|b| &b.0).collect::<Vec<_>>(),
+                "{mode}: stack"
+            );
+        } else {
+            assert!(
+                seq.ends_with(&tail),
+                "{mode}: the whole tail is the oracle's"
+            );
+        }
+    }
+}
+
 /// A normal exit writes the ring: its tail is the oracle's, to the last block, and no
 /// activation is left.
 #[test]

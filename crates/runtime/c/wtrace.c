@@ -95,6 +95,7 @@ struct wt_thread {
     uint32_t sig_base, sig_number; /* (and the signal) */
     int sig_active, sig_owed;
     int sig_in_call; /* the interrupted code was in a call of the program's (wtrace_signal) */
+    int sig_muted;   /* with a flight recorder: the handler's stream records nothing */
     int words;            /* a stream of whole words (trace format 9, below): the inline code
                            * stages straight into `buf`, whose first `n` bytes are written */
     /* Enter's code (trace format 7, tally_graph::witness::bits::EnterCoder, over keys
@@ -520,6 +521,7 @@ static struct wt_thread *wt_init(struct wt_thread *t) {
     t->end_n = 0;
     t->n = 0;
     t->words = 0;
+    t->sig_muted = 0;
     memset(t->e_next, 0, sizeof t->e_next);
     t->e_nrecent = 0;
     t->cap = WT_BUF_SMALL;
@@ -1171,25 +1173,41 @@ static void wt_sig_push(struct wt_thread **list, struct wt_thread *t) {
         ;
 }
 
-/* Whether the process traces (a stream was made) without a flight recorder: the condition for
- * signal streams, asked by signals.c before it wraps a handler. */
+/* Whether the process traces (a stream was made): the condition for signal streams, asked by
+ * signals.c before it wraps a handler. */
 int wtrace_signal_streams(void) {
-    return __atomic_load_n(&wt.next_tid, __ATOMIC_RELAXED) != 0 && !wring_size();
+    return __atomic_load_n(&wt.next_tid, __ATOMIC_RELAXED) != 0;
 }
 
-/* A stream for a handler, made current; null when there is none (no memory, a flight
- * recorder, the thread's stream ended). */
+/* A flight recorder's signal stream: it records nothing (an ended stream whose closed word
+ * sends every record to the slow path, which drops it, while entries and returns keep its
+ * depth), and is never written, so the interrupted thread's ring stays exact; the handler's own
+ * blocks are not in the recorder. */
+static void wt_mute(struct wt_thread *t) {
+    t->a = (struct tally_wtrace_acc){TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, t->e_next, 0, 0, 0};
+    t->a.stage = t->a.stage_end = t->stage;
+    t->ended = 1;
+    t->n = 0;
+    t->sig_muted = 1;
+}
+
+/* A stream for a handler, made current; null when there is none (no memory, the thread's
+ * stream ended: a muted one included, whose nested handlers run on it). */
 static struct wt_thread *wt_sig_begin(int sig, int in_call) {
     struct wt_thread *p = wt_self;
-    if (wring_size() || (p && p->ended) || wt_gave_up)
+    if ((p && p->ended) || wt_gave_up)
         return 0;
     struct wt_thread *t = wt_sig_pop(&wt_sig_free);
     int fresh = !t;
     if (fresh && !(t = wt_map()))
         return 0;
-    wt_init(t);
-    if (fresh)
-        wt_publish(t);
+    if (wring_size()) {
+        wt_mute(t); /* (never on wt.threads: nothing to write at the end) */
+    } else {
+        wt_init(t);
+        if (fresh)
+            wt_publish(t);
+    }
     t->sig_parent = p;
     t->sig_pacc = __tally_wtrace_acc;
     t->sig_base = p ? p->a.depth : 0;
@@ -1239,7 +1257,9 @@ static void wt_sig_end(struct wt_thread *t) {
     t->sig_active = 0;
     wt_self = t->sig_parent;
     wt_set_acc(t->sig_pacc);
-    if (wt_lock_mine()) {
+    if (t->sig_muted) {
+        wt_sig_push(&wt_sig_free, t);
+    } else if (wt_lock_mine()) {
         t->sig_owed = 1;
         wt_sig_push(&wt_sig_owed, t);
     } else {
@@ -1272,7 +1292,13 @@ static struct wt_thread *wt_sig_left(struct wt_thread *t, uint32_t depth) {
         struct wt_thread *p = t->sig_parent;
         int in_call = t->sig_in_call;
         wt_sig_end(t);
-        if (p && !p->ended && !in_call) {
+        if (p && !p->ended && !in_call && p->ring) {
+            /* A flight recorder's stream ends where the handler interrupted it, as at a
+             * crash: no End, its pending bits kept for the dump, which reads to its last bit. */
+            p->end_n = wt_pending(p, p->a.acc, &p->end_lo, &p->end_hi);
+            wt_close(p);
+            p->ended = 1;
+        } else if (p && !p->ended && !in_call) {
             int saved_errno = errno;
             wt_bits(p, 4, 3); /* End */
             wt_acc_end(p);
@@ -1300,7 +1326,7 @@ void wtrace_signal(const struct sigaction *v, int sig, siginfo_t *info, void *uc
                    int inside) {
     int saved_errno = errno;
     struct wt_thread *p = wt_self;
-    uintptr_t callee = p ? (uintptr_t)p->a.direct : 0;
+    uintptr_t callee = p ? (uintptr_t)(p->ring ? p->rdirect : p->a.direct) : 0;
     int in_call = !inside && !wt_busy && callee &&
                   (pc - callee < 1024 ||
                    (info && (info->si_code == SI_TKILL || info->si_code == SI_USER) &&
