@@ -427,17 +427,40 @@ fn trace(a: TraceArgs) -> Result<i32> {
         write_out(a.output.as_ref(), out.as_bytes())?;
         return Ok(i32::from(!s.stopped.is_empty()));
     }
-    let r = tally_report::wtrace::regenerate(&bytes, &profile)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
-    let out = tally_report::wtrace::render(
-        &r,
-        |b| filter.as_ref().is_none_or(|f| f.is_match(&b.function)),
+    // Written as regeneration goes: a long trace never sits in memory block by block.
+    let file = match a.output.as_ref() {
+        Some(p) => Some(
+            std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut w: std::io::BufWriter<Box<dyn std::io::Write>> = std::io::BufWriter::with_capacity(
+        1 << 16,
+        match file {
+            Some(f) => Box::new(f),
+            None => Box::new(std::io::stdout().lock()),
+        },
+    );
+    let (stopped, err) = tally_report::wtrace::render_trace(
+        &bytes,
+        &profile,
+        |name| filter.as_ref().is_none_or(|f| f.is_match(name)),
         a.from,
         a.limit,
         matches!(a.format, Format::Json),
-    );
-    write_out(a.output.as_ref(), out.as_bytes())?;
-    Ok(i32::from(!r.stopped.is_empty()))
+        &mut w,
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
+    let err = err.map_or_else(|| w.flush().err(), Some);
+    match (err, a.output.as_ref()) {
+        (None, _) => {}
+        (Some(e), None) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        (Some(e), Some(p)) => {
+            return Err(e).with_context(|| format!("cannot write {}", p.display()))
+        }
+        (Some(e), None) => return Err(e).context("cannot write to stdout"),
+    }
+    Ok(i32::from(!stopped.is_empty()))
 }
 
 /// `tally trace --paths`: the regenerated execution cut into paths, rendered as `tally paths`

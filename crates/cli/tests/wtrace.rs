@@ -580,6 +580,50 @@ fn enter_codes_regenerate_exactly_and_repeats_are_short() {
 
 /// `tally trace` on the command line: text, JSON, a range and a function filter; a file that
 /// is not a trace is a one-line error.
+/// `tally trace`, which writes as it regenerates (never the whole sequence in memory), prints
+/// what `render` makes of the sequence `regenerate` keeps, to stdout and to `--output`, for
+/// text and JSON, ranges and function filters.
+fn cli_equals_render(dir: &Path) {
+    let prof = tally_format::profile::Profile::read_file(dir.join("prog.tally")).unwrap();
+    let bytes = std::fs::read(dir.join("prog.trace")).unwrap();
+    let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+    let out = dir.join("shown.txt");
+    for (from, limit, function) in [
+        (0, 0, ""),
+        (7, 5, ""),
+        (2, 3, "^main$"),
+        (usize::MAX, 0, ""),
+    ] {
+        for json in [false, true] {
+            let re = regex_lite::Regex::new(function).unwrap();
+            let want =
+                tally_report::wtrace::render(&r, |b| re.is_match(&b.function), from, limit, json);
+            let mut cmd = std::process::Command::new(tally());
+            cmd.arg("trace").arg(dir.join("prog.trace")).args([
+                "--from",
+                &from.to_string(),
+                "--limit",
+                &limit.to_string(),
+            ]);
+            if !function.is_empty() {
+                cmd.args(["--function", function]);
+            }
+            if json {
+                cmd.args(["--format", "json"]);
+            }
+            let o = cmd.output().unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                want,
+                "{from} {limit} {function} {json}"
+            );
+            let o = cmd.arg("--output").arg(&out).output().unwrap();
+            assert!(o.stdout.is_empty());
+            assert_eq!(std::fs::read_to_string(&out).unwrap(), want);
+        }
+    }
+}
+
 #[test]
 fn tally_trace_command() {
     let src = repo().join("testdata/early/recursion.c");
@@ -625,6 +669,7 @@ fn tally_trace_command() {
         .map(|b| b["block"].as_u64().unwrap() as u32)
         .collect();
     assert_eq!(shown, mains[1..4]);
+    cli_equals_render(&dir);
     let bad = std::process::Command::new(tally())
         .args(["trace", "--profile"])
         .arg(dir.join("prog.tally"))
@@ -1602,6 +1647,7 @@ fn one_trace_for_every_image() {
     let bytes = std::fs::read(o.dir.join("trace/prog.trace")).unwrap();
     let t = tally_format::trace::read_witness_trace(&bytes).unwrap();
     let prof = tally_format::profile::Profile::read_file(o.dir.join("trace/prog.tally")).unwrap();
+    cli_equals_render(&o.dir.join("trace"));
     // A slot per module of the three images, and one more for libdl.so's second load.
     let mut hashes: Vec<u64> = t.modules.iter().map(|m| m.1).collect();
     assert_eq!(hashes.len(), 4, "slots");

@@ -69,6 +69,23 @@ struct Program<'a> {
     ids: HashMap<(u64, u32), FuncId>,
 }
 
+impl Program<'_> {
+    /// Block `block` of function `func`, run by `thread`, with its source line.
+    fn block(&self, thread: u32, func: FuncId, block: tally_graph::NodeId) -> Block {
+        let (f, files) = self.meta[func.index()];
+        let loc = f.blocks.get(block.index());
+        Block {
+            thread,
+            function: f.name.clone(),
+            block: block.index() as u32,
+            file: loc
+                .and_then(|l| l.file)
+                .and_then(|i| files.get(i.0 as usize).cloned()),
+            line: loc.map_or(0, |l| l.line),
+        }
+    }
+}
+
 /// The resolution of each module's external callees (`WCallee::Extern`), by module hash, from
 /// the trace's resolution chunks: `None` for a module that never ran (no slot: its external
 /// calls never ran either).
@@ -577,17 +594,7 @@ pub fn regenerate(bytes: &[u8], profile: &Profile) -> Result<Regenerated, String
     let p = program(profile, &trace)?;
     let (stopped, ring) = walk(&trace, &p, |thread, ev, _| {
         let Visit::Step(s) = ev else { return };
-        let (f, files) = p.meta[s.func.index()];
-        let loc = f.blocks.get(s.block.index());
-        blocks.push(Block {
-            thread,
-            function: f.name.clone(),
-            block: s.block.index() as u32,
-            file: loc
-                .and_then(|l| l.file)
-                .and_then(|i| files.get(i.0 as usize).cloned()),
-            line: loc.map_or(0, |l| l.line),
-        });
+        blocks.push(p.block(thread, s.func, s.block));
     })?;
     Ok(Regenerated {
         blocks,
@@ -669,7 +676,8 @@ pub fn report(
 
 /// `tally trace`'s output: blocks `from..from + limit` (0: all) of those `keep` selects, as
 /// text (one line per block: index, thread, function, block, file:line) or JSON; the threads
-/// that stopped early are listed after them.
+/// that stopped early are listed after them. (The same text as [`render_trace`], from a
+/// sequence already in memory.)
 pub fn render(
     r: &Regenerated,
     keep: impl Fn(&Block) -> bool,
@@ -677,40 +685,189 @@ pub fn render(
     limit: usize,
     json: bool,
 ) -> String {
-    let limit = if limit == 0 { usize::MAX } else { limit };
-    let shown: Vec<(usize, &Block)> = r
-        .blocks
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| keep(b))
-        .skip(from)
-        .take(limit)
-        .collect();
-    if json {
-        let blocks: Vec<serde_json::Value> = shown
-            .iter()
-            .map(|(i, b)| {
-                serde_json::json!({
-                    "index": i, "thread": b.thread, "function": b.function,
-                    "block": b.block, "file": b.file, "line": b.line,
-                })
-            })
-            .collect();
-        let stopped: Vec<serde_json::Value> = r
-            .stopped
+    let mut out = Vec::new();
+    let mut w = Shown::new(&mut out, from, limit, json, r.blocks.len(), r.trace_bytes);
+    for (i, b) in r.blocks.iter().enumerate() {
+        if keep(b) {
+            w.block(i, b);
+        }
+    }
+    w.finish(&r.stopped, &r.signals, &r.ring, r.blocks.len());
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// What [`render_trace`] returns: the threads that stopped early (thread, why), and the first
+/// error writing the output, if any.
+pub type Rendered = (Vec<(u32, String)>, Option<std::io::Error>);
+
+/// `tally trace FILE`: [`render`]'s output for the witness trace `bytes` (of the run whose
+/// profile is `profile`), written to `out` as regeneration goes. Memory is the regenerator's
+/// and the trace's, not the sequence's (which [`regenerate`] keeps, about 40 bytes a block):
+/// the text's first line gives the number of blocks, so text takes two passes, one counting.
+/// `keep` selects blocks by function name. Returns the threads that stopped early and the
+/// first error writing to `out`, if any (nothing more was written after it).
+pub fn render_trace(
+    bytes: &[u8],
+    profile: &Profile,
+    keep: impl Fn(&str) -> bool,
+    from: usize,
+    limit: usize,
+    json: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<Rendered, String> {
+    let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
+    let p = program(profile, &trace)?;
+    let mut total = 0usize;
+    if !json {
+        walk(&trace, &p, |_, ev, _| {
+            total += usize::from(matches!(ev, Visit::Step(_)))
+        })?;
+    }
+    let mut w = Shown::new(out, from, limit, json, total, bytes.len());
+    let mut index = 0usize;
+    let (stopped, ring) = walk(&trace, &p, |thread, ev, _| {
+        let Visit::Step(s) = ev else { return };
+        let f = p.meta[s.func.index()].0;
+        index += 1;
+        if !keep(&f.name) {
+            return;
+        }
+        if !w.wants() {
+            w.skip_one(true);
+            return;
+        }
+        w.block(index - 1, &p.block(thread, s.func, s.block));
+    })?;
+    w.finish(&stopped, &trace.signals, &ring, index);
+    Ok((stopped, w.error))
+}
+
+/// The writer of `tally trace`'s output, block by block: which of the selected blocks are
+/// shown (`from`, `limit`), and the text or JSON around them (JSON as `serde_json` prints it
+/// pretty, its keys in order: `blocks` first, so it streams too).
+struct Shown<'a> {
+    out: &'a mut dyn std::io::Write,
+    json: bool,
+    /// Selected blocks to pass over, then to show.
+    skip: usize,
+    left: usize,
+    shown: usize,
+    trace_bytes: usize,
+    error: Option<std::io::Error>,
+}
+
+impl<'a> Shown<'a> {
+    fn new(
+        out: &'a mut dyn std::io::Write,
+        from: usize,
+        limit: usize,
+        json: bool,
+        total: usize,
+        trace_bytes: usize,
+    ) -> Self {
+        let mut w = Shown {
+            out,
+            json,
+            skip: from,
+            left: if limit == 0 { usize::MAX } else { limit },
+            shown: 0,
+            trace_bytes,
+            error: None,
+        };
+        if json {
+            w.put("{\n  \"blocks\": [");
+        } else {
+            w.put(&format!(
+                "{total} blocks regenerated from {trace_bytes} trace bytes\n"
+            ));
+        }
+        w
+    }
+
+    fn put(&mut self, s: &str) {
+        if self.error.is_none() {
+            if let Err(e) = self.out.write_all(s.as_bytes()) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Whether the next selected block is shown.
+    fn wants(&self) -> bool {
+        self.skip == 0 && self.left > 0 && self.error.is_none()
+    }
+
+    /// A block not shown: passed over when `selected`.
+    fn skip_one(&mut self, selected: bool) {
+        if selected && self.skip > 0 {
+            self.skip -= 1;
+        }
+    }
+
+    /// Selected block `b`, the `i`th of the sequence.
+    fn block(&mut self, i: usize, b: &Block) {
+        if !self.wants() {
+            self.skip_one(true);
+            return;
+        }
+        self.left -= 1;
+        self.shown += 1;
+        if self.json {
+            let v = serde_json::json!({
+                "index": i, "thread": b.thread, "function": b.function,
+                "block": b.block, "file": b.file, "line": b.line,
+            });
+            let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+            let sep = if self.shown == 1 { "\n" } else { ",\n" };
+            let mut s = String::from(sep);
+            for (k, line) in text.lines().enumerate() {
+                if k > 0 {
+                    s.push('\n');
+                }
+                s.push_str("    ");
+                s.push_str(line);
+            }
+            self.put(&s);
+            return;
+        }
+        let at = match &b.file {
+            Some(f) => format!("{f}:{}", b.line),
+            None => "?".into(),
+        };
+        self.put(&format!(
+            "{i:>10}  t{}  {}  b{}  {at}\n",
+            b.thread, b.function, b.block
+        ));
+    }
+
+    fn finish(
+        &mut self,
+        stopped: &[(u32, String)],
+        signals: &[tally_format::trace::SignalStream],
+        ring: &[RingEnd],
+        total: usize,
+    ) {
+        if !self.json {
+            let mut s = String::new();
+            for (t, why) in stopped {
+                s.push_str(&format!("thread {t}: {why}\n"));
+            }
+            s.push_str(&render_signals(signals));
+            s.push_str(&render_ring(ring));
+            self.put(&s);
+            return;
+        }
+        let stopped: Vec<serde_json::Value> = stopped
             .iter()
             .map(|(t, why)| serde_json::json!({"thread": t, "error": why}))
             .collect();
-        let v = serde_json::json!({
-            "total_blocks": r.blocks.len(),
-            "trace_bytes": r.trace_bytes,
-            "blocks": blocks,
+        let mut v = serde_json::json!({
+            "total_blocks": total,
+            "trace_bytes": self.trace_bytes,
             "stopped": stopped,
         });
-        let mut v = v;
-        if !r.signals.is_empty() {
-            v["signal_handlers"] = r
-                .signals
+        if !signals.is_empty() {
+            v["signal_handlers"] = signals
                 .iter()
                 .map(|h| {
                     serde_json::json!({
@@ -719,32 +876,15 @@ pub fn render(
                 })
                 .collect();
         }
-        if !r.ring.is_empty() {
-            v["ring"] = serde_json::to_value(&r.ring).unwrap_or_default();
+        if !ring.is_empty() {
+            v["ring"] = serde_json::to_value(ring).unwrap_or_default();
         }
-        return format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default());
+        // The rest of the object, after `blocks` (its first key): `{` and a newline dropped.
+        let rest = serde_json::to_string_pretty(&v).unwrap_or_default();
+        let rest = rest.strip_prefix("{\n").unwrap_or(&rest);
+        let close = if self.shown == 0 { "],\n" } else { "\n  ],\n" };
+        self.put(&format!("{close}{rest}\n"));
     }
-    let mut s = format!(
-        "{} blocks regenerated from {} trace bytes\n",
-        r.blocks.len(),
-        r.trace_bytes
-    );
-    for (i, b) in shown {
-        let at = match &b.file {
-            Some(f) => format!("{f}:{}", b.line),
-            None => "?".into(),
-        };
-        s.push_str(&format!(
-            "{i:>10}  t{}  {}  b{}  {at}\n",
-            b.thread, b.function, b.block
-        ));
-    }
-    for (t, why) in &r.stopped {
-        s.push_str(&format!("thread {t}: {why}\n"));
-    }
-    s.push_str(&render_signals(&r.signals));
-    s.push_str(&render_ring(&r.ring));
-    s
 }
 
 /// Which threads of `tally trace`'s text are signal handlers' streams: one line for a few,
