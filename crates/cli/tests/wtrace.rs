@@ -1716,6 +1716,30 @@ fn one_trace_for_every_image() {
     assert!(sites.iter().any(|s| s.0 == "lib_run" && !s.1), "{sites:?}");
 }
 
+/// A handler installed before tracing starts -- here by code tally did not build, with the real
+/// `sigaction`, before any traced function ran -- is wrapped when the process makes its first
+/// stream (`signals_trace_started`), so its traced work runs on streams of its own: 96 SIGSEGV
+/// handlers calling traced `hwork` between two records of the traced loop they interrupt, and
+/// the loop's stream is trace-naive's sequence without them, block for block.
+#[test]
+fn handlers_installed_before_tracing_are_wrapped() {
+    let o = build_steps_and_compare(
+        "presig",
+        &[
+            (Step::Plain, &["-O2", "-g", "-c", "presig.c"], "presig.o"),
+            (
+                Step::Traced,
+                &["-O2", "-g", "presig_work.c", "presig.o"],
+                "prog",
+            ),
+        ],
+    );
+    assert!(o.oracle.len() > 10000, "too little compared");
+    let bytes = std::fs::read(o.dir.join("trace/prog.trace")).unwrap();
+    let t = tally_format::trace::read_witness_trace(&bytes).unwrap();
+    assert_eq!(t.signals.len(), 96, "handler streams");
+}
+
 /// A call of a function of another file that is traced writes no `Back` (trace format 4: the
 /// callee's `ret` tells the caller it ran; the reader resolves the site to that function),
 /// while a call of an untraced one still does: 100,000 calls of a traced `step` make a trace

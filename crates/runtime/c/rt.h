@@ -130,6 +130,8 @@
 #define uncount_path tally__uncount_path
 #define exec_charge_self tally__exec_charge_self
 #define signals_init tally__signals_init
+#define signals_trace_started tally__signals_trace_started
+#define is_stop_handler tally__is_stop_handler
 #define owner_sigaction tally__owner_sigaction
 #define stop_threads tally__stop_threads
 #define release_threads tally__release_threads
@@ -381,6 +383,8 @@ int own_process(void);
 
 /* At the owner's first registration: the runtime's handler for every fatal signal at SIG_DFL. */
 void signals_init(void);
+/* The process makes its first witness stream: handlers installed before are wrapped now. */
+void signals_trace_started(void);
 int owner_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 /* ---- threads.c: threads still running at the end ------------------------------------------- */
@@ -389,6 +393,9 @@ int owner_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
  * its frames in every image and waits (bounded) until release_threads. */
 void stop_threads(void);
 void release_threads(void);
+/* Whether `k` is the runtime's own handler that stops threads at the end. */
+int is_stop_handler(const struct sigaction *k);
+
 /* ---- continuous.c: counters mapped from the profile file ---------------------------------- */
 
 /* One module record of the continuous file. */

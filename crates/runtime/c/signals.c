@@ -157,7 +157,40 @@ void signals_init(void) {
         if (install_ours(sig, 0) == 0)
             __atomic_store_n(&ours[sig], 1, __ATOMIC_RELEASE);
     }
+    find_image_once(); /* (here, where the loader's lock may be taken: not in a handler) */
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+    errno = saved_errno;
+}
+
+/* The process makes its first witness stream (wtrace.c): every handler installed before -- by
+ * code tally did not build, whose `sigaction` is not redirected, or before any traced function
+ * ran -- is wrapped now, as the wrapper would have wrapped it (the program's view is that
+ * handler; a fatal signal's one-shot handler goes through on_signal). Async-signal-safe (the
+ * image's segments were found by signals_init): the first stream may be made in a handler. */
+void signals_trace_started(void) {
+    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) || !own_process())
+        return;
+    int saved_errno = errno;
+    sigset_t all, prev;
+    sigfillset(&all);
+    (void)pthread_sigmask(SIG_SETMASK, &all, &prev);
+    int locked = spin_lock(&sig_lock, 1);
+    for (int sig = 1; sig < NSIGS; sig++) {
+        struct sigaction k;
+        if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, 0, &k) != 0 ||
+            k.sa_handler == SIG_DFL || k.sa_handler == SIG_IGN || is_ours(&k) ||
+            is_traced(&k) || is_stop_handler(&k))
+            continue;
+        int oneshot = managed[sig] && (k.sa_flags & SA_RESETHAND);
+        if ((oneshot ? install_ours(sig, &k) : install_traced(sig, &k)) != 0)
+            continue;
+        view[sig] = k;
+        __atomic_store_n(&ours[sig], oneshot, __ATOMIC_RELEASE);
+        __atomic_store_n(&traced[sig], !oneshot, __ATOMIC_RELEASE);
+    }
+    if (locked)
+        spin_unlock(&sig_lock);
+    (void)pthread_sigmask(SIG_SETMASK, &prev, 0);
     errno = saved_errno;
 }
 

@@ -116,6 +116,10 @@ static uint64_t blocked_of(long tid) {
     return digits ? m : ~(uint64_t)0;
 }
 
+int is_stop_handler(const struct sigaction *k) {
+    return (k->sa_flags & SA_SIGINFO) && k->sa_sigaction == on_stop;
+}
+
 /* A real-time signal the program leaves at SIG_DFL: nothing of the program's is sent on it
  * (it would end the process) except to a thread that blocks it (sigwait, signalfd), and such a
  * thread is never sent it here. Of those, the one the fewest of the `count` threads block,
@@ -127,7 +131,7 @@ static int pick_signal(int count) {
         struct sigaction k;
         if (sigaction(sig, 0, &k) != 0)
             continue;
-        if ((k.sa_flags & SA_SIGINFO) && k.sa_sigaction == on_stop)
+        if (is_stop_handler(&k))
             return sig;
         if (k.sa_handler != SIG_DFL)
             continue;

@@ -593,6 +593,8 @@ static struct wt_thread *wt_get(void) {
     wt_publish(t);
     wt_self = t;
     wt_set_acc(&t->a);
+    if (t->tid == 1) /* (the process's first stream: it traces from now on) */
+        signals_trace_started();
     return t;
 }
 
