@@ -3,12 +3,15 @@
 #   plain  CC=clang-19     CXX=clang++-19
 #   edge   CC="tally cc"   CXX="tally c++"   TALLY_MODE=edge
 #   naive  CC="tally cc"   CXX="tally c++"   TALLY_MODE=edges-naive
+#   trace  CC="tally cc"   CXX="tally c++"   TALLY_MODE=trace   (projects with <p>_trace: tinyxml2)
 # all with CFLAGS=CXXFLAGS="-O2 -g". For each project it checks
 #   1. configure results identical to the plain build (config.status + config header, or CMakeCache.txt),
 #   2. test-suite results identical to the plain build (every PASS/FAIL/SKIP/... line, or ctest's),
 #   3. edge == edges-naive over the whole test suite: every process writes TALLY_PROFILE=<dir>/%p.tally;
 #      the profiles are grouped by the build that wrote them, each group merged with `tally merge`, and
-#      every block and edge count of every function compared between the two modes.
+#      every block and edge count of every function compared between the two modes,
+#   4. (trace builds) trace == edges-naive: each run also writes TALLY_TRACE=<dir>/%p.trace, and the
+#      counts `tally report --trace` makes of it, added up per build, are compared the same way.
 # A project that fails (build error, ...) is reported as failed with its reason; the others still run.
 #
 # Usage: scripts/real-projects.sh [--projects sed,expat,tinyxml2] [--jobs N]
@@ -91,7 +94,11 @@ def norm(path, mode):
     return path.replace(bdir[mode].rstrip("/") + "/", "")
 
 def report(path):
-    r = subprocess.run(["tally", "report", "--format", "json", path], capture_output=True, text=True)
+    # A trace build's profile has no counts: they come from its run's witness trace, written
+    # next to it (TALLY_TRACE=<dir>/%p.trace).
+    trace = path[: -len(".tally")] + ".trace"
+    extra = ["--trace", trace] if path.endswith(".tally") and os.path.exists(trace) else []
+    r = subprocess.run(["tally", "report", "--format", "json"] + extra + [path], capture_output=True, text=True)
     if r.returncode != 0:
         return path, None, r.stderr.strip().splitlines()[:1]
     return path, json.loads(r.stdout), None
@@ -117,7 +124,31 @@ for mode in ("edge", "naive"):
             labels[k] = label
             groups.setdefault(k, {"edge": [], "naive": []})[mode].append(path)
 
+def summed(files):
+    # The reports of `files` added in Python (trace builds: `tally merge` adds counters, and a
+    # trace build's profile has none).
+    total = None
+    for path in files:
+        doc = report(path)[1]
+        if doc is None:
+            return None, f"tally report failed on {path}"
+        if total is None:
+            total = doc
+            continue
+        at = {(f["name"], f["module"], f["cfg_hash"]): f for f in total["functions"]}
+        for f in doc["functions"]:
+            t = at.get((f["name"], f["module"], f["cfg_hash"]))
+            if t is None:
+                total["functions"].append(f)
+                continue
+            t["entry_count"] += f["entry_count"]
+            for a, b in zip(t["blocks"] + t["edges"], f["blocks"] + f["edges"]):
+                a["count"] += b["count"]
+    return total, None
+
 def merged(mode, k, files):
+    if any(os.path.exists(f[: -len(".tally")] + ".trace") for f in files):
+        return summed(files)
     dst = os.path.join(out, f"{mode}.merged", f"{labels[k]}-{k}.tally")
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     r = subprocess.run(["tally", "merge", "-o", dst] + files, capture_output=True, text=True)
@@ -216,6 +247,7 @@ variant_env() {
     plain) CCV=clang-19; CXXV=clang++-19; unset TALLY_MODE ;;
     edge) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edge ;;
     naive) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edges-naive ;;
+    trace) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=trace ;;
   esac
 }
 
@@ -275,6 +307,9 @@ expat_check() { LD_PRELOAD="$WORK/fixed-random.so" make -C expat -k -j"$JOBS" ch
 expat_conffiles="expat/config.status expat/expat_config.h"
 
 tinyxml2_pkg=tinyxml2; tinyxml2_system="CMake, C++ shared library"
+# Also built in trace mode (witness tracing): the executable and the shared library write one
+# trace (ARCHITECTURE.md, "One trace per process"), whose counts are compared with edges-naive's.
+tinyxml2_trace=yes
 # CMake infers the toolchain's binutils from the compiler's file name: with CC="tally cc" it would
 # find the unversioned llvm-ar (LLVM 14 on Debian 12) where clang-19 finds llvm-ar-19, so tally
 # builds go through `tally links`'s clang-19 / clang++-19 (README, "CMake").
@@ -319,7 +354,7 @@ run_project() {
   src=$(source_dir "$pkg") || { reason="apt-get source $pkg failed"; }
   if [ -z "$reason" ]; then
     rm -rf "$out"; mkdir -p "$out"
-    for v in plain edge naive; do
+    for v in plain edge naive $(eval echo "\${${p}_trace:+trace}"); do
       dir=$out/$v
       log "$p: $v: copy, configure, build, test"
       cp -a "$src" "$dir"
@@ -336,9 +371,10 @@ run_project() {
         mkdir -p "$out/$v.profiles"
         export TALLY_PROFILE="$out/$v.profiles/%p.tally"
       fi
+      [ $v = trace ] && export TALLY_TRACE="$out/$v.profiles/%p.trace"
       (cd "$dir" && "${p}_check") >"$out/$v.check.log" 2>&1
       rc=$?
-      unset TALLY_PROFILE
+      unset TALLY_PROFILE TALLY_TRACE
       echo "$v: test suite exit status $rc; $(test_summary "$out/$v.check.log")" >>"$det"
     done
     unset TALLY_MODE
@@ -348,7 +384,7 @@ run_project() {
     test_lines "$out/plain.check.log" >"$out/plain.tests"
     tests="yes ($(test_summary "$out/plain.check.log"))"
     [ -s "$out/plain.tests" ] || tests="NO (no test results found)"
-    for v in edge naive; do
+    for v in edge naive $(eval echo "\${${p}_trace:+trace}"); do
       test_lines "$out/$v.check.log" >"$out/$v.tests"
       if ! diff "$out/plain.tests" "$out/$v.tests" >"$out/$v.tests.diff"; then
         tests=NO
@@ -363,6 +399,18 @@ run_project() {
     else
       eq="NO ($(grep '^SUMMARY' "$out/compare.txt" | sed 's/^SUMMARY: //'))"
       { echo "edge vs edges-naive:"; grep -E '^DIFFERS|Traceback|Error' "$out/compare.txt" | head -30; } >>"$det"
+    fi
+    # 4. trace == edges-naive (projects with <p>_trace): every count that `tally report --trace`
+    # makes of each run's witness trace, added up per program, equals edges-naive's.
+    if [ -n "$(eval echo "\${${p}_trace:-}")" ]; then
+      log "$p: comparing trace (tally report --trace) and edges-naive profiles"
+      if python3 "$WORK/compare.py" "$out" "$JOBS" "$out/trace.profiles" "$out/trace" "$out/naive.profiles" "$out/naive" \
+          "$(eval echo "\${${p}_exclude:-}")" >"$out/compare-trace.txt" 2>&1
+      then eq="$eq; trace == edges-naive: yes ($(grep '^SUMMARY' "$out/compare-trace.txt" | sed 's/^SUMMARY: //; s/ edge + / trace + /'))"
+      else
+        eq="$eq; trace == edges-naive: NO ($(grep '^SUMMARY' "$out/compare-trace.txt" | sed 's/^SUMMARY: //'))"
+        { echo "trace vs edges-naive:"; grep -E '^DIFFERS|Traceback|Error' "$out/compare-trace.txt" | head -30; } >>"$det"
+      fi
     fi
   fi
   t1=$(date +%s)
