@@ -2022,7 +2022,8 @@ const SIGSEGV: u32 = 11;
 /// (`TALLY_TRACE_COMPRESS=1`) and under `trace-naive`, whose runtime used to wait for ever when
 /// a handler interrupted the writing of a record (its lock's holder). `storm` (trace only):
 /// every 20 us, 3000 times, over a loop writing more trace, so that handlers also interrupt the
-/// runtime while it writes a chunk (their chunks are then owed; about 10-20 a run here).
+/// runtime while it writes a chunk (about 10-20 a run here; they then write their own whole
+/// chunks, one `write` each).
 #[test]
 fn timer_signals_regenerate_to_the_programs_counts() {
     let src = repo().join("testdata/wtrace/signals.c");

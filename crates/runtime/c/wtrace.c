@@ -88,7 +88,7 @@ struct wt_thread {
      * accumulator pointer of the code it interrupted, that code's depth (this stream's
      * activations are the ones above it), whether the stream is in use, and whether its
      * chunks are owed (written by its thread when it next releases the lock: the handler
-     * interrupted the lock's holder). */
+     * interrupted the lock's holder in a sequence of writes, wt_multi). */
     struct wt_thread *sig_parent;
     struct tally_wtrace_acc *sig_pacc;
     struct wt_thread *sig_link; /* the thread's free or owed signal streams */
@@ -128,6 +128,7 @@ struct wt_mod {
 
 static struct {
     uint32_t lock; /* the file, the lists, the slots: 0, or the holder's kernel thread id */
+    int multi;     /* the holder writes a sequence of writes that must not be split (below) */
     int fd;        /* 0: not opened yet; -1: failed, off or a fork child */
     uint32_t next_tid;
     uint32_t next_slot;
@@ -376,12 +377,24 @@ static int wt_lock(int bounded) {
 /* Signal streams whose chunks this thread owes (they ended while it held the lock). */
 static __thread struct wt_thread *wt_sig_owed __attribute__((tls_model("initial-exec")));
 
+/* Whether this thread is paying what it owes (wt_pay_owed does not run inside itself). */
+static __thread int wt_paying __attribute__((tls_model("initial-exec")));
+
 static void wt_unlock(int held) {
     if (held) {
         owner_unlock(&wt.lock);
-        if (__atomic_load_n(&wt_sig_owed, __ATOMIC_RELAXED))
+        if (__atomic_load_n(&wt_sig_owed, __ATOMIC_RELAXED) && !wt_paying)
             wt_pay_owed();
     }
+}
+
+/* The lock's holder starts (1) or ends (0) writing a sequence of writes that a chunk written
+ * in between would split (the file's opening and header, a flight recorder's dump, the
+ * resolutions): a signal handler that interrupts it on its thread owes its chunks until the
+ * unlock. Every other write is one whole chunk, which a handler's whole chunks cannot split. */
+static void wt_multi(int on) {
+    __atomic_store_n(&wt.multi, on, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
 /* Writes one chunk; the lock is held (or given up on). With `room` the 8 bytes before `bytes`
@@ -394,13 +407,16 @@ static void wt_chunk_locked_in(uint32_t tid, unsigned char *bytes, size_t n, int
 }
 static void wt_chunk_locked_in_(uint32_t tid, unsigned char *bytes, size_t n, int room) {
     if (wt.fd == 0) {
-        wt.fd = trace_open_file(wt.path);
+        wt_multi(1);
+        int fd = trace_open_file(wt.path);
         unsigned char head[16] = "TALLYWTR";
         head[8] = wt_compressing() ? TALLY_WTRACE_VERSION_CODED
                   : wt_words()       ? TALLY_WTRACE_VERSION_WORDS
                                      : TALLY_WTRACE_VERSION;
-        if (wt.fd > 0 && write_all(wt.fd, head, 16) != 0)
-            wt.fd = -1;
+        if (fd > 0 && write_all(fd, head, 16) != 0)
+            fd = -1;
+        wt.fd = fd;
+        wt_multi(0);
     }
     if (wt.fd <= 0)
         return;
@@ -1153,10 +1169,11 @@ void __tally_wtrace_unwind(uint32_t depth, uint32_t block) {
  * (its number, the interrupted stream's, the signal) written before it.
  *
  * A signal stream's memory is kept for the thread's next handler (wt_sig_free). Its chunks are
- * written when the handler returns, unless the handler interrupted this thread while it held
- * the lock (writing a chunk): then they are owed, and written when the thread releases the lock
- * (wt_pay_owed) or at the end of the process. Not with a flight recorder (handlers run on the
- * thread's stream, as before). */
+ * written when the handler returns (whole chunks, one write each, also while its thread holds
+ * the lock writing a chunk of its own, one write too), unless the handler interrupted this
+ * thread while it held the lock for a sequence of writes that must not be split (wt_multi):
+ * then they are owed, and written when the thread releases the lock (wt_pay_owed) or at the
+ * end of the process. With a flight recorder the stream records nothing (wt_mute). */
 
 static __thread struct wt_thread *wt_sig_free __attribute__((tls_model("initial-exec")));
 
@@ -1248,7 +1265,9 @@ static void wt_sig_write(struct wt_thread *t) {
 }
 
 /* The handler's stream `t` ends (End) and the interrupted code's stream is current again; its
- * chunks are written, or owed while this thread holds the lock. */
+ * chunks are written, or owed while this thread holds the lock for a sequence of writes
+ * (wt_multi: owing at every interrupted write made the streams owed while paying grow without
+ * bound under a signal storm). */
 static void wt_sig_end(struct wt_thread *t) {
     int saved_errno = errno;
     if (!t->ended) {
@@ -1261,7 +1280,7 @@ static void wt_sig_end(struct wt_thread *t) {
     wt_set_acc(t->sig_pacc);
     if (t->sig_muted) {
         wt_sig_push(&wt_sig_free, t);
-    } else if (wt_lock_mine()) {
+    } else if (wt_lock_mine() && __atomic_load_n(&wt.multi, __ATOMIC_RELAXED)) {
         t->sig_owed = 1;
         wt_sig_push(&wt_sig_owed, t);
     } else {
@@ -1273,16 +1292,20 @@ static void wt_sig_end(struct wt_thread *t) {
 
 /* The streams this thread owes are written (it just released the lock). */
 static void wt_pay_owed(void) {
-    struct wt_thread *t = __atomic_exchange_n(&wt_sig_owed, 0, __ATOMIC_ACQ_REL);
-    while (t) {
-        struct wt_thread *next = t->sig_link;
-        if (t->sig_owed) {
-            t->sig_owed = 0;
-            wt_sig_write(t);
+    wt_paying = 1;
+    struct wt_thread *t;
+    while ((t = __atomic_exchange_n(&wt_sig_owed, 0, __ATOMIC_ACQ_REL))) {
+        while (t) {
+            struct wt_thread *next = t->sig_link;
+            if (t->sig_owed) {
+                t->sig_owed = 0;
+                wt_sig_write(t);
+            }
+            wt_sig_push(&wt_sig_free, t);
+            t = next;
         }
-        wt_sig_push(&wt_sig_free, t);
-        t = next;
     }
+    wt_paying = 0;
 }
 
 /* A landing at `depth`, at or below the base of the handler's stream `t`: the handler was
@@ -1447,7 +1470,13 @@ static int wt_write_resolutions(int fd, uint64_t *pos) {
  * their newest chunk may come out torn; a function that keeps the accumulator in registers
  * between calls has its latest bits there), from the file's start. The lock is held (or
  * given up on). */
+static void wt_dump_locked_(void);
 static void wt_dump_locked(void) {
+    wt_multi(1);
+    wt_dump_locked_();
+    wt_multi(0);
+}
+static void wt_dump_locked_(void) {
     if (wt.fd == 0)
         wt.fd = trace_open_file(wt.path);
     if (wt.fd <= 0)
@@ -1549,7 +1578,10 @@ void wtrace_finish(void) {
         int held = wt_lock(1);
         uint64_t pos = 0;
         int saved_errno = errno;
-        if (wt.fd > 0 && wt_write_resolutions(wt.fd, &pos) != 0) {
+        wt_multi(1);
+        int bad = wt.fd > 0 && wt_write_resolutions(wt.fd, &pos) != 0;
+        wt_multi(0);
+        if (bad) {
             static const char msg[] = "tally: cannot write the trace file\n";
             write_stderr(msg, sizeof msg - 1);
             wt.fd = -1;
