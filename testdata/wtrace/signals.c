@@ -10,8 +10,8 @@
  *   signals jump     every fifth handler leaves by siglongjmp to main
  *   signals alarm    a SIGALRM timer (ITIMER_REAL, 200 us) interrupts a long computation at
  *                    arbitrary points 300 times; the handler counts its calls in traced code
- *   signals storm    the same every 20 us, 3000 times, over a computation writing a larger
- *                    trace (so that handlers also interrupt the runtime writing a chunk)
+ *   signals storm [N]  the same every 20 us, 3000 (or N) times, over a computation writing a
+ *                    larger trace (so that handlers also interrupt the runtime writing a chunk)
  *   signals tail     as with no mode, then 90 short calls, the last 30 on read-only pages
  *                    again with five faults among them (a flight recorder's tail holds
  *                    handlers)
@@ -126,7 +126,8 @@ int main(int argc, char **argv) {
         setitimer(ITIMER_REAL, &it, 0);
         unsigned s = 1;
         long calls = 0;
-        while (ticks < (storm ? 3000 : 300)) {
+        long want = storm ? (argc > 2 ? atol(argv[2]) : 3000) : 300;
+        while (ticks < want) {
             s = crunch(s, storm ? 200000 : 2000);
             calls++;
         }
@@ -134,7 +135,7 @@ int main(int argc, char **argv) {
         setitimer(ITIMER_REAL, &off, 0);
         /* (the counts differ from run to run: the test compares them with the trace's) */
         fprintf(stderr, "calls %ld ticks %d\n", calls, (int)ticks);
-        printf("ticks %d %u\n", ticks >= (storm ? 3000 : 300), s & 1);
+        printf("ticks %d %u\n", ticks >= want, s & 1);
         return 0;
     }
     nested = !strcmp(mode, "nested") || !strcmp(mode, "tail-nested");
