@@ -554,6 +554,20 @@ type Walked = (Vec<(u32, String)>, Vec<RingEnd>);
 fn walk(
     trace: &WitnessTrace,
     p: &Program<'_>,
+    each: impl FnMut(u32, Visit, usize),
+) -> Result<Walked, String> {
+    walk_until(trace, p, &std::cell::Cell::new(false), each)
+}
+
+/// [`walk`], stopping once `each` sets `stop`: the thread being regenerated ends at its next
+/// record (a few blocks of witness-free code may still be visited before it), the threads
+/// after it are not regenerated, and only the threads regenerated to their end say whether
+/// they stopped early. A flight recorder's threads, bounded by the ring's size, are always
+/// walked whole (their ends give the call stacks).
+fn walk_until(
+    trace: &WitnessTrace,
+    p: &Program<'_>,
+    stop: &std::cell::Cell<bool>,
     mut each: impl FnMut(u32, Visit, usize),
 ) -> Result<Walked, String> {
     let names = Names::new(trace, &p.ids);
@@ -561,8 +575,18 @@ fn walk(
     let mut stopped = Vec::new();
     let cut: std::collections::HashSet<u32> = trace.cut.iter().copied().collect();
     for (thread, stream) in &trace.threads {
-        let mut src = Stream::new(stream, records_end(stream), &names);
+        if stop.get() {
+            break;
+        }
+        let mut src = Until {
+            src: Stream::new(stream, records_end(stream), &names),
+            stop,
+        };
         let r = regen.run_slotted(&mut src, |v, slot| each(*thread, v, slot));
+        if stop.get() {
+            // Cut short by the caller: how the rest of this thread would end is not known.
+            break;
+        }
         if cut.contains(thread) {
             // Its code was left at an unknown point after its last record: whatever the
             // regenerator made of the end (it ran out of records, or took `End` for the end of
@@ -677,7 +701,11 @@ pub fn report(
 /// `tally trace`'s output: blocks `from..from + limit` (0: all) of those `keep` selects, as
 /// text (one line per block: index, thread, function, block, file:line) or JSON; the threads
 /// that stopped early are listed after them. (The same text as [`render_trace`], from a
-/// sequence already in memory.)
+/// sequence already in memory; where a limit was reached, `render_trace` stopped regenerating
+/// there and lists only the threads it regenerated to their end, this lists all of
+/// `r.stopped`.) A limit that is reached leaves the total unknown: the text's first line then
+/// says which blocks are shown instead of how many there are, and JSON's `total_blocks` is
+/// `null`.
 pub fn render(
     r: &Regenerated,
     keep: impl Fn(&Block) -> bool,
@@ -703,7 +731,9 @@ pub type Rendered = (Vec<(u32, String)>, Option<std::io::Error>);
 /// `tally trace FILE`: [`render`]'s output for the witness trace `bytes` (of the run whose
 /// profile is `profile`), written to `out` as regeneration goes. Memory is the regenerator's
 /// and the trace's, not the sequence's (which [`regenerate`] keeps, about 40 bytes a block):
-/// the text's first line gives the number of blocks, so text takes two passes, one counting.
+/// without a limit, the text's first line gives the number of blocks, so text takes two
+/// passes, one counting; with one, regeneration stops at the last block shown (time bounded by
+/// the blocks up to it, not by the trace).
 /// `keep` selects blocks by function name. Returns the threads that stopped early and the
 /// first error writing to `out`, if any (nothing more was written after it).
 pub fn render_trace(
@@ -718,14 +748,16 @@ pub fn render_trace(
     let trace = read_witness_trace(bytes).map_err(|e| e.to_string())?;
     let p = program(profile, &trace)?;
     let mut total = 0usize;
-    if !json {
+    if !json && limit == 0 {
         walk(&trace, &p, |_, ev, _| {
             total += usize::from(matches!(ev, Visit::Step(_)))
         })?;
     }
     let mut w = Shown::new(out, from, limit, json, total, bytes.len());
     let mut index = 0usize;
-    let (stopped, ring) = walk(&trace, &p, |thread, ev, _| {
+    // With a limit, regeneration stops once the last block asked for is shown.
+    let stop = std::cell::Cell::new(false);
+    let (stopped, ring) = walk_until(&trace, &p, &stop, |thread, ev, _| {
         let Visit::Step(s) = ev else { return };
         let f = p.meta[s.func.index()].0;
         index += 1;
@@ -737,6 +769,9 @@ pub fn render_trace(
             return;
         }
         w.block(index - 1, &p.block(thread, s.func, s.block));
+        if w.full() {
+            stop.set(true);
+        }
     })?;
     w.finish(&stopped, &trace.signals, &ring, index);
     Ok((stopped, w.error))
@@ -776,12 +811,26 @@ impl<'a> Shown<'a> {
         };
         if json {
             w.put("{\n  \"blocks\": [");
-        } else {
+        } else if limit == 0 {
             w.put(&format!(
                 "{total} blocks regenerated from {trace_bytes} trace bytes\n"
             ));
+        } else {
+            let skip = match from {
+                0 => String::new(),
+                n => format!(" after the first {n}"),
+            };
+            w.put(&format!(
+                "at most {limit} blocks{skip}, regenerated from {trace_bytes} trace bytes \
+                 (regeneration stops after them; --limit 0 shows and counts all)\n"
+            ));
         }
         w
+    }
+
+    /// Whether the limit is reached: every block asked for is shown.
+    fn full(&self) -> bool {
+        self.left == 0
     }
 
     fn put(&mut self, s: &str) {
@@ -861,6 +910,8 @@ impl<'a> Shown<'a> {
             .iter()
             .map(|(t, why)| serde_json::json!({"thread": t, "error": why}))
             .collect();
+        // A limit that was reached stopped regeneration there: the total is not known.
+        let total = (!self.full()).then_some(total);
         let mut v = serde_json::json!({
             "total_blocks": total,
             "trace_bytes": self.trace_bytes,
@@ -1003,6 +1054,29 @@ impl<S: RecordSource> RecordSource for Counting<'_, S> {
             self.certain = self.steps.get();
         }
         Ok(r)
+    }
+}
+
+/// A record source that ends (reads as the end of the stream) once `stop` is set.
+struct Until<'s, S> {
+    src: S,
+    stop: &'s std::cell::Cell<bool>,
+}
+
+impl<S: RecordSource> RecordSource for Until<'_, S> {
+    #[inline]
+    fn try_witness(&mut self, bits: u8) -> Option<u32> {
+        if self.stop.get() {
+            return None;
+        }
+        self.src.try_witness(bits)
+    }
+
+    fn read(&mut self, expect: Expect) -> Result<Option<Record>, RegenError> {
+        if self.stop.get() {
+            return Ok(None);
+        }
+        self.src.read(expect)
     }
 }
 
