@@ -268,6 +268,30 @@ fn source_part(profile: &Path) -> (Value, Value) {
     (r["files"].clone(), r["source_functions"].clone())
 }
 
+/// Every block's location (where reports, `tally trace` and the HTML pages put it) is the
+/// first of its line runs, the instructions that are code: not the line a loop header's PHI
+/// keeps from an assignment before the loop (the demo's hottest block in `main` was shown at
+/// `table_init`'s `t->nwords = 0;`, which runs once). Returns the blocks compared.
+fn block_locations_are_their_first_lines(profile: &Path) -> usize {
+    let p = tally_format::profile::Profile::read_file(profile).unwrap();
+    let mut compared = 0;
+    for m in &p.modules {
+        for f in &m.meta.functions {
+            for (b, runs) in f.source.lines.iter().enumerate() {
+                let Some(first) = runs.first() else { continue };
+                assert_eq!(
+                    f.blocks[b], first.loc,
+                    "{}: block n{b} of {}: location {:?}, first line run {:?}",
+                    m.meta.source, f.name, f.blocks[b], first.loc
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 50, "{}: {compared} blocks", profile.display());
+    compared
+}
+
 /// Builds `args` in edge, edges-naive and path mode, runs each with `run_args`, and checks
 /// that the source-level counts are identical. Returns the edge profile's model.
 fn same_source_counts(what: &str, args: &[&str], run_args: &[&str]) -> (Value, Value) {
@@ -279,6 +303,7 @@ fn same_source_counts(what: &str, args: &[&str], run_args: &[&str]) -> (Value, V
         let prof = dir.join(format!("{mode}.tally"));
         let o = run(&bin, run_args, &dir, &prof);
         assert!(o.status.success(), "{what} {mode}: {o:?}");
+        block_locations_are_their_first_lines(&prof);
         parts.push((mode, source_part(&prof)));
     }
     let (_, first) = &parts[0];

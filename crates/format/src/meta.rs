@@ -362,7 +362,8 @@ pub struct FunctionMeta {
     pub num_blocks: u32,
     /// Edges `e1, e2, ...` as `(src, dst, kind)`; `e0 = EXIT -> n0` is implicit.
     pub edges: Vec<(BlockIdx, BlockIdx, StoredKind)>,
-    /// Location of each block (its first instruction with a line).
+    /// Location of each block: its first instruction with a line that is code (not a PHI or
+    /// a debug intrinsic), the first of its [`SourceMeta::lines`] when it has any.
     pub blocks: Vec<Loc>,
     /// [`Cfg::shape_hash`] of the graph: equal for every mode built from the same IR.
     pub cfg_hash: u64,

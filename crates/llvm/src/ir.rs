@@ -233,6 +233,19 @@ pub(crate) fn location_pos(loc: LLVMMetadataRef) -> SrcPos {
     SrcPos { file, line }
 }
 
+/// Instructions whose location is not code that runs there: debug intrinsics (a variable's
+/// location) and PHIs (promoted memory keeps the location of the store it replaced, so a
+/// loop header's PHIs name lines of code that ran once, before the loop).
+pub(crate) fn is_not_code(v: Val) -> bool {
+    match v.opcode() {
+        LLVMOpcode::LLVMPHI => true,
+        LLVMOpcode::LLVMCall => v
+            .called_function()
+            .is_some_and(|f| f.name().starts_with("llvm.dbg.")),
+        _ => false,
+    }
+}
+
 /// Source position of a function's DISubprogram.
 pub(crate) fn function_pos(f: Val) -> SrcPos {
     let sp = unsafe { di::LLVMGetSubprogram(f.0) };

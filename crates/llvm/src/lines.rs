@@ -174,19 +174,6 @@ impl Scopes<'_> {
     }
 }
 
-/// Instructions whose location is not code that runs there: debug intrinsics (a variable's
-/// location) and PHIs (promoted memory keeps the location of the store it replaced, so a
-/// loop header's PHIs name lines of code that ran once, before the loop).
-fn is_not_code(v: Val) -> bool {
-    match v.opcode() {
-        LLVMOpcode::LLVMPHI => true,
-        LLVMOpcode::LLVMCall => v
-            .called_function()
-            .is_some_and(|f| f.name().starts_with("llvm.dbg.")),
-        _ => false,
-    }
-}
-
 /// The source lines, scopes and branches of a lowered function (empty without debug info).
 pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> SourceMeta {
     let Some(sp) = ir::subprogram(func) else {
@@ -208,7 +195,7 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
     for n in &l.nodes {
         let mut runs: Vec<LineRun> = Vec::new();
         for &v in &n.instrs {
-            if is_not_code(v) {
+            if ir::is_not_code(v) {
                 continue;
             }
             if let Some(r) = s.run(v) {

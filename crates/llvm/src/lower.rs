@@ -109,8 +109,10 @@ fn tail_call_before_ret(term: Val) -> Option<Val> {
     Some(prev)
 }
 
+/// Position of the first instruction with a line that is code ([`ir::is_not_code`]: a loop
+/// header's PHIs carry the line of an assignment before the loop).
 fn first_pos(instrs: &[Val]) -> SrcPos {
-    for v in instrs {
+    for v in instrs.iter().filter(|v| !ir::is_not_code(**v)) {
         if let Some(loc) = v.debug_loc() {
             let p = ir::location_pos(loc);
             if p.line != 0 {
@@ -121,12 +123,16 @@ fn first_pos(instrs: &[Val]) -> SrcPos {
     SrcPos::default()
 }
 
-/// Position of the last instruction with a line.
+/// Position of the last instruction with a line that is code.
 fn last_line(instrs: &[Val]) -> Option<SrcPos> {
-    instrs.iter().rev().find_map(|v| {
-        let p = ir::location_pos(v.debug_loc()?);
-        (p.line != 0).then_some(p)
-    })
+    instrs
+        .iter()
+        .rev()
+        .filter(|v| !ir::is_not_code(**v))
+        .find_map(|v| {
+            let p = ir::location_pos(v.debug_loc()?);
+            (p.line != 0).then_some(p)
+        })
 }
 
 /// One vertex under construction: the IR block and the instruction range it covers.
