@@ -164,7 +164,8 @@ struct ShowArgs {
     /// The profile.
     #[arg(required = true)]
     profile: PathBuf,
-    /// Source files to show (a path, or its last components); all when none are given.
+    /// Source files to show (a path, or its last components); when none are given, every file
+    /// but the system headers (under /usr/include and /usr/lib), which a closing note names.
     files: Vec<String>,
     /// Only the lines of source functions whose name (source, linkage or demangled) matches
     /// this regular expression.

@@ -475,6 +475,24 @@ fn show_and_line_report_snapshots_of_the_demo() {
         &["show", "--function", "^table_(add|grow)$", "wordfreq.tally"],
     );
     insta::assert_snapshot!("demo_show_function", show_fn);
+    // Without file names: the program's own file, and the system headers whose inline
+    // functions it used (`atoi`'s `strtol` in stdlib.h) only named in a closing note;
+    // named, a header is shown.
+    let all = tally_out(&dir, &["show", "wordfreq.tally"]);
+    assert!(all.starts_with("<dir>/wordfreq.c:\n"), "{}", &all[..200]);
+    assert!(!all.lines().any(|l| l == "/usr/include/stdlib.h:"));
+    let note = all.lines().last().unwrap();
+    assert!(
+        note.starts_with("(not shown: ") && note.contains("/usr/include/stdlib.h"),
+        "{note}"
+    );
+    let header = tally_out(&dir, &["show", "wordfreq.tally", "stdlib.h"]);
+    assert!(
+        header.starts_with("/usr/include/stdlib.h:\n"),
+        "{}",
+        &header[..200]
+    );
+    assert!(header.contains("strtol"));
     let lines = tally_out(&dir, &["report", "--lines", "wordfreq.tally"]);
     insta::assert_snapshot!("demo_report_lines", sort_file_table(&lines));
 }

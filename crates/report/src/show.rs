@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 pub struct ShowOptions<'a> {
     /// Only these functions' lines (`None`: whole files).
     pub function: Option<&'a dyn Fn(&SourceFunction) -> bool>,
-    /// Only files whose path is one of these or ends with `/` and one of these (empty: all).
+    /// Only files whose path is one of these or ends with `/` and one of these (empty: all but
+    /// the system headers, named in a closing note unless there is nothing else).
     pub files: Vec<String>,
     /// Print the branch counts under each line.
     pub branches: bool,
@@ -176,8 +177,18 @@ pub fn show(m: &SourceModel, o: &ShowOptions) -> String {
             }
         }
         None => {
+            // Named files are shown whatever they are; otherwise the program's own, and the
+            // system headers whose inline functions ran only in a closing note (unless there
+            // is nothing else), as gcovr keeps to the project's files by default.
+            let own = |path: &str| !o.files.is_empty() || !is_system_header(path);
+            let all = !m.files.keys().any(|p| own(p));
+            let mut hidden = Vec::new();
             for (path, f) in &m.files {
                 if !file_matches(path, &o.files) {
+                    continue;
+                }
+                if !all && !own(path) {
+                    hidden.push(path.as_str());
                     continue;
                 }
                 let _ = writeln!(out, "{path}:");
@@ -189,9 +200,27 @@ pub fn show(m: &SourceModel, o: &ShowOptions) -> String {
                 print_range(&mut out, m, &mut text, o, width, path, (1, last));
                 out.push('\n');
             }
+            if !hidden.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "(not shown: {} system header{} with inlined code: {}; name one to \
+                     show it)",
+                    hidden.len(),
+                    if hidden.len() == 1 { "" } else { "s" },
+                    hidden.join(", ")
+                );
+            }
         }
     }
     out
+}
+
+/// Whether `path` is a system header (the C library's, the compiler's), whose inline
+/// functions (`atoi`, `stat`, `fputc_unlocked`, ...) are counted like the program's own.
+fn is_system_header(path: &str) -> bool {
+    ["/usr/include/", "/usr/lib/"]
+        .iter()
+        .any(|d| path.starts_with(d))
 }
 
 fn cov_cells(c: &Coverage) -> [String; 3] {
