@@ -298,6 +298,12 @@ pub fn lines_text(m: &SourceModel, title: &str, top: usize, quote: bool) -> Stri
         .to_string()
         .len()
         .max(5);
+    let aw = hot
+        .iter()
+        .take(n)
+        .map(|(path, line, _)| short(path).len() + 1 + line.to_string().len())
+        .max()
+        .unwrap_or(0);
     for (path, line, lc) in hot.iter().take(n) {
         let at = format!("{}:{line}", short(path));
         let q = if quote {
@@ -312,7 +318,7 @@ pub fn lines_text(m: &SourceModel, title: &str, top: usize, quote: bool) -> Stri
             Some(c) => c.to_string(),
             None => "?".into(),
         };
-        let _ = writeln!(out, "{c:>cw$}  {at}{q}");
+        let _ = writeln!(out, "{}", format!("{c:>cw$}  {at:<aw$}{q}").trim_end());
     }
     out.push('\n');
     let _ = writeln!(out, "functions ({}):", m.functions.len());
@@ -323,6 +329,8 @@ pub fn lines_text(m: &SourceModel, title: &str, top: usize, quote: bool) -> Stri
             .cmp(&a.count.map(|c| c as u128 + 1))
             .then(a.display_name().cmp(b.display_name()))
     });
+    // One row per function, in columns: count, name, location, lines run, how it was emitted.
+    let mut table = Vec::with_capacity(funcs.len());
     for f in funcs {
         let hit = f.lines.iter().filter(|&&n| {
             f.file
@@ -344,13 +352,21 @@ pub fn lines_text(m: &SourceModel, title: &str, top: usize, quote: bool) -> Stri
             (_, 0) => String::new(),
             (_, i) => format!("also inlined {i}x"),
         };
-        let _ = writeln!(
-            out,
-            "{c:>cw$}  {}  {at}  lines {}/{}  {how}",
-            f.display_name(),
-            hit.count(),
-            f.lines.len()
-        );
+        let lines = format!("lines {}/{}", hit.count(), f.lines.len());
+        table.push([c, f.display_name().to_string(), at, lines, how]);
+    }
+    let width = |k: usize| {
+        table
+            .iter()
+            .map(|r| r[k].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    // (A long C++ name overflows its column rather than pushing every row right.)
+    let (fw, nw, lw, hw) = (width(0).max(cw), width(1).min(40), width(2), width(3));
+    for [c, name, at, lines, how] in &table {
+        let row = format!("{c:>fw$}  {name:<nw$}  {at:<lw$}  {lines:<hw$}  {how}");
+        let _ = writeln!(out, "{}", row.trim_end());
     }
     out
 }
