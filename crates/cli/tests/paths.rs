@@ -219,3 +219,62 @@ fn path_cycles_equal_the_trace_oracle() {
         100,
     );
 }
+
+/// `tally paths` names every block of each path it lists: a path of N blocks shows N block
+/// names, consecutive blocks on one source line sharing a row (the demo at -O2 has several:
+/// `n19,n20` on line 147), each line quoted once.
+#[test]
+fn listed_paths_name_every_block() {
+    let dir = scratch("paths-rows");
+    let demo = repo().join("testdata/demo");
+    build(
+        Variant::Tally("path"),
+        false,
+        &["-O2", "-g", &demo.join("wordfreq.c").display().to_string()],
+        &dir.join("wf"),
+        &dir,
+    );
+    let prof = dir.join("wf.tally");
+    let o = run(
+        &dir.join("wf"),
+        &[&demo.join("input.txt").display().to_string()],
+        &dir,
+        &prof,
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = std::process::Command::new(tally())
+        .args(["paths", "--top", "0"])
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (mut paths, mut shared) = (0, 0);
+    let mut want: Option<usize> = None;
+    let mut named = 0;
+    let check = |want: Option<usize>, named: usize| {
+        if let Some(n) = want {
+            assert_eq!(named, n, "{text}");
+        }
+    };
+    for l in text.lines() {
+        if let Some(i) = l.find(" blocks  ") {
+            check(want, named);
+            let n = l[..i].rsplit(' ').next().unwrap().parse::<usize>().unwrap();
+            want = Some(n);
+            named = 0;
+            paths += 1;
+        } else if want.is_some() && l.starts_with("          n") {
+            let ids = l.trim_start().split(' ').next().unwrap();
+            let k = ids.split(',').filter(|b| b.starts_with('n')).count();
+            shared += usize::from(k > 1);
+            named += k;
+        } else {
+            check(want, named);
+            want = None;
+        }
+    }
+    check(want, named);
+    assert!(paths >= 20, "{paths} paths: {text}");
+    assert!(shared > 0, "no row of blocks sharing a line: {text}");
+}

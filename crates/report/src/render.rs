@@ -591,16 +591,24 @@ fn path_line(s: &mut String, rank: usize, x: &Ranked, sources: &mut Sources, sou
         x.row.start,
         x.row.end
     );
-    let mut last: Option<(Option<String>, u32)> = None;
+    // Consecutive blocks on the same line share a row ("n19,n20"), so every block of the
+    // path is named and each line is quoted once.
+    let mut rows: Vec<(String, (Option<String>, u32))> = Vec::new();
     for &b in &x.row.blocks {
         let (file, line) = f
             .blocks
             .get(b as usize)
             .map_or((None, 0), |blk| (blk.file.clone(), blk.line));
         let key = (file, line);
-        if last.as_ref() == Some(&key) {
-            continue; // same line as the previous block
+        match rows.last_mut() {
+            Some((ids, k)) if *k == key => {
+                let _ = write!(ids, ",n{b}");
+            }
+            _ => rows.push((format!("n{b}"), key)),
         }
+    }
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(6);
+    for (ids, key) in rows {
         let quote = if source {
             sources
                 .line(&key.0, key.1)
@@ -611,12 +619,10 @@ fn path_line(s: &mut String, rank: usize, x: &Ranked, sources: &mut Sources, sou
         };
         let _ = writeln!(
             s,
-            "          n{:<5} {:<24}{}",
-            b,
+            "          {ids:<w$} {:<24}{}",
             where_(&key.0, key.1),
             quote
         );
-        last = Some(key);
     }
 }
 
