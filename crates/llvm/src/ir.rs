@@ -207,19 +207,52 @@ pub(crate) fn difile_path(file: LLVMMetadataRef) -> Option<String> {
     })
     .into_owned();
     if name.starts_with('/') {
-        return Some(name);
+        return Some(remove_dots(&name));
     }
     let mut dlen = 0u32;
     let dir = unsafe { di::LLVMDIFileGetDirectory(file, &mut dlen) };
     if dir.is_null() || dlen == 0 {
-        return Some(name);
+        return Some(remove_dots(&name));
     }
     let dir = String::from_utf8_lossy(unsafe {
         std::slice::from_raw_parts(dir as *const u8, dlen as usize)
     })
     .into_owned();
-    Some(format!("{}/{}", dir.trim_end_matches('/'), name))
+    Some(remove_dots(&format!(
+        "{}/{}",
+        dir.trim_end_matches('/'),
+        name
+    )))
 }
+
+/// `path` without `.` components and with each `..` taken with the component before it,
+/// lexically, as clang names files in its coverage mapping (`remove_dots(path, true)`):
+/// `tally cc ../../src/a.c` run in `/p/build/x` gives `/p/src/a.c`, not
+/// `/p/build/x/../../src/a.c`. A `..` with nothing before it stays (`../a.c`, `/..` is `/`).
+pub(crate) fn remove_dots(path: &str) -> String {
+    let abs = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&p) if p != ".." => {
+                    parts.pop();
+                }
+                _ if abs => {}
+                _ => parts.push(".."),
+            },
+            _ => parts.push(c),
+        }
+    }
+    let joined = parts.join("/");
+    match (abs, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".into(),
+        (false, false) => joined,
+    }
+}
+
 
 /// Source position of a DILocation (innermost: where the code was written, inlined or not).
 pub(crate) fn location_pos(loc: LLVMMetadataRef) -> SrcPos {
@@ -318,5 +351,31 @@ pub(crate) fn intrinsic_decl(
         let ty =
             c::LLVMIntrinsicGetType(c::LLVMGetModuleContext(m), id, tys.as_mut_ptr(), tys.len());
         (f, ty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remove_dots;
+
+    #[test]
+    fn remove_dots_is_lexical() {
+        for (path, want) in [
+            (
+                "/work/main/target/demo/../../testdata/demo/w.c",
+                "/work/main/testdata/demo/w.c",
+            ),
+            ("/a/./b//c.c", "/a/b/c.c"),
+            ("/../a.c", "/a.c"),
+            ("/a/b/../../../c.c", "/c.c"),
+            ("../a.c", "../a.c"),
+            ("x/../../a.c", "../a.c"),
+            ("./a.c", "a.c"),
+            ("a/..", "."),
+            ("/", "/"),
+            ("/a/b.c", "/a/b.c"),
+        ] {
+            assert_eq!(remove_dots(path), want, "{path}");
+        }
     }
 }
