@@ -253,7 +253,6 @@ pub(crate) fn remove_dots(path: &str) -> String {
     }
 }
 
-
 /// Source position of a DILocation (innermost: where the code was written, inlined or not).
 pub(crate) fn location_pos(loc: LLVMMetadataRef) -> SrcPos {
     let line = unsafe { di::LLVMDILocationGetLine(loc) };
