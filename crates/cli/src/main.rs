@@ -230,8 +230,9 @@ struct TraceArgs {
     /// Skip the first N shown blocks.
     #[arg(long, default_value_t = 0)]
     from: usize,
-    /// Show at most N blocks (0 = all).
-    #[arg(long, default_value_t = 0)]
+    /// Show at most N blocks (0 = all); regeneration stops after the last one shown. With
+    /// --paths and --stats, how many rows per ranking (also as --top, as `tally paths` says).
+    #[arg(long, alias = "top", default_value_t = 0)]
     limit: usize,
     /// Only blocks of functions whose name matches this regular expression.
     #[arg(long)]

@@ -405,6 +405,16 @@ fn trace_paths_text_and_filter() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.starts_with("tally paths: "), "{text}");
     assert!(text.contains("Hottest paths:"), "{text}");
+    // `--top`, as `tally paths` calls it, is the same option.
+    let (top, err, code) = tally_out(&[
+        "trace".as_ref(),
+        "--paths".as_ref(),
+        "--top".as_ref(),
+        "3".as_ref(),
+        dir.join("trace/prog.trace").as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(String::from_utf8(top).unwrap(), text);
     let (out, err, code) = tally_out(&[
         "trace".as_ref(),
         "--paths".as_ref(),
