@@ -97,3 +97,61 @@ fn report_text_and_json_snapshots() {
     *id = "...".into();
     insta::assert_json_snapshot!("collatz_json", json);
 }
+
+/// Long C++ names are shortened in text views and kept whole in JSON: libstdc++'s
+/// `std::map<std::string, long>::operator[]` reads as `std::map<…>::operator[](std::string&&)`
+/// in `tally report` and `report --lines`, and the JSON has the demangler's full name.
+#[test]
+fn cxx_names_are_short_in_text_and_whole_in_json() {
+    const CXX: &str = r#"#include <map>
+#include <string>
+#include <cstdio>
+int main() {
+    std::map<std::string, long> m;
+    for (int i = 0; i < 100; i++) ++m[std::to_string(i % 7)];
+    std::printf("%zu\n", m.size());
+}
+"#;
+    let dir = scratch("report-cxx-names");
+    std::fs::write(dir.join("m.cpp"), CXX).unwrap();
+    build(
+        Variant::Tally("edge"),
+        true,
+        &["-O2", "-g", "m.cpp"],
+        &dir.join("m"),
+        &dir,
+    );
+    let out = run(Path::new("./m"), &[], &dir, &dir.join("m.tally"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "7\n");
+    let tally_stdout = |args: &[&str]| {
+        let o = std::process::Command::new(tally())
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    // (`operator[](std::string&&)`: the key is a temporary.)
+    let short = "std::map<…>::operator[](std::string&&)";
+    let text = tally_stdout(&["report", "m.tally"]);
+    assert!(text.contains(short), "{text}");
+    assert!(!text.contains("std::__cxx11::basic_string"), "{text}");
+    let lines = tally_stdout(&["report", "--lines", "m.tally"]);
+    assert!(!lines.contains("std::__cxx11::basic_string"), "{lines}");
+    let json: serde_json::Value =
+        serde_json::from_str(&tally_stdout(&["report", "--format", "json", "m.tally"])).unwrap();
+    let names: Vec<&str> = json["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["demangled"].as_str())
+        .collect();
+    assert!(
+        names.iter().any(
+            |n| n.starts_with("std::map<std::__cxx11::basic_string<char")
+                && n.contains(">::operator[](")
+        ),
+        "{names:?}"
+    );
+}

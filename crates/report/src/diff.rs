@@ -20,6 +20,7 @@
 //!
 //! [`diff`] is pure (two [`Report`]s in, a [`Diff`] out); [`text`] and [`json`] render it.
 
+use crate::names::{short_name, SHORT_NAME_MAX};
 use crate::{FunctionReport, Report};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -482,7 +483,12 @@ pub fn text(d: &Diff, a: &str, b: &str, top: usize) -> String {
         }
         let _ = writeln!(out, "\n{title}:");
         for f in first(v, top) {
-            let _ = writeln!(out, "  {} ({})", f.demangled, f.module);
+            let _ = writeln!(
+                out,
+                "  {} ({})",
+                short_name(&f.demangled, SHORT_NAME_MAX),
+                f.module
+            );
         }
         more(&mut out, first(v, top).len(), v.len());
     }
@@ -501,7 +507,7 @@ pub fn text(d: &Diff, a: &str, b: &str, top: usize) -> String {
                 signed(f.block_executions.delta()),
                 f.entry_count.a,
                 f.entry_count.b,
-                f.function.demangled
+                short_name(&f.function.demangled, SHORT_NAME_MAX)
             );
         }
         more(&mut out, first(&d.functions, top).len(), d.functions.len());

@@ -21,6 +21,7 @@ pub mod html;
 pub mod ipaths;
 pub mod lcov;
 mod modes;
+pub mod names;
 pub mod placements;
 pub mod render;
 pub mod show;

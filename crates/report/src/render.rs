@@ -9,6 +9,11 @@ use crate::{FunctionReport, Report};
 use serde::Serialize;
 use std::fmt::Write as _;
 
+/// A function's name as text tables and headers show it ([`crate::names::short_name`]).
+fn short_fn(demangled: &str) -> std::borrow::Cow<'_, str> {
+    crate::names::short_name(demangled, crate::names::SHORT_NAME_MAX)
+}
+
 /// Text rendering options.
 #[derive(Clone, Debug)]
 pub struct TextOptions {
@@ -164,7 +169,7 @@ fn events_text(r: &Report, title: &str, o: &TextOptions, kind: &str, total: u64)
             e.exclusive,
             e.inclusive,
             pct,
-            f.demangled,
+            short_fn(&f.demangled),
             where_(&f.file, f.line)
         );
     }
@@ -195,7 +200,7 @@ fn events_text(r: &Report, title: &str, o: &TextOptions, kind: &str, total: u64)
             s,
             "{:>16}  {} -> {}  at {}",
             ev,
-            f.demangled,
+            short_fn(&f.demangled),
             callee
                 .as_deref()
                 .map(crate::demangle)
@@ -275,7 +280,7 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
             f.entry_count,
             f.block_executions,
             pct,
-            f.demangled,
+            short_fn(&f.demangled),
             where_(&f.file, f.line)
         );
     }
@@ -293,7 +298,7 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
         let _ = writeln!(
             s,
             "\n== {}  ({})  entries {}  blocks {}  edges {}  counters {}",
-            f.demangled,
+            short_fn(&f.demangled),
             where_(&f.file, f.line),
             f.entry_count,
             f.blocks.len(),
@@ -586,7 +591,7 @@ fn path_line(s: &mut String, rank: usize, x: &Ranked, sources: &mut Sources, sou
         rank,
         x.row.count,
         x.row.blocks.len(),
-        f.demangled,
+        short_fn(&f.demangled),
         x.row.number,
         x.row.start,
         x.row.end
@@ -728,7 +733,7 @@ pub fn paths_text_with(
             p.potential,
             p.rows.len(),
             runs,
-            f.demangled,
+            short_fn(&f.demangled),
             if p.hashed { "hash" } else { "array" },
             if p.cuts.is_empty() {
                 String::new()

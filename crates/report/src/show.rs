@@ -2,6 +2,7 @@
 //! `llvm-cov show` ([`show`], `tally show`), and the per-file and per-line summary of
 //! `tally report --lines` ([`lines_text`]) with its JSON ([`lines_json`]).
 
+use crate::names::{short_name, SHORT_NAME_MAX};
 use crate::source::{percent, Coverage, LineCounts, SourceFunction, SourceModel};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -155,7 +156,7 @@ pub fn show(m: &SourceModel, o: &ShowOptions) -> String {
                 let _ = writeln!(
                     out,
                     "{} ({path}:{}): {} ({} emitted, {} inlined)",
-                    f.display_name(),
+                    short_name(f.display_name(), SHORT_NAME_MAX),
                     f.line,
                     match f.count {
                         Some(c) => format!("{c} calls"),
@@ -353,7 +354,8 @@ pub fn lines_text(m: &SourceModel, title: &str, top: usize, quote: bool) -> Stri
             (_, i) => format!("also inlined {i}x"),
         };
         let lines = format!("lines {}/{}", hit.count(), f.lines.len());
-        table.push([c, f.display_name().to_string(), at, lines, how]);
+        let name = short_name(f.display_name(), SHORT_NAME_MAX).into_owned();
+        table.push([c, name, at, lines, how]);
     }
     let width = |k: usize| {
         table

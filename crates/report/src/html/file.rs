@@ -47,11 +47,15 @@ pub(crate) fn render(ctx: &Ctx, path: &str, text: &mut SourceText) -> String {
             }
             let _ = write!(
                 b,
-                "<tr data-name=\"{n}\" data-count=\"{cnt}\"><td><a href=\"#L{l}\">{n}</a></td><td class=\"num\" data-sort=\"{l}\">{l}</td><td class=\"num\" data-sort=\"{}\">{cnt}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{graphs}</td></tr>",
+                "<tr data-name=\"{n}\" data-count=\"{cnt}\"><td><a href=\"#L{l}\" title=\"{n}\">{short}</a></td><td class=\"num\" data-sort=\"{l}\">{l}</td><td class=\"num\" data-sort=\"{}\">{cnt}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{graphs}</td></tr>",
                 f.count.map_or(-1, |c| c as i128),
                 f.emitted,
                 f.inlined,
                 n = esc(f.display_name()),
+                short = esc(&crate::names::short_name(
+                    f.display_name(),
+                    crate::names::SHORT_NAME_MAX
+                )),
                 l = f.line,
                 cnt = count_text(f.count),
             );

@@ -159,11 +159,15 @@ pub(crate) fn render(ctx: &Ctx) -> String {
         };
         let _ = write!(
             b,
-            "<tr data-name=\"{n}\" data-fn=\"{i}\"><td><a href=\"{}\">{n}</a></td><td>{at}</td><td class=\"num\" data-sort=\"{}\">{calls}</td><td class=\"num\" data-sort=\"{}\">{execs}</td><td class=\"num\" data-sort=\"{nb}\">{nb}</td></tr>",
+            "<tr data-name=\"{n}\" data-fn=\"{i}\"><td><a href=\"{}\" title=\"{n}\">{short}</a></td><td>{at}</td><td class=\"num\" data-sort=\"{}\">{calls}</td><td class=\"num\" data-sort=\"{}\">{execs}</td><td class=\"num\" data-sort=\"{nb}\">{nb}</td></tr>",
             ctx.fn_page(i),
             if unknown { -1 } else { f.entry_count as i128 },
             if unknown { -1 } else { f.block_executions as i128 },
             n = esc(&f.demangled),
+            short = esc(&crate::names::short_name(
+                &f.demangled,
+                crate::names::SHORT_NAME_MAX
+            )),
             nb = f.blocks.len(),
         );
     }
