@@ -755,9 +755,14 @@ pub fn render_trace(
     }
     let mut w = Shown::new(out, from, limit, json, total, bytes.len());
     let mut index = 0usize;
-    // With a limit, regeneration stops once the last block asked for is shown.
+    // With a limit, regeneration stops once the last block asked for is shown; and once the
+    // output cannot be written (`tally trace ... | head`), nothing more can be shown.
     let stop = std::cell::Cell::new(false);
     let (stopped, ring) = walk_until(&trace, &p, &stop, |thread, ev, _| {
+        if w.error.is_some() {
+            stop.set(true);
+            return;
+        }
         let Visit::Step(s) = ev else { return };
         let f = p.meta[s.func.index()].0;
         index += 1;
