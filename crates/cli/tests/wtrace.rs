@@ -2130,3 +2130,66 @@ fn timer_signals_regenerate_to_the_programs_counts() {
         }
     }
 }
+
+/// `--tally-trace-floor` (measurement only: the bench's `trace-floor`, docs/trace.md) keeps a
+/// function's witnesses and drops the call protocol: on the callbacks program (`Enter` and
+/// `Back` records from `qsort` and calls through pointers) its stream is the witnesses of the
+/// default build's run (as `tally trace --stats` charges them), the thread's first `Enter` and
+/// `End`, nothing else; the program's output and exit status are unchanged.
+#[test]
+fn floor_writes_the_witnesses_alone() {
+    let dir = scratch("wtrace-floor");
+    let src = dir.join("callbacks.c");
+    std::fs::write(&src, CALLBACKS).unwrap();
+    let o = run_both("callbacks-floor-default", false, &single(&src, "-O2"), 0);
+    let stats = std::process::Command::new(tally())
+        .args(["trace", "--stats", "--format", "json", "--profile"])
+        .arg(o.dir.join("trace/prog.tally"))
+        .arg(o.dir.join("trace/prog.trace"))
+        .output()
+        .unwrap();
+    assert_eq!(stats.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let kinds = v["kinds"].as_array().unwrap();
+    let bits_of = |pre: &str| -> u64 {
+        kinds
+            .iter()
+            .filter(|k| k["kind"].as_str().unwrap().starts_with(pre))
+            .map(|k| k["bits"].as_u64().unwrap())
+            .sum()
+    };
+    let (witness, control) = (bits_of("witness/"), bits_of("Enter") + bits_of("Back"));
+    assert!(witness > 500 && control > 1000, "{v}");
+
+    let one = single(&src, "-O2");
+    let args: Vec<&str> = ["--tally-trace-registers=on", "--tally-trace-floor"]
+        .into_iter()
+        .chain(one.iter().map(String::as_str))
+        .collect();
+    build(
+        Variant::Tally("trace"),
+        false,
+        &args,
+        &dir.join("prog"),
+        &dir,
+    );
+    let floor = prog_in(&dir, &[]).output().unwrap();
+    let plain = prog_in(&o.dir.join("trace"), &[]).output().unwrap();
+    assert_eq!(floor.status.code(), Some(0));
+    assert_eq!(
+        floor.stdout, plain.stdout,
+        "the floor build's output differs"
+    );
+    let t =
+        tally_format::trace::read_witness_trace(&std::fs::read(dir.join("prog.trace")).unwrap())
+            .unwrap();
+    assert_eq!(t.threads.len(), 1, "{:?}", t.threads.len());
+    // The stream's bits up to its last set bit, `End`'s `1` (`0`, `0`, `1`, then padding).
+    let s = &t.threads[0].1;
+    let last = s.iter().rposition(|&b| b != 0).unwrap();
+    let bits = (last * 8 + 8 - s[last].leading_zeros() as usize) as u64;
+    assert!(
+        bits >= witness + 3 && bits <= witness + 3 + 64,
+        "floor stream {bits} bits, the default's witnesses {witness} (control {control})"
+    );
+}

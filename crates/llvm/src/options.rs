@@ -196,6 +196,19 @@ pub struct Options {
             hide = true)
     )]
     pub trace_write_through: bool,
+    /// Trace mode, for measurement only: the witnesses' appends alone (their checks of room
+    /// and the staging of full words), without entries, returns, `Back`, direct flags or
+    /// landings: what any tracer recording this plan's witnesses must execute at least. Its
+    /// trace cannot be regenerated (hidden; the bench's `trace-floor`, docs/trace.md).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-trace-floor", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "off", default_missing_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = on_off(),
+            hide = true)
+    )]
+    pub trace_floor: bool,
     /// Jump optimization (paper 000 §6.3, generalizing Fig. 19): what an unconditional jump
     /// costs relative to a counter increment. A counter on an edge that must be split also
     /// costs the jump out of the new block, so the spanning tree is taken under weights that
@@ -347,6 +360,7 @@ impl Default for Options {
             trace_plan: TracePlan::Witness,
             trace_registers: false,
             trace_write_through: true,
+            trace_floor: false,
             jump_cost: DEFAULT_JUMP_COST,
             ipath_cuts: IpathCuts::Hot,
         }

@@ -65,6 +65,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             trace_plan: tally_llvm::TracePlan::Witness,
             trace_registers: false,
             trace_write_through: true,
+            trace_floor: false,
             ipath_cuts: tally_llvm::IpathCuts::Hot,
         },
     )

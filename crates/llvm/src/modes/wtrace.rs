@@ -528,6 +528,7 @@ impl WTrace {
             paths,
             registers: cx.opts.trace_registers,
             through: cx.opts.trace_write_through,
+            floor: cx.opts.trace_floor,
             back_split,
             calls,
             unwind: input.unwind,
@@ -740,6 +741,8 @@ struct WPlan {
     /// `--tally-trace-write-through` (without `registers`): the function may keep its own copy,
     /// stored to the thread's after every record.
     through: bool,
+    /// `--tally-trace-floor`: the appends alone (measurement only, not regenerable).
+    floor: bool,
     /// Unknown `invoke`s whose normal destination is shared: their `Back` goes on a block
     /// split onto the normal edge after the sites are in.
     back_split: Vec<Val>,
@@ -773,6 +776,8 @@ struct Runtime {
     enter_inline: (LLVMValueRef, LLVMTypeRef),
     /// `tally.wtrace.enter.again`: the same, which also appends a predicted `Enter` inline.
     enter_again: (LLVMValueRef, LLVMTypeRef),
+    /// `tally.wtrace.enter.floor` (`--tally-trace-floor`): the stream made, nothing recorded.
+    enter_floor: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
     call: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
@@ -817,6 +822,7 @@ impl Runtime {
             enter,
             enter_inline: inline.enter,
             enter_again: inline.enter_again,
+            enter_floor: inline.enter_floor,
             ret: inline.ret,
             back: inline.back,
             put,
@@ -843,6 +849,7 @@ struct InlineSlow {
 struct Inline {
     enter: (LLVMValueRef, LLVMTypeRef),
     enter_again: (LLVMValueRef, LLVMTypeRef),
+    enter_floor: (LLVMValueRef, LLVMTypeRef),
     ret: (LLVMValueRef, LLVMTypeRef),
     back: (LLVMValueRef, LLVMTypeRef),
     direct: (LLVMValueRef, LLVMTypeRef),
@@ -1016,6 +1023,21 @@ unsafe fn inline_fns(
         c::LLVMBuildRet(b, acc_ptr(g, b));
     }
 
+    // `--tally-trace-floor` (measurement only): the thread's stream made at its first entry,
+    // nothing else.
+    let (floor, entry) = crate::emit::inline_helper(g, "tally.wtrace.enter.floor", enter_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let fast = block(floor, "fast");
+        let rt = if_slow(b, floor, a, fast);
+        c::LLVMPositionBuilderAtEnd(b, fast);
+        c::LLVMBuildRet(b, a);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        forward(b, floor, slow.enter, 0);
+        c::LLVMBuildRet(b, acc_ptr(g, b));
+    }
+
     let ret_ty = fn_ty(g.voidt, &mut [ptrt, ptrt]);
     let (ret, entry) = crate::emit::inline_helper(g, "tally.wtrace.ret", ret_ty);
     if let Some(entry) = entry {
@@ -1094,6 +1116,7 @@ unsafe fn inline_fns(
     Inline {
         enter: named("tally.wtrace.enter"),
         enter_again: named("tally.wtrace.enter.again"),
+        enter_floor: (floor, enter_ty),
         ret: (ret, ret_ty),
         back: (back, back_ty),
         direct: (direct, direct_ty),
@@ -1470,9 +1493,10 @@ fn call_role(v: Val) -> (bool, bool) {
             _ if v.calls_inline_asm() => (false, false),
             Some((_, id)) if id != 0 => (false, false),
             Some((name, _)) => match name.as_str() {
-                "__tally_wtrace_enter" | "tally.wtrace.enter" | "tally.wtrace.enter.again" => {
-                    (false, true)
-                }
+                "__tally_wtrace_enter"
+                | "tally.wtrace.enter"
+                | "tally.wtrace.enter.again"
+                | "tally.wtrace.enter.floor" => (false, true),
                 "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
                 x if x.starts_with("tally.wtrace.") => (false, false),
                 x if OPAQUE_LIBC.contains(&x) => (false, false),
@@ -1926,7 +1950,8 @@ impl FnPlan for WPlan {
         // 1. `Back` right after each unknown call, before any code the sites put at the end
         // of its block (the out-edge's witness follows the call's records).
         for call in self.calls.iter().flatten() {
-            if !writes_back(&call.callee)
+            if self.floor
+                || !writes_back(&call.callee)
                 || is_resume(call.instr)
                 || self.back_split.contains(&call.instr)
             {
@@ -1949,6 +1974,7 @@ impl FnPlan for WPlan {
             announced: self.announced,
             witness: &self.plan.witness,
             depth: (cx.l.has_setjmp || cx.l.has_landing_pads).then(std::ptr::null_mut),
+            floor: self.floor,
         };
         crate::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
         if let Some(paths) = &self.paths {
@@ -1968,6 +1994,9 @@ impl FnPlan for WPlan {
         // the call site (numbered over the blocks' calls in order, as the metadata lists
         // them) before each direct and unknown call, for the flight recorder's call stack.
         for (site, call) in self.calls.iter().flatten().enumerate() {
+            if self.floor {
+                break;
+            }
             let site = em.i32c(site as u64);
             match call.callee {
                 WCallee::Direct(_) | WCallee::Extern { .. } => {
@@ -1993,7 +2022,9 @@ impl FnPlan for WPlan {
             c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
         };
         for (i, n) in cx.l.nodes.iter().enumerate() {
-            let Some(depth) = log.depth else { break };
+            let Some(depth) = log.depth.filter(|_| !self.floor) else {
+                break;
+            };
             if let Some(sj) = n.after_setjmp {
                 if let Some(next) = sj.next() {
                     em.at(next);
@@ -2018,7 +2049,7 @@ impl FnPlan for WPlan {
                 .last()
                 .filter(|t| t.opcode() == LLVMOpcode::LLVMRet)
             {
-                if n.returns {
+                if n.returns && !self.floor {
                     em.at(*term);
                     // Only a function some `Extern` site may call leaves its address: the
                     // linker resolves no other module's name to an internal one, so no
@@ -2182,6 +2213,8 @@ struct Log<'a> {
     witness: &'a IdVec<EdgeId, Option<witness::Witness>>,
     /// Functions with `setjmp`: the alloca keeping the activation's depth (set by `enter`).
     depth: Option<LLVMValueRef>,
+    /// `--tally-trace-floor`: no entry, only the accumulator pointer.
+    floor: bool,
 }
 
 impl Log<'_> {
@@ -2201,6 +2234,7 @@ impl SiteAction for Log<'_> {
         let own = unsafe { own_address(em.func) };
         // (A null `self`, always announced, goes to the runtime; see `inline_fns`.)
         let enter = match own {
+            _ if self.floor => self.rec.rt.enter_floor,
             Some(_) if self.announced => self.rec.rt.enter_again,
             Some(_) => self.rec.rt.enter_inline,
             None => self.rec.rt.enter,
@@ -2217,20 +2251,17 @@ impl SiteAction for Log<'_> {
             Val(call).set_debug_loc(em.call_loc(entry_first));
             // The inline entries return the accumulator pointer (no second TLS load after
             // them); the runtime's returns the depth.
-            let acc = match own {
-                Some(_) => call,
-                None => acc_ptr(em.g, em.b),
-            };
+            let inline = own.is_some() || self.floor;
+            let acc = if inline { call } else { acc_ptr(em.g, em.b) };
             if self.rec.local.is_some() {
                 self.rec.acc.set(acc);
             }
             if self.depth.is_some() {
-                let depth = match own {
-                    Some(_) => {
-                        let at = field_of(em.g, em.b, acc, "depth");
-                        c::LLVMBuildLoad2(em.b, em.g.i32t, at, empty.as_ptr())
-                    }
-                    None => call,
+                let depth = if inline {
+                    let at = field_of(em.g, em.b, acc, "depth");
+                    c::LLVMBuildLoad2(em.b, em.g.i32t, at, empty.as_ptr())
+                } else {
+                    call
                 };
                 let n = cname("tally.depth");
                 let slot = c::LLVMBuildAlloca(em.b, em.g.i32t, n.as_ptr());
