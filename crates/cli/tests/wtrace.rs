@@ -2192,4 +2192,19 @@ fn floor_writes_the_witnesses_alone() {
         bits >= witness + 3 && bits <= witness + 3 + 64,
         "floor stream {bits} bits, the default's witnesses {witness} (control {control})"
     );
+    // The reader refuses such a trace in one line rather than regenerate nonsense.
+    let refused = std::process::Command::new(tally())
+        .args(["trace", "--profile"])
+        .arg(dir.join("prog.tally"))
+        .arg(dir.join("prog.trace"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(refused.stderr).unwrap();
+    assert!(
+        refused.status.code() == Some(2)
+            && err.lines().count() == 1
+            && err.contains("--tally-trace-floor"),
+        "{:?} {err}",
+        refused.status
+    );
 }

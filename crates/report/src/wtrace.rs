@@ -156,7 +156,19 @@ fn program<'a>(profile: &'a Profile, trace: &WitnessTrace) -> Result<Program<'a>
         }
     }
     if p.meta.is_empty() {
-        return Err("the profile holds no function built with --tally-mode=trace".into());
+        // (Every function untraced: say why one was, e.g. a `--tally-trace-floor` build.)
+        let why = profile
+            .modules
+            .iter()
+            .flat_map(|m| &m.meta.functions)
+            .find_map(|f| {
+                let w = f.wtrace.as_ref()?.untraced.as_ref()?;
+                Some(format!(" ({}: {w})", f.name))
+            });
+        return Err(format!(
+            "the profile holds no function traced with --tally-mode=trace{}",
+            why.unwrap_or_default()
+        ));
     }
     for m in &profile.modules {
         for f in &m.meta.functions {

@@ -2078,6 +2078,28 @@ impl FnPlan for WPlan {
         // 8. One accumulator pointer where the entry's dominates.
         rt.share_acc(&em);
         unsafe { c::LLVMDisposeBuilder(em.b) };
+        if self.floor {
+            // (Said in the metadata, so that the reader refuses the trace in one line.)
+            return Emitted {
+                split: self.sites.split(),
+                tagged: self.sites.tagged(),
+                wtrace: Some(WtraceMeta {
+                    calls: Vec::new(),
+                    witness: Vec::new(),
+                    read_bits: Vec::new(),
+                    unwind: Vec::new(),
+                    branch: false,
+                    paths: None,
+                    untraced: Some(
+                        "built with --tally-trace-floor, a measurement whose trace cannot be \
+                         regenerated"
+                            .into(),
+                    ),
+                }),
+                needs_mem2reg: true,
+                ..Emitted::default()
+            };
+        }
         Emitted {
             split: self.sites.split(),
             tagged: self.sites.tagged(),
