@@ -1,5 +1,6 @@
-//! Builds `shim/freq.cpp` and `shim/scev.cpp`, the pieces of LLVM's C++ API tally uses (its
-//! static block and edge frequency estimate, ScalarEvolution's trip counts: the C API lacks both), against the headers of the LLVM that
+//! Builds `shim/freq.cpp`, `shim/scev.cpp` and `shim/globals.cpp`, the pieces of LLVM's C++ API
+//! tally uses (its static block and edge frequency estimate, ScalarEvolution's trip counts, a
+//! global's `dso_local`: the C API lacks them), against the headers of the LLVM that
 //! llvm-sys links (`LLVM_SYS_191_PREFIX`).
 use std::path::PathBuf;
 use std::process::Command;
@@ -7,6 +8,7 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=shim/freq.cpp");
     println!("cargo:rerun-if-changed=shim/scev.cpp");
+    println!("cargo:rerun-if-changed=shim/globals.cpp");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
     let config = std::env::var_os("LLVM_SYS_191_PREFIX")
@@ -26,6 +28,7 @@ fn main() {
         .cpp(true)
         .file("shim/freq.cpp")
         .file("shim/scev.cpp")
+        .file("shim/globals.cpp")
         .flag("-isystem")
         .flag(include.trim())
         .std("c++17")

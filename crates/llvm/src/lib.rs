@@ -259,6 +259,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         base += w.plan.num_counters();
         table += w.plan.num_tables();
     }
+    mode.after_emit(&globals);
     if let Some(why) = ip_failure {
         path_fallbacks.push(("(the interprocedural set)".into(), why));
     }

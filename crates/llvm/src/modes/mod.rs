@@ -111,6 +111,9 @@ pub(crate) trait ModeImpl: Sync {
     fn plan_module(&self, _funcs: &[(Val, &Lowered)], _opts: &Options) -> Option<ModulePlan> {
         None
     }
+    /// Changes the module after every function's instrumentation is emitted (trace mode's
+    /// second entries, `wtrace::split_entries`).
+    fn after_emit(&self, _g: &crate::emit::Globals) {}
 }
 
 pub(crate) use ipath::ModulePlan;

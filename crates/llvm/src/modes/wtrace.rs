@@ -26,6 +26,8 @@
 //!   `tally.wtrace.enter.again`, whose announced entry appends the 3-bit predicted `Enter`
 //!   inline when it is the function the stream's `Enter` code predicts (`l_alloc` entered
 //!   through Lua's `frealloc` pointer over and over, SQLite's `sqlite3Mem*` methods in turn);
+//!   a function called directly in its module gets a second entry for those calls, which
+//!   counts the depth and nothing else ([`split_entries`]);
 //! - `Extern` sites ([`classify`]): a direct call that the linker resolves (a declaration, a
 //!   weak or linkonce definition, an external definition of a shared object's code) announces
 //!   the callee's address the same way, and writes `Back` after it as an `Unknown` call does
@@ -426,6 +428,10 @@ impl ModeImpl for WTrace {
     ) -> Option<super::ModulePlan> {
         unsafe { module_tables(funcs) };
         None
+    }
+
+    fn after_emit(&self, g: &crate::emit::Globals) {
+        unsafe { split_entries(g) };
     }
 }
 
@@ -922,9 +928,14 @@ unsafe fn inline_fns(
     };
 
     let enter_ty = fn_ty(ptrt, &mut [ptrt, ptrt, i32t, ptrt]);
-    for (name, again) in [
-        ("tally.wtrace.enter", false),
-        ("tally.wtrace.enter.again", true),
+    // The `.wrap` entries are those of a public entry whose body is a function of its own
+    // ([`split_entries`]): the same, without the depth, which the body's entry
+    // (`tally.wtrace.enter.body`) counts (after the runtime's entry, one off again).
+    for (name, again, wrap) in [
+        ("tally.wtrace.enter", false, false),
+        ("tally.wtrace.enter.again", true, false),
+        ("tally.wtrace.enter.wrap", false, true),
+        ("tally.wtrace.enter.again.wrap", true, true),
     ] {
         let (enter, entry) = crate::emit::inline_helper(g, name, enter_ty);
         let Some(entry) = entry else { continue };
@@ -958,10 +969,12 @@ unsafe fn inline_fns(
         c::LLVMPositionBuilderAtEnd(b, silent);
         c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), flag_p);
         let deeper = |b| {
-            let depth_p = field_of(g, b, a, "depth");
-            let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-            let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
-            c::LLVMBuildStore(b, d, depth_p);
+            if !wrap {
+                let depth_p = field_of(g, b, a, "depth");
+                let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+                let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+                c::LLVMBuildStore(b, d, depth_p);
+            }
             c::LLVMBuildRet(b, a);
         };
         deeper(b);
@@ -1020,7 +1033,30 @@ unsafe fn inline_fns(
         }
         // (The thread's first entry points the TLS pointer at the thread's own accumulator.)
         forward(b, enter, slow.enter, 0);
-        c::LLVMBuildRet(b, acc_ptr(g, b));
+        let a = acc_ptr(g, b);
+        if wrap {
+            // (The runtime counted the activation; the body's entry counts it again.)
+            let depth_p = field_of(g, b, a, "depth");
+            let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+            let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+            c::LLVMBuildStore(b, d, depth_p);
+        }
+        c::LLVMBuildRet(b, a);
+    }
+
+    // The entry of a body ([`split_entries`]): entered only from this module's traced direct
+    // call sites and from its public entry, which did the rest (the runtime's entry, when
+    // `slow` is set, is made before the call: `tally.wtrace.direct.body`, or by the public
+    // entry): the depth alone.
+    let (_, entry) = crate::emit::inline_helper(g, "tally.wtrace.enter.body", enter_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let a = acc_ptr(g, b);
+        let depth_p = field_of(g, b, a, "depth");
+        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+        let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+        c::LLVMBuildStore(b, d, depth_p);
+        c::LLVMBuildRet(b, a);
     }
 
     // `--tally-trace-floor` (measurement only): the thread's stream made at its first entry,
@@ -1092,6 +1128,51 @@ unsafe fn inline_fns(
         c::LLVMBuildRetVoid(b);
         c::LLVMPositionBuilderAtEnd(b, rt);
         forward(b, direct, slow.direct, 1);
+        c::LLVMBuildRetVoid(b);
+    }
+
+    // `void tally.wtrace.direct.body(ptr acc, ptr callee, i32 site, ptr module, ptr counters,
+    // i32 index)`, right before a direct call of a body ([`split_entries`]), after any save of
+    // the caller's copy of the word: the flag cleared, as the callee's entry would have; with
+    // `slow` set, the runtime's direct flag and the callee's entry made here (the flight
+    // recorder's call site, shadow stack and synchronization point, the thread's word current),
+    // less the depth, which the body's entry counts.
+    let direct_body_ty = fn_ty(g.voidt, &mut [ptrt, ptrt, i32t, ptrt, ptrt, i32t]);
+    let (direct_body, entry) =
+        crate::emit::inline_helper(g, "tally.wtrace.direct.body", direct_body_ty);
+    if let Some(entry) = entry {
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let p = |i| c::LLVMGetParam(direct_body, i);
+        let a = p(0);
+        let fast = block(direct_body, "fast");
+        let rt = if_slow(b, direct_body, a, fast);
+        c::LLVMPositionBuilderAtEnd(b, fast);
+        c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), field_of(g, b, a, "direct"));
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        let mut args = [p(1), p(2)];
+        c::LLVMBuildCall2(
+            b,
+            slow.direct.1,
+            slow.direct.0,
+            args.as_mut_ptr(),
+            2,
+            e.as_ptr(),
+        );
+        let mut args = [p(3), p(4), p(5), p(1)];
+        c::LLVMBuildCall2(
+            b,
+            slow.enter.1,
+            slow.enter.0,
+            args.as_mut_ptr(),
+            4,
+            e.as_ptr(),
+        );
+        let a = acc_ptr(g, b);
+        let depth_p = field_of(g, b, a, "depth");
+        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+        let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
+        c::LLVMBuildStore(b, d, depth_p);
         c::LLVMBuildRetVoid(b);
     }
 
@@ -1496,7 +1577,8 @@ fn call_role(v: Val) -> (bool, bool) {
                 "__tally_wtrace_enter"
                 | "tally.wtrace.enter"
                 | "tally.wtrace.enter.again"
-                | "tally.wtrace.enter.floor" => (false, true),
+                | "tally.wtrace.enter.floor"
+                | "tally.wtrace.enter.body" => (false, true),
                 "__tally_wtrace_direct" | "__tally_wtrace_ret" => (false, false),
                 x if x.starts_with("tally.wtrace.") => (false, false),
                 x if OPAQUE_LIBC.contains(&x) => (false, false),
@@ -2358,4 +2440,270 @@ impl SiteAction for Log<'_> {
             self.rec.put(em, value, bits, start);
         }
     }
+}
+
+/// Gives a traced function called directly within its module a second entry: its code moves
+/// to an internal body (`<name>.tally.body`) that this module's traced direct call sites call,
+/// and its symbol becomes a small public entry that does what the entry did (the direct
+/// flag's test, `Enter`, the predicted `Enter`) and tail-calls the body. A body is entered
+/// only from traced code that knows it: its entry counts the depth and nothing else
+/// (`tally.wtrace.enter.body`), and the call site only clears the flag
+/// (`tally.wtrace.direct.body`); 8 instructions a call fewer (the flag's store, its load and
+/// compare with the function's address, the module's slot, the flag cleared), and a
+/// function whose every use is such a call (internal, address not taken) needs no public
+/// entry. The records, the trace and the reader are unchanged (the same records at the same
+/// points); functions reached from other modules or through pointers pay a jump more.
+/// Functions with a variable argument list, at -O0, in a comdat, whose blocks' addresses are
+/// taken, or that another image may interpose (their calls must stay calls of their name) keep
+/// one entry.
+pub(crate) unsafe fn split_entries(g: &crate::emit::Globals) {
+    let m = g.module;
+    let named = |n: &str| {
+        let f = c::LLVMGetNamedFunction(m, cname(n).as_ptr());
+        (!f.is_null()).then_some(f)
+    };
+    let (Some(body_entry), Some(direct_body)) = (
+        named("tally.wtrace.enter.body"),
+        named("tally.wtrace.direct.body"),
+    ) else {
+        return;
+    };
+    let entries: Vec<(LLVMValueRef, LLVMValueRef)> = [
+        ("tally.wtrace.enter", "tally.wtrace.enter.wrap"),
+        ("tally.wtrace.enter.again", "tally.wtrace.enter.again.wrap"),
+    ]
+    .iter()
+    .filter_map(|(e, w)| Some((named(e)?, named(w)?)))
+    .collect();
+    let direct = named("tally.wtrace.direct");
+    let users = |v: LLVMValueRef| {
+        let mut out = Vec::new();
+        let mut u = c::LLVMGetFirstUse(v);
+        while !u.is_null() {
+            out.push(Val(c::LLVMGetUser(u)));
+            u = c::LLVMGetNextUse(u);
+        }
+        out
+    };
+    // Each traced direct call site: the `tally.wtrace.direct` helper before it, and the call.
+    let mut sites: HashMap<LLVMValueRef, Vec<(Val, Val)>> = HashMap::new();
+    for d in direct.map(users).unwrap_or_default() {
+        if d.opcode() != LLVMOpcode::LLVMCall || d.num_operands() < 3 {
+            continue;
+        }
+        let callee = d.operand(1);
+        let mut next = d.next();
+        while let Some(v) = next {
+            if v.is_call_like() && v.called_value() == callee {
+                sites.entry(callee.0).or_default().push((d, v));
+                break;
+            }
+            next = v.next();
+        }
+    }
+    for (&f, calls) in &sites {
+        let fv = Val(f);
+        if c::LLVMIsAFunction(f).is_null() || fv.is_declaration() {
+            continue;
+        }
+        // The inline entry of `f` (first in its first block) and its public counterpart.
+        let Some((entry_call, wrap_fn)) = fv.first_block().and_then(|b| {
+            b.instructions().into_iter().find_map(|v| {
+                if v.opcode() != LLVMOpcode::LLVMCall {
+                    return None;
+                }
+                let callee = v.called_value().0;
+                entries
+                    .iter()
+                    .find(|(e, _)| *e == callee)
+                    .map(|&(_, w)| (v, w))
+            })
+        }) else {
+            continue;
+        };
+        let fty = c::LLVMGlobalGetValueType(f);
+        // (A call of a definition another image may interpose must stay a call of its name.)
+        if c::LLVMIsFunctionVarArg(fty) != 0
+            || (fv.linkage() == LLVMLinkage::LLVMExternalLinkage && interposable(fv))
+            || fv.fn_has_attr(ir::attr_kind("optnone"))
+            || fv.fn_has_attr(ir::attr_kind("naked"))
+            || !llvm_sys::comdat::LLVMGetComdat(f).is_null()
+            || users(f)
+                .iter()
+                .any(|u| !c::LLVMIsABlockAddress(u.0).is_null())
+        {
+            continue;
+        }
+        // Uses other than these calls, the helpers' arguments: a public entry is needed.
+        let site_calls: Vec<LLVMValueRef> = calls.iter().map(|(_, v)| v.0).collect();
+        let helper_arg = |u: Val| {
+            u.opcode() == LLVMOpcode::LLVMCall
+                && u.called_function()
+                    .is_some_and(|h| h.name().starts_with("tally.wtrace."))
+                && (0..u.num_operands() - 1).any(|i| u.operand(i).0 == f)
+                && u.called_value().0 != f
+        };
+        let internal = matches!(
+            fv.linkage(),
+            LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+        );
+        // (A site that also passes `f` as an argument takes its address.)
+        let site = |u: Val| {
+            site_calls.contains(&u.0) && (0..u.num_operands() - 1).all(|i| u.operand(i).0 != f)
+        };
+        let public = !internal || users(f).into_iter().any(|u| !site(u) && !helper_arg(u));
+        if public {
+            public_entry(g, f, entry_call, wrap_fn);
+            for &call in &site_calls {
+                set_callee(Val(call), f);
+            }
+        }
+        // Each site's flag becomes the body's, right before the call (after any save of the
+        // caller's copy of the word: the runtime's entry may be made there).
+        let db_ty = c::LLVMGlobalGetValueType(direct_body);
+        let b = c::LLVMCreateBuilderInContext(g.ctx);
+        for (d, call) in calls {
+            c::LLVMPositionBuilderBefore(b, call.0);
+            let mut args = [
+                d.operand(0).0,
+                d.operand(1).0,
+                d.operand(2).0,
+                entry_call.operand(0).0,
+                entry_call.operand(1).0,
+                entry_call.operand(2).0,
+            ];
+            let nb = c::LLVMBuildCall2(b, db_ty, direct_body, args.as_mut_ptr(), 6, c"".as_ptr());
+            Val(nb).set_debug_loc(d.debug_loc());
+            c::LLVMInstructionEraseFromParent(d.0);
+        }
+        c::LLVMDisposeBuilder(b);
+        set_callee(entry_call, body_entry);
+    }
+}
+
+extern "C" {
+    /// `shim/globals.cpp`: `to` is dso_local if `from` is.
+    fn tally_copy_dso_local(from: LLVMValueRef, to: LLVMValueRef);
+}
+
+/// Points call `call` at `f` (a helper of the same type).
+unsafe fn set_callee(call: Val, f: LLVMValueRef) {
+    let n = c::LLVMGetNumOperands(call.0);
+    c::LLVMSetOperand(call.0, (n - 1) as u32, f);
+}
+
+/// Makes `f` the body of a new public function that takes its name, linkage, attributes and
+/// every use (`entry_call`, `f`'s inline entry, gives the public entry's arguments; `wrap` is
+/// its `.wrap` counterpart).
+unsafe fn public_entry(
+    g: &crate::emit::Globals,
+    f: LLVMValueRef,
+    entry_call: Val,
+    wrap: LLVMValueRef,
+) {
+    let m = g.module;
+    let fty = c::LLVMGlobalGetValueType(f);
+    let w = c::LLVMAddFunction(m, c"".as_ptr(), fty);
+    // Attributes: the function's, its return value's and its parameters'.
+    let nparams = c::LLVMCountParams(f);
+    let indices: Vec<u32> = [llvm_sys::LLVMAttributeFunctionIndex, 0]
+        .into_iter()
+        .chain(1..=nparams)
+        .collect();
+    let attrs_at = |idx: u32| {
+        let n = c::LLVMGetAttributeCountAtIndex(f, idx);
+        let mut v: Vec<LLVMAttributeRef> = vec![std::ptr::null_mut(); n as usize];
+        if n > 0 {
+            c::LLVMGetAttributesAtIndex(f, idx, v.as_mut_ptr());
+        }
+        v
+    };
+    for &idx in &indices {
+        for a in attrs_at(idx) {
+            c::LLVMAddAttributeAtIndex(w, idx, a);
+        }
+    }
+    c::LLVMSetFunctionCallConv(w, c::LLVMGetFunctionCallConv(f));
+    c::LLVMSetLinkage(w, c::LLVMGetLinkage(f));
+    c::LLVMSetVisibility(w, c::LLVMGetVisibility(f));
+    c::LLVMSetDLLStorageClass(w, c::LLVMGetDLLStorageClass(f));
+    c::LLVMSetUnnamedAddress(w, c::LLVMGetUnnamedAddress(f));
+    let section = c::LLVMGetSection(f);
+    if !section.is_null() {
+        c::LLVMSetSection(w, section);
+    }
+    c::LLVMSetAlignment(w, c::LLVMGetAlignment(f));
+    tally_copy_dso_local(f, w);
+    // Metadata other than the debug information (which stays with the code).
+    let mut n = 0usize;
+    let md = c::LLVMGlobalCopyAllMetadata(f, &mut n);
+    for i in 0..n as u32 {
+        let kind = c::LLVMValueMetadataEntriesGetKind(md, i);
+        if kind != 0 {
+            c::LLVMGlobalSetMetadata(w, kind, c::LLVMValueMetadataEntriesGetMetadata(md, i));
+        }
+    }
+    if !md.is_null() {
+        c::LLVMDisposeValueMetadataEntries(md);
+    }
+    // Every use of `f` is now `w`'s (callers restored by the caller of this function), and
+    // the names change places.
+    c::LLVMReplaceAllUsesWith(f, w);
+    let mut len = 0usize;
+    let name = std::ffi::CStr::from_ptr(c::LLVMGetValueName2(f, &mut len))
+        .to_bytes()
+        .to_vec();
+    let body = [name.as_slice(), b".tally.body"].concat();
+    c::LLVMSetValueName2(f, body.as_ptr().cast(), body.len());
+    c::LLVMSetValueName2(w, name.as_ptr().cast(), name.len());
+    c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+    c::LLVMSetVisibility(f, llvm_sys::LLVMVisibility::LLVMDefaultVisibility);
+    c::LLVMSetDLLStorageClass(f, llvm_sys::LLVMDLLStorageClass::LLVMDefaultStorageClass);
+    c::LLVMSetUnnamedAddress(f, llvm_sys::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
+    // The public entry: the entry's tests, then the body. The usual case (announced by a
+    // traced caller of another module, the module has its slot) is tested here and tail-calls
+    // the body on a path of its own, which needs no register saved; the rest is the `.wrap`
+    // helper's (its first test again), then the same tail call.
+    let b = c::LLVMCreateBuilderInContext(g.ctx);
+    let block = |name: &std::ffi::CStr| c::LLVMAppendBasicBlockInContext(g.ctx, w, name.as_ptr());
+    let (bb, fast, slow) = (block(c"entry"), block(c"silent"), block(c"announced"));
+    c::LLVMPositionBuilderAtEnd(b, bb);
+    let mut args: Vec<LLVMValueRef> = (0..4).map(|i| entry_call.operand(i).0).collect();
+    let a = acc_ptr(g, b);
+    let flag_p = field_of(g, b, a, "direct");
+    let flag = c::LLVMBuildLoad2(b, g.ptrt, flag_p, c"".as_ptr());
+    let eq = llvm_sys::LLVMIntPredicate::LLVMIntEQ;
+    let mine = c::LLVMBuildICmp(b, eq, flag, args[3], c"".as_ptr());
+    let slot = c::LLVMBuildLoad2(b, g.i32t, args[0], c"".as_ptr()); // (the module's first field)
+    let zero = c::LLVMConstInt(g.i32t, 0, 0);
+    let ne = llvm_sys::LLVMIntPredicate::LLVMIntNE;
+    let has = c::LLVMBuildICmp(b, ne, slot, zero, c"".as_ptr());
+    let ok = c::LLVMBuildAnd(b, mine, has, c"".as_ptr());
+    let br = c::LLVMBuildCondBr(b, ok, fast, slow);
+    ir::set_branch_weights(g.ctx, br, &[1 << 10, 1]);
+    let tail = |b| {
+        let mut params: Vec<LLVMValueRef> = (0..nparams).map(|i| c::LLVMGetParam(w, i)).collect();
+        let call = c::LLVMBuildCall2(b, fty, f, params.as_mut_ptr(), nparams, c"".as_ptr());
+        c::LLVMSetInstructionCallConv(call, c::LLVMGetFunctionCallConv(f));
+        for &idx in &indices[1..] {
+            for a in attrs_at(idx) {
+                c::LLVMAddCallSiteAttribute(call, idx, a);
+            }
+        }
+        c::LLVMSetTailCallKind(call, llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail);
+        if c::LLVMGetTypeKind(c::LLVMGetReturnType(fty)) == llvm_sys::LLVMTypeKind::LLVMVoidTypeKind
+        {
+            c::LLVMBuildRetVoid(b);
+        } else {
+            c::LLVMBuildRet(b, call);
+        }
+    };
+    c::LLVMPositionBuilderAtEnd(b, fast);
+    c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), flag_p);
+    tail(b);
+    c::LLVMPositionBuilderAtEnd(b, slow);
+    let wrap_ty = c::LLVMGlobalGetValueType(wrap);
+    c::LLVMBuildCall2(b, wrap_ty, wrap, args.as_mut_ptr(), 4, c"".as_ptr());
+    tail(b);
+    c::LLVMDisposeBuilder(b);
 }
