@@ -2212,8 +2212,9 @@ fn floor_writes_the_witnesses_alone() {
 /// Second entries (`split_entries` in tally-llvm's trace mode): `pub`, called directly in its
 /// module, through a pointer and recursively, gets an internal body that the direct calls
 /// enter without the direct flag, and keeps its public symbol; `sq`, static and only called
-/// directly, needs no public entry; `vsum` (variable arguments) keeps one entry. Block for
-/// block as `trace-naive`, with the public entries entered from a pointer and from `qsort`.
+/// directly, needs no public entry; `vsum` (variable arguments) keeps one entry, and so does
+/// every function of a `-pg` build. Block for block as `trace-naive`, with the public entries
+/// entered from a pointer and from `qsort`.
 const SECOND_ENTRIES: &str = r#"
 #include <stdarg.h>
 #include <stdio.h>
@@ -2258,4 +2259,17 @@ fn second_entries_regenerate_exactly() {
     assert!(has(" T pub") && has(" t pub.tally.body"), "{syms}");
     assert!(has(" t sq") && !has("sq.tally.body"), "{syms}");
     assert!(has(" T vsum") && !has("vsum.tally.body"), "{syms}");
+    // With an entry hook (`-pg`'s `mcount`) every function keeps one entry: the hook runs
+    // once a call.
+    let asm = dir.join("second-pg.s");
+    let st = std::process::Command::new(tally())
+        .args(["cc", "--tally-mode=trace", "-O2", "-pg", "-S"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&asm)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let asm = std::fs::read_to_string(asm).unwrap();
+    assert!(asm.contains("mcount") && !asm.contains(".tally.body"));
 }

@@ -2454,8 +2454,8 @@ impl SiteAction for Log<'_> {
 /// entry. The records, the trace and the reader are unchanged (the same records at the same
 /// points); functions reached from other modules or through pointers pay a jump more.
 /// Functions with a variable argument list, at -O0, in a comdat, whose blocks' addresses are
-/// taken, or that another image may interpose (their calls must stay calls of their name) keep
-/// one entry.
+/// taken, that another image may interpose (their calls must stay calls of their name), that
+/// return twice or have entry hooks ([`ENTRY_HOOKS`]) keep one entry.
 pub(crate) unsafe fn split_entries(g: &crate::emit::Globals) {
     let m = g.module;
     let named = |n: &str| {
@@ -2527,6 +2527,18 @@ pub(crate) unsafe fn split_entries(g: &crate::emit::Globals) {
             || (fv.linkage() == LLVMLinkage::LLVMExternalLinkage && interposable(fv))
             || fv.fn_has_attr(ir::attr_kind("optnone"))
             || fv.fn_has_attr(ir::attr_kind("naked"))
+            || fv.fn_has_attr(ir::attr_kind("returns_twice"))
+            || ENTRY_HOOKS.iter().any(|k| {
+                !c::LLVMGetStringAttributeAtIndex(
+                    f,
+                    llvm_sys::LLVMAttributeFunctionIndex,
+                    k.as_ptr().cast(),
+                    k.len() as u32,
+                )
+                .is_null()
+            })
+            || c::LLVMHasPrefixData(f) != 0
+            || c::LLVMHasPrologueData(f) != 0
             || !llvm_sys::comdat::LLVMGetComdat(f).is_null()
             || users(f)
                 .iter()
@@ -2585,6 +2597,17 @@ extern "C" {
     /// `shim/globals.cpp`: `to` is dso_local if `from` is.
     fn tally_copy_dso_local(from: LLVMValueRef, to: LLVMValueRef);
 }
+
+/// Function attributes that put code at a function's entry (`-pg`, `-finstrument-functions`,
+/// `-fpatchable-function-entry`, `-mfentry`): a function with one keeps one entry, so that the
+/// hook runs once a call.
+const ENTRY_HOOKS: [&str; 5] = [
+    "instrument-function-entry",
+    "instrument-function-entry-inlined",
+    "instrument-function-exit",
+    "patchable-function-entry",
+    "fentry-call",
+];
 
 /// Points call `call` at `f` (a helper of the same type).
 unsafe fn set_callee(call: Val, f: LLVMValueRef) {
