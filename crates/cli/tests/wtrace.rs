@@ -2214,7 +2214,8 @@ fn floor_writes_the_witnesses_alone() {
 /// enter without the direct flag, and keeps its public symbol; `sq`, static and only called
 /// directly, needs no public entry; `vsum` (variable arguments) keeps one entry, and so does
 /// every function of a `-pg` build. Block for block as `trace-naive`, with the public entries
-/// entered from a pointer and from `qsort`.
+/// entered from a pointer and from `qsort`; and the code of a file with several public entries
+/// is the same in every build.
 const SECOND_ENTRIES: &str = r#"
 #include <stdarg.h>
 #include <stdio.h>
@@ -2272,4 +2273,37 @@ fn second_entries_regenerate_exactly() {
     assert!(st.success());
     let asm = std::fs::read_to_string(asm).unwrap();
     assert!(asm.contains("mcount") && !asm.contains(".tally.body"));
+    // The same input gives the same code: Lua's `ldo.c`, whose public entries were once emitted
+    // in a hash map's order, built three times.
+    let lua = locate("lua");
+    let built: Vec<String> = (0..3)
+        .map(|i| {
+            let out = dir.join(format!("ldo-{i}.s"));
+            let st = std::process::Command::new(tally())
+                .args([
+                    "cc",
+                    "--tally-mode=trace",
+                    "-O2",
+                    "-DLUA_USE_LINUX",
+                    "-S",
+                    "-I",
+                ])
+                .arg(&lua)
+                .arg(lua.join("ldo.c"))
+                .arg("-o")
+                .arg(&out)
+                .status()
+                .unwrap();
+            assert!(st.success());
+            std::fs::read_to_string(out).unwrap()
+        })
+        .collect();
+    assert!(
+        built[0].matches(".tally.body:").count() >= 3,
+        "too few second entries"
+    );
+    assert!(
+        built[0] == built[1] && built[1] == built[2],
+        "ldo.c's code differs between builds"
+    );
 }

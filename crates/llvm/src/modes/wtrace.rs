@@ -908,6 +908,13 @@ unsafe fn inline_fns(
         let br = c::LLVMBuildCondBr(b, cond, yes, no);
         ir::set_branch_weights(ctx, br, weights);
     };
+    // The thread's depth of traced activations (in accumulator `a`) plus `by` (1 or -1).
+    let add_depth = |b, a, by: i64| {
+        let depth_p = field_of(g, b, a, "depth");
+        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+        let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, by as u64, 1), e.as_ptr());
+        c::LLVMBuildStore(b, d, depth_p);
+    };
     // The call of the runtime's `rt` with `f`'s parameters from the `from`th.
     let forward = |b, f, rt: (LLVMValueRef, LLVMTypeRef), from: u32| {
         let mut args: Vec<LLVMValueRef> = (from..c::LLVMCountParams(f))
@@ -970,10 +977,7 @@ unsafe fn inline_fns(
         c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), flag_p);
         let deeper = |b| {
             if !wrap {
-                let depth_p = field_of(g, b, a, "depth");
-                let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-                let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
-                c::LLVMBuildStore(b, d, depth_p);
+                add_depth(b, a, 1);
             }
             c::LLVMBuildRet(b, a);
         };
@@ -1036,10 +1040,7 @@ unsafe fn inline_fns(
         let a = acc_ptr(g, b);
         if wrap {
             // (The runtime counted the activation; the body's entry counts it again.)
-            let depth_p = field_of(g, b, a, "depth");
-            let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-            let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
-            c::LLVMBuildStore(b, d, depth_p);
+            add_depth(b, a, -1);
         }
         c::LLVMBuildRet(b, a);
     }
@@ -1052,10 +1053,7 @@ unsafe fn inline_fns(
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let a = acc_ptr(g, b);
-        let depth_p = field_of(g, b, a, "depth");
-        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-        let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
-        c::LLVMBuildStore(b, d, depth_p);
+        add_depth(b, a, 1);
         c::LLVMBuildRet(b, a);
     }
 
@@ -1079,10 +1077,7 @@ unsafe fn inline_fns(
     if let Some(entry) = entry {
         c::LLVMPositionBuilderAtEnd(b, entry);
         let a = c::LLVMGetParam(ret, 0);
-        let depth_p = field_of(g, b, a, "depth");
-        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-        let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
-        c::LLVMBuildStore(b, d, depth_p);
+        add_depth(b, a, -1);
         // (`self` is a constant: the test folds once inlined.)
         let own = c::LLVMGetParam(ret, 1);
         let null = c::LLVMConstNull(ptrt);
@@ -1168,11 +1163,7 @@ unsafe fn inline_fns(
             4,
             e.as_ptr(),
         );
-        let a = acc_ptr(g, b);
-        let depth_p = field_of(g, b, a, "depth");
-        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-        let d = c::LLVMBuildSub(b, d, c::LLVMConstInt(i32t, 1, 0), e.as_ptr());
-        c::LLVMBuildStore(b, d, depth_p);
+        add_depth(b, acc_ptr(g, b), -1);
         c::LLVMBuildRetVoid(b);
     }
 
@@ -2485,7 +2476,9 @@ pub(crate) unsafe fn split_entries(g: &crate::emit::Globals) {
         }
         out
     };
-    // Each traced direct call site: the `tally.wtrace.direct` helper before it, and the call.
+    // Each traced direct call site: the `tally.wtrace.direct` helper before it, and the call;
+    // by callee, in the order of the module's functions (the public entries are emitted in
+    // that order: the same input gives the same object).
     let mut sites: HashMap<LLVMValueRef, Vec<(Val, Val)>> = HashMap::new();
     for d in direct.map(users).unwrap_or_default() {
         if d.opcode() != LLVMOpcode::LLVMCall || d.num_operands() < 3 {
@@ -2501,7 +2494,16 @@ pub(crate) unsafe fn split_entries(g: &crate::emit::Globals) {
             next = v.next();
         }
     }
-    for (&f, calls) in &sites {
+    let mut order = Vec::new();
+    let mut f = c::LLVMGetFirstFunction(m);
+    while !f.is_null() {
+        if sites.contains_key(&f) {
+            order.push(f);
+        }
+        f = c::LLVMGetNextFunction(f);
+    }
+    for f in order {
+        let calls = &sites[&f];
         let fv = Val(f);
         if c::LLVMIsAFunction(f).is_null() || fv.is_declaration() {
             continue;
