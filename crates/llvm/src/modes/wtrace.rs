@@ -2156,19 +2156,11 @@ impl FnPlan for WPlan {
             return Emitted {
                 split: self.sites.split(),
                 tagged: self.sites.tagged(),
-                wtrace: Some(WtraceMeta {
-                    calls: Vec::new(),
-                    witness: Vec::new(),
-                    read_bits: Vec::new(),
-                    unwind: Vec::new(),
-                    branch: false,
-                    paths: None,
-                    untraced: Some(
-                        "built with --tally-trace-floor, a measurement whose trace cannot be \
-                         regenerated"
-                            .into(),
-                    ),
-                }),
+                wtrace: Some(untraced_meta(
+                    "built with --tally-trace-floor, a measurement whose trace cannot be \
+                     regenerated"
+                        .into(),
+                )),
                 needs_mem2reg: true,
                 ..Emitted::default()
             };
@@ -2284,15 +2276,7 @@ impl FnPlan for Untraced {
         }
         unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
-            wtrace: Some(WtraceMeta {
-                calls: Vec::new(),
-                witness: Vec::new(),
-                read_bits: Vec::new(),
-                unwind: Vec::new(),
-                branch: false,
-                paths: None,
-                untraced: Some(self.0.clone()),
-            }),
+            wtrace: Some(untraced_meta(self.0.clone())),
             needs_mem2reg: true,
             ..Emitted::default()
         }
@@ -2610,6 +2594,19 @@ const ENTRY_HOOKS: [&str; 5] = [
     "patchable-function-entry",
     "fentry-call",
 ];
+
+/// The metadata of a function whose trace cannot be regenerated, and why: no plan, no calls.
+fn untraced_meta(why: String) -> WtraceMeta {
+    WtraceMeta {
+        calls: Vec::new(),
+        witness: Vec::new(),
+        read_bits: Vec::new(),
+        unwind: Vec::new(),
+        branch: false,
+        paths: None,
+        untraced: Some(why),
+    }
+}
 
 /// Points call `call` at `f` (a helper of the same type).
 unsafe fn set_callee(call: Val, f: LLVMValueRef) {
