@@ -43,23 +43,38 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|x| x == "c"))
         .collect();
     files.sort();
-    cc::Build::new()
-        .files(&files)
-        .include("c")
-        .include("include")
-        .include(&out)
-        .std("c11")
-        .opt_level(2)
-        .pic(true)
-        // Every linked image (executable or shared object) carries its own copy of the runtime,
-        // none exported: a tally-built library adds no symbol to its dynamic symbol table and
-        // never captures another image's references (issue 14, point 5). The copies of one
-        // process find one another through their `.note.tally` (see c/process.c).
-        .flag("-fvisibility=hidden")
-        .debug(false)
-        .warnings(true)
-        .extra_warnings(true)
-        .warnings_into_errors(true)
-        .cargo_metadata(false)
-        .compile("tally_rt");
+    // Two archives from the same sources: `libtally_rt.a` (initial-exec thread-locals) for
+    // executables and for shared objects with trace-mode code, and `libtally_rt_dyn.a`
+    // (general-dynamic, `TALLY_DYNAMIC_TLS`) for every other shared object, which then takes
+    // no static TLS (`TALLY_TLS_MODEL` in include/tally.h; the driver picks, cli/src/driver.rs).
+    for (name, dir, dynamic) in [
+        ("tally_rt", out.clone(), false),
+        ("tally_rt_dyn", out.join("dyn"), true),
+    ] {
+        std::fs::create_dir_all(&dir).expect("create the archive's directory");
+        let mut b = cc::Build::new();
+        if dynamic {
+            b.define("TALLY_DYNAMIC_TLS", None);
+        }
+        b.files(&files)
+            .include("c")
+            .include("include")
+            .include(&out)
+            .out_dir(&dir)
+            .std("c11")
+            .opt_level(2)
+            .pic(true)
+            // Every linked image (executable or shared object) carries its own copy of the
+            // runtime, none exported: a tally-built library adds no symbol to its dynamic
+            // symbol table and never captures another image's references (issue 14, point 5).
+            // The copies of one process find one another through their `.note.tally` (see
+            // c/process.c).
+            .flag("-fvisibility=hidden")
+            .debug(false)
+            .warnings(true)
+            .extra_warnings(true)
+            .warnings_into_errors(true)
+            .cargo_metadata(false)
+            .compile(name);
+    }
 }

@@ -459,12 +459,28 @@ fn compile_one(
 
 /// The runtime archive to link: `$TALLY_RUNTIME` if set, else a copy the driver wrote or
 /// verified byte for byte (`rtcache`): in the user's private cache, or in `tmp`, this build's
-/// private temporary directory.
-fn runtime_archive(tmp: &Path) -> Result<PathBuf> {
+/// private temporary directory. A shared object gets the archive with general-dynamic
+/// thread-locals, which takes no static TLS (glibc grants `dlopen`ed objects only a small
+/// surplus of it: about ten objects with the other archive's 168 bytes), unless the link is
+/// in a trace mode (the trace's copies address one another's thread-locals at their fixed
+/// offsets from the thread pointer; see `TALLY_TLS_MODEL` in `tally.h`).
+fn runtime_archive(s: &Settings, cl: &CommandLine, tmp: &Path) -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("TALLY_RUNTIME").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
-    crate::rtcache::archive(tmp)
+    crate::rtcache::archive(tmp, runtime_kind(s, cl))
+}
+
+/// Which runtime archive a link step needs (see `runtime_archive`).
+fn runtime_kind(s: &Settings, cl: &CommandLine) -> crate::rtcache::Runtime {
+    use tally_format::Mode;
+    let shared = has_opt(cl, |o| o == "-shared" || o == "--shared");
+    let traces = matches!(s.opts.mode, Mode::Trace | Mode::TraceNaive);
+    if shared && !traces {
+        crate::rtcache::Runtime::Dynamic
+    } else {
+        crate::rtcache::Runtime::Static
+    }
 }
 
 /// Runs `tally cc` (`cxx == false`) or `tally c++` with the given arguments; returns the exit
@@ -580,7 +596,7 @@ pub fn main(cxx: bool, argv: &[OsString]) -> Result<i32> {
                     Word::Source { path, .. } | Word::OtherInput(path) => a.push(path.clone()),
                 }
             }
-            a.push(runtime_archive(tmp.path())?.into_os_string());
+            a.push(runtime_archive(&s, &cl, tmp.path())?.into_os_string());
             a.push("-Wno-unused-command-line-argument".into());
             run(&s, &a)
         }

@@ -21,17 +21,39 @@ use std::io::{ErrorKind, Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
-/// The archive's file name: its content hash, so builds of different tally versions never
-/// share a name.
-pub fn name() -> String {
-    let hash = tally_graph::hash::fnv64(tally_runtime::ARCHIVE);
-    format!("libtally_rt-{hash:016x}.a")
+/// Which of the two runtime archives (`tally_runtime::ARCHIVE`, `ARCHIVE_DYN`) a link needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// Initial-exec thread-locals: executables, and shared objects with trace-mode code.
+    Static,
+    /// General-dynamic thread-locals: every other shared object (no static TLS taken).
+    Dynamic,
+}
+
+impl Runtime {
+    fn bytes(self) -> &'static [u8] {
+        match self {
+            Runtime::Static => tally_runtime::ARCHIVE,
+            Runtime::Dynamic => tally_runtime::ARCHIVE_DYN,
+        }
+    }
+
+    /// The archive's file name: its content hash, so builds of different tally versions never
+    /// share a name.
+    fn name(self) -> String {
+        let stem = match self {
+            Runtime::Static => "libtally_rt",
+            Runtime::Dynamic => "libtally_rt_dyn",
+        };
+        let hash = tally_graph::hash::fnv64(self.bytes());
+        format!("{stem}-{hash:016x}.a")
+    }
 }
 
 /// The runtime archive to link: a verified copy in the user's cache, else a copy written into
 /// `private_tmp` (a directory this build created, mode 0700).
-pub fn archive(private_tmp: &Path) -> Result<PathBuf> {
-    let name = name();
+pub fn archive(private_tmp: &Path, rt: Runtime) -> Result<PathBuf> {
+    let name = rt.name();
     let mut bases = Vec::new();
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
         bases.push(PathBuf::from(x));
@@ -40,11 +62,11 @@ pub fn archive(private_tmp: &Path) -> Result<PathBuf> {
         bases.push(PathBuf::from(h).join(".cache"));
     }
     for base in bases {
-        if let Some(p) = in_cache(&base, &name) {
+        if let Some(p) = in_cache(&base, &name, rt) {
             return Ok(p);
         }
     }
-    write_new(private_tmp, &name).with_context(|| {
+    write_new(private_tmp, &name, rt).with_context(|| {
         format!(
             "cannot write the runtime archive to {}",
             private_tmp.display()
@@ -77,7 +99,7 @@ fn safe_ancestors(dir: &Path) -> bool {
 
 /// The archive in `<base>/tally`, created if missing, when that directory is trusted and the
 /// file holds exactly the embedded bytes; `None` otherwise.
-fn in_cache(base: &Path, name: &str) -> Option<PathBuf> {
+fn in_cache(base: &Path, name: &str, rt: Runtime) -> Option<PathBuf> {
     let _ = std::fs::create_dir_all(base);
     let base = std::fs::canonicalize(base).ok()?;
     if !safe_ancestors(&base) {
@@ -93,9 +115,9 @@ fn in_cache(base: &Path, name: &str) -> Option<PathBuf> {
         return None;
     }
     let path = dir.join(name);
-    match verify(&path) {
+    match verify(&path, rt) {
         Found::Same => Some(path),
-        Found::Missing => write_new(&dir, name).ok(),
+        Found::Missing => write_new(&dir, name, rt).ok(),
         Found::Other => None,
     }
 }
@@ -108,7 +130,7 @@ enum Found {
     Other,
 }
 
-fn verify(path: &Path) -> Found {
+fn verify(path: &Path, rt: Runtime) -> Found {
     let f = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -118,7 +140,7 @@ fn verify(path: &Path) -> Found {
         Err(e) if e.kind() == ErrorKind::NotFound => return Found::Missing,
         Err(_) => return Found::Other,
     };
-    let want = tally_runtime::ARCHIVE;
+    let want = rt.bytes();
     let ok = f.metadata().is_ok_and(|m| {
         m.file_type().is_file()
             && m.uid() == euid()
@@ -140,7 +162,7 @@ fn verify(path: &Path) -> Found {
 
 /// Writes the archive to a new file `dir/.name.<pid>.<n>` (`O_CREAT|O_EXCL|O_NOFOLLOW`,
 /// mode 0644 & ~umask) and renames it to `dir/name`.
-fn write_new(dir: &Path, name: &str) -> Result<PathBuf> {
+fn write_new(dir: &Path, name: &str, rt: Runtime) -> Result<PathBuf> {
     let path = dir.join(name);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -159,7 +181,7 @@ fn write_new(dir: &Path, name: &str) -> Result<PathBuf> {
             Err(e) => return Err(e).with_context(|| format!("cannot create {}", tmp.display())),
         };
         let done = f
-            .write_all(tally_runtime::ARCHIVE)
+            .write_all(rt.bytes())
             .and_then(|()| f.sync_all())
             .and_then(|()| std::fs::rename(&tmp, &path));
         if let Err(e) = done {

@@ -498,3 +498,180 @@ int main(int argc, char **argv) {
         assert!(fns >= 5, "{v}: {fns} functions");
     }
 }
+
+/// A plugin: a loop, a `longjmp` back into it (a landing in a dlopened object's copy of the
+/// runtime) and an `exit` under frames of its own.
+const PLUGIN: &str = r#"
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+static jmp_buf jb;
+static int leaf(int i) {
+    if (i == 5) longjmp(jb, 1);
+    return i * 2;
+}
+int plug(int n) {
+    volatile int s = 0;
+    for (volatile int i = 0; i < n; i++) {
+        if (setjmp(jb) == 0) s += leaf(i); else s += 100;
+    }
+    return s;
+}
+static int inner(int k) {
+    if (k <= 0) { fflush(stdout); exit(7); }
+    return inner(k - 1) + k % 3;
+}
+int plug_exit(int k) { return inner(k) + 1; }
+"#;
+
+/// argv: how many plugins, their directory. Loads plug0.so .. plugN-1.so (separate files: each
+/// is loaded on its own), calls each from the main thread and every tenth from a thread of its
+/// own, then exits from inside the last one.
+const PLUGIN_HOST: &str = r#"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+typedef int (*fn)(int);
+static fn fns[1024];
+static void *worker(void *arg) {
+    long n = (long)arg, s = 0;
+    for (long k = 0; k < n; k += 10) s += fns[k](3);
+    return (void *)s;
+}
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    int n = atoi(argv[1]);
+    long total = 0;
+    void *h = 0;
+    for (int k = 0; k < n && k < 1024; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/plug%d.so", argv[2], k);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!h) { printf("dlopen #%d: %s\n", k, dlerror()); return 1; }
+        fns[k] = (fn)dlsym(h, "plug");
+        total += fns[k](k % 9 + 1);
+    }
+    pthread_t t;
+    void *r;
+    if (pthread_create(&t, 0, worker, (void *)(long)n) || pthread_join(t, &r)) return 3;
+    printf("%ld %ld\n", total, (long)r);
+    fn e = (fn)dlsym(h, "plug_exit");
+    return e(4);
+}
+"#;
+
+/// Whether a shared object asks for static TLS (`DF_STATIC_TLS`: glibc then takes its
+/// thread-locals from the small surplus it keeps for `dlopen`).
+fn static_tls(so: &Path) -> bool {
+    let o = Command::new("readelf").arg("-dW").arg(so).output().unwrap();
+    assert!(o.status.success());
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .any(|l| l.contains("(FLAGS)") && l.contains("STATIC_TLS"))
+}
+
+/// Any number of tally-built shared objects can be `dlopen`ed, as plain ones can (issue 44,
+/// point 1): 128 plugins, each with a `longjmp` landing, called from two threads, the process
+/// ending by `exit` inside the last one: same output and status as the plain build, and every
+/// count equal to the `edges-naive` build's. Only a trace-mode library takes static TLS.
+#[test]
+fn any_number_of_plugins_load() {
+    const N: usize = 128;
+    let root = scratch("shlib-plugins");
+    let src = root.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("plug.c"), PLUGIN).unwrap();
+    std::fs::write(src.join("host.c"), PLUGIN_HOST).unwrap();
+    let mut results = Vec::new();
+    for v in [
+        "plain",
+        "edges-naive",
+        "edge",
+        "edge-record",
+        "path",
+        "events",
+    ] {
+        let variant = if v == "plain" {
+            Variant::Plain
+        } else {
+            Variant::Tally(v)
+        };
+        let dir = root.join(v);
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = dir.join("plug0.so");
+        build(
+            variant,
+            false,
+            &["-O2", "-g", "-pthread", "-fPIC", "-shared", "plug.c"],
+            &first,
+            &src,
+        );
+        assert!(!static_tls(&first), "{v}: the plugin takes static TLS");
+        for k in 1..N {
+            std::fs::copy(&first, dir.join(format!("plug{k}.so"))).unwrap();
+        }
+        // The host is plain: the first plugin loaded owns the process's registry.
+        let host = dir.join("host");
+        build(
+            Variant::Plain,
+            false,
+            &["-O2", "-pthread", "host.c", "-ldl"],
+            &host,
+            &src,
+        );
+        let profile = dir.join("run.tally");
+        let n = N.to_string();
+        let o = run(&host, &[&n, dir.to_str().unwrap()], &dir, &profile);
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            "",
+            "{v}: stderr (stdout {out})"
+        );
+        let report = (v != "plain").then(|| report_json(&profile));
+        results.push((v, o.status.code(), out, report));
+    }
+    let (_, status, out, _) = &results[0];
+    assert_eq!(*status, Some(7), "plain: {out}");
+    let naive = results[1].3.clone().unwrap();
+    for (v, s, o, report) in &results[1..] {
+        assert_eq!((s, o), (status, out), "{v}: differs from the plain build");
+        if *v == "events" {
+            continue; // events, not block counts (its exactness: tests/events.rs)
+        }
+        let (fns, executed) = assert_same_counts(
+            v,
+            v,
+            report.as_ref().unwrap(),
+            "edges-naive",
+            &naive,
+            Edges::All,
+        );
+        assert!(
+            fns >= 2 && executed > 8,
+            "{v}: {fns} functions, {executed} blocks"
+        );
+    }
+    // `plug` ran once per plugin from the main thread and once per tenth from the worker.
+    let entries: u64 = naive["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"] == "plug")
+        .map(|f| f["entry_count"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(entries as usize, N + N.div_ceil(10), "calls of plug");
+    // A trace-mode library keeps the static TLS of its runtime (documented limit).
+    let dir = root.join("trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let so = dir.join("plug.so");
+    build(
+        Variant::Tally("trace"),
+        false,
+        &["-O2", "-fPIC", "-shared", "plug.c"],
+        &so,
+        &src,
+    );
+    assert!(static_tls(&so), "trace mode: expected static TLS");
+}

@@ -71,7 +71,7 @@ void spin_unlock(char *lock) {
     __atomic_clear(lock, __ATOMIC_RELEASE);
 }
 
-static __thread uint32_t tid_cache __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tid_cache TALLY_TLS_MODEL;
 
 uint32_t thread_id(void) {
     uint32_t me = tid_cache;

@@ -19,10 +19,10 @@
  * Without a pending stop the limit is TALLY_EV_NO_LIMIT (2^62), so that `left` stays far from
  * both ends of int64_t whatever the (possibly negative) increments and a check's signed `jle`
  * after the subtraction never sees an overflow. */
-__thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec"))) = TALLY_EV_NO_LIMIT;
-__thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec"))) = TALLY_EV_NO_LIMIT;
+__thread int64_t __tally_ev_left TALLY_TLS_MODEL = TALLY_EV_NO_LIMIT;
+__thread int64_t __tally_ev_limit TALLY_TLS_MODEL = TALLY_EV_NO_LIMIT;
 /* N of TALLY_STOP_AT for this thread, 0 when none is pending. */
-static __thread int64_t stop_target __attribute__((tls_model("initial-exec")));
+static __thread int64_t stop_target TALLY_TLS_MODEL;
 
 static tally_stop_handler stop_handler;
 int stop_checked;

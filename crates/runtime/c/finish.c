@@ -19,16 +19,17 @@ void tally_write_profile(void) {
  * `above`), the trace, and the exact events total into counter 0 of this copy's events
  * modules. */
 void settle_self(uintptr_t above, int charge) {
-    if (charge) {
+    struct tally_frame **top = charge ? top_slot_soft() : 0; /* maybe in a signal handler */
+    if (top) {
         struct walker w = {0, 0, 0};
-        walk(__tally_top, above, 0, &w, 1);
-        __tally_top = 0; /* charged once */
+        walk(*top, above, 0, &w, 1);
+        *top = 0; /* charged once */
     }
     trace_finish();
     for (struct tally_module *m = __atomic_load_n(&reg_head, __ATOMIC_ACQUIRE); m;
          m = __atomic_load_n(&m->next, __ATOMIC_ACQUIRE))
         if ((m->flags & TALLY_MODULE_EVENTS) && m->counters && m->num_counters)
-            m->counters[0] = tally_events();
+            m->counters[0] = events_total_soft();
 }
 
 /* Settles every live copy (without charging frames) and writes the profile. */

@@ -8,7 +8,78 @@
 /* The shadow stack                                                                           */
 /* ------------------------------------------------------------------------------------------ */
 
-__thread struct tally_frame *__tally_top __attribute__((tls_model("initial-exec"))) = 0;
+__thread struct tally_frame *__tally_top TALLY_TLS_MODEL = 0;
+
+#ifdef TALLY_DYNAMIC_TLS
+struct tls_find {
+    uintptr_t addr;
+    void *data;
+};
+
+static int tls_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct tls_find *f = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && f->addr >= lo && f->addr - lo < ph->p_memsz) {
+            f->data = info->dlpi_tls_data;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The calling thread's block of this image's thread-locals, or NULL (see rt.h). */
+static char *tls_block_soft(void) {
+    struct tls_find f = {(uintptr_t)&tls_cb, 0};
+    int saved_errno = errno;
+    (void)dl_iterate_phdr(tls_cb, &f);
+    errno = saved_errno;
+    return f.data;
+}
+
+static intptr_t top_off, ev_left_off, ev_limit_off;
+static int tls_offsets; /* 1: the offsets above are known */
+
+void tls_soft_init(void) {
+    if (__atomic_load_n(&tls_offsets, __ATOMIC_ACQUIRE))
+        return;
+    char *top = (char *)&__tally_top; /* allocates this thread's block: the next call finds it */
+    char *left = (char *)&__tally_ev_left, *limit = (char *)&__tally_ev_limit;
+    __asm__ volatile("" : : "r"(top), "r"(left), "r"(limit) : "memory"); /* before the walk */
+    char *b = tls_block_soft();
+    if (!b)
+        return;
+    top_off = top - b;
+    ev_left_off = left - b;
+    ev_limit_off = limit - b;
+    __atomic_store_n(&tls_offsets, 1, __ATOMIC_RELEASE);
+}
+
+struct tally_frame **top_slot_soft(void) {
+    char *b = __atomic_load_n(&tls_offsets, __ATOMIC_ACQUIRE) ? tls_block_soft() : 0;
+    return b ? (struct tally_frame **)(void *)(b + top_off) : 0;
+}
+
+uint64_t events_total_soft(void) {
+    char *b = __atomic_load_n(&tls_offsets, __ATOMIC_ACQUIRE) ? tls_block_soft() : 0;
+    if (!b)
+        return 0;
+    return (uint64_t)(*(int64_t *)(void *)(b + ev_limit_off) -
+                      *(int64_t *)(void *)(b + ev_left_off));
+}
+#else
+void tls_soft_init(void) {}
+
+struct tally_frame **top_slot_soft(void) {
+    return &__tally_top;
+}
+
+uint64_t events_total_soft(void) {
+    return tally_events();
+}
+#endif
 
 
 
@@ -118,7 +189,11 @@ int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame *end,
  * the first record at or above `f` (frames still live). An invalid record ends the walk and
  * empties the list (the frames above re-link it when they return: a pop restores `prev`). */
 void cut_self(uintptr_t f) {
-    struct tally_frame *r = __tally_top;
+    /* UINTPTR_MAX: every record, from the stop signal's handler (threads.c). */
+    struct tally_frame **slot = f == UINTPTR_MAX ? top_slot_soft() : &__tally_top;
+    if (!slot)
+        return;
+    struct tally_frame *r = *slot;
     struct walker w = {0, 0, 0};
     uintptr_t above = 0;
     for (unsigned n = 0; r && (uintptr_t)r < f; n++) {
@@ -132,7 +207,7 @@ void cut_self(uintptr_t f) {
         above = a;
         r = prev;
     }
-    __tally_top = r;
+    *slot = r;
 }
 
 /* Frames of other images discarded by a landing at `f` (exceptions and longjmp cross library
@@ -168,23 +243,20 @@ static void landed_common(struct tally_frame *f, int lj, struct tally_frame *top
  * On entry to __tally_unwound / __tally_longjmp_landed the records to charge belong to frames
  * that are already gone: they sit in dead stack memory *below* the caller's stack pointer,
  * exactly where this function's own frame would go. So the entry points are written in
- * assembly and use no stack until they have moved the stack pointer below the lowest record
- * (the list head): they check the head is 8-aligned, below `f` and below the stack pointer,
- * probe (rt_sigprocmask, see probe_chunk) that every 4 KiB chunk from a scratch area below the
- * head up to the stack pointer is readable -- [sp, f] is the caller's live stack -- and only
- * then switch to the scratch area and call tally__landed_switched(f, lj, top). Otherwise they
- * call it on the current stack with top = NULL, which charges nothing above `f`.
+ * assembly, touch no thread-local and use no stack before they have switched to another one:
+ * the image's scratch stack (64 KiB in .bss, taken with an xchg), or, when it is busy (another
+ * thread, or a signal handler landing inside a landing), a fresh anonymous mapping (mmap and
+ * munmap by `syscall`, no stack needed). There tally__landed_scratch(f, lj, sp) reads the list
+ * head and validates every record (below sp, above the head, readable). If the mapping fails
+ * it runs on the current stack without reading the records above `f` (tally__landed_plain).
+ * Reading no thread-local here is what lets a shared object's copy use general-dynamic TLS
+ * (TALLY_TLS_MODEL): its address may take a call to __tls_get_addr.
  * (Remaining window: a signal delivered between the landing and the switch builds its frame
  * below sp and may overwrite such records; validation then stops the walk, no crash.)
  */
 
 #define TALLY_STR2(x) #x
 #define TALLY_STR(x) TALLY_STR2(x)
-/* The switched stack pointer is (top - 128) & -16; the 4096 bytes below it are probed too.
- * Plain numbers, because they are pasted into the assembly below. */
-#define TALLY_GAP 128            /* gap between the lowest record and the switched stack */
-#define TALLY_SCRATCH_GAP 4224   /* 4096 + TALLY_GAP: lowest probed byte, below top */
-#define TALLY_MIN_TOP 8320       /* TALLY_SCRATCH_GAP + 4096: smaller heads are not walked */
 #define TALLY_MAX_SPAN 0x10000000 /* 256 MiB: records farther below f are not walked */
 
 #if defined(__CET__) && (__CET__ & 1)
@@ -193,25 +265,24 @@ static void landed_common(struct tally_frame *f, int lj, struct tally_frame *top
 #define TALLY_ENDBR ""
 #endif
 
-HIDDEN __attribute__((used)) void tally__landed_switched(struct tally_frame *f, int lj,
-                                                         struct tally_frame *top);
 HIDDEN __attribute__((used)) void tally__landed_scratch(struct tally_frame *f, int lj,
-                                                        struct tally_frame *top, uintptr_t sp);
+                                                        uintptr_t sp);
+HIDDEN __attribute__((used)) void tally__landed_plain(struct tally_frame *f, int lj);
 
 /* This image's scratch stack for landings: while it is free (tally__scratch_lock 0), a landing
  * runs its C code there and touches no dead stack at all, so the records of every image's
  * discarded frames (cut_others) are read intact. Taken by an xchg in the entry; a landing
- * that finds it busy (another thread, or a signal handler landing inside a landing) takes the
- * switch below its own list's head. */
+ * that finds it busy maps a stack of the same size for the time of the landing. */
 #define TALLY_SCRATCH_BYTES 65536
 HIDDEN __attribute__((used, aligned(64))) unsigned char tally__scratch[TALLY_SCRATCH_BYTES];
 HIDDEN __attribute__((used)) unsigned char tally__scratch_lock;
 
 /* `sp` is the caller's stack pointer at the call: the records above `f` must lie below it
- * (dead stack), as the entry's own checks require on the other path. */
+ * (dead stack) and above the head; every one is probed before it is read. */
 HIDDEN __attribute__((used)) void tally__landed_scratch(struct tally_frame *f, int lj,
-                                                        struct tally_frame *top, uintptr_t sp) {
+                                                        uintptr_t sp) {
     struct walker w = {0, 0, 0}; /* nothing known readable: every record is probed */
+    struct tally_frame *top = __tally_top;
     uintptr_t a = (uintptr_t)f, t = (uintptr_t)top;
     if ((a & 7) || (t & 7) || t >= a || t > sp - sizeof(struct tally_frame) ||
         a - t > TALLY_MAX_SPAN)
@@ -219,16 +290,10 @@ HIDDEN __attribute__((used)) void tally__landed_scratch(struct tally_frame *f, i
     landed_common(f, lj, top, &w);
 }
 
-HIDDEN __attribute__((used)) void tally__landed_switched(struct tally_frame *f, int lj,
-                                                         struct tally_frame *top) {
-    /* When top != NULL, [top, f + 1) was verified readable by the caller; with top == NULL
-     * no record above f is read. */
+/* No stack could be had: nothing above `f` is read (its frame may have overwritten them). */
+HIDDEN __attribute__((used)) void tally__landed_plain(struct tally_frame *f, int lj) {
     struct walker w = {0, 0, 0};
-    if (top) {
-        w.ok_lo = (uintptr_t)top;
-        w.ok_hi = (uintptr_t)(f + 1);
-    }
-    landed_common(f, lj, top, &w);
+    landed_common(f, lj, 0, &w);
 }
 
 __asm__(
@@ -270,14 +335,12 @@ __asm__(
     "    movl $1, %eax\n"
     "    xchgb %al, tally__scratch_lock(%rip)\n"
     "    testb %al, %al\n"
-    "    jnz .Ltally_below\n"                  /* scratch stack busy */
-    "    movq __tally_top@gottpoff(%rip), %rax\n"
-    "    movq %fs:(%rax), %rdx\n"              /* rdx = top (validated in C) */
+    "    jnz .Ltally_map\n"                    /* scratch stack busy */
     "    leaq tally__scratch+" TALLY_STR(TALLY_SCRATCH_BYTES) "(%rip), %rax\n"
-    "    movq %rsp, %rcx\n"                    /* rcx = sp, the 4th argument */
+    "    movq %rsp, %rdx\n"                    /* rdx = sp, the 3rd argument */
     "    movq %rax, %rsp\n"                    /* switch to the scratch stack */
-    ".cfi_def_cfa %rcx, 8\n"
-    "    pushq %rcx\n"
+    ".cfi_def_cfa %rdx, 8\n"
+    "    pushq %rdx\n"
     ".cfi_escape 0x0f, 0x05, 0x77, 0x00, 0x06, 0x23, 0x08\n" /* CFA = *(rsp) + 8 */
     "    subq $8, %rsp\n"
     ".cfi_escape 0x0f, 0x05, 0x77, 0x08, 0x06, 0x23, 0x08\n" /* CFA = *(rsp + 8) + 8 */
@@ -286,67 +349,39 @@ __asm__(
     ".cfi_def_cfa %rsp, 8\n"
     "    movb $0, tally__scratch_lock(%rip)\n"  /* after leaving it */
     "    ret\n"
-    ".Ltally_below:\n"
-    "    movq __tally_top@gottpoff(%rip), %rax\n"
-    "    movq %fs:(%rax), %rdx\n"              /* rdx = top */
-    "    testq $7, %rdi\n"
-    "    jnz .Ltally_plain\n"
-    "    testq $7, %rdx\n"
-    "    jnz .Ltally_plain\n"
-    "    cmpq %rdi, %rdx\n"
-    "    jae .Ltally_plain\n"                  /* top >= f (or NULL f): nothing above f */
-    "    leaq 16(%rdx), %rax\n"
-    "    cmpq %rsp, %rax\n"
-    "    ja .Ltally_plain\n"                   /* a dead record must lie below sp */
-    "    movq %rdi, %rax\n"
-    "    subq %rdx, %rax\n"
-    "    cmpq $" TALLY_STR(TALLY_MAX_SPAN) ", %rax\n"
-    "    ja .Ltally_plain\n"
-    "    cmpq $" TALLY_STR(TALLY_MIN_TOP) ", %rdx\n"
-    "    jb .Ltally_plain\n"
-    "    movq %rdi, %r9\n"
-    "    orq %rsi, %r9\n"                      /* r9 = f | lj (f is 8-aligned) */
-    "    leaq -" TALLY_STR(TALLY_SCRATCH_GAP) "(%rdx), %r8\n"
-    "    andq $-4096, %r8\n"                   /* r8 = first chunk to probe */
-    "2:  cmpq %rsp, %r8\n"
-    "    jae 3f\n"
-    "    movl $14, %eax\n"                     /* SYS_rt_sigprocmask */
-    "    movl $-1, %edi\n"                     /* invalid `how` */
-    "    movq %r8, %rsi\n"
-    "    xorl %edx, %edx\n"
-    "    movl $8, %r10d\n"
+    ".Ltally_map:\n"
+    "    movq %rdi, %xmm0\n"                   /* f and lj survive the syscall in xmm0/xmm1 */
+    "    movq %rsi, %xmm1\n"
+    "    movl $9, %eax\n"                      /* SYS_mmap */
+    "    xorl %edi, %edi\n"
+    "    movl $" TALLY_STR(TALLY_SCRATCH_BYTES) ", %esi\n"
+    "    movl $3, %edx\n"                      /* PROT_READ | PROT_WRITE */
+    "    movl $0x22, %r10d\n"                  /* MAP_PRIVATE | MAP_ANONYMOUS */
+    "    movq $-1, %r8\n"
+    "    xorl %r9d, %r9d\n"
     "    syscall\n"
-    "    cmpq $-22, %rax\n"                    /* -EINVAL: readable */
-    "    jne 4f\n"
-    "    addq $4096, %r8\n"
-    "    jmp 2b\n"
-    "4:  movq %r9, %rdi\n"                     /* not readable: no walk */
-    "    andq $-8, %rdi\n"
-    "    movl %r9d, %esi\n"
-    "    andl $7, %esi\n"
-    "    jmp .Ltally_plain\n"
-    "3:  movq %r9, %rdi\n"
-    "    andq $-8, %rdi\n"                     /* rdi = f */
-    "    movl %r9d, %esi\n"
-    "    andl $7, %esi\n"                      /* esi = lj */
-    "    movq __tally_top@gottpoff(%rip), %rax\n"
-    "    movq %fs:(%rax), %rdx\n"              /* rdx = top */
-    "    leaq -" TALLY_STR(TALLY_GAP) "(%rdx), %rax\n"
-    "    andq $-16, %rax\n"
-    "    movq %rsp, %rcx\n"
-    "    movq %rax, %rsp\n"                    /* switch below the lowest record */
-    ".cfi_def_cfa %rcx, 8\n"
-    "    pushq %rcx\n"
+    "    movq %xmm0, %rdi\n"
+    "    movq %xmm1, %rsi\n"
+    "    cmpq $-4096, %rax\n"
+    "    ja .Ltally_plain\n"                   /* -errno: no stack to switch to */
+    "    leaq " TALLY_STR(TALLY_SCRATCH_BYTES) "(%rax), %rcx\n"
+    "    movq %rsp, %rdx\n"                    /* rdx = sp, the 3rd argument */
+    "    movq %rcx, %rsp\n"                    /* switch to the mapped stack */
+    ".cfi_def_cfa %rdx, 8\n"
+    "    pushq %rdx\n"
     ".cfi_escape 0x0f, 0x05, 0x77, 0x00, 0x06, 0x23, 0x08\n" /* CFA = *(rsp) + 8 */
-    "    subq $8, %rsp\n"
+    "    pushq %rax\n"                         /* the mapping, to unmap */
     ".cfi_escape 0x0f, 0x05, 0x77, 0x08, 0x06, 0x23, 0x08\n" /* CFA = *(rsp + 8) + 8 */
-    "    call tally__landed_switched\n"
-    "    movq 8(%rsp), %rsp\n"
+    "    call tally__landed_scratch\n"
+    "    movq (%rsp), %rdi\n"
+    "    movq 8(%rsp), %rsp\n"                 /* back on the caller's stack */
     ".cfi_def_cfa %rsp, 8\n"
+    "    movl $11, %eax\n"                     /* SYS_munmap */
+    "    movl $" TALLY_STR(TALLY_SCRATCH_BYTES) ", %esi\n"
+    "    syscall\n"
     "    ret\n"
     ".Ltally_plain:\n"
-    "    xorl %edx, %edx\n"
-    "    jmp tally__landed_switched\n"
+    "    jmp tally__landed_plain\n"
     ".cfi_endproc\n"
     ".size tally__landed_entry, .-tally__landed_entry\n");
 

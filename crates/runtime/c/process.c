@@ -261,6 +261,7 @@ void __tally_register(struct tally_module *m) {
         errno = saved_errno;
         return;
     }
+    tls_soft_init();
     struct tally_registry *r = ensure_registry();
     spin_lock(&r->lock, 0);
     for (struct tally_module *p = reg_head; p; p = p->next) {

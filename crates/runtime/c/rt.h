@@ -75,6 +75,9 @@
 #define stop_checked tally__stop_checked
 #define walk tally__walk
 #define cut_self tally__cut_self
+#define tls_soft_init tally__tls_soft_init
+#define top_slot_soft tally__top_slot_soft
+#define events_total_soft tally__events_total_soft
 #define cut_others tally__cut_others
 #define write_all tally__write_all
 #define build_path_for tally__build_path_for
@@ -334,6 +337,17 @@ struct walker {
 int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame *end,
          struct walker *w, int charge);
 void cut_self(uintptr_t f);
+/* Thread-locals from code that may run in a signal handler (the exit and fatal-signal paths,
+ * the stop signal's handler). In a shared object's copy (TALLY_DYNAMIC_TLS) a thread-local's
+ * address may take __tls_get_addr, which allocates (malloc) the first time a thread touches a
+ * dlopened image's thread-locals or after another dlopen: in a handler that interrupted malloc
+ * or the loader, that deadlocks. These ask dl_iterate_phdr for the thread's block instead
+ * (dlpi_tls_data: NULL, never allocated, when the thread has not touched them) and add the
+ * offsets tls_soft_init took at the copy's first registration. Elsewhere they are the plain
+ * thread-locals. */
+void tls_soft_init(void);
+struct tally_frame **top_slot_soft(void); /* NULL: the thread has no records in this image */
+uint64_t events_total_soft(void);         /* tally_events(), 0 when never touched */
 void cut_others(uintptr_t f);
 
 /* ---- write.c: writing the profile --------------------------------------------------------- */

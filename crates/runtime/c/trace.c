@@ -100,7 +100,7 @@ struct tn_side {
     uint64_t r[][3];
 };
 #define TN_SIDE_BYTES (1u << 20)
-static __thread struct tn_side *tn_side __attribute__((tls_model("initial-exec")));
+static __thread struct tn_side *tn_side TALLY_TLS_MODEL;
 static uint64_t tn_lost; /* records of handlers that did not fit (reported at the end) */
 
 static void trace_side_put(uint64_t a, uint64_t b, uint64_t c) {

@@ -286,7 +286,7 @@ static void wt_rc_end_locked(struct wt_rc *c, uint32_t tid) {
 }
 
 /* The thread's stream and state: one TLS pointer (the buffer is mmap'd). */
-static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec")));
+static __thread struct wt_thread *wt_self TALLY_TLS_MODEL;
 
 /* ---- Accumulator (the fast path's state) ---------------------------------------------------- */
 
@@ -300,9 +300,9 @@ static __thread struct wt_thread *wt_self __attribute__((tls_model("initial-exec
  * an Enter through them). */
 static uint64_t wt_no_keys[TALLY_WTRACE_ENTER_TABLE];
 static struct tally_wtrace_acc wt_no_stream = {TALLY_WTRACE_CLOSED, 0, 0, 1, 0, 0, wt_no_keys, 0, 0, 0};
-static __thread struct tally_wtrace_acc wt_no_memory __attribute__((tls_model("initial-exec")));
+static __thread struct tally_wtrace_acc wt_no_memory TALLY_TLS_MODEL;
 __thread struct tally_wtrace_acc *__tally_wtrace_acc
-    __attribute__((tls_model("initial-exec"))) = &wt_no_stream;
+    TALLY_TLS_MODEL = &wt_no_stream;
 
 /* ---- One trace per process (rt.h) ---------------------------------------------------------
  *
@@ -354,7 +354,7 @@ int wtrace_inside(uintptr_t pc) {
 
 /* Nonzero while the runtime calls the system (write, mmap, ...) for this thread: a signal that
  * comes then did not interrupt a call of the program's (wtrace_signal). */
-static __thread unsigned wt_busy __attribute__((tls_model("initial-exec")));
+static __thread unsigned wt_busy TALLY_TLS_MODEL;
 
 /* Whether the calling thread holds the lock (a signal handler that interrupted its holder). */
 static int wt_lock_mine(void) {
@@ -375,10 +375,10 @@ static int wt_lock(int bounded) {
 }
 
 /* Signal streams whose chunks this thread owes (they ended while it held the lock). */
-static __thread struct wt_thread *wt_sig_owed __attribute__((tls_model("initial-exec")));
+static __thread struct wt_thread *wt_sig_owed TALLY_TLS_MODEL;
 
 /* Whether this thread is paying what it owes (wt_pay_owed does not run inside itself). */
-static __thread int wt_paying __attribute__((tls_model("initial-exec")));
+static __thread int wt_paying TALLY_TLS_MODEL;
 
 static void wt_unlock(int held) {
     if (held) {
@@ -522,7 +522,7 @@ static unsigned wt_pending(const struct wt_thread *t, uint64_t w, uint64_t *lo, 
  * tries again: its accumulator pointer stays wt_no_memory, so that the pointer a function
  * loads once after its entry (a written-through copy, tally-llvm's Rec::acc) is the thread's
  * for good. */
-static __thread int wt_gave_up __attribute__((tls_model("initial-exec")));
+static __thread int wt_gave_up TALLY_TLS_MODEL;
 /* A stream's state as new, in `t` (mapped zeroed, or a signal stream used before: everything
  * the stream's records change is set again). Returns `t`. */
 static struct wt_thread *wt_init(struct wt_thread *t) {
@@ -1175,7 +1175,7 @@ void __tally_wtrace_unwind(uint32_t depth, uint32_t block) {
  * then they are owed, and written when the thread releases the lock (wt_pay_owed) or at the
  * end of the process. With a flight recorder the stream records nothing (wt_mute). */
 
-static __thread struct wt_thread *wt_sig_free __attribute__((tls_model("initial-exec")));
+static __thread struct wt_thread *wt_sig_free TALLY_TLS_MODEL;
 
 /* The thread's lists of signal streams (only the thread and its handlers use them). */
 static struct wt_thread *wt_sig_pop(struct wt_thread **list) {

@@ -99,6 +99,18 @@ struct tally_path_site {
     uint64_t path;
 };
 
+/* The TLS model of the runtime's thread-locals. Initial-exec (static TLS, no call) in the copy
+ * linked into an executable, where the linker makes it local-exec, and into a shared object
+ * with trace-mode code (the trace's copies address one another's thread-locals by their
+ * offset from the thread pointer); general-dynamic in every other shared object (the
+ * runtime's `libtally_rt_dyn.a`, built with TALLY_DYNAMIC_TLS), which then takes no static
+ * TLS and so can be dlopened any number of times, as a plain library can. */
+#ifdef TALLY_DYNAMIC_TLS
+#define TALLY_TLS_MODEL
+#else
+#define TALLY_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+
 /* A frame record: an alloca in each instrumented frame that needs one, linked through
  * __tally_top (innermost first; addresses strictly increase along `prev`). */
 struct tally_frame {
@@ -109,9 +121,9 @@ struct tally_frame {
 };
 
 /* The innermost frame record of the calling thread in this image (every image carries its own
- * hidden copy of the runtime). Initial-exec within the runtime; instrumented code uses
+ * hidden copy of the runtime). TALLY_TLS_MODEL within the runtime; instrumented code uses
  * local-exec in executables and general-dynamic in position-independent code. */
-extern __thread struct tally_frame *__tally_top __attribute__((tls_model("initial-exec")));
+extern __thread struct tally_frame *__tally_top TALLY_TLS_MODEL;
 
 /* Registers a module (called by each instrumented module's constructor). The first successful
  * registration installs the exit handler, which charges the calling thread's frame records
@@ -218,7 +230,7 @@ struct tally_wtrace_acc {
 #define TALLY_WTRACE_CUT_CHUNK 0xfffffffbu
 /* The calling thread's accumulator; never null (a shared one, closed and with slow = 1, until
  * the thread's first entry). */
-extern __thread struct tally_wtrace_acc *__tally_wtrace_acc __attribute__((tls_model("initial-exec")));
+extern __thread struct tally_wtrace_acc *__tally_wtrace_acc TALLY_TLS_MODEL;
 /* The slow path of an inline record of the low `bits` (<= 32) bits of `value`: the word's
  * bits go to the thread's buffer and the record into the emptied word, or the thread gets its
  * stream, or the record is dropped (the stream has ended: exit, a fork child). With `bits` 0 (a shared
@@ -270,8 +282,8 @@ typedef void (*tally_stop_handler)(uint64_t count, const char *where);
 void tally_events_on_stop(tally_stop_handler handler);
 
 /* Instrumentation internals of events mode. */
-extern __thread int64_t __tally_ev_left __attribute__((tls_model("initial-exec")));
-extern __thread int64_t __tally_ev_limit __attribute__((tls_model("initial-exec")));
+extern __thread int64_t __tally_ev_left TALLY_TLS_MODEL;
+extern __thread int64_t __tally_ev_limit TALLY_TLS_MODEL;
 /* Checked chords call this when `left` reaches 0 (see c/events.c): it stops the thread when its
  * exact count (limit - left + query_inc) reached TALLY_STOP_AT, else returns. */
 #define TALLY_EV_SLACK (1LL << 24)

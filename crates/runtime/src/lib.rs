@@ -7,8 +7,14 @@
 //! archive is never linked into a Rust binary).
 #![deny(missing_docs)]
 
-/// `libtally_rt.a`, built from `c/*.c` with `-O2 -fPIC`.
+/// `libtally_rt.a`, built from `c/*.c` with `-O2 -fPIC`: the runtime of executables and of
+/// shared objects with trace-mode code (initial-exec thread-locals).
 pub const ARCHIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libtally_rt.a"));
+
+/// `libtally_rt_dyn.a`, the same sources with `-DTALLY_DYNAMIC_TLS`: the runtime of every other
+/// shared object. Its thread-locals are general-dynamic, so it takes no static TLS and any
+/// number of such objects can be `dlopen`ed (`TALLY_TLS_MODEL` in `tally.h`).
+pub const ARCHIVE_DYN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/dyn/libtally_rt_dyn.a"));
 
 /// The contents of `tally.h`, the C declarations of the runtime ABI.
 pub const HEADER: &str = include_str!("../include/tally.h");
@@ -26,6 +32,7 @@ mod tests {
     #[test]
     fn archive_is_an_ar_file() {
         assert!(ARCHIVE.starts_with(b"!<arch>\n"));
+        assert!(ARCHIVE_DYN.starts_with(b"!<arch>\n"));
     }
 
     #[test]
