@@ -4,7 +4,8 @@
 //! environment (CPython's `test_subprocess.test_empty_env`) writes `DIR/<program>.%m.tally` and
 //! nothing into its current directory; `TALLY_PROFILE` still wins; the runs of one build add up
 //! in that file (as gcov's `.gcda` files and clang's `default_%m.profraw` do), while a build
-//! without the option keeps today's last-run `<program>.tally`.
+//! without the option keeps today's last-run `<program>.tally`; a child that changed its uid and
+//! cannot write says so once, however many times it tries (exec after exec, then `_exit`).
 
 mod support;
 use std::os::unix::fs::PermissionsExt;
@@ -234,4 +235,91 @@ fn planted_directory_links_are_not_followed() {
 fn is_root() -> bool {
     let o = Command::new("id").arg("-u").output().unwrap();
     String::from_utf8_lossy(&o.stdout).trim() == "0"
+}
+
+/// Forks; the child becomes uid 65534 and, as a shell or Python's subprocess does, tries to
+/// exec argv[1] at two places (the first missing), then `_exit`s if both fail.
+const FORKER: &str = r#"
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/wait.h>
+int main(int argc, char **argv) {
+    pid_t p = fork();
+    if (p == 0) {
+        if (setgid(65534) || setuid(65534))
+            _exit(2);
+        execl("/nonexistent/child", "child", (char *)0);
+        execl(argv[1], "child", (char *)0);
+        _exit(127);
+    }
+    int st;
+    if (waitpid(p, &st, 0) != p)
+        return 3;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
+}
+"#;
+
+/// (d) A child that changed its uid and cannot write its profile (the directory is root's)
+/// says so once: not at each failed exec, the successful one and its `_exit`. The program it
+/// execs is another process image with a profile of its own: one line for it.
+#[test]
+fn a_child_that_cannot_write_says_so_once() {
+    if !is_root() {
+        eprintln!("not root: cannot change uid; skipped");
+        return;
+    }
+    // Under /tmp (world-traversable), not the checkout, which may sit in root's home.
+    let dir = PathBuf::from(format!("/tmp/tally-profile-dir-uid-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let forker = build_prog(&dir, "forker", FORKER, &[]);
+    let child = build_prog(&dir, "child", PROGRAM, &[]);
+    for (arg, status, lines) in [
+        // Both execs fail, then _exit: one line.
+        ("/nonexistent/again", 127, vec!["forker.tally"]),
+        // The second exec works: one line for the forker's image, one for the child's.
+        (
+            child.to_str().unwrap(),
+            0,
+            vec!["forker.tally", "child.tally"],
+        ),
+    ] {
+        let o = Command::new(&forker)
+            .arg(arg)
+            .current_dir(&dir)
+            .env_remove("TALLY_PROFILE")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(status));
+        let err = String::from_utf8_lossy(&o.stderr);
+        let got: Vec<&str> = err.lines().collect();
+        assert_eq!(got.len(), lines.len(), "{err}");
+        for (l, name) in got.iter().zip(&lines) {
+            assert!(
+                l.starts_with("tally: cannot write profile") && l.contains(name),
+                "{err}"
+            );
+        }
+    }
+    // The parent (root) wrote its own profile.
+    assert!(dir.join("forker.tally").exists());
+    // With the baked-in directory (root's, 0755): the same, one line.
+    let forker = build_prog(
+        &dir,
+        "forker2",
+        FORKER,
+        &[&format!("--tally-profile-dir={}/prof", dir.display())],
+    );
+    let o = Command::new(&forker)
+        .arg("/nonexistent/again")
+        .current_dir(&dir)
+        .env_clear()
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot write profile"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -403,8 +403,23 @@ void report_line(char *line, size_t cap, const char *what, const char *path,
     write_stderr(line, n);
 }
 
+/* The process that printed the profile writers' line (0: none yet). A write that failed
+ * leaves the counters as they were, so the next write (after a failed exec, at exit) tries
+ * again with every count; a process whose writes keep failing -- a child that changed its uid
+ * and cannot write where its parent could, trying exec after exec as a shell or Python's
+ * subprocess does, then _exit -- says so once. A fork child has its own line. */
+static pid_t reported;
+
+void profile_report(char *line, size_t cap, const char *what, const char *path,
+                    const char *reason) {
+    pid_t pid = getpid();
+    if (__atomic_exchange_n(&reported, pid, __ATOMIC_RELAXED) == pid)
+        return;
+    report_line(line, cap, what, path, reason);
+}
+
 static void report_failure(const char *path, int err) {
-    report_line(out.line, sizeof out.line, "cannot write profile", path, strerror(err));
+    profile_report(out.line, sizeof out.line, "cannot write profile", path, strerror(err));
 }
 
 /* 64 unpredictable bits for temporary names: getrandom, else /dev/urandom, else (neither
@@ -839,14 +854,14 @@ void write_profile_locked(void) {
         return;
     }
     if (!secure_target_ok()) {
-        report_line(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
+        profile_report(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
         return;
     }
     const char *why;
     int fd = merge ? merge_open_target(out.path, out.tmp, sizeof out.tmp, &err, &why)
                    : open_target(out.path, out.tmp, sizeof out.tmp, &err, &why);
     if (fd == OPEN_REFUSED) {
-        report_line(out.line, sizeof out.line, "not writing profile", out.path, why);
+        profile_report(out.line, sizeof out.line, "not writing profile", out.path, why);
         return;
     }
     if (fd < 0) {
