@@ -207,6 +207,66 @@ fn traces_go_to_the_baked_in_directory() {
     assert_eq!(entries(&cwd), vec![cwd.join("t.trace")]);
 }
 
+/// Images built with different directories: the executable's note wins; a plain executable
+/// linking a tally-built library takes the library's.
+#[test]
+fn the_executables_directory_wins_over_a_librarys() {
+    let dir = scratch("profile-dir-images");
+    std::fs::write(
+        dir.join("lib.c"),
+        "int twice(int x) { return x > 0 ? 2 * x : 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.c"),
+        "#include <stdio.h>\nint twice(int);\nint main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n",
+    )
+    .unwrap();
+    let tally_cc = |args: &[&str]| {
+        let o = Command::new(tally())
+            .arg("cc")
+            .args(args)
+            .current_dir(&dir)
+            .env_remove("TALLY_MODE")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    tally_cc(&[
+        "--tally-profile-dir=libdir",
+        "-O1",
+        "-shared",
+        "-fPIC",
+        "lib.c",
+        "-o",
+        "libtw.so",
+    ]);
+    let link = ["-O1", "main.c", "-L.", "-ltw", "-Wl,-rpath,$ORIGIN"];
+    let o = Command::new("clang-19")
+        .args(link)
+        .args(["-o", "plain"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    tally_cc(
+        &[
+            &["--tally-profile-dir=exedir"][..],
+            &link[..],
+            &["-o", "inst"],
+        ]
+        .concat(),
+    );
+    let cwd = dir.join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    run_env(&dir.join("plain"), "", &cwd, &[]);
+    the_profile(&dir.join("libdir"), "plain");
+    run_env(&dir.join("inst"), "", &cwd, &[]);
+    the_profile(&dir.join("exedir"), "inst");
+    assert_eq!(entries(&dir.join("libdir")).len(), 1);
+    assert_eq!(entries(&cwd), Vec::<PathBuf>::new());
+}
+
 /// A directory component that is a symbolic link someone else owns is not followed (the write
 /// fails with one line); one the user or root owns is.
 #[test]
