@@ -297,8 +297,9 @@ static int dir_usable(const char *path) {
 }
 
 /* mkdir -p of the directories of `path` (everything before its last '/'), each made with mode
- * 0777 & ~umask as clang's runtime makes them; an existing component must pass dir_usable.
- * Returns 0 or an errno. Async-signal-safe (mkdir, lstat, stat). */
+ * 0755 & ~umask, as clang's runtime (lprofDirMode) and gcc's libgcov make them; an existing
+ * component must pass dir_usable. Returns 0 or an errno. Async-signal-safe (mkdir, lstat,
+ * stat). */
 static int make_dirs(char *path) {
     char *last = strrchr(path, '/');
     if (!last || last == path)
@@ -310,7 +311,7 @@ static int make_dirs(char *path) {
             continue;
         *p = 0;
         int err = 0;
-        if (mkdir(path, 0777) != 0)
+        if (mkdir(path, 0755) != 0)
             err = errno == EEXIST ? dir_usable(path) : errno;
         *p = '/';
         if (err)
