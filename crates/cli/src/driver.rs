@@ -103,8 +103,26 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     if let Some(path) = &s.weights {
         s.opts.weights = Some(std::sync::Arc::new(load_weights(path)?));
     }
+    if let Some(dir) = s.opts.profile_dir.take() {
+        s.opts.profile_dir = Some(absolute_profile_dir(dir)?);
+    }
     s.clang = find_clang(cxx);
     Ok(s)
+}
+
+/// `--tally-profile-dir=DIR` as baked in: a relative DIR is taken from the directory `tally cc`
+/// runs in (a build directory), not from the program's directory at run time as clang's
+/// `-fprofile-generate=DIR` does: the option is there so that the profile lands in one known
+/// place whatever directory, and environment, the program is started with.
+fn absolute_profile_dir(dir: String) -> Result<String> {
+    if dir.starts_with('/') {
+        return Ok(dir);
+    }
+    let cwd = std::env::current_dir().context("--tally-profile-dir: no current directory")?;
+    let cwd = cwd
+        .to_str()
+        .ok_or_else(|| anyhow!("--tally-profile-dir: the current directory is not UTF-8"))?;
+    Ok(format!("{}/{dir}", cwd.trim_end_matches('/')))
 }
 
 /// clap's error, on one line: which option (or environment variable) and value, what is wrong,
@@ -706,6 +724,17 @@ mod tests {
         // The last word wins, as clang's own options do.
         let s = parse(&["--tally-no-promote", "--tally-promote"]).unwrap();
         assert!(s.opts.promote);
+    }
+
+    #[test]
+    fn a_relative_profile_dir_is_taken_from_the_build_directory() {
+        let cwd = std::env::current_dir().unwrap();
+        let s = parse(&["--tally-profile-dir=out/%p"]).unwrap();
+        let want = format!("{}/out/%p", cwd.to_str().unwrap().trim_end_matches('/'));
+        assert_eq!(s.opts.profile_dir.as_deref(), Some(want.as_str()));
+        let s = parse(&["--tally-profile-dir=/abs"]).unwrap();
+        assert_eq!(s.opts.profile_dir.as_deref(), Some("/abs"));
+        assert!(parse(&["--tally-profile-dir="]).is_err());
     }
 
     #[test]

@@ -158,6 +158,15 @@ pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 /// FNV-1a 64 prime (`TALLY_FNV_PRIME`).
 pub const FNV_PRIME: u64 = 0x0100_0000_01b3;
 
+/// Name of the ELF notes tally's instrumenter emits (`"tally"`, with its NUL: namesz 6).
+pub const NOTE_NAME: &str = "tally";
+/// Type of the note carrying the profile directory baked in by `tally cc
+/// --tally-profile-dir=DIR` (`TALLY_NOTE_PROFILE_DIR`): every module compiled with the option
+/// has one in its image's `PT_NOTE`; the descriptor is the directory pattern (`%p`, `%m`, `%%`
+/// as in `TALLY_PROFILE`) with its NUL, zero-padded to 4 bytes. The runtime takes the first one
+/// of the first loaded object that has one (the executable, else libraries in load order).
+pub const NOTE_PROFILE_DIR: u32 = 0x7464;
+
 /// A magic as the runtime writes it: one little-endian u64.
 pub const fn magic_word(magic: &[u8; 8]) -> u64 {
     u64::from_le_bytes(*magic)
@@ -579,6 +588,7 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_BUILD_ID_MODULES", BUILD_ID_MODULES as u64),
     u("TALLY_FNV_OFFSET", FNV_OFFSET),
     u("TALLY_FNV_PRIME", FNV_PRIME),
+    u("TALLY_NOTE_PROFILE_DIR", NOTE_PROFILE_DIR as u64),
     u("TALLY_WTRACE_EMPTY", WTRACE_EMPTY),
     u("TALLY_WTRACE_CLOSED", WTRACE_CLOSED),
     u("TALLY_WTRACE_ENTER_TABLE", WTRACE_ENTER_TABLE as u64),

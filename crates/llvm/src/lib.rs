@@ -433,6 +433,9 @@ fn finish(
         tables as u64,
         flags,
     );
+    if let Some(dir) = &opts.profile_dir {
+        module::emit_profile_dir(globals.module, dir);
+    }
     let verify_error = |message: String| Error::Verify {
         source_file: opts.source.clone(),
         message,

@@ -567,6 +567,42 @@ pub(crate) fn emit_registration(
     }
 }
 
+/// The ELF note of `--tally-profile-dir=DIR` (ARCHITECTURE.md, "Where the profile goes"):
+/// name `"tally"`, type [`abi::NOTE_PROFILE_DIR`], descriptor DIR with its NUL, as module-level
+/// assembly in an allocated `SHT_NOTE` section, so that it reaches the image's `PT_NOTE` as the
+/// runtime's own `.note.tally` does (no IR global an optimization or LTO could drop).
+pub(crate) fn note_asm(dir: &str) -> String {
+    let name = abi::NOTE_NAME;
+    let bytes: Vec<String> = dir
+        .bytes()
+        .chain(std::iter::once(0))
+        .map(|b| b.to_string())
+        .collect();
+    format!(
+        ".pushsection .note.tally.profile_dir,\"a\",@note\n\
+         .balign 4\n\
+         .long {}\n\
+         .long {}\n\
+         .long {}\n\
+         .asciz \"{name}\"\n\
+         .balign 4\n\
+         .byte {}\n\
+         .balign 4\n\
+         .popsection\n",
+        name.len() + 1,
+        dir.len() + 1,
+        abi::NOTE_PROFILE_DIR,
+        bytes.join(","),
+    )
+}
+
+/// Appends [`note_asm`]`(dir)` to the module's assembly.
+pub(crate) fn emit_profile_dir(m: LLVMModuleRef, dir: &str) {
+    let asm = note_asm(dir);
+    // SAFETY: `m` is a live module; the pointer and length describe `asm`, which LLVM copies.
+    unsafe { c::LLVMAppendModuleInlineAsm(m, asm.as_ptr().cast(), asm.len()) }
+}
+
 /// Appends `{ priority, f, null }` to `@llvm.global_ctors` / `@llvm.global_dtors`, rebuilding
 /// the array.
 unsafe fn append_to_global_array(g: &Globals, array: &str, f: LLVMValueRef, priority: u64) {

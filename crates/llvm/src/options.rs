@@ -239,6 +239,22 @@ pub struct Options {
                     (every calling context kept)")
     )]
     pub ipath_cuts: IpathCuts,
+    /// Where the program writes its profile when `TALLY_PROFILE` is not set, as clang's
+    /// `-fprofile-generate=DIR` and gcc's `-fprofile-dir=DIR`: `DIR/<program>.%m.tally`, the
+    /// runs of one build merged into one file (`%m`), and trace modes' `DIR/<program>.trace`.
+    /// `%p`, `%m` and `%%` in DIR expand at run time as in `TALLY_PROFILE`; the runtime creates
+    /// missing directories. Every module compiled with it carries DIR in an ELF note
+    /// ([`tally_format::abi::NOTE_PROFILE_DIR`]); the driver makes a relative DIR absolute
+    /// against the directory `tally cc` runs in.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-profile-dir", value_name = "DIR",
+            value_parser = clap::builder::NonEmptyStringValueParser::new(),
+            help = "Default profile location baked into the program: DIR/<program>.%m.tally, \
+                    runs of one build merged (TALLY_PROFILE still wins); a relative DIR is \
+                    taken from where tally cc runs; %p, %m expand at run time")
+    )]
+    pub profile_dir: Option<String>,
 }
 
 /// Parses `witness` or `bits` (`--tally-trace`), and the hidden `paths`.
@@ -363,6 +379,7 @@ impl Default for Options {
             trace_floor: false,
             jump_cost: DEFAULT_JUMP_COST,
             ipath_cuts: IpathCuts::Hot,
+            profile_dir: None,
         }
     }
 }

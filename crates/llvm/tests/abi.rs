@@ -67,6 +67,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             trace_write_through: true,
             trace_floor: false,
             ipath_cuts: tally_llvm::IpathCuts::Hot,
+            profile_dir: None,
         },
     )
     .unwrap_or_else(|e| panic!("{mode:?}: {e}"))

@@ -130,7 +130,11 @@ static int cont_open(struct tally_cont *c) {
     if (err == 1)
         return 0; /* TALLY_PROFILE=off */
     if (merge) { /* the merge pattern adds finished profiles; a mapped file is not one */
-        cont_report(env.profile.v, "continuous mode does not combine with %m (merging)");
+        cont_report(env.profile.set && env.profile.v[0] ? env.profile.v : raw,
+                    env.profile.set && env.profile.v[0]
+                        ? "continuous mode does not combine with %m (merging)"
+                        : "continuous mode does not combine with the merged default of "
+                          "--tally-profile-dir (set TALLY_PROFILE)");
         return 0;
     }
     /* An absolute path: the finished profile replaces this very file even after a chdir. */

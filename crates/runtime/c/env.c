@@ -49,6 +49,28 @@ static void read_program(void) {
     (void)dl_iterate_phdr(build_id_cb, 0);
 }
 
+/* The baked-in profile directory (abi::NOTE_PROFILE_DIR): a descriptor that is a
+ * NUL-terminated string fitting in PATH_CAP; the first such note wins. */
+static int profile_dir_note(const struct note *n, void *arg) {
+    (void)arg;
+    if (n->type != TALLY_NOTE_PROFILE_DIR || n->namesz != 6 || memcmp(n->name, "tally", 6) != 0 ||
+        n->descsz < 2 || n->descsz > PATH_CAP)
+        return 0;
+    const char *d = (const char *)n->desc;
+    size_t len = strnlen(d, n->descsz);
+    if (len == 0 || len == n->descsz) /* empty, or no NUL inside the descriptor */
+        return 0;
+    memcpy(env.profile_dir.v, d, len + 1);
+    env.profile_dir.set = 1;
+    return 1;
+}
+
+static int profile_dir_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    return each_note(info, profile_dir_note, 0); /* objects in load order, the executable first */
+}
+
 /* Called once, under reg_lock. */
 void read_env(void) {
     read_program();
@@ -60,6 +82,9 @@ void read_env(void) {
         env_copy(&env.continuous, "TALLY_CONTINUOUS");
         env_copy(&env.trace_ring, "TALLY_TRACE_RING");
         env_copy(&env.trace_compress, "TALLY_TRACE_COMPRESS");
+        /* Like the environment, ignored in an AT_SECURE process: it writes only the default
+         * file of its current directory (secure_target_ok). */
+        (void)dl_iterate_phdr(profile_dir_cb, 0);
     }
     env.read = 1;
 }

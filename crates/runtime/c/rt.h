@@ -82,6 +82,7 @@
 #define write_all tally__write_all
 #define build_path_for tally__build_path_for
 #define report_line tally__report_line
+#define profile_report tally__profile_report
 #define open_target tally__open_target
 #define secure_target_ok tally__secure_target_ok
 #define secure_refusal tally__secure_refusal
@@ -198,6 +199,10 @@ struct tally_env {
     struct env_value continuous; /* TALLY_CONTINUOUS */
     struct env_value trace_ring; /* TALLY_TRACE_RING (wring.c) */
     struct env_value trace_compress; /* TALLY_TRACE_COMPRESS (wtrace.c) */
+    /* Not the environment: the directory baked in by `tally cc --tally-profile-dir=DIR` (the
+     * first TALLY_NOTE_PROFILE_DIR note of the first loaded object that has one), the default
+     * place of the profile and the trace when TALLY_PROFILE / TALLY_TRACE are unset. */
+    struct env_value profile_dir;
 };
 extern struct tally_env env;
 
@@ -358,6 +363,11 @@ int write_all(int fd, const void *p, size_t n);
 int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix,
                    const char *sig, int *merge);
 void report_line(char *line, size_t cap, const char *what, const char *path, const char *reason);
+/* report_line for the profile's writer (write.c): at most one line per process, so a
+ * process whose writes keep failing (a child that changed its uid, exec after exec, then
+ * _exit) says so once. */
+void profile_report(char *line, size_t cap, const char *what, const char *path,
+                    const char *reason);
 int open_target(const char *path, char *tmp, size_t tmpcap, int *err, const char **why);
 int secure_target_ok(void);
 extern const char secure_refusal[];

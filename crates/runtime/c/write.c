@@ -252,41 +252,76 @@ static void out_module(const struct tally_module *m) {
     out_checksum_end();
 }
 
-/* Builds an output path into dst: the saved value of a TALLY_* variable with %p and %%
- * expanded (and %m, when `sig` is given: then *merge is set if one was, see merge.c; %c,
- * continuous mode, expands to nothing), or "<basename of the executable><suffix>" when it is
- * unset or empty (or the process is AT_SECURE: then nothing was saved). Returns 0 (ok), 1 (var=off) or an errno. */
-int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix,
-                   const char *sig, int *merge) {
-    size_t n = 0;
-    if (ev->set && ev->too_long)
-        return ENAMETOOLONG;
-    if (ev->set && ev->v[0]) {
-        const char *env = ev->v;
-        if (strcmp(env, "off") == 0)
-            return 1;
-        for (const char *s = env; *s; s++) {
-            if (s[0] == '%' && s[1] == 'p') {
-                n = put_u64(dst, n, cap, (uint64_t)getpid());
-                s++;
-            } else if (s[0] == '%' && s[1] == 'm' && sig) {
-                n = put_str(dst, n, cap, sig);
-                *merge = 1;
-                s++;
-            } else if (s[0] == '%' && s[1] == 'c') { /* continuous mode: expands to nothing */
-                s++;
-            } else if (s[0] == '%' && s[1] == '%') {
-                n = put_str(dst, n, cap, "%");
-                s++;
-            } else {
-                char c[2] = {*s, 0};
-                n = put_str(dst, n, cap, c);
-            }
-            if (n + 1 >= cap)
-                return ENAMETOOLONG;
+/* Appends `pattern` to dst at n with %p (the pid) and %% expanded, %m (when `sig` is given:
+ * then *merge is set) to `sig`, %c (continuous mode) to nothing. Returns the new length, or
+ * cap when it did not fit. */
+static size_t expand(char *dst, size_t n, size_t cap, const char *pattern, const char *sig,
+                     int *merge) {
+    for (const char *s = pattern; *s; s++) {
+        if (s[0] == '%' && s[1] == 'p') {
+            n = put_u64(dst, n, cap, (uint64_t)getpid());
+            s++;
+        } else if (s[0] == '%' && s[1] == 'm' && sig) {
+            n = put_str(dst, n, cap, sig);
+            *merge = 1;
+            s++;
+        } else if (s[0] == '%' && s[1] == 'c') { /* continuous mode: expands to nothing */
+            s++;
+        } else if (s[0] == '%' && s[1] == '%') {
+            n = put_str(dst, n, cap, "%");
+            s++;
+        } else {
+            char c[2] = {*s, 0};
+            n = put_str(dst, n, cap, c);
         }
-        return 0;
+        if (n + 1 >= cap)
+            return cap;
     }
+    return n;
+}
+
+/* Whether the existing directory entry `path` may be used as a directory of the baked-in
+ * profile path: a directory, or a symbolic link to one that the process's user or root owns
+ * (as the kernel's protected_symlinks has it: a link someone else planted is not followed). */
+static int dir_usable(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno;
+    if (S_ISLNK(st.st_mode)) {
+        if (st.st_uid != geteuid() && st.st_uid != 0)
+            return ELOOP;
+        if (stat(path, &st) != 0)
+            return errno;
+    }
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+/* mkdir -p of the directories of `path` (everything before its last '/'), each made with mode
+ * 0755 & ~umask, as clang's runtime (lprofDirMode) and gcc's libgcov make them; an existing
+ * component must pass dir_usable. Returns 0 or an errno. Async-signal-safe (mkdir, lstat,
+ * stat). */
+static int make_dirs(char *path) {
+    char *last = strrchr(path, '/');
+    if (!last || last == path)
+        return 0;
+    for (char *p = path + 1; p <= last; p++) {
+        if (*p != '/')
+            continue;
+        if (p[-1] == '/') /* "a//b" */
+            continue;
+        *p = 0;
+        int err = 0;
+        if (mkdir(path, 0755) != 0)
+            err = errno == EEXIST ? dir_usable(path) : errno;
+        *p = '/';
+        if (err)
+            return err;
+    }
+    return 0;
+}
+
+/* The base name of the executable (" (deleted)" dropped), else the short invocation name. */
+static size_t put_base(char *dst, size_t n, size_t cap) {
     char exe[PATH_CAP];
     const char *base = 0;
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -303,7 +338,45 @@ int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char
         base = program_invocation_short_name;
     if (!base || !*base)
         base = "program";
-    n = put_str(dst, n, cap, base);
+    return put_str(dst, n, cap, base);
+}
+
+/* Builds an output path into dst: the saved value of a TALLY_* variable with %p and %%
+ * expanded (and %m, when `sig` is given: then *merge is set if one was, see merge.c; %c,
+ * continuous mode, expands to nothing); when it is unset or empty, the baked-in directory of
+ * `tally cc --tally-profile-dir=DIR` (env.profile_dir, expanded the same way, its missing
+ * directories created) with "<basename of the executable>.%m<suffix>" in it when `sig` is
+ * given (*merge set: the runs of one build add up, as clang's default_%m.profraw and gcov's
+ * .gcda do), "<basename><suffix>" otherwise (traces, which cannot be merged); without it,
+ * "<basename of the executable><suffix>" in the current directory. In an AT_SECURE process
+ * neither the variable nor the directory was saved. Returns 0 (ok), 1 (var=off) or an errno. */
+int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix,
+                   const char *sig, int *merge) {
+    size_t n = 0;
+    dst[0] = 0;
+    if (ev->set && ev->too_long)
+        return ENAMETOOLONG;
+    if (ev->set && ev->v[0]) {
+        if (strcmp(ev->v, "off") == 0)
+            return 1;
+        return expand(dst, 0, cap, ev->v, sig, merge) >= cap ? ENAMETOOLONG : 0;
+    }
+    if (env.profile_dir.set) {
+        n = expand(dst, 0, cap, env.profile_dir.v, sig, merge);
+        if (n < cap && (n == 0 || dst[n - 1] != '/'))
+            n = put_str(dst, n, cap, "/");
+        n = put_base(dst, n, cap);
+        if (sig) {
+            n = put_str(dst, n, cap, ".");
+            n = put_str(dst, n, cap, sig);
+            *merge = 1;
+        }
+        n = put_str(dst, n, cap, suffix);
+        if (n + 1 >= cap)
+            return ENAMETOOLONG;
+        return make_dirs(dst);
+    }
+    n = put_base(dst, n, cap);
     n = put_str(dst, n, cap, suffix);
     if (n + 1 >= cap)
         return ENAMETOOLONG;
@@ -331,8 +404,23 @@ void report_line(char *line, size_t cap, const char *what, const char *path,
     write_stderr(line, n);
 }
 
+/* The process that printed the profile writers' line (0: none yet). A write that failed
+ * leaves the counters as they were, so the next write (after a failed exec, at exit) tries
+ * again with every count; a process whose writes keep failing -- a child that changed its uid
+ * and cannot write where its parent could, trying exec after exec as a shell or Python's
+ * subprocess does, then _exit -- says so once. A fork child has its own line. */
+static pid_t reported;
+
+void profile_report(char *line, size_t cap, const char *what, const char *path,
+                    const char *reason) {
+    pid_t pid = getpid();
+    if (__atomic_exchange_n(&reported, pid, __ATOMIC_RELAXED) == pid)
+        return;
+    report_line(line, cap, what, path, reason);
+}
+
 static void report_failure(const char *path, int err) {
-    report_line(out.line, sizeof out.line, "cannot write profile", path, strerror(err));
+    profile_report(out.line, sizeof out.line, "cannot write profile", path, strerror(err));
 }
 
 /* 64 unpredictable bits for temporary names: getrandom, else /dev/urandom, else (neither
@@ -767,14 +855,14 @@ void write_profile_locked(void) {
         return;
     }
     if (!secure_target_ok()) {
-        report_line(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
+        profile_report(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
         return;
     }
     const char *why;
     int fd = merge ? merge_open_target(out.path, out.tmp, sizeof out.tmp, &err, &why)
                    : open_target(out.path, out.tmp, sizeof out.tmp, &err, &why);
     if (fd == OPEN_REFUSED) {
-        report_line(out.line, sizeof out.line, "not writing profile", out.path, why);
+        profile_report(out.line, sizeof out.line, "not writing profile", out.path, why);
         return;
     }
     if (fd < 0) {

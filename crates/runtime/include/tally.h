@@ -8,12 +8,15 @@
  *
  * Environment:
  *   TALLY_PROFILE=path   where the profile is written; "%p" expands to the pid, "%%" to "%".
- *                        Default: "<basename of the executable>.tally" in the current directory.
+ *                        Default: "DIR/<basename of the executable>.%m.tally" (merged runs of
+ *                        the build) when built with `tally cc --tally-profile-dir=DIR`, else
+ *                        "<basename of the executable>.tally" in the current directory.
  *   TALLY_PROFILE=off    write nothing.
  *   TALLY_CONTINUOUS=1   (or "%c" anywhere in TALLY_PROFILE, expanding to nothing) continuous
  *                        mode: the counters live in the profile file while the program runs,
  *                        so a process killed by SIGKILL leaves its counts.
- *   TALLY_TRACE=path     where trace modes write their trace (default "<program>.trace").
+ *   TALLY_TRACE=path     where trace modes write their trace (default "<program>.trace", in
+ *                        DIR with --tally-profile-dir=DIR).
  *   TALLY_TRACE_RING=SIZE  trace mode's flight recorder: each thread keeps only the last SIZE
  *                        bytes (1K to 256M; K and M suffixes) of its trace, written when the
  *                        process ends (exit, crash, abort) or calls tally_dump_trace().
@@ -320,6 +323,9 @@ void __tally_events_check(const char *where, int64_t query_inc);
 #define TALLY_PATH_ENTRY_LOST 1u  /* count increments of function were lost (no memory) */
 #define TALLY_FNV_OFFSET 0xcbf29ce484222325ull
 #define TALLY_FNV_PRIME 0x100000001b3ull
+/* Type of the ELF note (name "tally") whose descriptor is the profile directory baked in by
+ * `tally cc --tally-profile-dir=DIR` (NUL-terminated, zero-padded to 4 bytes). */
+#define TALLY_NOTE_PROFILE_DIR 0x7464u
 
 /* Writes a profile of the current counter values now (e.g. before _exit or execve). Does not
  * touch the frame records. Safe to call from several threads. */
