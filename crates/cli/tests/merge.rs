@@ -198,3 +198,139 @@ fn profiles_name_their_program_and_merge_by_program() {
     assert!(shown.contains("tally: merging"), "{shown:?}");
     assert!(shown.contains("/7 profiles"), "{shown:?}");
 }
+
+// ---- Issue 44, points 2 and 3: module order and merging per image build -------------------
+
+/// Linked into the executable as a tally-built shared library.
+const SHLIB: &str = r#"
+int lib_work(int n) { int s = 0; for (int i = 0; i < n; i++) s += i & 1 ? i : 3; return s; }
+"#;
+
+/// A second file of the executable: the executable's modules are more than one.
+const HELPER: &str = r#"
+int helper(int n) { return n > 4 ? helper(n - 1) + 1 : n; }
+"#;
+
+/// argv[1]: how to end: "exit", "_exit", "signal" (SIGTERM left at SIG_DFL) or "return".
+const ENDS: &str = r#"
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int lib_work(int);
+int helper(int);
+int main(int argc, char **argv) {
+    int s = lib_work(10) + helper(8);
+    if (argc > 1 && strcmp(argv[1], "exit") == 0) exit(s & 1);
+    if (argc > 1 && strcmp(argv[1], "_exit") == 0) _exit(s & 1);
+    if (argc > 1 && strcmp(argv[1], "signal") == 0) raise(SIGTERM);
+    return s & 1;
+}
+"#;
+
+fn hashes(p: &Profile) -> Vec<u64> {
+    p.modules.iter().map(|m| m.hash).collect()
+}
+
+/// Counters summed per module hash over `profiles`.
+fn sum_by_hash<'a>(profiles: impl IntoIterator<Item = &'a Profile>) -> BTreeMap<u64, Vec<u64>> {
+    let mut s: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for p in profiles {
+        for m in &p.modules {
+            let e = s.entry(m.hash).or_insert_with(|| vec![0; m.counters.len()]);
+            for (x, y) in e.iter_mut().zip(&m.counters) {
+                *x += y;
+            }
+        }
+    }
+    s
+}
+
+fn tally_cmd(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(tally())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// Point 2: the module order of a profile does not depend on how the process ended (it
+/// used to: the executable's modules last and reversed after exit(), in load order after
+/// `_exit` or a signal), so every reader combines the profiles of one binary.
+#[test]
+fn module_order_does_not_depend_on_how_the_process_ended() {
+    let dir = scratch("merge-ends");
+    for (f, t) in [("lib.c", SHLIB), ("helper.c", HELPER), ("main.c", ENDS)] {
+        std::fs::write(dir.join(f), t).unwrap();
+    }
+    let edge = Variant::Tally("edge");
+    build(
+        edge,
+        false,
+        &["-O1", "-g", "-fPIC", "-shared", "lib.c"],
+        &dir.join("libw.so"),
+        &dir,
+    );
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let libdir = format!("-L{}", dir.display());
+    build(
+        edge,
+        false,
+        &["-O1", "-g", "main.c", "helper.c", &libdir, "-lw", &rpath],
+        &dir.join("main"),
+        &dir,
+    );
+    let mut profiles = Vec::new();
+    let mut names = Vec::new();
+    for end in ["exit", "_exit", "signal", "return"] {
+        let f = dir.join(format!("{end}.tally"));
+        let o = run(&dir.join("main"), &[end], &dir, &f);
+        assert!(
+            o.stderr.is_empty(),
+            "{end}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let p = Profile::read_file(&f).unwrap();
+        assert_eq!(p.modules.len(), 3, "{end}");
+        profiles.push(p);
+        names.push(f.to_str().unwrap().to_string());
+    }
+    for (p, n) in profiles.iter().zip(&names).skip(1) {
+        assert_eq!(
+            hashes(p),
+            hashes(&profiles[0]),
+            "{n} lists its modules in another order"
+        );
+    }
+    let mut sorted = hashes(&profiles[0]);
+    sorted.sort_unstable();
+    assert_eq!(hashes(&profiles[0]), sorted, "ascending module hash");
+
+    let merged = dir.join("all.tally");
+    let mut args = vec!["merge", "-o", merged.to_str().unwrap()];
+    args.extend(names.iter().map(|s| s.as_str()));
+    let o = tally_cmd(&dir, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = Profile::read_file(&merged).unwrap();
+    assert_eq!(sum_by_hash([&m]), sum_by_hash(&profiles));
+    assert_eq!(m.program, profiles[0].program);
+    let mut args = vec!["report", "--format", "json"];
+    args.extend(names.iter().map(|s| s.as_str()));
+    let o = tally_cmd(&dir, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let main = r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "lib_work")
+        .unwrap();
+    assert_eq!(main["entry_count"], 4);
+    // One program: --by-program writes one file.
+    let out = dir.join("by");
+    let mut args = vec!["merge", "--by-program", "-o", out.to_str().unwrap()];
+    args.extend(names.iter().map(|s| s.as_str()));
+    let o = tally_cmd(&dir, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+}
