@@ -19,8 +19,9 @@
  * is left untouched: one line on stderr, and this run's profile is kept under
  * "<path>.refused.<pid>" (link: never replacing anything), so the run is not lost.
  *
- * Merging follows `tally merge` (tally_report::combine): same number of modules, the same
- * module (hash, metadata length, counters) at each position, the same build id; counters are
+ * Merging follows `tally merge` (tally_report::Sum) for one set of modules: same number of
+ * modules, the same module (hash, metadata length, counters) at each position (write.c writes
+ * them in ascending hash, however the process ended), the same build id; counters are
  * added (modulo 2^64: see exec.c for counters below 0), path entries with equal (function,
  * kind, path) summed, sorted, zero sums dropped; pid 0; the program path kept when both name
  * the same one, else empty. After a merged write the process's counters are zeroed, so a later
