@@ -1060,3 +1060,162 @@ fn finish(r: &mut FunctionReport) {
         .filter_map(|b| b.count)
         .fold(0u64, |a, c| a.saturating_add(c));
 }
+
+#[cfg(test)]
+mod sum_tests {
+    use super::*;
+    use tally_format::profile::{ProfileModule, Program};
+
+    /// A module of `source` with `n` counters; `variant` changes its metadata (another build).
+    fn module(source: &str, n: u32, variant: &str, counters: Vec<u64>) -> ProfileModule {
+        let meta = ModuleMeta {
+            source: source.into(),
+            producer: format!("tally test {variant}"),
+            mode: Mode::Edge,
+            num_counters: n,
+            files: vec![source.into()],
+            functions: vec![],
+            source_fns: vec![],
+            skipped: vec![],
+            event_kind: None,
+            ipath: None,
+        };
+        ProfileModule::new(meta, counters)
+    }
+
+    fn profile(path: &str, id: BuildId, modules: Vec<ProfileModule>) -> Profile {
+        Profile {
+            pid: 1,
+            program: Program {
+                path: path.as_bytes().to_vec(),
+                build_id: id,
+            },
+            modules,
+            unfinished: false,
+        }
+    }
+
+    fn sum(inputs: &[(&str, &Profile)]) -> Result<Profile, ReportError> {
+        let mut s = Sum::new(inputs[0].0, inputs[0].1.clone());
+        for (n, p) in &inputs[1..] {
+            s.add(n, p)?;
+        }
+        s.finish()
+    }
+
+    fn counts(p: &Profile) -> Vec<(u64, Vec<u64>)> {
+        p.modules
+            .iter()
+            .map(|m| (m.hash, m.counters.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn the_union_of_modules_in_any_order() {
+        let gnu = BuildId::Gnu(vec![1, 2]);
+        let a = profile(
+            "/x",
+            gnu.clone(),
+            vec![
+                module("main.c", 1, "", vec![1]),
+                module("p.c", 2, "1", vec![1, 2]),
+            ],
+        );
+        let b = profile(
+            "/y",
+            gnu.clone(),
+            vec![
+                module("q.c", 1, "", vec![5]),
+                module("main.c", 1, "", vec![3]),
+            ],
+        );
+        let ab = sum(&[("a", &a), ("b", &b)]).unwrap();
+        let ba = sum(&[("b", &b), ("a", &a)]).unwrap();
+        assert_eq!(ab, ba);
+        assert_eq!(ab.modules.len(), 3);
+        assert!(ab.modules.windows(2).all(|w| w[0].hash < w[1].hash));
+        let main = ab
+            .modules
+            .iter()
+            .find(|m| m.meta.source == "main.c")
+            .unwrap();
+        assert_eq!(main.counters, vec![4]);
+        // Same GNU id, two paths: the id stays, the path goes.
+        assert_eq!(ab.program.build_id, gnu);
+        assert!(ab.program.path.is_empty());
+        assert_eq!(ab.pid, 0);
+    }
+
+    #[test]
+    fn programs_by_gnu_id_else_path() {
+        let m = || vec![module("main.c", 1, "", vec![1])];
+        let other = || {
+            vec![
+                module("main.c", 1, "", vec![1]),
+                module("o.c", 1, "", vec![2]),
+            ]
+        };
+        let g1 = profile("/x", BuildId::Gnu(vec![1]), m());
+        let g2 = profile("/x", BuildId::Gnu(vec![2]), other());
+        let e = sum(&[("g1", &g1), ("g2", &g2)]).unwrap_err().to_string();
+        assert!(
+            e.contains("different build") && e.contains("another program"),
+            "{e}"
+        );
+        // The same modules: combined whatever the programs say.
+        let g3 = profile("/z", BuildId::Gnu(vec![3]), m());
+        assert!(sum(&[("g1", &g1), ("g3", &g3)]).is_ok());
+        // Without GNU ids: by path; the module-hash id is recomputed for the union.
+        let k1 = profile("/x", BuildId::Modules(1), m());
+        let k2 = profile("/x", BuildId::Modules(2), other());
+        let s = sum(&[("k1", &k1), ("k2", &k2)]).unwrap();
+        assert_eq!(s.program.build_id, BuildId::Modules(s.modules_build_id()));
+        assert_eq!(s.program.path, b"/x");
+        let k3 = profile("/y", BuildId::Modules(2), other());
+        assert!(sum(&[("k1", &k1), ("k3", &k3)]).is_err());
+    }
+
+    #[test]
+    fn two_builds_of_a_file_only_when_one_input_holds_both() {
+        let p1 = || module("p.c", 1, "1", vec![1]);
+        let p2 = || module("p.c", 1, "2", vec![2]);
+        let id = || BuildId::Gnu(vec![9]);
+        let only1 = profile("/h", id(), vec![p1()]);
+        let only2 = profile("/h", id(), vec![p2()]);
+        let both = profile("/h", id(), vec![p2(), p1()]);
+        // A rebuild: refused naming the file, in either order.
+        for inputs in [
+            [("a", &only1), ("b", &only2)],
+            [("b", &only2), ("a", &only1)],
+        ] {
+            let e = sum(&inputs).unwrap_err().to_string();
+            assert!(
+                e.contains("different build") && e.contains("module p.c differs"),
+                "{e}"
+            );
+        }
+        // Held together by one run: two modules, wherever that run comes.
+        for order in [
+            [("a", &only1), ("b", &only2), ("c", &both)],
+            [("c", &both), ("a", &only1), ("b", &only2)],
+        ] {
+            let s = sum(&order).unwrap();
+            assert_eq!(s.modules.len(), 2);
+            let mut c: Vec<u64> = counts(&s).into_iter().map(|x| x.1[0]).collect();
+            c.sort();
+            assert_eq!(c, vec![2, 4]);
+        }
+    }
+
+    #[test]
+    fn an_overflow_leaves_the_sum_unchanged() {
+        let a = profile(
+            "/h",
+            BuildId::None,
+            vec![module("a.c", 1, "", vec![u64::MAX])],
+        );
+        let mut s = Sum::new("a", a.clone());
+        assert!(matches!(s.add("b", &a), Err(ReportError::Overflow)));
+        assert_eq!(s.finish().unwrap(), a);
+    }
+}
