@@ -485,6 +485,7 @@ fn runs_with_different_plugins_merge_into_one_program() {
     for host in ["host", "host-noid"] {
         let runs = dir.join(format!("runs-{host}"));
         std::fs::create_dir(&runs).unwrap();
+        std::fs::create_dir(dir.join(format!("online-{host}"))).unwrap();
         let mut expected = Counts::new();
         let mut expected_lines = BTreeMap::new();
         let mut files = Vec::new();
@@ -503,6 +504,29 @@ fn runs_with_different_plugins_merge_into_one_program() {
                 *expected_lines.entry(k).or_insert(0) += v;
             }
             files.push(name);
+        }
+        // The same runs again, merged by the runtime into one file per build (`%m`), the run
+        // that holds the three builds of plugin.c first: `%m` adds one run at a time, so a
+        // build of a file that no profile so far holds together with another is refused
+        // there (`tally merge` of the file and the refused runs decides once all are in).
+        for k in [2, 0, 1, 3, 4] {
+            let args: Vec<String> = sets[k]
+                .iter()
+                .map(|p| dir.join(format!("{p}.so")).to_str().unwrap().to_string())
+                .collect();
+            let o = Command::new(dir.join(host))
+                .args(&args)
+                .current_dir(&dir)
+                .env(
+                    "TALLY_PROFILE",
+                    dir.join(format!("online-{host}/m-%m.tally")),
+                )
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success() && o.stderr.is_empty(),
+                "{host} {k}: {o:?}"
+            );
         }
         let files: Vec<&str> = files.iter().map(|s| s.as_str()).collect();
         // The report reads every plugin's module, the three builds of plugin.c apart.
@@ -526,6 +550,14 @@ fn runs_with_different_plugins_merge_into_one_program() {
         assert_eq!(got, expected, "{host}: merge");
         let m = Profile::read_file(&merged).unwrap();
         assert_eq!(m.modules.len(), 5, "{host}: host.c and four plugins");
+        // `%m`: with a GNU build id one file, the same sum; without one, one file per set of
+        // modules (the module-hash build id names the file).
+        let online: Vec<Profile> = std::fs::read_dir(dir.join(format!("online-{host}")))
+            .unwrap()
+            .map(|e| Profile::read_file(e.unwrap().path()).unwrap())
+            .collect();
+        assert_eq!(online.len(), if host == "host" { 1 } else { 5 }, "{host}");
+        assert_eq!(sum_by_hash(&online), sum_by_hash([&m]), "{host}: %m");
         let exe = std::fs::canonicalize(dir.join(host)).unwrap();
         assert_eq!(m.program.path, exe.as_os_str().as_encoded_bytes());
         if host == "host-noid" {
@@ -593,6 +625,18 @@ fn runs_with_different_plugins_merge_into_one_program() {
     // builds. Refused, naming the file, by every reader; --by-program keeps the two sets
     // apart.
     let first = dir.join("before.tally");
+    std::fs::create_dir(dir.join("online-rebuilt")).unwrap();
+    let online = dir.join("online-rebuilt/m-%m.tally");
+    let p1 = dir.join("p1.so");
+    let run_online = || {
+        Command::new(dir.join("host"))
+            .arg(&p1)
+            .current_dir(&dir)
+            .env("TALLY_PROFILE", &online)
+            .output()
+            .unwrap()
+    };
+    assert!(run_online().stderr.is_empty());
     let o = run(
         &dir.join("host"),
         &[dir.join("p1.so").to_str().unwrap()],
@@ -616,6 +660,12 @@ fn runs_with_different_plugins_merge_into_one_program() {
         &second,
     );
     assert!(o.status.success());
+    let o = run_online();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not merging profile") && err.contains("another build"),
+        "{err}"
+    );
     let (a, b) = (first.to_str().unwrap(), second.to_str().unwrap());
     for args in [
         vec!["report", a, b],
