@@ -522,28 +522,28 @@ fn read_profile(p: &std::path::Path, bytes: Option<&[u8]>) -> Result<Profile> {
     }
 }
 
-/// Reads profiles of one build and adds them up, one at a time (memory: the sum and one
-/// file). A profile of the same build as the sum is added without decoding its metadata.
+/// Reads profiles of one program and adds them up, one at a time (memory: the sum and one
+/// file), modules matched by hash (`tally_report::Sum`). A profile whose modules are all in
+/// the sum already is added without decoding its metadata.
 fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
     let (first, rest) = paths.split_first().expect("clap requires one profile");
     let first_name = first.display().to_string();
     let progress = progress::Progress::new("reading", paths.len(), "profiles");
-    let mut sum = read_profile(first, None)?;
+    let mut sum = tally_report::Sum::new(&first_name, read_profile(first, None)?);
     progress.step();
     for p in rest {
+        let name = p.display().to_string();
         let bytes = Profile::file_bytes(p, tally_format::profile::MAX_PROFILE_BYTES)?;
         let added = sum
-            .add_same_build(&bytes, false)
-            .map_err(|e| anyhow::Error::new(e).context(p.display().to_string()))?;
-        if added == tally_format::profile::Added::OtherBuild {
-            // Read in full for combine's message, which names what differs.
+            .add_bytes(&name, &bytes)
+            .map_err(|e| anyhow::Error::new(e).context(name.clone()))?;
+        if !added {
             let other = read_profile(p, Some(&bytes))?;
-            sum =
-                tally_report::combine((&first_name, &sum), &[(&p.display().to_string(), &other)])?;
+            sum.add(&name, &other)?;
         }
         progress.step();
     }
-    Ok(sum)
+    Ok(sum.finish()?)
 }
 
 fn merge_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
@@ -564,17 +564,68 @@ fn merge_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// `tally merge --by-program -o DIR INPUTS...`: one merged profile per build.
+/// Which program a profile is of, for `merge --by-program`: its GNU build id when it has one,
+/// else its path (build ids made of module hashes differ with the libraries a run loaded).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum ProgramKey {
+    Gnu(Vec<u8>),
+    Path(Vec<u8>),
+}
+
+fn program_key(p: &tally_format::profile::Program) -> ProgramKey {
+    match &p.build_id {
+        tally_format::profile::BuildId::Gnu(id) => ProgramKey::Gnu(id.clone()),
+        _ => ProgramKey::Path(p.path.clone()),
+    }
+}
+
+/// One file name per output: `<program>-<build id prefix>[-k].tally`, the program named by
+/// `path` (the profile's own when it names one).
+fn output_name(
+    profile: &Profile,
+    path: &[u8],
+    taken: &mut std::collections::HashSet<String>,
+) -> String {
+    use tally_format::profile::BuildId;
+    let program = &profile.program;
+    let path = if program.path.is_empty() {
+        path
+    } else {
+        &program.path
+    };
+    let base =
+        std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path))
+            .file_name()
+            .map(|b| b.to_string_lossy().into_owned())
+            .filter(|b| !b.is_empty())
+            .unwrap_or_else(|| "unknown".into());
+    let id = match &program.build_id {
+        BuildId::None => format!("{:016x}", profile.modules_build_id()),
+        b => b.hex(),
+    };
+    let stem = format!("{base}-{}", &id[..id.len().min(12)]);
+    let mut name = format!("{stem}.tally");
+    let mut k = 2;
+    while !taken.insert(name.clone()) {
+        name = format!("{stem}-{k}.tally");
+        k += 1;
+    }
+    name
+}
+
+/// `tally merge --by-program -o DIR INPUTS...`: one merged profile per program.
 fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
     use std::collections::BTreeMap;
-    use tally_format::profile::{BuildId, Program};
+    use tally_format::profile::Program;
     let files = merge_inputs(inputs)?;
     let progress = progress::Progress::new("merging", files.len(), "profiles");
-    // (program, module hashes) -> (merged profile, inputs)
-    let mut groups: BTreeMap<(Program, Vec<u64>), (Profile, usize)> = BTreeMap::new();
+    // Runs of one program with the same modules are summed first (program, module hashes) ->
+    // (merged profile, inputs, first input); the sets of one program are summed at the end.
+    type Key = (ProgramKey, Program, Vec<u64>);
+    let mut groups: BTreeMap<Key, (Profile, usize, String)> = BTreeMap::new();
     // The group the last profile went to: runs of one program usually come together, and
     // adding to it needs no metadata decoding (`add_same_build`).
-    let mut last: Option<(Program, Vec<u64>)> = None;
+    let mut last: Option<Key> = None;
     let mut failed = 0usize;
     for f in &files {
         progress.step();
@@ -597,13 +648,14 @@ fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
                 continue;
             }
         };
-        if let Some((sum, n)) = last.as_ref().and_then(|k| groups.get_mut(k)) {
-            match sum.add_same_build(&bytes, true) {
-                Ok(tally_format::profile::Added::Added) => {
+        if let Some((sum, n, _)) = last.as_ref().and_then(|k| groups.get_mut(k)) {
+            // Same program record; its modules all in the group's (matched by hash).
+            match sum.add_known_modules(&bytes, true) {
+                Ok(Some(_)) => {
                     *n += 1;
                     continue;
                 }
-                Ok(tally_format::profile::Added::OtherBuild) => {}
+                Ok(None) => {}
                 Err(e) => {
                     refuse(unprefixed(e));
                     failed += 1;
@@ -619,18 +671,17 @@ fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
                 continue;
             }
         };
-        let key = (
-            p.program.clone(),
-            p.modules.iter().map(|m| m.hash).collect::<Vec<_>>(),
-        );
+        let mut hashes: Vec<u64> = p.modules.iter().map(|m| m.hash).collect();
+        hashes.sort_unstable();
+        let key = (program_key(&p.program), p.program.clone(), hashes);
         last = Some(key.clone());
         match groups.get_mut(&key) {
             None => {
                 let mut p = p;
                 p.pid = 0;
-                groups.insert(key, (p, 1));
+                groups.insert(key, (p, 1, name.clone()));
             }
-            Some((sum, n)) => match tally_report::combine(("merged", sum), &[(&name, &p)]) {
+            Some((sum, n, _)) => match tally_report::combine(("merged", sum), &[(&name, &p)]) {
                 Ok(s) => {
                     *sum = s;
                     *n += 1;
@@ -641,42 +692,60 @@ fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
                 }
             },
         }
-        progress.message(format!("{} programs", groups.len()));
+        progress.message(format!("{} programs", {
+            let mut k: Vec<&ProgramKey> = groups.keys().map(|k| &k.0).collect();
+            k.dedup();
+            k.len()
+        }));
     }
     drop(progress);
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut taken = std::collections::HashSet::new();
-    for ((program, _), (profile, n)) in &groups {
-        let base = std::path::Path::new(
-            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&program.path),
-        )
-        .file_name()
-        .map(|b| b.to_string_lossy().into_owned())
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| "unknown".into());
-        let id = match &program.build_id {
-            BuildId::None => format!("{:016x}", profile.modules_build_id()),
-            b => b.hex(),
-        };
-        let stem = format!("{base}-{}", &id[..id.len().min(12)]);
-        let mut name = format!("{stem}.tally");
-        let mut k = 2;
-        while !taken.insert(name.clone()) {
-            name = format!("{stem}-{k}.tally");
-            k += 1;
-        }
-        let out = dir.join(&name);
+    let mut write = |profile: &Profile, path: &[u8], n: usize| -> Result<()> {
+        let out = dir.join(output_name(profile, path, &mut taken));
         profile
             .write_file(&out)
             .with_context(|| format!("cannot write {}", out.display()))?;
-        println!("{}: {n} profile(s) of {}", out.display(), {
-            let p = program.path_lossy();
+        let p = profile.program.path_lossy();
+        println!(
+            "{}: {n} profile(s) of {}",
+            out.display(),
             if p.is_empty() {
                 "an unknown program".to_string()
             } else {
                 p
             }
-        });
+        );
+        Ok(())
+    };
+    // Per program: the sum of its sets of modules; when it cannot be made (a source file
+    // built two ways that no run held together: a rebuild), one profile per set.
+    let mut programs: BTreeMap<ProgramKey, Vec<(Profile, usize, String)>> = BTreeMap::new();
+    for ((k, _, _), g) in groups {
+        programs.entry(k).or_default().push(g);
+    }
+    for sets in programs.into_values() {
+        let total: usize = sets.iter().map(|s| s.1).sum();
+        let mut sum = tally_report::Sum::new(&sets[0].2, sets[0].0.clone());
+        let mut res = Ok(());
+        for (p, _, name) in &sets[1..] {
+            res = sum.add(name, p);
+            if res.is_err() {
+                break;
+            }
+        }
+        match res.and_then(|()| sum.finish()) {
+            Ok(merged) => write(&merged, &sets[0].0.program.path, total)?,
+            Err(e) => {
+                eprintln!("tally: not merging the runs of {} into one profile: {e}; one profile per set of modules", {
+                    let p = sets[0].0.program.path_lossy();
+                    if p.is_empty() { "an unknown program".to_string() } else { p }
+                });
+                for (p, n, _) in &sets {
+                    write(p, &p.program.path, *n)?;
+                }
+            }
+        }
     }
     if failed > 0 {
         eprintln!(

@@ -65,7 +65,8 @@ pub struct Profile {
     pub pid: u64,
     /// The program that wrote it (unknown for container versions before 4).
     pub program: Program,
-    /// The modules, in registration order.
+    /// The modules, in the order of the file (the runtime writes them in ascending module
+    /// hash; older runtimes in registration order).
     pub modules: Vec<ProfileModule>,
     /// A continuous-mode profile left by a process that did not exit normally (header flag
     /// [`PROFILE_CONTINUOUS`]): functions active when it was killed have counts that do not
@@ -120,6 +121,35 @@ impl Program {
     /// Neither a path nor a build id is known.
     pub fn is_unknown(&self) -> bool {
         self.path.is_empty() && self.build_id == BuildId::None
+    }
+
+    /// Whether profiles of `self` and `other` are of one program by their program records:
+    /// the same GNU build id when both have one; otherwise the same path, or one of them
+    /// unknown. (Readers also combine profiles of the same set of modules, whatever their
+    /// programs say.)
+    pub fn may_combine(&self, other: &Program) -> bool {
+        match (&self.build_id, &other.build_id) {
+            (BuildId::Gnu(a), BuildId::Gnu(b)) => a == b,
+            _ => self.path.is_empty() || other.path.is_empty() || self.path == other.path,
+        }
+    }
+
+    /// The program of a sum of profiles of `self` and `other`: the path when both name the
+    /// same one, the GNU build id when both have it, a module-hash build id when both have
+    /// one (it is `self`'s: the caller recomputes it from the sum's modules,
+    /// [`Profile::modules_build_id`]); else nothing.
+    pub fn combined(&self, other: &Program) -> Program {
+        let path = if self.path == other.path {
+            self.path.clone()
+        } else {
+            Vec::new()
+        };
+        let build_id = match (&self.build_id, &other.build_id) {
+            (BuildId::Gnu(a), BuildId::Gnu(b)) if a == b => self.build_id.clone(),
+            (BuildId::Modules(_), BuildId::Modules(_)) => self.build_id.clone(),
+            _ => BuildId::None,
+        };
+        Program { path, build_id }
     }
 
     /// The path, for display (invalid UTF-8 replaced).
@@ -791,8 +821,8 @@ impl ProfileModule {
 pub enum Added {
     /// The other profile's counts were added.
     Added,
-    /// The other profile is of another build (module count or some module's metadata differs):
-    /// nothing was added.
+    /// The other profile holds a module this one does not have (or another module's metadata
+    /// under its hash), or names another program: nothing was added.
     OtherBuild,
 }
 
@@ -816,49 +846,73 @@ impl Profile {
         })
     }
 
-    /// Adds the counts of the profile `bytes` to this one if it is of the same build (every
-    /// module's metadata byte for byte the same), without decoding its metadata: what merging
-    /// many runs of one program costs per run is reading and checking its bytes. The other
-    /// profile is checked as [`Profile::read`] checks it (a corrupt one is an error, and
-    /// nothing is added); on [`Added::OtherBuild`] the caller reads it in full. With
-    /// `same_program`, a profile that names another program (or none) counts as another build.
+    /// Adds the counts of the profile `bytes` to this one if every module it holds is one of
+    /// this profile's (matched by module hash, metadata byte for byte the same), without
+    /// decoding its metadata: what merging many runs of one program costs per run is reading
+    /// and checking its bytes. The other profile is checked as [`Profile::read`] checks it (a
+    /// corrupt one is an error, and nothing is added); on [`Added::OtherBuild`] (a module this
+    /// profile does not have, or programs that do not [`Program::may_combine`]) the caller
+    /// reads it in full. With `same_program`, a profile that names another program (or none)
+    /// counts as another build.
     pub fn add_same_build(
         &mut self,
         bytes: &[u8],
         same_program: bool,
     ) -> Result<Added, ProfileError> {
+        Ok(match self.add_known_modules(bytes, same_program)? {
+            Some(_) => Added::Added,
+            None => Added::OtherBuild,
+        })
+    }
+
+    /// [`Profile::add_same_build`], returning the indices (in `self.modules`) of the modules
+    /// the other profile held, or `None` for [`Added::OtherBuild`]. The k-th record of a
+    /// module hash in `bytes` is added to the k-th record of that hash here.
+    pub fn add_known_modules(
+        &mut self,
+        bytes: &[u8],
+        same_program: bool,
+    ) -> Result<Option<Vec<usize>>, ProfileError> {
         let raw = parse(bytes)?;
         if (same_program && raw.program != self.program)
-            || raw.modules.len() != self.modules.len()
-            || raw
-                .modules
-                .iter()
-                .zip(&self.modules)
-                .any(|(r, m)| r.hash != m.hash || r.blob != m.meta_blob.as_slice())
+            || !raw.program.may_combine(&self.program)
+            || raw.modules.len() > self.modules.len()
         {
-            return Ok(Added::OtherBuild);
+            return Ok(None);
+        }
+        let mut by_hash: std::collections::HashMap<u64, Vec<usize>> =
+            std::collections::HashMap::with_capacity(self.modules.len());
+        for (i, m) in self.modules.iter().enumerate().rev() {
+            by_hash.entry(m.hash).or_default().push(i);
+        }
+        let mut at = Vec::with_capacity(raw.modules.len());
+        for r in &raw.modules {
+            match by_hash.get_mut(&r.hash).and_then(|v| v.pop()) {
+                Some(i) if self.modules[i].meta_blob.as_slice() == r.blob => at.push(i),
+                _ => return Ok(None),
+            }
         }
         let mut paths = Vec::with_capacity(raw.modules.len());
-        for (r, m) in raw.modules.iter().zip(&self.modules) {
+        for (r, &i) in raw.modules.iter().zip(&at) {
+            let m = &self.modules[i];
             r.check_sum(&m.meta)?;
             paths.push(decode_path_entries(r.index, r.paths, &m.meta)?);
         }
         // Every sum is checked before any is stored: an overflow leaves `self` unchanged.
         let mut sums = Vec::with_capacity(paths.len());
-        for ((r, p), m) in raw.modules.iter().zip(&paths).zip(&self.modules) {
+        for ((r, p), &i) in raw.modules.iter().zip(&paths).zip(&at) {
             sums.push(
-                m.summed(le_words(r.counters), p)
+                self.modules[i]
+                    .summed(le_words(r.counters), p)
                     .ok_or(ProfileError::Overflow { index: r.index })?,
             );
         }
-        for (m, sum) in self.modules.iter_mut().zip(sums) {
-            m.set_sum(sum);
+        for (&i, sum) in at.iter().zip(sums) {
+            self.modules[i].set_sum(sum);
         }
         self.unfinished |= raw.unfinished;
-        if raw.program != self.program {
-            self.program = Program::default();
-        }
-        Ok(Added::Added)
+        self.program = self.program.combined(&raw.program);
+        Ok(Some(at))
     }
 
     /// The build id of a program without a GNU build-id note ([`BuildId::Modules`]): FNV-1a 64
@@ -1490,6 +1544,21 @@ mod tests {
         assert_eq!(sum.modules[1].paths[0].count, 10);
     }
 
+    /// Modules are matched by hash, not position: a run that lists them in another order, or
+    /// holds only some of them, adds to the modules it has.
+    #[test]
+    fn adding_matches_modules_by_hash() {
+        let mut sum = sample();
+        let mut other = second_run();
+        other.modules.reverse();
+        other.modules.remove(0); // empty.c
+        let at = sum.add_known_modules(&other.write(), false).unwrap();
+        assert_eq!(at, Some(vec![1, 0]));
+        assert_eq!(sum.modules[0].counters, vec![11, 22, u64::MAX]);
+        assert_eq!(sum.modules[1].counters, vec![10]);
+        assert_eq!(sum.modules.len(), 3);
+    }
+
     #[test]
     fn adding_refuses_overflow_corruption_and_other_builds_unchanged() {
         let before = sample();
@@ -1517,11 +1586,12 @@ mod tests {
             Err(ProfileError::ChecksumMismatch { index: 0, .. })
         ));
         assert_eq!(one_sum, one(sample()));
-        // Another build: one module fewer, or one module's metadata changed.
-        let mut fewer = sample();
-        fewer.modules.pop();
+        // Another build: a module the sum does not have, or one module's metadata changed.
+        let mut more = sample();
+        more.modules
+            .push(ProfileModule::new(meta("c.c", 1), vec![1]));
         assert_eq!(
-            sum.add_same_build(&fewer.write(), false).unwrap(),
+            sum.add_same_build(&more.write(), false).unwrap(),
             Added::OtherBuild
         );
         let mut changed = sample();

@@ -19,8 +19,11 @@
  * is left untouched: one line on stderr, and this run's profile is kept under
  * "<path>.refused.<pid>" (link: never replacing anything), so the run is not lost.
  *
- * Merging follows `tally merge` (tally_report::combine): same number of modules, the same
- * module (hash, metadata length, counters) at each position, the same build id; counters are
+ * Merging follows `tally merge` (tally_report::Sum): the same build id (%m names the file
+ * after it); profiles that list their modules in ascending hash (write.c, since issue #44)
+ * make the union of their modules, equal hashes added, refused when a source file has two
+ * module hashes that neither holds together (same_build); others need the same module (hash,
+ * metadata length, counters) at each position; counters are
  * added (modulo 2^64: see exec.c for counters below 0), path entries with equal (function,
  * kind, path) summed, sorted, zero sums dropped; pid 0; the program path kept when both name
  * the same one, else empty. After a merged write the process's counters are zeroed, so a later
@@ -161,6 +164,7 @@ struct prof {
     uint64_t path_len;
     uint32_t id_kind, id_len;
     struct cur mods; /* at the first module record */
+    int sorted;      /* module hashes ascending (runtimes since issue #44 write them so) */
 };
 
 struct mod {
@@ -218,10 +222,15 @@ static const char *parse(const struct buf *b, struct prof *p) {
     if (c.bad)
         return "it is corrupt or truncated (program record)";
     p->mods = c;
+    p->sorted = 1;
+    uint64_t prev = 0;
     for (uint64_t i = 0; i < p->count; i++) {
         struct mod m;
         if (parse_module(&c, &m) != 0)
             return "it is corrupt or truncated (a module record)";
+        if (i && m.hash < prev)
+            p->sorted = 0;
+        prev = m.hash;
     }
     uint64_t at = c.pos;
     if (get64(&c) != TALLY_TRAILER_MAGIC || get64(&c) != at + 16 || c.bad || c.pos != b->len)
@@ -281,32 +290,198 @@ static uint64_t sum_entries(struct entry *e, uint64_t n) {
     return out;
 }
 
-/* Checks that `a` (on disk) and `b` (this run) are profiles of the same build. */
-static const char *same_build(const struct prof *a, const struct prof *b) {
-    if (a->id_kind != b->id_kind || a->id_len != b->id_len ||
-        memcmp(a->id, b->id, a->id_len) != 0)
-        return "it is a profile of another build (build id differs)";
-    if (a->count != b->count)
-        return "it is a profile of another build (module count differs)";
-    struct cur ca = a->mods, cb = b->mods;
-    for (uint64_t i = 0; i < a->count; i++) {
-        struct mod x, y;
-        if (parse_module(&ca, &x) || parse_module(&cb, &y))
-            return "it is corrupt";
-        if (x.hash != y.hash || x.meta_len != y.meta_len || x.num_counters != y.num_counters)
-            return "it is a profile of another build (a module differs)";
+/* The modules of a profile one at a time, in file order. */
+struct walk {
+    struct cur c;
+    uint64_t left;
+    struct mod m;
+    int have;
+};
+
+static void walk_begin(struct walk *w, const struct prof *p) {
+    w->c = p->mods;
+    w->left = p->count;
+    w->have = 0;
+    if (w->left && parse_module(&w->c, &w->m) == 0) {
+        w->left--;
+        w->have = 1;
+    }
+}
+
+static void walk_next(struct walk *w) {
+    w->have = 0;
+    if (w->left && parse_module(&w->c, &w->m) == 0) {
+        w->left--;
+        w->have = 1;
+    }
+}
+
+/* Steps through the union of two sorted module lists: *x and *y are set to the next module
+ * of a and of b with the smallest hash (both when the hashes are equal: the k-th record of a
+ * hash in a pairs with the k-th in b), the other NULL. Returns 0 at the end. */
+static int join_next(struct walk *wa, struct walk *wb, const struct mod **x,
+                     const struct mod **y) {
+    *x = 0;
+    *y = 0;
+    if (!wa->have && !wb->have)
+        return 0;
+    if (wa->have && (!wb->have || wa->m.hash <= wb->m.hash))
+        *x = &wa->m;
+    if (wb->have && (!wa->have || wb->m.hash <= wa->m.hash))
+        *y = &wb->m;
+    return 1;
+}
+
+static void join_advance(struct walk *wa, struct walk *wb, const struct mod *x,
+                         const struct mod *y) {
+    if (x)
+        walk_next(wa);
+    if (y)
+        walk_next(wb);
+}
+
+/* The source path at the start of a module's metadata ("TALLYMD\0", u32 version, then the
+ * postcard string: a LEB128 length and the bytes). Returns 0 when it cannot be read. */
+static int mod_source(const struct mod *m, const unsigned char **s, uint64_t *n) {
+    uint64_t at = 12, len = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (at >= m->meta_len)
+            return 0;
+        unsigned char b = m->meta[at++];
+        len |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            if (len > m->meta_len - at)
+                return 0;
+            *s = m->meta + at;
+            *n = len;
+            return 1;
+        }
     }
     return 0;
 }
 
-/* Writes the sum of a and b (checked by parse and same_build) to fd. Returns 0 or an errno. */
+static int holds_hash(const struct prof *p, uint64_t h) {
+    struct walk w;
+    for (walk_begin(&w, p); w.have; walk_next(&w))
+        if (w.m.hash == h)
+            return 1;
+    return 0;
+}
+
+/* Checks that `a` (on disk) and `b` (this run) can be added: the same build id, and either
+ * the same modules at each position or, when both list them in ascending hash, modules that
+ * may form a union as `tally merge` forms it (tally_report::Sum): equal hashes with equal
+ * lengths, and no source file with two module hashes that neither profile holds together (a
+ * rebuild, not one file built into two images). */
+static const char *same_build(const struct prof *a, const struct prof *b) {
+    if (a->id_kind != b->id_kind || a->id_len != b->id_len ||
+        memcmp(a->id, b->id, a->id_len) != 0)
+        return "it is a profile of another build (build id differs)";
+    struct walk wa, wb;
+    const struct mod *x, *y;
+    if (!a->sorted || !b->sorted) {
+        if (a->count != b->count)
+            return "it is a profile of another build (module count differs)";
+        walk_begin(&wa, a);
+        walk_begin(&wb, b);
+        for (; wa.have && wb.have; walk_next(&wa), walk_next(&wb))
+            if (wa.m.hash != wb.m.hash || wa.m.meta_len != wb.m.meta_len ||
+                wa.m.num_counters != wb.m.num_counters)
+                return "it is a profile of another build (a module differs)";
+        return 0;
+    }
+    walk_begin(&wa, a);
+    walk_begin(&wb, b);
+    for (; join_next(&wa, &wb, &x, &y); join_advance(&wa, &wb, x, y))
+        if (x && y && (x->meta_len != y->meta_len || x->num_counters != y->num_counters))
+            return "it is a profile of another build (a module differs)";
+    for (walk_begin(&wa, a); wa.have; walk_next(&wa)) {
+        const unsigned char *sx;
+        uint64_t nx;
+        if (!mod_source(&wa.m, &sx, &nx))
+            continue;
+        for (walk_begin(&wb, b); wb.have; walk_next(&wb)) {
+            const unsigned char *sy;
+            uint64_t ny;
+            if (wa.m.hash == wb.m.hash || !mod_source(&wb.m, &sy, &ny) || nx != ny ||
+                memcmp(sx, sy, nx) != 0)
+                continue;
+            if (!holds_hash(a, wb.m.hash) && !holds_hash(b, wa.m.hash))
+                return "it is a profile of another build (a module differs: its source file "
+                       "was built another way)";
+        }
+    }
+    return 0;
+}
+
+/* Writes one module record: x plus y (either may be NULL; equal hashes, lengths checked).
+ * Returns 0 or an errno. */
+static int write_module(const struct mod *x, const struct mod *y) {
+    static const unsigned char zeros[8];
+    const struct mod *m = y ? y : x;
+    uint64_t nx = x ? x->num_paths : 0, ny = y ? y->num_paths : 0;
+    uint64_t n = nx + ny;
+    struct entry *e = 0;
+    size_t map = 0;
+    if (n) {
+        if (n > SIZE_MAX / sizeof *e)
+            return ENOMEM;
+        map = (size_t)n * sizeof *e;
+        void *mem = mmap(0, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+            return ENOMEM;
+        e = mem;
+        if (x)
+            load_entries(e, x->paths, nx);
+        if (y)
+            load_entries(e + nx, y->paths, ny);
+        n = sum_entries(e, n);
+    }
+    out_u64(TALLY_MODULE_MAGIC);
+    out_u64(m->hash);
+    out_u64(m->meta_len);
+    out_u64(m->num_counters);
+    out_u64(n);
+    out_bytes(m->meta, m->meta_len);
+    out_bytes(zeros, (8 - (m->meta_len & 7)) & 7);
+    out_checksum_begin();
+    for (uint64_t k = 0; k < m->num_counters; k++) {
+        uint64_t v = x ? le(x->counters + 8 * k, 8) : 0;
+        out_u64(v + (y ? le(y->counters + 8 * k, 8) : 0)); /* modulo 2^64 */
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        out_u32(e[k].function);
+        out_u32(e[k].kind);
+        out_u64(e[k].path);
+        out_u64(e[k].count);
+    }
+    out_checksum_end();
+    if (map)
+        (void)munmap(e, map);
+    return 0;
+}
+
+/* Writes the sum of a and b (checked by parse and same_build) to fd: the same modules at each
+ * position added, or, both sorted, the union in ascending hash. Returns 0 or an errno. */
 static int write_sum(int fd, const struct prof *a, const struct prof *b) {
     static const unsigned char zeros[8];
+    int join = a->sorted && b->sorted;
+    struct walk wa, wb;
+    const struct mod *x, *y;
+    uint64_t count = 0;
+    if (join) {
+        walk_begin(&wa, a);
+        walk_begin(&wb, b);
+        for (; join_next(&wa, &wb, &x, &y); join_advance(&wa, &wb, x, y))
+            count++;
+    } else {
+        count = a->count;
+    }
     out_begin(fd);
     out_u64(TALLY_PROFILE_MAGIC);
     out_u32(TALLY_PROFILE_VERSION);
     out_u32(TALLY_PROFILE_FLAGS);
-    out_u64(a->count);
+    out_u64(count);
     out_u64(0); /* pid: merged */
     int same_path = a->path_len == b->path_len && memcmp(a->path, b->path, a->path_len) == 0;
     uint64_t path_len = same_path ? b->path_len : 0;
@@ -316,45 +491,20 @@ static int write_sum(int fd, const struct prof *a, const struct prof *b) {
     out_bytes(b->path, path_len);
     out_bytes(b->id, b->id_len);
     out_bytes(zeros, (8 - ((path_len + b->id_len) & 7)) & 7);
-    struct cur ca = a->mods, cb = b->mods;
-    for (uint64_t i = 0; i < a->count; i++) {
-        struct mod x, y;
-        (void)parse_module(&ca, &x);
-        (void)parse_module(&cb, &y);
-        uint64_t n = x.num_paths + y.num_paths;
-        struct entry *e = 0;
-        size_t map = 0;
-        if (n) {
-            if (n > SIZE_MAX / sizeof *e)
-                return ENOMEM;
-            map = (size_t)n * sizeof *e;
-            void *mem = mmap(0, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (mem == MAP_FAILED)
-                return ENOMEM;
-            e = mem;
-            load_entries(e, x.paths, x.num_paths);
-            load_entries(e + x.num_paths, y.paths, y.num_paths);
-            n = sum_entries(e, n);
+    walk_begin(&wa, a);
+    walk_begin(&wb, b);
+    if (join) {
+        for (; join_next(&wa, &wb, &x, &y); join_advance(&wa, &wb, x, y)) {
+            int err = write_module(x, y);
+            if (err)
+                return err;
         }
-        out_u64(TALLY_MODULE_MAGIC);
-        out_u64(y.hash);
-        out_u64(y.meta_len);
-        out_u64(y.num_counters);
-        out_u64(n);
-        out_bytes(y.meta, y.meta_len);
-        out_bytes(zeros, (8 - (y.meta_len & 7)) & 7);
-        out_checksum_begin();
-        for (uint64_t k = 0; k < y.num_counters; k++)
-            out_u64(le(x.counters + 8 * k, 8) + le(y.counters + 8 * k, 8)); /* modulo 2^64 */
-        for (uint64_t k = 0; k < n; k++) {
-            out_u32(e[k].function);
-            out_u32(e[k].kind);
-            out_u64(e[k].path);
-            out_u64(e[k].count);
+    } else {
+        for (; wa.have && wb.have; walk_next(&wa), walk_next(&wb)) {
+            int err = write_module(&wa.m, &wb.m);
+            if (err)
+                return err;
         }
-        out_checksum_end();
-        if (map)
-            (void)munmap(e, map);
     }
     return out_end();
 }

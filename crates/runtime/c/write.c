@@ -556,8 +556,9 @@ int secure_target_ok(void) {
 const char secure_refusal[] =
     "setuid/setgid process: the current directory is not owned by the real user";
 
-/* The module records of the process, in the order they are written: every live copy's modules
- * (copies in joining order), then those of dlclosed objects. */
+/* The module records of the process in list order: every live copy's modules (copies in
+ * joining order), then those of dlclosed objects. (Written in ascending hash, see
+ * write_profile_locked.) */
 struct rec {
     const struct tally_module *m;  /* a live module, or */
     const struct dead_module *d;   /* the saved record of a dlclosed one */
@@ -826,8 +827,8 @@ static void out_program(const struct tally_instance *live, const struct dead_mod
     out_bytes(zeros, (8 - ((prog.path_len + len) & 7)) & 7);
 }
 
-/* Writes the profile of the process: the modules of every live copy of the runtime, then those
- * of objects dlclosed earlier. The caller holds the registry lock (or could not get it) and
+/* Writes the profile of the process: the modules of every live copy of the runtime and those
+ * of objects dlclosed earlier, in ascending module hash. The caller holds the registry lock (or could not get it) and
  * preserves errno. */
 void write_profile_locked(void) {
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
@@ -877,17 +878,44 @@ void write_profile_locked(void) {
     out_u64(count);
     out_u64((uint64_t)getpid());
     out_program(live, dead, count);
-    uint64_t written = 0;
-    rec_begin(&it, live, dead);
-    for (uint64_t j = 0; written < count && rec_next(&it, &rc); j++) {
-        if (has_twin_before(live, dead, rc, j))
+    /* Records in ascending module hash (list order among equal hashes), whatever the order the
+     * images registered or were closed in, which depends on how the process ends (atexit
+     * order at exit(), load order at _exit or a signal): profiles of one program list their
+     * modules alike. Selected by scanning, without allocating (this runs in signal handlers). */
+    uint64_t written = 0, last_hash = 0, last_j = 0;
+    int have_last = 0;
+    while (written < count) {
+        struct rec best = {0, 0};
+        struct rec_it best_after = {0, 0, 0};
+        uint64_t best_hash = 0, best_j = 0;
+        int found = 0;
+        rec_begin(&it, live, dead);
+        for (uint64_t j = 0; rec_next(&it, &rc); j++) {
+            uint64_t w[5];
+            rec_head(rc, w);
+            if (have_last && (w[1] < last_hash || (w[1] == last_hash && j <= last_j)))
+                continue;
+            if (!found || w[1] < best_hash) {
+                found = 1;
+                best = rc;
+                best_after = it;
+                best_hash = w[1];
+                best_j = j;
+            }
+        }
+        if (!found)
+            break;
+        have_last = 1;
+        last_hash = best_hash;
+        last_j = best_j;
+        if (has_twin_before(live, dead, best, best_j))
             continue;
-        if (has_twin_after(&it, rc))
-            out_twins(&it, rc);
-        else if (rc.m)
-            out_module(rc.m);
+        if (has_twin_after(&best_after, best))
+            out_twins(&best_after, best);
+        else if (best.m)
+            out_module(best.m);
         else
-            out_bytes(rc.d + 1, rc.d->len);
+            out_bytes(best.d + 1, best.d->len);
         written++;
     }
     if (written != count && !out.err)

@@ -553,7 +553,8 @@ fn unregistered_module_is_still_written() {
     let exe = env.build("unreg", &[("unreg.c", src)]);
     env.run_ok(&exe, &[], &[], 0);
     // __tally_unregister is a module destructor: its object is going away (dlclose), and the
-    // module's counts are kept for the profile, after the live modules; registering again
+    // module's counts are kept for the profile (written with the live ones, in ascending hash:
+    // `counters_of` checks the order); registering again
     // (dlopen again) takes them back into the module.
     let p = env.profile("unreg.tally");
     assert_eq!(

@@ -193,14 +193,21 @@ impl Env {
     }
 }
 
-/// Checks that `p` holds exactly `mods` in order, returning their counters.
+/// Checks that `p` holds exactly `mods`, written in ascending module hash (whatever the order
+/// they registered in), returning their counters in the order of `mods`.
 pub fn counters_of(p: &Profile, mods: &[&Module]) -> Vec<Vec<u64>> {
     assert_eq!(p.modules.len(), mods.len(), "module count");
-    p.modules
-        .iter()
-        .zip(mods)
-        .map(|(pm, m)| {
-            assert_eq!(pm.hash, m.hash, "hash of {}", m.var);
+    assert!(
+        p.modules.windows(2).all(|w| w[0].hash <= w[1].hash),
+        "modules in ascending hash"
+    );
+    mods.iter()
+        .map(|m| {
+            let pm = p
+                .modules
+                .iter()
+                .find(|pm| pm.hash == m.hash)
+                .unwrap_or_else(|| panic!("no module with the hash of {}", m.var));
             assert_eq!(pm.meta, m.meta, "meta of {}", m.var);
             assert_eq!(pm.meta_blob, m.blob, "blob of {}", m.var);
             pm.counters.clone()
