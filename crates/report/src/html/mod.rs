@@ -17,6 +17,7 @@
 //! without ever following a symbolic link.
 
 mod cfg;
+mod draw;
 mod file;
 mod index;
 
