@@ -13,8 +13,9 @@
 //! which [`lowered`] predicts: crossing minimisation runs only under [`CROSSING_BUDGET`],
 //! coordinate placement (Brandes-Köpf and edge straightening) only under [`PLACE_BUDGET`]
 //! (beyond them the layers are drawn in their first order), and layout-rs itself only under
-//! [`LOWERED_BUDGET`]; beyond it [`plain`] draws a simpler layered layout in linear time.
-//! Every node and edge is drawn, whatever the graph.
+//! [`LOWERED_BUDGET`]; beyond it, or when layout-rs panics (it asserts on a few graphs),
+//! [`plain`] draws a simpler layered layout in linear time. Every node and edge is drawn,
+//! whatever the graph.
 
 use layout::backends::svg::SVGWriter;
 use layout::core::base::Orientation;
@@ -73,7 +74,7 @@ pub(crate) struct Plan {
     pub optimize: bool,
     /// Coordinate placement runs.
     pub place: bool,
-    /// Too large for layout-rs: [`plain`] lays it out.
+    /// Too large for layout-rs, or layout-rs failed on it: [`plain`] lays it out.
     pub plain: bool,
 }
 
@@ -226,11 +227,17 @@ pub(crate) fn svg(nodes: &[Node], edges: &[Edge], allow_optimize: bool) -> (Stri
         .iter()
         .map(|e| (e.from, e.to, !e.label.is_empty()))
         .collect();
-    let plan = plan(nodes.len(), &shape, allow_optimize);
-    if plan.plain {
-        return (plain::svg(nodes, edges, &plan.order), plan);
+    let mut plan = plan(nodes.len(), &shape, allow_optimize);
+    if !plan.plain {
+        // layout-rs asserts on a few graphs (5 of SQLite's 100 hottest): they get the plain
+        // layout. (`html::site`'s panic hook keeps its message off stderr.)
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| render(nodes, edges, &plan)))
+        {
+            Ok(svg) => return (svg, plan),
+            Err(_) => plan.plain = true,
+        }
     }
-    (render(nodes, edges, &plan), plan)
+    (plain::svg(nodes, edges, &plan.order), plan)
 }
 
 /// Lays out and renders the graph as `plan` says.

@@ -211,3 +211,94 @@ fn plain_layout_escapes_labels_and_points_arrows_at_targets() {
     assert_eq!(svg.matches("marker-start").count(), 1);
     assert_eq!(svg.matches("marker-end").count(), 2);
 }
+
+#[test]
+fn a_graph_layout_rs_asserts_on_gets_the_plain_layout() {
+    // The shape of SQLite's `editPage` at -O2 (30 blocks, ENTRY 0, one EXIT per return).
+    let e = [
+        (0, 1),
+        (1, 2),
+        (1, 5),
+        (2, 3),
+        (2, 4),
+        (2, 31),
+        (3, 30),
+        (3, 32),
+        (4, 5),
+        (5, 6),
+        (5, 7),
+        (6, 7),
+        (6, 33),
+        (7, 23),
+        (7, 8),
+        (8, 23),
+        (8, 9),
+        (9, 10),
+        (9, 11),
+        (10, 11),
+        (10, 23),
+        (10, 34),
+        (11, 21),
+        (11, 12),
+        (12, 13),
+        (13, 14),
+        (13, 20),
+        (14, 15),
+        (14, 16),
+        (15, 16),
+        (16, 17),
+        (16, 18),
+        (17, 18),
+        (17, 35),
+        (18, 19),
+        (18, 23),
+        (18, 36),
+        (19, 20),
+        (20, 13),
+        (20, 21),
+        (21, 22),
+        (21, 23),
+        (21, 37),
+        (22, 30),
+        (23, 24),
+        (23, 25),
+        (24, 30),
+        (24, 38),
+        (25, 26),
+        (26, 27),
+        (26, 28),
+        (27, 28),
+        (27, 39),
+        (28, 26),
+        (28, 29),
+        (29, 30),
+        (29, 40),
+        (30, 41),
+    ];
+    // Labels of 1 to 3 digits: layout-rs 0.1.3 asserts in its edge fixer (`edge_fixer.rs:34`).
+    let digits = |i: usize| 7usize.pow((i % 3) as u32);
+    let nodes: Vec<Node> = (0..42)
+        .map(|i| Node {
+            label: format!("n{i} ×{}\nL{}", digits(i), 60000 + i * 7),
+            fill: "#ffffff",
+            props: format!("data-block=\"{i}\""),
+        })
+        .collect();
+    let edges: Vec<Edge> = e
+        .iter()
+        .enumerate()
+        .map(|(i, &(from, to))| Edge {
+            from,
+            to,
+            label: 13usize.pow((i % 3) as u32).to_string(),
+            color: "#333333",
+            width: 1,
+            dashed: false,
+            props: format!("data-edge=\"{i}\""),
+        })
+        .collect();
+    let (svg, p) = svg(&nodes, &edges, false);
+    assert!(p.plain && p.lowered_nodes < LOWERED_BUDGET, "{p:?}");
+    assert_eq!(svg.matches("data-block=").count(), 42);
+    assert_eq!(svg.matches("data-edge=").count(), e.len());
+}
