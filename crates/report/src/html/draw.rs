@@ -293,7 +293,29 @@ fn render(nodes: &[Node], edges: &[Edge], plan: &Plan) -> String {
     }
     let mut out = SVGWriter::new();
     vg.do_it(false, !plan.optimize, !plan.place, &mut out);
-    out.finalize()
+    sort_styles(&out.finalize())
+}
+
+/// The SVG with the lines of its `<style>` sorted: layout-rs writes one per font size in the
+/// order of a `HashMap`, which differs from run to run.
+fn sort_styles(svg: &str) -> String {
+    let (Some(a), Some(b)) = (svg.find("<style>\n"), svg.find("</style>")) else {
+        return svg.to_string();
+    };
+    let start = a + "<style>\n".len();
+    if b < start {
+        return svg.to_string();
+    }
+    let mut lines: Vec<&str> = svg[start..b].lines().collect();
+    lines.sort_unstable();
+    let mut out = String::with_capacity(svg.len());
+    out.push_str(&svg[..start]);
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out.push_str(&svg[b..]);
+    out
 }
 
 mod plain;

@@ -302,3 +302,16 @@ fn a_graph_layout_rs_asserts_on_gets_the_plain_layout() {
     assert_eq!(svg.matches("data-block=").count(), 42);
     assert_eq!(svg.matches("data-edge=").count(), e.len());
 }
+
+#[test]
+fn styles_are_sorted() {
+    let svg = "<svg><style>\n.a15 { x }\n.a10 { y }\n</style><g/></svg>";
+    assert_eq!(
+        sort_styles(svg),
+        "<svg><style>\n.a10 { y }\n.a15 { x }\n</style><g/></svg>"
+    );
+    assert_eq!(
+        sort_styles("<svg></style><style>\n"),
+        "<svg></style><style>\n"
+    );
+}
