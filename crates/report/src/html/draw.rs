@@ -188,7 +188,8 @@ fn lowered(n: usize, order: &[(usize, usize, bool, usize)], labelled: &[bool]) -
         if a == b {
             width[level[a]] += 1;
         } else {
-            for w in &mut width[level[a] + 1..level[b]] {
+            // (`order` being topological, level[b] > level[a]; `max` only guards the slice.)
+            for w in &mut width[level[a] + 1..level[b].max(level[a] + 1)] {
                 *w += 1;
             }
         }
