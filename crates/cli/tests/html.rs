@@ -612,6 +612,67 @@ fn html_output_directory_safety_and_bad_input() {
     );
 }
 
+/// `testdata/dense/dense.c` (issue 44 point 7): functions of at most 60 blocks with 2^26
+/// paths or a switch in a loop with gotos, which made the layout take 50 s. Every function's
+/// graph is drawn with each of its blocks and edges, counts as in the report. (The layout's
+/// work is counted in `tally-report`'s `html::draw` unit tests; here only that it finishes.)
+#[test]
+fn html_dense_graphs_are_drawn_whole() {
+    let dir = scratch("html-dense");
+    let src = repo().join("testdata/dense/dense.c");
+    build(
+        Variant::Tally("edge"),
+        false,
+        &["-O2", "-g", src.to_str().unwrap()],
+        &dir.join("dense"),
+        &dir,
+    );
+    let prof = dir.join("dense.tally");
+    let o = run(Path::new("./dense"), &["200"], &dir, &prof);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let site = dir.join("site");
+    let o = tally_html(&site, &prof);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let by_fn = counts(&report_json(&prof));
+    let mut drawn = BTreeSet::new();
+    for (name, html) in pages(&site) {
+        let Some(t) = tags(&html, "table", "data-cfg-hash").first().copied() else {
+            continue;
+        };
+        let f = attr(t, "data-function").unwrap();
+        let key = (
+            attr(t, "data-module").unwrap(),
+            f.clone(),
+            attr(t, "data-cfg-hash").unwrap(),
+        );
+        let want = &by_fn[&key];
+        assert!(html.contains("<svg"), "{name}: {f} has no graph");
+        let ids = |what: &str| -> Vec<(String, Option<u64>)> {
+            let mut v: Vec<(String, Option<u64>)> = tags(&html, "g", what)
+                .iter()
+                .map(|t| {
+                    (
+                        attr(t, what).unwrap(),
+                        attr(t, "data-count").and_then(|c| count(&c)),
+                    )
+                })
+                .filter(|(id, _)| id.parse::<u64>().is_ok())
+                .collect();
+            v.sort_by_key(|(id, _)| id.parse::<u64>().unwrap());
+            v
+        };
+        let blocks: Vec<Option<u64>> = ids("data-block").into_iter().map(|b| b.1).collect();
+        assert_eq!(blocks, want.blocks, "{f}: drawn blocks");
+        let edges: Vec<Option<u64>> = ids("data-edge").into_iter().map(|e| e.1).collect();
+        let want_edges: Vec<Option<u64>> = want.edges.iter().map(|e| e.3).collect();
+        assert_eq!(edges, want_edges, "{f}: drawn edges");
+        drawn.insert((f, want.blocks.len(), want.edges.len()));
+    }
+    eprintln!("drawn: {drawn:?}");
+    let big = |n: &str| drawn.iter().any(|(f, b, e)| f == n && *b >= 30 && *e >= 60);
+    assert!(big("steps") && big("machine"), "{drawn:?}");
+}
+
 /// A small profile: the util file alone, edge mode, -O0.
 fn demo_profile(dir: &Path) -> (PathBuf, PathBuf, ()) {
     std::fs::write(

@@ -1,11 +1,13 @@
-//! A function's page: its control-flow graph drawn by the `layout-rs` crate (Sugiyama layout,
-//! SVG rendered at generation time) with each block's count and source lines, edge width by
-//! count and, in path profiles, the hottest path highlighted (the others on a click in the
-//! paths table); then tables of the blocks, edges and paths. Functions with more than
+//! A function's page: its control-flow graph drawn by [`draw`] (the `layout-rs` crate's
+//! Sugiyama layout at a cost bounded by the graph's size, SVG rendered at generation time)
+//! with each block's count and source lines, edge width by count and, in path profiles, the
+//! hottest path highlighted (the others on a click in the paths table); then tables of the
+//! blocks, edges and paths. Functions with more than
 //! [`MAX_GRAPH_BLOCKS`](super::MAX_GRAPH_BLOCKS) blocks, that never ran, whose counts are
 //! unknown or that are not among the [`MAX_GRAPHS`](super::MAX_GRAPHS) hottest drawable ones get
 //! the tables only, and the page says why.
 
+use super::draw::{self, Edge, Node};
 use super::{count_text, esc, heat, heat_color, page, Ctx, MAX_GRAPHS, MAX_GRAPH_BLOCKS};
 use crate::show::SourceText;
 use crate::{FunctionReport, PathRow};
@@ -133,121 +135,82 @@ fn graph_svg(
     hot: &BTreeSet<u32>,
     hot_blocks: &BTreeSet<u32>,
 ) -> Result<String, String> {
-    use layout::backends::svg::SVGWriter;
-    use layout::core::base::Orientation;
-    use layout::core::color::Color;
-    use layout::core::style::{LineStyleKind, StyleAttr};
-    use layout::std_shapes::render::get_shape_size;
-    use layout::std_shapes::shapes::{Arrow, Element, LineEndKind, ShapeKind};
-    use layout::topo::layout::VisualGraph;
-
     let max_block = f.blocks.iter().filter_map(|b| b.count).max().unwrap_or(0);
     let max_edge = f.edges.iter().filter_map(|e| e.count).max().unwrap_or(0);
-    let dir = Orientation::TopToBottom;
-    let font = 10;
-    let node = |vg: &mut VisualGraph, label: String, fill: &str, props: String| {
-        let shape = ShapeKind::new_box(&label);
-        let look = StyleAttr::new(Color::fast("#444444"), 1, Some(Color::fast(fill)), 3, font);
-        let size = get_shape_size(dir, &shape, font, false);
-        vg.add_node(Element::create_with_properties(
-            shape, look, dir, size, props,
-        ))
+    let end_node = |block: &str| Node {
+        label: block.to_uppercase(),
+        fill: "#e8eefc",
+        props: format!("class=\"blk\" data-block=\"{block}\""),
     };
-    let build = || {
-        let mut vg = VisualGraph::new(dir);
-        let entry = node(
-            &mut vg,
-            "ENTRY".into(),
-            "#e8eefc",
-            "class=\"blk\" data-block=\"entry\"".into(),
-        );
-        let blocks: Vec<_> = f
-            .blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let lines = lines_label(&block_lines(f, i), f.file.as_deref(), 3);
-                let label = if lines.is_empty() {
-                    format!("n{} ×{}", b.id, count_text(b.count))
+    let mut nodes = vec![end_node("entry")];
+    for (i, b) in f.blocks.iter().enumerate() {
+        let lines = lines_label(&block_lines(f, i), f.file.as_deref(), 3);
+        let label = if lines.is_empty() {
+            format!("n{} ×{}", b.id, count_text(b.count))
+        } else {
+            format!("n{} ×{}\n{lines}", b.id, count_text(b.count))
+        };
+        nodes.push(Node {
+            label,
+            fill: heat_color(heat(b.count, max_block)),
+            props: format!(
+                "class=\"blk{}\" data-block=\"{}\" data-count=\"{}\"",
+                if hot_blocks.contains(&b.id) {
+                    " hot"
                 } else {
-                    format!("n{} ×{}\n{lines}", b.id, count_text(b.count))
-                };
-                let fill = heat_color(heat(b.count, max_block));
-                node(
-                    &mut vg,
-                    label,
-                    fill,
-                    format!(
-                        "class=\"blk{}\" data-block=\"{}\" data-count=\"{}\"",
-                        if hot_blocks.contains(&b.id) {
-                            " hot"
-                        } else {
-                            ""
-                        },
-                        b.id,
-                        count_text(b.count)
-                    ),
-                )
-            })
-            .collect();
-        for e in &f.edges {
-            let from = match e.from {
-                Some(b) => blocks[b as usize],
-                None => entry,
-            };
-            let to = match e.to {
-                Some(b) => blocks[b as usize],
-                // One EXIT per edge that leaves: a single one would make every return a
-                // long edge across the layers, which the layout pays for dearly.
-                None => node(
-                    &mut vg,
-                    "EXIT".into(),
-                    "#e8eefc",
-                    "class=\"blk\" data-block=\"exit\"".into(),
-                ),
-            };
-            let w = match e.count {
-                Some(0) | None => 1,
-                Some(c) => {
-                    1 + ((c as f64).ln_1p() / (max_edge.max(1) as f64).ln_1p() * 6.0).round()
-                        as usize
-                }
-            };
-            let color = if hot.contains(&e.id) {
-                "#c00080"
-            } else if e.count == Some(0) {
-                "#bbbbbb"
-            } else {
-                "#333333"
-            };
-            let look = StyleAttr::new(Color::fast(color), w, None, 0, font);
-            let style = if e.count == Some(0) {
-                LineStyleKind::Dashed
-            } else {
-                LineStyleKind::Normal
-            };
-            let mut a = Arrow::new(
-                LineEndKind::None,
-                LineEndKind::Arrow,
-                style,
-                &count_text(e.count),
-                &look,
-                &None,
-                &None,
-            );
-            a.properties = Some(format!(
+                    ""
+                },
+                b.id,
+                count_text(b.count)
+            ),
+        });
+    }
+    let block = |b: u32| Some(1 + b as usize).filter(|&n| n <= f.blocks.len());
+    let mut edges = Vec::new();
+    for e in &f.edges {
+        let Some(from) = e.from.map_or(Some(0), block) else {
+            return Err(format!("edge {} leaves an unknown block", e.id));
+        };
+        let to = match e.to {
+            Some(b) => block(b).ok_or(format!("edge {} enters an unknown block", e.id))?,
+            // One EXIT per edge that leaves: a single one would make every return a long
+            // edge across the layers, which the layout pays for dearly.
+            None => {
+                nodes.push(end_node("exit"));
+                nodes.len() - 1
+            }
+        };
+        let width = match e.count {
+            Some(0) | None => 1,
+            Some(c) => {
+                1 + ((c as f64).ln_1p() / (max_edge.max(1) as f64).ln_1p() * 6.0).round() as usize
+            }
+        };
+        let color = if hot.contains(&e.id) {
+            "#c00080"
+        } else if e.count == Some(0) {
+            "#bbbbbb"
+        } else {
+            "#333333"
+        };
+        edges.push(Edge {
+            from,
+            to,
+            label: count_text(e.count),
+            color,
+            width,
+            dashed: e.count == Some(0),
+            props: format!(
                 "class=\"edge{}\" data-edge=\"{}\" data-count=\"{}\"",
                 if hot.contains(&e.id) { " hot" } else { "" },
                 e.id,
                 count_text(e.count)
-            ));
-            vg.add_edge(a, from, to);
-        }
-        let mut svg = SVGWriter::new();
-        // Crossing minimisation costs seconds on large graphs.
-        vg.do_it(false, f.blocks.len() > OPTIMIZE_BLOCKS, false, &mut svg);
-        svg.finalize()
-    };
+            ),
+        });
+    }
+    // Crossing minimisation costs seconds on large graphs.
+    let allow_optimize = f.blocks.len() <= OPTIMIZE_BLOCKS;
+    let build = || draw::svg(&nodes, &edges, allow_optimize).0;
     let svg = std::panic::catch_unwind(std::panic::AssertUnwindSafe(build))
         .map_err(|_| "the layout library failed on it".to_string())?;
     // Inline SVG in HTML: drop the XML declaration; arrow heads in user units, so that

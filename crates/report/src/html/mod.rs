@@ -17,6 +17,7 @@
 //! without ever following a symbolic link.
 
 mod cfg;
+mod draw;
 mod file;
 mod index;
 
@@ -103,8 +104,8 @@ pub fn site_with_progress(
             d
         })
         .collect();
-    // `layout-rs` asserts on some graphs; `cfg` catches the panic and says so on the page, so
-    // its message is kept off stderr (any other panic still reports as before).
+    // `layout-rs` asserts on some graphs; `draw` catches the panic and draws its own layout,
+    // so its message is kept off stderr (any other panic still reports as before).
     let prev: std::sync::Arc<dyn Fn(&std::panic::PanicHookInfo) + Send + Sync> =
         std::panic::take_hook().into();
     let report = prev.clone();
