@@ -472,9 +472,15 @@ def eval_tally(tally, case, runs, notes):
         nrc_note = f"; the oracle's report exits {nrc}" if nrc != 0 else ""
         if bad_oracle and not differ:
             nrc_note += " (inconsistent: " + ", ".join(bad_oracle) + ")"
+        if rc != 0:
+            # The profile-level flags (fatal signal 6, raced 5, unfinished 4) or inconsistent
+            # functions (3): the edge report does not show its counts as exact.
+            nrc_note += f"; edge's report exits {rc}"
         if differ:
             exact_all = False
-            named = [f"{d} (edges-naive finds it inconsistent, edge reports counts without flagging it)"
+            unflagged = ("edge reports counts without flagging it" if rc == 0 else
+                         "edge's counts for it balance, but its report flags the profile")
+            named = [f"{d} (edges-naive finds it inconsistent, {unflagged})"
                      if d in bad_oracle else d for d in differ]
             parts.append(f"{who}written, not exact ({len(differ)} of {n} functions differ from edges-naive: "
                          + ", ".join(named[:4]) + (", ..." if len(differ) > 4 else "") + ")" + nrc_note)

@@ -106,6 +106,17 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     if let Some(dir) = s.opts.profile_dir.take() {
         s.opts.profile_dir = Some(absolute_profile_dir(dir)?);
     }
+    // As gcc does for -fprofile-arcs: a -pthread command builds for threads, so its counters
+    // are atomic unless --tally-atomic says otherwise (issue #44). A non-atomic build that
+    // runs threads anyway (glibc 2.34+ needs no -pthread) is flagged by the runtime.
+    if pthread(cl)
+        && !cl
+            .tally_opts
+            .iter()
+            .any(|o| o.split('=').next() == Some("atomic"))
+    {
+        s.opts.atomic = true;
+    }
     s.clang = find_clang(cxx);
     Ok(s)
 }
@@ -123,6 +134,19 @@ fn absolute_profile_dir(dir: String) -> Result<String> {
         .to_str()
         .ok_or_else(|| anyhow!("--tally-profile-dir: the current directory is not UTF-8"))?;
     Ok(format!("{}/{dir}", cwd.trim_end_matches('/')))
+}
+
+/// Whether the command builds for threads: its last `-pthread` / `-no-pthread` is `-pthread`.
+fn pthread(cl: &CommandLine) -> bool {
+    cl.words
+        .iter()
+        .rev()
+        .find_map(|w| match w {
+            Word::Opt(o) if o[0] == "-pthread" || o[0] == "--pthread" => Some(true),
+            Word::Opt(o) if o[0] == "-no-pthread" => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false)
 }
 
 /// clap's error, on one line: which option (or environment variable) and value, what is wrong,
@@ -726,6 +750,22 @@ mod tests {
         assert!(s.opts.promote);
     }
 
+    /// `-pthread` turns atomic increments on unless `--tally-atomic` says otherwise.
+    #[test]
+    fn pthread_means_atomic() {
+        let with = |words: &[&str]| {
+            let argv: Vec<OsString> = words.iter().chain(&["-c", "a.c"]).map(Into::into).collect();
+            settings(false, &args::parse(&argv)).unwrap().opts.atomic
+        };
+        assert!(!with(&[]));
+        assert!(with(&["-pthread"]));
+        assert!(!with(&["-pthread", "-no-pthread"]));
+        assert!(!with(&["-pthread", "--tally-atomic=off"]));
+        assert!(!with(&["--tally-atomic=off", "-pthread"]));
+        assert!(with(&["--tally-atomic"]));
+        assert!(with(&["--tally-atomic=on"]));
+    }
+
     #[test]
     fn a_relative_profile_dir_is_taken_from_the_build_directory() {
         let cwd = std::env::current_dir().unwrap();
@@ -779,7 +819,7 @@ mod tests {
             ),
             (
                 "--tally-atomic=1",
-                "unexpected value '1' for '--tally-atomic'",
+                "--tally-atomic=1: invalid value '1' (possible values: on, off)",
             ),
         ] {
             let e = parse(&[word]).unwrap_err().to_string();

@@ -282,14 +282,25 @@ struct PlacementsArgs {
     output: Option<PathBuf>,
 }
 
-/// Exit status of `report`, `paths` and `placements` when the output is complete except for
-/// functions whose counts are inconsistent (named on stderr).
+/// Exit status of `report`, `paths`, `placements`, `show` and `html` when the output is
+/// complete except for functions whose counts are inconsistent (named on stderr).
 const EXIT_INCONSISTENT: i32 = 3;
 
 /// Exit status of `report`, `paths` and `placements` for an unfinished continuous-mode profile
 /// (the program was killed): exact for every function that was not active at the kill; those
 /// whose counts break the flow law are named on stderr as interrupted.
 const EXIT_UNFINISHED: i32 = 4;
+
+/// Exit status of `report`, `paths`, `placements`, `show` and `html` for a profile whose code
+/// built without atomic increments ran in a multi-threaded process (header flag `raced`): any
+/// of its counts may have lost updates, balanced or not.
+const EXIT_RACED: i32 = 5;
+
+/// Exit status of `report`, `paths`, `placements`, `show` and `html` for a profile written by
+/// the fatal-signal handler: functions active at the signal (in any thread) may have inexact
+/// counts, named as inconsistent when their flow does not balance. When several statuses
+/// apply, the first of 4, 6, 5, 3 is given (each cause has its stderr line).
+const EXIT_SIGNALED: i32 = 6;
 
 /// Names every function whose counts could not be recovered, one stderr line each, then says
 /// what usually causes it; returns the exit status.
@@ -299,6 +310,9 @@ fn warn_inconsistent(r: &tally_report::Report) -> i32 {
         eprintln!(
             "tally: unfinished continuous-mode profile (the program was killed): functions that were not active at the kill are exact; those active at the kill have partial counts, named below as interrupted when their flow does not balance"
         );
+    }
+    for line in r.caveats() {
+        eprintln!("tally: {line}");
     }
     let mut n = 0;
     for f in r.inconsistent() {
@@ -312,6 +326,12 @@ fn warn_inconsistent(r: &tally_report::Report) -> i32 {
     }
     if r.unfinished {
         return EXIT_UNFINISHED;
+    }
+    if r.signal.is_some() {
+        return EXIT_SIGNALED;
+    }
+    if r.raced {
+        return EXIT_RACED;
     }
     if n == 0 {
         return 0;

@@ -36,6 +36,12 @@ pub const MODULE_FLAG_EVENTS: u32 = 1;
 /// size is a multiple of it (the entries past `num_counters` are padding), so continuous mode
 /// may map the profile file over it (`TALLY_MODULE_PAGED`). Set by every instrumented module.
 pub const MODULE_FLAG_PAGED: u32 = 2;
+/// `struct tally_module.flags`: every count the module's code stores is updated atomically
+/// (built with `--tally-atomic`, which `tally cc` turns on with `-pthread`), so threads that
+/// run it at once lose no update (`TALLY_MODULE_ATOMIC`). A module without it that has
+/// counters or path tables makes the runtime flag the profile [`PROFILE_RACED`] when the
+/// process went multi-threaded.
+pub const MODULE_FLAG_ATOMIC: u32 = 4;
 
 /// `struct tally_frame.site` meaning "no early-exit counter" (`TALLY_NO_SITE`, a null pointer).
 pub const NO_SITE: u64 = 0;
@@ -112,6 +118,26 @@ pub const PROFILE_FLAGS: u32 = 0;
 /// checksums are not kept (the counters change under them) and nothing after its last module
 /// record is read (no trailer is required).
 pub const PROFILE_CONTINUOUS: u32 = 1;
+/// Header flag (`TALLY_PROFILE_RACED`): the process ran a second thread (glibc's
+/// `__libc_single_threaded` was 0 at the write, or at a `fork`) and had code built without
+/// atomic increments (a module without [`MODULE_FLAG_ATOMIC`] with counters or path tables):
+/// counts of that code may have lost updates. `tally merge` keeps it.
+pub const PROFILE_RACED: u32 = 2;
+/// Header flag (`TALLY_PROFILE_SIGNALED`): the profile was written by the fatal-signal handler
+/// (`runtime/c/signals.c`); the signal's number is in bits [`PROFILE_SIGNAL_SHIFT`].. of the
+/// flags ([`PROFILE_SIGNAL_MASK`]). The functions active at that moment, in any thread, may have
+/// inexact counts (a fault or an asynchronous signal between calls). `tally merge` keeps it
+/// (with the first input's signal).
+pub const PROFILE_SIGNALED: u32 = 4;
+/// Shift of the signal number in the header flags of a [`PROFILE_SIGNALED`] profile
+/// (`TALLY_PROFILE_SIGNAL_SHIFT`).
+pub const PROFILE_SIGNAL_SHIFT: u32 = 8;
+/// The bits of the header flags holding the signal number (`TALLY_PROFILE_SIGNAL_MASK`); zero
+/// unless [`PROFILE_SIGNALED`] is set.
+pub const PROFILE_SIGNAL_MASK: u32 = 0xff << PROFILE_SIGNAL_SHIFT;
+/// Every header flag bit this version reads.
+pub const PROFILE_KNOWN_FLAGS: u32 =
+    PROFILE_CONTINUOUS | PROFILE_RACED | PROFILE_SIGNALED | PROFILE_SIGNAL_MASK;
 /// Magic bytes of a padding record (`TALLY_PAD_MAGIC`), allowed only in a continuous profile,
 /// before a module record: `"TALLYPAD"  u64 length` (of the whole padding record, at least 16,
 /// a multiple of 8), then zeros. The runtime uses them to put each module's counters at a
@@ -565,6 +591,7 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_ABI_VERSION", ABI_VERSION as u64),
     u("TALLY_MODULE_EVENTS", MODULE_FLAG_EVENTS as u64),
     u("TALLY_MODULE_PAGED", MODULE_FLAG_PAGED as u64),
+    u("TALLY_MODULE_ATOMIC", MODULE_FLAG_ATOMIC as u64),
     u("TALLY_SITE_PATH_TAG", SITE_PATH_TAG),
     u("TALLY_PATH_HASH_MUL", PATH_HASH_MULTIPLIER),
     u("TALLY_PATH_HOME_BITS", PATH_HOME_BITS as u64),
@@ -579,6 +606,10 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_PROFILE_VERSION", PROFILE_VERSION as u64),
     u("TALLY_PROFILE_FLAGS", PROFILE_FLAGS as u64),
     u("TALLY_PROFILE_CONTINUOUS", PROFILE_CONTINUOUS as u64),
+    u("TALLY_PROFILE_RACED", PROFILE_RACED as u64),
+    u("TALLY_PROFILE_SIGNALED", PROFILE_SIGNALED as u64),
+    u("TALLY_PROFILE_SIGNAL_SHIFT", PROFILE_SIGNAL_SHIFT as u64),
+    u("TALLY_PROFILE_SIGNAL_MASK", PROFILE_SIGNAL_MASK as u64),
     u("TALLY_PAD_MAGIC", magic_word(PAD_MAGIC)),
     u("TALLY_COUNTER_ALIGN", COUNTER_ALIGN),
     u("TALLY_PROGRAM_PATH_MAX", PROGRAM_PATH_MAX),

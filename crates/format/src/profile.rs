@@ -21,6 +21,11 @@
 //! checksums are not verified (the counters changed under them) and nothing after its last
 //! module record is read. It reads as a [`Profile`] with `unfinished` set.
 //!
+//! Two more header flags say a finished profile's counts may not all be exact (what a reader
+//! then tells its user): [`PROFILE_RACED`] (non-atomic code ran in a multi-threaded process:
+//! [`Profile::raced`]) and [`PROFILE_SIGNALED`] with the signal's number in
+//! [`PROFILE_SIGNAL_MASK`] (written by the fatal-signal handler: [`Profile::signal`]).
+//!
 //! Every constant of this layout is in [`crate::abi`], shared with the runtime's writer, which
 //! `crates/runtime/build.rs` checks against it at compile time. Version 3 is the same without
 //! the program record (read with an unknown [`Program`]), version 2 without the checksum
@@ -51,8 +56,9 @@ use thiserror::Error;
 use crate::abi::{
     BUILD_ID_GNU, BUILD_ID_MAX, BUILD_ID_MODULES, BUILD_ID_NONE, CHECKSUM_LEN, HEADER_LEN,
     MODULE_HEADER_LEN, PAD_MAGIC, PATH_ENTRY_COUNT, PATH_ENTRY_LEN, PATH_ENTRY_LOST,
-    PROFILE_CONTINUOUS, PROFILE_FLAGS, PROFILE_VERSION_NO_CHECKSUM, PROFILE_VERSION_NO_PROGRAM,
-    PROGRAM_HEADER_LEN, PROGRAM_PATH_MAX, TRAILER_LEN,
+    PROFILE_CONTINUOUS, PROFILE_FLAGS, PROFILE_KNOWN_FLAGS, PROFILE_RACED, PROFILE_SIGNALED,
+    PROFILE_SIGNAL_MASK, PROFILE_SIGNAL_SHIFT, PROFILE_VERSION_NO_CHECKSUM,
+    PROFILE_VERSION_NO_PROGRAM, PROGRAM_HEADER_LEN, PROGRAM_PATH_MAX, TRAILER_LEN,
 };
 use crate::meta::{MetaError, ModuleMeta};
 
@@ -72,6 +78,12 @@ pub struct Profile {
     /// [`PROFILE_CONTINUOUS`]): functions active when it was killed have counts that do not
     /// balance, and hashed path counts (path mode) are missing.
     pub unfinished: bool,
+    /// Code built without atomic increments ran in a process that went multi-threaded (header
+    /// flag [`PROFILE_RACED`]): its counts may have lost updates.
+    pub raced: bool,
+    /// Written by the fatal-signal handler for this signal (header flag [`PROFILE_SIGNALED`]):
+    /// functions active at that moment, in any thread, may have inexact counts.
+    pub signal: Option<u32>,
 }
 
 /// The program that wrote a profile: the container's program record.
@@ -288,7 +300,7 @@ pub enum ProfileError {
     #[error("corrupt profile: bad program record ({0})")]
     BadProgram(&'static str),
     /// Header flags this build does not know (version 1 defines none).
-    #[error("profile flags {found:#x} are not supported (this tally reads flags 0 and {PROFILE_CONTINUOUS})")]
+    #[error("profile flags {found:#x} are not supported (this tally reads flags {PROFILE_CONTINUOUS} (unfinished), {PROFILE_RACED} (raced), {PROFILE_SIGNALED} (fatal signal, its number in {PROFILE_SIGNAL_MASK:#x}))")]
     Flags {
         /// The flags found.
         found: u32,
@@ -586,6 +598,8 @@ struct RawProfile<'a> {
     program: Program,
     modules: Vec<RawModule<'a>>,
     unfinished: bool,
+    raced: bool,
+    signal: Option<u32>,
 }
 
 /// Checks everything about a profile but its metadata and path entries: magics, version,
@@ -607,10 +621,18 @@ fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
     }
     let checksummed = version >= PROFILE_VERSION_NO_PROGRAM;
     let flags = r.u32("the flags")?;
-    if flags != PROFILE_FLAGS && (flags != PROFILE_CONTINUOUS || version < PROFILE_VERSION) {
+    // Flags came with container version 4; a signal number only with its flag.
+    let signal = (flags & PROFILE_SIGNAL_MASK) >> PROFILE_SIGNAL_SHIFT;
+    let signaled = flags & PROFILE_SIGNALED != 0;
+    if flags & !PROFILE_KNOWN_FLAGS != 0
+        || (flags != PROFILE_FLAGS && version < PROFILE_VERSION)
+        || signaled != (signal != 0)
+    {
         return Err(ProfileError::Flags { found: flags });
     }
-    let unfinished = flags == PROFILE_CONTINUOUS;
+    let unfinished = flags & PROFILE_CONTINUOUS != 0;
+    let raced = flags & PROFILE_RACED != 0;
+    let signal = signaled.then_some(signal);
     let module_count = r.u64("the module count")?;
     let pid = r.u64("the pid")?;
     let program = if version > PROFILE_VERSION_NO_PROGRAM {
@@ -704,6 +726,8 @@ fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
         program,
         modules,
         unfinished,
+        raced,
+        signal,
     })
 }
 
@@ -843,6 +867,8 @@ impl Profile {
             program: raw.program,
             modules,
             unfinished: raw.unfinished,
+            raced: raw.raced,
+            signal: raw.signal,
         })
     }
 
@@ -911,8 +937,27 @@ impl Profile {
             self.modules[i].set_sum(sum);
         }
         self.unfinished |= raw.unfinished;
+        self.raced |= raw.raced;
+        self.signal = self.signal.or(raw.signal);
         self.program = self.program.combined(&raw.program);
         Ok(Some(at))
+    }
+
+    /// The header flags this profile is written with: what [`Profile::read`] read from them
+    /// (a signal number that does not fit [`PROFILE_SIGNAL_MASK`] is written as 255).
+    pub fn header_flags(&self) -> u32 {
+        let mut flags = PROFILE_FLAGS;
+        if self.unfinished {
+            flags |= PROFILE_CONTINUOUS;
+        }
+        if self.raced {
+            flags |= PROFILE_RACED;
+        }
+        if let Some(sig) = self.signal {
+            let max = PROFILE_SIGNAL_MASK >> PROFILE_SIGNAL_SHIFT;
+            flags |= PROFILE_SIGNALED | (sig.clamp(1, max) << PROFILE_SIGNAL_SHIFT);
+        }
+        flags
     }
 
     /// The build id of a program without a GNU build-id note ([`BuildId::Modules`]): FNV-1a 64
@@ -1010,11 +1055,7 @@ impl Profile {
         let mut out = Vec::with_capacity(HEADER_LEN + program + body + TRAILER_LEN);
         out.extend_from_slice(PROFILE_MAGIC);
         out.extend_from_slice(&PROFILE_VERSION.to_le_bytes());
-        let flags = if self.unfinished {
-            PROFILE_CONTINUOUS
-        } else {
-            PROFILE_FLAGS
-        };
+        let flags = self.header_flags();
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&(self.modules.len() as u64).to_le_bytes());
         out.extend_from_slice(&self.pid.to_le_bytes());
@@ -1129,6 +1170,8 @@ mod tests {
                 ProfileModule::new(meta("empty.c", 0), vec![]),
             ],
             unfinished: false,
+            raced: false,
+            signal: None,
         }
     }
 
@@ -1153,6 +1196,8 @@ mod tests {
             program: Default::default(),
             modules: vec![ProfileModule::new(m, vec![5, 6])],
             unfinished: false,
+            raced: false,
+            signal: None,
         };
         let b = p.write();
         assert_eq!(&b[0..8], b"TALLYPRF");
@@ -1219,11 +1264,51 @@ mod tests {
     #[test]
     fn flags() {
         let mut b = sample().write();
-        b[12] = 2;
+        b[12] = 8;
         assert_eq!(
             err(&b),
-            "profile flags 0x2 are not supported (this tally reads flags 0 and 1)"
+            "profile flags 0x8 are not supported (this tally reads flags 1 (unfinished), 2 (raced), 4 (fatal signal, its number in 0xff00))"
         );
+        // A signal number needs its flag, and the flag a number.
+        for bad in [0x0b00u32, PROFILE_SIGNALED] {
+            b[12..16].copy_from_slice(&bad.to_le_bytes());
+            assert!(err(&b).contains("are not supported"), "{bad:#x}");
+        }
+    }
+
+    /// The raced and fatal-signal flags read back as written, alone, together, with the
+    /// continuous flag (a merge), and survive `add_same_build`.
+    #[test]
+    fn raced_and_signal_flags_round_trip() {
+        for (raced, signal, unfinished) in [
+            (true, None, false),
+            (false, Some(11), false),
+            (true, Some(8), false),
+            (true, Some(6), true),
+        ] {
+            let mut p = sample();
+            p.raced = raced;
+            p.signal = signal;
+            p.unfinished = unfinished;
+            let b = p.write();
+            let flags = u32::from_le_bytes(b[12..16].try_into().unwrap());
+            assert_eq!(flags, p.header_flags());
+            let q = Profile::read(&b).unwrap();
+            assert_eq!(
+                (q.raced, q.signal, q.unfinished),
+                (raced, signal, unfinished)
+            );
+            let mut sum = sample();
+            for m in &mut sum.modules {
+                m.counters.fill(0);
+            }
+            assert_eq!(sum.add_same_build(&b, true).unwrap(), Added::Added);
+            assert_eq!((sum.raced, sum.signal), (raced, signal));
+        }
+        let mut p = sample();
+        p.signal = Some(11);
+        let flags = p.header_flags();
+        assert_eq!(flags, PROFILE_SIGNALED | (11 << PROFILE_SIGNAL_SHIFT));
     }
 
     #[test]
@@ -1242,6 +1327,8 @@ mod tests {
             program: Default::default(),
             modules: vec![ProfileModule::new(meta("a.c", 2), vec![5, 6])],
             unfinished: false,
+            raced: false,
+            signal: None,
         }
         .write();
         let cut = b.len() - 16 - 8 - 4;
@@ -1358,6 +1445,8 @@ mod tests {
                 paths: vec![],
             }],
             unfinished: false,
+            raced: false,
+            signal: None,
         };
         assert_eq!(
             err(&p.write()),
@@ -1378,6 +1467,8 @@ mod tests {
                 paths: vec![],
             }],
             unfinished: false,
+            raced: false,
+            signal: None,
         };
         assert_eq!(
             err(&p.write()),
@@ -1394,6 +1485,8 @@ mod tests {
             program: Default::default(),
             modules: vec![m],
             unfinished: false,
+            raced: false,
+            signal: None,
         };
         assert_eq!(
             err(&p.write()),
@@ -1495,6 +1588,8 @@ mod tests {
             program: Default::default(),
             modules: vec![m],
             unfinished: false,
+            raced: false,
+            signal: None,
         };
         let b = p.write();
         assert_eq!(Profile::read(&b).unwrap(), p);
@@ -1669,6 +1764,8 @@ mod tests {
         let p = sample();
         let want = Profile {
             unfinished: true,
+            raced: false,
+            signal: None,
             ..p.clone()
         };
         for (pad, tail) in [
@@ -1709,8 +1806,11 @@ mod tests {
         old[12..16].copy_from_slice(&PROFILE_CONTINUOUS.to_le_bytes());
         assert!(err(&old).contains("flags 0x1 are not supported"));
         let mut other = p.write();
-        other[12..16].copy_from_slice(&2u32.to_le_bytes());
-        assert!(err(&other).contains("flags 0x2 are not supported"));
+        other[12..16].copy_from_slice(&8u32.to_le_bytes());
+        assert!(err(&other).contains("flags 0x8 are not supported"));
+        let mut old = write_v3(&p);
+        old[12..16].copy_from_slice(&PROFILE_RACED.to_le_bytes());
+        assert!(err(&old).contains("flags 0x2 are not supported"));
     }
 
     fn with_program(program: Program) -> Profile {

@@ -91,6 +91,8 @@ fn valid(counters: &[u64], pid: u64) -> Profile {
             module("empty.c", 0, counters),
         ],
         unfinished: false,
+        raced: false,
+        signal: None,
     }
 }
 

@@ -424,6 +424,10 @@ fn finish(
         tally_format::abi::MODULE_FLAG_EVENTS
     } else {
         0
+    } | if opts.atomic {
+        tally_format::abi::MODULE_FLAG_ATOMIC
+    } else {
+        0
     };
     module::emit_registration(
         globals,

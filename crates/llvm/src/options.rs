@@ -23,13 +23,17 @@ pub struct Options {
     /// The source file the module was compiled from (recorded in the metadata).
     #[cfg_attr(feature = "clap", arg(skip))]
     pub source: String,
-    /// Use atomic counter increments (for multi-threaded programs).
+    /// Use atomic counter increments (for multi-threaded programs). The module's descriptor
+    /// says so (`abi::MODULE_FLAG_ATOMIC`). `tally cc` turns it on for commands with `-pthread`
+    /// unless `--tally-atomic=off` is given.
     #[cfg_attr(
         feature = "clap",
-        arg(
-            long = "tally-atomic",
-            help = "Atomic counter increments, for multi-threaded programs"
-        )
+        arg(long = "tally-atomic", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "off", default_missing_value = "on",
+            action = clap::ArgAction::Set,
+            value_parser = on_off(),
+            help = "Atomic counter increments, for multi-threaded programs (default: on with \
+                    -pthread, else off)")
     )]
     pub atomic: bool,
     /// Keep shadow-stack frame records in edge mode (default). Turning them off is only for

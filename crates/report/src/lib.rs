@@ -233,6 +233,13 @@ pub struct Report {
     /// than inconsistent, and functions active at the kill may also have partial counts that
     /// balance (ARCHITECTURE.md, "Continuous mode").
     pub unfinished: bool,
+    /// Code built without atomic increments ran in a process that went multi-threaded (the
+    /// profile's `raced` flag): its counts may have lost updates, balanced or not.
+    pub raced: bool,
+    /// The profile was written by the fatal-signal handler for this signal: functions active
+    /// at that moment, in any thread, may have inexact counts (ARCHITECTURE.md, "Fatal signals
+    /// and threads at exit").
+    pub signal: Option<u32>,
     /// Interprocedural paths (modes `ipath`, `ipath-piecewise`), per module in path-number
     /// order.
     pub ipaths: Vec<IpathPath>,
@@ -250,9 +257,71 @@ impl Report {
         }
     }
 
+    /// The stderr lines (one per cause) that say why counts of this report may be inexact
+    /// although they balance: the profile's fatal signal, then its `raced` flag (racing threads
+    /// on non-atomic code); empty when neither applies (an unfinished profile has its own
+    /// line).
+    pub fn caveats(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(sig) = self.signal {
+            out.push(format!(
+                "the profile was written at a fatal signal ({}): functions active at that moment (in any thread) may have inexact counts, named below as inconsistent when their flow does not balance; every other function is exact",
+                signal_name(sig)
+            ));
+        }
+        if self.raced {
+            out.push(
+                "code built without atomic increments ran in a multi-threaded process: its counts may have lost updates (even where they balance); rebuild with -pthread or --tally-atomic".to_string(),
+            );
+        }
+        out
+    }
+
     /// The functions whose counts could not be recovered.
     pub fn inconsistent(&self) -> impl Iterator<Item = &FunctionReport> {
         self.functions.iter().filter(|f| f.inconsistent.is_some())
+    }
+}
+
+/// A signal's name (`SIGSEGV`) and number, as Linux numbers them.
+pub fn signal_name(sig: u32) -> String {
+    const NAMES: [&str; 32] = [
+        "",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
+    ];
+    match NAMES.get(sig as usize) {
+        Some(n) if !n.is_empty() => format!("{n}, signal {sig}"),
+        _ => format!("signal {sig}"),
     }
 }
 
@@ -421,6 +490,8 @@ impl Sum {
         }
         self.note(name, &noted);
         self.profile.unfinished |= p.unfinished;
+        self.profile.raced |= p.raced;
+        self.profile.signal = self.profile.signal.or(p.signal);
         self.profile.program = self.profile.program.combined(&p.program);
         self.inputs += 1;
         Ok(())
@@ -746,6 +817,8 @@ pub fn analyze_counted_with(
         path_entry_sum,
         events: events_total,
         unfinished: profile.unfinished,
+        raced: profile.raced,
+        signal: profile.signal,
         ipaths,
     })
 }

@@ -241,6 +241,19 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
             "UNFINISHED continuous-mode profile (the program was killed): functions active at the kill have partial counts\n"
         );
     }
+    if let Some(sig) = r.signal {
+        let _ = writeln!(
+            s,
+            "FATAL SIGNAL ({}): the profile was written at it; functions active at that moment may have inexact counts\n",
+            crate::signal_name(sig)
+        );
+    }
+    if r.raced {
+        let _ = writeln!(
+            s,
+            "RACED: code built without atomic increments ran in a multi-threaded process; its counts may have lost updates (build with -pthread or --tally-atomic)\n"
+        );
+    }
     for f in r.inconsistent() {
         let _ = writeln!(
             s,
@@ -379,6 +392,12 @@ struct JsonReport<'a> {
     path_entry_sum: u128,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     unfinished: bool,
+    /// Non-atomic code ran in a multi-threaded process: counts may have lost updates.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    raced: bool,
+    /// The fatal signal at which the profile was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<u32>,
     functions: Vec<JsonFunction<'a>>,
     skipped: Vec<JsonSkipped<'a>>,
     /// `--lines`: the source-level model (`files`, `source_functions`).
@@ -493,6 +512,8 @@ fn json_with<'a>(
         counter_sum: r.counter_sum,
         path_entry_sum: r.path_entry_sum,
         unfinished: r.unfinished,
+        raced: r.raced,
+        signal: r.signal,
         functions: r
             .functions
             .iter()

@@ -825,6 +825,8 @@ mod tests {
             path_entry_sum: 0,
             events: None,
             unfinished: false,
+            raced: false,
+            signal: None,
             ipaths: Vec::new(),
         }
     }

@@ -709,6 +709,8 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
             program: Default::default(),
             modules: p.modules.clone(),
             unfinished: false,
+            raced: false,
+            signal: None,
         }
         .write();
     }
@@ -745,6 +747,8 @@ fn case(seed: u64) -> (Vec<u8>, bool) {
             program: Default::default(),
             modules,
             unfinished: false,
+            raced: false,
+            signal: None,
         }
         .write(),
         mutated,
@@ -873,6 +877,8 @@ fn a_different_numbering_is_refused() {
         program: Default::default(),
         modules: vec![ProfileModule::new(meta.clone(), vec![0; total as usize])],
         unfinished: false,
+        raced: false,
+        signal: None,
     }
     .write();
     let p = Profile::read(&bytes).unwrap();
@@ -889,6 +895,8 @@ fn a_different_numbering_is_refused() {
         program: Default::default(),
         modules: vec![ProfileModule::new(good, vec![0; total as usize])],
         unfinished: false,
+        raced: false,
+        signal: None,
     };
     tally_report::analyze(&p).unwrap();
 }

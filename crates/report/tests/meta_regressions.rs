@@ -56,6 +56,8 @@ fn report(meta: ModuleMeta, counters: Vec<u64>) -> Result<(), String> {
         program: Default::default(),
         modules: vec![ProfileModule::new(meta, counters)],
         unfinished: false,
+        raced: false,
+        signal: None,
     }
     .write();
     let p = Profile::read(&bytes).map_err(|e| e.to_string())?;

@@ -115,7 +115,8 @@ static void charge_site(uint64_t *site) {
         if ((a & 6) == 0 && path_site_readable(ps) && is_path_table(ps->table))
             count_path(ps->table, ps->path);
     } else if (site != TALLY_NO_SITE && is_counter(site)) {
-        (*site)++;
+        /* Atomic: other threads may be incrementing it (atomic builds lose nothing here). */
+        __atomic_fetch_add(site, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -130,7 +131,7 @@ static void uncharge_site(uint64_t *site) {
         if ((a & 6) == 0 && path_site_readable(ps) && is_path_table(ps->table))
             uncount_path(ps->table, ps->path);
     } else if (site != TALLY_NO_SITE && is_counter(site)) {
-        (*site)--;
+        __atomic_fetch_sub(site, 1, __ATOMIC_RELAXED);
     }
 }
 

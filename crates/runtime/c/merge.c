@@ -163,6 +163,7 @@ struct prof {
     const unsigned char *path, *id;
     uint64_t path_len;
     uint32_t id_kind, id_len;
+    uint32_t flags;  /* TALLY_PROFILE_RACED, TALLY_PROFILE_SIGNALED and its signal, or 0 */
     struct cur mods; /* at the first module record */
     int sorted;      /* module hashes ascending (runtimes since issue #44 write them so) */
 };
@@ -207,7 +208,11 @@ static const char *parse(const struct buf *b, struct prof *p) {
     struct cur c = {b->p, b->len, 0, 0};
     if (get64(&c) != TALLY_PROFILE_MAGIC)
         return "it is not a tally profile";
-    if (get32(&c) != TALLY_PROFILE_VERSION || get32(&c) != TALLY_PROFILE_FLAGS)
+    if (get32(&c) != TALLY_PROFILE_VERSION)
+        return "it is a profile of another container version";
+    p->flags = get32(&c);
+    if (p->flags & ~(uint32_t)(TALLY_PROFILE_RACED | TALLY_PROFILE_SIGNALED |
+                               TALLY_PROFILE_SIGNAL_MASK))
         return "it is a profile of another container version";
     p->count = get64(&c);
     (void)get64(&c); /* pid */
@@ -480,7 +485,10 @@ static int write_sum(int fd, const struct prof *a, const struct prof *b) {
     out_begin(fd);
     out_u64(TALLY_PROFILE_MAGIC);
     out_u32(TALLY_PROFILE_VERSION);
-    out_u32(TALLY_PROFILE_FLAGS);
+    /* As tally merge: the flags are kept, the first signal with them. */
+    uint32_t flags = (a->flags | b->flags) & ~(uint32_t)TALLY_PROFILE_SIGNAL_MASK;
+    flags |= ((a->flags & TALLY_PROFILE_SIGNALED) ? a->flags : b->flags) & TALLY_PROFILE_SIGNAL_MASK;
+    out_u32(TALLY_PROFILE_FLAGS | flags);
     out_u64(count);
     out_u64(0); /* pid: merged */
     int same_path = a->path_len == b->path_len && memcmp(a->path, b->path, a->path_len) == 0;

@@ -62,7 +62,7 @@ __asm__(".pushsection .note.tally,\"a\",@note\n"
 static int in_live;
 
 /* Fallback registry when no memory can be mapped (then this copy stays on its own). */
-static struct tally_registry local_registry = {TALLY_REGISTRY_MAGIC, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static struct tally_registry local_registry = {TALLY_REGISTRY_MAGIC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* Appends this copy to the registry's live list. Caller holds r->lock. */
 static void enter_live_locked(struct tally_registry *r) {
@@ -118,6 +118,14 @@ static int join_cb(struct dl_phdr_info *info, size_t size, void *data) {
 extern void *dlopen(const char *, int) __attribute__((weak));
 
 
+/* The owner's pthread_atfork prepare handler: a process that went multi-threaded before a fork
+ * passes that on to the child, whose libc may count itself single-threaded again. */
+static void fork_prepare(void) {
+    struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    if (r && !__libc_single_threaded)
+        __atomic_store_n(&r->threaded, 1, __ATOMIC_RELAXED);
+}
+
 /* The owner's pthread_atfork child handler: the registry now belongs to the child, and the
  * trace (trace mode) stays the parent's. */
 static void fork_child(void) {
@@ -156,7 +164,7 @@ struct tally_registry *join_registry(void) {
         (void)atexit(exit_handler);
         (void)at_quick_exit(exit_handler);
         signals_init();
-        (void)pthread_atfork(0, 0, fork_child);
+        (void)pthread_atfork(fork_prepare, 0, fork_child);
     }
     return r;
 }
@@ -277,6 +285,11 @@ void __tally_register(struct tally_module *m) {
     else
         __atomic_store_n(&reg_head, m, __ATOMIC_RELEASE);
     reg_tail = m;
+    /* Counts that threads may race on: plain increments (events mode's counter 0 is the
+     * exiting thread's total, stored once). */
+    if (!(m->flags & TALLY_MODULE_ATOMIC) &&
+        (m->num_counters > ((m->flags & TALLY_MODULE_EVENTS) ? 1u : 0u) || m->num_path_tables))
+        r->nonatomic = 1;
     adopt_dead_locked(r, m);
     cont_register(r, m);
     if (!in_live) /* left earlier (all modules dlclosed): live again */

@@ -32,6 +32,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/single_threaded.h> /* __libc_single_threaded: glibc 2.32+ */
 #include <sys/syscall.h>
 #include <time.h>
 #include <pthread.h>
@@ -235,7 +236,7 @@ extern char reg_lock;
 #define TALLY_INSTANCE_MAGIC 0x534e49594c4c4154ull /* "TALLYINS" */
 /* The layout of struct tally_registry is shared by the copies of one process: change the magic
  * whenever it changes (a copy that finds no registry of its own layout keeps its own). */
-#define TALLY_REGISTRY_MAGIC 0x3347525943524154ull /* "TARCYRG3" */
+#define TALLY_REGISTRY_MAGIC 0x3447525943524154ull /* "TARCYRG4" */
 #define TALLY_NOTE_TYPE 0x7461u                    /* in notes named "tally" */
 
 struct tally_registry;
@@ -287,6 +288,13 @@ struct tally_registry {
      * its parent's memory: it must not charge the parent's frames or write its profile. */
     pid_t pid;
     struct tally_cont *cont; /* continuous mode's file (continuous.c), or NULL */
+    /* A module without TALLY_MODULE_ATOMIC that has counters or path tables registered. */
+    char nonatomic;
+    /* The process was multi-threaded at a fork (__libc_single_threaded was 0 then): a fork
+     * child's inherited counts may hold the races. */
+    char threaded;
+    /* The fatal signal whose handler writes the profile (signals.c), else 0. */
+    int fatal_signal;
 };
 
 extern struct tally_instance tally__self;

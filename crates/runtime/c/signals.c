@@ -197,10 +197,14 @@ void signals_trace_started(void) {
 /* The process ends on a fatal signal: this thread's frames in every image are charged as exit
  * charges them (all of them: the handler may run on an alternate stack), the other threads' too
  * (threads.c), and the profile is written, once. */
-static void crash_settle(void) {
+static void crash_settle(int sig) {
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
     if (!r || !own_process() || __atomic_exchange_n(&r->exit_done, 1, __ATOMIC_ACQ_REL))
         return;
+    /* The profile says it was written here, and for which signal: a function active at a fault
+     * or at an asynchronous signal (in this thread or a stopped one) may have stopped between
+     * calls, where its counts are not exact (TALLY_PROFILE_SIGNALED). */
+    __atomic_store_n(&r->fatal_signal, sig, __ATOMIC_RELAXED);
     stop_threads();
     settle_and_write(0, 1);
     release_threads();
@@ -246,7 +250,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc) {
     }
     if (locked)
         spin_unlock(&sig_lock);
-    crash_settle();
+    crash_settle(sig);
     /* Now as the plain program: SIG_DFL, and the signal again. It is blocked while this handler
      * runs, so it is delivered -- and ends the process as SIG_DFL does, core dump included --
      * when the handler returns, before the interrupted code runs again. */

@@ -827,6 +827,24 @@ static void out_program(const struct tally_instance *live, const struct dead_mod
     out_bytes(zeros, (8 - ((prog.path_len + len) & 7)) & 7);
 }
 
+/* The header flags of the profile written now: TALLY_PROFILE_RACED when code built without
+ * atomic increments ran in a process that went multi-threaded (glibc sets
+ * __libc_single_threaded to 0 when any thread is created, by anyone, and never back: the
+ * fork child's case is kept by fork_prepare), TALLY_PROFILE_SIGNALED and the signal when the
+ * fatal-signal handler writes it. */
+static uint32_t profile_flags(const struct tally_registry *r) {
+    uint32_t flags = TALLY_PROFILE_FLAGS;
+    if (!r)
+        return flags;
+    if (__atomic_load_n(&r->nonatomic, __ATOMIC_RELAXED) &&
+        (!__libc_single_threaded || __atomic_load_n(&r->threaded, __ATOMIC_RELAXED)))
+        flags |= TALLY_PROFILE_RACED;
+    int sig = __atomic_load_n(&r->fatal_signal, __ATOMIC_RELAXED);
+    if (sig > 0 && (uint32_t)sig <= (TALLY_PROFILE_SIGNAL_MASK >> TALLY_PROFILE_SIGNAL_SHIFT))
+        flags |= TALLY_PROFILE_SIGNALED | ((uint32_t)sig << TALLY_PROFILE_SIGNAL_SHIFT);
+    return flags;
+}
+
 /* Writes the profile of the process: the modules of every live copy of the runtime and those
  * of objects dlclosed earlier, in ascending module hash. The caller holds the registry lock (or could not get it) and
  * preserves errno. */
@@ -874,7 +892,7 @@ void write_profile_locked(void) {
 
     out_u64(TALLY_PROFILE_MAGIC);
     out_u32(TALLY_PROFILE_VERSION);
-    out_u32(TALLY_PROFILE_FLAGS);
+    out_u32(profile_flags(r));
     out_u64(count);
     out_u64((uint64_t)getpid());
     out_program(live, dead, count);

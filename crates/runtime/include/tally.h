@@ -47,6 +47,10 @@ extern "C" {
 /* struct tally_module.flags: the counter array is aligned to TALLY_COUNTER_ALIGN and its size is
  * a multiple of it (padding past num_counters): continuous mode may map file pages over it. */
 #define TALLY_MODULE_PAGED 2u
+/* struct tally_module.flags: every count the module stores is updated atomically
+ * (--tally-atomic, or -pthread). Without it, a module with counters or path tables in a process
+ * that ran a second thread gets its profile flagged TALLY_PROFILE_RACED. */
+#define TALLY_MODULE_ATOMIC 4u
 
 /* A struct tally_frame.site with this bit set points at a struct tally_path_site. */
 #define TALLY_SITE_PATH_TAG 1u
@@ -54,7 +58,7 @@ extern "C" {
 /* One per instrumented module (translation unit); emitted by the instrumenter. */
 struct tally_module {
     uint32_t abi_version;      /* TALLY_ABI_VERSION */
-    uint32_t flags;            /* TALLY_MODULE_EVENTS | TALLY_MODULE_PAGED */
+    uint32_t flags;            /* TALLY_MODULE_EVENTS | TALLY_MODULE_PAGED | TALLY_MODULE_ATOMIC */
     uint64_t hash;             /* FNV-1a 64 of the metadata blob */
     const uint8_t *meta;       /* metadata blob (tally-format meta) */
     uint64_t meta_len;
@@ -307,6 +311,15 @@ void __tally_events_check(const char *where, int64_t query_inc);
  * records ("TALLYPAD", u64 length of the whole record, zeros) before module records, keeps no
  * valid checksums and needs no trailer (nothing after its last module record is read). */
 #define TALLY_PROFILE_CONTINUOUS 1u
+/* Header flag: non-atomic code (a module without TALLY_MODULE_ATOMIC) ran in a process that
+ * went multi-threaded; its counts may have lost updates. */
+#define TALLY_PROFILE_RACED 2u
+/* Header flag: written by the fatal-signal handler, the signal's number in the bits
+ * TALLY_PROFILE_SIGNAL_MASK (shifted by TALLY_PROFILE_SIGNAL_SHIFT); functions active at that
+ * moment, in any thread, may have inexact counts. */
+#define TALLY_PROFILE_SIGNALED 4u
+#define TALLY_PROFILE_SIGNAL_SHIFT 8u
+#define TALLY_PROFILE_SIGNAL_MASK 0xff00u
 #define TALLY_PAD_MAGIC 0x444150594C4C4154ull /* "TALLYPAD" */
 /* Alignment of every module's counter array; its size is a multiple of it too. */
 #define TALLY_COUNTER_ALIGN 4096u

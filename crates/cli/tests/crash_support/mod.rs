@@ -111,7 +111,8 @@ pub fn wait_until_sleeping(pid: u32) {
     }
 }
 
-/// `tally report --format json`, which exits 3 when a function is inconsistent.
+/// `tally report --format json`, which exits 3 when a function is inconsistent, and 6 (with
+/// the signal in the JSON and on stderr) for a profile written at a fatal signal.
 pub fn report_any(profile: &Path) -> (Value, i32) {
     let o = Command::new(tally())
         .args(["report", "--format", "json"])
@@ -119,13 +120,27 @@ pub fn report_any(profile: &Path) -> (Value, i32) {
         .output()
         .unwrap();
     let code = o.status.code().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
-        code == 0 || code == 3,
-        "tally report {}: {}",
+        code == 0 || code == 3 || code == 6,
+        "tally report {}: {stderr}",
         profile.display(),
-        String::from_utf8_lossy(&o.stderr)
     );
-    (serde_json::from_slice(&o.stdout).unwrap(), code)
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        code == 6,
+        r["signal"].is_u64(),
+        "{}: exit status {code}, signal {}",
+        profile.display(),
+        r["signal"]
+    );
+    if code == 6 {
+        assert!(
+            stderr.contains("the profile was written at a fatal signal"),
+            "{stderr}"
+        );
+    }
+    (r, code)
 }
 
 pub fn inconsistent(r: &Value) -> Vec<String> {
