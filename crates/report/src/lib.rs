@@ -1165,6 +1165,8 @@ mod sum_tests {
             },
             modules,
             unfinished: false,
+            raced: false,
+            signal: None,
         }
     }
 
