@@ -15,6 +15,7 @@
 # A project that fails (build error, ...) is reported as failed with its reason; the others still run.
 #
 # Usage: scripts/real-projects.sh [--projects sed,expat,tinyxml2] [--jobs N]
+#   also: --projects libuv,redis,cpython (not in the default list: an hour or more on 2 cores)
 # Work directory: target/real-projects/ (sources, builds, logs, profiles, results.md).
 # Needs Debian 12; installs what it lacks with apt (adds a deb-src entry mirroring the deb entries).
 # Not run in CI: 9 minutes for sed alone, about 15 for all three with the trace builds, on 2 cores
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
     --projects=*) PROJECTS=${1#*=}; shift ;;
     --jobs) JOBS=$2; shift 2 ;;
     --jobs=*) JOBS=${1#*=}; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "real-projects.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -54,6 +55,14 @@ setup() {
   command -v autoreconf >/dev/null || missing+=(autoconf)
   command -v automake >/dev/null || missing+=(automake)
   command -v libtoolize >/dev/null || missing+=(libtool)
+  # redis's runtest is Tcl; CPython's extension modules used by its tests need these headers.
+  case ",$PROJECTS," in *,redis,*) command -v tclsh >/dev/null || missing+=(tcl) ;; esac
+  case ",$PROJECTS," in *,cpython,*)
+    local d
+    for d in libffi-dev zlib1g-dev libssl-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev uuid-dev; do
+      dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d")
+    done ;;
+  esac
   if ! apt-cache showsrc sed 2>/dev/null | grep -q '^Package: sed'; then
     log "adding deb-src entries mirroring the deb entries"
     local f
@@ -188,7 +197,8 @@ for k in sorted(groups, key=lambda k: labels[k]):
         ncount += 1 + len(ce[f][1]) + len(ce[f][2])
         if ce[f] != cn[f]:
             diff.append(f[0])
-    print(line + f": {len(ce)} functions" + (f", counts differ in: {' '.join(diff)}" if diff else ", equal"))
+    nmod = len({f["module"] for f in e["functions"]})
+    print(line + f": {nmod} modules, {len(ce)} functions" + (f", counts differ in: {' '.join(diff)}" if diff else ", equal"))
     if diff:
         bad.append(line + f": counts differ in {len(diff)} functions: {' '.join(diff[:20])}")
 print(f"SUMMARY: {len(groups)} builds (programs, {len([k for k in groups if labels[k] in excl_programs])} excluded), {sum(len(g['edge']) for g in groups.values())} edge + "
@@ -241,9 +251,12 @@ source_dir() {
   [ -n "$d" ] && echo "${d%/}"
 }
 
-# Environment of a variant: sets CCV, CXXV and exports/unsets TALLY_MODE.
-variant_env() {
+# Environment of a variant: sets CCV, CXXV, FLAGSV and exports/unsets TALLY_MODE. FLAGSV is FLAGS,
+# plus --tally-atomic in the tally builds of a project with <p>_atomic=yes (threads: libuv, redis).
+variant_env() { # variant project
   unset TALLY_PROFILE
+  FLAGSV=$FLAGS
+  [ "$1" != plain ] && [ -n "$(eval echo "\${${2}_atomic:-}")" ] && FLAGSV="$FLAGS --tally-atomic"
   case $1 in
     plain) CCV=clang-19; CXXV=clang++-19; unset TALLY_MODE ;;
     edge) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edge ;;
@@ -254,7 +267,7 @@ variant_env() {
 
 # Normalize a configure result file: the build directory, the source directory, the compiler names.
 normalize() { # file builddir srcdir
-  sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" \
+  sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" -e 's/ --tally-atomic//g' \
       -e 's/tally c++/@CXX@/g; s/clang++-19/@CXX@/g; s/tally cc/@CC@/g; s/clang-19/@CC@/g' \
       -e "s/'\\\\''CC=@CC@'\\\\''/CC=@CC@/g; s/'CC=@CC@'/CC=@CC@/g" \
       -e "s/'\\\\''CXX=@CXX@'\\\\''/CXX=@CXX@/g; s/'CXX=@CXX@'/CXX=@CXX@/g" "$1"
@@ -262,7 +275,7 @@ normalize() { # file builddir srcdir
 # CMakeCache.txt: compiler paths and their first argument normalized; comments dropped.
 normalize_cmake() { # file builddir srcdir
   grep -v '^#\|^//\|^$' "$1" |
-    sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" \
+    sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" -e 's/ --tally-atomic//g' \
         -e 's|^\(CMAKE_C_COMPILER:[A-Z]*=\).*|\1@CC@|; s|^\(CMAKE_CXX_COMPILER:[A-Z]*=\).*|\1@CXX@|' |
     grep -v '^CMAKE_C_COMPILER_ARG1\|^CMAKE_CXX_COMPILER_ARG1' | sort
 }
@@ -328,6 +341,91 @@ tinyxml2_build() { cmake --build build -j "$JOBS"; }
 tinyxml2_check() { ctest --test-dir build -j "$JOBS" --output-on-failure; }
 tinyxml2_conffiles="build/CMakeCache.txt"
 
+# libuv, redis and CPython (issue 44): larger projects, with threads (libuv, redis: their tally
+# builds add --tally-atomic, <p>_atomic=yes) and, for CPython, extension modules loaded as shared
+# objects. Each check prints its suite's own per-test results converted to PASS:/FAIL:/SKIP:/ERROR:
+# lines (the automake form test_lines reads), after the suite's raw output.
+
+# CMake configure through `tally links` (see tinyxml2) with the variant's flags.
+cmake_configure() { # extra cmake arguments...
+  local cc=$CCV cxx=$CXXV
+  if [ "$cc" = "tally cc" ]; then
+    tally links "$WORK/bin" >/dev/null || return 1
+    cc=$WORK/bin/clang-19; cxx=$WORK/bin/clang++-19
+  fi
+  CC="$cc" CXX="$cxx" cmake -S . -B build -DCMAKE_BUILD_TYPE=None \
+    -DCMAKE_C_FLAGS="$FLAGSV" -DCMAKE_CXX_FLAGS="$FLAGSV" "$@"
+}
+
+libuv_pkg=libuv1; libuv_system="CMake, C shared library, threads"
+libuv_atomic=yes
+libuv_configure() { cmake_configure -DLIBUV_BUILD_TESTS=ON -DBUILD_TESTING=ON; }
+# uv_run_tests, linked against the (tally-built) libuv.so; uv_run_tests_a (static) is not built.
+libuv_build() { cmake --build build -j "$JOBS" --target uv_run_tests; }
+# The runner (from the source directory, as ctest runs it: test/fixtures) runs every test in a child
+# process of its own (and many tests spawn helper processes of the same executable); TAP output.
+libuv_check() {
+  local rc
+  # As debian/rules: no DNS requests, time-sensitive timeouts raised (4x: a loaded machine); and
+  # UV_RUN_AS_ROOT, without which the runner refuses to run as root.
+  RES_OPTIONS=attempts:0 UV_TEST_TIMEOUT_MULTIPLIER=4 UV_RUN_AS_ROOT=1 build/uv_run_tests >uv-tests.out 2>&1; rc=$?
+  cat uv-tests.out
+  sed -nE 's/^ok [0-9]+ - ([^ ]+) # SKIP.*/SKIP: \1/p; t
+            s/^ok [0-9]+ - ([^ ]+).*/PASS: \1/p; s/^not ok [0-9]+ - ([^ ]+).*/FAIL: \1/p' uv-tests.out
+  return $rc
+}
+libuv_conffiles="build/CMakeCache.txt"
+
+redis_pkg=redis; redis_system="make (no configure), threads"
+redis_atomic=yes
+# Redis has no configure step: `make persist-settings` (which also builds deps/: hiredis, lua,
+# linenoise, hdr_histogram) writes src/.make-settings, the flags of the build, compared instead.
+# MALLOC=libc: the bundled jemalloc is not built (Debian builds against the system's).
+redis_make() { make -C src MALLOC=libc BUILD_TLS=no CC="$CCV" CFLAGS="$FLAGSV" "$@"; }
+redis_configure() { redis_make persist-settings; }
+redis_build() { redis_make -j"$JOBS" all; }
+# A subset of the suite (unit/...), run by `runtest` (tclsh) against the built redis-server, which
+# it starts and stops (SIGTERM) for every group of tests; forked children (BGSAVE, ...) too.
+redis_tests="unit/printver unit/keyspace unit/type/string unit/type/incr unit/type/list unit/type/hash
+             unit/type/set unit/type/zset unit/expire unit/bitops unit/other unit/info-command"
+redis_check() {
+  local rc t args=()
+  for t in $redis_tests; do args+=(--single "$t"); done
+  TERM=dumb ./runtest --clients "$JOBS" --timeout 1200 "${args[@]}" >runtest.out 2>&1; rc=$?
+  cat runtest.out
+  sed -nE 's/^\[ok\]: (.*) \([0-9]+ ms\)$/PASS: \1/p; s/^\[err\]: (.*)$/FAIL: \1/p; s/^\[skip\]: (.*)$/SKIP: \1/p
+            s/^\[ignore\]: (.*)$/SKIP: \1/p; s/^\[exception\]: (.*)$/ERROR: \1/p' runtest.out
+  return $rc
+}
+redis_conffiles="src/.make-settings"
+
+cpython_pkg=python3.11; cpython_system="autotools, extension modules as shared objects"
+# Plain configure (Debian's rules add much more); no ensurepip (nothing is installed).
+cpython_configure() { ./configure --without-ensurepip CC="$CCV" CXX="$CXXV" CFLAGS="$FLAGSV"; }
+# Builds ./python, then its extension modules (setup.py, run by the just-built ./python) as
+# build/lib.*/*.so, which ./python dlopens from the build directory.
+cpython_build() { make -j"$JOBS"; }
+# A subset of the test suite, in one worker process (-j1), with every test case's result in
+# junit.xml (--junit-xml), converted to one line per test case.
+cpython_tests="test_subprocess test_threading test_signal test_ctypes test_json test_re test_zlib"
+cpython_check() {
+  local rc
+  ./python -m test -j1 --junit-xml "$PWD/junit.xml" $cpython_tests; rc=$?
+  python3 - "$PWD/junit.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    cases = list(ET.parse(sys.argv[1]).iter("testcase"))
+except Exception as e:
+    print(f"ERROR: junit.xml unreadable: {e}"); cases = []
+for tc in cases:
+    kids = {c.tag for c in tc}
+    r = "FAIL" if "failure" in kids else "ERROR" if "error" in kids else "SKIP" if "skipped" in kids else "PASS"
+    print(f"{r}: {tc.get('name')}")
+PY
+  return $rc
+}
+cpython_conffiles="config.status pyconfig.h"
+
 # ---------------------------------------------------------------- one project
 # 1. configure results of build $2 against plain; sets conf=NO on a difference.
 compare_configure() { # p v out src det
@@ -360,7 +458,7 @@ run_project() {
       dir=$out/$v
       log "$p: $v: copy, configure, build, test"
       cp -a "$src" "$dir"
-      variant_env $v
+      variant_env $v "$p"
       (cd "$dir" && "${p}_configure") >"$out/$v.configure.log" 2>&1 ||
         { reason="${reason:+$reason; }$v: configure failed (see $out/$v.configure.log)"; break; }
       if [ $v = plain ]; then conf=yes; else compare_configure "$p" $v "$out" "${src%/}" "$det"; fi
