@@ -286,7 +286,7 @@ variant_env() { # variant project
 
 # Normalize a configure result file: the build directory, the source directory, the compiler names.
 normalize() { # file builddir srcdir
-  sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" -e 's/ --tally-atomic//g' \
+  sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" -e "s|$WORK/bin/||g" -e 's/ --tally-atomic//g' \
       -e 's/tally c++/@CXX@/g; s/clang++-19/@CXX@/g; s/tally cc/@CC@/g; s/clang-19/@CC@/g' \
       -e "s/'\\\\''CC=@CC@'\\\\''/CC=@CC@/g; s/'CC=@CC@'/CC=@CC@/g" \
       -e "s/'\\\\''CXX=@CXX@'\\\\''/CXX=@CXX@/g; s/'CXX=@CXX@'/CXX=@CXX@/g" "$1"
@@ -365,13 +365,21 @@ tinyxml2_conffiles="build/CMakeCache.txt"
 # objects. Each check prints its suite's own per-test results converted to PASS:/FAIL:/SKIP:/ERROR:
 # lines (the automake form test_lines reads), after the suite's raw output.
 
-# CMake configure through `tally links` (see tinyxml2) with the variant's flags.
-cmake_configure() { # extra cmake arguments...
-  local cc=$CCV cxx=$CXXV
+# Sets cc, cxx: the variant's compilers, named clang-19/clang++-19 also in the tally builds (`tally
+# links`). Build systems that look at the compiler's name (CMake's binutils, see tinyxml2; redis's
+# `findstring clang,$(CC)` adding -Wno-c11-extensions; CPython's configure `case $CC in *clang*`
+# setting its PGO variables) then decide as for clang-19.
+named_compilers() {
+  cc=$CCV; cxx=$CXXV
   if [ "$cc" = "tally cc" ]; then
     tally links "$WORK/bin" >/dev/null || return 1
     cc=$WORK/bin/clang-19; cxx=$WORK/bin/clang++-19
   fi
+}
+# CMake configure through `tally links` (see tinyxml2) with the variant's flags.
+cmake_configure() { # extra cmake arguments...
+  local cc cxx
+  named_compilers || return 1
   CC="$cc" CXX="$cxx" cmake -S . -B build -DCMAKE_BUILD_TYPE=None \
     -DCMAKE_C_FLAGS="$FLAGSV" -DCMAKE_CXX_FLAGS="$FLAGSV" "$@"
 }
@@ -400,7 +408,7 @@ redis_atomic=yes
 # Redis has no configure step: `make persist-settings` (which also builds deps/: hiredis, lua,
 # linenoise, hdr_histogram) writes src/.make-settings, the flags of the build, compared instead.
 # MALLOC=libc: the bundled jemalloc is not built (Debian builds against the system's).
-redis_make() { make -C src MALLOC=libc BUILD_TLS=no CC="$CCV" CFLAGS="$FLAGSV" "$@"; }
+redis_make() { local cc cxx; named_compilers || return 1; make -C src MALLOC=libc BUILD_TLS=no CC="$cc" CFLAGS="$FLAGSV" "$@"; }
 redis_configure() { redis_make persist-settings; }
 redis_build() { redis_make -j"$JOBS" all; }
 # A subset of the suite (unit/...), run by `runtest` (tclsh) against the built redis-server, which
@@ -420,7 +428,7 @@ redis_conffiles="src/.make-settings"
 
 cpython_pkg=python3.11; cpython_system="autotools, extension modules as shared objects"
 # Plain configure (Debian's rules add much more); no ensurepip (nothing is installed).
-cpython_configure() { ./configure --without-ensurepip CC="$CCV" CXX="$CXXV" CFLAGS="$FLAGSV"; }
+cpython_configure() { local cc cxx; named_compilers || return 1; ./configure --without-ensurepip CC="$cc" CXX="$cxx" CFLAGS="$FLAGSV"; }
 # Builds ./python, then its extension modules (setup.py, run by the just-built ./python) as
 # build/lib.*/*.so, which ./python dlopens from the build directory.
 cpython_build() { make -j"$JOBS"; }
