@@ -15,6 +15,9 @@
 # A project that fails (build error, ...) is reported as failed with its reason; the others still run.
 #
 # Usage: scripts/real-projects.sh [--projects sed,expat,tinyxml2] [--jobs N]
+#   also: --projects libuv,redis,cpython (not in the default list: an hour or more on 2 cores)
+#   --reuse: keep the build trees of an earlier run whose build succeeded (target/real-projects/<p>/
+#   <variant>.built), and only rerun their test suites (with fresh profile directories).
 # Work directory: target/real-projects/ (sources, builds, logs, profiles, results.md).
 # Needs Debian 12; installs what it lacks with apt (adds a deb-src entry mirroring the deb entries).
 # Not run in CI: 9 minutes for sed alone, about 15 for all three with the trace builds, on 2 cores
@@ -26,13 +29,15 @@ WORK=$ROOT/target/real-projects
 PROJECTS=sed,expat,tinyxml2
 JOBS=2
 FLAGS="-O2 -g"
+REUSE=
 while [ $# -gt 0 ]; do
   case $1 in
     --projects) PROJECTS=$2; shift 2 ;;
     --projects=*) PROJECTS=${1#*=}; shift ;;
     --jobs) JOBS=$2; shift 2 ;;
     --jobs=*) JOBS=${1#*=}; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --reuse) REUSE=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "real-projects.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -54,6 +59,14 @@ setup() {
   command -v autoreconf >/dev/null || missing+=(autoconf)
   command -v automake >/dev/null || missing+=(automake)
   command -v libtoolize >/dev/null || missing+=(libtool)
+  # redis's runtest is Tcl; CPython's extension modules used by its tests need these headers.
+  case ",$PROJECTS," in *,redis,*) command -v tclsh >/dev/null || missing+=(tcl) ;; esac
+  case ",$PROJECTS," in *,cpython,*)
+    local d
+    for d in libffi-dev zlib1g-dev libssl-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev uuid-dev; do
+      dpkg -s "$d" >/dev/null 2>&1 || missing+=("$d")
+    done ;;
+  esac
   if ! apt-cache showsrc sed 2>/dev/null | grep -q '^Package: sed'; then
     log "adding deb-src entries mirroring the deb entries"
     local f
@@ -111,6 +124,16 @@ def key_of(doc, mode):
     return hashlib.sha1(repr(fs).encode()).hexdigest()[:12], (mains[0] if mains else "?")
 
 groups, labels, errors = {}, {}, []
+# Every group's counts also added up here, as the profiles are read: the comparison still runs
+# when `tally merge` refuses a group (its failure is reported all the same).
+totals = {}
+
+def add(total, doc, mode):
+    for f in doc["functions"]:
+        key = (f["name"], norm(f["module"], mode), f["cfg_hash"])
+        c = [f["entry_count"]] + [b["count"] for b in f["blocks"]] + [e["count"] for e in f["edges"]]
+        t = total.get(key)
+        total[key] = c if t is None else [x + y for x, y in zip(t, c)]
 for mode in ("edge", "naive"):
     d = pdir[mode]
     files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".tally")
@@ -124,6 +147,7 @@ for mode in ("edge", "naive"):
             k, label = key_of(doc, mode)
             labels[k] = label
             groups.setdefault(k, {"edge": [], "naive": []})[mode].append(path)
+            add(totals.setdefault((mode, k), {}), doc, mode)
 
 def summed(files):
     # The reports of `files` added in Python (trace builds: `tally merge` adds counters, and a
@@ -177,9 +201,14 @@ for k in sorted(groups, key=lambda k: labels[k]):
     e, err1 = merged("edge", k, g["edge"])
     n, err2 = merged("naive", k, g["naive"])
     if e is None or n is None:
-        bad.append(line + f": merge failed: {err1 or err2}")
-        continue
-    ce, cn = counts(e, "edge"), counts(n, "naive")
+        bad.append(line + f": tally merge failed: {(err1 or err2 or '').splitlines()[-1:]}")
+        # Compared all the same, from the counts added up while reading.
+        ce = {f: (c[0], c[1:], []) for f, c in totals[("edge", k)].items()}
+        cn = {f: (c[0], c[1:], []) for f, c in totals[("naive", k)].items()}
+        nmod = len({f[1] for f in ce})
+    else:
+        ce, cn = counts(e, "edge"), counts(n, "naive")
+        nmod = len({f["module"] for f in e["functions"]})
     if set(ce) != set(cn):
         bad.append(line + f": different function sets ({len(set(ce) ^ set(cn))} differ)")
     diff = []
@@ -188,7 +217,7 @@ for k in sorted(groups, key=lambda k: labels[k]):
         ncount += 1 + len(ce[f][1]) + len(ce[f][2])
         if ce[f] != cn[f]:
             diff.append(f[0])
-    print(line + f": {len(ce)} functions" + (f", counts differ in: {' '.join(diff)}" if diff else ", equal"))
+    print(line + f": {nmod} modules, {len(ce)} functions" + (f", counts differ in: {' '.join(diff)}" if diff else ", equal"))
     if diff:
         bad.append(line + f": counts differ in {len(diff)} functions: {' '.join(diff[:20])}")
 print(f"SUMMARY: {len(groups)} builds (programs, {len([k for k in groups if labels[k] in excl_programs])} excluded), {sum(len(g['edge']) for g in groups.values())} edge + "
@@ -241,9 +270,12 @@ source_dir() {
   [ -n "$d" ] && echo "${d%/}"
 }
 
-# Environment of a variant: sets CCV, CXXV and exports/unsets TALLY_MODE.
-variant_env() {
+# Environment of a variant: sets CCV, CXXV, FLAGSV and exports/unsets TALLY_MODE. FLAGSV is FLAGS,
+# plus --tally-atomic in the tally builds of a project with <p>_atomic=yes (threads: libuv, redis).
+variant_env() { # variant project
   unset TALLY_PROFILE
+  FLAGSV=$FLAGS
+  [ "$1" != plain ] && [ -n "$(eval echo "\${${2}_atomic:-}")" ] && FLAGSV="$FLAGS --tally-atomic"
   case $1 in
     plain) CCV=clang-19; CXXV=clang++-19; unset TALLY_MODE ;;
     edge) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edge ;;
@@ -254,7 +286,7 @@ variant_env() {
 
 # Normalize a configure result file: the build directory, the source directory, the compiler names.
 normalize() { # file builddir srcdir
-  sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" \
+  sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" -e "s|$WORK/bin/||g" -e 's/ --tally-atomic//g' \
       -e 's/tally c++/@CXX@/g; s/clang++-19/@CXX@/g; s/tally cc/@CC@/g; s/clang-19/@CC@/g' \
       -e "s/'\\\\''CC=@CC@'\\\\''/CC=@CC@/g; s/'CC=@CC@'/CC=@CC@/g" \
       -e "s/'\\\\''CXX=@CXX@'\\\\''/CXX=@CXX@/g; s/'CXX=@CXX@'/CXX=@CXX@/g" "$1"
@@ -262,7 +294,7 @@ normalize() { # file builddir srcdir
 # CMakeCache.txt: compiler paths and their first argument normalized; comments dropped.
 normalize_cmake() { # file builddir srcdir
   grep -v '^#\|^//\|^$' "$1" |
-    sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" \
+    sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" -e 's/ --tally-atomic//g' \
         -e 's|^\(CMAKE_C_COMPILER:[A-Z]*=\).*|\1@CC@|; s|^\(CMAKE_CXX_COMPILER:[A-Z]*=\).*|\1@CXX@|' |
     grep -v '^CMAKE_C_COMPILER_ARG1\|^CMAKE_CXX_COMPILER_ARG1' | sort
 }
@@ -328,6 +360,109 @@ tinyxml2_build() { cmake --build build -j "$JOBS"; }
 tinyxml2_check() { ctest --test-dir build -j "$JOBS" --output-on-failure; }
 tinyxml2_conffiles="build/CMakeCache.txt"
 
+# libuv, redis and CPython (issue 44): larger projects, with threads (libuv, redis: their tally
+# builds add --tally-atomic, <p>_atomic=yes) and, for CPython, extension modules loaded as shared
+# objects. Each check prints its suite's own per-test results converted to PASS:/FAIL:/SKIP:/ERROR:
+# lines (the automake form test_lines reads), after the suite's raw output.
+
+# Sets cc, cxx: the variant's compilers, named clang-19/clang++-19 also in the tally builds (`tally
+# links`). Build systems that look at the compiler's name (CMake's binutils, see tinyxml2; redis's
+# `findstring clang,$(CC)` adding -Wno-c11-extensions; CPython's configure `case $CC in *clang*`
+# setting its PGO variables) then decide as for clang-19.
+named_compilers() {
+  cc=$CCV; cxx=$CXXV
+  if [ "$cc" = "tally cc" ]; then
+    tally links "$WORK/bin" >/dev/null || return 1
+    cc=$WORK/bin/clang-19; cxx=$WORK/bin/clang++-19
+  fi
+}
+# CMake configure through `tally links` (see tinyxml2) with the variant's flags.
+cmake_configure() { # extra cmake arguments...
+  local cc cxx
+  named_compilers || return 1
+  CC="$cc" CXX="$cxx" cmake -S . -B build -DCMAKE_BUILD_TYPE=None \
+    -DCMAKE_C_FLAGS="$FLAGSV" -DCMAKE_CXX_FLAGS="$FLAGSV" "$@"
+}
+
+libuv_pkg=libuv1; libuv_system="CMake, C shared library, threads"
+libuv_atomic=yes
+libuv_configure() { cmake_configure -DLIBUV_BUILD_TESTS=ON -DBUILD_TESTING=ON; }
+# uv_run_tests, linked against the (tally-built) libuv.so; uv_run_tests_a (static) is not built.
+libuv_build() { cmake --build build -j "$JOBS" --target uv_run_tests; }
+# The runner (from the source directory, as ctest runs it: test/fixtures) runs every test in a child
+# process of its own (and many tests spawn helper processes of the same executable); TAP output.
+libuv_check() {
+  local rc
+  # As debian/rules: no DNS requests, time-sensitive timeouts raised (4x: a loaded machine); and
+  # UV_RUN_AS_ROOT, without which the runner refuses to run as root.
+  RES_OPTIONS=attempts:0 UV_TEST_TIMEOUT_MULTIPLIER=4 UV_RUN_AS_ROOT=1 build/uv_run_tests >uv-tests.out 2>&1; rc=$?
+  cat uv-tests.out
+  sed -nE 's/^ok [0-9]+ - ([^ ]+) # SKIP.*/SKIP: \1/p; t
+            s/^ok [0-9]+ - ([^ ]+).*/PASS: \1/p; s/^not ok [0-9]+ - ([^ ]+).*/FAIL: \1/p' uv-tests.out
+  return $rc
+}
+libuv_conffiles="build/CMakeCache.txt"
+
+redis_pkg=redis; redis_system="make (no configure), threads"
+redis_atomic=yes
+# Redis has no configure step: `make persist-settings` (which also builds deps/: hiredis, lua,
+# linenoise, hdr_histogram) writes src/.make-settings, the flags of the build, compared instead.
+# MALLOC=libc: the bundled jemalloc is not built (Debian builds against the system's).
+redis_make() { local cc cxx; named_compilers || return 1; make -C src MALLOC=libc BUILD_TLS=no CC="$cc" CFLAGS="$FLAGSV" "$@"; }
+redis_configure() { redis_make persist-settings; }
+redis_build() { redis_make -j"$JOBS" all; }
+# A subset of the suite (unit/...), run by `runtest` (tclsh) against the built redis-server, which
+# it starts and stops (SIGTERM) for every group of tests; forked children (BGSAVE, ...) too.
+redis_tests="unit/printver unit/keyspace unit/type/string unit/type/incr unit/type/list unit/type/hash
+             unit/type/set unit/type/zset unit/expire unit/bitops unit/other unit/info-command"
+redis_check() {
+  local rc t args=()
+  for t in $redis_tests; do args+=(--single "$t"); done
+  TERM=dumb ./runtest --clients "$JOBS" --timeout 1200 "${args[@]}" >runtest.out 2>&1; rc=$?
+  cat runtest.out
+  sed -nE 's/^\[ok\]: (.*) \([0-9]+ ms\)$/PASS: \1/p; s/^\[err\]: (.*)$/FAIL: \1/p; s/^\[skip\]: (.*)$/SKIP: \1/p
+            s/^\[ignore\]: (.*)$/SKIP: \1/p; s/^\[exception\]: (.*)$/ERROR: \1/p' runtest.out
+  return $rc
+}
+redis_conffiles="src/.make-settings"
+
+cpython_pkg=python3.11; cpython_system="autotools, extension modules as shared objects"
+# Plain configure (Debian's rules add much more); no ensurepip (nothing is installed).
+cpython_configure() { local cc cxx; named_compilers || return 1; ./configure --without-ensurepip CC="$cc" CXX="$cxx" CFLAGS="$FLAGSV"; }
+# Builds ./python, then its extension modules (setup.py, run by the just-built ./python) as
+# build/lib.*/*.so, which ./python dlopens from the build directory.
+cpython_build() { make -j"$JOBS"; }
+# A subset of the test suite, in one worker process (-j1), verbose: unittest's line per test case
+# ("name (module.Class.name) ... ok") converted, and regrtest's line per test module. (Not
+# --junit-xml: regrtest reads it with xml.etree, whose pyexpat does not build from Debian's
+# patched source outside Debian's own Setup: "this header requires Py_BUILD_CORE define".)
+cpython_tests="test_subprocess test_threading test_signal test_ctypes test_json test_re test_zlib"
+cpython_check() {
+  local rc
+  ./python -m test -j1 -v $cpython_tests >regrtest.out 2>&1; rc=$?
+  cat regrtest.out
+  python3 - regrtest.out <<'PY'
+import re, sys
+res = {"ok": "PASS", "FAIL": "FAIL", "ERROR": "ERROR", "expected failure": "XFAIL", "unexpected success": "XPASS"}
+prev = ""
+for line in open(sys.argv[1], errors="replace"):
+    line = line.rstrip("\n")
+    m = re.match(r"^(.*) \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$", line)
+    if m:
+        name = m.group(1)
+        # A test with a docstring: "name (class)" on one line, "docstring ... ok" on the next.
+        if not re.match(r"^\S+ \(\S+\)", name) and re.match(r"^\S+ \(\S+\)$", prev):
+            name = prev
+        print(f"{res.get(m.group(2), 'SKIP')}: {name}")
+    m = re.search(r"\] (test_\w+) (passed|failed|skipped|crashed|timed out|resource denied|interrupted)", line)
+    if m:
+        print(f"{'PASS' if m.group(2) == 'passed' else 'SKIP' if m.group(2) in ('skipped', 'resource denied') else 'FAIL'}: [module] {m.group(1)}")
+    prev = line
+PY
+  return $rc
+}
+cpython_conffiles="config.status pyconfig.h"
+
 # ---------------------------------------------------------------- one project
 # 1. configure results of build $2 against plain; sets conf=NO on a difference.
 compare_configure() { # p v out src det
@@ -355,12 +490,18 @@ run_project() {
   : >"$det"
   src=$(source_dir "$pkg") || { reason="apt-get source $pkg failed"; }
   if [ -z "$reason" ]; then
-    rm -rf "$out"; mkdir -p "$out"
+    [ -n "$REUSE" ] || rm -rf "$out"
+    mkdir -p "$out"
     for v in plain edge naive $(eval echo "\${${p}_trace:+trace}"); do
       dir=$out/$v
+      variant_env $v "$p"
+      if [ -n "$REUSE" ] && [ -f "$out/$v.built" ]; then
+        log "$p: $v: reusing the build, test"
+        [ $v = plain ] && conf=yes || compare_configure "$p" $v "$out" "${src%/}" "$det"
+      else
       log "$p: $v: copy, configure, build, test"
+      rm -rf "$dir" "$out/$v.built"
       cp -a "$src" "$dir"
-      variant_env $v
       (cd "$dir" && "${p}_configure") >"$out/$v.configure.log" 2>&1 ||
         { reason="${reason:+$reason; }$v: configure failed (see $out/$v.configure.log)"; break; }
       if [ $v = plain ]; then conf=yes; else compare_configure "$p" $v "$out" "${src%/}" "$det"; fi
@@ -369,8 +510,13 @@ run_project() {
                                    grep -m1 -E 'error' "$out/$v.build.log") | sed "s|$out/||g" | cut -c1-200)"
         echo "$v: build failed (see $out/$v.build.log)" >>"$det"
         if [ $v = plain ]; then break; else continue; fi; }
+      touch "$out/$v.built"
+      fi
       if [ $v != plain ]; then
-        mkdir -p "$out/$v.profiles"
+        rm -rf "$out/$v.profiles" "$out/$v.merged"
+        # World-writable (sticky, as /tmp): a test process that drops root's privileges
+        # (CPython's test_subprocess test_user runs a child as another user) writes its profile too.
+        mkdir -p "$out/$v.profiles" && chmod 1777 "$out/$v.profiles"
         export TALLY_PROFILE="$out/$v.profiles/%p.tally"
       fi
       [ $v = trace ] && export TALLY_TRACE="$out/$v.profiles/%p.trace"
