@@ -15,9 +15,21 @@ use llvm_sys::prelude::LLVMModuleRef;
 use llvm_sys::{LLVMLinkage, LLVMOpcode, LLVMVisibility};
 use std::collections::{HashMap, HashSet};
 
-/// Names of the functions whose second return re-enters a frame (`longjmp` targets).
-pub(crate) const SETJMP_NAMES: &[&str] =
-    &["setjmp", "_setjmp", "__setjmp", "sigsetjmp", "__sigsetjmp"];
+/// Names of the functions whose second return re-enters a frame: `longjmp` targets, and
+/// `vfork`, whose child runs in the parent's memory (its counts and frame records are the
+/// parent's) until it calls `exec` or `_exit`, where it abandons the frame; the parent's return
+/// is then the re-entry, and `__tally_longjmp_landed` charges what the child abandoned. A
+/// `vfork` that fails (-1, no child) is counted as a re-entry as well: the frame is seen to leave
+/// at the call and come back, which keeps every block count exact.
+pub(crate) const SETJMP_NAMES: &[&str] = &[
+    "setjmp",
+    "_setjmp",
+    "__setjmp",
+    "sigsetjmp",
+    "__sigsetjmp",
+    "vfork",
+    "__vfork",
+];
 
 /// Attribute kind ids looked up once per module.
 #[derive(Clone, Copy, Debug)]
