@@ -735,6 +735,12 @@ pub fn analyze_counted_with(
                 if let Some(&i) = linkonce.get(&key) {
                     let r = &mut functions[i];
                     if r.mode == meta.mode {
+                        // The copies are named after the first module by source path, not
+                        // by their order in the profile (ascending hash: another build of
+                        // the same sources names another module first).
+                        if meta.source < r.module {
+                            r.module = meta.source.clone();
+                        }
                         add_into(r, &solved);
                         if r.inconsistent.is_none() {
                             r.inconsistent = inconsistent;
