@@ -4,6 +4,10 @@
 #   edge   CC="tally cc"   CXX="tally c++"   TALLY_MODE=edge
 #   naive  CC="tally cc"   CXX="tally c++"   TALLY_MODE=edges-naive
 #   trace  CC="tally cc"   CXX="tally c++"   TALLY_MODE=trace   (projects with <p>_trace: expat, tinyxml2)
+# except the projects with <p>_oracle (libuv, redis, CPython), whose runs differ from run to run (hash
+# seeds, timing, threads), built twice:
+#   plain  CC=clang-19     CXX=clang++-19
+#   oracle CC="tally cc"   CXX="tally c++"   TALLY_MODE=edge TALLY_ORACLE=on (the same-run oracle)
 # all with CFLAGS=CXXFLAGS="-O2 -g". For each project it checks
 #   1. configure results identical to the plain build (config.status + config header, or CMakeCache.txt),
 #   2. test-suite results identical to the plain build (every PASS/FAIL/SKIP/... line, or ctest's),
@@ -12,6 +16,8 @@
 #      every block and edge count of every function compared between the two modes,
 #   4. (trace builds) trace == edges-naive: each run also writes TALLY_TRACE=<dir>/%p.trace, and the
 #      counts `tally report --trace` makes of it, added up per build, are compared the same way.
+#   3'. (oracle builds, instead of 3) the profiles merged per program (`tally merge --by-program`) and
+#      every program's merged profile checked against the oracle counts of the same runs (`tally check`).
 # A project that fails (build error, ...) is reported as failed with its reason; the others still run.
 #
 # Usage: scripts/real-projects.sh [--projects sed,expat,tinyxml2] [--jobs N]
@@ -281,12 +287,15 @@ variant_env() { # variant project
     edge) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edge ;;
     naive) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edges-naive ;;
     trace) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=trace ;;
+    oracle) CCV="tally cc"; CXXV="tally c++"; export TALLY_MODE=edge TALLY_ORACLE=on ;;
   esac
+  [ "$1" = oracle ] || unset TALLY_ORACLE
 }
 
 # Normalize a configure result file: the build directory, the source directory, the compiler names.
 normalize() { # file builddir srcdir
   sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" -e "s|$WORK/bin/||g" -e 's/ --tally-atomic//g' \
+      -e "s| --tally-profile-dir=[^ ']*||g" \
       -e 's/tally c++/@CXX@/g; s/clang++-19/@CXX@/g; s/tally cc/@CC@/g; s/clang-19/@CC@/g' \
       -e "s/'\\\\''CC=@CC@'\\\\''/CC=@CC@/g; s/'CC=@CC@'/CC=@CC@/g" \
       -e "s/'\\\\''CXX=@CXX@'\\\\''/CXX=@CXX@/g; s/'CXX=@CXX@'/CXX=@CXX@/g" "$1"
@@ -386,6 +395,7 @@ cmake_configure() { # extra cmake arguments...
 
 libuv_pkg=libuv1; libuv_system="CMake, C shared library, threads"
 libuv_atomic=yes
+libuv_oracle=yes
 libuv_configure() { cmake_configure -DLIBUV_BUILD_TESTS=ON -DBUILD_TESTING=ON; }
 # uv_run_tests, linked against the (tally-built) libuv.so; uv_run_tests_a (static) is not built.
 libuv_build() { cmake --build build -j "$JOBS" --target uv_run_tests; }
@@ -405,6 +415,7 @@ libuv_conffiles="build/CMakeCache.txt"
 
 redis_pkg=redis; redis_system="make (no configure), threads"
 redis_atomic=yes
+redis_oracle=yes
 # Redis has no configure step: `make persist-settings` (which also builds deps/: hiredis, lua,
 # linenoise, hdr_histogram) writes src/.make-settings, the flags of the build, compared instead.
 # MALLOC=libc: the bundled jemalloc is not built (Debian builds against the system's).
@@ -427,6 +438,11 @@ redis_check() {
 redis_conffiles="src/.make-settings"
 
 cpython_pkg=python3.11; cpython_system="autotools, extension modules as shared objects"
+cpython_oracle=yes
+# Its tally builds name a default profile directory (--tally-profile-dir): a test child started
+# with an empty environment (test_subprocess's test_empty_env) writes its profile there, not into
+# the test's working directory. TALLY_PROFILE (set for the suite) wins where it is inherited.
+cpython_profile_dir=yes
 # Plain configure (Debian's rules add much more); no ensurepip (nothing is installed).
 cpython_configure() { local cc cxx; named_compilers || return 1; ./configure --without-ensurepip CC="$cc" CXX="$cxx" CFLAGS="$FLAGSV"; }
 # Builds ./python, then its extension modules (setup.py, run by the just-built ./python) as
@@ -439,7 +455,10 @@ cpython_build() { make -j"$JOBS"; }
 cpython_tests="test_subprocess test_threading test_signal test_ctypes test_json test_re test_zlib"
 cpython_check() {
   local rc
-  ./python -m test -j1 -v $cpython_tests >regrtest.out 2>&1; rc=$?
+  # SIGINT as a terminal would have it: a shell running this script in the background ignores it,
+  # and its children inherit that (test_signal, test_threading expect the default handler).
+  python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); os.execv(sys.argv[1], sys.argv[1:])' \
+    ./python -m test -j1 -v $cpython_tests >regrtest.out 2>&1; rc=$?
   cat regrtest.out
   python3 - regrtest.out <<'PY'
 import re, sys
@@ -481,6 +500,35 @@ compare_configure() { # p v out src det
   done
 }
 
+# The variants project $1 is built in.
+variants() {
+  if [ -n "$(eval echo "\${${1}_oracle:-}")" ]; then echo plain oracle
+  else echo plain edge naive $(eval echo "\${${1}_trace:+trace}"); fi
+}
+
+# 3'. `tally check` on every merged program of $1/oracle.merged; prints the verdict ("yes (...)" or
+# "NO (...)"), details to $2.
+check_programs() { # out det
+  local out=$1 det=$2 f n=0 bad=0 fns=0 edges=0 flagged=0 rc
+  for f in "$out"/oracle.merged/*.tally; do
+    [ -f "$f" ] || continue
+    n=$((n + 1))
+    tally check --format json "$f" >"$f.check.json" 2>"$f.check.err"; rc=$?
+    read -r c e fl < <(python3 -c 'import json,sys
+try: d = json.load(open(sys.argv[1])); print(d["compared"], d["edges"], len(d["flagged"]))
+except Exception: print(0, 0, 0)' "$f.check.json")
+    fns=$((fns + c)); edges=$((edges + e)); flagged=$((flagged + fl))
+    if [ $rc != 0 ]; then
+      bad=$((bad + 1))
+      { echo "tally check $(basename "$f"): exit $rc"; head -3 "$f.check.err"; tally check "$f" 2>&1 | head -20; } >>"$det"
+    elif [ "$fl" != 0 ]; then
+      { echo "tally check $(basename "$f"): $fl function(s) flagged by the mode:"; tally check "$f" 2>&1 | grep '^flagged' | head -10; } >>"$det"
+    fi
+  done
+  local what="$n programs, $fns functions and $edges edge counts compared, $flagged flagged"
+  if [ $n = 0 ]; then echo "NO (no merged profile)"; elif [ $bad = 0 ]; then echo "yes ($what)"; else echo "NO ($bad programs differ; $what)"; fi
+}
+
 # Writes $WORK/results/<p>.row (a markdown table row) and <p>.txt (details). Returns 0 if all checks pass.
 run_project() {
   local p=$1 pkg sys src v dir rc t0 t1 status=ok reason="" conf="?" tests="?" eq="?"
@@ -492,9 +540,11 @@ run_project() {
   if [ -z "$reason" ]; then
     [ -n "$REUSE" ] || rm -rf "$out"
     mkdir -p "$out"
-    for v in plain edge naive $(eval echo "\${${p}_trace:+trace}"); do
+    for v in $(variants "$p"); do
       dir=$out/$v
       variant_env $v "$p"
+      [ $v != plain ] && [ -n "$(eval echo "\${${p}_profile_dir:-}")" ] &&
+        FLAGSV="$FLAGSV --tally-profile-dir=$out/$v.profiles"
       if [ -n "$REUSE" ] && [ -f "$out/$v.built" ]; then
         log "$p: $v: reusing the build, test"
         [ $v = plain ] && conf=yes || compare_configure "$p" $v "$out" "${src%/}" "$det"
@@ -525,20 +575,31 @@ run_project() {
       unset TALLY_PROFILE TALLY_TRACE
       echo "$v: test suite exit status $rc; $(test_summary "$out/$v.check.log")" >>"$det"
     done
-    unset TALLY_MODE
+    unset TALLY_MODE TALLY_ORACLE
   fi
   if [ -z "$reason" ]; then
     # 2. test results
     test_lines "$out/plain.check.log" >"$out/plain.tests"
     tests="yes ($(test_summary "$out/plain.check.log"))"
     [ -s "$out/plain.tests" ] || tests="NO (no test results found)"
-    for v in edge naive $(eval echo "\${${p}_trace:+trace}"); do
+    for v in $(variants "$p"); do
+      [ $v = plain ] && continue
       test_lines "$out/$v.check.log" >"$out/$v.tests"
       if ! diff "$out/plain.tests" "$out/$v.tests" >"$out/$v.tests.diff"; then
         tests=NO
         { echo "tests: $v differs from plain:"; cat "$out/$v.tests.diff"; } >>"$det"
       fi
     done
+    if [ -n "$(eval echo "\${${p}_oracle:-}")" ]; then
+      # 3'. every program's counts == the same-run oracle's
+      log "$p: merging per program, checking against the same-run oracle"
+      rm -rf "$out/oracle.merged"
+      if ! tally merge --by-program -o "$out/oracle.merged" "$out/oracle.profiles" >"$out/merge.txt" 2>&1; then
+        eq="NO (tally merge --by-program failed)"; { echo "merge:"; head -20 "$out/merge.txt"; } >>"$det"
+      else
+        eq=$(check_programs "$out" "$det")
+      fi
+    else
     # 3. edge == edges-naive
     log "$p: comparing edge and edges-naive profiles"
     if python3 "$WORK/compare.py" "$out" "$JOBS" "$out/edge.profiles" "$out/edge" "$out/naive.profiles" "$out/naive" \
@@ -559,6 +620,7 @@ run_project() {
         eq="$eq; trace == edges-naive: NO ($(grep '^SUMMARY' "$out/compare-trace.txt" | sed 's/^SUMMARY: //'))"
         { echo "trace vs edges-naive:"; grep -E '^DIFFERS|Traceback|Error' "$out/compare-trace.txt" | head -30; } >>"$det"
       fi
+    fi
     fi
   fi
   t1=$(date +%s)
@@ -584,7 +646,7 @@ for p in ${PROJECTS//,/ }; do
   rows+=("$p")
 done
 {
-  echo "| project | build system | configure identical? | test results identical? | edge == edges-naive over the suite? | time |"
+  echo "| project | build system | configure identical? | test results identical? | edge == edges-naive over the suite (oracle builds: == the same-run oracle)? | time |"
   echo "|---|---|---|---|---|---|"
   for p in "${rows[@]}"; do cat "$WORK/results/$p.row"; done
   echo

@@ -70,12 +70,16 @@ enum Cmd {
     /// Score counter placements on a profile's measured counts (paper 000 §6, Graphs 2-4):
     /// every block, every edge, spanning-tree chords under heuristic, measured and worst
     /// weights, Vprof(Ecnt), Knuth-Stevenson Vprof(Vcnt). Needs an edge or edges-naive profile.
-    Placements(PlacementsArgs),
+    Placements(ProfilesArgs),
     /// What changed between two profiles of the same build (or of builds whose functions match
     /// by graph hash): functions, blocks, source lines and paths whose counts differ, largest
     /// change first, and the paths run in one and not the other. Exit status 0 when every count
     /// is the same, 1 when not, 2 on error.
     Diff(DiffArgs),
+    /// Compare the counts of a build made with --tally-oracle with the oracle's counts of the
+    /// same run (every edge counted, in the same binary): per function equal, flagged by the
+    /// mode, or different. Exit status 0 when no count differs, 1 when some does, 2 on error.
+    Check(ProfilesArgs),
     /// A static HTML site of the counts (works from file://): directory tree and file list
     /// with coverage, annotated source with a heat scale, control-flow graphs.
     Html(HtmlArgs),
@@ -269,8 +273,9 @@ struct DiffArgs {
     output: Option<PathBuf>,
 }
 
+/// The arguments of `placements` and `check`: profiles, a format, an output file.
 #[derive(clap::Args)]
-struct PlacementsArgs {
+struct ProfilesArgs {
     /// Profiles (several are added; they must come from the same build).
     #[arg(required = true)]
     profiles: Vec<PathBuf>,
@@ -351,8 +356,8 @@ fn title(profiles: &[PathBuf]) -> String {
         .join(" + ")
 }
 
-fn placements(a: PlacementsArgs) -> Result<i32> {
-    let profile = read_profiles(&a.profiles)?;
+fn placements(a: ProfilesArgs) -> Result<i32> {
+    let profile = read_for_report(&a.profiles)?;
     let title = title(&a.profiles);
     let r = tally_report::analyze(&profile)?;
     let s = tally_report::placements::score(&r);
@@ -369,10 +374,23 @@ fn placements(a: PlacementsArgs) -> Result<i32> {
     Ok(warn_inconsistent(&r))
 }
 
+/// `tally check`: 0 when no count differs from the same-run oracle's, 1 when some does.
+fn check(a: ProfilesArgs) -> Result<i32> {
+    let profile = read_profiles(&a.profiles)?;
+    let c = tally_report::check::check(&profile)?;
+    let title = title(&a.profiles);
+    let out = match a.format {
+        Format::Json => tally_report::check::json(&c, &title),
+        Format::Text => tally_report::check::text(&c, &title),
+    };
+    write_out(a.output.as_ref(), out.as_bytes())?;
+    Ok(i32::from(!c.passed()))
+}
+
 /// `tally diff A B`: 0 when every count is the same, 1 when not.
 fn diff(a: DiffArgs) -> Result<i32> {
-    let ra = tally_report::analyze(&read_profiles(std::slice::from_ref(&a.a))?)?;
-    let rb = tally_report::analyze(&read_profiles(std::slice::from_ref(&a.b))?)?;
+    let ra = tally_report::analyze(&read_for_report(std::slice::from_ref(&a.a))?)?;
+    let rb = tally_report::analyze(&read_for_report(std::slice::from_ref(&a.b))?)?;
     let (ma, mb) = (
         tally_report::source::model(&ra),
         tally_report::source::model(&rb),
@@ -389,7 +407,7 @@ fn diff(a: DiffArgs) -> Result<i32> {
 }
 
 fn paths(a: PathsArgs) -> Result<i32> {
-    let profile = read_profiles(&a.profiles)?;
+    let profile = read_for_report(&a.profiles)?;
     let title = title(&a.profiles);
     let mut r = tally_report::analyze(&profile)?;
     let filter = match &a.function {
@@ -540,6 +558,14 @@ fn read_profile(p: &std::path::Path, bytes: Option<&[u8]>) -> Result<Profile> {
         ) => Err(e.into()),
         Err(e) => Err(anyhow::Error::new(e).context(p.display().to_string())),
     }
+}
+
+/// [`read_profiles`] for the commands that show counts: without the same-run oracle's modules
+/// (`--tally-oracle`, which only `tally check` and `tally merge` read).
+fn read_for_report(paths: &[PathBuf]) -> Result<Profile> {
+    let mut p = read_profiles(paths)?;
+    p.take_oracles();
+    Ok(p)
 }
 
 /// Reads profiles of one program and adds them up, one at a time (memory: the sum and one
@@ -778,7 +804,7 @@ fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
 }
 
 fn show(a: ShowArgs) -> Result<i32> {
-    let profile = read_profiles(std::slice::from_ref(&a.profile))?;
+    let profile = read_for_report(std::slice::from_ref(&a.profile))?;
     let r = tally_report::analyze(&profile)?;
     let m = tally_report::source::model(&r);
     let re = a
@@ -837,7 +863,7 @@ fn analyze_maybe_traced(
     trace: Option<&PathBuf>,
     title: &mut String,
 ) -> Result<(tally_report::Report, Vec<(u32, String)>)> {
-    let profile = read_profiles(profiles)?;
+    let profile = read_for_report(profiles)?;
     match trace {
         None => {
             let r = tally_report::analyze(&profile)?;
@@ -932,6 +958,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Paths(a) => paths(a),
         Cmd::Trace(a) => trace(a),
         Cmd::Diff(a) => diff(a),
+        Cmd::Check(a) => check(a),
         Cmd::Html(a) => html(a),
         Cmd::Placements(a) => placements(a),
         Cmd::Merge {

@@ -36,7 +36,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// 10: [`WtraceMeta::paths`] (trace mode's path-number plan); [`Probe::Path`] is a `u64`, and
 /// hashed path functions ([`PathStorage::Hash`]) may have counters: the counter slices of their
 /// narrow path ends (`tally_graph::paths::slices`).
-pub const META_VERSION: u32 = 10;
+/// 11: [`ModuleMeta::oracle_for`] (the same-run oracle of `--tally-oracle`).
+pub const META_VERSION: u32 = 11;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -484,6 +485,10 @@ pub struct ModuleMeta {
     /// Interprocedural path modes: what the reader needs to number the paths as the
     /// instrumenter did.
     pub ipath: Option<IpathMeta>,
+    /// A same-run oracle (`tally cc --tally-oracle`): this `edges-naive` module counts every
+    /// edge of the functions of the module whose hash this is, in the same binary and the
+    /// same run, so that `tally check` compares the two. Reports leave such modules out.
+    pub oracle_for: Option<u64>,
 }
 
 /// The interprocedural path numbering of a module (modes `ipath`, `ipath-piecewise`): the

@@ -280,6 +280,18 @@ impl Mode {
         self.spec().paths
     }
 
+    /// May a build of this mode carry the same-run oracle (`tally cc --tally-oracle`: an
+    /// `edges-naive` counter on every edge besides the mode's own code)? The modes whose
+    /// profiles give edge or block counts: not the oracles themselves, not events mode (it
+    /// counts events, not edges; its oracle is `events-naive`), and not the trace modes (their
+    /// oracle is the every-edge trace, and trace mode's second entries copy code).
+    pub fn takes_oracle(self) -> bool {
+        matches!(
+            self,
+            Mode::Edge | Mode::Vertex | Mode::Path | Mode::Ipath | Mode::IpathPiecewise
+        )
+    }
+
     /// Counters at the start of each module's array that belong to no function.
     pub fn reserved_counters(self) -> usize {
         usize::from(self.counts_events())

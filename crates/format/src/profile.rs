@@ -943,6 +943,16 @@ impl Profile {
         Ok(Some(at))
     }
 
+    /// Takes the same-run oracle modules (`--tally-oracle`, [`ModuleMeta::oracle_for`]) out
+    /// of the profile and returns them: what every report reads is the rest.
+    pub fn take_oracles(&mut self) -> Vec<ProfileModule> {
+        let (oracles, rest) = std::mem::take(&mut self.modules)
+            .into_iter()
+            .partition(|m| m.meta.oracle_for.is_some());
+        self.modules = rest;
+        oracles
+    }
+
     /// The header flags this profile is written with: what [`Profile::read`] read from them
     /// (a signal number that does not fit [`PROFILE_SIGNAL_MASK`] is written as 255).
     pub fn header_flags(&self) -> u32 {
@@ -1125,6 +1135,7 @@ mod tests {
             skipped: vec![],
             event_kind: None,
             ipath: None,
+            oracle_for: None,
         }
     }
 

@@ -18,6 +18,8 @@
 //!   paths `0 .. num_paths` in its counters, in order; hash storage has no counters and a table
 //!   index of its own, below the number of hashed functions. The numbering itself is checked
 //!   where it is recomputed (tally-report, against [`PathMeta::numbering`](crate::PathMeta));
+//! - an oracle mark ([`ModuleMeta::oracle_for`](crate::ModuleMeta)) only on an `edges-naive`
+//!   module;
 //! - events (events modules only): one `per_block` entry per block; the inclusive counter and
 //!   each call site's counter inside the function's counters; each call site's block a block;
 //! - source lines (issue 15): every source function's location in the file table; per
@@ -313,6 +315,12 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
             } else {
                 "an event kind"
             },
+            mode: m.mode.name(),
+        }));
+    }
+    if m.oracle_for.is_some() && m.mode != crate::Mode::EdgesNaive {
+        return Err(module_err(Problem::Mode {
+            what: "an oracle mark",
             mode: m.mode.name(),
         }));
     }

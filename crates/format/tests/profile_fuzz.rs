@@ -71,6 +71,7 @@ fn module(source: &str, nfun: u32, counters: &[u64]) -> ProfileModule {
         skipped: vec![],
         event_kind: None,
         ipath: None,
+        oracle_for: None,
     };
     let cs = (0..num_counters as usize)
         .map(|i| counters.get(i).copied().unwrap_or(i as u64))

@@ -8,6 +8,7 @@ use llvm_sys::prelude::*;
 use std::ffi::CString;
 
 /// Module-level declarations the instrumentation refers to.
+#[derive(Clone)]
 pub(crate) struct Globals {
     pub ctx: LLVMContextRef,
     pub module: LLVMModuleRef,

@@ -152,6 +152,9 @@ pub enum Error {
     /// The input is not LLVM IR this LLVM can read.
     #[error("cannot read LLVM IR: {0}")]
     Parse(String),
+    /// `--tally-oracle` in a mode that cannot carry it.
+    #[error("--tally-oracle is not available in {0} mode (only in edge, vertex, path, ipath and ipath-piecewise modes)")]
+    Oracle(&'static str),
     /// The instrumented module is invalid: a tally bug, reported instead of emitting bad code.
     #[error("instrumented module of {source_file} does not verify (a tally bug): {message}")]
     Verify {
@@ -226,6 +229,11 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         opts.atomic,
     );
 
+    let mut oracle = opts
+        .oracle
+        .then(|| Oracle::new(&globals, &work, opts))
+        .transpose()?;
+
     let mut functions = Vec::with_capacity(work.len());
     let mut path_fallbacks = Vec::new();
     let mut mem2reg = false;
@@ -240,6 +248,14 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             index: index as u32,
         };
         let out = w.plan.emit(&cx);
+        // The oracle's increments go in after the mode's code, which is planned and checked
+        // (SESE's trip counts) on the IR as lowered, and before promotion, which leaves them
+        // in memory. Every position the lowering recorded is still there: an instruction to
+        // insert before, or a terminator successor, which the mode may have split (the
+        // oracle then splits the edge into the mode's block, counting the same traversals).
+        if let Some(o) = &oracle {
+            o.emit(index, w);
+        }
         if out.promotable && opts.promote && !opts.atomic && opts.mode.promotes() {
             let (counters, loops) = promote::promote_loop_counters(
                 &globals,
@@ -256,6 +272,9 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         }
         stats.add(&w.lowered, &out);
         functions.push(function_meta(w, &out, base, &mut files));
+        if let Some(o) = &mut oracle {
+            o.add_meta(index, functions.last().expect("just pushed"));
+        }
         base += w.plan.num_counters();
         table += w.plan.num_tables();
     }
@@ -278,6 +297,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             .counts_events()
             .then(|| opts.events.name().to_string()),
         ipath,
+        oracle_for: None,
     };
     let bitcode = finish(
         &module,
@@ -286,6 +306,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         tables,
         mem2reg || stats.promoted > 0,
         opts,
+        oracle.as_ref(),
     )?;
     Ok(Instrumented {
         bitcode,
@@ -293,6 +314,95 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         stats,
         path_fallbacks,
     })
+}
+
+/// The same-run oracle of `--tally-oracle` ([`Options::oracle`]): a counter on every edge of
+/// every instrumented function (the `edges-naive` plan, `modes::naive`), in a counter array
+/// and a module record of their own ([`ModuleMeta::oracle_for`]). Its counters are never
+/// promoted and share nothing with the mode's but the graph both are planned on, so that
+/// `tally check` can compare the two profiles one run writes.
+struct Oracle {
+    /// The module's globals with the oracle's counter array and no path tables.
+    g: emit::Globals,
+    /// Each function's plan, in `work` order.
+    plans: Vec<plan::Plan>,
+    /// Each function's first counter.
+    bases: Vec<usize>,
+    /// The oracle's metadata of the functions emitted so far.
+    functions: Vec<FunctionMeta>,
+}
+
+impl Oracle {
+    fn new(g: &emit::Globals, work: &[Planned], opts: &Options) -> Result<Oracle, Error> {
+        if !opts.mode.takes_oracle() {
+            return Err(Error::Oracle(opts.mode.name()));
+        }
+        let plans: Vec<plan::Plan> = work
+            .iter()
+            .map(|w| plan::Plan::for_edges(&w.lowered, &modes::every_edge(&w.lowered), false))
+            .collect();
+        let mut bases = Vec::with_capacity(plans.len());
+        let mut total = 0;
+        for p in &plans {
+            bases.push(total);
+            total += p.counters.len();
+        }
+        let counters = module::counter_array(g.module, "__tally_oracle_counters", total as u64);
+        // SAFETY: a constant of a type of the module's context.
+        let none = unsafe { c::LLVMConstNull(g.ptrt) };
+        Ok(Oracle {
+            g: emit::Globals {
+                counters,
+                path_tables: none,
+                ..g.clone()
+            },
+            plans,
+            bases,
+            functions: Vec::new(),
+        })
+    }
+
+    /// Emits function `index`'s increments.
+    fn emit(&self, index: usize, w: &Planned) {
+        let base = self.bases[index] as u64;
+        apply::apply(
+            &self.g,
+            w.func,
+            &w.lowered,
+            &self.plans[index],
+            base,
+            &mut apply::Increment,
+        );
+    }
+
+    /// Records function `index`'s oracle metadata: the mode's (same graph, lines and names)
+    /// with the oracle's counters.
+    fn add_meta(&mut self, index: usize, mode: &FunctionMeta) {
+        let plan = &self.plans[index];
+        self.functions.push(FunctionMeta {
+            counter_base: CounterIdx(self.bases[index] as u32),
+            counters: plan.counters.iter().map(|(p, _)| *p).collect(),
+            zero_edges: Vec::new(),
+            unknown_edges: Vec::new(),
+            paths: None,
+            events: None,
+            wtrace: None,
+            ..mode.clone()
+        });
+    }
+
+    /// The oracle's module metadata, for the mode's module `mode` of hash `hash`.
+    fn meta(&self, mode: &ModuleMeta, hash: u64) -> ModuleMeta {
+        ModuleMeta {
+            mode: tally_format::Mode::EdgesNaive,
+            num_counters: self.plans.iter().map(|p| p.counters.len()).sum::<usize>() as u32,
+            functions: self.functions.clone(),
+            event_kind: None,
+            ipath: None,
+            oracle_for: Some(hash),
+            ..mode.clone()
+        }
+    }
 }
 
 /// Lowers and plans every defined function of the module (those that cannot be lowered or
@@ -417,6 +527,7 @@ fn finish(
     tables: usize,
     mem2reg: bool,
     opts: &Options,
+    oracle: Option<&Oracle>,
 ) -> Result<Vec<u8>, Error> {
     let blob = meta.encode();
     let hash = tally_graph::hash::fnv64(&blob);
@@ -437,6 +548,18 @@ fn finish(
         tables as u64,
         flags,
     );
+    if let Some(o) = oracle {
+        let om = o.meta(meta, hash);
+        let blob = om.encode();
+        module::emit_registration(
+            &o.g,
+            &blob,
+            tally_graph::hash::fnv64(&blob),
+            u64::from(om.num_counters),
+            0,
+            flags & !tally_format::abi::MODULE_FLAG_EVENTS,
+        );
+    }
     if let Some(dir) = &opts.profile_dir {
         module::emit_profile_dir(globals.module, dir);
     }

@@ -113,6 +113,27 @@ pub(crate) fn declare_void_fn(
     }
 }
 
+/// A module counter array of `num_counters` entries named `name` (LLVM renames a second one).
+///
+/// Page-aligned and a whole number of pages (abi::COUNTER_ALIGN): continuous mode maps pages
+/// of the profile file over it (ARCHITECTURE.md, "Continuous mode"). The entries past
+/// `num_counters` are padding nothing uses; zero-initialized, the array stays in .bss, so the
+/// padding costs address space, not file size or (untouched) memory.
+pub(crate) fn counter_array(m: LLVMModuleRef, name: &str, num_counters: u64) -> LLVMValueRef {
+    // SAFETY: `m` is a live module; the type and global are created in its context.
+    unsafe {
+        let i64t = c::LLVMInt64TypeInContext(c::LLVMGetModuleContext(m));
+        let per_page = abi::COUNTER_ALIGN / 8;
+        let arr_ty = c::LLVMArrayType2(i64t, num_counters.max(1).next_multiple_of(per_page));
+        let name = cs(name);
+        let counters = c::LLVMAddGlobal(m, arr_ty, name.as_ptr());
+        c::LLVMSetLinkage(counters, LLVMLinkage::LLVMInternalLinkage);
+        c::LLVMSetInitializer(counters, c::LLVMConstNull(arr_ty));
+        c::LLVMSetAlignment(counters, abi::COUNTER_ALIGN as u32);
+        counters
+    }
+}
+
 /// Creates the declarations and the counter array (of `num_counters` entries).
 pub(crate) fn make_globals(
     ctx: LLVMContextRef,
@@ -128,17 +149,7 @@ pub(crate) fn make_globals(
         let voidt = c::LLVMVoidTypeInContext(ctx);
         let frame_ty = struct_type(ctx, &abi::TALLY_FRAME);
 
-        // Page-aligned and a whole number of pages (abi::COUNTER_ALIGN): continuous mode maps
-        // pages of the profile file over it (ARCHITECTURE.md, "Continuous mode"). The entries
-        // past `num_counters` are padding nothing uses; zero-initialized, the array stays in
-        // .bss, so the padding costs address space, not file size or (untouched) memory.
-        let per_page = abi::COUNTER_ALIGN / 8;
-        let arr_ty = c::LLVMArrayType2(i64t, num_counters.max(1).next_multiple_of(per_page));
-        let name = cs("__tally_counters");
-        let counters = c::LLVMAddGlobal(m, arr_ty, name.as_ptr());
-        c::LLVMSetLinkage(counters, LLVMLinkage::LLVMInternalLinkage);
-        c::LLVMSetInitializer(counters, c::LLVMConstNull(arr_ty));
-        c::LLVMSetAlignment(counters, abi::COUNTER_ALIGN as u32);
+        let counters = counter_array(m, "__tally_counters", num_counters);
 
         let name = cs("__tally_top");
         let mut tls_top = c::LLVMGetNamedGlobal(m, name.as_ptr());

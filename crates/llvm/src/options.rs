@@ -36,6 +36,20 @@ pub struct Options {
                     -pthread, else off)")
     )]
     pub atomic: bool,
+    /// Carry the same-run oracle: besides the mode's instrumentation, a counter on every edge
+    /// (what `edges-naive` places), in a counter array and module record of their own
+    /// ([`tally_format::ModuleMeta::oracle_for`]), so that one run writes both profiles and
+    /// `tally check` compares them. For the modes that count edges or paths
+    /// ([`tally_format::Mode::takes_oracle`]).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-oracle", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "off", default_missing_value = "on",
+            env = "TALLY_ORACLE", action = clap::ArgAction::Set,
+            value_parser = on_off(),
+            help = "Also count every edge in the same binary (the edges-naive oracle), so that                     `tally check` compares the two profiles of one run (the flag wins over                     TALLY_ORACLE)")
+    )]
+    pub oracle: bool,
     /// Keep shadow-stack frame records in edge mode (default). Turning them off is only for
     /// measuring their cost: early exits are then not counted and counts of frames that end
     /// early come out wrong.
@@ -366,6 +380,7 @@ impl Default for Options {
             mode: Mode::Edge,
             source: String::new(),
             atomic: false,
+            oracle: false,
             shadow: true,
             weights: None,
             weighting: Weighting::default(),

@@ -50,6 +50,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             mode,
             source: "t.c".into(),
             atomic: false,
+            oracle: false,
             shadow: true,
             weights: None,
             weighting: tally_llvm::Weighting::Loops,

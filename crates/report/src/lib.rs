@@ -15,6 +15,7 @@
 //! source and a per-line report, and [`lcov`] and [`cobertura`] export; [`html`] renders the static site of `tally html`.
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod cobertura;
 pub mod diff;
 pub mod html;
@@ -1158,6 +1159,7 @@ mod sum_tests {
             skipped: vec![],
             event_kind: None,
             ipath: None,
+            oracle_for: None,
         };
         ProfileModule::new(meta, counters)
     }

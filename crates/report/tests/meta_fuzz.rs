@@ -330,6 +330,7 @@ fn build_module(rng: &mut Rng, mode: Mode, source: &str, names: &[&str]) -> Prof
         skipped: vec![],
         event_kind: events.then(|| "insns".to_string()),
         ipath: None,
+        oracle_for: None,
     };
     let mut m = ProfileModule::new(meta, values);
     m.paths = paths;
@@ -871,6 +872,7 @@ fn a_different_numbering_is_refused() {
         skipped: vec![],
         event_kind: None,
         ipath: None,
+        oracle_for: None,
     };
     let bytes = Profile {
         pid: 1,

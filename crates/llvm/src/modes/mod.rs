@@ -15,6 +15,7 @@ mod vertex;
 mod wtrace;
 
 pub use events::EV_SLACK;
+pub(crate) use naive::every_edge;
 
 use crate::emit::Globals;
 use crate::ir::Val;

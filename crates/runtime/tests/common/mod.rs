@@ -54,6 +54,7 @@ impl Module {
             skipped: vec![],
             event_kind: None,
             ipath: None,
+            oracle_for: None,
         };
         Self::from_meta(var, meta, n, prio, abi)
     }
