@@ -47,7 +47,9 @@ pub struct Options {
             require_equals = true, default_value = "off", default_missing_value = "on",
             env = "TALLY_ORACLE", action = clap::ArgAction::Set,
             value_parser = on_off(),
-            help = "Also count every edge in the same binary (the edges-naive oracle), so that                     `tally check` compares the two profiles of one run (the flag wins over                     TALLY_ORACLE)")
+            help = "Also count every edge in the same binary (the edges-naive oracle), so that \
+                    `tally check` compares the two profiles of one run (the flag wins over \
+                    TALLY_ORACLE)")
     )]
     pub oracle: bool,
     /// Keep shadow-stack frame records in edge mode (default). Turning them off is only for
@@ -197,7 +199,8 @@ pub struct Options {
             require_equals = true, default_value = "off", default_missing_value = "on",
             action = clap::ArgAction::Set,
             value_parser = on_off(),
-            help = "Trace mode: keep the bit accumulator in registers between calls (faster;                     a crash loses the interrupted function's records since its last call)")
+            help = "Trace mode: keep the bit accumulator in registers between calls (faster; \
+                    a crash loses the interrupted function's records since its last call)")
     )]
     pub trace_registers: bool,
     /// Trace mode, without `--tally-trace-registers=on`: functions with no landings keep a

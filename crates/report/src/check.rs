@@ -46,6 +46,9 @@ pub struct Check {
     pub unconfirmed: Vec<String>,
     /// Functions on one side only.
     pub missing: Vec<String>,
+    /// What the profile itself says about its counts ([`crate::Report::caveats`]: written at a
+    /// fatal signal, raced): differences are then expected where the caveat applies.
+    pub caveats: Vec<String>,
 }
 
 /// A function the mode flags.
@@ -125,7 +128,10 @@ pub fn check(profile: &Profile) -> Result<Check, CheckError> {
     };
     let (rm, ro) = (analyze(&mode)?, analyze(&oracle)?);
     let (fm, fo) = (by_key(&rm.functions), by_key(&ro.functions));
-    let mut c = Check::default();
+    let mut c = Check {
+        caveats: rm.caveats(),
+        ..Check::default()
+    };
     for (key, ms) in &fm {
         let os = fo.get(key).map_or(&[][..], |v| &v[..]);
         for (i, m) in ms.iter().enumerate() {
@@ -216,6 +222,9 @@ pub fn text(c: &Check, title: &str) -> String {
         c.unconfirmed.len(),
         c.missing.len()
     );
+    for caveat in &c.caveats {
+        let _ = writeln!(s, "note: {caveat}");
+    }
     for d in &c.differ {
         let _ = writeln!(
             s,
