@@ -213,18 +213,24 @@ fn one_line(e: &clap::Error, cl: &CommandLine) -> String {
     }
 }
 
-/// Prints the help of tally's own options, and a line saying that clang's help follows.
-fn print_help(cxx: bool) -> Result<()> {
+/// The command whose long help `tally cc --help` prints (and docs/usage.md shows), and the
+/// clang whose help follows it.
+pub(crate) fn help_command(cxx: bool) -> (clap::Command, &'static str) {
     let (name, clang) = if cxx {
         ("tally c++", "clang++-19")
     } else {
         ("tally cc", "clang-19")
     };
-    let help = command(name)
-        .override_usage(format!(
-            "{name} [--tally-OPTION]... [{clang} OPTION]... FILE..."
-        ))
-        .render_long_help();
+    let cmd = command(name).override_usage(format!(
+        "{name} [--tally-OPTION]... [{clang} OPTION]... FILE..."
+    ));
+    (cmd, clang)
+}
+
+/// Prints the help of tally's own options, and a line saying that clang's help follows.
+fn print_help(cxx: bool) -> Result<()> {
+    let (mut cmd, clang) = help_command(cxx);
+    let help = cmd.render_long_help();
     let mut out = std::io::stdout().lock();
     write!(
         out,

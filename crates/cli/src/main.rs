@@ -5,6 +5,8 @@
 //! hands them to the library crates; errors print one line and exit with status 2.
 
 mod args;
+#[cfg(test)]
+mod docs;
 mod driver;
 mod links;
 mod progress;
