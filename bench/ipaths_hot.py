@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The hottest interprocedural paths of an `ipath` or `ipath-piecewise` profile (paper 004,
-Melski & Reps 1998) that cross a call, with their source lines: the listings of docs/ipaths.md.
+"""The hottest interprocedural paths of an `ipath` or `ipath-piecewise` profile (Melski & Reps 1998,
+Melski & Reps 1998) that cross a call, with their source lines: the listings of docs/log/ipaths.md.
 
     bench/ipaths_hot.py [--tally target/release/tally] [--top 5] [--root DIR] [--title T]
                         [--function NAME]... PROFILE.tally

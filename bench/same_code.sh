@@ -2,8 +2,8 @@
 # Checks that two tally binaries instrument identically: every test program and the Lua and
 # bzip2 sources are compiled (-c) with both, in every mode, and the disassembly of the objects'
 # code, relocations included (objdump -d -r), must be identical. For refactors that must not
-# change behaviour (issue 13: "the instruction counts of unchanged modes do not move": identical
-# code executes identical instructions). Data sections are not compared: the metadata blob
+# change behaviour ("the instruction counts of unchanged modes do not move": identical code
+# executes identical instructions). Data sections are not compared: the metadata blob
 # carries its format version and hash, which a format change alters without changing any code.
 #
 #   bench/same_code.sh OLD_TALLY NEW_TALLY

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the early-exit frame records cost (paper 000 §3.2 made exact at run time).
+"""What the early-exit frame records cost (Ball & Larus 1994 §3.2 made exact at run time).
 
 Builds Lua (running testdata/lua/workload.lua) and SQLite (testdata/sqlite/driver.c) with
 clang-19 -O2, and with tally in `edge` mode with and without frame records

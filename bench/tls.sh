@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the runtime's thread-local model costs in a shared object (issue 44, point 1).
+# What the runtime's thread-local model costs in a shared object.
 #
 # A tally-built shared object links libtally_rt_dyn.a, whose thread-locals are general-dynamic
 # (no static TLS, so any number of such objects can be dlopen'ed); an executable links

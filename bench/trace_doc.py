@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Tables of docs/trace.md (issue 17 point 5) from a bench/run result file:
+"""Tables of docs/log/trace.md (the cost and size of witness traces) from a bench/run result file:
 
     bench/trace_doc.py target/bench/trace.json > target/bench/trace-tables.md
 
-Paper 000 Table 3's columns (Old = `trace-bits`, one bit per conditional branch as AE's old
+Ball & Larus 1994 Table 3's columns (Old = `trace-bits`, one bit per conditional branch as AE's old
 scheme; New = `trace`, witness placement), the trace sizes per million blocks and per
-conditional branch, the overheads next to `edge` and `path`, and issue 17's targets.
+conditional branch, the overheads next to `edge` and `path`, and the targets witness tracing
+was set.
 """
 import json
 import math
@@ -36,7 +37,7 @@ def main(path):
         f"machine: {m['machine'].get('cpu')}, {m['machine'].get('cores')} cores, shared: load "
         f"{m['load_before']} before, {m.get('load_after', '?')} after; tally {m['machine'].get('tally')}).")
     add("")
-    add("### Paper 000 Table 3, for our suite")
+    add("### Ball & Larus 1994 Table 3, for our suite")
     add("")
     add("Old = `trace-bits` (`--tally-mode=trace --tally-trace=bits`: every conditional branch "
         "writes its outcome, AE's original scheme); New = `trace` (witness placement, §4, with the "

@@ -351,7 +351,7 @@ expat_conffiles="expat/config.status expat/expat_config.h"
 
 tinyxml2_pkg=tinyxml2; tinyxml2_system="CMake, C++ shared library"
 # Also built in trace mode (witness tracing): the executable and the shared library write one
-# trace (ARCHITECTURE.md, "One trace per process"), whose counts are compared with edges-naive's.
+# trace (docs/design/processes.md, "One trace per process"), whose counts are compared with edges-naive's.
 tinyxml2_trace=yes
 # CMake infers the toolchain's binutils from the compiler's file name: with CC="tally cc" it would
 # find the unversioned llvm-ar (LLVM 14 on Debian 12) where clang-19 finds llvm-ar-19, so tally
@@ -369,7 +369,7 @@ tinyxml2_build() { cmake --build build -j "$JOBS"; }
 tinyxml2_check() { ctest --test-dir build -j "$JOBS" --output-on-failure; }
 tinyxml2_conffiles="build/CMakeCache.txt"
 
-# libuv, redis and CPython (issue 44): larger projects, with threads (libuv, redis: their tally
+# libuv, redis and CPython: larger projects, with threads (libuv, redis: their tally
 # builds add --tally-atomic, <p>_atomic=yes) and, for CPython, extension modules loaded as shared
 # objects. Each check prints its suite's own per-test results converted to PASS:/FAIL:/SKIP:/ERROR:
 # lines (the automake form test_lines reads), after the suite's raw output.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A signal storm on a loaded machine, for witness tracing's signal streams (ARCHITECTURE.md,
-# "Signal handlers in witness traces", Locks): testdata/wtrace/signals.c built with
-# `tally cc --tally-mode=trace`, its `storm` mode (SIGALRM every 20 us) run for N signals,
+# A signal storm on a loaded machine, for witness tracing's signal streams
+# (docs/design/trace.md, "Signal handlers in witness traces", Locks): testdata/wtrace/signals.c
+# built with `tally cc --tally-mode=trace`, its `storm` mode (SIGALRM every 20 us) run for N signals,
 # range-coded (TALLY_TRACE_COMPRESS=1), COPIES processes at once. Each must exit 0 within 120 s,
 # under 64 MB of memory (ulimit -v 2.5 GB as a guard), and `tally report --trace` of its trace
 # must count as many entries of the handler as the program counted signals.

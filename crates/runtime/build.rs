@@ -66,7 +66,7 @@ fn main() {
             .pic(true)
             // Every linked image (executable or shared object) carries its own copy of the
             // runtime, none exported: a tally-built library adds no symbol to its dynamic
-            // symbol table and never captures another image's references (issue 14, point 5).
+            // symbol table and never captures another image's references.
             // The copies of one process find one another through their `.note.tally` (see
             // c/process.c).
             .flag("-fvisibility=hidden")

@@ -1,5 +1,5 @@
 /*
- * hot.c - a fault inside a hot loop without calls (issue #44, point 5). `hot` sums a table and,
+ * hot.c - a fault inside a hot loop without calls. `hot` sums a table and,
  * halfway, divides by zero (argument "fpe") or stores through NULL ("segv"); with "exit" it
  * finishes and the program exits normally. The function active at the fault stopped between
  * calls, so its counts are not exact: the profile must say it was written at a fatal signal.

@@ -1,5 +1,5 @@
 /* Control-flow graphs that are small (at most 60 blocks at -O2) but dense: the shapes that
- * made `tally html` slow (issue 44 point 7). `steps` is a chain of optional calls whose paths
+ * made `tally html` slow. `steps` is a chain of optional calls whose paths
  * double with every test; `machine` a byte-driven state machine (a switch in a loop with
  * gotos between its cases), like a protocol parser. Used by crates/cli/tests/html.rs and
  * timed in docs/html-layout.md. */

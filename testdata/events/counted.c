@@ -96,7 +96,7 @@ __attribute__((noinline)) static long nest(int n, int m) {
     return t;
 }
 
-/* Inner loops of a nest (docs/sese.md, "Tenth round"): one that sweeps a range from a fixed
+/* Inner loops of a nest (docs/log/sese.md, "Tenth round"): one that sweeps a range from a fixed
    start on every entry (versioned) and one that resumes where the previous entry stopped
    (`while (end < off) b[++end] = ...`, refused by the nesting rule). */
 __attribute__((noinline)) static long nest_sweep(int n, int m) {

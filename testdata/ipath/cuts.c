@@ -1,4 +1,4 @@
-/* cuts.c -- context cuts (docs/ipaths.md, "Context cuts"): `drive` has more than 2^16 paths
+/* cuts.c -- context cuts (docs/log/ipaths.md, "Context cuts"): `drive` has more than 2^16 paths
  * of its own (17 independent branches, each with a call) and calls the static looping `scan`
  * directly: the ipath modes make that call a summary edge, so that scan's loop counts its
  * paths in scan's own array rather than in the hash table under drive's context. `small`

@@ -1,4 +1,4 @@
-/* early.c -- interprocedural paths cut short (paper 004 §9.2): `exit` deep in a chain of
+/* early.c -- interprocedural paths cut short (Melski & Reps 1998 §9.2): `exit` deep in a chain of
  * static functions called directly, `longjmp` across such a chain back to main, and a
  * `longjmp` back into a static function that called setjmp itself while it waits in a direct
  * call. `maybe_jump` has external linkage, so calls of it are summary edges; it is abandoned

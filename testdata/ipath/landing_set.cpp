@@ -1,5 +1,5 @@
-// landing_set.cpp (with landing_main.cpp) -- paper 004 §9.2.2: an exception abandons frames of
-// this file's set and lands in another file. `entry` (external: a root) calls the static
+// landing_set.cpp (with landing_main.cpp) -- Melski & Reps 1998 §9.2.2: an exception abandons
+// frames of this file's set and lands in another file. `entry` (external: a root) calls the static
 // `inner` directly twice per call, which calls the static `leaf` directly and `thrower` (in the
 // other file: a summary edge) in between; `thrower` throws for one x in three, unwinding
 // `inner` and `entry` (no landing pads here) into main's catch in landing_main.cpp, which then

@@ -1,4 +1,4 @@
-// throw.cpp -- interprocedural paths cut short by C++ exceptions (paper 004 §9.2.2): an
+// throw.cpp -- interprocedural paths cut short by C++ exceptions (Melski & Reps 1998 §9.2.2): an
 // exception thrown by `maybe_throw` (external linkage: calls of it are summary edges) through a
 // chain of static functions called directly (`mid`, `outer`: abandoned), through `cleanup`
 // (a destructor in a landing pad, then `resume`), caught in main's loop; and one caught by

@@ -1,7 +1,7 @@
-/* SESE counters (paper 003, `--tally-sese=on`) next to frames that end early: counted loops
- * before an exit() in the same function (the early exit is derived from the tree or counted
- * through a frame record, next to the free chords), loops that call something that may
- * longjmp or exit (refused: the frame may end inside), a longjmp out of a function after its
+/* SESE counters (Frenot & Pereira 2024, `--tally-sese=on`) next to frames that end early:
+ * counted loops before an exit() in the same function (the early exit is derived from the tree
+ * or counted through a frame record, next to the free chords), loops that call something that
+ * may longjmp or exit (refused: the frame may end inside), a longjmp out of a function after its
  * counted loops, and steps that need the exact division's shift and inverse (3, -5, 8, 12) in
  * 8-, 16-, 32- and 64-bit variables and a pointer walk. Every count must equal edges-naive's. */
 #include <setjmp.h>

@@ -1,6 +1,6 @@
-// SESE counters (paper 003) next to C++ exceptions: a counted loop before a throw in the same
-// function (its value is added at the loop exit, before the throw), and a loop whose callee
-// may throw (the frame may end inside: refused). Every count must equal edges-naive's.
+// SESE counters (Frenot & Pereira 2024) next to C++ exceptions: a counted loop before a throw in
+// the same function (its value is added at the loop exit, before the throw), and a loop whose
+// callee may throw (the frame may end inside: refused). Every count must equal edges-naive's.
 #include <cstdio>
 #include <stdexcept>
 

@@ -2,7 +2,7 @@
  * calls.c - THREADS threads (argument, default 4; 0: main alone, no thread is ever created)
  * call one small function PER times each, and print how many calls were made in all. Built
  * with -pthread, tally's counters are atomic and the report must give exactly that many calls
- * of `tick`; built without, a run with threads must be flagged (issue #44, point 4).
+ * of `tick`; built without, a run with threads must be flagged.
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Signal handlers that interrupt traced code between two records (witness tracing,
- * ARCHITECTURE.md "Signal handlers in witness traces"): a loop writes into pages that are
+ * docs/design/trace.md "Signal handlers in witness traces"): a loop writes into pages that are
  * read-only until the SIGSEGV handler, which runs traced code, makes them writable; the store
  * then runs again. The faults come at the same stores in every run and build, so the trace
  * and trace-naive runs take the same path.

@@ -1,5 +1,5 @@
 /*
- * throws.cpp - exceptions for witness tracing (issue 17): throws through several traced
+ * throws.cpp - exceptions for witness tracing: throws through several traced
  * frames (with and without destructors: cleanup landing pads that `resume`), catches at
  * different depths, a rethrow (`throw;`) through frames, a catch(...) in a loop, a throw
  * from a destructor's caller during cleanup-free frames, and a function that catches and

@@ -32,7 +32,7 @@ struct Settings {
     #[command(flatten)]
     opts: tally_llvm::Options,
     /// Place counters by the edge counts of an earlier edge or edges-naive run of the same
-    /// build instead of the static weighting (paper 000 §6.4, Exact-Max)
+    /// build instead of the static weighting (Ball & Larus 1994 §6.4, Exact-Max)
     #[arg(long = "tally-weights", value_name = "PROFILE")]
     weights: Option<PathBuf>,
     /// Print the commands run and instrumentation statistics per file
@@ -107,7 +107,7 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
         s.opts.profile_dir = Some(absolute_profile_dir(dir)?);
     }
     // As gcc does for -fprofile-arcs: a -pthread command builds for threads, so its counters
-    // are atomic unless --tally-atomic says otherwise (issue #44). A non-atomic build that
+    // are atomic unless --tally-atomic says otherwise. A non-atomic build that
     // runs threads anyway (glibc 2.34+ needs no -pthread) is flagged by the runtime.
     if pthread(cl)
         && !cl
@@ -213,18 +213,24 @@ fn one_line(e: &clap::Error, cl: &CommandLine) -> String {
     }
 }
 
-/// Prints the help of tally's own options, and a line saying that clang's help follows.
-fn print_help(cxx: bool) -> Result<()> {
+/// The command whose long help `tally cc --help` prints (and docs/usage.md shows), and the
+/// clang whose help follows it.
+pub(crate) fn help_command(cxx: bool) -> (clap::Command, &'static str) {
     let (name, clang) = if cxx {
         ("tally c++", "clang++-19")
     } else {
         ("tally cc", "clang-19")
     };
-    let help = command(name)
-        .override_usage(format!(
-            "{name} [--tally-OPTION]... [{clang} OPTION]... FILE..."
-        ))
-        .render_long_help();
+    let cmd = command(name).override_usage(format!(
+        "{name} [--tally-OPTION]... [{clang} OPTION]... FILE..."
+    ));
+    (cmd, clang)
+}
+
+/// Prints the help of tally's own options, and a line saying that clang's help follows.
+fn print_help(cxx: bool) -> Result<()> {
+    let (mut cmd, clang) = help_command(cxx);
+    let help = cmd.render_long_help();
     let mut out = std::io::stdout().lock();
     write!(
         out,
@@ -234,7 +240,7 @@ fn print_help(cxx: bool) -> Result<()> {
     .context("cannot write to stdout")
 }
 
-/// Edge frequencies of every function of a profile, for `--tally-weights` (paper 000 §6.4,
+/// Edge frequencies of every function of a profile, for `--tally-weights` (Ball & Larus 1994 §6.4,
 /// Exact-Max placement). The profile must determine every edge count (edge or edges-naive).
 fn load_weights(path: &Path) -> Result<tally_llvm::Weights> {
     let p = tally_format::profile::Profile::read_file(path)

@@ -5,6 +5,8 @@
 //! hands them to the library crates; errors print one line and exit with status 2.
 
 mod args;
+#[cfg(test)]
+mod docs;
 mod driver;
 mod links;
 mod progress;
@@ -67,7 +69,7 @@ enum Cmd {
     /// The executed block sequence of each thread, regenerated from a witness trace
     /// (built with --tally-mode=trace) and the profile of the same run.
     Trace(TraceArgs),
-    /// Score counter placements on a profile's measured counts (paper 000 §6, Graphs 2-4):
+    /// Score counter placements on a profile's measured counts (Ball & Larus 1994 §6, Graphs 2-4):
     /// every block, every edge, spanning-tree chords under heuristic, measured and worst
     /// weights, Vprof(Ecnt), Knuth-Stevenson Vprof(Vcnt). Needs an edge or edges-naive profile.
     Placements(ProfilesArgs),

@@ -248,7 +248,7 @@ fn profiles_of_different_builds_are_refused() {
 fn inconsistent_counts_name_the_function() {
     // Forge a profile whose counters violate the flow law in `main` only: take a valid edge
     // profile and claim `main` was never called although its blocks ran. The report names
-    // `main` on stderr, still reports `add` exactly, and exits with status 3 (issue 14, point 8).
+    // `main` on stderr, still reports `add` exactly, and exits with status 3.
     const TWO: &str = "#include <stdio.h>\n__attribute__((noinline)) int add(int a, int b){return a+b;}\nint main(void){int s=0; for(int i=0;i<10;i++) if(i&1) s=add(s,i); printf(\"%d\\n\", s); return 0;}\n";
     let dir = scratch("inconsistent");
     let good = profile(&dir, "g", "edges-naive", TWO);
@@ -294,8 +294,8 @@ fn inconsistent_counts_name_the_function() {
     }
 }
 
-/// Metadata whose hash is right but whose content is not (issue 13): each case once made
-/// `tally report` panic or would have mislabelled paths; now each is refused on one line that
+/// Metadata whose hash is right but whose content is not (the metadata contract): each case once
+/// made `tally report` panic or would have mislabelled paths; now each is refused on one line that
 /// names the module and the function, with status 2.
 #[test]
 fn inconsistent_metadata_is_refused_with_one_line() {

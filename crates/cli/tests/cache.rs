@@ -1,4 +1,4 @@
-//! The runtime archive `tally cc` links is one it wrote or verified (issue 14, point 3): a
+//! The runtime archive `tally cc` links is one it wrote or verified: a
 //! private cache directory (0700, this user's, not a symbolic link, in directories only this
 //! user or root can change), an archive whose bytes are the embedded ones; anything else is
 //! left alone and the build links a copy written into its own private temporary directory.

@@ -1,5 +1,5 @@
-//! CMake drops tally in like clang-19 (issue 14, "configure results identical to a plain
-//! clang-19 build" for a CMake C++ shared library). CMake infers the toolchain's binutils from
+//! CMake drops tally in like clang-19 ("configure results identical to a plain clang-19
+//! build" for a CMake C++ shared library). CMake infers the toolchain's binutils from
 //! the compiler's file name; through `tally links DIR`'s `DIR/clang-19` / `DIR/clang++-19` it
 //! finds the same `llvm-ar-19`, `llvm-nm-19`, ... as for `clang-19`, so the CMake cache equals
 //! the plain build's once the compiler paths are set aside. The project (a shared library and a

@@ -1,4 +1,4 @@
-//! The compile step with clang options that change what it produces (issue 14, point 9):
+//! The compile step with clang options that change what it produces:
 //! `-flto` is refused, a source on stdin is instrumented, `--coverage` leaves its gcov files
 //! where clang leaves them.
 

@@ -1,8 +1,8 @@
-//! Continuous mode (`TALLY_CONTINUOUS=1` or `%c` in `TALLY_PROFILE`; ARCHITECTURE.md,
-//! "Continuous mode"): a program killed by SIGKILL leaves an unfinished profile whose functions
-//! not active at the kill have exactly the counts of a normal run, and whose functions with
-//! unbalanced flow are reported as interrupted; a normal exit leaves the ordinary profile. The
-//! programs are in `testdata/continuous/`.
+//! Continuous mode (`TALLY_CONTINUOUS=1` or `%c` in `TALLY_PROFILE`;
+//! docs/design/processes.md, "Continuous mode"): a program killed by SIGKILL leaves an unfinished
+//! profile whose functions not active at the kill have exactly the counts of a normal run, and
+//! whose functions with unbalanced flow are reported as interrupted; a normal exit leaves the
+//! ordinary profile. The programs are in `testdata/continuous/`.
 
 mod support;
 

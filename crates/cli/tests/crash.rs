@@ -1,4 +1,4 @@
-//! Crash-exact profiles (issue 14, point 7; `crates/runtime/c/signals.c`): a process that ends
+//! Crash-exact profiles (`crates/runtime/c/signals.c`): a process that ends
 //! on a fatal signal, or through `quick_exit`, writes its profile with the active frames charged
 //! as at `exit`, and ends exactly as the plain build does: same wait status (terminating signal
 //! and core-dump bit, with core dumps enabled), same output (which includes what the program
@@ -106,7 +106,7 @@ fn one_shot_handler_then_default() {
 /// A vfork child's `signal` call goes to the kernel only: the parent (whose memory the child
 /// shares) still sees SIG_DFL (the output is the plain build's), and still writes its profile
 /// on SIGUSR1. `main`, which calls vfork, is exact too: vfork returns twice, as setjmp does
-/// (the parent's return is a re-entry; issue 44).
+/// (the parent's return is a re-entry).
 #[test]
 fn vfork_child_leaves_the_parents_view_alone() {
     let c = check_case(builds(), "vfork", false, false);

@@ -1,4 +1,4 @@
-//! `tally diff A B` (issue 15, point 5) on path profiles of one program run with two inputs.
+//! `tally diff A B` on path profiles of one program run with two inputs.
 //! The expected differences are computed here from each profile's own `tally report --format
 //! json --lines` (functions, blocks, lines) and `tally paths --format json` (paths), and must be
 //! exactly what the diff lists, largest change first; the exit status says equal (0),

@@ -335,8 +335,8 @@ fn runtime_and_instrumenter_agree_on_the_abi() {
 
 #[test]
 fn exact_weights_from_an_earlier_profile() {
-    // Paper 000 §6.4 "Exact-Max": counters placed with measured frequencies. The counts stay
-    // exact, the placement executes no more increments than the heuristic one, and a profile
+    // Ball & Larus 1994 §6.4 "Exact-Max": counters placed with measured frequencies. The counts
+    // stay exact, the placement executes no more increments than the heuristic one, and a profile
     // of other sources is reported and ignored function by function.
     let dir = scratch("driver-weights");
     write(
@@ -386,7 +386,7 @@ fn exact_weights_from_an_earlier_profile() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-/// A loop whose branches LLVM's estimate can rank and paper 000 §5's loop-only weighting
+/// A loop whose branches LLVM's estimate can rank and Ball & Larus 1994 §5's loop-only weighting
 /// cannot: `__builtin_expect` both ways round and a test that leads to a `cold` function, each
 /// beside the common case.
 const RANKED_BRANCHES: &str = r#"#include <stdio.h>
@@ -423,8 +423,8 @@ int main(int argc, char **argv) {
 #[test]
 fn static_estimate_places_fewer_increments_than_loop_weighting() {
     // `--tally-weighting=estimate` is LLVM's static frequency estimate (branch-prediction
-    // heuristics); the default, `loops`, is paper 000 §5's (asked for by name here). Both are
-    // exact; on branches the estimate can rank, its spanning tree leaves the counters on the
+    // heuristics); the default, `loops`, is Ball & Larus 1994 §5's (asked for by name here). Both
+    // are exact; on branches the estimate can rank, its spanning tree leaves the counters on the
     // rare sides.
     let dir = scratch("driver-weighting");
     write(&dir, "r.c", RANKED_BRANCHES);
@@ -508,7 +508,7 @@ fn promotion_keeps_innermost_loop_counters_in_registers_exactly() {
         ("", 2),
         ("--tally-promote=on", 2),
         ("--tally-promote=off", 0),
-        // Hidden tuning knobs (docs/sese.md, twelfth round): no cycle of either loop is one
+        // Hidden tuning knobs (docs/log/sese.md, twelfth round): no cycle of either loop is one
         // instruction long, none is a thousand; neither loop touches more than 20 counters,
         // both touch at least one.
         ("--tally-promote-chain=1", 0),

@@ -1,5 +1,5 @@
-//! Early termination stays exact (paper 000 §3.2, Fig. 7): programs whose frames end through
-//! exit() deep in a callee, longjmp across frames, abort() caught by a SIGABRT handler that
+//! Early termination stays exact (Ball & Larus 1994 §3.2, Fig. 7): programs whose frames end
+//! through exit() deep in a callee, longjmp across frames, abort() caught by a SIGABRT handler that
 //! exits, and C++ exceptions unwinding through frames without handlers. For each program, at
 //! -O0 and -O2, the `edge` build's block and edge counts must equal the `edges-naive` oracle's
 //! (a counter on every edge, no shadow stack), its block counts must equal the `blocks-naive`

@@ -1,4 +1,4 @@
-//! Exact event counting with on-line queries (paper 001). `tally_events()` asked at many points
+//! Exact event counting with on-line queries (Ball 1994). `tally_events()` asked at many points
 //! — in loops, recursion, libc callbacks (qsort), through function pointers, after longjmp back,
 //! in an atexit handler after exit(); on entry to every Lua C API function; from SQLite's
 //! progress handler deep inside its virtual machine — must answer in events mode exactly what
@@ -282,7 +282,7 @@ fn counted_loops_equal_the_oracle() {
 
 #[test]
 fn nested_loops_are_versioned_only_over_fixed_ranges() {
-    // The nesting rule (modes/events/fast.rs, docs/sese.md "Tenth round"): an inner loop is
+    // The nesting rule (modes/events/fast.rs, docs/log/sese.md "Tenth round"): an inner loop is
     // versioned when its exit compares values fixed before the enclosing loop runs
     // (counted.c's `nest_sweep`), not when its range moves from entry to entry
     // (`nest_resume`, whose `while (end < off)` resumes where the last entry stopped; the
@@ -303,7 +303,7 @@ fn nested_loops_are_versioned_only_over_fixed_ranges() {
     assert!(!err.contains("versioned nest_resume "), "{err}");
     assert!(err.contains("refused Resumes"), "{err}");
     // A fixed range on a path the weights say is cold (`nest_cold`, zlib's window copy in
-    // `inflate_fast`): refused, docs/sese.md "Eleventh round".
+    // `inflate_fast`): refused, docs/log/sese.md "Eleventh round".
     assert!(!err.contains("versioned nest_cold "), "{err}");
     assert!(err.contains("refused Cold"), "{err}");
 }

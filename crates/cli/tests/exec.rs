@@ -208,7 +208,7 @@ fn failed_exec_stays_exact_o2() {
 /// (its counts and frame records are the parent's memory); the parent's return is the
 /// re-entry edge, where `__tally_longjmp_landed` charges what the child abandoned. So `spawn`
 /// is exact in every mode and equal to the oracles, entered 6 times (CPython's
-/// `_posixsubprocess.c` `do_fork_exec` was reported inconsistent before, issue 44).
+/// `_posixsubprocess.c` `do_fork_exec` was reported inconsistent before).
 #[test]
 fn vfork_child_exec_changes_nothing() {
     let dir = scratch("exec-vfork");

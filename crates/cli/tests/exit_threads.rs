@@ -1,4 +1,4 @@
-//! Threads still running when the process ends (issue 14, point 10; `crates/runtime/c/threads.c`):
+//! Threads still running when the process ends (`crates/runtime/c/threads.c`):
 //! the ending thread has every other thread charge its own active frames (a real-time signal)
 //! before the profile is written. `testdata/crash/threads.c`, built with `--tally-atomic`, ends
 //! with its other threads blocked in a library call (pthread_cond_wait, read, pthread_join):

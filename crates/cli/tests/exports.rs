@@ -1,4 +1,4 @@
-//! The LCOV and Cobertura exports (issue 15) checked by their real consumers: Debian's
+//! The LCOV and Cobertura exports checked by their real consumers: Debian's
 //! `genhtml` (package `lcov`) must accept the tracefile without any warning, and `xmllint
 //! --dtdvalid` (package `libxml2-utils`) must find the Cobertura XML valid against
 //! `testdata/cobertura/coverage-04.dtd` (the format's structure, written for this test;

@@ -1,4 +1,4 @@
-//! Every count is exact or flagged (issue #44, points 4 and 5).
+//! Every count is exact or flagged: races between threads, faults between calls.
 //!
 //! - Threads: `tally cc` builds a `-pthread` command with atomic increments, so four threads
 //!   calling one function (`testdata/threads/calls.c`) give exactly the calls the program says

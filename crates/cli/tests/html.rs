@@ -1,4 +1,4 @@
-//! `tally html` (issue 15 point 4) on a small two-file program built at -O2 in `edge` and
+//! `tally html` on a small two-file program built at -O2 in `edge` and
 //! `path` mode:
 //!
 //! - every count on the pages equals the JSON report's: line counts and branch outcomes of
@@ -612,8 +612,8 @@ fn html_output_directory_safety_and_bad_input() {
     );
 }
 
-/// `testdata/dense/dense.c` (issue 44 point 7): functions of at most 60 blocks with 2^26
-/// paths or a switch in a loop with gotos, which made the layout take 50 s. Every function's
+/// `testdata/dense/dense.c` (graphs whose layout was slow): functions of at most 60 blocks with
+/// 2^26 paths or a switch in a loop with gotos, which made the layout take 50 s. Every function's
 /// graph is drawn with each of its blocks and edges, counts as in the report. (The layout's
 /// work is counted in `tally-report`'s `html::draw` unit tests; here only that it finishes.)
 #[test]

@@ -428,7 +428,7 @@ fn ipath_json_paths_are_walks_and_counts_equal_edges_naive() {
     let tiny = dir.join("tiny.c");
     std::fs::write(&tiny, TINY).unwrap();
     let calls = repo().join("testdata/ipath/calls.c");
-    // Frames abandoned by exit, longjmp and a throw (paper 004 §9.2): paths that end early
+    // Frames abandoned by exit, longjmp and a throw (Melski & Reps 1998 §9.2): paths that end early
     // and paths that restart at a re-entry.
     let early = repo().join("testdata/ipath/early.c");
     let throw = repo().join("testdata/ipath/throw.cpp");

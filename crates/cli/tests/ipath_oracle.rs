@@ -1,5 +1,5 @@
-//! Interprocedural path counts (modes `ipath` and `ipath-piecewise`, paper 004) against the
-//! trace oracle (issue 18, second target): the same program built in `trace-naive` mode
+//! Interprocedural path counts (modes `ipath` and `ipath-piecewise`, Melski & Reps 1998) against
+//! the trace oracle: the same program built in `trace-naive` mode
 //! (every edge taken, per activation) and in an ipath mode, run on the same input. For every
 //! module with an interprocedural set, the trace is turned into the reference cutter's
 //! execution model (`tally_graph::ipaths::cutter`: `Enter`, `Edge`, `Call(site)`, `Resume` of
@@ -156,8 +156,8 @@ fn ipath_counts_equal_the_cut_trace_on_test_programs() {
     assert!(runs > 100_000 && crossing > 1000, "too little compared");
 }
 
-/// Paths cut short (paper 004 §9.2), both modes, -O0 and -O2: early.c (`exit` deep in a chain
-/// of static functions called directly, `longjmp` across such a chain, `longjmp` back into a
+/// Paths cut short (Melski & Reps 1998 §9.2), both modes, -O0 and -O2: early.c (`exit` deep in a
+/// chain of static functions called directly, `longjmp` across such a chain, `longjmp` back into a
 /// function waiting in a direct call) and throw.cpp (an exception through such a chain and a
 /// destructor, caught higher up). Every path count equals the cut trace's, and paths that end
 /// where a frame was abandoned, cross a call on the way, and start after a `longjmp` are among

@@ -1,4 +1,4 @@
-//! Interprocedural path profiles under threads (issue 18, point 4: per-thread state). A pthread
+//! Interprocedural path profiles under threads (per-thread state). A pthread
 //! program — four threads, each running recursive (`fib`), mutually recursive (`even`/`odd`)
 //! and directly calling (`mid` -> `leaf`, `odd` -> `leaf`) functions of one translation unit
 //! on its own inputs, entered through a table of function pointers — is built in `ipath`,

@@ -1,5 +1,5 @@
-//! Interprocedural path profiles (modes `ipath` and `ipath-piecewise`, paper 004): the block
-//! and edge counts derived from the regenerated interprocedural paths must equal the
+//! Interprocedural path profiles (modes `ipath` and `ipath-piecewise`, Melski & Reps 1998): the
+//! block and edge counts derived from the regenerated interprocedural paths must equal the
 //! `edges-naive` oracle's on every function, on programs with direct calls between static
 //! functions, recursion, calls through pointers, callbacks from libc and loops, at -O0 and
 //! -O2 — and enough functions must really be profiled by paths (no counters) for the
@@ -135,9 +135,9 @@ fn ipath_counts_equal_edges_naive_on_path_test_programs() {
     }
 }
 
-/// Frames abandoned by `exit`, `longjmp` and C++ exceptions (paper 004 §9.2): testdata/ipath's
-/// early.c and throw.cpp and the early-termination programs of testdata/early, whose functions
-/// are now in the set (before, a function that may end early kept edge counters).
+/// Frames abandoned by `exit`, `longjmp` and C++ exceptions (Melski & Reps 1998 §9.2):
+/// testdata/ipath's early.c and throw.cpp and the early-termination programs of testdata/early,
+/// whose functions are now in the set (before, a function that may end early kept edge counters).
 #[test]
 fn ipath_counts_equal_edges_naive_when_frames_are_abandoned() {
     let mut programs = vec![
@@ -277,7 +277,7 @@ fn ipath_isolated_functions_have_path_mode_code_and_exact_counts() {
     }
 }
 
-/// Array storage (docs/ipaths.md, "Overhead"): testdata/ipath/groups.c's isolated functions
+/// Array storage (docs/log/ipaths.md, "Overhead"): testdata/ipath/groups.c's isolated functions
 /// (few paths, no direct call in or out) count their paths in the module's counter array, the
 /// numbers `[first, first + len)` of their own root (and `GEntry`) edges, as path mode counts a
 /// small function's paths; a1, a2, b1, b2 (never roots) in the set's hash table, main (a root
@@ -434,7 +434,7 @@ fn ipath_isolated_functions_count_in_the_counter_array() {
     }
 }
 
-/// Context cuts (docs/ipaths.md, "Context cuts"; `tally_graph::ipaths::storage`):
+/// Context cuts (docs/log/ipaths.md, "Context cuts"; `tally_graph::ipaths::storage`):
 /// testdata/ipath/cuts.c's `drive` has more than 2^16 paths of its own and calls the static
 /// looping `scan` directly; the instrumenter makes that call a summary edge (the metadata names
 /// it, `IpathCall::context_cut`), so scan is an isolated root whose loop counts in its own

@@ -1,4 +1,4 @@
-//! Issue 14, point 9 (first part): a profile names the program that wrote it, and
+//! A profile names the program that wrote it, and
 //! `tally merge --by-program` merges a directory of profiles of several programs into one
 //! profile per program, listing the inputs it cannot read.
 
@@ -199,7 +199,7 @@ fn profiles_name_their_program_and_merge_by_program() {
     assert!(shown.contains("/7 profiles"), "{shown:?}");
 }
 
-// ---- Issue 44, points 2 and 3: module order and merging per image build -------------------
+// ---- Module order and merging per image build -------------------------------------------
 
 /// Linked into the executable as a tally-built shared library.
 const SHLIB: &str = r#"

@@ -1,4 +1,4 @@
-//! The same-run oracle (issue #44, point 8): a build with `--tally-oracle` carries an
+//! The same-run oracle: a build with `--tally-oracle` carries an
 //! `edges-naive` counter on every edge besides its mode's code, one run writes both profiles,
 //! and `tally check` compares every edge and block count of every function. Shown on Lua (real
 //! code, errors as longjmps), on the early-termination programs (exit, longjmp, exceptions,

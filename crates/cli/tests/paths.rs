@@ -1,7 +1,7 @@
-//! Path profiles (paper 002) against an independent oracle: a full control-flow trace of the
-//! same program (`--tally-mode=trace-naive`: every edge taken, per activation), cut into acyclic
-//! paths at back edges, cut edges, early exits and re-entries and numbered by the sum of `Val`
-//! along each path — no instrumentation increments involved. On small inputs every path count
+//! Path profiles (Ball & Larus 1996) against an independent oracle: a full control-flow trace of
+//! the same program (`--tally-mode=trace-naive`: every edge taken, per activation), cut into
+//! acyclic paths at back edges, cut edges, early exits and re-entries and numbered by the sum of
+//! `Val` along each path — no instrumentation increments involved. On small inputs every path count
 //! of every function must equal the path profile's. (That the block and edge counts derived
 //! from path profiles equal the edges-naive oracle is checked by the other end-to-end tests.)
 

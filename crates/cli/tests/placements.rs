@@ -1,5 +1,5 @@
-//! `tally placements`: counter placements scored on a measured profile (paper 000 §6, Graphs
-//! 2-4). The text is a snapshot; the orderings the theory guarantees are checked on the JSON
+//! `tally placements`: counter placements scored on a measured profile (Ball & Larus 1994 §6,
+//! Graphs 2-4). The text is a snapshot; the orderings the theory guarantees are checked on the JSON
 //! ([`check_placements`], also run on Lua and SQLite by `realcode.rs`).
 
 mod support;

@@ -1,4 +1,4 @@
-//! Where the profile goes when the environment is gone (issue 44 point 6): `tally cc
+//! Where the profile goes when the environment is gone: `tally cc
 //! --tally-profile-dir=DIR` bakes a default into the program, as clang's
 //! `-fprofile-generate=DIR` and gcc's `-fprofile-dir` do. A program started with an empty
 //! environment (CPython's `test_subprocess.test_empty_env`) writes `DIR/<program>.%m.tally` and

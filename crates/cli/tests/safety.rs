@@ -1,4 +1,4 @@
-//! The runtime in hostile or unusual processes (issue 14): it reads its environment once at
+//! The runtime in hostile or unusual processes: it reads its environment once at
 //! startup, so a program that moves `environ` behaves as a plain build does; it never replaces
 //! a file that is not a regular file nor writes through a planted symbolic link; a setuid
 //! process ignores every `TALLY_*` variable; an invalid `TALLY_STOP_AT` gives one stderr line.
@@ -342,7 +342,7 @@ fn setuid_processes_ignore_the_environment() {
     assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0);
 }
 
-/// The attacker of issue 14 point 2, for real: an unprivileged user (uid 65534, through
+/// A local attacker, for real: an unprivileged user (uid 65534, through
 /// `setpriv`) runs a setuid-root tally program with TALLY_PROFILE and TALLY_TRACE aimed at a
 /// root-only file and with a symbolic link planted where the default profile goes. The root-only
 /// file is untouched, the link not followed, and the program behaves as its plain build. (CI

@@ -1,5 +1,5 @@
-//! SESE counters (`--tally-sese=on`, the `edge-sese` variant; paper 003) next to frames that
-//! end early: counted loops before an `exit()`, a `longjmp` and a C++ `throw` in the same
+//! SESE counters (`--tally-sese=on`, the `edge-sese` variant; Frenot & Pereira 2024) next to frames
+//! that end early: counted loops before an `exit()`, a `longjmp` and a C++ `throw` in the same
 //! function (early exits derived from the tree or counted through a frame record, beside free
 //! chords), loops whose callees may end the frame (refused), and steps that need the exact
 //! division's shift and inverse in 8- to 64-bit variables. Every count must equal the

@@ -1,4 +1,4 @@
-//! Shared libraries and dlopen (issue 14, point 5): one profile per process holding every
+//! Shared libraries and dlopen: one profile per process holding every
 //! tally-instrumented module loaded at any time -- the executable, a linked shared library, and
 //! a `dlopen`ed one closed before exit -- each exact against the `edges-naive` oracle, whatever
 //! the load order and RTLD_LOCAL / RTLD_GLOBAL; tally-built libraries link into any executable,
@@ -571,10 +571,10 @@ fn static_tls(so: &Path) -> bool {
         .any(|l| l.contains("(FLAGS)") && l.contains("STATIC_TLS"))
 }
 
-/// Any number of tally-built shared objects can be `dlopen`ed, as plain ones can (issue 44,
-/// point 1): 128 plugins, each with a `longjmp` landing, called from two threads, the process
-/// ending by `exit` inside the last one: same output and status as the plain build, and every
-/// count equal to the `edges-naive` build's. Only a trace-mode library takes static TLS.
+/// Any number of tally-built shared objects can be `dlopen`ed, as plain ones can: 128 plugins, each
+/// with a `longjmp` landing, called from two threads, the process ending by `exit` inside the last
+/// one: same output and status as the plain build, and every count equal to the `edges-naive`
+/// build's. Only a trace-mode library takes static TLS.
 #[test]
 fn any_number_of_plugins_load() {
     const N: usize = 128;

@@ -1,4 +1,4 @@
-//! The source-level model (issue 15) against independent answers:
+//! The source-level model against independent answers:
 //!
 //! - at -O0, every line's count equals `llvm-cov gcov`'s for the same program built with
 //!   clang's gcov instrumentation (`--coverage`), and no line has a count gcov does not list;

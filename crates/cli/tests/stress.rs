@@ -1,4 +1,4 @@
-//! Stress (issue 14, "a stress test"): a few hundred runs of a program that dlopens a tally-built
+//! Stress: a few hundred runs of a program that dlopens a tally-built
 //! library, forks, execs itself, dlcloses, and ends in every way a process ends (return, exit,
 //! _exit, exec chains, SIGTERM, abort), eight at a time, all writing one merge-pattern (`%m`) file
 //! per build, plus runs killed with SIGKILL at random moments (continuous mode, `%p` files) or

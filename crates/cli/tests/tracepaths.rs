@@ -1,4 +1,4 @@
-//! `tally trace --paths` (issue 17 point 3): the execution regenerated from a witness trace,
+//! `tally trace --paths`: the execution regenerated from a witness trace,
 //! cut into Ball-Larus paths, against `path` mode on the same program and input. The same
 //! sources built with `--tally-mode=path` and `--tally-mode=trace` (both instrument the
 //! optimized IR at the same -O, so their graphs must be the same: checked function by

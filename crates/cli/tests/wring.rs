@@ -1,4 +1,4 @@
-//! The witness trace's flight recorder (`TALLY_TRACE_RING`, issue 17 point 4) against the
+//! The witness trace's flight recorder (`TALLY_TRACE_RING`) against the
 //! `trace-naive` oracle: `testdata/ring/ring.c` built in both modes and run on the same input,
 //! long enough for the ring to wrap many times, then ending by a fault (SIGSEGV), `abort()`, a
 //! normal exit, or after a `tally_dump_trace()` halfway. The blocks regenerated from the ring
@@ -237,7 +237,7 @@ fn crash_tail_and_stack_equal_trace_naive_with_path_numbers() {
 
 /// `paths`: the functions record Ball-Larus path numbers, written at each path's end, so a
 /// fault inside a path leaves that path unrecorded: the tail then stops in the faulting
-/// activation where its number is needed, before the faulting block (docs/trace.md, "Path
+/// activation where its number is needed, before the faulting block (docs/log/trace.md, "Path
 /// numbers instead of witnesses"), and the stack's top block is where it stopped.
 fn crash_tail_and_stack(dir: &Path, paths: bool) {
     let dir = dir.to_path_buf();
@@ -332,7 +332,7 @@ fn libc_sig(name: &str) -> i32 {
 /// `tail-nested`, `tail-abort`): a SIGSEGV handler interrupts the traced loop between two
 /// records, 196 times, the last few within the ring's tail. A handler that interrupts traced
 /// code runs on a stream of its own that records nothing with a flight recorder
-/// (ARCHITECTURE.md, "Signal handlers in witness traces"), so the thread's ring stays exact:
+/// (docs/design/trace.md, "Signal handlers in witness traces"), so the thread's ring stays exact:
 /// its tail is trace-naive's sequence without the handlers' blocks (`on_segv`, `hwork`), and
 /// the ring holds no other stream; with nested faults too; and when a handler calls `abort()`
 /// the process dies of SIGABRT as without the recorder, the tail ends where the handler

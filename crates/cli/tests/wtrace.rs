@@ -1,6 +1,6 @@
-//! Witness tracing (`--tally-mode=trace`, paper 000 §4) against its oracle: the same program
-//! built in `trace-naive` mode (every edge taken, per activation) and run on the same input.
-//! The block sequence `tally trace` regenerates from the witnesses must equal trace-naive's,
+//! Witness tracing (`--tally-mode=trace`, Ball & Larus 1994 §4) against its oracle: the same
+//! program built in `trace-naive` mode (every edge taken, per activation) and run on the same
+//! input. The block sequence `tally trace` regenerates from the witnesses must equal trace-naive's,
 //! block for block, `longjmp` and C++ exceptions included.
 //! `tally report --trace` must give the block and edge counts of the `edges-naive` oracle.
 
@@ -1331,7 +1331,7 @@ fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], statu
     true
 }
 
-/// Block and edge counts from witness traces (issue 17 point 3) equal the `edges-naive`
+/// Block and edge counts from witness traces equal the `edges-naive`
 /// oracle's on every program the regeneration tests use: the early exits and shapes, C++
 /// exceptions (a `resume` counts its `Return` edge), callbacks through pointers and `qsort`,
 /// and four threads.
@@ -1526,7 +1526,7 @@ fn extern_sites(o: &Outcome) -> Vec<(String, bool)> {
     out
 }
 
-/// Direct calls between files (issue 17: most of Lua's entries were such calls): the caller
+/// Direct calls between files (most of Lua's entries were such calls): the caller
 /// announces the callee's address (`__tally_wtrace_direct`), a traced callee writes no
 /// `Enter`, and the runtime resolves each module's external callees by address into the
 /// trace. One executable of five files: mutual recursion across files, a weak `hook` in one
@@ -1613,7 +1613,7 @@ fn trace_counts_equal_edges_naive(name: &str, dir: &Path) -> usize {
     assert_same_counts(name, "trace", &traced, "edges-naive", &oracle, Edges::All).0
 }
 
-/// Traced code in several images of one process (issue 17 point 2: calls through pointers,
+/// Traced code in several images of one process (calls through pointers,
 /// threads and signals keep regeneration exact, shared libraries included): an executable, a
 /// linked library and a library opened with `dlopen` and closed, twice, each with its own copy
 /// of the runtime, write one trace (the registry owner's copy writes, the others hand their
@@ -1875,7 +1875,7 @@ fn cut_handlers(seq: &[(String, u32)], handler: &str, callee: &str) -> (Seq, Vec
     (rest, acts)
 }
 
-/// Issue 17 point 2, signals: a SIGSEGV handler that runs traced code interrupts traced code
+/// Signals: a SIGSEGV handler that runs traced code interrupts traced code
 /// between two records (`testdata/wtrace/signals.c`: stores to read-only pages in a loop, the
 /// handler makes the page writable). The runtime runs each handler on a stream of its own,
 /// described by a signal chunk (the interrupted stream, the signal); the interrupted stream
@@ -2131,7 +2131,7 @@ fn timer_signals_regenerate_to_the_programs_counts() {
     }
 }
 
-/// `--tally-trace-floor` (measurement only: the bench's `trace-floor`, docs/trace.md) keeps a
+/// `--tally-trace-floor` (measurement only: the bench's `trace-floor`, docs/log/trace.md) keeps a
 /// function's witnesses and drops the call protocol: on the callbacks program (`Enter` and
 /// `Back` records from `qsort` and calls through pointers) its stream is the witnesses of the
 /// default build's run (as `tally trace --stats` charges them), the thread's first `Enter` and

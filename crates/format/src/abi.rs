@@ -8,7 +8,7 @@
 //! shares with the runtime (`tally_module`, `tally_path_table`, `tally_path_site`,
 //! `tally_frame`), as `#[repr(C)]` mirror structs plus field tables ([`StructLayout`]).
 //!
-//! How the copies are held to it (ARCHITECTURE.md, "Runtime ABI"):
+//! How the copies are held to it (docs/design/runtime.md, "Runtime ABI"):
 //! - the C side: `crates/runtime/build.rs` generates `tally_abi_check.h` from [`DEFINES`] and
 //!   [`LAYOUTS`] — a `_Static_assert` per `#define` of `tally.h` and per `sizeof` / `offsetof`
 //!   of every struct field — and `c/rt.h` includes it, so a `tally.h` that drifts from this

@@ -277,7 +277,7 @@ pub enum PathStorage {
 /// Path-profiling facts of one function (path mode).
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct PathMeta {
-    /// Edges where paths are cut besides back edges (paper 002's answer to too many paths).
+    /// Edges where paths are cut besides back edges (Ball & Larus 1996's answer to too many paths).
     pub cuts: Vec<EdgeIdx>,
     /// Number of potential paths (NumPaths of START); paths are numbered `0..num_paths`.
     pub num_paths: u128,
@@ -336,7 +336,7 @@ pub struct BranchMeta {
     pub edges: Vec<EdgeIdx>,
 }
 
-/// What a function's code is made of in source terms (issue 15): its inline scopes, the
+/// What a function's code is made of in source terms: its inline scopes, the
 /// lines of every block in instruction order, and its branches. All empty when the
 /// instrumenter recorded nothing (no debug info).
 #[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]

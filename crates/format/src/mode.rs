@@ -12,30 +12,30 @@ use serde::{Deserialize, Serialize};
 /// How a module was instrumented. Stored in the metadata; the spelling is in [`MODES`].
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 pub enum Mode {
-    /// Counters on the chords of a maximum spanning tree (paper 000 §3.2, Eprof(Ecnt)).
+    /// Counters on the chords of a maximum spanning tree (Ball & Larus 1994 §3.2, Eprof(Ecnt)).
     Edge,
     /// A counter on every edge: the oracle for edge counts.
     EdgesNaive,
-    /// A counter in every block: the "redundant" baseline of paper 000 §6.1.
+    /// A counter in every block: the "redundant" baseline of Ball & Larus 1994 §6.1.
     BlocksNaive,
-    /// Block counts with fewer edge counters (paper 000 §3.3, Vprof(Ecnt), Fig. 11); edge counts
-    /// only where determined.
+    /// Block counts with fewer edge counters (Ball & Larus 1994 §3.3, Vprof(Ecnt), Fig. 11); edge
+    /// counts only where determined.
     Vertex,
-    /// Ball-Larus path profiling (paper 002): how often each acyclic path ran.
+    /// Ball-Larus path profiling (Ball & Larus 1996): how often each acyclic path ran.
     Path,
     /// A full control-flow trace (every edge taken, per activation) written to a trace file:
     /// the independent oracle of path profiles and of witness traces. No counters.
     TraceNaive,
-    /// Witness tracing (paper 000 §4): a few bits on a few edges per thread, from which
+    /// Witness tracing (Ball & Larus 1994 §4): a few bits on a few edges per thread, from which
     /// `tally trace` regenerates the exact block sequence. No counters.
     Trace,
-    /// Interprocedural context paths (paper 004 §5): paths across calls within a translation
-    /// unit, numbered with their calling context.
+    /// Interprocedural context paths (Melski & Reps 1998 §5): paths across calls within a
+    /// translation unit, numbered with their calling context.
     Ipath,
-    /// Interprocedural piecewise paths (paper 004 §6): paths across calls and returns that
+    /// Interprocedural piecewise paths (Melski & Reps 1998 §6): paths across calls and returns that
     /// partition the execution.
     IpathPiecewise,
-    /// Exact event counting with on-line queries (paper 001): one aggregate per-thread counter
+    /// Exact event counting with on-line queries (Ball 1994): one aggregate per-thread counter
     /// incremented on chords, per-function and per-call-site inclusive counters.
     Events,
     /// The oracle and baseline of `events`: every block adds its own events (in segments ending
@@ -83,7 +83,7 @@ pub const MODES: &[ModeSpec] = &[
         help: "counters on the chords of a maximum spanning tree; exact edge and block counts (default)",
         counters: "on the chords of a maximum spanning tree (paper §3.2, weighting of §5 or `--tally-weighting`); early exits exact",
         usage: "production profiling",
-        placement: "chords of a maximum spanning tree under the weighting of paper 000 §5 (`tally-graph::weight`, `mst`, `placement`; or LLVM's estimate, below); `Reentry` edges are always chords; per function, `EarlyExit` edges are either chords counted by the runtime through a frame record or tree edges derived like the others (below)",
+        placement: "chords of a maximum spanning tree under the weighting of Ball & Larus 1994 §5 (`tally-graph::weight`, `mst`, `placement`; or LLVM's estimate, below); `Reentry` edges are always chords; per function, `EarlyExit` edges are either chords counted by the runtime through a frame record or tree edges derived like the others (below)",
         recovery: "Fig. 6 propagation over the unmeasured forest (`tally-graph::propagate`)",
         weighs: true,
         promotes: true,
@@ -125,7 +125,7 @@ pub const MODES: &[ModeSpec] = &[
         help: "fewer counters than edge; exact block counts only",
         counters: "fewer than `edge`: chords whose cycle is pipeless lose their counter (§3.3, Figs. 8 and 11)",
         usage: "exact block counts only",
-        placement: "the `edge` chords minus those whose fundamental cycle is pipeless and vertex-disjoint from earlier ones (paper 000 §3.3, Fig. 11, `tally-graph::vertex`)",
+        placement: "the `edge` chords minus those whose fundamental cycle is pipeless and vertex-disjoint from earlier ones (Ball & Larus 1994 §3.3, Fig. 11, `tally-graph::vertex`)",
         recovery: "Fig. 8: dropped chords at 0, signed propagation; exact block counts, the dropped cycles' edges unknown (listed in the metadata)",
         weighs: true,
         promotes: true,
@@ -139,7 +139,7 @@ pub const MODES: &[ModeSpec] = &[
         help: "Ball-Larus path profiling: how often each acyclic path ran",
         counters: "Ball-Larus path profiling (MICRO 1996): a path register, increments on chords, one count per acyclic path",
         usage: "`tally paths`: hottest paths with source lines; `tally report`: block and edge counts derived from paths",
-        placement: "Ball-Larus path profiling (paper 002, `tally-graph::paths`, `tally-llvm::modes::path`): a path register (an alloca promoted by mem2reg), `r = c`/`r += c` on chords of a maximum spanning tree of the path DAG, `count[r + c]++` where paths end; array (≤ 1024 paths) or a hash table: the function's home table (`__tally_path_home`, 1024 slots `{path, count}` of zero-initialized data), probed inline at a constant address (`tally.path.probe`, always inlined), and the runtime's growable overflow table, used only on a miss (the runtime claims free home slots and gives a slot to a path that has clearly outrun its occupant; a path's home and overflow counts add up)",
+        placement: "Ball-Larus path profiling (Ball & Larus 1996, `tally-graph::paths`, `tally-llvm::modes::path`): a path register (an alloca promoted by mem2reg), `r = c`/`r += c` on chords of a maximum spanning tree of the path DAG, `count[r + c]++` where paths end; array (≤ 1024 paths) or a hash table: the function's home table (`__tally_path_home`, 1024 slots `{path, count}` of zero-initialized data), probed inline at a constant address (`tally.path.probe`, always inlined), and the runtime's growable overflow table, used only on a miss (the runtime claims free home slots and gives a slot to a path that has clearly outrun its occupant; a path's home and overflow counts add up)",
         recovery: "paths regenerated from their numbers; block and edge counts derived from path counts (`paths::derive_counts`)",
         weighs: true,
         promotes: true,
@@ -153,7 +153,7 @@ pub const MODES: &[ModeSpec] = &[
         help: "interprocedural path profiling (context paths across the calls of a file)",
         counters: "interprocedural path profiling (Melski & Reps 1998, context paths): paths across calls between the functions of a file, counted with their calling context",
         usage: "`tally paths`: interprocedural paths across functions; `tally report`: counts derived from paths",
-        placement: "paper 004 §5 (`tally-graph::ipaths`, `tally-llvm::modes::ipath`): per file, the set: every function whose edges can all carry code, those that may end early included (frames abandoned by exit, longjmp or an exception count their path's prefix, §9.2); register and `nvc` as allocas, `reg += a*nvc + b` on edges, a per-thread handshake (`__tally_ipath_*` TLS) at direct calls of static functions, except context cuts (calls from roots with more than 2^16 paths into looping callees that fit an array: summary edges, `tally-graph::ipaths::storage`); hashed path tables per file (1 to 16, chosen by a path's low bits; the own paths of roots with few: counter arrays); other functions get edge counters",
+        placement: "Melski & Reps 1998 §5 (`tally-graph::ipaths`, `tally-llvm::modes::ipath`): per file, the set: every function whose edges can all carry code, those that may end early included (frames abandoned by exit, longjmp or an exception count their path's prefix, §9.2); register and `nvc` as allocas, `reg += a*nvc + b` on edges, a per-thread handshake (`__tally_ipath_*` TLS) at direct calls of static functions, except context cuts (calls from roots with more than 2^16 paths into looping callees that fit an array: summary edges, `tally-graph::ipaths::storage`); hashed path tables per file (1 to 16, chosen by a path's low bits; the own paths of roots with few: counter arrays); other functions get edge counters",
         recovery: "the numbering rebuilt from the stored call sites and checked by fingerprint; paths regenerated, block and edge counts derived from them",
         weighs: false,
         promotes: false,
@@ -167,7 +167,7 @@ pub const MODES: &[ModeSpec] = &[
         help: "interprocedural piecewise path profiling (paths across calls and returns)",
         counters: "interprocedural piecewise paths (Melski & Reps 1998 §6): paths across calls and returns that partition the execution",
         usage: "as `ipath`, without the repeated calling context",
-        placement: "as `ipath`, with paper 004 §6's `open` count and unmatched-return adjustments",
+        placement: "as `ipath`, with Melski & Reps 1998 §6's `open` count and unmatched-return adjustments",
         recovery: "as `ipath`",
         weighs: false,
         promotes: false,
@@ -181,7 +181,7 @@ pub const MODES: &[ModeSpec] = &[
         help: "exact event counting with on-line queries (tally_events(), TALLY_STOP_AT)",
         counters: "exact event counting with on-line queries (Ball 1994): one per-thread counter, incremented on chords by precomputed amounts; `tally_events()` exact at any point; `TALLY_STOP_AT=N`",
         usage: "debuggers, simulators, replay; per-function and per-call-site event counts",
-        placement: "one per-thread countdown `__tally_ev_left` (TLS): `left -= inc` on chords of a maximum spanning tree (paper 001 Fig. 4, `tally-graph::events`), calls surrounded by their query adjustments (§4, footnote-3 folds), `tally_events()` calls replaced by `limit - left + QueryInc`, stop checks on chords (`sub $inc, %fs:left; jle check` in inline assembly: the runtime arms the countdown `TALLY_EV_SLACK` = 2^24 events before `TALLY_STOP_AT`, so the check compares with 0 and the cold `__tally_events_check` decides exactly), inclusive counters per function and per call site (`tally-llvm::modes::events`); with `--tally-sese=on` (default) innermost call-free loops are versioned: a copy without decrements runs while no `TALLY_STOP_AT` is pending and subtracts, at its exits, `k * E + E(header..exit) + QueryInc(header) - QueryInc(target)` (one-cycle loops with a SESE counter or trip count) or, with the hidden `--tally-sese=all`, the chord increments it summed in a register (any other shape) (`modes/events/fast.rs`)",
+        placement: "one per-thread countdown `__tally_ev_left` (TLS): `left -= inc` on chords of a maximum spanning tree (Ball 1994 Fig. 4, `tally-graph::events`), calls surrounded by their query adjustments (§4, footnote-3 folds), `tally_events()` calls replaced by `limit - left + QueryInc`, stop checks on chords (`sub $inc, %fs:left; jle check` in inline assembly: the runtime arms the countdown `TALLY_EV_SLACK` = 2^24 events before `TALLY_STOP_AT`, so the check compares with 0 and the cold `__tally_events_check` decides exactly), inclusive counters per function and per call site (`tally-llvm::modes::events`); with `--tally-sese=on` (default) innermost call-free loops are versioned: a copy without decrements runs while no `TALLY_STOP_AT` is pending and subtracts, at its exits, `k * E + E(header..exit) + QueryInc(header) - QueryInc(target)` (one-cycle loops with a SESE counter or trip count) or, with the hidden `--tally-sese=all`, the chord increments it summed in a register (any other shape) (`modes/events/fast.rs`)",
         recovery: "total (the exiting thread's count, written to counter 0 of each events module), inclusive/exclusive per function and call site",
         weighs: true,
         promotes: false,
@@ -221,7 +221,7 @@ pub const MODES: &[ModeSpec] = &[
         mode: Mode::Trace,
         name: "trace",
         help: "no counters: witness tracing, a few bits per thread from which `tally trace` regenerates every block executed",
-        counters: "no counters: witnesses on a few edges (paper 000 §4), bit-packed per thread into a trace file (`TALLY_TRACE=path`, default `<program>.trace`)",
+        counters: "no counters: witnesses on a few edges (Ball & Larus 1994 §4), bit-packed per thread into a trace file (`TALLY_TRACE=path`, default `<program>.trace`)",
         usage: "`tally trace FILE --profile PROFILE`: the executed block sequence with source lines",
         placement: "`tally-graph::witness::cheaper_plan` per function, checked by `check_plan`; `__tally_wtrace_*` calls on witnessed edges, at entries, around calls (`tally-llvm::modes::wtrace`, `c/wtrace.c`)",
         recovery: "`tally-report::wtrace`: regeneration (Fig. 14 with a call stack, `witness::Regenerator`) from the plans stored in the metadata",

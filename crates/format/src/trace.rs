@@ -200,7 +200,7 @@ pub type Resolution = (u32, Vec<Option<(u32, u32)>>);
 /// The thread id of a chunk that names a module instead of carrying stream bytes.
 pub const WTRACE_MODULE_CHUNK: u32 = u32::MAX;
 /// The thread id of a chunk that says a stream is a signal handler's: `u32 stream, u32
-/// interrupted stream (0: none), u32 signal` (ARCHITECTURE.md, "Signal handlers in witness
+/// interrupted stream (0: none), u32 signal` (docs/design/trace.md, "Signal handlers in witness
 /// traces").
 pub const WTRACE_SIGNAL_CHUNK: u32 = u32::MAX - 3;
 /// The thread id of a chunk that says a stream ends where a `siglongjmp` or an exception out of

@@ -1,4 +1,4 @@
-//! Validation of decoded module metadata: the metadata is a checked contract (issue 13).
+//! Validation of decoded module metadata: the metadata is a checked contract.
 //!
 //! A profile's module hash only proves that the blob is the one the runtime copied; it says
 //! nothing about whether the blob makes sense. [`validate`] runs on every decode
@@ -22,7 +22,7 @@
 //!   module;
 //! - events (events modules only): one `per_block` entry per block; the inclusive counter and
 //!   each call site's counter inside the function's counters; each call site's block a block;
-//! - source lines (issue 15): every source function's location in the file table; per
+//! - source lines: every source function's location in the file table; per
 //!   function, no lines at all or one list per block, and then at least one scope; `s0` its
 //!   own parent, every other scope's parent below it (so the inline chains end), every scope's
 //!   source function in the module's table and call location in the file table; every line

@@ -1,4 +1,4 @@
-//! The control-flow graph every profiling mode works on (paper 000 §2, Fig. 1).
+//! The control-flow graph every profiling mode works on (Ball & Larus 1994 §2, Fig. 1).
 //!
 //! Vertices are the basic blocks `n0 .. n(k-1)` of one function, `n0` being the entry, plus one
 //! virtual EXIT vertex `nk`. Edges are directed and may be parallel: a switch whose two cases
@@ -8,8 +8,8 @@
 //! never instrumented by an edge placement, its count being the number of calls.
 //!
 //! Besides the edges of the terminators, the graph carries the edges that model early
-//! termination (paper 000 §3.2, Fig. 7): an [`EdgeKind::EarlyExit`] edge `v -> EXIT` for every
-//! block `v` from which a call may leave the function without returning (exit(), longjmp, an
+//! termination (Ball & Larus 1994 §3.2, Fig. 7): an [`EdgeKind::EarlyExit`] edge `v -> EXIT` for
+//! every block `v` from which a call may leave the function without returning (exit(), longjmp, an
 //! exception unwinding through a frame without a handler), and an [`EdgeKind::Reentry`] edge
 //! `EXIT -> v` for a block `v` where control can come back into a frame that was left that way
 //! (the code after a `setjmp` call, when `longjmp` returns to it). With these edges the flow law
@@ -28,8 +28,8 @@ pub enum EdgeKind {
     Flow,
     /// `block -> EXIT`: the block ends the function normally (return, resume of unwinding).
     Return,
-    /// `block -> EXIT`: the frame was abandoned while executing a call in the block (paper 000
-    /// §3.2, the "exit counter" of Fig. 7). Counted at run time when the frame is abandoned.
+    /// `block -> EXIT`: the frame was abandoned while executing a call in the block (Ball & Larus
+    /// 1994 §3.2, the "exit counter" of Fig. 7). Counted at run time when the frame is abandoned.
     EarlyExit,
     /// `EXIT -> block`: control came back into an abandoned frame at the start of the block
     /// (the second return of `setjmp`).

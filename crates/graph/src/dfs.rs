@@ -1,5 +1,5 @@
-//! Depth-first search from the entry and back-edge identification (paper 000 §5, first step of
-//! the heuristic weighting: "a depth-first search of the CFG from its root vertex identifies
+//! Depth-first search from the entry and back-edge identification (Ball & Larus 1994 §5, first step
+//! of the heuristic weighting: "a depth-first search of the CFG from its root vertex identifies
 //! back-edges").
 //!
 //! The search follows *structural* edges only ([`EdgeKind::is_structural`](crate::EdgeKind):

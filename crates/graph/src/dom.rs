@@ -1,7 +1,7 @@
 //! Dominators over the structural edges from the entry (Cooper, Harvey & Kennedy, *A Simple,
 //! Fast Dominance Algorithm*, 2001), and the placement of a function's frame-record push: the
 //! latest single point that every use of the record follows (shrink-wrapping, in the spirit of
-//! paper 000 §6.3's "place instrumentation where it executes least").
+//! Ball & Larus 1994 §6.3's "place instrumentation where it executes least").
 
 use crate::cfg::Cfg;
 use crate::dfs::Dfs;

@@ -1,10 +1,10 @@
 //! Vertex profiling with vertex counters, Vprof(Vcnt): Knuth & Stevenson, *Optimal measurement
-//! points for program frequency counts* (BIT 13, 1973), the third placement paper 000 compares
-//! in §6 (Graph 3: "Knuth and Stevenson's Vprof(Vcnt) algorithm", scored on a previous run's
-//! counts, next to Eprof(Ecnt) and the Vprof(Ecnt) heuristic).
+//! points for program frequency counts* (BIT 13, 1973), the third placement Ball & Larus 1994
+//! compares in §6 (Graph 3: "Knuth and Stevenson's Vprof(Vcnt) algorithm", scored on a previous
+//! run's counts, next to Eprof(Ecnt) and the Vprof(Ecnt) heuristic).
 //!
-//! Paper 000 only cites the algorithm; this is its construction. Take every vertex `v` (EXIT
-//! included) twice, as the head `v.out` of its outgoing edges and as the tail `v.in` of its
+//! Ball & Larus 1994 only cites the algorithm; this is its construction. Take every vertex `v`
+//! (EXIT included) twice, as the head `v.out` of its outgoing edges and as the tail `v.in` of its
 //! incoming edges, and join `a.out` with `b.in` for every edge `a -> b`. The connected parts
 //! of that bipartite graph are the nodes of the *derived graph* `H`. Every edge lies in exactly
 //! one part `K`, and Kirchhoff's law at each vertex gives, per part,

@@ -1,11 +1,12 @@
 //! # tally-graph
 //!
 //! The graph algorithms of tally, with no LLVM in them, after Ball & Larus, *Optimally
-//! Profiling and Tracing Programs* (TOPLAS 1994; `papers/000`):
+//! Profiling and Tracing Programs* (TOPLAS 1994, cited as Ball & Larus 1994; docs/papers.md lists
+//! the five papers):
 //!
 //! - [`ids`]: typed ids and dense side tables;
 //! - [`cfg`](mod@cfg): the control-flow graph with its virtual EXIT vertex (§2, §3.2 Fig. 7);
-//! - [`events`]: exact event counting with on-line queries (paper 001: Fig. 4 increments, §3.3
+//! - [`events`]: exact event counting with on-line queries (Ball 1994: Fig. 4 increments, §3.3
 //!   query increments, §4 calls as queries and per-call-site counters);
 //! - [`dfs`]: depth-first search from the entry, back edges, topological order (§5);
 //! - [`dom`]: dominators, and where a frame record's push can go (shrink-wrapping);
@@ -18,13 +19,13 @@
 //! - [`vertex`]: block counts with fewer edge counters, Vprof(Ecnt) (§3.3, Figs. 8 and 11);
 //! - [`knuth`]: block counts with block counters, Vprof(Vcnt) by Knuth and Stevenson (the
 //!   third placement of §6, Graph 3);
-//! - [`paths`]: Ball–Larus path profiling (paper 002): the path DAG, numbering, cutting,
+//! - [`paths`]: Ball–Larus path profiling (Ball & Larus 1996): the path DAG, numbering, cutting,
 //!   chord increments and placement, regeneration, derived counts;
-//! - [`ipaths`]: interprocedural path profiling (paper 004, Melski & Reps): the supergraph of
+//! - [`ipaths`]: interprocedural path profiling (Melski & Reps 1998): the supergraph of
 //!   a set of functions, context and piecewise path numbering with `ψ`/`ρ` functions,
 //!   regeneration, the runtime protocol and a reference cutter;
-//! - [`sese`]: SESE counters (paper 003): loop variables that replace edge counters, their
-//!   placement as free chords and the recovery of every count;
+//! - [`sese`]: SESE counters (Frenot & Pereira 2024): loop variables that replace edge counters,
+//!   their placement as free chords and the recovery of every count;
 //! - [`witness`]: witness tracing (§4): blocking witnesses, the constrained spanning tree,
 //!   witness values (§6.2), the `Trace(Ewit)` and blocking checker, regeneration (Fig. 14)
 //!   with a stack of procedures (§4.2), the record stream and its bit-packed encoding;

@@ -1,6 +1,6 @@
-//! Natural loops and loop-exit edges as defined in paper 000 §5, computed from the back edges of
-//! a depth-first search (not from dominators, so the definitions apply unchanged to irreducible
-//! graphs).
+//! Natural loops and loop-exit edges as defined in Ball & Larus 1994 §5, computed from the back
+//! edges of a depth-first search (not from dominators, so the definitions apply unchanged to
+//! irreducible graphs).
 //!
 //! For a back edge `x -> y`:
 //!

@@ -1,6 +1,6 @@
 //! Maximum spanning trees (spanning forests for disconnected graphs) of a [`Cfg`], edges taken
-//! as undirected, by Kruskal's algorithm with a small union-find (paper 000 §2 and §3.2: the
-//! edges left out of a maximum spanning tree are a minimum-cost set of edge counters).
+//! as undirected, by Kruskal's algorithm with a small union-find (Ball & Larus 1994 §2 and §3.2:
+//! the edges left out of a maximum spanning tree are a minimum-cost set of edge counters).
 //!
 //! Each edge has a [`TreeClass`]. `Forced` edges are taken first, in id order: `e0` always (the
 //! paper seeds the tree with `EXIT -> root` so that it never carries a counter), and edges that

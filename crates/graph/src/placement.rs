@@ -1,5 +1,5 @@
-//! Edge-counter placement for edge profiling, `Eprof(Ecnt)` of paper 000 §3.2: counters go on
-//! the chords of a maximum spanning tree, the edges whose counts the flow law cannot derive from
+//! Edge-counter placement for edge profiling, `Eprof(Ecnt)` of Ball & Larus 1994 §3.2: counters go
+//! on the chords of a maximum spanning tree, the edges whose counts the flow law cannot derive from
 //! the others (Knuth: a set of counted edges determines every edge count iff the uncounted edges
 //! contain no undirected cycle).
 //!
@@ -122,10 +122,10 @@ mod tests {
         assert_eq!(placement_cost(&p, &w), 4.5 + 4.5 + 1.0);
     }
 
-    /// Paper 000 §3.2 (after Knuth and Stevenson): under the exact counts of a run, the chords
-    /// of a maximum spanning tree execute the fewest increments of all spanning-tree
+    /// Ball & Larus 1994 §3.2 (after Knuth and Stevenson): under the exact counts of a run, the
+    /// chords of a maximum spanning tree execute the fewest increments of all spanning-tree
     /// placements. Checked against every spanning tree of small random graphs (e0 in the
-    /// tree, early-exit and re-entry edges chords in both): the bound docs/sese.md's seventh
+    /// tree, early-exit and re-entry edges chords in both): the bound docs/log/sese.md's seventh
     /// round measures with `edge-exact-nosese` and `tally placements`' `eprof-exact`.
     #[test]
     fn exact_weights_give_the_fewest_increments_of_all_spanning_trees() {

@@ -504,8 +504,8 @@ mod tests {
 }
 
 // ------------------------------------------------------------------------------------------
-// Witness tracing (paper 000 §4): random programs of several functions with calls, and their
-// executions as `witness::Event`s. Additions for `crate::witness`; nothing above depends on
+// Witness tracing (Ball & Larus 1994 §4): random programs of several functions with calls, and
+// their executions as `witness::Event`s. Additions for `crate::witness`; nothing above depends on
 // them.
 // ------------------------------------------------------------------------------------------
 
@@ -824,8 +824,8 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
 }
 
 // ---------------------------------------------------------------------------------------------
-// Interprocedural programs and executions (paper 004; for `crate::ipaths`). A separate block:
-// other additions to this file go above it.
+// Interprocedural programs and executions (Melski & Reps 1998; for `crate::ipaths`). A separate
+// block: other additions to this file go above it.
 // ---------------------------------------------------------------------------------------------
 
 /// Random sets of functions with calls, recursion and calls of unknown functions, and random
@@ -842,7 +842,7 @@ pub fn simulate_program(funcs: &[FunctionInput], rng: &mut Rng, config: &ExecCon
 /// [`ExecConfig::throw_percent`], an unknown call in a block with an early-exit edge may end
 /// activations early (`Event::Unwind`): `exit`, a `longjmp` to any activation from there down
 /// that is in such a call and has a re-entry edge, or an exception caught by an activation
-/// from there down pending at a summary call (paper 004 §9.2).
+/// from there down pending at a summary call (Melski & Reps 1998 §9.2).
 pub mod programs {
     use super::{distance_to_exit, random_cfg_with, GenConfig, Rng};
     use crate::cfg::{Cfg, EdgeKind};

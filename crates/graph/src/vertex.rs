@@ -1,4 +1,4 @@
-//! Vertex profiling with edge counters, Vprof(Ecnt) (paper 000 §3.3).
+//! Vertex profiling with edge counters, Vprof(Ecnt) (Ball & Larus 1994 §3.3).
 //!
 //! Block counts need fewer counters than edge counts: a set of counted edges determines every
 //! block count iff each simple cycle of *uncounted* edges is pipeless (§3.3.1, the Theorem).
@@ -185,7 +185,7 @@ fn drop_chords(
 }
 
 /// A Vprof(Ecnt) placement in which some chords are free: their counts come from SESE counters
-/// (paper 003) whose values are added at their loops' exits.
+/// (Frenot & Pereira 2024) whose values are added at their loops' exits.
 ///
 /// Exactness: Fig. 8 only asks the counts of the non-dropped chords to be known when counts are
 /// read; how a chord's count is obtained does not matter. A free chord is a chord of the same

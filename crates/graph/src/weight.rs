@@ -1,4 +1,4 @@
-//! The heuristic edge weighting of paper 000 §5 ("A heuristic weighting algorithm"), which
+//! The heuristic edge weighting of Ball & Larus 1994 §5 ("A heuristic weighting algorithm"), which
 //! estimates edge frequencies from the graph's structure alone so that a maximum spanning tree
 //! leaves counters on rarely executed edges.
 //!
@@ -37,7 +37,7 @@ use crate::loops::Loops;
 /// implementation).
 pub const LOOP_MULTIPLIER: f64 = 10.0;
 
-/// The heuristic weighting of `cfg` (paper 000 §5), computing the DFS and loops itself.
+/// The heuristic weighting of `cfg` (Ball & Larus 1994 §5), computing the DFS and loops itself.
 pub fn heuristic_weights(cfg: &Cfg) -> IdVec<EdgeId, f64> {
     let dfs = Dfs::compute(cfg);
     let loops = Loops::compute(cfg, &dfs);
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn while_loop_around_if_then_else() {
-        // The shape of paper 000 Fig. 17(a): `while (c) { if (p) A else B }`.
+        // The shape of Ball & Larus 1994 Fig. 17(a): `while (c) { if (p) A else B }`.
         //
         //          EXIT ──e0──▶ ┌────┐
         //           ▲           │ n0 │

@@ -1,4 +1,4 @@
-//! Property tests of exact event counting (paper 001) on random graphs with random events per
+//! Property tests of exact event counting (Ball 1994) on random graphs with random events per
 //! block: random executions are replayed against the plans, and at every query point (every
 //! block's start and end, points inside blocks, abandonments, re-entries, calls) the counter plus
 //! the query increment must be the true number of events executed so far.

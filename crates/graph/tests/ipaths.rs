@@ -1,5 +1,5 @@
-//! Interprocedural path profiling (paper 004) on random programs: several random graphs with
-//! calls, direct and mutual recursion, calls of unknown functions that call back, and cut
+//! Interprocedural path profiling (Melski & Reps 1998) on random programs: several random graphs
+//! with calls, direct and mutual recursion, calls of unknown functions that call back, and cut
 //! edges, run by random executions.
 //!
 //! - the counts of the runtime protocol ([`Machine`], §5.5/§6.3) equal those of the reference

@@ -1,5 +1,5 @@
-// ScalarEvolution's backedge-taken counts for tally's trip-count counters (paper 003's SESE
-// counters, issue #16; crates/llvm/src/sese.rs). The C API has no ScalarEvolution.
+// ScalarEvolution's backedge-taken counts for tally's trip-count counters (Frenot & Pereira 2024's
+// SESE counters; crates/llvm/src/sese.rs). The C API has no ScalarEvolution.
 //
 // For the loop headed by a block, `tally_scev_trips` says whether ScalarEvolution knows the
 // number of times the back edge will be taken, as a loop-invariant expression that is cheap

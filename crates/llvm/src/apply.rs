@@ -1,7 +1,7 @@
 //! Counter application: a counter [`Plan`] becomes code in one function — an increment at each
 //! counter's site (end or start of a block, a block splitting the edge, the re-entry after a
 //! setjmp), predecessor tags where no site exists, and the frame record of functions that may
-//! end early (paper 000 §3.2, Fig. 7, [`crate::frame`]). What happens at a site is a
+//! end early (Ball & Larus 1994 §3.2, Fig. 7, [`crate::frame`]). What happens at a site is a
 //! [`SiteAction`]: counting (edge, vertex and the naive modes) or logging the edge (trace mode).
 
 use crate::emit::{cname, Emitter, Globals};

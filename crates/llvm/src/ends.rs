@@ -1,4 +1,4 @@
-//! Which functions of a module can end their caller's frame early (paper 000 §3.2).
+//! Which functions of a module can end their caller's frame early (Ball & Larus 1994 §3.2).
 //!
 //! A call needs a frame record in its caller only if control may leave the caller through it
 //! without returning: `exit`, `longjmp`, an exception, or a call that reaches one of those.

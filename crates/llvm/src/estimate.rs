@@ -2,8 +2,8 @@
 //! graph, the estimated executions per call, BlockFrequencyInfo's block frequency times
 //! BranchProbabilityInfo's probability of the edge (`shim/freq.cpp`).
 //!
-//! Paper 000 §5 weights edges from loop structure alone and splits every branch equally; its
-//! §6.4 shows that the better the weighting predicts the real frequencies, the fewer increments
+//! Ball & Larus 1994 §5 weights edges from loop structure alone and splits every branch equally;
+//! its §6.4 shows that the better the weighting predicts the real frequencies, the fewer increments
 //! the maximum spanning tree's chords execute. BranchProbabilityInfo predicts branches with the
 //! heuristics of Ball & Larus, *Branch prediction for free* (PLDI 1993), as Wu & Larus
 //! (MICRO 1994) combine them into frequencies: loop branches, pointer and zero comparisons,

@@ -1,4 +1,4 @@
-//! Shadow-stack frame records: exact early termination (paper 000 §3.2, Fig. 7: "for each
+//! Shadow-stack frame records: exact early termination (Ball & Larus 1994 §3.2, Fig. 7: "for each
 //! procedure X on the activation stack that exits early an edge v -> EXIT with a count of 1 is
 //! added", recorded here as the early-exit counter of the block `v` that is executing a call).
 //!

@@ -3,7 +3,7 @@
 //! The LLVM 19 front end of tally and the only crate that touches inkwell / llvm-sys. It takes
 //! an *optimized* module (bitcode or text IR), and for every defined function:
 //!
-//! 1. [`lower`](lower): builds the function's [`tally_graph::Cfg`] (paper 000 §2) with the
+//! 1. [`lower`](lower): builds the function's [`tally_graph::Cfg`] (Ball & Larus 1994 §2) with the
 //!    early-termination edges of §3.2, and remembers the IR position of every vertex and edge
 //!    ([`lines`]: the source lines, inline scopes and branches the metadata records);
 //! 2. plans it in the chosen mode ([`modes`]: one file per mode, behind one trait; the mode's

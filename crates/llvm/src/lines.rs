@@ -1,4 +1,4 @@
-//! The source side of a lowered function for the metadata (issue 15): every line each vertex's
+//! The source side of a lowered function for the metadata: every line each vertex's
 //! instructions belong to, in instruction order, with the inline scope each comes from (the
 //! `inlinedAt` chain of its `DILocation`, one [`ScopeMeta`] per inlined call), the module's
 //! table of source functions (`DISubprogram`s), and every conditional branch and switch with

@@ -1,5 +1,6 @@
-//! Lowering an optimized LLVM function to a [`Cfg`] (paper 000 §2, with the early-termination
-//! edges of §3.2 / Fig. 7), plus the IR positions needed to instrument each vertex and edge.
+//! Lowering an optimized LLVM function to a [`Cfg`] (Ball & Larus 1994 §2, with the
+//! early-termination edges of §3.2 / Fig. 7), plus the IR positions needed to instrument each
+//! vertex and edge.
 //!
 //! Vertices are the IR blocks in layout order, except that a block is cut after every call to a
 //! `setjmp`-like function: the code after the call becomes a vertex of its own, entered by a

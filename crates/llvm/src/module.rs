@@ -1,6 +1,6 @@
 //! Module-level pieces of an instrumented module: the counter array, the runtime declarations,
 //! the embedded metadata blob, the `struct tally_module` descriptor and the constructor that
-//! registers it (ABI in ARCHITECTURE.md, "Runtime ABI").
+//! registers it (ABI in docs/design/runtime.md, "Runtime ABI").
 //!
 //! Every constant and struct layout shared with the runtime comes from
 //! [`tally_format::abi`]: the LLVM struct types of `struct tally_module`,
@@ -116,7 +116,7 @@ pub(crate) fn declare_void_fn(
 /// A module counter array of `num_counters` entries named `name` (LLVM renames a second one).
 ///
 /// Page-aligned and a whole number of pages (abi::COUNTER_ALIGN): continuous mode maps pages
-/// of the profile file over it (ARCHITECTURE.md, "Continuous mode"). The entries past
+/// of the profile file over it (docs/design/processes.md, "Continuous mode"). The entries past
 /// `num_counters` are padding nothing uses; zero-initialized, the array stays in .bss, so the
 /// padding costs address space, not file size or (untouched) memory.
 pub(crate) fn counter_array(m: LLVMModuleRef, name: &str, num_counters: u64) -> LLVMValueRef {
@@ -475,7 +475,7 @@ pub(crate) fn path_add_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
 /// the same image as the code. Code built for an executable (PIE or not PIC) uses local-exec:
 /// one %fs-relative access. Position-independent code that is not PIE may end up in a shared
 /// object, possibly `dlopen`ed, where local-exec cannot link and initial-exec needs static TLS
-/// that a `dlopen`ed object may not get: it uses general-dynamic (issue 14, point 5).
+/// that a `dlopen`ed object may not get: it uses general-dynamic.
 pub(crate) fn runtime_tls_model(m: LLVMModuleRef) -> LLVMThreadLocalMode {
     if crate::ends::module_is_executable(m) {
         LLVMThreadLocalMode::LLVMLocalExecTLSModel
@@ -578,7 +578,7 @@ pub(crate) fn emit_registration(
     }
 }
 
-/// The ELF note of `--tally-profile-dir=DIR` (ARCHITECTURE.md, "Where the profile goes"):
+/// The ELF note of `--tally-profile-dir=DIR` (docs/design/processes.md, "Where the profile goes"):
 /// name `"tally"`, type [`abi::NOTE_PROFILE_DIR`], descriptor DIR with its NUL, as module-level
 /// assembly in an allocated `SHT_NOTE` section, so that it reaches the image's `PT_NOTE` as the
 /// runtime's own `.note.tally` does (no IR global an optimization or LTO could drop).

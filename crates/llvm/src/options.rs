@@ -62,18 +62,19 @@ pub struct Options {
     )]
     pub shadow: bool,
     /// Measured edge counts from an earlier run, by function name and graph hash: counters are
-    /// placed with these as weights (paper 000 §6.4, "Exact-Max") where a function's graph
+    /// placed with these as weights (Ball & Larus 1994 §6.4, "Exact-Max") where a function's graph
     /// matches; other functions use the heuristic weighting.
     #[cfg_attr(feature = "clap", arg(skip))]
     pub weights: Option<std::sync::Arc<Weights>>,
-    /// The weighting used where no measured weights apply: paper 000 §5's loop-based
+    /// The weighting used where no measured weights apply: Ball & Larus 1994 §5's loop-based
     /// heuristic (default) or LLVM's static frequency estimate.
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-weighting", value_name = "W", value_enum,
             default_value_t = Weighting::default(),
-            help = "How counters are placed without a profile: loops (paper 000 §5: every loop \
-                    iterates 10 times, every branch even) or estimate (LLVM's static estimate)")
+            help = "How counters are placed without a profile: loops (Ball & Larus 1994 §5: every \
+                    loop iterates 10 times, every branch even) or estimate (LLVM's static \
+                    estimate)")
     )]
     pub weighting: Weighting,
     /// Events mode: what an event is.
@@ -129,11 +130,11 @@ pub struct Options {
             help = "Counter promotion: promote no loop with more than N counters")
     )]
     pub promote_max: u32,
-    /// Edge and vertex modes: SESE counters (paper 003, [`sese`](mod@crate::sese)): in counted loops the
-    /// loop's induction variable or trip count gives one edge's count at the loop's exits
-    /// instead of a counter incremented every iteration, where a profitability test says it
-    /// pays. In events mode, counted call-free loops are versioned instead (a copy without
-    /// decrements, `modes/events/fast.rs`). On by default (docs/sese.md; `--tally-sese=off`
+    /// Edge and vertex modes: SESE counters (Frenot & Pereira 2024, [`sese`](mod@crate::sese)): in
+    /// counted loops the loop's induction variable or trip count gives one edge's count at the
+    /// loop's exits instead of a counter incremented every iteration, where a profitability test
+    /// says it pays. In events mode, counted call-free loops are versioned instead (a copy without
+    /// decrements, `modes/events/fast.rs`). On by default (docs/log/sese.md; `--tally-sese=off`
     /// turns it off).
     #[cfg_attr(
         feature = "clap",
@@ -149,7 +150,7 @@ pub struct Options {
     /// Path mode: loops whose body has a single path from the header back to it count that
     /// path at their exits (`tally_graph::paths::cycles`): in functions whose paths go to a
     /// hash table (`on`), in every function (`all`, hidden: for tests), or nowhere (`off`, the
-    /// default: on the benchmark suite it cost more than it saved, docs/paths-cost.md).
+    /// default: on the benchmark suite it cost more than it saved, docs/log/paths-cost.md).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-path-cycles", value_name = "on|off", num_args = 0..=1,
@@ -162,7 +163,7 @@ pub struct Options {
     pub path_cycles: PathCycles,
     /// Path mode: narrow path ends of hashed functions count in slices of the counter array
     /// (`tally_graph::paths::slices`) instead of probing the hash table (`on`, the default);
-    /// `off` probes at every hashed path end (for comparison: docs/paths-cost.md).
+    /// `off` probes at every hashed path end (for comparison: docs/log/paths-cost.md).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-path-slices", value_name = "on|off", num_args = 0..=1,
@@ -207,7 +208,7 @@ pub struct Options {
     /// copy of the bit accumulator in a register and store it to the thread's after every
     /// record (`on`, the default: the thread's word is always current, so a crash loses
     /// nothing); `off` appends every record to the thread's word in memory (a load, a shift
-    /// and a store each, chained through memory; hidden, for comparison: docs/trace.md).
+    /// and a store each, chained through memory; hidden, for comparison: docs/log/trace.md).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-trace-write-through", value_name = "on|off", num_args = 0..=1,
@@ -220,7 +221,7 @@ pub struct Options {
     /// Trace mode, for measurement only: the witnesses' appends alone (their checks of room
     /// and the staging of full words), without entries, returns, `Back`, direct flags or
     /// landings: what any tracer recording this plan's witnesses must execute at least. Its
-    /// trace cannot be regenerated (hidden; the bench's `trace-floor`, docs/trace.md).
+    /// trace cannot be regenerated (hidden; the bench's `trace-floor`, docs/log/trace.md).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-trace-floor", value_name = "on|off", num_args = 0..=1,
@@ -230,7 +231,7 @@ pub struct Options {
             hide = true)
     )]
     pub trace_floor: bool,
-    /// Jump optimization (paper 000 §6.3, generalizing Fig. 19): what an unconditional jump
+    /// Jump optimization (Ball & Larus 1994 §6.3, generalizing Fig. 19): what an unconditional jump
     /// costs relative to a counter increment. A counter on an edge that must be split also
     /// costs the jump out of the new block, so the spanning tree is taken under weights that
     /// make split edges dearer by this factor (`1 + jump_cost`); 0 ignores jumps.
@@ -246,7 +247,7 @@ pub struct Options {
     /// direct calls from functions under roots with more than 2^16 paths into looping callees
     /// whose own paths fit an array become summary edges, so the callee's loop counts in an
     /// array instead of the hashed table, at the price of the caller's context for those
-    /// paths (docs/ipaths.md). `hot` (the default; `on` says the same) cuts only calls whose
+    /// paths (docs/log/ipaths.md). `hot` (the default; `on` says the same) cuts only calls whose
     /// callee is estimated to restart at least [`HOT_RESTARTS`] paths per call, `all` every
     /// such call, `off` none.
     #[cfg_attr(
@@ -410,15 +411,15 @@ impl Default for Options {
 /// [`Options::trace_plan`]).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum TracePlan {
-    /// The cheaper of the witness plan (paper 000 §4.2) and the branch plan, per function.
+    /// The cheaper of the witness plan (Ball & Larus 1994 §4.2) and the branch plan, per function.
     #[default]
     Witness,
     /// The branch plan in every function (§6.2 bit tracing).
     Bits,
-    /// Ball-Larus path numbers (paper 002), written at path ends with paths cut at every
+    /// Ball-Larus path numbers (Ball & Larus 1996), written at path ends with paths cut at every
     /// block with a call that may write records (Larus's Whole Program Paths records the
     /// same); functions with more than 2^32 paths, `setjmp` or landing pads keep the witness
-    /// plan. Experimental (issue 17, the time target): the reader does not regenerate it yet.
+    /// plan. Experimental (tried for a faster trace mode): the reader does not regenerate it yet.
     Paths,
 }
 
@@ -438,7 +439,7 @@ pub enum IpathCuts {
 
 /// [`IpathCuts::Hot`]'s threshold: the least estimated restarts per call (back and cut edges
 /// taken in the callee and the functions it calls directly, per call) for which a call is
-/// cut. Chosen by measurement (docs/ipaths.md, "Hot context cuts"): on the benchmark programs
+/// cut. Chosen by measurement (docs/log/ipaths.md, "Hot context cuts"): on the benchmark programs
 /// LLVM's estimate gives the loops whose cuts pay (zlib's `longest_match`, 37) more and the
 /// ones whose cuts save nothing (bzip2's `add_pair_to_block`, 9.7; `mainGtU`, 0.01) less.
 pub const HOT_RESTARTS: f64 = 16.0;
@@ -472,7 +473,7 @@ pub enum Sese {
     Trips,
 }
 
-/// How edge mode makes the counts of frames that end early exact (paper 000 §3.2, Fig. 7).
+/// How edge mode makes the counts of frames that end early exact (Ball & Larus 1994 §3.2, Fig. 7).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum EarlyExits {
     /// Per function, whichever of the two below the weighting predicts to be cheaper.
@@ -506,7 +507,7 @@ pub type Weights = HashMap<(String, u64), Vec<u64>>;
 pub enum Weighting {
     /// LLVM's static frequency estimate (branch-prediction heuristics, loop scaling).
     Estimate,
-    /// Paper 000 §5: loops iterate 10 times, branches are equally likely.
+    /// Ball & Larus 1994 §5: loops iterate 10 times, branches are equally likely.
     #[default]
     Loops,
 }

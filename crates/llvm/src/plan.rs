@@ -37,7 +37,8 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// One counter at the start of every block (the "redundant" placement of paper 000 §6.1).
+    /// One counter at the start of every block (the "redundant" placement of Ball & Larus 1994
+    /// §6.1).
     pub(crate) fn for_blocks(l: &Lowered) -> Plan {
         Plan {
             counters: l

@@ -1,6 +1,7 @@
 //! Counter promotion: in a loop without calls, a counter lives in a register and reaches memory
 //! once per loop exit instead of once per iteration (the promotion LLVM's own instrumentation
-//! does for `-fprofile-generate`; paper 000 §6.3 treats the same cost from the placement side).
+//! does for `-fprofile-generate`; Ball & Larus 1994 §6.3 treats the same cost from the placement
+//! side).
 //!
 //! Why it pays although a memory increment is a single x86 instruction: every iteration of a
 //! loop increments at least one counter (each cycle of the graph holds a chord), and `add $1,
@@ -10,7 +11,7 @@
 //! -fprofile-generate, which promotes, although it executes far fewer instructions.
 //!
 //! After a function is instrumented, its final control-flow graph is searched for natural loops
-//! (`tally_graph::loops`, paper 000 §5). A loop is promoted when
+//! (`tally_graph::loops`, Ball & Larus 1994 §5). A loop is promoted when
 //!
 //! - it is innermost: it contains no other loop's header. A counter is then loaded and stored
 //!   once per entry of the loop, not once per entry of a whole nest: promoting whole call-free
@@ -28,7 +29,7 @@
 //! With the hidden `--tally-promote-chain=N` (0, no limit, by default) only the counters
 //! incremented on a cycle of the loop of at most N instructions are promoted
 //! ([`shortest_cycles`]): on a longer cycle the increment's store-to-load latency hides under
-//! the iteration's own work. Neither knob pays on the benchmark suite (docs/sese.md, twelfth
+//! the iteration's own work. Neither knob pays on the benchmark suite (docs/log/sese.md, twelfth
 //! round): promotion's instruction cost is in loops of one or two counters on short cycles,
 //! entered often for few iterations, the same loops whose time it saves when they run long.
 //!

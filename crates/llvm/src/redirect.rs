@@ -3,8 +3,8 @@
 //! wrapper, which does the runtime's part and then calls the real function, as gcc's
 //! `-fprofile-arcs` points `execve` at `__gcov_execve`. Only declarations are redirected: a
 //! module that defines a function of that name keeps its own. Calls made by code tally did not
-//! build (libc itself, plain libraries) are not seen; ARCHITECTURE.md ("Redirected calls") says
-//! what that leaves out.
+//! build (libc itself, plain libraries) are not seen; docs/design/runtime.md ("Redirected calls")
+//! says what that leaves out.
 //!
 //! Redirection runs before lowering, so a call to a wrapper is what the graph and the frame
 //! records see: the wrapper keeps the real function's type and attributes (`noreturn`

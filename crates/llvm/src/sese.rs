@@ -1,4 +1,4 @@
-//! SESE counters on LLVM IR (paper 003, Frenot & Pereira, CC 2024): the LLVM side of
+//! SESE counters on LLVM IR (Frenot & Pereira 2024, CC 2024): the LLVM side of
 //! `tally_graph::sese`, used by `edge` mode with `--tally-sese=on`.
 //!
 //! **Candidates** ([`candidates`]) are found on the optimized IR by pattern and with

@@ -1,8 +1,8 @@
-//! Where code for an edge can go (paper 000 §3.2's counter placement on IR): at the end of
+//! Where code for an edge can go (Ball & Larus 1994 §3.2's counter placement on IR): at the end of
 //! its source if it is the source's only terminator edge, else at the start of its target if it
 //! is the target's only incoming edge, else on a block splitting it; edges that allow none of
 //! these need predecessor tags ([`crate::surgery::store_tags`]). Also the weights every
-//! spanning-tree mode starts from, with paper 000 §6.3's jump optimization.
+//! spanning-tree mode starts from, with Ball & Larus 1994 §6.3's jump optimization.
 
 use crate::lower::{EdgeIr, Lowered};
 use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
@@ -54,7 +54,7 @@ pub(crate) fn direct_site(l: &Lowered, e: EdgeId) -> Option<Realize> {
 }
 
 /// The weights a function's spanning tree is taken under: measured or estimated ones if given,
-/// else paper 000 §5's heuristic.
+/// else Ball & Larus 1994 §5's heuristic.
 pub(crate) fn base_weights(
     l: &Lowered,
     weights: Option<&IdVec<EdgeId, f64>>,
@@ -65,7 +65,7 @@ pub(crate) fn base_weights(
     }
 }
 
-/// Jump optimization (paper 000 §6.3): a counter on an edge that has to be split costs its
+/// Jump optimization (Ball & Larus 1994 §6.3): a counter on an edge that has to be split costs its
 /// increment and the jump out of the new block; other counters sit in an existing block. The
 /// weight of every edge realized by splitting is scaled by `1 + jump_cost`, so that the maximum
 /// spanning tree keeps such edges and the chords (the counters) fall, where the weighting

@@ -1,6 +1,6 @@
 //! CFG surgery on the IR: splitting an edge with a new block (PHIs of the target keep exactly
 //! one entry per incoming edge) and predecessor tags, which identify the incoming edge of a
-//! block when none of its incoming edges can carry code of its own (paper 000 §3.2's edge
+//! block when none of its incoming edges can carry code of its own (Ball & Larus 1994 §3.2's edge
 //! counters on edges that cannot be split: unwind edges into shared landing pads,
 //! `indirectbr` and `callbr` edges).
 

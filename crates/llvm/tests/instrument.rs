@@ -171,9 +171,9 @@ fn cxx_program_all_modes_verify() {
     check(CXX_SRC, "c++");
 }
 
-/// Jump optimization (paper 000 §6.3): weighing split edges by `1 + jump_cost` moves counters
-/// off edges that need a new block and a jump. On the shapes test program it must leave fewer
-/// counters on split edges than ignoring jumps does, with the same number of counters (every
+/// Jump optimization (Ball & Larus 1994 §6.3): weighing split edges by `1 + jump_cost` moves
+/// counters off edges that need a new block and a jump. On the shapes test program it must leave
+/// fewer counters on split edges than ignoring jumps does, with the same number of counters (every
 /// spanning tree has the same number of chords).
 #[test]
 fn jump_cost_moves_counters_off_split_edges() {

@@ -1,4 +1,4 @@
-//! `tally check` (issue 44, point 8): a profile's counts against the same-run oracle.
+//! `tally check`: a profile's counts against the same-run oracle.
 //!
 //! A build with `--tally-oracle` carries, besides its mode's instrumentation, a counter on every
 //! edge of every instrumented function (`edges-naive`'s plan) in a module record of its own

@@ -1,4 +1,4 @@
-//! `tally diff A B` (issue 15, point 5): what changed between two profiles of the same build,
+//! `tally diff A B`: what changed between two profiles of the same build,
 //! or of builds whose functions match by graph hash.
 //!
 //! Functions are matched by (module, linkage name, graph hash); those left over by (linkage
@@ -7,11 +7,11 @@
 //! matched pair the diff lists its entry counts and block executions, the blocks whose counts
 //! differ (matched by block id: equal graph hashes mean equal graphs), and for path profiles the
 //! paths whose counts differ, by path number (only when both numberings have the same
-//! potential paths and cut edges), with the *path spectra* of paper 004 §1: the paths run in one
-//! profile and not the other. Interprocedural paths (modes `ipath`, `ipath-piecewise`, paper
-//! 004) are compared the same way, by module and path number, for the modules whose sets have
-//! the same mode and potential paths in both, and listed with their steps across functions.
-//! Source lines whose counts differ come from the source-level
+//! potential paths and cut edges), with the *path spectra* of Melski & Reps 1998 §1: the paths run
+//! in one profile and not the other. Interprocedural paths (modes `ipath`, `ipath-piecewise`,
+//! Melski & Reps 1998) are compared the same way, by module and path number, for the modules whose
+//! sets have the same mode and potential paths in both, and listed with their steps across
+//! functions. Source lines whose counts differ come from the source-level
 //! model ([`crate::source::model`]) of each side, for lines present in both.
 //!
 //! Every section is sorted by absolute change, largest first (ties: by name, then id). A

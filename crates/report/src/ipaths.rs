@@ -1,5 +1,5 @@
-//! `tally paths` on an interprocedural path profile (modes `ipath`, `ipath-piecewise`; paper
-//! 004, Melski & Reps): the executed paths, hottest first, each as its block sequence across
+//! `tally paths` on an interprocedural path profile (modes `ipath`, `ipath-piecewise`; Melski
+//! & Reps 1998): the executed paths, hottest first, each as its block sequence across
 //! functions with the calls and returns marked — as text, and as the `interprocedural` part of
 //! the `tally-paths/1` JSON (docs/paths-json.md). Both list the same paths: those visiting a
 //! function the [`Select`] accepts, the `top` hottest of them.

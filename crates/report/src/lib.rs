@@ -2,16 +2,16 @@
 //!
 //! Turns a profile (metadata + counters, see tally-format) into exact block and edge counts:
 //! every function's graph is rebuilt from its metadata, each counter value is put on the edge or
-//! block it measures, and the rest is derived — by the spanning-tree propagation of paper 000
-//! Fig. 6 for the edge modes, by solving the flow equations for `blocks-naive`. Kirchhoff's law
-//! is then checked at every vertex; a violation is an error naming the function, never clamped.
+//! block it measures, and the rest is derived — by the spanning-tree propagation of Ball & Larus
+//! 1994 Fig. 6 for the edge modes, by solving the flow equations for `blocks-naive`. Kirchhoff's
+//! law is then checked at every vertex; a violation is an error naming the function, never clamped.
 //!
 //! The metadata it reads has been validated by tally-format's decoder (every index in range,
 //! see `tally_format::validate`); path numberings are checked here, where they are recomputed,
 //! against the fingerprint the instrumenter stored (`PathMeta::numbering`).
 //!
 //! [`analyze`] does the arithmetic; [`render`] prints text and JSON. [`source`] turns the
-//! counts into line, branch and function counts (issue 15), which [`show`] prints as annotated
+//! counts into line, branch and function counts, which [`show`] prints as annotated
 //! source and a per-line report, and [`lcov`] and [`cobertura`] export; [`html`] renders the static site of `tally html`.
 #![deny(missing_docs)]
 
@@ -232,14 +232,14 @@ pub struct Report {
     /// The profile is an unfinished continuous-mode profile (the program was killed): the
     /// functions whose counts break the flow law are *interrupted* (active at the kill) rather
     /// than inconsistent, and functions active at the kill may also have partial counts that
-    /// balance (ARCHITECTURE.md, "Continuous mode").
+    /// balance (docs/design/processes.md, "Continuous mode").
     pub unfinished: bool,
     /// Code built without atomic increments ran in a process that went multi-threaded (the
     /// profile's `raced` flag): its counts may have lost updates, balanced or not.
     pub raced: bool,
     /// The profile was written by the fatal-signal handler for this signal: functions active
-    /// at that moment, in any thread, may have inexact counts (ARCHITECTURE.md, "Fatal signals
-    /// and threads at exit").
+    /// at that moment, in any thread, may have inexact counts (docs/design/processes.md, "Fatal
+    /// signals and threads at exit").
     pub signal: Option<u32>,
     /// Interprocedural paths (modes `ipath`, `ipath-piecewise`), per module in path-number
     /// order.
@@ -339,7 +339,7 @@ pub fn combine(
     sum.finish()
 }
 
-/// The sum of profiles of one program (ARCHITECTURE.md, "Profile container"), built one
+/// The sum of profiles of one program (docs/design/profile.md, "Profile container"), built one
 /// input at a time. Modules are matched by module hash, not position: the sum holds every
 /// module any input holds, each one's counters and path entries added over the inputs that
 /// have it. Inputs are of one program when [`Program::may_combine`] says so or they hold the
@@ -676,7 +676,7 @@ pub fn analyze_counted_with(
                 .as_ref()
                 .map(|pm| path_profile(pm, &f.counters, vals, &m.paths, fi));
             // Counts that break the flow law mark the function inconsistent (its counts unknown,
-            // the reason kept); the rest of the profile is still reported (issue 14 point 8).
+            // the reason kept); the rest of the profile is still reported.
             let mut inconsistent = None;
             let result = match ip_solved.remove(&fi) {
                 Some(Ok(s)) => Ok(s),

@@ -1,5 +1,5 @@
-//! Counter placements scored on a measured profile, as paper 000 §6 does for its Graphs 2-4:
-//! "given a counter placement for one of the algorithms, we used the profile information
+//! Counter placements scored on a measured profile, as Ball & Larus 1994 §6 does for its Graphs
+//! 2-4: "given a counter placement for one of the algorithms, we used the profile information
 //! collected from a previous run to determine how many times each counter would have been
 //! incremented". No program is rebuilt or rerun: every placement is computed on each function's
 //! graph from the profile's metadata and charged the measured counts of what it counts.
@@ -166,7 +166,7 @@ fn score_function(f: &FunctionReport) -> Option<[Score; 8]> {
     ])
 }
 
-/// The scores as a text table, with increments relative to `blocks` (paper 000 Graphs 2-3).
+/// The scores as a text table, with increments relative to `blocks` (Ball & Larus 1994 Graphs 2-3).
 pub fn text(s: &Scores, title: &str, program: &tally_format::profile::Program) -> String {
     use std::fmt::Write;
     let mut o = String::new();

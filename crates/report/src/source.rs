@@ -1,4 +1,4 @@
-//! The source-level model (issue 15): line, branch and function counts computed from the exact
+//! The source-level model: line, branch and function counts computed from the exact
 //! block and edge counts of [`analyze`](crate::analyze) and the lines, inline scopes and
 //! branches the instrumenter recorded from the debug info (`tally_format::SourceMeta`).
 //!

@@ -1,6 +1,6 @@
 //! `tally trace --paths`: the regenerated execution of a witness trace ([`crate::wtrace`])
-//! cut into Ball-Larus paths (paper 002: a path starts at the entry or where a back edge lands
-//! and ends at a back edge or the exit), numbered exactly as `path` mode numbers them.
+//! cut into Ball-Larus paths (Ball & Larus 1996: a path starts at the entry or where a back edge
+//! lands and ends at a back edge or the exit), numbered exactly as `path` mode numbers them.
 //!
 //! Each traced function's path DAG and numbering come from its graph alone, as `path` mode
 //! computes them (`tally_graph::paths::number_paths_limited` with `path` mode's limit

@@ -1,10 +1,10 @@
-//! Structured fuzzing of the metadata contract (issue 13): random module metadata, valid and
+//! Structured fuzzing of the metadata contract: random module metadata, valid and
 //! subtly invalid (indices out of range, short or long arrays, wrong lengths, inconsistent
 //! paths and events, bad edge kinds, overlapping counters, names with newlines), wrapped in a
 //! profile whose hashes are right, goes through everything `tally report`, `tally paths` and
 //! `tally placements` do: read, combine, analyze, render text and JSON, paths text and JSON,
 //! placement scores, and the source-level model with `show`, `report --lines`, LCOV and
-//! Cobertura (issue 15; the metadata's source lines, scopes and branches are generated and
+//! Cobertura (the metadata's source lines, scopes and branches are generated and
 //! mutated too). No case may panic, and every refusal must be one line.
 //!
 //! The graphs and counts come from tally-graph's test support (random graphs, simulated
@@ -682,7 +682,7 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
             tally_report::render::text(&r, "t", &o);
         }
         tally_report::render::json(&r, "t");
-        // The source-level model and everything that renders it (issue 15).
+        // The source-level model and everything that renders it.
         let m = tally_report::source::model(&r);
         let all = |_: &tally_report::source::SourceFunction| true;
         for function in [None, Some(&all as &dyn Fn(&_) -> bool)] {

@@ -1,5 +1,5 @@
-//! Regressions of issue 13: profiles whose hashes check out but whose metadata is wrong made
-//! `tally report` panic. Each case is written as JSON (the id newtypes serialize as bare
+//! Regressions of the metadata contract: profiles whose hashes check out but whose metadata is
+//! wrong made `tally report` panic. Each case is written as JSON (the id newtypes serialize as bare
 //! integers) so that the same source compiles against the metadata types before and after
 //! they were typed; each must now give a one-line error from the reader.
 

@@ -1,5 +1,5 @@
 /*
- * continuous.c -- continuous mode (ARCHITECTURE.md, "Continuous mode"): with TALLY_CONTINUOUS=1 or
+ * continuous.c -- continuous mode (docs/design/processes.md, "Continuous mode"): with TALLY_CONTINUOUS=1 or
  * "%c" in TALLY_PROFILE, the counters of every module live in the profile file while the program
  * runs, so that a process killed by SIGKILL leaves its counts.
  *

@@ -1,6 +1,6 @@
 /*
  * ipath.c -- the per-thread state of interprocedural path profiling (modes `ipath` and
- * `ipath-piecewise`, paper 004; the specification is tally_graph::ipaths::runtime).
+ * `ipath-piecewise`, Melski & Reps 1998; the specification is tally_graph::ipaths::runtime).
  *
  * Instrumented code keeps a function's path register and `nvc` in its own frame and uses these
  * thread-locals only at direct calls (the caller's register and the handshake naming the

@@ -1,5 +1,5 @@
 /*
- * merge.c -- the merge pattern: a `%m` in TALLY_PROFILE (ARCHITECTURE.md, "exec and the merge
+ * merge.c -- the merge pattern: a `%m` in TALLY_PROFILE (docs/design/processes.md, "exec and the merge
  * pattern"). The runtime adds its counts to the profile of the same build already at the path,
  * as clang's `%m` does, so processes writing one file never lose a run.
  *
@@ -20,10 +20,10 @@
  * "<path>.refused.<pid>" (link: never replacing anything), so the run is not lost.
  *
  * Merging follows `tally merge` (tally_report::Sum): the same build id (%m names the file
- * after it); profiles that list their modules in ascending hash (write.c, since issue #44)
- * make the union of their modules, equal hashes added, refused when a source file has two
- * module hashes that neither holds together (same_build); others need the same module (hash,
- * metadata length, counters) at each position; counters are
+ * after it); profiles that list their modules in ascending hash (write.c sorts them; older
+ * runtimes did not) make the union of their modules, equal hashes added, refused when a source file
+ * has two module hashes that neither holds together (same_build); others need the same module
+ * (hash, metadata length, counters) at each position; counters are
  * added (modulo 2^64: see exec.c for counters below 0), path entries with equal (function,
  * kind, path) summed, sorted, zero sums dropped; pid 0; the program path kept when both name
  * the same one, else empty. After a merged write the process's counters are zeroed, so a later
@@ -165,7 +165,7 @@ struct prof {
     uint32_t id_kind, id_len;
     uint32_t flags;  /* TALLY_PROFILE_RACED, TALLY_PROFILE_SIGNALED and its signal, or 0 */
     struct cur mods; /* at the first module record */
-    int sorted;      /* module hashes ascending (runtimes since issue #44 write them so) */
+    int sorted;      /* module hashes ascending (newer runtimes write them so) */
 };
 
 struct mod {

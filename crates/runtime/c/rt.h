@@ -476,7 +476,7 @@ void wtrace_forked(void);
 /* Whether handlers should run through wtrace_signal: the process traces, without a flight
  * recorder. */
 int wtrace_signal_streams(void);
-/* Runs the program's handler `v` on a stream of its own (ARCHITECTURE.md, "Signal handlers in
+/* Runs the program's handler `v` on a stream of its own (docs/design/trace.md, "Signal handlers in
  * witness traces"); `pc` is the interrupted instruction, `inside` whether it is in this image. */
 void wtrace_signal(const struct sigaction *v, int sig, siginfo_t *info, void *uc, uintptr_t pc,
                    int inside);

@@ -3,7 +3,7 @@
  * exit, when a signal whose default action ends the process arrives while the program leaves it
  * at SIG_DFL; then the signal is re-raised with SIG_DFL, so the exit status and core dump are the
  * plain program's. Also the `signal`/`sigaction` wrappers (tally_format::abi::REDIRECTS) that
- * keep this invisible to the program. ARCHITECTURE.md, "Fatal signals and threads at exit".
+ * keep this invisible to the program. docs/design/processes.md, "Fatal signals and threads at exit".
  *
  * Scheme. The owner of the registry (only it) keeps, per fatal signal, the action the program
  * asked for (its "view"). The kernel's action is the program's own whenever that is not SIG_DFL
@@ -70,7 +70,7 @@ static int is_ours(const struct sigaction *k) {
     return (k->sa_flags & SA_SIGINFO) && k->sa_sigaction == on_signal;
 }
 
-/* ---- Handlers in witness traces (ARCHITECTURE.md, "Signal handlers in witness traces") ----
+/* ---- Handlers in witness traces (docs/design/trace.md, "Signal handlers in witness traces") ----
  *
  * While the process traces (wtrace_signal_streams), a handler the program installs is installed
  * as on_traced with the program's mask and flags (plus SA_SIGINFO); on_traced calls it through

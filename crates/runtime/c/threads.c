@@ -1,6 +1,6 @@
 /*
  * threads.c -- threads still running when the process ends (exit, quick_exit, _exit, a fatal
- * signal): their active frames are charged as the ending thread's are. ARCHITECTURE.md, "Fatal
+ * signal): their active frames are charged as the ending thread's are. docs/design/processes.md, "Fatal
  * signals and threads at exit".
  *
  * A thread's frame list is thread-local (`__tally_top`, one per image), so each thread charges its

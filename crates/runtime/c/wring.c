@@ -1,5 +1,5 @@
 /*
- * wring.c -- the witness trace's flight recorder (TALLY_TRACE_RING=SIZE, issue 17 point 4): each
+ * wring.c -- the witness trace's flight recorder (TALLY_TRACE_RING=SIZE): each
  * thread keeps only the last SIZE bytes of its witness stream (wtrace.c) in an mmap'd ring,
  * written as a trace file when the process ends (exit, _exit, a fatal signal, abort) or when
  * the program calls tally_dump_trace().

@@ -1,5 +1,5 @@
 /*
- * write.c -- writing the profile container (ARCHITECTURE.md, "Profile container"): where it goes,
+ * write.c -- writing the profile container (docs/design/profile.md, "Profile container"): where it goes,
  * how it is opened safely, the records of live and dlclosed modules.
  */
 #include "rt.h"
@@ -62,7 +62,7 @@ static void out_flush(void) {
  * multiplication by TALLY_FNV_PRIME^8, and a small counter (its low bytes set, the rest zero)
  * is its significant bytes and one multiplication. Same value as the byte loop; the profile of
  * a short run is mostly zero and small counters, whose byte-by-byte sum was the largest part
- * of writing it (SQLite under callgrind: 2.0M instructions, docs/sese.md). */
+ * of writing it (SQLite under callgrind: 2.0M instructions, docs/log/sese.md). */
 static uint64_t fnv_bytes(uint64_t h, const unsigned char *d, size_t k) {
     /* fnv_pow[j] = TALLY_FNV_PRIME^j mod 2^64 */
     static const uint64_t fnv_pow[9] = {

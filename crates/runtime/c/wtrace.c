@@ -1,5 +1,5 @@
 /*
- * wtrace.c -- trace mode: witness tracing (paper 000 §4; tally_graph::witness). Each thread
+ * wtrace.c -- trace mode: witness tracing (Ball & Larus 1994 §4; tally_graph::witness). Each thread
  * packs its records into its own buffer (bits least-significant first, as
  * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):

@@ -1,6 +1,6 @@
 /*
  * tally.h -- the C ABI between code instrumented by `tally cc` / `tally c++` and the tally
- * runtime (libtally_rt.a). See ARCHITECTURE.md, "Runtime ABI" and "Profile container".
+ * runtime (libtally_rt.a). See docs/design/runtime.md and docs/design/profile.md.
  *
  * Programs normally never include this header: the instrumenter emits the descriptors, the
  * frame records and the calls itself. Include it to call tally_write_profile() or
@@ -297,7 +297,7 @@ extern __thread int64_t __tally_ev_limit TALLY_TLS_MODEL;
 #define TALLY_EV_NO_LIMIT (1LL << 62)
 void __tally_events_check(const char *where, int64_t query_inc);
 
-/* The profile container (ARCHITECTURE.md, "Profile container"; read by tally_format::profile).
+/* The profile container (docs/design/profile.md; read by tally_format::profile).
  * Magics are the 8 ASCII bytes written as one little-endian uint64_t. Each module record ends
  * with a checksum: FNV-1a 64 of its counter bytes followed by its path-entry bytes. */
 #define TALLY_PROFILE_MAGIC 0x465250594C4C4154ull /* "TALLYPRF" */

@@ -1,5 +1,5 @@
 //! The trace oracle for interprocedural path counts (modes `ipath` and `ipath-piecewise`,
-//! paper 004), shared by `ipath_oracle.rs` and (per thread) `ipath_threads.rs`: a
+//! Melski & Reps 1998), shared by `ipath_oracle.rs` and (per thread) `ipath_threads.rs`: a
 //! `trace-naive` trace (every edge taken, per activation) is turned into the reference
 //! cutter's execution model (`tally_graph::ipaths::cutter`: `Enter`, `Edge`, `Call(site)`,
 //! `Resume`, `Unwind` of the set's activations), to be cut by the paper's definitions (§3.4
@@ -17,8 +17,8 @@
 //! a block, the block's remaining sites are called and resumed (calls into code the trace does
 //! not see).
 //!
-//! Abandoned activations (paper 004 §9.2): an edge of an activation with activations above it
-//! on the real stack (an exception landed, or a `longjmp` whose `Reentry` edge it is) or the end
+//! Abandoned activations (Melski & Reps 1998 §9.2): an edge of an activation with activations above
+//! it on the real stack (an exception landed, or a `longjmp` whose `Reentry` edge it is) or the end
 //! of the trace (`exit`) abandons those above it: each set gets `Unwind(k)`, `k` its
 //! activations that remain, after its innermost abandoned activation (or the one a `longjmp`
 //! re-enters) is left pending at a call: its pending call, or the next call of its block (the

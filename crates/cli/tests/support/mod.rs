@@ -186,10 +186,10 @@ pub const MODES: [Variant; 5] = [
 /// `edge` mode with each way of making early exits exact forced (the default, `auto`, mixes
 /// them per function), without counters promoted to registers in call-free loops
 /// (`--tally-promote=off`; the default promotes them), and under LLVM's static frequency
-/// estimate instead of paper 000 §5's loop weighting (`--tally-weighting=estimate`), and with
-/// without the SESE counters of paper 003 (`--tally-sese=off`; `edge` has them by default):
-/// compared like `edge`, against the `edges-naive` oracle. Last, `vertex` without SESE counters
-/// (`vertex-nosese`; `vertex` has them by default), compared like `vertex`.
+/// estimate instead of Ball & Larus 1994 §5's loop weighting (`--tally-weighting=estimate`), and
+/// with without the SESE counters of Frenot & Pereira 2024 (`--tally-sese=off`; `edge` has them by
+/// default): compared like `edge`, against the `edges-naive` oracle. Last, `vertex` without SESE
+/// counters (`vertex-nosese`; `vertex` has them by default), compared like `vertex`.
 pub const EARLY_EXIT_VARIANTS: [Variant; 6] = [
     Variant::Tally("edge-record"),
     Variant::Tally("edge-derive"),

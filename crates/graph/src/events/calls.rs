@@ -1,4 +1,4 @@
-//! Calls as queries, and per-call-site counters (paper 001 §4 and footnote 3).
+//! Calls as queries, and per-call-site counters (Ball 1994 §4 and footnote 3).
 //!
 //! # Calls as queries
 //!

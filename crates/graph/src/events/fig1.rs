@@ -1,4 +1,4 @@
-//! The example of paper 001, Fig. 1, for the unit tests of this module.
+//! The example of Ball 1994, Fig. 1, for the unit tests of this module.
 //!
 //! The paper's EXIT vertex has events of its own; ours is virtual, so the paper's EXIT is the
 //! block `n6` (named "EXIT" in the symbolic strings) with a single return edge to our EXIT `n7`.

@@ -1,4 +1,4 @@
-//! Chord increments (paper 001 §3.1 and §3.2, Fig. 4).
+//! Chord increments (Ball 1994 §3.1 and §3.2, Fig. 4).
 //!
 //! `Increment(f)` of a chord `f` is the signed sum of the events on its fundamental cycle
 //! `C(f)`, edges in `f`'s direction counting positively (§3.1). Fig. 4 computes all of them in one
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn figure_1_increments() {
-        // Paper 001 Fig. 1/3: w = +P +EXIT, x = +P +Q +A +R +C, y = +P +Q +B +R +C,
+        // Ball 1994 Fig. 1/3: w = +P +EXIT, x = +P +Q +A +R +C, y = +P +Q +B +R +C,
         // z = -C +EXIT.
         let g = fig1::cfg();
         let inc = |e: EdgeId| fig1::symbolic(|ev| fig1::plan(ev).increment(e));

@@ -1,5 +1,5 @@
 //! Exact event counting with on-line queries, after Ball, *Efficiently Counting Program Events
-//! with Support for On-Line Queries* (TOPLAS 16(5), 1994; `papers/001`).
+//! with Support for On-Line Queries* (TOPLAS 16(5), 1994; cited as Ball 1994).
 //!
 //! One aggregate counter is kept instead of one counter per edge. Every block `v` has a constant
 //! number of events `events[v]` per execution (instructions, memory accesses, whatever the front

@@ -1,4 +1,4 @@
-//! Query increments (paper 001 §3.3): what to add to the counter at a point of an execution to
+//! Query increments (Ball 1994 §3.3): what to add to the counter at a point of an execution to
 //! get the exact number of events executed so far by the activation.
 //!
 //! The paper adds, for each edge `g`, a chord `g' = tgt(g) -> root` without events and takes its

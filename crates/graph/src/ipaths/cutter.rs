@@ -1,6 +1,6 @@
 //! The reference cutter: an execution of the whole program cut into observable paths by the
-//! definitions of paper 004 (§3.4 context paths, §6 piecewise paths), as explicit edge sequences
-//! of `G*_fn`, without the `ψ`/`ρ` functions. Numbering them with
+//! definitions of Melski & Reps 1998 (§3.4 context paths, §6 piecewise paths), as explicit edge
+//! sequences of `G*_fn`, without the `ψ`/`ρ` functions. Numbering them with
 //! [`IpNumbering::path_number`] gives the counts the instrumented program must produce.
 //!
 //! # Executions
@@ -22,7 +22,7 @@
 //! - `Unwind(k)`: the activations above the `k` innermost-last first ones are abandoned (`exit`,
 //!   `longjmp`, an exception), at most one `longjmp` or exception at a time. Each abandoned
 //!   activation is pending at a call in a block with an early-exit edge (a call that may not
-//!   return: tally's graphs give such blocks that edge, paper 000 §3.2), and so is the
+//!   return: tally's graphs give such blocks that edge, Ball & Larus 1994 §3.2), and so is the
 //!   remaining innermost one if it is pending at a direct call (its callee was abandoned): its
 //!   next event is then its `Reentry` edge. `Unwind(0)` is `exit`, or a `longjmp` or exception
 //!   that lands outside the set's activations: more activations may follow.

@@ -1,6 +1,6 @@
 //! Interprocedural path profiling after Melski & Reps, *Interprocedural Path Profiling*
-//! (CC 1999 / UW TR 1382, 1998; `papers/004`): Ball–Larus numbering generalized from one
-//! function's DAG to the supergraph of a set of functions, so that an observable path can cross
+//! (CC 1999 / UW TR 1382, 1998; cited as Melski & Reps 1998): Ball–Larus numbering generalized from
+//! one function's DAG to the supergraph of a set of functions, so that an observable path can cross
 //! calls and returns and is numbered according to its calling context.
 //!
 //! One file per step:
@@ -32,7 +32,7 @@
 //!    by the paper's definitions (§3.4 context paths, §6 piecewise paths), without any of the
 //!    numbering's linear functions.
 //!
-//! # Scope (issue 18, point 2)
+//! # Scope
 //!
 //! The set of functions is one translation unit: tally instruments each file after
 //! optimization, so it never sees the whole program. Calls that leave the set (external and
@@ -40,7 +40,8 @@
 //! goes on across the call, and any function of the set that the outside calls back starts a
 //! new path at `Entry_global -> Entry_P`. Every function that can be entered from outside (not
 //! static, or address taken) therefore gets that edge, and so does every callee of a recursive
-//! call site (Transformation 3). See ARCHITECTURE.md, "Interprocedural paths (paper 004)".
+//! call site (Transformation 3). See docs/design/ipaths.md, "Interprocedural paths (Melski & Reps
+//! 1998)".
 //!
 //! Early exits and re-entries (`exit`, `longjmp`, exceptions; §9.2): a frame abandoned in a
 //! call ends its level's path there, through the surrogate edges `c -> GExit_P` (`Abandon`, at

@@ -1,4 +1,4 @@
-//! Numbering the observable paths of `G*_fn` (paper 004 §4, §5.1-§5.4, §5.6, §6.1-§6.2).
+//! Numbering the observable paths of `G*_fn` (Melski & Reps 1998 §4, §5.1-§5.4, §5.6, §6.1-§6.2).
 //!
 //! - `ψ_v` (§5.2, equations (19)-(22)), a linear function `λx. a·x + b` ([`Lin`]) per vertex: given
 //!   the number of valid completions from `Exit_P` it gives the number from `v`.

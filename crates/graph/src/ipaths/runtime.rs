@@ -1,6 +1,6 @@
-//! What the instrumented program does (paper 004 §5.5 context, §6.3 piecewise), as the data the
-//! instrumenter emits ([`EdgeAction`], [`CallAction`], [`EntryAction`]) and a [`Machine`] that
-//! executes it on an [`Event`] sequence. The machine is the specification of the LLVM and C
+//! What the instrumented program does (Melski & Reps 1998 §5.5 context, §6.3 piecewise), as the
+//! data the instrumenter emits ([`EdgeAction`], [`CallAction`], [`EntryAction`]) and a [`Machine`]
+//! that executes it on an [`Event`] sequence. The machine is the specification of the LLVM and C
 //! runtime side: its counts must equal the [cutter](super::cutter)'s.
 //!
 //! # State
@@ -53,7 +53,7 @@
 //!
 //! # Abandoned activations (§9.2)
 //!
-//! tally's frame records (paper 000 §3.2; `c/frames.c`) are the paper's stack of pending
+//! tally's frame records (Ball & Larus 1994 §3.2; `c/frames.c`) are the paper's stack of pending
 //! path prefixes (§9.2.1 `pendingPaths`): each activation that may be abandoned keeps a
 //! *site*, the number of the path that ends if the activation is abandoned where it is, and
 //! the runtime counts the sites of the abandoned activations (`exit`, `_exit`, a `longjmp`

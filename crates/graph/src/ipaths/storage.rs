@@ -1,8 +1,8 @@
 //! Context cuts: direct calls an instrumenter may make summary edges so that the paths of a
 //! callee's loops are counted in an array of its own rather than in a hash table under its
-//! caller's context (tally's storage policy for the interprocedural path modes; paper 004's
-//! Transformation 3, which it applies to recursive calls and calls leaving the set, applied to
-//! calls of the set chosen by their cost).
+//! caller's context (tally's storage policy for the interprocedural path modes; Melski & Reps
+//! 1998's Transformation 3, which it applies to recursive calls and calls leaving the set, applied
+//! to calls of the set chosen by their cost).
 //!
 //! # Why
 //!
@@ -42,7 +42,7 @@
 //! bzip2 it cut `add_pair_to_block` (a run-length loop of one iteration per call, mostly)
 //! and `mainGtU` (whose loop is reached after twelve early returns), which cost every
 //! crossing path run of the program (45.7% of the runs) and saved nothing
-//! (docs/ipaths.md). A cut saves the table probe of each of `q`'s restarts (each iteration
+//! (docs/log/ipaths.md). A cut saves the table probe of each of `q`'s restarts (each iteration
 //! of its loops) and loses the context of about one path per call, so
 //! [`IpNumbering::context_cuts_where`] also asks that the callee be hot: its estimated
 //! restarts per call ([`IpNumbering::restarts_per_call`]: the executions of its back and cut

@@ -1,5 +1,5 @@
-//! The supergraph `G*_fn` of a set of functions (paper 004 §2.2, §3.2, §6 Transformation 0) and
-//! its valid-successor walk.
+//! The supergraph `G*_fn` of a set of functions (Melski & Reps 1998 §2.2, §3.2, §6
+//! Transformation 0) and its valid-successor walk.
 //!
 //! # Vertices
 //!

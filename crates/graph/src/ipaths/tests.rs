@@ -1,5 +1,5 @@
-//! The paper's running example (paper 004 Fig. 4: `main` calling `pow` at two call sites), with
-//! the figures the text gives: the `ψ`/`ρ` labels of Fig. 7, the 36 context paths and the
+//! The paper's running example (Melski & Reps 1998 Fig. 4: `main` calling `pow` at two call sites),
+//! with the figures the text gives: the `ψ`/`ρ` labels of Fig. 7, the 36 context paths and the
 //! profile printed by the instrumented program of Figs. 8-9, the 21 piecewise paths and the
 //! profile of Figs. 16-17.
 

@@ -1,5 +1,5 @@
-//! The path-profiling instrumentation as data (paper 002 §3.4 "Instrumentation", its algorithm
-//! for placing instrumentation), for a front end to apply to control-flow edges.
+//! The path-profiling instrumentation as data (Ball & Larus 1996 §3.4 "Instrumentation", its
+//! algorithm for placing instrumentation), for a front end to apply to control-flow edges.
 //!
 //! A front end keeps one register `r` per frame and one counter array per function. The naive
 //! instrumentation would set `r = 0` on every edge leaving START, add `Inc(c)` on every chord

@@ -1,5 +1,5 @@
-//! Functions with too many paths (paper 002 §5, "routines with many paths": when the number of
-//! paths reachable from a vertex exceeds a threshold, pp removes the vertex's outgoing edges and
+//! Functions with too many paths (Ball & Larus 1996 §5, "routines with many paths": when the number
+//! of paths reachable from a vertex exceeds a threshold, pp removes the vertex's outgoing edges and
 //! treats them like loop back edges, ending paths there).
 //!
 //! A *cut* `Flow` edge `x -> y` becomes the dummy edges `x -> END` and `START -> y`, exactly like

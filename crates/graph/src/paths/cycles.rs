@@ -1,6 +1,6 @@
 //! Single-cycle loops counted at their exits: tally's addition to the instrumentation of
-//! paper 002 §3.4 ("Instrumentation"), in the spirit of paper 003's counters that a loop pays
-//! for once, at its exits, instead of on every iteration.
+//! Ball & Larus 1996 §3.4 ("Instrumentation"), in the spirit of Frenot & Pereira 2024's counters
+//! that a loop pays for once, at its exits, instead of on every iteration.
 //!
 //! A loop whose body has exactly one path from its header back to itself (every branch inside
 //! it leaves the loop: a `for` loop whose body the optimizer turned into straight-line code,

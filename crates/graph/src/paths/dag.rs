@@ -1,5 +1,5 @@
 //! The path DAG: the acyclic graph whose START-to-END paths are the paths a path profile counts
-//! (paper 002 §4 "Path profiling of arbitrary control flow"; paper 004 §2.1).
+//! (Ball & Larus 1996 §4 "Path profiling of arbitrary control flow"; Melski & Reps 1998 §2.1).
 //!
 //! Every cycle of a control-flow graph contains a back edge of a depth-first search. Ball and
 //! Larus remove each back edge `b = x -> y` and add two *dummy edges*: `START -> y` (a path that

@@ -1,5 +1,5 @@
-//! Edge and block counts from a path profile (paper 002 §1: a path profile determines the edge
-//! and block profiles, not conversely).
+//! Edge and block counts from a path profile (Ball & Larus 1996 §1: a path profile determines the
+//! edge and block profiles, not conversely).
 //!
 //! Each path number is [regenerated](NumberedDag::regenerate) and its count is added to the
 //! control-flow edges its DAG edges stand for:
@@ -91,8 +91,8 @@ mod tests {
 
     #[test]
     fn paper_example_profile() {
-        // Paper 002's Figure 1 idea: path counts determine the edge counts. ACDF x3, ABCDEF x2,
-        // ABDEF x1 (numbers 0, 3, 5).
+        // Ball & Larus 1996's Figure 1 idea: path counts determine the edge counts. ACDF x3, ABCDEF
+        // x2, ABDEF x1 (numbers 0, 3, 5).
         let g = abcdef();
         let p = number_paths(&g).unwrap();
         let c = derive_counts(&g, &p, [(0, 3), (3, 2), (5, 1)]).unwrap();

@@ -1,8 +1,8 @@
-//! Ball–Larus path profiling as pure graph algorithms (paper 002: Ball & Larus, *Efficient Path
-//! Profiling*, MICRO 1996; paper 004 §2.1 summarizes the same scheme). A *path* is an acyclic
-//! piece of one call's walk through the function; every path gets a number in
-//! `0 .. NumPaths(START)`, so that a front end can count paths in a dense array by keeping one
-//! register `r` that it adds constants to on a few edges.
+//! Ball–Larus path profiling as pure graph algorithms (Ball & Larus, *Efficient Path
+//! Profiling*, MICRO 1996, cited as Ball & Larus 1996; Melski & Reps 1998 §2.1 summarizes the
+//! same scheme). A *path* is an acyclic piece of one call's walk through the function; every path
+//! gets a number in `0 .. NumPaths(START)`, so that a front end can count paths in a dense array by
+//! keeping one register `r` that it adds constants to on a few edges.
 //!
 //! The pipeline, one file per step:
 //!
@@ -15,7 +15,7 @@
 //! 3. [`cut`]: too many paths (§5, routines whose path count exceeds the counter range: the
 //!    paper truncates paths at the vertex where the count passes a threshold);
 //! 4. [`place`]: the chord increments on a maximum spanning tree (§3.3 "Efficiently computing
-//!    sums", by the event-counting DFS of paper 001 §3.2, Fig. 4) and, in [`actions`], the
+//!    sums", by the event-counting DFS of Ball 1994 §3.2, Fig. 4) and, in [`actions`], the
 //!    optimized instrumentation (§3.4: `r = Inc` on first chords, counts folded into last
 //!    chords) as plain data per control-flow edge;
 //! 5. [`regen`]: a path from its number (§3.5 "Regenerating a path");
@@ -24,8 +24,8 @@
 //! 7. [`slices`]: the range of path numbers counted at each path end, and dense counter
 //!    slices for the narrow ends of functions whose paths are hashed.
 //!
-//! Section numbers follow the published paper; the stored text (`papers/002`) has lost its
-//! headings, so each module also names the section's title.
+//! Section numbers follow the published paper; each module also names the section's title
+//! (docs/papers.md has the citations).
 //!
 //! Vertices reuse [`NodeId`]: the blocks `n0 .. n(k-1)`, END `nk` (the index of the control-flow
 //! graph's EXIT) and START `n(k+1)`. DAG edges have their own id type, [`DagEdgeId`].

@@ -1,6 +1,6 @@
-//! Path numbering: `NumPaths(v)` and `Val(e)` (paper 002 §3.2 "Compactly representing paths
-//! with sums", the "algorithm for assigning values to edges"; paper 004 §2.1, equations (1) and
-//! (2)).
+//! Path numbering: `NumPaths(v)` and `Val(e)` (Ball & Larus 1996 §3.2 "Compactly representing paths
+//! with sums", the "algorithm for assigning values to edges"; Melski & Reps 1998 §2.1, equations
+//! (1) and (2)).
 //!
 //! Vertices are visited in reverse topological order. `NumPaths(END) = 1`; for a vertex `v`
 //! with outgoing edges `e_1 .. e_k` (in [`PathDag::succs`] order),
@@ -133,7 +133,7 @@ pub(crate) mod tests {
     use crate::ids::EdgeId;
     use crate::testing::cfg;
 
-    /// Paper 002's running example (its Figures 1 and 5): six blocks A..F = n0..n5.
+    /// Ball & Larus 1996's running example (its Figures 1 and 5): six blocks A..F = n0..n5.
     ///
     /// ```text
     ///            ┌───┐

@@ -1,12 +1,12 @@
-//! Chord increments (paper 002 §3.3 "Efficiently computing sums", by the event-counting
-//! algorithm of paper 001 §3.1-3.2, Fig. 4).
+//! Chord increments (Ball & Larus 1996 §3.3 "Efficiently computing sums", by the event-counting
+//! algorithm of Ball 1994 §3.1-3.2, Fig. 4).
 //!
 //! Adding `Val(e)` on every DAG edge computes the path number but costs an addition on every
 //! edge. Instead, add the edge `END -> START` (its "event" is 0), take a maximum spanning tree
 //! of the DAG under a weighting with `END -> START` forced into it, and put on each chord `c` the
 //! increment `Inc(c)`: the sum of `Val` around its fundamental cycle, each edge signed `+` if it
-//! runs the same way as `c` in the cycle and `-` otherwise (paper 001 §3.1). For every directed
-//! cycle the sum of `Inc` over its chords equals the sum of `Val` over its edges (paper 001,
+//! runs the same way as `c` in the cycle and `-` otherwise (Ball 1994 §3.1). For every directed
+//! cycle the sum of `Inc` over its chords equals the sum of `Val` over its edges (Ball 1994,
 //! Theorem 3.1.1 from Knuth's theorem); a START-to-END path closed by the tree edge
 //! `END -> START` is such a cycle, so **the sum of `Inc` over the chords of a path is its
 //! number**. Increments can be negative.

@@ -1,5 +1,5 @@
-//! Path regeneration: the path with a given number (paper 002 §3.5 "Regenerating a path";
-//! paper 004 Algorithm 5.2 generalizes it).
+//! Path regeneration: the path with a given number (Ball & Larus 1996 §3.5 "Regenerating a path";
+//! Melski & Reps 1998 Algorithm 5.2 generalizes it).
 //!
 //! Start at START with `R` = the number. At each vertex take the outgoing edge `e` with the
 //! largest `Val(e) <= R` among those that lie on some path (`NumPaths(tgt(e)) > 0`); that is the

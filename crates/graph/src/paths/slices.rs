@@ -1,5 +1,5 @@
-//! Dense counter slices for the path ends of hashed functions (tally's addition to paper 002
-//! §3.4 "Instrumentation"; §5 sends functions with too many paths to a hash table).
+//! Dense counter slices for the path ends of hashed functions (tally's addition to Ball & Larus
+//! 1996 §3.4 "Instrumentation"; §5 sends functions with too many paths to a hash table).
 //!
 //! A function with more paths than [`ARRAY_PATHS`](super::ARRAY_PATHS) counts every path end
 //! through a hash-table probe. Yet the path number counted at one end — a DAG edge whose

@@ -1,5 +1,5 @@
-//! Edge counts from block counts, for the `blocks-naive` mode (paper 000 §3: an edge profile
-//! cannot always be deduced from a vertex profile, so only the edges the flow equations
+//! Edge counts from block counts, for the `blocks-naive` mode (Ball & Larus 1994 §3: an edge
+//! profile cannot always be deduced from a vertex profile, so only the edges the flow equations
 //! determine are recovered). Equations with exactly one unknown are solved repeatedly, in the
 //! style of the leaf-by-leaf derivation of §3.2, until none is left.
 

@@ -1,4 +1,4 @@
-//! Count reconstruction from measured counters (paper 000 §3.2, Fig. 6), with exact checks.
+//! Count reconstruction from measured counters (Ball & Larus 1994 §3.2, Fig. 6), with exact checks.
 //!
 //! - [`propagate`]: the unmeasured edges form a forest; Fig. 6 visits it in post-order and
 //!   derives each tree edge from the flow equation of the vertex below it. Here the traversal is

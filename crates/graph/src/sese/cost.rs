@@ -2,7 +2,7 @@
 //! it saves are expected to cost more than the code it adds at the loop's exits.
 //!
 //! On the benchmark suite, SESE counters in every candidate loop cost more instructions than
-//! they saved (docs/sese.md): a counted loop pays at every exit, once per activation, and a
+//! they saved (docs/log/sese.md): a counted loop pays at every exit, once per activation, and a
 //! loop left after a few iterations through one of many exits (bzip2's `mainGtU`) pays more
 //! than its back edge's increments. The model, in instructions executed, all of it explicit
 //! in [`CostModel`]:
@@ -20,7 +20,7 @@
 //!   adds the count (and jumps when split), its entry computes the count ([`trip_count_setup`]).
 //!
 //! **Where a counter may go** ([`CostModel::allows`], measured on the suite with callgrind,
-//! docs/sese.md "Third round"): the model above sees instructions at the exits, not what the
+//! docs/log/sese.md "Third round"): the model above sees instructions at the exits, not what the
 //! back end does to the loop. In a loop whose counters `promote` keeps in registers (innermost,
 //! call-free), the increment SESE removes is an `inc` of a register, often folded by loop
 //! strength reduction into an induction variable the loop has anyway (bzip2's `fallbackSort`:
@@ -302,7 +302,7 @@ mod tests {
         assert!(m.allows(CounterKind::Affine, shape(true, 19)));
         assert!(!m.allows(CounterKind::Affine, shape(true, 7)));
         // The bench drivers' `bench_make_vocab` loop (pressure 14) cost +2.5K instructions in
-        // every program of the suite (docs/sese.md, fourth round).
+        // every program of the suite (docs/log/sese.md, fourth round).
         assert!(!m.allows(CounterKind::Affine, shape(true, 14)));
         assert!(m.allows(CounterKind::Affine, shape(true, 15)));
         assert!(!m.allows(CounterKind::Affine, shape(false, 30)));
@@ -317,7 +317,7 @@ mod tests {
         assert!(!m.allows(CounterKind::TripCount, huge));
     }
 
-    /// SQLite's `rebuildPage` (docs/sese.md, fourth round): an affine counter in a promoted
+    /// SQLite's `rebuildPage` (docs/log/sese.md, fourth round): an affine counter in a promoted
     /// loop under pressure 17 but with five exits cost +5.7K instructions; two exits are
     /// allowed, three are not.
     #[test]

@@ -1,6 +1,6 @@
 //! SESE counters: program variables that replace edge counters inside loops, after Frenot &
 //! Pereira, *Reducing the Overhead of Exact Profiling by Reusing Affine Variables* (CC 2024,
-//! `papers/003`), on top of the chord placement of paper 000 §3.2.
+//! cited as Frenot & Pereira 2024), on top of the chord placement of Ball & Larus 1994 §3.2.
 //!
 //! A loop-header phi whose circuit holds only phis and constant increments `u + c` in
 //! control-equivalent blocks (Definition 3.5) tells, when the loop is left, how often its
@@ -15,7 +15,7 @@
 //!   increments in control-equivalent blocks) or a trip count known on entry
 //!   ([`SeseKind::TripCount`], what ScalarEvolution's backedge-taken count gives), the edge
 //!   whose count it yields, and the edges where its value is added to that edge's count;
-//! - [`place_edge_counters_sese`]: the edge placement of paper 000 with the measured edges
+//! - [`place_edge_counters_sese`]: the edge placement of Ball & Larus 1994 with the measured edges
 //!   made *free* chords (kept out of the spanning tree, carrying no increment);
 //! - [`recover`]: every edge count from the incremented chords' counters and the SESE values.
 //!
@@ -151,7 +151,8 @@ pub enum SeseError {
     Flow(#[from] FlowError),
 }
 
-/// A reducible natural loop (paper 003 Definition 3.1; paper 000 §5 for `nat-loop`).
+/// A reducible natural loop (Frenot & Pereira 2024 Definition 3.1; Ball & Larus 1994 §5 for
+/// `nat-loop`).
 ///
 /// Invariants: `header` dominates every member; `members` is sorted and holds `header`;
 /// `entries` are the structural edges from non-members to `header`, and no structural edge
@@ -535,7 +536,7 @@ impl SesePlacement {
     }
 }
 
-/// Edge-counter placement of paper 000 §3.2 with the measured edges of `counters` made free
+/// Edge-counter placement of Ball & Larus 1994 §3.2 with the measured edges of `counters` made free
 /// chords (Theorem 3.11): a counter is used when its edge, removed from the graph with the
 /// edges of the counters used before it, leaves the tree-eligible edges as connected as before
 /// (so a spanning tree avoiding it costs no extra counter); then the tree is the maximum
@@ -631,7 +632,7 @@ fn place_sese(
 /// Every edge count from what the runtime holds when the function's frames are all finished:
 /// `chord_values[e]` for each incremented chord `e` (other entries are ignored) and
 /// `sese_values[k]` for counter `k` (the sum over its activations of the counts it added).
-/// Paper 000 Fig. 6 then derives the tree edges.
+/// Ball & Larus 1994 Fig. 6 then derives the tree edges.
 pub fn recover(
     cfg: &Cfg,
     placement: &SesePlacement,

@@ -30,8 +30,8 @@ fn sese_loop(g: &Cfg, header: usize) -> SeseLoop {
     }
 }
 
-/// Paper 003 Fig. 2, `count_zeros`: L0 = n0, L2 = n1 (header, `i < N`), L6 = n2 (`!v[i]`),
-/// L9 = n3 (`sum++`), LA = n4 (`i++`, latch), LD = n5 (return).
+/// Frenot & Pereira 2024 Fig. 2, `count_zeros`: L0 = n0, L2 = n1 (header, `i < N`), L6 = n2
+/// (`!v[i]`), L9 = n3 (`sum++`), LA = n4 (`i++`, latch), LD = n5 (return).
 fn count_zeros() -> Cfg {
     cfg(
         6,
@@ -83,8 +83,8 @@ fn count_zeros_needs_no_counter_in_the_loop() {
     ));
 }
 
-/// Paper 003 Fig. 5/6, `nonSESE`: `sum` is incremented in L6 and in LA, which are not control
-/// equivalent (the cycle L2, L6, LB misses LA); `i`, incremented in the latch LB, is.
+/// Frenot & Pereira 2024 Fig. 5/6, `nonSESE`: `sum` is incremented in L6 and in LA, which are not
+/// control equivalent (the cycle L2, L6, LB misses LA); `i`, incremented in the latch LB, is.
 #[test]
 fn non_sese_is_refused() {
     // n0 L0, n1 L2, n2 L6 (sum++), n3 LA (sum++), n4 LB (i++), n5 return.
@@ -125,7 +125,7 @@ fn non_sese_is_refused() {
     );
 }
 
-/// Paper 003 Fig. 7, `first_occurrence`: the pointer `p` steps by `sizeof(long)`.
+/// Frenot & Pereira 2024 Fig. 7, `first_occurrence`: the pointer `p` steps by `sizeof(long)`.
 #[test]
 fn pointer_step_gives_the_trip_count() {
     // n0 entry, n1 `*p != q` (header), n2 `p++` (latch), n3 return.

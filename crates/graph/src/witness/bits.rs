@@ -1,5 +1,5 @@
-//! A bit-packed encoding of the record stream (paper 000 §6.2: "by using only as many bits as
-//! necessary"), a reference for the runtime's buffer format.
+//! A bit-packed encoding of the record stream (Ball & Larus 1994 §6.2: "by using only as many bits
+//! as necessary"), a reference for the runtime's buffer format.
 //!
 //! Bits are packed least-significant first into bytes. A witness is its value in the width of
 //! its plan (`bits` bits, nothing when the width is 0): no tag, because the reader always knows

@@ -1,5 +1,5 @@
-//! The checker of a witness [`Plan`]: `Trace(Ewit)` (paper 000 §4.1) and the blocking property
-//! (§4.2).
+//! The checker of a witness [`Plan`]: `Trace(Ewit)` (Ball & Larus 1994 §4.1) and the blocking
+//! property (§4.2).
 //!
 //! Three independent checks, all over the normal edges:
 //!

@@ -1,4 +1,4 @@
-//! Witness tracing (paper 000 §4, "Program tracing"; §6.2 "Tracing performance"): record a
+//! Witness tracing (Ball & Larus 1994 §4, "Program tracing"; §6.2 "Tracing performance"): record a
 //! *witness* only on a few edges `Ewit` of each function and regenerate the exact sequence of
 //! executed blocks, across calls, from the trace and the graphs.
 //!

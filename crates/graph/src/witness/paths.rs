@@ -1,9 +1,9 @@
 //! Path-number tracing: a function writes the Ball-Larus number of each acyclic path it
-//! executes (paper 002 §3.2, "Compactly representing paths with sums", and §4 for back edges)
-//! where the path ends, instead of witnesses on edges (paper 000 §4). Larus's *Whole Program
-//! Paths* (PLDI 1999) records exactly this stream.
+//! executes (Ball & Larus 1996 §3.2, "Compactly representing paths with sums", and §4 for back
+//! edges) where the path ends, instead of witnesses on edges (Ball & Larus 1994 §4). Larus's *Whole
+//! Program Paths* (PLDI 1999) records exactly this stream.
 //!
-//! The paths are those of `path` mode with one more kind of cut (paper 002 §5's dummy
+//! The paths are those of `path` mode with one more kind of cut (Ball & Larus 1996 §5's dummy
 //! `x -> END`, `START -> y` edges): every `Flow` edge into a *call vertex* (a block with a
 //! call that may write records, [`FunctionInput::is_call_vertex`]) is cut. So a path holds at
 //! most one call vertex, as its first block, and its number is written on its last edge, after

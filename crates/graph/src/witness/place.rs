@@ -1,4 +1,4 @@
-//! Where witnesses go and what they write (paper 000 §4.2 and §6.2).
+//! Where witnesses go and what they write (Ball & Larus 1994 §4.2 and §6.2).
 //!
 //! [`witness_plan`] is the algorithm of §4.2:
 //!

@@ -1,5 +1,5 @@
-//! Regeneration (paper 000 §4.1, Fig. 14) with a stack of active procedures (§4.2: "When the
-//! algorithm encounters a call vertex, it pushes the current CFG name and pc value onto the
+//! Regeneration (Ball & Larus 1994 §4.1, Fig. 14) with a stack of active procedures (§4.2: "When
+//! the algorithm encounters a call vertex, it pushes the current CFG name and pc value onto the
 //! stack and starts executing the callee. When the algorithm encounters an EXIT vertex, it pops
 //! the stack and resumes executing the caller.").
 //!

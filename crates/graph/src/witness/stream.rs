@@ -73,7 +73,7 @@ pub enum Event {
 /// unwind below the stack).
 ///
 /// A function with a [`PlanKind::Paths`] plan keeps its path register `r` (the sum of the
-/// `Val`s of the current path's DAG edges, paper 002 §3.2) and writes it, in
+/// `Val`s of the current path's DAG edges, Ball & Larus 1996 §3.2) and writes it, in
 /// [`super::paths::path_bits`] bits, on the edge that ends the path (a `Return`, back or cut
 /// edge), as a [`Record::Witness`].
 pub fn records_of(funcs: &[Traced], events: &[Event]) -> Vec<Record> {

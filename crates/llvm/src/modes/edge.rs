@@ -1,13 +1,13 @@
-//! `edge` mode: Eprof(Ecnt) of paper 000 §3.2 — counters on the chords of a maximum spanning
-//! tree under the weighting of §5 (or measured / estimated weights, §6.4), with the jump
+//! `edge` mode: Eprof(Ecnt) of Ball & Larus 1994 §3.2 — counters on the chords of a maximum
+//! spanning tree under the weighting of §5 (or measured / estimated weights, §6.4), with the jump
 //! optimization of §6.3. Early-exit edges are either chords counted by the runtime through a
 //! frame record (the exit counters of Fig. 7) or, when that is predicted to cost more, tree
 //! edges whose counts the flow law derives (no record; gcov's fake edges); functions with
 //! landing pads or setjmp always keep the record. Re-entry edges are always chords. Counts are
 //! recovered by Fig. 6's propagation (`tally_report`).
 //!
-//! With `--tally-sese=on`, the SESE counters of paper 003 ([`crate::sese`]) make some chords
-//! free (`place_edge_counters_sese`): their counters get no increment, the loop's affine
+//! With `--tally-sese=on`, the SESE counters of Frenot & Pereira 2024 ([`crate::sese`]) make some
+//! chords free (`place_edge_counters_sese`): their counters get no increment, the loop's affine
 //! variable gives their count at the loop's exits. Both placements use them: the record one,
 //! and the one whose early exits are derived from the tree (the counted loops contain no call
 //! that may end the frame, so their values are added before it can end).

@@ -1,4 +1,4 @@
-//! Events mode: exact event counting with on-line queries (paper 001, Ball 1994) applied to IR.
+//! Events mode: exact event counting with on-line queries (Ball 1994) applied to IR.
 //!
 //! Events are counted per thread in one aggregate counter, kept as a countdown `left` (a
 //! thread-local `i64`, `__tally_ev_left`; the count is `__tally_ev_limit - left`). The graph

@@ -1,5 +1,5 @@
-//! Modes `ipath` and `ipath-piecewise`: interprocedural path profiling (Melski & Reps, paper
-//! 004) of the functions of one translation unit, executing the specification of
+//! Modes `ipath` and `ipath-piecewise`: interprocedural path profiling (Melski &
+//! Reps 1998) of the functions of one translation unit, executing the specification of
 //! `tally_graph::ipaths::runtime` (§5.5 context paths, §6.3 piecewise paths).
 //!
 //! # The set of functions
@@ -7,7 +7,7 @@
 //! [`Ipath::plan_module`] sees every lowered function of the module. A function is in the set
 //! when it has no `callbr` or `musttail` call and every edge that may need code can take it
 //! (as path mode requires); functions that may end early (`exit`, `longjmp`, exceptions,
-//! setjmp) are in it too (paper 004 §9.2, below). Other functions are profiled with edge
+//! setjmp) are in it too (Melski & Reps 1998 §9.2, below). Other functions are profiled with edge
 //! counters, exactly, and calls to them are summary edges. A call is *direct*
 //! (`Callee::Internal`) when it calls a set function with local linkage (which cannot be
 //! interposed), is a `call` (an `invoke`'s exception would land in the caller while its path

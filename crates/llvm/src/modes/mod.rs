@@ -31,7 +31,7 @@ pub(crate) struct PlanCx<'a> {
     /// Its graph and IR positions.
     pub l: &'a Lowered,
     /// Edge weights for the spanning tree: measured (`--tally-weights`) or LLVM's estimate;
-    /// `None`: paper 000 §5's heuristic.
+    /// `None`: Ball & Larus 1994 §5's heuristic.
     pub weights: Option<&'a IdVec<EdgeId, f64>>,
     /// `weights` are measured counts (`--tally-weights`), not an estimate.
     pub measured: bool,

@@ -1,7 +1,7 @@
 //! The naive modes, the oracles of the others: `edges-naive` puts a counter on every edge but
 //! the early exits (derived at report time: they form a star on EXIT), `blocks-naive` one at the
-//! start of every block (the "redundant" placement of paper 000 §6.1). Neither uses a spanning
-//! tree or a frame record, so they share no code that could be wrong with `edge` mode.
+//! start of every block (the "redundant" placement of Ball & Larus 1994 §6.1). Neither uses a
+//! spanning tree or a frame record, so they share no code that could be wrong with `edge` mode.
 
 use super::{Counting, FnPlan, ModeImpl, PlanCx};
 use crate::lower::Lowered;

@@ -1,4 +1,4 @@
-//! Path mode: Ball-Larus path profiling (paper 002) applied to IR.
+//! Path mode: Ball-Larus path profiling (Ball & Larus 1996) applied to IR.
 //!
 //! The graph crate numbers the acyclic paths of each function (`tally_graph::paths`: the DAG
 //! with back edges, early exits, re-entries and cuts turned into dummy START/END edges, Val
@@ -15,10 +15,10 @@
 //! the runtime counts it when the frame is abandoned. A longjmp back into the frame starts a new
 //! path at the re-entry edge.
 //!
-//! Functions with more than [`MAX_PATHS`] paths are cut (extra path ends, paper 002's remedy,
-//! `tally_graph::paths::number_paths_limited`); a function whose path code would have to sit on
-//! an edge that can neither be split nor reached from one end (an indirect branch into a block
-//! with several predecessors) is profiled with edge counters instead, and says so.
+//! Functions with more than [`MAX_PATHS`] paths are cut (extra path ends, Ball & Larus 1996's
+//! remedy, `tally_graph::paths::number_paths_limited`); a function whose path code would have to
+//! sit on an edge that can neither be split nor reached from one end (an indirect branch into a
+//! block with several predecessors) is profiled with edge counters instead, and says so.
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
 use crate::emit::{cname, Emitter, Globals};
@@ -191,7 +191,7 @@ const CHECKED_WIDTH: u64 = 64;
 /// weights: a path that misses the slice pays the check on top of the probe. 0: every end
 /// narrow enough gets its checked slice. A share of 0.5 won pcre2 back 4 points before the
 /// loop peeling, and on top of it lost bzip2 3 points, pcre2 4 and SQLite 2
-/// (docs/paths-cost.md, "Measured: the merge").
+/// (docs/log/paths-cost.md, "Measured: the merge").
 const CHECKED_SHARE: f64 = 0.0;
 /// Most counter slots a hashed function's slices take (an array function may take
 /// [`ARRAY_PATHS`]).

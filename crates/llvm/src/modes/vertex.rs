@@ -1,13 +1,13 @@
-//! `vertex` mode: Vprof(Ecnt) of paper 000 §3.3 — the edge placement minus the chords whose
+//! `vertex` mode: Vprof(Ecnt) of Ball & Larus 1994 §3.3 — the edge placement minus the chords whose
 //! fundamental cycle is pipeless and vertex-disjoint from earlier ones (Fig. 11,
 //! `tally_graph::vertex`). Block counts stay exact (Fig. 8: dropped chords taken as 0, signed
 //! propagation); the dropped cycles' edge counts are unknown and listed in the metadata.
 //!
-//! With `--tally-sese=on` (the default), the SESE counters of paper 003 ([`crate::sese`]) make
-//! some chords free as in `edge` mode (`place_vertex_counters_sese`: Fig. 11 over the tree of
-//! `place_edge_counters_sese`, free chords never dropped); their value is added at the loops'
-//! exits, and the candidates are those of edge mode (no loop the frame may end inside), so the
-//! counts are exact whenever the frame ends. Early exits keep the frame record.
+//! With `--tally-sese=on` (the default), the SESE counters of Frenot & Pereira 2024
+//! ([`crate::sese`]) make some chords free as in `edge` mode (`place_vertex_counters_sese`: Fig. 11
+//! over the tree of `place_edge_counters_sese`, free chords never dropped); their value is added at
+//! the loops' exits, and the candidates are those of edge mode (no loop the frame may end inside),
+//! so the counts are exact whenever the frame ends. Early exits keep the frame record.
 
 use super::edge::{candidates, used_candidates, EdgePlan};
 use super::{Counting, FnPlan, ModeImpl, PlanCx};

@@ -1,4 +1,4 @@
-//! `trace` mode: witness tracing (paper 000 §4; `tally_graph::witness`). Each function is
+//! `trace` mode: witness tracing (Ball & Larus 1994 §4; `tally_graph::witness`). Each function is
 //! lowered to a [`FunctionInput`] (its graph, the call sites of each block in order, its
 //! unwind edges), given the cheaper of the witness and branch plans (`cheaper_plan`, checked
 //! by `check_plan`), and instrumented to write exactly the records of
@@ -447,7 +447,7 @@ impl WTrace {
         // A static weighting takes an early return for as likely as going on; Ball & Larus's
         // return heuristic makes it the rare side, so a chain of them is witnessed at its
         // returns, not at every test (bzip2: -7% of `trace-regs`' instructions, a quarter off
-        // its trace; docs/trace.md). Measured weights stay as they are, and so do the path
+        // its trace; docs/log/trace.md). Measured weights stay as they are, and so do the path
         // numbers' (`--tally-trace=paths`, whose placement this was not measured for).
         let mut plan_weights = weights.clone();
         if !cx.measured {
@@ -558,9 +558,9 @@ struct PathsCode {
     numbering: u64,
 }
 
-/// The path-number plan of one function, or why it has none: path mode's placement (paper
-/// 002 §3.4) of the numbering `witness::paths::paths_plan` recomputes in the reader, with one
-/// change. A path whose number is known where it starts (its `START` edge carries `Count`:
+/// The path-number plan of one function, or why it has none: path mode's placement (Ball &
+/// Larus 1996 §3.4) of the numbering `witness::paths::paths_plan` recomputes in the reader, with
+/// one change. A path whose number is known where it starts (its `START` edge carries `Count`:
 /// the path from there is unique) would write its record before the calls of its first block,
 /// which the reader meets first; when that block is a call vertex, the count becomes `r = v`
 /// and the record is written by `count[r]` at the end of the block, after its calls (nothing
@@ -1962,7 +1962,7 @@ const RETURN_DISCOUNT: f64 = 8.0;
 /// and a check that asks for `k` sends a word with more than `63 - k` to the buffer. 16
 /// stages fuller words than 32 for few more checks: callgrind, the bench's reduced inputs,
 /// `trace-regs` instructions against 32: Lua -1.1%, SQLite -1.4%, zlib -0.9%, bzip2 -0.3%
-/// (8 and 12 did worse on Lua and bzip2; docs/trace.md).
+/// (8 and 12 did worse on Lua and bzip2; docs/log/trace.md).
 const ROOM_MAX: u64 = 16;
 
 impl FnPlan for WPlan {

@@ -3,7 +3,7 @@
 //! Left to itself, layout-rs makes its graph acyclic by asking, for each edge in the order
 //! given, whether its source is reachable from its target, and checks the graph after each
 //! edge and pass; its reachability search enumerates paths (it unmarks nodes on the way back),
-//! so a chain of `n` if-statements costs `2^n` per question (issue 44 point 7: 38 s on
+//! so a chain of `n` if-statements costs `2^n` per question (38 s on
 //! redis-server). Here the graph goes in acyclic and in an order where every question is
 //! answered at once: back edges of a depth-first search from the entry are reversed (the
 //! arrow still points at the real target, as layout-rs does for the back edges it finds), the

@@ -1,4 +1,4 @@
-//! `tally html` (issue 15 point 4): a static, self-contained site of a report that works from
+//! `tally html`: a static, self-contained site of a report that works from
 //! `file://` — no network, no external assets, a little inline vanilla JavaScript.
 //!
 //! - `index.html` ([`index`]): totals, a directory tree and a flat sortable list of the files

@@ -1,5 +1,5 @@
-//! `edge` and `edges-naive`: the counted edges' counts, then Fig. 6 of paper 000 (propagation
-//! over the unmeasured spanning forest, `tally_graph::propagate`) for the rest; in
+//! `edge` and `edges-naive`: the counted edges' counts, then Fig. 6 of Ball & Larus 1994
+//! (propagation over the unmeasured spanning forest, `tally_graph::propagate`) for the rest; in
 //! `edges-naive` only the early exits (a star at EXIT) are derived. Block counts are the sums
 //! of their incoming edges. Path mode's functions without paths are solved here too.
 

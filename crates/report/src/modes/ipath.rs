@@ -1,5 +1,5 @@
-//! `ipath`, `ipath-piecewise`: interprocedural paths (paper 004) regenerated from their numbers
-//! and block and edge counts derived from them. The numbering is rebuilt from the module's
+//! `ipath`, `ipath-piecewise`: interprocedural paths (Melski & Reps 1998) regenerated from their
+//! numbers and block and edge counts derived from them. The numbering is rebuilt from the module's
 //! [`IpathMeta`] (each function's graph, call sites, entered-from-outside flag and cuts, the
 //! mode and the limit, `IpNumbering::new_limited`) and refused unless its total and fingerprint
 //! are the stored ones. Functions outside the set were profiled with edge counters and are
@@ -307,7 +307,7 @@ pub(crate) fn solve_module(
             context,
         });
     }
-    // Early exits (paper 004 §9.2): a frame abandoned in a block left it by its early-exit
+    // Early exits (Melski & Reps 1998 §9.2): a frame abandoned in a block left it by its early-exit
     // edge. The path that ends there names the innermost frame of its level only (a caller
     // waiting in a direct call, or in piecewise mode one whose call precedes the piece, is not
     // on it), so every early-exit edge is derived by conservation of flow: what entered the

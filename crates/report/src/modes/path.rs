@@ -1,5 +1,5 @@
-//! `path`: paper 002's paths regenerated from their numbers (the DAG renumbered from the graph
-//! and the cuts, checked against the stored total and numbering fingerprint), and block and
+//! `path`: Ball & Larus 1996's paths regenerated from their numbers (the DAG renumbered from the
+//! graph and the cuts, checked against the stored total and numbering fingerprint), and block and
 //! edge counts derived from the path counts (`tally_graph::paths::derive_counts`). Functions
 //! profiled with edge counters instead are solved as in `edge` mode.
 
@@ -55,7 +55,7 @@ impl Reconstruct for Path {
 }
 
 /// The executed paths spelled out: each `(number, count)` of `counts` regenerated from its
-/// number (paper 002 §3.5), with how it starts and ends.
+/// number (Ball & Larus 1996 §3.5), with how it starts and ends.
 pub(crate) fn path_rows(
     numbered: &tally_graph::paths::NumberedDag,
     counts: &[(u128, u64)],

@@ -1,4 +1,4 @@
-//! `vertex`: Fig. 8 of paper 000 — the dropped chords (Fig. 11) taken as 0 and a signed
+//! `vertex`: Fig. 8 of Ball & Larus 1994 — the dropped chords (Fig. 11) taken as 0 and a signed
 //! propagation give exact block counts; the edges of the dropped cycles stay unknown
 //! (`tally_graph::vertex::propagate_vertex`).
 

@@ -1,5 +1,5 @@
-//! Events mode: call-free loops without decrements (issue #16 item 3; SESE counters, paper
-//! 003, and trip counts, `crate::sese`; Ball 1994's events plan, paper 001 §3-4).
+//! Events mode: call-free loops without decrements (SESE counters, Frenot & Pereira 2024, and
+//! trip counts, `crate::sese`; Ball 1994's events plan, §3-4).
 //!
 //! A **fast loop** is an innermost loop without calls (so without query points, early exits or
 //! re-entries) with one entry. It is **versioned** before the plan's code is placed: on its
@@ -9,7 +9,7 @@
 //! as before. The copy's exit `u -> x` goes through a block of its own that subtracts from
 //! `left` what the original loop subtracts between `V` and `x`'s start, `D`, counted in one of
 //! two ways (the second, and the live-out repair below, only with `--tally-sese=all`: they do
-//! not pay in instructions on every program, docs/sese.md "Ninth round"):
+//! not pay in instructions on every program, docs/log/sese.md "Ninth round"):
 //!
 //! - **One cycle with a SESE counter** (`Counting::Cycle`): the body is one cycle (every
 //!   member has exactly one successor inside the loop: `H = n0 -> n1 -> ... -> latch -> H`,
@@ -48,7 +48,7 @@
 //! such a start): every entry then runs the same range (bzip2's passes over its block). A
 //! range that moves from entry to entry (a search resuming where the last one stopped, a copy
 //! up to a moving end) or an exit on data the loop reads ran few turns per entry and cost
-//! more than it saved on xz and zstd (docs/sese.md, "Tenth round").
+//! more than it saved on xz and zstd (docs/log/sese.md, "Tenth round").
 //!
 //! Refused (the plan keeps the loop; `TALLY_DEBUG_FAST=1` prints each refusal's reason and
 //! each versioned loop with the facts the rules saw):
@@ -59,7 +59,7 @@
 //! parallel inside edges with different increments, nested one-cycle loops whose range moves
 //! (above), and nested ones with fewer than [`MIN_TURNS_PER_CALL`] back edges per call of the
 //! function under the weights (cold paths: the copy saves next to nothing there, while its
-//! code changes the register allocation of the function's hot paths, docs/sese.md "Eleventh
+//! code changes the register allocation of the function's hot paths, docs/log/sese.md "Eleventh
 //! round"); by default (`on`) also every loop that is not one cycle with a SESE counter, and
 //! every live-out value (the eighth round's choice).
 
@@ -84,7 +84,7 @@ pub(super) const MAX_INSTRS: usize = 96;
 pub(super) const MIN_TURNS: f64 = 3.0;
 /// Fewest back edges per call of the function (under the weights) for a loop to be versioned:
 /// below it the decrements saved are less than the copy costs the function's other paths
-/// (register allocation of the whole function changes; docs/sese.md "Eleventh round").
+/// (register allocation of the whole function changes; docs/log/sese.md "Eleventh round").
 pub(super) const MIN_TURNS_PER_CALL: f64 = 1.0;
 
 /// How a versioned loop's copy knows the events its activation ran.
@@ -316,7 +316,7 @@ fn classify(
             // `fallbackSort` passes over the block); refused loops whose range moves from
             // entry to entry (a search resuming where the last one stopped, a copy up to a
             // moving end: xz's `while (len_end < offset)`, zstd's `ZSTD_wildcopy`) or that
-            // leave early on data (match catch-up loops), docs/sese.md "Tenth round".
+            // leave early on data (match catch-up loops), docs/log/sese.md "Tenth round".
             if let Some(outer) = enclosing(loops, h) {
                 let header_bb = l.nodes[h.index()].start.parent();
                 let outer_bbs: Vec<Bb> = loops
@@ -333,7 +333,7 @@ fn classify(
                 // after `op = wnext` in `inflate_fast`, 0.3 estimated turns per call), the
                 // copy saves next to nothing, yet its code changes the register allocation of
                 // the whole function: +0.36M instructions on zlib's hot decoding loop (spills,
-                // copies) with the copy never entered, docs/sese.md "Eleventh round".
+                // copies) with the copy never entered, docs/log/sese.md "Eleventh round".
                 if freq[cand.counter.measured] < MIN_TURNS_PER_CALL * freq[cfg.entry_edge()] {
                     return Err(Refusal::Cold);
                 }
