@@ -359,7 +359,7 @@ fn title(profiles: &[PathBuf]) -> String {
 fn placements(a: ProfilesArgs) -> Result<i32> {
     let profile = read_for_report(&a.profiles)?;
     let title = title(&a.profiles);
-    let r = tally_report::analyze(&profile)?;
+    let r = tally_report::analyze(&profile, &tally_report::Inputs::default())?;
     let s = tally_report::placements::score(&r);
     if s.functions == 0 {
         anyhow::bail!(
@@ -389,8 +389,9 @@ fn check(a: ProfilesArgs) -> Result<i32> {
 
 /// `tally diff A B`: 0 when every count is the same, 1 when not.
 fn diff(a: DiffArgs) -> Result<i32> {
-    let ra = tally_report::analyze(&read_for_report(std::slice::from_ref(&a.a))?)?;
-    let rb = tally_report::analyze(&read_for_report(std::slice::from_ref(&a.b))?)?;
+    let none = tally_report::Inputs::default();
+    let ra = tally_report::analyze(&read_for_report(std::slice::from_ref(&a.a))?, &none)?;
+    let rb = tally_report::analyze(&read_for_report(std::slice::from_ref(&a.b))?, &none)?;
     let (ma, mb) = (
         tally_report::source::model(&ra),
         tally_report::source::model(&rb),
@@ -409,7 +410,7 @@ fn diff(a: DiffArgs) -> Result<i32> {
 fn paths(a: PathsArgs) -> Result<i32> {
     let profile = read_for_report(&a.profiles)?;
     let title = title(&a.profiles);
-    let mut r = tally_report::analyze(&profile)?;
+    let mut r = tally_report::analyze(&profile, &tally_report::Inputs::default())?;
     let filter = match &a.function {
         Some(re) => Some(regex_lite::Regex::new(re).with_context(|| format!("--function {re}"))?),
         None => None,
@@ -805,7 +806,7 @@ fn merge_by_program(dir: &std::path::Path, inputs: &[PathBuf]) -> Result<i32> {
 
 fn show(a: ShowArgs) -> Result<i32> {
     let profile = read_for_report(std::slice::from_ref(&a.profile))?;
-    let r = tally_report::analyze(&profile)?;
+    let r = tally_report::analyze(&profile, &tally_report::Inputs::default())?;
     let m = tally_report::source::model(&r);
     let re = a
         .function
@@ -866,7 +867,7 @@ fn analyze_maybe_traced(
     let profile = read_for_report(profiles)?;
     match trace {
         None => {
-            let r = tally_report::analyze(&profile)?;
+            let r = tally_report::analyze(&profile, &tally_report::Inputs::default())?;
             if r.modes.contains(&tally_format::Mode::Trace) {
                 eprintln!("tally: a trace build counts nothing in its profile; pass the trace its run wrote: --trace PROG.trace {}", title);
             }
