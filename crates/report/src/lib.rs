@@ -12,7 +12,7 @@
 //!
 //! This root holds the data model ([`Report`], [`FunctionReport`], [`BlockCount`],
 //! [`EdgeCount`], [`ReportError`], ...); [`analyze`] does the arithmetic, [`Sum`] adds profiles
-//! of one program; [`render`] prints text and JSON. [`source`] turns the
+//! of one program and [`merge`] those of many per program; [`render`] prints text and JSON. [`source`] turns the
 //! counts into line, branch and function counts (issue 15), which [`show`] prints as annotated
 //! source and a per-line report, and [`lcov`] and [`cobertura`] export; [`html`] renders the static site of `tally html`.
 #![deny(missing_docs)]
@@ -24,6 +24,7 @@ pub mod diff;
 pub mod html;
 pub mod ipaths;
 pub mod lcov;
+pub mod merge;
 mod modes;
 pub mod names;
 pub mod placements;
