@@ -11,7 +11,7 @@
 //! against the fingerprint the instrumenter stored (`PathMeta::numbering`).
 //!
 //! This root holds the data model ([`Report`], [`FunctionReport`], [`BlockCount`],
-//! [`EdgeCount`], [`ReportError`], ...); [`analyze`] does the arithmetic, [`Sum`] adds profiles
+//! [`EdgeCount`], [`ReportError`], ...); [`analyze()`] does the arithmetic, [`Sum`] adds profiles
 //! of one program and [`merge`] those of many per program; [`render`] prints text and JSON. [`source`] turns the
 //! counts into line, branch and function counts (issue 15), which [`show`] prints as annotated
 //! source and a per-line report, and [`lcov`] and [`cobertura`] export; [`html`] renders the static site of `tally html`.
