@@ -245,8 +245,8 @@ fn print_help(cxx: bool) -> Result<()> {
 fn load_weights(path: &Path) -> Result<tally_llvm::Weights> {
     let p = tally_format::profile::Profile::read_file(path)
         .with_context(|| format!("--tally-weights={}", path.display()))?;
-    let r =
-        tally_report::analyze(&p).with_context(|| format!("--tally-weights={}", path.display()))?;
+    let r = tally_report::analyze(&p, &tally_report::Inputs::default())
+        .with_context(|| format!("--tally-weights={}", path.display()))?;
     let mut w = tally_llvm::Weights::new();
     // Functions whose counts are inconsistent give no weights: they use the heuristic's.
     for f in r.functions.iter().filter(|f| f.inconsistent.is_none()) {

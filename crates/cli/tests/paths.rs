@@ -126,7 +126,7 @@ fn check_with(
         json["program"]
     );
 
-    let report = tally_report::analyze(&path_prof).unwrap();
+    let report = tally_report::analyze(&path_prof, &tally_report::Inputs::default()).unwrap();
     let mut profiled: BTreeMap<(String, String, u64), BTreeMap<u128, u64>> = BTreeMap::new();
     for f in &report.functions {
         if let Some(p) = &f.paths {

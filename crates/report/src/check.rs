@@ -21,7 +21,7 @@
 //!
 //! The check passes when nothing differs, is unconfirmed or is missing.
 
-use crate::{analyze, FunctionReport, ReportError};
+use crate::{analyze, FunctionReport, Inputs, ReportError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tally_format::profile::Profile;
@@ -126,7 +126,8 @@ pub fn check(profile: &Profile) -> Result<Check, CheckError> {
         modules: oracles,
         ..mode.clone()
     };
-    let (rm, ro) = (analyze(&mode)?, analyze(&oracle)?);
+    let none = Inputs::default();
+    let (rm, ro) = (analyze(&mode, &none)?, analyze(&oracle, &none)?);
     let (fm, fo) = (by_key(&rm.functions), by_key(&ro.functions));
     let mut c = Check {
         caveats: rm.caveats(),

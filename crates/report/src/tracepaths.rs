@@ -268,7 +268,11 @@ pub fn trace_paths(bytes: &[u8], profile: &Profile) -> Result<TracePaths, String
         profiles.entry(key).or_default().extend(c);
         potential.insert(key, n);
     }
-    let mut report = crate::analyze_counted(profile, &counted).map_err(|e| e.to_string())?;
+    let inputs = crate::Inputs {
+        counted,
+        ..Default::default()
+    };
+    let mut report = crate::analyze(profile, &inputs).map_err(|e| e.to_string())?;
     for fr in &mut report.functions {
         // Linkonce copies merged into one entry add their paths.
         let mut sum: BTreeMap<u128, u64> = BTreeMap::new();

@@ -706,7 +706,7 @@ pub fn report(
             .zip(&p.funcs)
             .map(|(&at, t)| (at, &t.input.cfg))
             .collect();
-    let r = crate::analyze_counted_with(profile, &counted, &cfgs).map_err(|e| e.to_string())?;
+    let r = crate::analyze(profile, &crate::Inputs { counted, cfgs }).map_err(|e| e.to_string())?;
     Ok((r, stopped))
 }
 

@@ -660,7 +660,7 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
                 continue;
             }
         };
-        let r = match tally_report::analyze(&p) {
+        let r = match tally_report::analyze(&p, &tally_report::Inputs::default()) {
             Ok(r) => r,
             Err(e) => {
                 one_line(e.to_string())?;
@@ -884,7 +884,9 @@ fn a_different_numbering_is_refused() {
     }
     .write();
     let p = Profile::read(&bytes).unwrap();
-    let e = tally_report::analyze(&p).unwrap_err().to_string();
+    let e = tally_report::analyze(&p, &tally_report::Inputs::default())
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("function p (p.c)") && e.contains("path numbering") && !e.contains('\n'),
         "{e}"
@@ -900,5 +902,5 @@ fn a_different_numbering_is_refused() {
         raced: false,
         signal: None,
     };
-    tally_report::analyze(&p).unwrap();
+    tally_report::analyze(&p, &tally_report::Inputs::default()).unwrap();
 }

@@ -61,7 +61,8 @@ fn report(meta: ModuleMeta, counters: Vec<u64>) -> Result<(), String> {
     }
     .write();
     let p = Profile::read(&bytes).map_err(|e| e.to_string())?;
-    let r = tally_report::analyze(&p).map_err(|e| e.to_string())?;
+    let r =
+        tally_report::analyze(&p, &tally_report::Inputs::default()).map_err(|e| e.to_string())?;
     let o = tally_report::render::TextOptions {
         source: false,
         ..Default::default()

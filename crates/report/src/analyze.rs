@@ -1,0 +1,351 @@
+//! The arithmetic of a report: every function's graph rebuilt from its metadata, its counter
+//! values put on the edges or blocks they measure, the rest derived by its mode's
+//! reconstruction (`crate::modes`), linkonce copies added up, and the functions ranked.
+//! [`analyze`] is the one entry point; [`Inputs`] carries counts measured elsewhere (a witness
+//! trace) and graphs already built.
+
+mod paths;
+
+use crate::modes::{self, ReportSolveError, Solved};
+use crate::{
+    demangle, source, BlockCount, CallSiteEvents, EdgeCount, FunctionEvents, FunctionReport,
+    Report, ReportError, Skipped,
+};
+use paths::{add_paths, ipath_text, path_profile};
+use std::collections::HashMap;
+use tally_format::profile::Profile;
+use tally_format::{Linkage, Loc, ModuleMeta};
+
+/// Edge and block counts measured outside the profile's counters (a witness trace,
+/// [`wtrace::report`](crate::wtrace::report)), by `(module index, function index)`:
+/// `(edges, blocks)` in id order.
+pub type Counted = HashMap<(usize, usize), (Vec<u64>, Vec<u64>)>;
+
+/// What [`analyze`] takes besides the profile; `Inputs::default()` for a profile's own
+/// counters alone.
+#[derive(Default)]
+pub struct Inputs<'a> {
+    /// Counts of some functions measured elsewhere, taken instead of their counters' (ignored
+    /// for a function when their lengths do not fit its graph).
+    pub counted: Counted,
+    /// The graphs of some functions already built from their metadata (by `(module index,
+    /// function index)`), which are then not built again.
+    pub cfgs: HashMap<(usize, usize), &'a tally_graph::Cfg>,
+}
+
+/// Computes exact counts for every function of a profile.
+pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportError> {
+    let Inputs { counted, cfgs } = inputs;
+    let mut functions: Vec<FunctionReport> = Vec::new();
+    // (name, cfg hash) -> index in `functions`, for merging linkonce copies.
+    let mut linkonce: HashMap<(String, u64), usize> = HashMap::new();
+    let mut skipped = Vec::new();
+    let mut modes = Vec::new();
+    let mut counters_total = 0;
+    let mut counter_sum = 0u128;
+    let mut path_entry_sum = 0u128;
+    let mut events_total: Option<(String, u64)> = None;
+    let mut ipaths = Vec::new();
+    for (mi, m) in profile.modules.iter().enumerate() {
+        let meta = &m.meta;
+        let tables = source::Tables::of(meta);
+        if let Some(kind) = &meta.event_kind {
+            let t = m.counters.first().copied().unwrap_or(0);
+            let best = events_total.as_ref().map_or(0, |e| e.1);
+            events_total = Some((kind.clone(), t.max(best)));
+        }
+        if !modes.contains(&meta.mode) {
+            modes.push(meta.mode);
+        }
+        counters_total += m.counters.len();
+        counter_sum += m.counters.iter().map(|&c| u128::from(c)).sum::<u128>();
+        path_entry_sum += m.paths.iter().map(|p| u128::from(p.count)).sum::<u128>();
+        for s in &meta.skipped {
+            skipped.push(Skipped {
+                name: s.name.clone(),
+                module: meta.source.clone(),
+                reason: s.reason.clone(),
+            });
+        }
+        // Interprocedural path modes: the set is solved as a whole.
+        let mut ip_solved: HashMap<usize, Result<modes::Solved, String>> = HashMap::new();
+        if let Some(ip) = &meta.ipath {
+            let owner = ip.table_owner as usize;
+            let meta_err = |message: String| ReportError::Meta {
+                function: "(the interprocedural set)".into(),
+                source_file: one_line(&meta.source),
+                message,
+            };
+            let pm = meta
+                .functions
+                .get(owner)
+                .and_then(|f| f.paths.as_ref())
+                .ok_or_else(|| meta_err("the path table's owner has no paths".into()))?;
+            let mut pp = path_profile(pm, &[], &[], &m.paths, owner);
+            // Paths counted in counter arrays; a path may have counts in both: they add up.
+            pp.counts
+                .extend(ip.array_counts(&meta.functions, &m.counters));
+            pp.counts.sort_unstable();
+            pp.counts.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = kept.1.saturating_add(later.1);
+                }
+                same
+            });
+            match modes::ipath::solve_module(meta, ip, &pp.counts, pp.lost) {
+                Ok(solved) => {
+                    for (fi, s) in solved.functions {
+                        ip_solved.insert(fi, Ok(s));
+                    }
+                    ipaths.extend(solved.rows.iter().map(|r| ipath_text(meta, ip.total, r)));
+                }
+                Err(
+                    e @ (ReportSolveError::Numbering { .. }
+                    | ReportSolveError::Fingerprint { .. }
+                    | ReportSolveError::Meta(_)),
+                ) => return Err(meta_err(e.to_string())),
+                Err(e) => {
+                    for f in &ip.functions {
+                        ip_solved.insert(f.function as usize, Err(one_line(&e.to_string())));
+                    }
+                }
+            }
+        }
+        for (fi, f) in meta.functions.iter().enumerate() {
+            let cfg = match cfgs.get(&(mi, fi)) {
+                Some(&c) => std::borrow::Cow::Borrowed(c),
+                None => std::borrow::Cow::Owned(f.cfg().map_err(|e| ReportError::Meta {
+                    function: one_line(&f.name),
+                    source_file: one_line(&meta.source),
+                    message: e.to_string(),
+                })?),
+            };
+            let cfg = cfg.as_ref();
+            // In range: validated when the metadata was decoded (and the counters read).
+            let base = f.counter_base.index();
+            let vals = m
+                .counters
+                .get(base..base + f.counters.len())
+                .ok_or_else(|| ReportError::Meta {
+                    function: one_line(&f.name),
+                    source_file: one_line(&meta.source),
+                    message: "its counters lie outside the module's".into(),
+                })?;
+            let mut paths = f
+                .paths
+                .as_ref()
+                .map(|pm| path_profile(pm, &f.counters, vals, &m.paths, fi));
+            // Counts that break the flow law mark the function inconsistent (its counts unknown,
+            // the reason kept); the rest of the profile is still reported.
+            let mut inconsistent = None;
+            let result = match ip_solved.remove(&fi) {
+                Some(Ok(s)) => Ok(s),
+                Some(Err(why)) => {
+                    inconsistent = Some(why);
+                    Ok(modes::Solved::unknown(cfg))
+                }
+                None => match counted.get(&(mi, fi)) {
+                    Some((e, b)) if e.len() == cfg.num_edges() && b.len() == cfg.num_blocks() => {
+                        Ok(modes::Solved::exact(
+                            tally_graph::IdVec::from_vec(e.clone()),
+                            tally_graph::IdVec::from_vec(b.clone()),
+                        ))
+                    }
+                    _ => modes::of(meta.mode).solve(cfg, f, vals, paths.as_ref()),
+                },
+            };
+            let mut solved = match result {
+                Ok(s) => s,
+                // The metadata's numbering is not ours: a metadata error, not a count.
+                Err(
+                    error @ (ReportSolveError::Numbering { .. }
+                    | ReportSolveError::Fingerprint { .. }),
+                ) => {
+                    return Err(ReportError::Meta {
+                        function: one_line(&demangle(&f.name)),
+                        source_file: one_line(&meta.source),
+                        message: error.to_string(),
+                    })
+                }
+                Err(error) => {
+                    inconsistent = Some(one_line(&error.to_string()));
+                    modes::Solved::unknown(cfg)
+                }
+            };
+            let events = f.events.as_ref().map(|em| {
+                let at = |i: tally_format::CounterIdx| vals.get(i.index()).copied().unwrap_or(0);
+                let calls: Vec<CallSiteEvents> = em
+                    .calls
+                    .iter()
+                    .map(|c| (c.block.0, c.callee.clone(), at(c.counter)))
+                    .collect();
+                let inclusive = at(em.inclusive);
+                let inner = calls.iter().fold(0u64, |a, c| a.saturating_add(c.2));
+                FunctionEvents {
+                    inclusive,
+                    exclusive: inclusive.saturating_sub(inner),
+                    per_block: em.per_block.clone(),
+                    calls,
+                }
+            });
+            if let (Some(p), Some(rows)) = (&mut paths, solved.rows.take()) {
+                p.rows = rows;
+            }
+            let key = (f.name.clone(), f.cfg_hash);
+            if f.linkage == Linkage::Linkonce {
+                if let Some(&i) = linkonce.get(&key) {
+                    let r = &mut functions[i];
+                    if r.mode == meta.mode {
+                        // The copies are named after the first module by source path, not
+                        // by their order in the profile (ascending hash: another build of
+                        // the same sources names another module first).
+                        if meta.source < r.module {
+                            r.module = meta.source.clone();
+                        }
+                        add_into(r, &solved);
+                        if r.inconsistent.is_none() {
+                            r.inconsistent = inconsistent;
+                        }
+                        if let (Some(mine), Some(theirs)) = (&mut r.paths, &paths) {
+                            add_paths(mine, theirs).ok_or(ReportError::Overflow)?;
+                        }
+                        r.copies += 1;
+                        continue;
+                    }
+                }
+            }
+            let blocks = cfg
+                .blocks()
+                .map(|n| {
+                    let l = &f.blocks[n.index()];
+                    BlockCount {
+                        id: n.index() as u32,
+                        count: solved.blocks[n],
+                        file: loc_file(meta, l),
+                        line: l.line,
+                    }
+                })
+                .collect();
+            let edges = cfg
+                .edges()
+                .map(|(id, e)| EdgeCount {
+                    id: id.index() as u32,
+                    from: (!cfg.is_exit(e.src)).then_some(e.src.index() as u32),
+                    to: (!cfg.is_exit(e.dst)).then_some(e.dst.index() as u32),
+                    kind: kind_name(e.kind),
+                    count: solved.edges[id],
+                })
+                .collect();
+            let mut r = FunctionReport {
+                name: f.name.clone(),
+                demangled: demangle(&f.name),
+                file: loc_file(meta, &f.loc),
+                line: f.loc.line,
+                module: meta.source.clone(),
+                mode: meta.mode,
+                cfg_hash: f.cfg_hash,
+                entry_count: 0,
+                block_executions: 0,
+                blocks,
+                edges,
+                counters: f.counters.len(),
+                copies: 1,
+                paths,
+                events,
+                inconsistent,
+                source: source::FunctionSource::new(&tables, &f.source),
+            };
+            finish(&mut r);
+            if f.linkage == Linkage::Linkonce {
+                linkonce.insert(key, functions.len());
+            }
+            functions.push(r);
+        }
+    }
+    functions.sort_by(|a, b| {
+        b.block_executions
+            .cmp(&a.block_executions)
+            .then(b.entry_count.cmp(&a.entry_count))
+            .then(a.name.cmp(&b.name))
+            .then(a.module.cmp(&b.module))
+    });
+    Ok(Report {
+        program: profile.program.clone(),
+        modes,
+        modules: profile
+            .modules
+            .iter()
+            .map(|m| m.meta.source.clone())
+            .collect(),
+        functions,
+        skipped,
+        counters: counters_total,
+        counter_sum,
+        path_entry_sum,
+        events: events_total,
+        unfinished: profile.unfinished,
+        raced: profile.raced,
+        signal: profile.signal,
+        ipaths,
+    })
+}
+
+fn kind_name(k: tally_graph::EdgeKind) -> &'static str {
+    use tally_graph::EdgeKind::*;
+    match k {
+        Entry => "entry",
+        Flow => "flow",
+        Return => "return",
+        EarlyExit => "early-exit",
+        Reentry => "reentry",
+    }
+}
+
+pub(super) fn loc_file(meta: &ModuleMeta, l: &Loc) -> Option<String> {
+    l.file.and_then(|i| meta.files.get(i.index()).cloned())
+}
+
+/// A name from the metadata for an error message: control characters escaped, so that the
+/// message stays on one line.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let e: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            e
+        })
+        .collect()
+}
+
+fn add_into(r: &mut FunctionReport, s: &Solved) {
+    for (b, v) in r.blocks.iter_mut().zip(s.blocks.values()) {
+        b.count = match (b.count, v) {
+            (Some(x), Some(y)) => x.checked_add(*y),
+            _ => None,
+        };
+    }
+    for (e, v) in r.edges.iter_mut().zip(s.edges.values()) {
+        e.count = match (e.count, v) {
+            (Some(x), Some(y)) => x.checked_add(*y),
+            _ => None,
+        };
+    }
+    finish(r);
+}
+
+fn finish(r: &mut FunctionReport) {
+    r.entry_count = r.blocks.first().and_then(|b| b.count).unwrap_or(0);
+    // The entry block may also be re-entered by its own loops; calls are e0.
+    if let Some(e0) = r.edges.first().and_then(|e| e.count) {
+        r.entry_count = e0;
+    }
+    r.block_executions = r
+        .blocks
+        .iter()
+        .filter_map(|b| b.count)
+        .fold(0u64, |a, c| a.saturating_add(c));
+}
