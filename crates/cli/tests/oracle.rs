@@ -281,3 +281,51 @@ fn the_oracle_is_refused_where_edges_are_not_counted() {
         );
     }
 }
+
+/// A fault between calls (testdata/crash/hot.c): the function active at it cannot be exact,
+/// the oracle shows it interrupted, and the profile's signal flag covers it, so the check
+/// passes naming it; the same profile without its signal flag fails the check, because the
+/// mode's balanced counts of that function would then be shown as exact.
+#[test]
+fn a_fault_between_calls_is_interrupted_not_silent() {
+    use tally_format::profile::Profile;
+    let dir = scratch("oracle-fault");
+    let src = repo().join("testdata/crash/hot.c");
+    for (mode, how) in [("edge", "segv"), ("edge", "fpe"), ("path", "segv")] {
+        let bin = dir.join(format!("hot-{mode}"));
+        tally_cc(
+            false,
+            mode,
+            true,
+            &["-O2", "-g", src.to_str().unwrap()],
+            &bin,
+            &dir,
+        );
+        let prof = dir.join(format!("hot-{mode}-{how}.tally"));
+        let out = run(&bin, &[how], &dir, &prof);
+        assert!(out.status.code().is_none(), "{mode} {how}: no fatal signal");
+        let (code, v, o) = check(&prof);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(code, Some(0), "{mode} {how}: {text}");
+        let named = |k: &str| {
+            v[k].as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f.to_string().contains("hot ("))
+        };
+        assert!(
+            named("interrupted") || named("flagged"),
+            "{mode} {how}: hot is neither interrupted nor flagged: {v}"
+        );
+        assert!(!v["caveats"].as_array().unwrap().is_empty(), "{v}");
+        if named("interrupted") {
+            let mut p = Profile::read_file(&prof).unwrap();
+            p.signal = None;
+            let quiet = dir.join(format!("hot-{mode}-{how}-unflagged.tally"));
+            p.write_file(&quiet).unwrap();
+            let (code, v, _) = check(&quiet);
+            assert_eq!(code, Some(1), "{mode} {how}: {v}");
+            assert!(v["unconfirmed"].to_string().contains("hot ("), "{v}");
+        }
+    }
+}

@@ -15,7 +15,12 @@
 //! - *flagged*: the mode shows the function as inconsistent or interrupted (the oracle too, or
 //!   not): no count of it is printed as exact, which is what tally promises;
 //! - *differs*: some edge count the mode prints as exact is not the oracle's;
-//! - *unconfirmed*: the mode prints counts but the oracle's own counts of the function break
+//! - *interrupted*: the profile was written at a fatal signal or is an unfinished continuous
+//!   profile, which the profile itself flags (the report exits 6 or 4), and the oracle's counts
+//!   of the function break the flow law: it was active at that moment, and the mode's counts of
+//!   it are covered by the flag;
+//! - *unconfirmed*: in a profile without such a flag, the mode prints counts but the oracle's
+//!   own counts of the function break
 //!   the flow law, so nothing confirms them;
 //! - *missing*: a function on one side only.
 //!
@@ -44,6 +49,9 @@ pub struct Check {
     pub differ: Vec<Difference>,
     /// Functions whose counts the mode prints while the oracle's break the flow law.
     pub unconfirmed: Vec<String>,
+    /// Functions the oracle shows active at the fatal signal or kill the profile is flagged
+    /// with (`interrupted` above).
+    pub interrupted: Vec<String>,
     /// Functions on one side only.
     pub missing: Vec<String>,
     /// What the profile itself says about its counts ([`crate::Report::caveats`]: written at a
@@ -150,7 +158,11 @@ pub fn check(profile: &Profile) -> Result<Check, CheckError> {
                 continue;
             }
             if o.inconsistent.is_some() {
-                c.unconfirmed.push(label(m));
+                if rm.signal.is_some() || rm.unfinished {
+                    c.interrupted.push(label(m));
+                } else {
+                    c.unconfirmed.push(label(m));
+                }
                 continue;
             }
             let mut first = None;
@@ -212,13 +224,14 @@ pub fn text(c: &Check, title: &str) -> String {
     let flagged_exact = c.flagged.iter().filter(|f| f.oracle_exact).count();
     let _ = writeln!(
         s,
-        "{title}: {} functions compared with the same-run oracle ({} edge and {} block counts): {} equal, {} flagged by the mode ({} of them exact in the oracle), {} differ, {} unconfirmed, {} missing",
+        "{title}: {} functions compared with the same-run oracle ({} edge and {} block counts): {} equal, {} flagged by the mode ({} of them exact in the oracle), {} interrupted, {} differ, {} unconfirmed, {} missing",
         c.compared,
         c.edges,
         c.blocks,
         c.equal,
         c.flagged.len(),
         flagged_exact,
+        c.interrupted.len(),
         c.differ.len(),
         c.unconfirmed.len(),
         c.missing.len()
@@ -237,6 +250,12 @@ pub fn text(c: &Check, title: &str) -> String {
         let _ = writeln!(
             s,
             "unconfirmed: {u}: counts shown as exact, the oracle's break the flow law"
+        );
+    }
+    for i in &c.interrupted {
+        let _ = writeln!(
+            s,
+            "interrupted: {i}: active at the signal or kill the profile is flagged with (the oracle's counts break the flow law)"
         );
     }
     for m in &c.missing {
