@@ -266,3 +266,69 @@ fn consistent_report(profile: &Path) -> serde_json::Value {
     }
     r
 }
+
+/// autoconf's link test for a function declares it `char NAME ();` and calls it. For `vfork`
+/// (a setjmp-like function: its second return re-enters the frame) the instrumented re-entry
+/// passed the `char` to the runtime's `int32_t` parameter and the module did not verify
+/// (CPython's configure then lacked `HAVE_VFORK` under tally). Every mode must build it; a
+/// `short vfork ()` program must run as the plain build does, counted exactly.
+#[test]
+fn vfork_declared_with_another_integer_type() {
+    let dir = scratch("exec-vfork-types");
+    let conftest = dir.join("conftest.c");
+    std::fs::write(
+        &conftest,
+        "char vfork ();\nint main (void) { return vfork (); }\n",
+    )
+    .unwrap();
+    let short = dir.join("short.c");
+    std::fs::write(
+        &short,
+        "int printf(const char *, ...);\nvoid _exit(int);\nshort vfork ();\nint main (void) { short p = vfork (); if (p == 0) _exit(3); printf(\"parent %d\\n\", p > 0); return 0; }\n",
+    )
+    .unwrap();
+    for m in tally_format::mode::MODES {
+        let o = Command::new(tally())
+            .args(["cc", &format!("--tally-mode={}", m.name), "-O2", "-w"])
+            .arg(&conftest)
+            .arg("-o")
+            .arg(dir.join("conftest"))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            m.name,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let mut profiles = Vec::new();
+    for v in [Variant::Plain].into_iter().chain(variants()) {
+        let bin = dir.join(format!("short-{}", v.name()));
+        build(
+            v,
+            false,
+            &["-O2", "-w", short.to_str().unwrap()],
+            &bin,
+            &dir,
+        );
+        let prof = dir.join(format!("short-{}.tally", v.name()));
+        let out = run(&bin, &[], &dir, &prof);
+        ok(&out, 0, v.name());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "parent 1\n",
+            "{}",
+            v.name()
+        );
+        if v != Variant::Plain {
+            profiles.push(prof);
+        }
+    }
+    let reports: Vec<_> = profiles.iter().map(|p| report_json(p)).collect();
+    let (nf, executed) = compare_modes("short vfork", &reports);
+    assert!(
+        nf >= 1 && executed >= 3,
+        "{nf} functions, {executed} blocks"
+    );
+}

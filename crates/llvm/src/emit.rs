@@ -127,6 +127,30 @@ impl Emitter<'_> {
     ) {
         self.call_instr(f, args, near);
     }
+    /// The value a setjmp-like call `sj` returned, as the `int32_t` the runtime's re-entry
+    /// functions take: the value itself when the call returns `i32` (every real declaration),
+    /// else `ret != 0` (autoconf's link tests declare `char vfork ();`). At the builder's
+    /// position.
+    pub(crate) fn setjmp_ret(&self, sj: Val) -> LLVMValueRef {
+        let empty = cname("");
+        // SAFETY: `sj` is a live call returning an integer (`lower::is_setjmp` checks it); the
+        // instructions are built at the builder's position, after it.
+        unsafe {
+            let ty = c::LLVMTypeOf(sj.0);
+            if ty == self.g.i32t {
+                return sj.0;
+            }
+            let zero = c::LLVMConstInt(ty, 0, 0);
+            let ne = c::LLVMBuildICmp(
+                self.b,
+                llvm_sys::LLVMIntPredicate::LLVMIntNE,
+                sj.0,
+                zero,
+                empty.as_ptr(),
+            );
+            c::LLVMBuildZExt(self.b, ne, self.g.i32t, empty.as_ptr())
+        }
+    }
     /// [`Emitter::call`], returning the call instruction.
     pub(crate) fn call_instr(
         &self,

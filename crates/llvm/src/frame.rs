@@ -141,7 +141,8 @@ pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef, pops: &[
         }
         if let Some(sj) = node.after_setjmp {
             em.at(node.start);
-            em.call(em.g.longjmp_landed, &mut [sj.0, rec], sj);
+            let ret = em.setjmp_ret(sj);
+            em.call(em.g.longjmp_landed, &mut [ret, rec], sj);
         }
     }
 }

@@ -84,9 +84,16 @@ impl Lowered {
 /// Why a function is left uninstrumented.
 pub(crate) type Skip = String;
 
+/// A call to a function of [`SETJMP_NAMES`] that returns an integer (a declaration such as
+/// `void vfork ();` gives no second return to tell apart, and is left an ordinary call).
 fn is_setjmp(call: Val) -> bool {
     call.called_function()
         .is_some_and(|f| SETJMP_NAMES.contains(&f.name().as_str()))
+        // SAFETY: `call` is a live instruction.
+        && unsafe {
+            llvm_sys::core::LLVMGetTypeKind(llvm_sys::core::LLVMTypeOf(call.0))
+                == llvm_sys::LLVMTypeKind::LLVMIntegerTypeKind
+        }
 }
 
 fn is_tail_marked(v: Val) -> bool {

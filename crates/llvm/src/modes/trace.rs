@@ -111,9 +111,10 @@ impl SiteAction for Log {
 
     fn at_reentry(&self, em: &Emitter, probe: Probe, _idx: u64, sj: Val) {
         let a = self.activation(em);
+        let ret = em.setjmp_ret(sj);
         em.call(
             em.g.trace_reentry,
-            &mut [a, em.i32c(u64::from(edge_of(probe))), sj.0],
+            &mut [a, em.i32c(u64::from(edge_of(probe))), ret],
             sj,
         );
     }

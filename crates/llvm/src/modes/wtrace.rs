@@ -2102,7 +2102,8 @@ impl FnPlan for WPlan {
                 if let Some(next) = sj.next() {
                     em.at(next);
                     let d = depth_here(depth);
-                    em.call(rt.rt.reentry, &mut [sj.0, d, em.i32c(i as u64)], sj);
+                    let ret = em.setjmp_ret(sj);
+                    em.call(rt.rt.reentry, &mut [ret, d, em.i32c(i as u64)], sj);
                 }
             } else if n.landing_pad {
                 let pad = n
