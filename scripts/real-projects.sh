@@ -293,12 +293,14 @@ variant_env() { # variant project
 }
 
 # Normalize a configure result file: the build directory, the source directory, the compiler names.
+# config.status splits long values over lines ("...\\ newline "..."): joined first.
 normalize() { # file builddir srcdir
+  sed -e ':a' -e '/"\\$/{N;s/"\\\n"//;ba' -e '}' "$1" |
   sed -e "s|$2|@BUILDDIR@|g" -e "s|$3|@SRCDIR@|g" -e "s|$WORK/bin/||g" -e 's/ --tally-atomic//g' \
-      -e "s| --tally-profile-dir=[^ ']*||g" \
+      -e "s|--tally-profile-dir=[^ ']* ||g; s| --tally-profile-dir=[^ ']*||g" \
       -e 's/tally c++/@CXX@/g; s/clang++-19/@CXX@/g; s/tally cc/@CC@/g; s/clang-19/@CC@/g' \
       -e "s/'\\\\''CC=@CC@'\\\\''/CC=@CC@/g; s/'CC=@CC@'/CC=@CC@/g" \
-      -e "s/'\\\\''CXX=@CXX@'\\\\''/CXX=@CXX@/g; s/'CXX=@CXX@'/CXX=@CXX@/g" "$1"
+      -e "s/'\\\\''CXX=@CXX@'\\\\''/CXX=@CXX@/g; s/'CXX=@CXX@'/CXX=@CXX@/g"
 }
 # CMakeCache.txt: compiler paths and their first argument normalized; comments dropped.
 normalize_cmake() { # file builddir srcdir
@@ -543,8 +545,10 @@ run_project() {
     for v in $(variants "$p"); do
       dir=$out/$v
       variant_env $v "$p"
+      # First in the flags: CPython's configure appends its warning flags to CFLAGS without a
+      # space ("$CFLAGS-Wextra"), which an option taking a value would swallow.
       [ $v != plain ] && [ -n "$(eval echo "\${${p}_profile_dir:-}")" ] &&
-        FLAGSV="$FLAGSV --tally-profile-dir=$out/$v.profiles"
+        FLAGSV="--tally-profile-dir=$out/$v.profiles $FLAGSV"
       if [ -n "$REUSE" ] && [ -f "$out/$v.built" ]; then
         log "$p: $v: reusing the build, test"
         [ $v = plain ] && conf=yes || compare_configure "$p" $v "$out" "${src%/}" "$det"
