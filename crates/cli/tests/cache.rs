@@ -47,10 +47,6 @@ fn build(dir: &Path, xdg: Option<&Path>, home: Option<&Path>) -> PathBuf {
     PathBuf::from(archive)
 }
 
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self").unwrap().uid() == 0
-}
-
 fn mode(p: &Path) -> u32 {
     std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
 }
@@ -134,8 +130,10 @@ fn a_cache_directory_others_can_write_is_not_used() {
 
 #[test]
 fn a_cache_directory_of_another_user_is_not_used() {
-    if !is_root() {
-        eprintln!("skipped: needs root to give a directory to another user");
+    if !root_or_skip(
+        "a_cache_directory_of_another_user_is_not_used",
+        "give a directory to another user",
+    ) {
         return;
     }
     let dir = scratch("cache-nobody");

@@ -271,8 +271,10 @@ fn the_executables_directory_wins_over_a_librarys() {
 /// fails with one line); one the user or root owns is.
 #[test]
 fn planted_directory_links_are_not_followed() {
-    if !is_root() {
-        eprintln!("not root: cannot make a link owned by another user; skipped");
+    if !root_or_skip(
+        "planted_directory_links_are_not_followed",
+        "make a link owned by another user",
+    ) {
         return;
     }
     let dir = scratch("profile-dir-links");
@@ -290,11 +292,6 @@ fn planted_directory_links_are_not_followed() {
     let o = run_env(&bin, "x", &dir, &[]);
     assert_eq!(String::from_utf8_lossy(&o.stderr), "");
     the_profile(&target.join("sub"), "prog");
-}
-
-fn is_root() -> bool {
-    let o = Command::new("id").arg("-u").output().unwrap();
-    String::from_utf8_lossy(&o.stdout).trim() == "0"
 }
 
 /// Forks; the child becomes uid 65534 and, as a shell or Python's subprocess does, tries to
@@ -324,8 +321,7 @@ int main(int argc, char **argv) {
 /// execs is another process image with a profile of its own: one line for it.
 #[test]
 fn a_child_that_cannot_write_says_so_once() {
-    if !is_root() {
-        eprintln!("not root: cannot change uid; skipped");
+    if !root_or_skip("a_child_that_cannot_write_says_so_once", "change uid") {
         return;
     }
     // Under /tmp (world-traversable), not the checkout, which may sit in root's home.

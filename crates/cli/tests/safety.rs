@@ -26,11 +26,6 @@ fn run_with(bin: &Path, cwd: &Path, env: &[(&str, &str)]) -> Output {
     c.output().unwrap()
 }
 
-fn is_root() -> bool {
-    let o = Command::new("id").arg("-u").output().unwrap();
-    String::from_utf8_lossy(&o.stdout).trim() == "0"
-}
-
 /// A profile `tally report` reads.
 fn assert_profile(p: &Path) {
     let o = Command::new(tally()).arg("report").arg(p).output().unwrap();
@@ -156,7 +151,10 @@ fn special_files_are_never_replaced() {
 
     // Character devices are written in place. As root, first a private node (so that a
     // regression replaces that one, never the system's), then /dev/null itself.
-    if is_root() {
+    if root_or_skip(
+        "special_files_are_never_replaced, device nodes",
+        "make a device node",
+    ) {
         let null = dir.join("null");
         let made = Command::new("mknod")
             .arg(&null)
@@ -171,7 +169,10 @@ fn special_files_are_never_replaced() {
             assert!(m.file_type().is_char_device(), "{m:?}");
             assert_eq!(m.rdev(), std::fs::metadata("/dev/null").unwrap().rdev());
         } else {
-            eprintln!("mknod refused: the private device node case is skipped");
+            skipped(
+                "special_files_are_never_replaced, private device node",
+                "mknod refused",
+            );
         }
         let before = std::fs::symlink_metadata("/dev/null").unwrap();
         let o = run_with(&bin, &dir, &[("TALLY_PROFILE", "/dev/null")]);
@@ -295,8 +296,10 @@ fn trace_file_rules(mode: &'static str, magic: &[u8]) {
 /// it, and nothing (one stderr line) when another user owns it.
 #[test]
 fn setuid_processes_ignore_the_environment() {
-    if !is_root() {
-        eprintln!("not root: cannot make a setuid binary of another user; skipped");
+    if !root_or_skip(
+        "setuid_processes_ignore_the_environment",
+        "make a setuid binary of another user",
+    ) {
         return;
     }
     let dir = scratch("safety-setuid");
@@ -349,8 +352,10 @@ fn setuid_processes_ignore_the_environment() {
 /// runs as root, so this runs there; elsewhere it is skipped with a line.)
 #[test]
 fn an_unprivileged_user_cannot_aim_a_setuid_root_program() {
-    if !is_root() {
-        eprintln!("not root: cannot make a setuid-root binary; skipped");
+    if !root_or_skip(
+        "an_unprivileged_user_cannot_aim_a_setuid_root_program",
+        "make a setuid-root binary",
+    ) {
         return;
     }
     // Under /tmp (world-traversable), not the checkout, which may sit in root's home.

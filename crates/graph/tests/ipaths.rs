@@ -18,7 +18,9 @@ use tally_graph::ipaths::{
     cut_execution, CallSite, Callee, FnId, Function, Heat, IpNumbering, IpathError, Machine, Mode,
     SEdge, Supergraph, Vertex,
 };
-use tally_graph::testing::programs::{random_execution, random_program, ExecConfig, ProgramConfig};
+use tally_graph::testing::programs::{
+    arb_program, random_execution, random_program, ExecConfig, ProgramConfig,
+};
 use tally_graph::testing::{cfg, Rng};
 use tally_graph::EdgeKind::*;
 use tally_graph::{EdgeId, IdVec, NodeId};
@@ -175,13 +177,21 @@ fn check_own_paths(num: &IpNumbering) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Programs with many calls, few of unknown functions: many call sites to demote or cut.
+fn many_calls() -> ProgramConfig {
+    ProgramConfig {
+        call_percent: 60,
+        unknown_percent: 10,
+        ..ProgramConfig::default()
+    }
+}
+
 proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn machine_equals_cutter_and_numbering_is_dense(seed in any::<u64>()) {
+    fn machine_equals_cutter_and_numbering_is_dense(program in arb_program(&ProgramConfig::default()), seed in any::<u64>()) {
         let mut rng = Rng::new(seed);
-        let program = random_program(&mut rng, &ProgramConfig::default());
         let g = Supergraph::new(program.clone()).unwrap();
         let events = (0..5).find_map(|_| random_execution(&program, &mut rng, &ExecConfig::default()));
         for mode in MODES {
@@ -197,9 +207,8 @@ proptest! {
     /// points: the machine's counts, with the frame records' sites counted for the abandoned
     /// activations, equal the cutter's.
     #[test]
-    fn early_exits_count_the_prefix_that_ran(seed in any::<u64>()) {
+    fn early_exits_count_the_prefix_that_ran(program in arb_program(&EARLY), seed in any::<u64>()) {
         let mut rng = Rng::new(seed);
-        let program = random_program(&mut rng, &EARLY);
         let g = Supergraph::new(program.clone()).unwrap();
         let events = (0..5).find_map(|_| random_execution(&program, &mut rng, &THROWING));
         for mode in MODES {
@@ -212,10 +221,8 @@ proptest! {
     }
 
     #[test]
-    fn demoted_call_sites_fit_a_limit_and_stay_exact(seed in any::<u64>(), limit in 1u128..200) {
+    fn demoted_call_sites_fit_a_limit_and_stay_exact(program in arb_program(&many_calls()), seed in any::<u64>(), limit in 1u128..200) {
         let mut rng = Rng::new(seed);
-        let config = ProgramConfig { call_percent: 60, unknown_percent: 10, ..ProgramConfig::default() };
-        let program = random_program(&mut rng, &config);
         let events = (0..5).find_map(|_| random_execution(&program, &mut rng, &ExecConfig::default()));
         for mode in MODES {
             match IpNumbering::new_limited(program.clone(), mode, limit) {
@@ -271,10 +278,8 @@ proptest! {
     /// names a direct call into a function that loops (or calls one directly), and the
     /// program with the cuts applied numbers densely and counts exactly (machine = cutter).
     #[test]
-    fn context_cuts_stay_exact(seed in any::<u64>(), array_paths in 1u128..40, context_paths in 1u128..40) {
+    fn context_cuts_stay_exact(program in arb_program(&many_calls()), seed in any::<u64>(), array_paths in 1u128..40, context_paths in 1u128..40) {
         let mut rng = Rng::new(seed);
-        let config = ProgramConfig { call_percent: 60, unknown_percent: 10, ..ProgramConfig::default() };
-        let program = random_program(&mut rng, &config);
         for mode in MODES {
             let Ok(num) = IpNumbering::new_limited(program.clone(), mode, 1 << 40) else { continue };
             let before = as_numbered(&program, &num);
@@ -317,10 +322,8 @@ proptest! {
     /// are at least its callees' weighted by their blocks, and the program with the hot cuts
     /// applied numbers densely and counts exactly.
     #[test]
-    fn hot_context_cuts_are_the_hot_subset_and_stay_exact(seed in any::<u64>(), array_paths in 1u128..40, context_paths in 1u128..40, threshold in 0u32..12) {
+    fn hot_context_cuts_are_the_hot_subset_and_stay_exact(program in arb_program(&many_calls()), seed in any::<u64>(), array_paths in 1u128..40, context_paths in 1u128..40, threshold in 0u32..12) {
         let mut rng = Rng::new(seed);
-        let config = ProgramConfig { call_percent: 60, unknown_percent: 10, ..ProgramConfig::default() };
-        let program = random_program(&mut rng, &config);
         for mode in MODES {
             let Ok(num) = IpNumbering::new_limited(program.clone(), mode, 1 << 40) else { continue };
             let g = num.graph();

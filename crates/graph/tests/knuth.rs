@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use tally_graph::knuth::place_vertex_counters_ks;
-use tally_graph::testing::{random_run, Rng};
+use tally_graph::testing::{arb_run, Rng};
 use tally_graph::{block_counts, Cfg, IdVec, NodeId};
 
 const P: u64 = (1 << 61) - 1;
@@ -98,8 +98,7 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn counted_blocks_recover_every_block_count(seed in any::<u64>()) {
-        let (cfg, truth) = random_run(seed, 30);
+    fn counted_blocks_recover_every_block_count((cfg, truth) in arb_run(30), seed in any::<u64>()) {
         let blocks = block_counts(&cfg, &truth).unwrap();
         let blocks = IdVec::<NodeId, u64>::from_vec(blocks.values()[..cfg.num_blocks()].to_vec());
         let mut rng = Rng::new(seed ^ 0xabcd);
@@ -112,8 +111,7 @@ proptest! {
     }
 
     #[test]
-    fn every_counter_is_needed_and_the_rest_are_determined(seed in any::<u64>()) {
-        let (cfg, _) = random_run(seed, 14);
+    fn every_counter_is_needed_and_the_rest_are_determined((cfg, _) in arb_run(14)) {
         let p = place_vertex_counters_ks(&cfg, |v| (v.index() % 3) as f64);
         for v in cfg.blocks() {
             prop_assert!(determines(&cfg, &p.counted, v), "{} not determined", v);
@@ -126,8 +124,7 @@ proptest! {
     }
 
     #[test]
-    fn inconsistent_counts_are_refused_or_reconstructed_consistently(seed in any::<u64>()) {
-        let (cfg, truth) = random_run(seed, 30);
+    fn inconsistent_counts_are_refused_or_reconstructed_consistently((cfg, truth) in arb_run(30), seed in any::<u64>()) {
         let blocks = block_counts(&cfg, &truth).unwrap();
         let blocks = IdVec::<NodeId, u64>::from_vec(blocks.values()[..cfg.num_blocks()].to_vec());
         let p = place_vertex_counters_ks(&cfg, |_| 1.0);

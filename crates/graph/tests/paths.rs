@@ -14,12 +14,13 @@
 //!   edge would not either) and (a)-(d) still hold.
 
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use std::collections::BTreeMap;
 use tally_graph::paths::{
     chord_increments, dag_weights, derive_counts, number_paths, number_paths_limited, CfgImage,
     DagEdgeId, Increments, NumberedDag, PathDag, PathError, PathPlacement,
 };
-use tally_graph::testing::{distance_to_exit, random_cfg_with, GenConfig, Rng};
+use tally_graph::testing::{arb_cfg, distance_to_exit, sample, GenConfig, Rng};
 use tally_graph::{block_counts, heuristic_weights, Cfg, EdgeId, EdgeKind, IdVec, NodeId};
 
 /// Graphs with at most this many paths are enumerated completely.
@@ -35,13 +36,14 @@ fn config() -> ProptestConfig {
 
 /// A random graph with up to `max_blocks` blocks (often fewer, so that enumeration happens)
 /// and up to 1 to 3 extra edges per block.
-fn random_graph(rng: &mut Rng, max_blocks: usize) -> Cfg {
-    let config = GenConfig {
-        max_blocks: 1 + rng.below(max_blocks),
-        max_extra_edges: 1 + rng.below(3),
-        ..GenConfig::default()
-    };
-    random_cfg_with(rng, &config)
+fn arb_graph(max_blocks: usize) -> impl Strategy<Value = Cfg> {
+    (1..=max_blocks, 1..=3usize).prop_flat_map(|(max_blocks, max_extra_edges)| {
+        arb_cfg(&GenConfig {
+            max_blocks,
+            max_extra_edges,
+            ..GenConfig::default()
+        })
+    })
 }
 
 /// The edges each of `calls` calls executes, in order: `e0`, structural edges, and at a block
@@ -298,9 +300,8 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn numbering_placement_regeneration_and_derivation_are_exact(seed in any::<u64>()) {
+    fn numbering_placement_regeneration_and_derivation_are_exact(cfg in arb_graph(24), seed in any::<u64>()) {
         let mut rng = Rng::new(seed);
-        let cfg = random_graph(&mut rng, 24);
         let p = number_paths(&cfg).unwrap();
         let calls = 1 + rng.below(8);
         let walks = walk_calls(&cfg, &mut rng, calls, 60);
@@ -308,9 +309,8 @@ proptest! {
     }
 
     #[test]
-    fn cutting_respects_the_limit_and_stays_exact(seed in any::<u64>()) {
+    fn cutting_respects_the_limit_and_stays_exact(cfg in arb_dense_graph(), seed in any::<u64>()) {
         let mut rng = Rng::new(seed);
-        let cfg = dense_graph(&mut rng);
         let p = limited(&cfg, &mut rng)?;
         let calls = 1 + rng.below(8);
         let walks = walk_calls(&cfg, &mut rng, calls, 60);
@@ -319,14 +319,15 @@ proptest! {
 }
 
 /// A graph with many paths: up to 40 blocks, up to 3 extra edges each, few returns.
-fn dense_graph(rng: &mut Rng) -> Cfg {
-    let config = GenConfig {
-        max_blocks: 1 + rng.below(40),
-        max_extra_edges: 3,
-        return_percent: 5,
-        ..GenConfig::default()
-    };
-    random_cfg_with(rng, &config)
+fn arb_dense_graph() -> impl Strategy<Value = Cfg> {
+    (1..=40usize).prop_flat_map(|max_blocks| {
+        arb_cfg(&GenConfig {
+            max_blocks,
+            max_extra_edges: 3,
+            return_percent: 5,
+            ..GenConfig::default()
+        })
+    })
 }
 
 /// Numbers `cfg` under a random limit, mostly below its plain path count: first a limit drawn
@@ -382,9 +383,10 @@ fn limited(cfg: &Cfg, rng: &mut Rng) -> Result<NumberedDag, TestCaseError> {
 #[test]
 fn limited_numbering_is_plain_when_it_fits_and_cuts_often() {
     let (mut cut, mut cases) = (0, 0);
+    let mut runner = TestRunner::deterministic();
     for seed in 0..150 {
+        let cfg = sample(&arb_dense_graph(), &mut runner);
         let mut rng = Rng::new(seed);
-        let cfg = dense_graph(&mut rng);
         let plain = number_paths(&cfg).unwrap();
         let unlimited = number_paths_limited(&cfg, u128::MAX).unwrap();
         assert_eq!(unlimited.total(), plain.total(), "seed {seed}");
@@ -405,9 +407,10 @@ fn limited_numbering_is_plain_when_it_fits_and_cuts_often() {
 fn simulated_walks_cover_every_kind_of_path_end() {
     // The generator and the walker together exercise each way a path starts and ends.
     let (mut back, mut early, mut reentry, mut ret) = (0, 0, 0, 0);
+    let mut runner = TestRunner::deterministic();
     for seed in 0..200 {
+        let cfg = sample(&arb_graph(24), &mut runner);
         let mut rng = Rng::new(seed);
-        let cfg = random_graph(&mut rng, 24);
         let dag = PathDag::new(&cfg);
         for walk in walk_calls(&cfg, &mut rng, 4, 60) {
             for e in walk {

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use std::collections::VecDeque;
 use tally_graph::mst::UnionFind;
-use tally_graph::testing::{random_run, Rng};
+use tally_graph::testing::{arb_run, Rng};
 use tally_graph::{
     block_counts, check_flow, heuristic_weights, max_spanning_tree, place_edge_counters,
     place_edge_counters_exits_in_tree, propagate, solve_from_blocks, Cfg, Dfs, EdgeId, EdgeKind,
@@ -206,8 +206,7 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn heuristic_placement_recovers_every_count(seed in any::<u64>()) {
-        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
+    fn heuristic_placement_recovers_every_count((cfg, truth) in arb_run(MAX_BLOCKS)) {
         let weights = heuristic_weights(&cfg);
         let p = place_edge_counters(&cfg, &weights, |_| false);
         check_tree(&cfg, &p, &classes(&cfg, &weights, &vec![false; cfg.num_edges()]));
@@ -217,8 +216,7 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_spanning_trees_recover_every_count(seed in any::<u64>()) {
-        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
+    fn arbitrary_spanning_trees_recover_every_count((cfg, truth) in arb_run(MAX_BLOCKS), seed in any::<u64>()) {
         let mut rng = Rng::new(seed ^ 0x5eed);
         // Few distinct weights: many ties.
         let weights = IdVec::from_vec((0..cfg.num_edges()).map(|_| rng.below(4) as f64).collect());
@@ -230,9 +228,8 @@ proptest! {
     }
 
     #[test]
-    fn early_exits_in_the_tree_recover_every_count(seed in any::<u64>()) {
+    fn early_exits_in_the_tree_recover_every_count((cfg, truth) in arb_run(MAX_BLOCKS)) {
         // The record-free placement: early-exit edges are derived, never measured.
-        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
         let weights = heuristic_weights(&cfg);
         let p = place_edge_counters_exits_in_tree(&cfg, &weights, |_| false);
         for (e, edge) in cfg.edges() {
@@ -247,8 +244,7 @@ proptest! {
     }
 
     #[test]
-    fn edges_naive_recovers_early_exits(seed in any::<u64>()) {
-        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
+    fn edges_naive_recovers_early_exits((cfg, truth) in arb_run(MAX_BLOCKS)) {
         let measured: Vec<EdgeId> = cfg
             .edges()
             .filter(|(_, e)| e.kind != EdgeKind::EarlyExit)
@@ -259,8 +255,7 @@ proptest! {
     }
 
     #[test]
-    fn blocks_naive_is_sound(seed in any::<u64>()) {
-        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
+    fn blocks_naive_is_sound((cfg, truth) in arb_run(MAX_BLOCKS)) {
         let Ok(all) = block_counts(&cfg, &truth) else {
             return Err(TestCaseError::fail("block counts overflow"));
         };
@@ -291,8 +286,7 @@ proptest! {
     }
 
     #[test]
-    fn heuristic_weights_are_a_weighting(seed in any::<u64>()) {
-        let (cfg, _) = random_run(seed, MAX_BLOCKS);
+    fn heuristic_weights_are_a_weighting((cfg, _) in arb_run(MAX_BLOCKS)) {
         let w = heuristic_weights(&cfg);
         prop_assert_eq!(w[cfg.entry_edge()], 1.0);
         for (e, &x) in w.iter() {
@@ -315,8 +309,7 @@ proptest! {
     }
 
     #[test]
-    fn corrupted_chord_gives_the_shifted_flow_or_an_error(seed in any::<u64>()) {
-        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
+    fn corrupted_chord_gives_the_shifted_flow_or_an_error((cfg, truth) in arb_run(MAX_BLOCKS), seed in any::<u64>()) {
         let p = place_edge_counters(&cfg, &heuristic_weights(&cfg), |_| false);
         let mut rng = Rng::new(seed ^ 0xbad);
         let Some(c) = rng.pick(&p.chords) else { return Ok(()) };
@@ -349,9 +342,8 @@ proptest! {
     }
 
     #[test]
-    fn corrupted_measurements_are_never_silently_wrong(seed in any::<u64>()) {
+    fn corrupted_measurements_are_never_silently_wrong((cfg, truth) in arb_run(MAX_BLOCKS), seed in any::<u64>()) {
         // Edges-naive: everything but the early exits is measured.
-        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
         let measured: Vec<EdgeId> = cfg
             .edges()
             .filter(|(_, e)| e.kind != EdgeKind::EarlyExit)
@@ -385,8 +377,7 @@ proptest! {
     }
 
     #[test]
-    fn dfs_and_loops_match_their_definitions(seed in any::<u64>()) {
-        let (cfg, _) = random_run(seed, MAX_BLOCKS);
+    fn dfs_and_loops_match_their_definitions((cfg, _) in arb_run(MAX_BLOCKS)) {
         let dfs = Dfs::compute(&cfg);
         let loops = Loops::compute(&cfg, &dfs);
         // Reachability, and the orders are permutations of the reachable vertices.
@@ -446,10 +437,9 @@ proptest! {
     }
 
     #[test]
-    fn forced_cycles_become_chords(seed in any::<u64>()) {
+    fn forced_cycles_become_chords((cfg, truth) in arb_run(MAX_BLOCKS)) {
         // Forcing every structural edge: the failed ones are exactly the chords that are not
         // side edges, and counts are still recovered.
-        let (cfg, truth) = random_run(seed, MAX_BLOCKS);
         let t = max_spanning_tree(&cfg, |_| TreeClass::Forced);
         let chords: Vec<EdgeId> = t.chords().collect();
         let failed: Vec<EdgeId> = chords.iter().copied().filter(|&e| !is_side_edge(&cfg, e)).collect();

@@ -12,6 +12,30 @@ pub fn tally() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_tally"))
 }
 
+/// True if the tests run as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True if the tests run as root; otherwise [`skipped`]: `what` (a test, or part of one) needs
+/// root to `why`.
+pub fn root_or_skip(what: &str, why: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    skipped(what, &format!("needs root to {why}"));
+    false
+}
+
+/// Says that `what` is skipped, loudly: straight to the terminal's standard error, past
+/// libtest's capture of a passing test's output, as a `SKIPPED:` line `scripts/test.sh`
+/// collects.
+pub fn skipped(what: &str, why: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {what}: {why}");
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -211,7 +235,99 @@ pub enum Edges {
 }
 
 /// Builds `out` from `args` (sources and flags) as clang would.
+///
+/// Builds of Lua and SQLite (from [`lua_args`] and [`sqlite_args`]: absolute paths only) are
+/// shared: about ten test binaries build the same ones. The first build of a (variant, C++,
+/// arguments) goes to [`BUILD_CACHE`] and every build copies the program from there.
 pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
+    match build_key(v, cxx, args) {
+        Some(key) => build_cached(&key, out, |prog| build_uncached(v, cxx, args, prog, cwd)),
+        None => build_uncached(v, cxx, args, out, cwd),
+    }
+}
+
+/// Where [`build`] keeps the Lua and SQLite programs it built, under cargo's target tmpdir:
+/// `<tally>/<key>/prog`, `<tally>` naming the `tally` binary that built them (`plain` for
+/// clang alone), `<key>` the rest of the build.
+pub const BUILD_CACHE: &str = "build-cache";
+
+/// The cache key of a build of Lua or SQLite, `None` for any other build (which may have
+/// relative paths or inputs written by the test) or with `TALLY_NO_BUILD_CACHE` set. It covers
+/// the `tally` binary (path, size, modification time; the runtime is embedded in it), the
+/// variant, the language, every argument, the contents of every argument that is a file
+/// (sources, `-include`d headers; the headers of the registry's sources never change) and the
+/// `TALLY_*` environment the compiler sees. The compiler itself is not in it.
+fn build_key(v: Variant, cxx: bool, args: &[&str]) -> Option<(String, String)> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let shared = args
+        .iter()
+        .any(|a| a.ends_with("testdata/lua/driver.c") || a.ends_with("testdata/sqlite/driver.c"));
+    if !shared || std::env::var_os("TALLY_NO_BUILD_CACHE").is_some() {
+        return None;
+    }
+    let compiler = match v {
+        Variant::Plain => "plain".to_string(),
+        Variant::Tally(_) => {
+            let meta = std::fs::metadata(tally()).expect("tally binary");
+            let mut h = DefaultHasher::new();
+            tally().hash(&mut h);
+            meta.len().hash(&mut h);
+            meta.modified().expect("mtime").hash(&mut h);
+            format!("tally-{:016x}", h.finish())
+        }
+    };
+    let mut h = DefaultHasher::new();
+    (v.name(), cxx, args).hash(&mut h);
+    for a in args {
+        let path = Path::new(a);
+        if path.is_absolute() && path.is_file() {
+            std::fs::read(path).expect("read build input").hash(&mut h);
+        }
+    }
+    let mut env: Vec<_> = std::env::vars_os()
+        .filter(|(k, _)| k.to_string_lossy().starts_with("TALLY_") && k != "TALLY_MODE")
+        .collect();
+    env.sort();
+    env.hash(&mut h);
+    Some((compiler, format!("{}-{:016x}", v.name(), h.finish())))
+}
+
+/// Copies the cached program of `key` to `out`, building it first with `make` (given the path
+/// to write) if no test has. A lock file per key makes concurrent tests wait for one build; a
+/// build is made in a temporary directory renamed into place, so the cache never holds a
+/// partial program. Programs of other `tally` binaries are deleted when a new one appears.
+fn build_cached(key: &(String, String), out: &Path, make: impl FnOnce(&Path)) {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(BUILD_CACHE);
+    let dir = root.join(&key.0);
+    let entry = dir.join(&key.1);
+    let prog = entry.join("prog");
+    if !prog.is_file() {
+        if !dir.is_dir() && key.0 != "plain" {
+            // A new tally binary: the programs of the previous ones are stale.
+            for old in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+                let name = old.file_name();
+                if name != "plain" && old.path() != dir {
+                    let _ = std::fs::remove_dir_all(old.path());
+                }
+            }
+        }
+        std::fs::create_dir_all(&dir).expect("create build cache");
+        let lock = std::fs::File::create(dir.join(format!("{}.lock", key.1))).expect("lock file");
+        lock.lock().expect("lock build cache entry");
+        if !prog.is_file() {
+            let tmp = dir.join(format!("{}.tmp", key.1));
+            let _ = std::fs::remove_dir_all(&tmp);
+            std::fs::create_dir_all(&tmp).expect("create build dir");
+            make(&tmp.join("prog"));
+            std::fs::rename(&tmp, &entry).expect("publish cached build");
+        }
+        drop(lock);
+    }
+    std::fs::copy(&prog, out).expect("copy cached build");
+}
+
+/// [`build`] without the cache.
+fn build_uncached(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
     let mut cmd = match v {
         Variant::Plain => Command::new(if cxx { "clang++-19" } else { "clang-19" }),
         Variant::Tally(mode) => {

@@ -10,7 +10,9 @@ use super::regen::Regenerator;
 use super::*;
 use crate::cfg::EdgeKind::*;
 use crate::mst::tree_connects;
-use crate::testing::{cfg, random_program, simulate_program, ExecConfig, ProgramConfig, Rng};
+use crate::testing::{
+    arb_program, cfg, random_program, simulate_program, ExecConfig, ProgramConfig, Rng,
+};
 use crate::weight::heuristic_weights;
 use proptest::prelude::*;
 
@@ -307,7 +309,12 @@ struct Measure {
 fn check_program(seed: u64, config: &ProgramConfig) -> Measure {
     let mut rng = Rng::new(seed);
     let funcs = random_program(&mut rng, config);
-    let events = simulate_program(&funcs, &mut rng, &ExecConfig::default());
+    check_funcs(&funcs, rng, seed)
+}
+
+/// [`check_program`] on given functions, executed with `rng`; `seed` names the case in messages.
+fn check_funcs(funcs: &[FunctionInput], mut rng: Rng, seed: u64) -> Measure {
+    let events = simulate_program(funcs, &mut rng, &ExecConfig::default());
     let mut m = Measure {
         bits: [0; 4],
         records: [0; 4],
@@ -319,7 +326,7 @@ fn check_program(seed: u64, config: &ProgramConfig) -> Measure {
             None,
             Some(PlanKind::Paths),
         ][k];
-        let traced = plans(&funcs, kind);
+        let traced = plans(funcs, kind);
         for (i, t) in traced.iter().enumerate() {
             assert_eq!(
                 check_plan(&t.input, &t.plan),
@@ -411,8 +418,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn plans_pass_the_checker_and_traces_regenerate(seed in any::<u64>()) {
-        check_program(seed, &ProgramConfig::default());
+    fn plans_pass_the_checker_and_traces_regenerate(
+        funcs in arb_program(&ProgramConfig::default()),
+        seed in any::<u64>(),
+    ) {
+        check_funcs(&funcs, Rng::new(seed), seed);
     }
 }
 
