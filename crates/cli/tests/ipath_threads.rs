@@ -200,7 +200,7 @@ fn split(
     naive: &Profile,
     set: &BTreeSet<String>,
 ) -> (Vec<Vec<TraceRecord>>, usize) {
-    let names = tally_report::trace::function_cfgs(naive).unwrap();
+    let names = tally_report::trace_naive::function_cfgs(naive).unwrap();
     let mut threads: Vec<Vec<TraceRecord>> = vec![Vec::new()];
     // Per thread: its live activations (activation, function key); retired (gave the token
     // away for good); ended.

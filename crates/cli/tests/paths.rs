@@ -95,7 +95,7 @@ fn check_with(
     let trace_prof = Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
     let trace_bytes = std::fs::read(dir.join("trace-naive/prog.trace")).unwrap();
     let trace = tally_format::trace::read_trace(&trace_bytes).unwrap();
-    let oracle = tally_report::trace::path_counts_from_trace(&trace, &trace_prof, &path_prof)
+    let oracle = tally_report::trace_naive::path_counts_from_trace(&trace, &trace_prof, &path_prof)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
 
     // `tally paths` names the program that wrote the profile, in text and JSON.

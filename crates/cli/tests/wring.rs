@@ -15,7 +15,7 @@ use support::*;
 use tally_format::profile::Profile;
 use tally_format::trace::TraceRecord;
 use tally_graph::EdgeId;
-use tally_report::wtrace::{Regenerated, RingEnd};
+use tally_report::trace::{Regenerated, RingEnd};
 
 /// Builds `testdata/ring/ring.c` under `dir/trace` and `dir/trace-naive`.
 fn build_both(name: &str) -> PathBuf {
@@ -98,7 +98,7 @@ fn regenerate(dir: &Path, file: &str) -> Regenerated {
             "a flight recorder's file is never range-coded"
         );
     }
-    tally_report::wtrace::regenerate(&bytes, &prof).unwrap()
+    tally_report::trace::regenerate(&bytes, &prof).unwrap()
 }
 
 type Block = (String, u32);
@@ -114,8 +114,8 @@ fn oracle_of(dir: &Path, file: &str, throws: bool) -> (Vec<Block>, Vec<Block>) {
     let prof = Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
     let bytes = std::fs::read(dir.join("trace-naive").join(file)).unwrap();
     let recs = tally_format::trace::read_trace(&bytes).unwrap();
-    let seq = tally_report::trace::block_sequence(&recs, &prof).unwrap();
-    let cfgs = tally_report::trace::function_cfgs(&prof).unwrap();
+    let seq = tally_report::trace_naive::block_sequence(&recs, &prof).unwrap();
+    let cfgs = tally_report::trace_naive::function_cfgs(&prof).unwrap();
     // The live activations (entered, neither returned nor abandoned) with their current
     // block, by activation id (entry order). At the end only one thread has any. (An
     // activation that takes an edge is running: the activations entered after it are over,
@@ -474,7 +474,7 @@ fn dump_without_a_ring_keeps_the_stream_exact() {
         };
         assert_eq!(version, want, "coded {coded}");
         let prof = Profile::read_file(vdir.join("prog.tally")).unwrap();
-        let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+        let r = tally_report::trace::regenerate(&bytes, &prof).unwrap();
         assert!(r.stopped.is_empty(), "coded {coded}: {:?}", r.stopped);
         // (without `snapshot`'s blocks: its copy loop runs once per 4 KiB of the file, which
         // trace-naive's is larger)
@@ -506,7 +506,7 @@ fn dump_without_a_ring_keeps_the_stream_exact() {
             a.len(),
             b.len()
         );
-        let err = tally_report::wtrace::regenerate(&snap, &prof)
+        let err = tally_report::trace::regenerate(&snap, &prof)
             .unwrap_err()
             .to_string();
         assert!(err.contains("does not resolve"), "coded {coded}: {err}");
@@ -590,7 +590,7 @@ fn damaged_ring_files_do_not_panic() {
         } else {
             b[at] ^= 1 << ((seed >> 20) % 8);
         }
-        match tally_report::wtrace::regenerate(&b, &prof) {
+        match tally_report::trace::regenerate(&b, &prof) {
             Ok(r) => errors += usize::from(!r.stopped.is_empty()),
             Err(_) => errors += 1,
         }

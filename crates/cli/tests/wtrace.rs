@@ -100,7 +100,7 @@ fn run_coded(vdir: &Path, run_args: &[&str]) -> std::process::Output {
 /// when one thread ran, and it regenerates to the same blocks as the raw one: in the same order per
 /// thread, so the same sequence for one thread and the same counts for several (threads are
 /// numbered in the order they first write, which may differ between runs). Returns its size.
-fn check_coded(name: &str, dir: &Path, raw: &tally_report::wtrace::Regenerated) -> u64 {
+fn check_coded(name: &str, dir: &Path, raw: &tally_report::trace::Regenerated) -> u64 {
     let bytes = std::fs::read(dir.join("trace/prog.ctrace")).unwrap();
     assert_eq!(
         &bytes[8..12],
@@ -108,15 +108,15 @@ fn check_coded(name: &str, dir: &Path, raw: &tally_report::wtrace::Regenerated) 
         "{name}: not a coded trace"
     );
     let prof = tally_format::profile::Profile::read_file(dir.join("trace/prog.ctally")).unwrap();
-    let r = tally_report::wtrace::regenerate(&bytes, &prof)
+    let r = tally_report::trace::regenerate(&bytes, &prof)
         .unwrap_or_else(|e| panic!("{name} coded: {e}"));
-    let seq = |r: &tally_report::wtrace::Regenerated| -> Vec<(String, u32)> {
+    let seq = |r: &tally_report::trace::Regenerated| -> Vec<(String, u32)> {
         r.blocks
             .iter()
             .map(|b| (b.function.clone(), b.block))
             .collect()
     };
-    let stopped = |r: &tally_report::wtrace::Regenerated| -> Vec<String> {
+    let stopped = |r: &tally_report::trace::Regenerated| -> Vec<String> {
         r.stopped.iter().map(|s| s.1.clone()).collect()
     };
     assert_eq!(
@@ -195,13 +195,13 @@ fn outcome(name: &str, dir: PathBuf) -> Outcome {
         .count();
     let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
     let r =
-        tally_report::wtrace::regenerate(&bytes, &prof).unwrap_or_else(|e| panic!("{name}: {e}"));
+        tally_report::trace::regenerate(&bytes, &prof).unwrap_or_else(|e| panic!("{name}: {e}"));
     let coded_bytes = check_coded(name, &dir, &r);
     let naive_prof =
         tally_format::profile::Profile::read_file(dir.join("trace-naive/prog.tally")).unwrap();
     let naive_bytes = std::fs::read(dir.join("trace-naive/prog.trace")).unwrap();
     let naive = tally_format::trace::read_trace(&naive_bytes).unwrap();
-    let oracle = tally_report::trace::block_sequence(&naive, &naive_prof).unwrap();
+    let oracle = tally_report::trace_naive::block_sequence(&naive, &naive_prof).unwrap();
     let (regenerated, oracle) = handlers_apart(&r, oracle);
     Outcome {
         regenerated,
@@ -227,7 +227,7 @@ fn outcome(name: &str, dir: PathBuf) -> Outcome {
 /// written, and the oracle its blocks without the handler activations (each from a handler's
 /// entry for as long as the blocks are of functions the handler streams run), then those
 /// activations in order. Without signal streams both stay as they are.
-fn handlers_apart(r: &tally_report::wtrace::Regenerated, oracle: Vec<(String, u32)>) -> (Seq, Seq) {
+fn handlers_apart(r: &tally_report::trace::Regenerated, oracle: Vec<(String, u32)>) -> (Seq, Seq) {
     let seq = |t: Option<u32>| -> Vec<(String, u32)> {
         r.blocks
             .iter()
@@ -567,7 +567,7 @@ fn enter_codes_regenerate_exactly_and_repeats_are_short() {
     assert!(o.oracle.len() > 60_000, "too little compared");
     let prof = tally_format::profile::Profile::read_file(o.dir.join("trace/prog.tally")).unwrap();
     let bytes = std::fs::read(o.dir.join("trace/prog.trace")).unwrap();
-    let st = tally_report::wtrace::stats::stats(&bytes, &prof, 0).unwrap();
+    let st = tally_report::trace::stats::stats(&bytes, &prof, 0).unwrap();
     let enter = st
         .kinds
         .iter()
@@ -586,7 +586,7 @@ fn enter_codes_regenerate_exactly_and_repeats_are_short() {
 fn cli_equals_render(dir: &Path) {
     let prof = tally_format::profile::Profile::read_file(dir.join("prog.tally")).unwrap();
     let bytes = std::fs::read(dir.join("prog.trace")).unwrap();
-    let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+    let r = tally_report::trace::regenerate(&bytes, &prof).unwrap();
     let out = dir.join("shown.txt");
     for (from, limit, function) in [
         (0, 0, ""),
@@ -597,7 +597,7 @@ fn cli_equals_render(dir: &Path) {
         for json in [false, true] {
             let re = regex_lite::Regex::new(function).unwrap();
             let want =
-                tally_report::wtrace::render(&r, |b| re.is_match(&b.function), from, limit, json);
+                tally_report::trace::render(&r, |b| re.is_match(&b.function), from, limit, json);
             let mut cmd = std::process::Command::new(tally());
             cmd.arg("trace").arg(dir.join("prog.trace")).args([
                 "--from",
@@ -863,7 +863,7 @@ fn path_numbers_and_registers_regenerate_exactly_on_lua_and_sqlite() {
         assert_eq!(out.status.code(), Some(0), "{name} registers");
         let prof = tally_format::profile::Profile::read_file(vdir.join("prog.tally")).unwrap();
         let bytes = std::fs::read(vdir.join("prog.trace")).unwrap();
-        let r = tally_report::wtrace::regenerate(&bytes, &prof)
+        let r = tally_report::trace::regenerate(&bytes, &prof)
             .unwrap_or_else(|e| panic!("{name} registers: {e}"));
         assert!(r.stopped.is_empty(), "{name} registers: {:?}", r.stopped);
         let regenerated: Vec<(String, u32)> = r
@@ -923,7 +923,7 @@ fn range_coding_takes_under_one_bit_per_branch() {
         let bytes = std::fs::read(o.dir.join("trace").join(trace)).unwrap();
         let prof =
             tally_format::profile::Profile::read_file(o.dir.join("trace").join(prof)).unwrap();
-        let s = tally_report::wtrace::stats::stats(&bytes, &prof, 0).unwrap();
+        let s = tally_report::trace::stats::stats(&bytes, &prof, 0).unwrap();
         assert!(s.branches > 60_000, "{} branches", s.branches);
         s.file_bits as f64 / s.branches as f64
     };
@@ -1287,7 +1287,7 @@ fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], statu
     if o.status.code() == Some(3) {
         assert!(
             err.contains("regeneration stopped early")
-                && err.contains(tally_report::wtrace::NOT_EXACT)
+                && err.contains(tally_report::trace::NOT_EXACT)
                 && err.contains("counts cover the regenerated part"),
             "{name}: {err}"
         );
@@ -1295,7 +1295,7 @@ fn trace_report_equals_edges_naive(name: &str, cxx: bool, args: &[String], statu
         // compares with trace-naive's sequence).
         let prof = tally_format::profile::Profile::read_file(t.join("prog.tally")).unwrap();
         let bytes = std::fs::read(t.join("prog.trace")).unwrap();
-        let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+        let r = tally_report::trace::regenerate(&bytes, &prof).unwrap();
         let mut want = std::collections::BTreeMap::new();
         for b in &r.blocks {
             *want
@@ -1578,7 +1578,7 @@ fn cross_file_calls_regenerate_exactly() {
     }
     assert!(cut.len() < bytes.len());
     let prof = tally_format::profile::Profile::read_file(o.dir.join("trace/prog.tally")).unwrap();
-    let err = tally_report::wtrace::regenerate(&cut, &prof).unwrap_err();
+    let err = tally_report::trace::regenerate(&cut, &prof).unwrap_err();
     assert!(err.contains("does not resolve"), "{err}");
     let o = build_steps_and_compare(
         "xfile-shlib",
@@ -1790,7 +1790,7 @@ fn traced_external_callees_write_no_back() {
         assert!(out.status.success(), "{out:?}");
         let prof = tally_format::profile::Profile::read_file(d.join("prog.tally")).unwrap();
         let bytes = std::fs::read(d.join("prog.trace")).unwrap();
-        let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+        let r = tally_report::trace::regenerate(&bytes, &prof).unwrap();
         assert!(r.stopped.is_empty(), "{:?}", r.stopped);
         assert!(r.blocks.len() >= 100_000, "{} blocks", r.blocks.len());
         sizes.push(bytes.len());
@@ -1835,14 +1835,14 @@ fn returns_are_inline() {
 type Streams = (
     std::collections::HashMap<u32, Seq>,
     tally_format::trace::WitnessTrace,
-    tally_report::wtrace::Regenerated,
+    tally_report::trace::Regenerated,
 );
 
 /// The blocks of `dir`'s regenerated trace per stream, the trace and its regeneration.
 fn streams_of(dir: &Path) -> Streams {
     let prof = tally_format::profile::Profile::read_file(dir.join("prog.tally")).unwrap();
     let bytes = std::fs::read(dir.join("prog.trace")).unwrap();
-    let r = tally_report::wtrace::regenerate(&bytes, &prof).unwrap();
+    let r = tally_report::trace::regenerate(&bytes, &prof).unwrap();
     let mut by = std::collections::HashMap::<u32, Vec<(String, u32)>>::new();
     for b in &r.blocks {
         by.entry(b.thread)
@@ -2115,7 +2115,7 @@ fn timer_signals_regenerate_to_the_programs_counts() {
                     &std::fs::read(vdir.join("prog.trace")).unwrap(),
                 )
                 .unwrap();
-                tally_report::trace::block_sequence(&naive, &prof).unwrap()
+                tally_report::trace_naive::block_sequence(&naive, &prof).unwrap()
             };
             assert_eq!(
                 counts(&seq, "on_alarm"),

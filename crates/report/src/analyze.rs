@@ -17,7 +17,7 @@ use tally_format::profile::Profile;
 use tally_format::{Linkage, Loc, ModuleMeta};
 
 /// Edge and block counts measured outside the profile's counters (a witness trace,
-/// [`wtrace::report`](crate::wtrace::report)), by `(module index, function index)`:
+/// [`trace::report`](crate::trace::report)), by `(module index, function index)`:
 /// `(edges, blocks)` in id order.
 pub type Counted = HashMap<(usize, usize), (Vec<u64>, Vec<u64>)>;
 

@@ -32,10 +32,9 @@ pub mod render;
 pub mod show;
 pub mod source;
 mod sum;
-#[cfg(any(test, feature = "testing"))]
 pub mod trace;
-pub mod tracepaths;
-pub mod wtrace;
+#[cfg(any(test, feature = "testing"))]
+pub mod trace_naive;
 
 pub use analyze::{analyze, Counted, Inputs};
 pub use sum::{combine, Sum};

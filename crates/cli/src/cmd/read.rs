@@ -86,7 +86,7 @@ pub fn analyze_maybe_traced(
                 anyhow::bail!("--trace takes the one profile its run wrote");
             }
             let bytes = read_trace(t)?;
-            let (r, s) = tally_report::wtrace::report(&bytes, &profile)
+            let (r, s) = tally_report::trace::report(&bytes, &profile)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", t.display()))?;
             *title = format!("{} (trace {})", title, t.display());
             Ok((r, s))

@@ -58,11 +58,11 @@ pub fn run(a: Args) -> Result<Exit> {
         return trace_paths(&a, &profile_path, &profile, &bytes, filter.as_ref());
     }
     if a.stats {
-        let s = tally_report::wtrace::stats::stats(&bytes, &profile, a.limit)
+        let s = tally_report::trace::stats::stats(&bytes, &profile, a.limit)
             .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
         let out = match a.format {
-            Format::Json => tally_report::wtrace::stats::json(&s),
-            Format::Text => tally_report::wtrace::stats::render(&s),
+            Format::Json => tally_report::trace::stats::json(&s),
+            Format::Text => tally_report::trace::stats::render(&s),
         };
         write_out(a.output.as_ref(), out.as_bytes())?;
         return Ok(Exit::Differs.when(!s.stopped.is_empty()));
@@ -81,7 +81,7 @@ pub fn run(a: Args) -> Result<Exit> {
             None => Box::new(std::io::stdout().lock()),
         },
     );
-    let (stopped, err) = tally_report::wtrace::render_trace(
+    let (stopped, err) = tally_report::trace::render_trace(
         &bytes,
         &profile,
         |name| filter.as_ref().is_none_or(|f| f.is_match(name)),
@@ -113,7 +113,7 @@ fn trace_paths(
     bytes: &[u8],
     filter: Option<&regex_lite::Regex>,
 ) -> Result<Exit> {
-    let mut t = tally_report::tracepaths::trace_paths(bytes, profile)
+    let mut t = tally_report::trace::paths::trace_paths(bytes, profile)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.trace.display()))?;
     if let Some(f) = filter {
         t.report.functions.retain(|x| f.is_match(&x.name));

@@ -276,7 +276,7 @@ pub fn sets(ipath: &Profile, naive: &Profile) -> Vec<SetRun> {
 /// set (module doc), appended to their `events`.
 pub fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
     // Every function's graph, to see where activations outside the sets return.
-    let cfgs = tally_report::trace::function_cfgs(naive).unwrap();
+    let cfgs = tally_report::trace_naive::function_cfgs(naive).unwrap();
     // The real stack: activation id, function and, for set activations, the set's index.
     let mut real: Vec<(u64, (u64, u32), Option<usize>)> = Vec::new();
     let mut set_of: HashMap<(u64, u32), usize> = HashMap::new();

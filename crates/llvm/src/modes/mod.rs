@@ -11,8 +11,8 @@ mod ipath;
 mod naive;
 mod path;
 mod trace;
+mod trace_naive;
 mod vertex;
-mod wtrace;
 
 pub use events::EV_SLACK;
 pub(crate) use naive::every_edge;
@@ -113,7 +113,7 @@ pub(crate) trait ModeImpl: Sync {
         None
     }
     /// Changes the module after every function's instrumentation is emitted (trace mode's
-    /// second entries, `wtrace::split_entries`).
+    /// second entries, `trace::split_entries`).
     fn after_emit(&self, _g: &crate::emit::Globals) {}
 }
 
@@ -127,8 +127,8 @@ pub(crate) fn of(mode: Mode) -> &'static dyn ModeImpl {
         Mode::BlocksNaive => &naive::BlocksNaive,
         Mode::Vertex => &vertex::Vertex,
         Mode::Path => &path::Path,
-        Mode::TraceNaive => &trace::Trace,
-        Mode::Trace => &wtrace::WTrace,
+        Mode::TraceNaive => &trace_naive::TraceNaive,
+        Mode::Trace => &trace::Trace,
         Mode::Ipath => &ipath::Ipath { piecewise: false },
         Mode::IpathPiecewise => &ipath::Ipath { piecewise: true },
         Mode::Events => &events::Events { naive: false },

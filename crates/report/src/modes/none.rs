@@ -1,6 +1,7 @@
-//! Modes whose counters are not execution counts: a `trace` build counts nothing (its counts
-//! are in the trace file, `tally_report::trace`), an `events` or `events-naive` build counts
-//! events (rendered per function and call site by `render`). No edge or block count is known.
+//! Modes whose counters are not execution counts: a `trace` or `trace-naive` build counts
+//! nothing (its counts are in the trace file: `tally_report::trace`,
+//! `tally_report::trace_naive`), an `events` or `events-naive` build counts events (rendered
+//! per function and call site by `render`). No edge or block count is known.
 
 use super::{ReportSolveError, Solved};
 use crate::PathProfile;

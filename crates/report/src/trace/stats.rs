@@ -6,7 +6,8 @@
 //! of a block with two or more `Flow` out-edges, as `bench/run` counts them from `tally report
 //! --trace`) and names the functions whose witnesses take the most bits.
 
-use super::{program, Names, Stream};
+use super::program::program;
+use super::stream::{Names, Stream};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use tally_format::profile::Profile;

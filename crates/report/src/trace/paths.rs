@@ -1,4 +1,4 @@
-//! `tally trace --paths`: the regenerated execution of a witness trace ([`crate::wtrace`])
+//! `tally trace --paths`: the regenerated execution of a witness trace ([`crate::trace`])
 //! cut into Ball-Larus paths (Ball & Larus 1996: a path starts at the entry or where a back edge
 //! lands and ends at a back edge or the exit), numbered exactly as `path` mode numbers them.
 //!
@@ -29,7 +29,7 @@
 //! paths`' renderers print it) and whose block and edge counts are derived from the path
 //! counts (`tally_graph::paths::derive_counts`), as `path` mode's reader derives them.
 
-use crate::wtrace::{activity, Activity};
+use super::{activity, Activity};
 use crate::{PathProfile, Report};
 use std::collections::{BTreeMap, HashMap};
 use tally_format::profile::Profile;

@@ -1,6 +1,6 @@
-//! `trace` mode: no counters; every edge taken is logged, per activation, to a trace file by
+//! `trace-naive` mode: no counters; every edge taken is logged, per activation, to a trace file by
 //! the runtime (`__tally_trace_*`). The independent oracle of path profiles: the tests cut the
-//! trace into paths (`tally_report::trace`) without any of path mode's numbering. It logs at
+//! trace into paths (`tally_report::trace_naive`) without any of path mode's numbering. It logs at
 //! the sites `edges-naive` counts at (predecessor tags where an edge has no site), with the
 //! activation record standing for the entry edge `e0`.
 
@@ -15,11 +15,11 @@ use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use tally_format::Probe;
 
-pub(crate) struct Trace;
+pub(crate) struct TraceNaive;
 
-impl ModeImpl for Trace {
+impl ModeImpl for TraceNaive {
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
-        Ok(Box::new(TracePlan(Plan::for_edges(
+        Ok(Box::new(NaivePlan(Plan::for_edges(
             cx.l,
             &every_edge(cx.l),
             false,
@@ -27,9 +27,9 @@ impl ModeImpl for Trace {
     }
 }
 
-struct TracePlan(Plan);
+struct NaivePlan(Plan);
 
-impl FnPlan for TracePlan {
+impl FnPlan for NaivePlan {
     fn num_counters(&self) -> usize {
         0 // a trace build counts nothing
     }
@@ -60,7 +60,7 @@ struct Log {
 fn edge_of(probe: Probe) -> u32 {
     match probe {
         Probe::Edge(e) => e.0,
-        other => unreachable!("trace mode logs edges, not {other:?}"),
+        other => unreachable!("trace-naive mode logs edges, not {other:?}"),
     }
 }
 

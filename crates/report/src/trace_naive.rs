@@ -1,5 +1,5 @@
-//! Path counts computed from a full control-flow trace (trace mode): the independent oracle
-//! for path profiles (Ball & Larus 1996). Each activation's edges are cut into acyclic paths at
+//! Path counts computed from a full control-flow trace (`trace-naive` mode): the independent
+//! oracle for path profiles (Ball & Larus 1996). Each activation's edges are cut into acyclic paths at
 //! back edges and cut edges, at early exits (an activation that ends without returning, or one that
 //! a `longjmp` re-enters), exactly as the path numbering defines them; each path's number is
 //! the sum of the `Val` of its DAG edges — no instrumentation placement or increment is used.
