@@ -19,6 +19,7 @@ pub(super) struct Rt {
 }
 
 pub(super) fn runtime(g: &Globals) -> Rt {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     let tls = |name: &str, ty: LLVMTypeRef| unsafe {
         let n = cname(name);
         let mut v = c::LLVMGetNamedGlobal(g.module, n.as_ptr());
@@ -102,13 +103,16 @@ impl Ip<'_, '_> {
     }
     pub(super) fn load(&self, p: LLVMValueRef) -> LLVMValueRef {
         let e = cname("");
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe { c::LLVMBuildLoad2(self.em.b, self.em.g.i64t, p, e.as_ptr()) }
     }
     pub(super) fn store(&self, v: LLVMValueRef, p: LLVMValueRef) {
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe { c::LLVMBuildStore(self.em.b, v, p) };
     }
     pub(super) fn add(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
         let e = cname("");
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe { c::LLVMBuildAdd(self.em.b, a, b, e.as_ptr()) }
     }
     pub(super) fn select(
@@ -118,6 +122,7 @@ impl Ip<'_, '_> {
         b: LLVMValueRef,
     ) -> LLVMValueRef {
         let e = cname("");
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe { c::LLVMBuildSelect(self.em.b, c_, a, b, e.as_ptr()) }
     }
     /// `l(nvc)` (the values fit 64 bits: `fits_u64`).
@@ -126,6 +131,7 @@ impl Ip<'_, '_> {
             return self.k(l.b);
         }
         let e = cname("");
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         let m = unsafe { c::LLVMBuildMul(self.em.b, self.k(l.a), nvc, e.as_ptr()) };
         self.add(m, self.k(l.b))
     }
@@ -185,6 +191,7 @@ impl Ip<'_, '_> {
     pub(super) fn count_if(&self, cond: LLVMValueRef, p: LLVMValueRef, near: Val) {
         let em = self.em;
         let g = em.g;
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe {
             let here = near.parent();
             let n1 = cname("tally.ip.count");
@@ -243,6 +250,7 @@ impl Ip<'_, '_> {
                     if self.piecewise && self.root_exit != 0 {
                         let e = cname("");
                         let o = self.load(i.open);
+                        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                         let zero = unsafe {
                             c::LLVMBuildICmp(
                                 self.em.b,
@@ -270,12 +278,14 @@ impl Ip<'_, '_> {
                 let b = self.em.b;
                 let reg = self.load(self.s.reg);
                 let open = self.load(self.rt.open);
+                // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                 let root = unsafe {
                     let r = self.load(self.s.root);
                     c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, r, self.k(0), e.as_ptr())
                 };
                 let mut p = reg;
                 if self.root_exit != 0 {
+                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                     let closed = unsafe {
                         c::LLVMBuildICmp(
                             b,
@@ -305,6 +315,7 @@ impl Ip<'_, '_> {
     pub(super) fn reentry(&self, a: EdgeAction, sj: Val) {
         let b = self.em.b;
         let e = cname("");
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         let again = unsafe {
             let zero = c::LLVMConstInt(c::LLVMTypeOf(sj.0), 0, 0);
             c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, sj.0, zero, e.as_ptr())

@@ -46,6 +46,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
     let em = crate::modes::path::emitter_at_entry(g, func);
     let b = em.b;
     let empty = cname("");
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     let alloca = |name: &str| unsafe {
         let n = cname(name);
         c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
@@ -60,6 +61,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         call_open: alloca("tally.ip.call_open"),
         own_open: alloca("tally.ip.open"),
     };
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     let record = l.may_end_early().then(|| unsafe {
         let rec = frame_alloca(&em);
         let mut f = [g.ptrt, g.i64t];
@@ -116,6 +118,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         let (at, pops) = frame_plan(l);
         em.at(l.nodes[at.index()].start);
         frame_push(&em, r.rec, None);
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe {
             let f0 = c::LLVMBuildStructGEP2(b, r.site_ty, r.site, 0, empty.as_ptr());
             c::LLVMBuildStore(b, ip.table, f0);
@@ -150,6 +153,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
             stored = None;
         }
         match *act {
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             CallAction::Summary { abandon } => unsafe {
                 // An isolated function cleared the handshake at its entry and sets none.
                 if isolated.is_none() {
@@ -193,6 +197,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
             } => {
                 stored = None;
                 if let (true, Some(r)) = (clears_site, &record) {
+                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                     unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), em.field(r.rec, 1)) };
                 }
                 let (callee, named) = p.callees[site].expect("direct sites name their callee");
@@ -209,10 +214,12 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
                 em.at(call.next().expect("a call is not a terminator"));
                 ip.store(ip.load(ip.rt.reg), ip.s.reg);
                 if named {
+                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                     unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn) };
                 }
                 if p.piecewise {
                     let o = ip.load(ip.rt.open);
+                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                     let zero = unsafe {
                         c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, o, ip.k(0), empty.as_ptr())
                     };
@@ -221,6 +228,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
                     ip.store(ip.select(zero, r2, r), ip.s.reg);
                     let n = ip.select(zero, ip.k(unmatched_nvc), ip.load(ip.s.nvc));
                     ip.store(n, ip.s.nvc);
+                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                     let o1 = unsafe { c::LLVMBuildSub(b, o, ip.k(1), empty.as_ptr()) };
                     ip.store(ip.select(zero, ip.k(0), o1), ip.rt.open);
                 }
@@ -267,6 +275,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         // to take, nothing to save. The handshake is cleared (as a summary call would), so
         // that a stale one (a signal between a direct call's store and its entry) is not
         // taken by a function this one calls.
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn) };
         if p.piecewise {
             ip.store(ip.k(1), ip.s.nvc);
@@ -274,6 +283,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         }
         let r = ip.add(ip.k(i.root_value), ip.lin(act.start, ip.k(1)));
         ip.store(r, ip.s.reg);
+        // SAFETY: the builder is live and not used after this.
         unsafe { c::LLVMDisposeBuilder(b) };
         return;
     }
@@ -285,9 +295,11 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         ip.store(reg, ip.s.on_entry);
         let r = ip.add(reg, ip.lin(act.start, nvc));
         ip.store(r, ip.s.reg);
+        // SAFETY: the builder is live and not used after this.
         unsafe { c::LLVMDisposeBuilder(b) };
         return;
     }
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe {
         let hf = c::LLVMBuildLoad2(b, g.ptrt, ip.rt.hand_fn, empty.as_ptr());
         let taken = c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, hf, func.0, empty.as_ptr());
@@ -309,5 +321,6 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         let r = ip.add(reg, ip.lin(act.start, nvc));
         ip.store(r, ip.s.reg);
     }
+    // SAFETY: the builder is live and not used after this.
     unsafe { c::LLVMDisposeBuilder(b) };
 }

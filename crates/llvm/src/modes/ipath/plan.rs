@@ -63,9 +63,11 @@ fn is_local(f: Val) -> bool {
 
 fn num_uses(f: Val) -> usize {
     let mut n = 0;
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     let mut u = unsafe { c::LLVMGetFirstUse(f.0) };
     while !u.is_null() {
         n += 1;
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         u = unsafe { c::LLVMGetNextUse(u) };
     }
     n

@@ -11,6 +11,7 @@ use tally_format::abi;
 /// (the function's own paths, array storage), else the table's count (the inline home-table
 /// probe, or `__tally_path_count` with `--tally-atomic`).
 pub(super) fn ipath_count_fn(g: &Globals, banks: u32) -> (LLVMValueRef, LLVMTypeRef) {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe {
         let ctx = g.ctx;
         let (i64t, ptrt) = (g.i64t, g.ptrt);
@@ -90,6 +91,7 @@ pub(super) fn table_probe(g: &Globals, banks: u32) -> ((LLVMValueRef, LLVMTypeRe
 /// probe (`__tally_path_count` with `--tally-atomic`). `banks` times the home slots of one
 /// table, for sets whose hashed paths would crowd one (SQLite's amalgamation).
 fn ipath_probe_fn(g: &Globals, banks: u32) -> (LLVMValueRef, LLVMTypeRef) {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe {
         let ctx = g.ctx;
         let (i64t, ptrt) = (g.i64t, g.ptrt);

@@ -230,6 +230,7 @@ pub(super) fn range_fixed_outside(
         return false;
     }
     let cond = term.operand(0);
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     if unsafe { c::LLVMIsAICmpInst(cond.0) }.is_null() {
         return false;
     }
@@ -239,6 +240,7 @@ pub(super) fn range_fixed_outside(
 /// `v` (an operand of a loop's exit test, [`range_fixed_outside`]): fixed outside the
 /// enclosing loop, or a variable of the loop advanced by constants from such a start.
 pub(super) fn in_fixed_range(v: Val, header: Bb, bbs: &[Bb], outer_bbs: &[Bb], depth: u32) -> bool {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() {
         return true; // constants, arguments, globals
     }
@@ -251,9 +253,12 @@ pub(super) fn in_fixed_range(v: Val, header: Bb, bbs: &[Bb], outer_bbs: &[Bb], d
     }
     if v.opcode() == LLVMOpcode::LLVMPHI && bb == header {
         // A header phi: advanced by a constant on the back edges, from a fixed start.
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         let n = unsafe { c::LLVMCountIncoming(v.0) };
         return (0..n).all(|i| {
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             let from = Bb(unsafe { c::LLVMGetIncomingBlock(v.0, i) });
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             let x = Val(unsafe { c::LLVMGetIncomingValue(v.0, i) });
             if bbs.contains(&from) {
                 sese::affine_step(x).is_some_and(|(u, _)| u == v)
@@ -274,6 +279,7 @@ pub(super) fn in_fixed_range(v: Val, header: Bb, bbs: &[Bb], outer_bbs: &[Bb], d
 /// `v` (defined outside the loop) is fixed before the enclosing loop (blocks `outer_bbs`)
 /// runs: defined outside it, or computed there by arithmetic from such values.
 pub(super) fn fixed_outside(v: Val, outer_bbs: &[Bb], depth: u32) -> bool {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() || !outer_bbs.contains(&v.parent()) {
         return true;
     }

@@ -74,8 +74,10 @@ pub(in crate::modes::events) fn emit(
             .collect();
         let header = bbs[0];
         let map = clone_blocks(em, &bbs, v);
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         let copy_of = |bb: Bb| Bb(unsafe { c::LLVMValueAsBasicBlock(map[&as_value(bb)]) });
         let copy_header = copy_of(header);
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe {
             let br = v.terminator().expect("split block has its branch");
             em.at(br);
@@ -125,6 +127,7 @@ pub(in crate::modes::events) fn emit(
             let x = term.successor(index);
             let copy_term = lookup(term);
             let u = term.parent();
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             let landing = Bb(unsafe {
                 let name = cname("tally.fast.exit");
                 c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, name.as_ptr())
@@ -139,6 +142,7 @@ pub(in crate::modes::events) fn emit(
                     let konst = (before as i64)
                         .wrapping_add(q_header)
                         .wrapping_sub(plan.query_start(cfg.edge(e).dst));
+                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                     unsafe {
                         let mut d = k;
                         if e_turn != 1 {
@@ -151,6 +155,7 @@ pub(in crate::modes::events) fn emit(
                         d
                     }
                 }
+                // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                 Counting::Register => unsafe {
                     // The inside edges' increments, then the exit edge's own (placed by the
                     // plan on a block of its own on the original exit, bypassed here).
@@ -163,6 +168,7 @@ pub(in crate::modes::events) fn emit(
                     d
                 },
             };
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             unsafe {
                 let left = c::LLVMBuildLoad2(em.b, g.i64t, g.ev_left, empty.as_ptr());
                 let new = c::LLVMBuildSub(em.b, left, d, empty.as_ptr());
@@ -205,6 +211,7 @@ pub(super) fn register_counts(
     let mut acc = HashMap::new();
     for &m in members {
         let nb = copy_of(bb_of(m));
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe {
             let first = nb.first().expect("copied blocks have a terminator");
             c::LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, first.0);
@@ -212,6 +219,7 @@ pub(super) fn register_counts(
             acc.insert(m, c::LLVMBuildPhi(em.b, g.i64t, name.as_ptr()));
         }
     }
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe {
         let phi = acc[&members[0]];
         let mut vals = [c::LLVMConstInt(g.i64t, 0, 0)];
@@ -228,6 +236,7 @@ pub(super) fn register_counts(
                 continue;
             };
             let inc = ep.plan.increment(e);
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             let val = *sums.entry(inc).or_insert_with(|| unsafe {
                 if inc == 0 {
                     acc[&m]
@@ -237,6 +246,7 @@ pub(super) fn register_counts(
                     c::LLVMBuildAdd(em.b, acc[&m], kc, empty.as_ptr())
                 }
             });
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             unsafe {
                 let mut vals = [val];
                 let mut blocks = [nb.0];
@@ -257,6 +267,7 @@ pub(super) fn carry_phis(em: &Emitter, v: Bb, p: Bb) {
     let br = v.terminator().expect("split block has its branch");
     let h = br.successor(0);
     for phi in h.phis() {
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe {
             let n = c::LLVMCountIncoming(phi.0);
             let j = (0..n)
@@ -273,6 +284,7 @@ pub(super) fn carry_phis(em: &Emitter, v: Bb, p: Bb) {
 }
 
 pub(super) fn as_value(bb: Bb) -> LLVMValueRef {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe { c::LLVMBasicBlockAsValue(bb.0) }
 }
 
@@ -294,7 +306,9 @@ pub(super) fn clone_blocks(
         .map(|&bb| {
             let name = cname("tally.fast");
             let nb =
+                // SAFETY: LLVM-C calls on live objects of the module being instrumented.
                 Bb(unsafe { c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, name.as_ptr()) });
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             unsafe { c::LLVMMoveBasicBlockAfter(nb.0, after.0) };
             after = nb;
             map.insert(as_value(bb), as_value(nb));
@@ -304,8 +318,10 @@ pub(super) fn clone_blocks(
     let mut phis = Vec::new();
     let mut others = Vec::new();
     for (&bb, &nb) in bbs.iter().zip(&copies) {
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
         unsafe { c::LLVMPositionBuilderAtEnd(em.b, nb.0) };
         for i in bb.instructions() {
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
             let new = unsafe {
                 if i.opcode() == LLVMOpcode::LLVMPHI {
                     let p = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(i.0), empty.as_ptr());
@@ -327,6 +343,7 @@ pub(super) fn clone_blocks(
             map.insert(i.0, new);
         }
     }
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe {
         for &p in &others {
             for k in 0..c::LLVMGetNumOperands(p) as u32 {

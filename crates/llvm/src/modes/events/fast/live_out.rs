@@ -9,6 +9,7 @@ use tally_graph::EdgeId;
 
 /// Every user of `v` is an instruction (its uses can be rewritten).
 pub(super) fn only_instruction_users(v: Val) -> bool {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe {
         let mut u = c::LLVMGetFirstUse(v.0);
         while !u.is_null() {
@@ -36,6 +37,7 @@ pub(super) fn merge_live_out(
     bbs: &[Bb],
 ) {
     let empty = cname("");
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe {
         let mut users = Vec::new();
         let mut u = c::LLVMGetFirstUse(v.0);
@@ -75,6 +77,7 @@ pub(super) fn merge_live_out(
 
 /// Every use of `v` is in the loop or in a phi of an exit block on an entry from the loop.
 pub(super) fn used_only_inside_or_by_exit_phis(v: Val, bbs: &[Bb]) -> bool {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     unsafe {
         let mut u = c::LLVMGetFirstUse(v.0);
         while !u.is_null() {

@@ -181,6 +181,7 @@ pub(super) fn plan(
     if st.loops == 0 {
         return (Vec::new(), searched);
     }
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
     let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
     let estimate;
     let freq = match weights {
