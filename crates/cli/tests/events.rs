@@ -249,7 +249,7 @@ fn versioned_in(program: &str, extra: &[&str]) -> (u64, u64) {
 #[test]
 fn counted_loops_equal_the_oracle() {
     // Call-free counted loops run a copy without decrements that subtracts its activation's
-    // events at its exits (modes/events/fast.rs): every query, total and inclusive count must
+    // events at its exits (modes/events/fast/): every query, total and inclusive count must
     // stay the oracle's, for every event kind, with affine variables and with trip counts,
     // when frames holding such loops are left by longjmp and by exit().
     let (n, _) = versioned(&[]);
@@ -282,7 +282,7 @@ fn counted_loops_equal_the_oracle() {
 
 #[test]
 fn nested_loops_are_versioned_only_over_fixed_ranges() {
-    // The nesting rule (modes/events/fast.rs, docs/log/sese.md "Tenth round"): an inner loop is
+    // The nesting rule (modes/events/fast/, docs/log/sese.md "Tenth round"): an inner loop is
     // versioned when its exit compares values fixed before the enclosing loop runs
     // (counted.c's `nest_sweep`), not when its range moves from entry to entry
     // (`nest_resume`, whose `while (end < off)` resumes where the last entry stopped; the
@@ -312,7 +312,7 @@ fn nested_loops_are_versioned_only_over_fixed_ranges() {
 fn branchy_loops_equal_the_oracle() {
     // Call-free loops with if/else, switch, `continue`, several exits, no induction variable,
     // inner loops of nests: their copies add the plan's chord increments to a register and
-    // subtract the total at each exit (modes/events/fast.rs; `--tally-sese=all`, off by
+    // subtract the total at each exit (modes/events/fast/; `--tally-sese=all`, off by
     // default). More of them are versioned than with the one-cycle loops alone (`on`), and
     // every query, total and inclusive count stays the oracle's, also when a frame is left by
     // exit().

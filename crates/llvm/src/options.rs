@@ -134,7 +134,7 @@ pub struct Options {
     /// counted loops the loop's induction variable or trip count gives one edge's count at the
     /// loop's exits instead of a counter incremented every iteration, where a profitability test
     /// says it pays. In events mode, counted call-free loops are versioned instead (a copy without
-    /// decrements, `modes/events/fast.rs`). On by default (docs/log/sese.md; `--tally-sese=off`
+    /// decrements, `modes/events/fast/`). On by default (docs/log/sese.md; `--tally-sese=off`
     /// turns it off).
     #[cfg_attr(
         feature = "clap",

@@ -17,7 +17,7 @@
 //! is expected to read ([`Expect`]).
 
 use super::place::{choice_table, PlanKind};
-use super::{Callee, FuncId, Record, Traced};
+use super::{Callee, FuncId, Landing, Record, Traced};
 use crate::cfg::EdgeKind;
 use crate::ids::{EdgeId, IdVec, NodeId};
 use crate::paths::{CfgImage, NumberedDag};
@@ -795,16 +795,11 @@ impl<'a> Regenerator<'a> {
         let src = &mut Noting { src, read: false };
         let mut quiet = 0u64;
         loop {
-            if std::mem::take(&mut src.read) {
-                quiet = 0;
-            } else {
-                quiet += 1;
-                if quiet > self.max_quiet {
-                    let (func, block) = stack
-                        .last()
-                        .map_or((FuncId(0), NodeId::new(0)), |f| (f.func, f.block));
-                    return Err(RegenError::Quiet { func, block });
-                }
+            if self.too_quiet(src, &mut quiet) {
+                let (func, block) = stack
+                    .last()
+                    .map_or((FuncId(0), NodeId::new(0)), |f| (f.func, f.block));
+                return Err(RegenError::Quiet { func, block });
             }
             let Some(top) = stack.last_mut() else {
                 match src.read(Expect::Control)? {
@@ -831,46 +826,7 @@ impl<'a> Regenerator<'a> {
                     }
                     Some(Record::Back) => top.waiting = false,
                     Some(Record::Unwind { abandoned, to, how }) => {
-                        let bad = RegenError::BadLanding { abandoned, to };
-                        if abandoned as usize >= stack.len() {
-                            return Err(bad);
-                        }
-                        // An abandoned activation waiting at its `resume` left by that
-                        // `Return` edge (it unwound on from there).
-                        for f in stack.iter().rev().take(abandoned as usize) {
-                            let b = &self.tables[f.func.index()].blocks[f.block];
-                            if let Some(e) = b.resume.filter(|_| f.waiting && f.sites.is_empty()) {
-                                visit(Visit::Return(f.func, e), self.slot(f.func, e));
-                            }
-                        }
-                        stack.truncate(stack.len() - abandoned as usize);
-                        let top = stack
-                            .last_mut()
-                            .ok_or(RegenError::BadLanding { abandoned, to })?;
-                        let input = &self.funcs[top.func.index()].input;
-                        if to.index() >= input.cfg.num_blocks() {
-                            return Err(bad);
-                        }
-                        let via = input.landing_edge(top.block, to, how).ok_or(bad)?;
-                        // (Path-number functions have no landings: `paths_plan`.)
-                        *top = Frame {
-                            func: top.func,
-                            block: to,
-                            sites: self.tables[top.func.index()].blocks[to].sites.clone(),
-                            waiting: false,
-                            pending: None,
-                            pwalked: 0,
-                            prest: None,
-                            phead: None,
-                        };
-                        visit(
-                            Visit::Step(Step {
-                                func: top.func,
-                                block: to,
-                                via,
-                            }),
-                            self.slot(top.func, via),
-                        );
+                        self.unwind(stack, abandoned, to, how, &mut visit)?
                     }
                     Some(found) => {
                         return Err(RegenError::Unexpected {
@@ -883,235 +839,353 @@ impl<'a> Regenerator<'a> {
             }
             let tables = &self.tables[top.func.index()];
             if let Some(site) = top.sites.next() {
-                let callee = tables.callees[site as usize];
-                if callee != Callee::Opaque && (top.pending.is_some() || top.prest.is_some()) {
-                    return Err(RegenError::Pending {
-                        func: top.func,
-                        block: top.block,
-                    });
-                }
-                match callee {
-                    Callee::Opaque => {}
-                    Callee::Unknown => top.waiting = true,
-                    Callee::Direct(g) => {
-                        let frame = self.enter(g, &mut visit)?;
-                        stack.push(frame);
-                    }
-                    Callee::DirectBack(g) => {
-                        // The caller reads `Back` once `g` has returned.
-                        top.waiting = true;
-                        let frame = self.enter(g, &mut visit)?;
-                        stack.push(frame);
-                    }
+                if let Some(frame) = self.call(top, tables.callees[site as usize], &mut visit)? {
+                    stack.push(frame);
                 }
                 continue;
             }
-            if tables.paths.is_none() {
-                // A witness-plan activation out of its calls: its walk from block to block
-                // while the blocks entered have no call sites, the same steps as the general
-                // walk below (which also serves path-number functions) with the activation's
-                // state in locals, without going back through the stack, the waiting flag
-                // and the call sites between two blocks.
-                let func = top.func;
-                let mut block = top.block;
-                // The pending witness, `NONE` for none (a plain word: `Option<u32>` made the
-                // compiler reassemble the value byte by byte after every read).
-                const NONE: u64 = u64::MAX;
-                let mut pending = top.pending.map_or(NONE, u64::from);
-                let mut stepped = false;
-                let mut w = tables.walk[block.index()];
-                let r = loop {
-                    let hop = match w.kind {
-                        WalkKind::One => &tables.hops[w.start as usize],
-                        WalkKind::Dense | WalkKind::Sparse => {
-                            let value = if pending != NONE {
-                                pending as u32
-                            } else {
-                                match read_witness(src, w.bits, func, block) {
-                                    Ok(v) => {
-                                        pending = u64::from(v);
-                                        v
-                                    }
-                                    Err(err) => break Err(err),
-                                }
-                            };
-                            match tables.pick(w, value) {
-                                Some(h) => h,
-                                None => break Err(RegenError::NoChoice { func, block, value }),
-                            }
-                        }
-                        WalkKind::Other => match tables.blocks[block].leave {
-                            // (`Tables::new` gives path predicates to path-number functions
-                            // only.)
-                            Leave::Path { .. } => {
-                                break Err(RegenError::Decode(format!(
-                                    "{func} {block}: a path predicate in a witness-plan function"
-                                )))
-                            }
-                            _ => break Err(RegenError::NoSuccessor { func, block }),
-                        },
-                    };
-                    if hop.flags & HOP_WITNESS != 0 {
-                        // (`check_witness`.)
-                        let found = if pending != NONE {
-                            std::mem::replace(&mut pending, NONE) as u32
-                        } else {
-                            match read_witness(src, hop.wbits, func, block) {
-                                Ok(v) => v,
-                                Err(err) => break Err(err),
-                            }
-                        };
-                        if found != hop.wval {
-                            break Err(RegenError::WrongWitness {
-                                func,
-                                edge: hop.edge,
-                                expected: hop.wval,
-                                found,
-                            });
-                        }
-                    }
-                    if hop.flags & HOP_RET != 0 {
-                        if pending != NONE {
-                            break Err(RegenError::Pending { func, block });
-                        }
-                        visit(Visit::Return(func, hop.edge), hop.slot as usize);
-                        break Ok(true);
-                    }
-                    block = hop.dst;
-                    w = hop.next;
-                    stepped = true;
-                    visit(
-                        Visit::Step(Step {
-                            func,
-                            block,
-                            via: hop.edge,
-                        }),
-                        hop.slot as usize,
-                    );
-                    if hop.flags & HOP_STOP != 0 {
-                        break Ok(false);
-                    }
-                    // (What the general loop checks before each step.)
-                    if std::mem::take(&mut src.read) {
-                        quiet = 0;
-                    } else {
-                        quiet += 1;
-                        if quiet > self.max_quiet {
-                            break Err(RegenError::Quiet { func, block });
-                        }
-                    }
-                };
-                if stepped {
-                    // The block's sites, still to follow where the walk stopped for them,
-                    // else passed (none, or opaque ones only).
-                    let sites = tables.blocks[block].sites.clone();
-                    top.block = block;
-                    top.sites = if matches!(r, Ok(false)) {
-                        sites
-                    } else {
-                        sites.end..sites.end
-                    };
-                }
-                top.pending = (pending != NONE).then_some(pending as u32);
-                if r? {
-                    stack.pop();
-                }
-                continue;
-            }
-            let (func, block) = (top.func, top.block);
-            let (e, act) = match tables.blocks[block].leave {
-                Leave::None => return Err(RegenError::NoSuccessor { func, block }),
-                Leave::One(e, act) => (e, act),
-                // (Witness-plan functions take the fast walk above; `Tables::new` gives
-                // witness predicates to them only.)
-                Leave::Choice => {
-                    return Err(RegenError::Decode(format!(
-                        "{func} {block}: a witness predicate in a path-number function"
-                    )))
-                }
-                Leave::Path { start, len } => {
-                    let rest = match top.prest {
-                        Some(r) => r,
-                        None => {
-                            let r = read_path(src, tables, top, func, block)?;
-                            top.prest = Some(r);
-                            r
-                        }
-                    };
-                    let choices = &tables.choice[start as usize..(start + len) as usize];
-                    let e = choices
-                        .iter()
-                        .copied()
-                        .find(|&e| {
-                            let a = &tables.pacts[e];
-                            a.pval <= rest && rest - a.pval < a.pnum
-                        })
-                        .ok_or(RegenError::NoChoice {
-                            func,
-                            block,
-                            value: rest as u32,
-                        })?;
-                    (e, tables.edges[e])
-                }
-            };
-            if tables.paths.is_some() {
-                let act = tables.pacts[e];
-                match top.prest {
-                    Some(rest) => {
-                        let left = rest.checked_sub(act.pval).filter(|&r| r < act.pnum);
-                        top.prest = left;
-                        if left.is_none() || (act.pend && left != Some(0)) {
-                            return Err(RegenError::WrongWitness {
-                                func,
-                                edge: e,
-                                expected: act.pval as u32,
-                                found: rest as u32,
-                            });
-                        }
-                    }
-                    None => top.pwalked += act.pval,
-                }
-                if act.pend {
-                    if top.prest.is_none() {
-                        // A path without a predicate: its number is read (and checked) here.
-                        let left = read_path(src, tables, top, func, block)?;
-                        if left != 0 {
-                            return Err(RegenError::WrongWitness {
-                                func,
-                                edge: e,
-                                expected: top.pwalked as u32,
-                                found: (top.pwalked + left) as u32,
-                            });
-                        }
-                    }
-                    top.prest = None;
-                    top.phead = None;
-                    top.pwalked = act.pnext;
-                }
-            }
-            if let Some(w) = act.witness {
-                check_witness(src, &mut top.pending, w, func, block, e)?;
-            }
-            if act.ret {
-                if top.pending.is_some() {
-                    return Err(RegenError::Pending { func, block });
-                }
-                visit(Visit::Return(func, e), self.slot(func, e));
-                stack.pop();
+            let returned = if tables.paths.is_none() {
+                self.walk_plan(top, tables, src, &mut quiet, &mut visit)?
             } else {
-                top.block = act.dst;
-                top.sites = tables.blocks[act.dst].sites.clone();
-                visit(
-                    Visit::Step(Step {
-                        func,
-                        block: act.dst,
-                        via: e,
-                    }),
-                    self.slot(func, e),
-                );
+                self.step_path(top, tables, src, &mut visit)?
+            };
+            if returned {
+                stack.pop();
             }
         }
     }
+
+    /// Whether regeneration has followed more than `max_quiet` steps without reading a record
+    /// (counted in `quiet`); checked before each step.
+    #[inline(always)]
+    fn too_quiet<S: RecordSource>(&self, src: &mut Noting<'_, S>, quiet: &mut u64) -> bool {
+        if std::mem::take(&mut src.read) {
+            *quiet = 0;
+        } else {
+            *quiet += 1;
+            if *quiet > self.max_quiet {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// An `Unwind` record read while the top activation waits in an unknown call: the
+    /// `abandoned` activations above the landing one are dropped and the landing one resumes
+    /// at block `to`.
+    fn unwind(
+        &self,
+        stack: &mut Vec<Frame>,
+        abandoned: u32,
+        to: NodeId,
+        how: Landing,
+        visit: &mut impl FnMut(Visit, usize),
+    ) -> Result<(), RegenError> {
+        let bad = RegenError::BadLanding { abandoned, to };
+        if abandoned as usize >= stack.len() {
+            return Err(bad);
+        }
+        // An abandoned activation waiting at its `resume` left by that
+        // `Return` edge (it unwound on from there).
+        for f in stack.iter().rev().take(abandoned as usize) {
+            let b = &self.tables[f.func.index()].blocks[f.block];
+            if let Some(e) = b.resume.filter(|_| f.waiting && f.sites.is_empty()) {
+                visit(Visit::Return(f.func, e), self.slot(f.func, e));
+            }
+        }
+        stack.truncate(stack.len() - abandoned as usize);
+        let top = stack
+            .last_mut()
+            .ok_or(RegenError::BadLanding { abandoned, to })?;
+        let input = &self.funcs[top.func.index()].input;
+        if to.index() >= input.cfg.num_blocks() {
+            return Err(bad);
+        }
+        let via = input.landing_edge(top.block, to, how).ok_or(bad)?;
+        // (Path-number functions have no landings: `paths_plan`.)
+        *top = Frame {
+            func: top.func,
+            block: to,
+            sites: self.tables[top.func.index()].blocks[to].sites.clone(),
+            waiting: false,
+            pending: None,
+            pwalked: 0,
+            prest: None,
+            phead: None,
+        };
+        visit(
+            Visit::Step(Step {
+                func: top.func,
+                block: to,
+                via,
+            }),
+            self.slot(top.func, via),
+        );
+        Ok(())
+    }
+
+    /// The top activation's next call site, to `callee`: the activation to push, if any.
+    #[inline(always)]
+    fn call(
+        &self,
+        top: &mut Frame,
+        callee: Callee,
+        visit: &mut impl FnMut(Visit, usize),
+    ) -> Result<Option<Frame>, RegenError> {
+        if callee != Callee::Opaque && (top.pending.is_some() || top.prest.is_some()) {
+            return Err(RegenError::Pending {
+                func: top.func,
+                block: top.block,
+            });
+        }
+        Ok(match callee {
+            Callee::Opaque => None,
+            Callee::Unknown => {
+                top.waiting = true;
+                None
+            }
+            Callee::Direct(g) => Some(self.enter(g, visit)?),
+            Callee::DirectBack(g) => {
+                // The caller reads `Back` once `g` has returned.
+                top.waiting = true;
+                Some(self.enter(g, visit)?)
+            }
+        })
+    }
+
+    /// A witness-plan activation out of its calls: its walk from block to block while the
+    /// blocks entered have no call sites, the same steps as [`Regenerator::step_path`]'s (which
+    /// serves path-number functions) with the activation's state in locals, without going back
+    /// through the stack, the waiting flag and the call sites between two blocks. Whether the
+    /// activation returned.
+    #[inline(always)]
+    fn walk_plan<S: RecordSource>(
+        &self,
+        top: &mut Frame,
+        tables: &Tables,
+        src: &mut Noting<'_, S>,
+        quiet: &mut u64,
+        visit: &mut impl FnMut(Visit, usize),
+    ) -> Result<bool, RegenError> {
+        let func = top.func;
+        let mut block = top.block;
+        // The pending witness, `NONE` for none (a plain word: `Option<u32>` made the
+        // compiler reassemble the value byte by byte after every read).
+        const NONE: u64 = u64::MAX;
+        let mut pending = top.pending.map_or(NONE, u64::from);
+        let mut stepped = false;
+        let mut w = tables.walk[block.index()];
+        let r = loop {
+            let hop = match w.kind {
+                WalkKind::One => &tables.hops[w.start as usize],
+                WalkKind::Dense | WalkKind::Sparse => {
+                    let value = if pending != NONE {
+                        pending as u32
+                    } else {
+                        match read_witness(src, w.bits, func, block) {
+                            Ok(v) => {
+                                pending = u64::from(v);
+                                v
+                            }
+                            Err(err) => break Err(err),
+                        }
+                    };
+                    match tables.pick(w, value) {
+                        Some(h) => h,
+                        None => break Err(RegenError::NoChoice { func, block, value }),
+                    }
+                }
+                WalkKind::Other => match tables.blocks[block].leave {
+                    // (`Tables::new` gives path predicates to path-number functions
+                    // only.)
+                    Leave::Path { .. } => {
+                        break Err(RegenError::Decode(format!(
+                            "{func} {block}: a path predicate in a witness-plan function"
+                        )))
+                    }
+                    _ => break Err(RegenError::NoSuccessor { func, block }),
+                },
+            };
+            if hop.flags & HOP_WITNESS != 0 {
+                // (`check_witness`.)
+                let found = if pending != NONE {
+                    std::mem::replace(&mut pending, NONE) as u32
+                } else {
+                    match read_witness(src, hop.wbits, func, block) {
+                        Ok(v) => v,
+                        Err(err) => break Err(err),
+                    }
+                };
+                if found != hop.wval {
+                    break Err(RegenError::WrongWitness {
+                        func,
+                        edge: hop.edge,
+                        expected: hop.wval,
+                        found,
+                    });
+                }
+            }
+            if hop.flags & HOP_RET != 0 {
+                if pending != NONE {
+                    break Err(RegenError::Pending { func, block });
+                }
+                visit(Visit::Return(func, hop.edge), hop.slot as usize);
+                break Ok(true);
+            }
+            block = hop.dst;
+            w = hop.next;
+            stepped = true;
+            visit(
+                Visit::Step(Step {
+                    func,
+                    block,
+                    via: hop.edge,
+                }),
+                hop.slot as usize,
+            );
+            if hop.flags & HOP_STOP != 0 {
+                break Ok(false);
+            }
+            // (What the general loop checks before each step.)
+            if self.too_quiet(src, quiet) {
+                break Err(RegenError::Quiet { func, block });
+            }
+        };
+        if stepped {
+            // The block's sites, still to follow where the walk stopped for them,
+            // else passed (none, or opaque ones only).
+            let sites = tables.blocks[block].sites.clone();
+            top.block = block;
+            top.sites = if matches!(r, Ok(false)) {
+                sites
+            } else {
+                sites.end..sites.end
+            };
+        }
+        top.pending = (pending != NONE).then_some(pending as u32);
+        r
+    }
+
+    /// One step of a path-number activation out of its calls: the edge its block leaves by
+    /// (by the current path's number at a path predicate), the path's number accounted for,
+    /// the edge's witness checked; whether the activation returned.
+    #[inline(always)]
+    fn step_path(
+        &self,
+        top: &mut Frame,
+        tables: &Tables,
+        src: &mut impl RecordSource,
+        visit: &mut impl FnMut(Visit, usize),
+    ) -> Result<bool, RegenError> {
+        let (func, block) = (top.func, top.block);
+        let (e, act) = match tables.blocks[block].leave {
+            Leave::None => return Err(RegenError::NoSuccessor { func, block }),
+            Leave::One(e, act) => (e, act),
+            // (Witness-plan functions take the fast walk above; `Tables::new` gives
+            // witness predicates to them only.)
+            Leave::Choice => {
+                return Err(RegenError::Decode(format!(
+                    "{func} {block}: a witness predicate in a path-number function"
+                )))
+            }
+            Leave::Path { start, len } => {
+                let rest = match top.prest {
+                    Some(r) => r,
+                    None => {
+                        let r = read_path(src, tables, top, func, block)?;
+                        top.prest = Some(r);
+                        r
+                    }
+                };
+                let choices = &tables.choice[start as usize..(start + len) as usize];
+                let e = choices
+                    .iter()
+                    .copied()
+                    .find(|&e| {
+                        let a = &tables.pacts[e];
+                        a.pval <= rest && rest - a.pval < a.pnum
+                    })
+                    .ok_or(RegenError::NoChoice {
+                        func,
+                        block,
+                        value: rest as u32,
+                    })?;
+                (e, tables.edges[e])
+            }
+        };
+        if tables.paths.is_some() {
+            follow_path(top, tables, src, e)?;
+        }
+        if let Some(w) = act.witness {
+            check_witness(src, &mut top.pending, w, func, block, e)?;
+        }
+        if act.ret {
+            if top.pending.is_some() {
+                return Err(RegenError::Pending { func, block });
+            }
+            visit(Visit::Return(func, e), self.slot(func, e));
+            Ok(true)
+        } else {
+            top.block = act.dst;
+            top.sites = tables.blocks[act.dst].sites.clone();
+            visit(
+                Visit::Step(Step {
+                    func,
+                    block: act.dst,
+                    via: e,
+                }),
+                self.slot(func, e),
+            );
+            Ok(false)
+        }
+    }
+}
+
+/// Edge `e` of a path-number activation `top` taken: the current path's number so far (or
+/// what is left of it) accounted for, the number read and checked where a path without a
+/// predicate ends.
+#[inline(always)]
+fn follow_path(
+    top: &mut Frame,
+    tables: &Tables,
+    src: &mut impl RecordSource,
+    e: EdgeId,
+) -> Result<(), RegenError> {
+    let (func, block) = (top.func, top.block);
+    let act = tables.pacts[e];
+    match top.prest {
+        Some(rest) => {
+            let left = rest.checked_sub(act.pval).filter(|&r| r < act.pnum);
+            top.prest = left;
+            if left.is_none() || (act.pend && left != Some(0)) {
+                return Err(RegenError::WrongWitness {
+                    func,
+                    edge: e,
+                    expected: act.pval as u32,
+                    found: rest as u32,
+                });
+            }
+        }
+        None => top.pwalked += act.pval,
+    }
+    if act.pend {
+        if top.prest.is_none() {
+            // A path without a predicate: its number is read (and checked) here.
+            let left = read_path(src, tables, top, func, block)?;
+            if left != 0 {
+                return Err(RegenError::WrongWitness {
+                    func,
+                    edge: e,
+                    expected: top.pwalked as u32,
+                    found: (top.pwalked + left) as u32,
+                });
+            }
+        }
+        top.prest = None;
+        top.phead = None;
+        top.pwalked = act.pnext;
+    }
+    Ok(())
 }
 
 /// Reads the number of the current path of `top` (a path-number function) and returns what

@@ -1,0 +1,379 @@
+//! Versioning the loops: the copies, their counts and their exits.
+
+use super::live_out::merge_live_out;
+use super::{debug, Counting, FastLoop, FastStats};
+use crate::emit::{cname, Emitter};
+use crate::ir::{self, Bb, Val};
+use crate::lower::{EdgeIr, Lowered};
+use crate::modes::events::EventsPlan;
+use crate::sese::{self, Candidate};
+use crate::surgery::split_edge;
+use llvm_sys::core as c;
+use llvm_sys::prelude::*;
+use llvm_sys::{LLVMIntPredicate, LLVMOpcode};
+use std::collections::HashMap;
+use tally_graph::NodeId;
+
+/// Versions the loops `fast` (module doc). Runs before any of the plan's code is placed: the
+/// copies and their exit blocks are not vertices of the plan, and nothing is placed in them.
+/// `skip(n)`: a block counted through predecessor tags (its loops are not versioned).
+pub(in crate::modes::events) fn emit(
+    em: &Emitter,
+    l: &Lowered,
+    ep: &EventsPlan,
+    fast: &[FastLoop],
+    skip: &dyn Fn(NodeId) -> bool,
+) -> FastStats {
+    let cfg = &l.cfg;
+    let plan = &ep.plan;
+    let used: Vec<&FastLoop> = fast
+        .iter()
+        .filter(|f| {
+            let ok =
+                !f.path.iter().any(|&n| skip(n)) && !f.exits.iter().any(|&e| skip(cfg.edge(e).dst));
+            if !ok {
+                debug("refused Tagged");
+            }
+            ok
+        })
+        .collect();
+    let mut stats = FastStats::default();
+    if used.is_empty() {
+        return stats;
+    }
+    let cands: Vec<&Candidate> = used
+        .iter()
+        .filter_map(|f| match &f.counting {
+            Counting::Cycle { cand, .. } => Some(&**cand),
+            Counting::Register => None,
+        })
+        .collect();
+    // While the function is still the one ScalarEvolution answered about.
+    let mut trips = sese::expand_trip_counts(em.func, &cands).into_iter();
+    let empty = cname("");
+    let g = em.g;
+    // Every V first: a loop's exit may be another's entry, whose V the copy's exit then
+    // enters (the exit's successor is V once split).
+    let vs: Vec<Bb> = used
+        .iter()
+        .map(|f| {
+            let EdgeIr::Succ { term, index, .. } = l.edges[f.entry.index()] else {
+                unreachable!("entries are splittable terminator edges")
+            };
+            let v = split_edge(em, term, index);
+            carry_phis(em, v, term.parent());
+            v
+        })
+        .collect();
+    for (f, v) in used.iter().zip(vs) {
+        stats.versioned += 1;
+        let bbs: Vec<Bb> = f
+            .path
+            .iter()
+            .map(|&m| l.nodes[m.index()].start.parent())
+            .collect();
+        let header = bbs[0];
+        let map = clone_blocks(em, &bbs, v);
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+        let copy_of = |bb: Bb| Bb(unsafe { c::LLVMValueAsBasicBlock(map[&as_value(bb)]) });
+        let copy_header = copy_of(header);
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+        unsafe {
+            let br = v.terminator().expect("split block has its branch");
+            em.at(br);
+            let limit = c::LLVMBuildLoad2(em.b, g.i64t, g.ev_limit, empty.as_ptr());
+            let none = c::LLVMConstInt(g.i64t, tally_format::abi::EV_NO_LIMIT as u64, 1);
+            let fast_ok = c::LLVMBuildICmp(
+                em.b,
+                LLVMIntPredicate::LLVMIntEQ,
+                limit,
+                none,
+                empty.as_ptr(),
+            );
+            let cond = c::LLVMBuildCondBr(em.b, fast_ok, copy_header.0, header.0);
+            ir::set_branch_weights(g.ctx, cond, &[1 << 20, 1]);
+            c::LLVMInstructionEraseFromParent(br.0);
+        }
+        let lookup = |x: Val| -> Val { map.get(&x.0).map_or(x, |&y| Val(y)) };
+        if !f.live_out.is_empty() {
+            let EdgeIr::Succ { term, index, .. } = l.edges[f.exits[0].index()] else {
+                unreachable!("exits are splittable terminator edges")
+            };
+            let x = term.successor(index);
+            for &(bb, k) in &f.live_out {
+                let v = bb.instructions()[k];
+                merge_live_out(em, l, v, x, &f.exits, &bbs);
+            }
+        }
+        // Register counting: per copied block, the plan's increments of the inside edges
+        // taken since the copy's entry (a phi; the edge's increment added at its source).
+        let acc: HashMap<NodeId, LLVMValueRef> = match &f.counting {
+            Counting::Cycle { cand, .. } => {
+                stats.trips += usize::from(cand.is_trip_count());
+                HashMap::new()
+            }
+            Counting::Register => register_counts(em, l, ep, &f.path, &copy_of, v),
+        };
+        let trips = match &f.counting {
+            Counting::Cycle { .. } => trips.next().expect("one per cycle loop"),
+            Counting::Register => None,
+        };
+        let e_turn: u64 = f.path.iter().map(|&n| ep.events[n]).sum();
+        let q_header = plan.query_start(f.path[0]);
+        for (i, &e) in f.exits.iter().enumerate() {
+            let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
+                unreachable!("exits are splittable terminator edges")
+            };
+            let x = term.successor(index);
+            let copy_term = lookup(term);
+            let u = term.parent();
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+            let landing = Bb(unsafe {
+                let name = cname("tally.fast.exit");
+                c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, name.as_ptr())
+            });
+            copy_term.set_successor(index, landing);
+            em.at_end(landing);
+            // `d`: what the original loop subtracts from `left` between V and x's start.
+            let d = match &f.counting {
+                Counting::Cycle { cand, exit_at } => {
+                    let k = sese::back_edges_in_copy(em, cand, i, &lookup, trips);
+                    let before: u64 = f.path[..=exit_at[i]].iter().map(|&n| ep.events[n]).sum();
+                    let konst = (before as i64)
+                        .wrapping_add(q_header)
+                        .wrapping_sub(plan.query_start(cfg.edge(e).dst));
+                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+                    unsafe {
+                        let mut d = k;
+                        if e_turn != 1 {
+                            d = c::LLVMBuildMul(em.b, d, em.i64c(e_turn), empty.as_ptr());
+                        }
+                        if konst != 0 {
+                            let kc = c::LLVMConstInt(g.i64t, konst as u64, 1);
+                            d = c::LLVMBuildAdd(em.b, d, kc, empty.as_ptr());
+                        }
+                        d
+                    }
+                }
+                // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+                Counting::Register => unsafe {
+                    // The inside edges' increments, then the exit edge's own (placed by the
+                    // plan on a block of its own on the original exit, bypassed here).
+                    let mut d = acc[&cfg.edge(e).src];
+                    let inc = plan.increment(e);
+                    if inc != 0 {
+                        let kc = c::LLVMConstInt(g.i64t, inc as u64, 1);
+                        d = c::LLVMBuildAdd(em.b, d, kc, empty.as_ptr());
+                    }
+                    d
+                },
+            };
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+            unsafe {
+                let left = c::LLVMBuildLoad2(em.b, g.i64t, g.ev_left, empty.as_ptr());
+                let new = c::LLVMBuildSub(em.b, left, d, empty.as_ptr());
+                c::LLVMBuildStore(em.b, new, g.ev_left);
+                c::LLVMBuildBr(em.b, x.0);
+                // The exit block's phis: the copy's value on this entry.
+                for phi in x.phis() {
+                    let n = c::LLVMCountIncoming(phi.0);
+                    let from_u = (0..n)
+                        .find(|&j| c::LLVMGetIncomingBlock(phi.0, j) == u.0)
+                        .expect("an exit block's phi has an entry for the exit's source");
+                    let val = lookup(Val(c::LLVMGetIncomingValue(phi.0, from_u)));
+                    let mut vals = [val.0];
+                    let mut blocks = [landing.0];
+                    c::LLVMAddIncoming(phi.0, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+                }
+            }
+        }
+    }
+    stats
+}
+
+/// The register counts of a copy (`Counting::Register`): per member `m`, a phi at the top of
+/// `m`'s copy holding the plan's increments of the inside edges taken since the copy was
+/// entered from `v` (0 there). An edge's increment is added at the end of its source's copy
+/// (parallel edges add the same, [`super::classify::classify`]), so the value is in a register,
+/// not `left`.
+pub(super) fn register_counts(
+    em: &Emitter,
+    l: &Lowered,
+    ep: &EventsPlan,
+    members: &[NodeId],
+    copy_of: &dyn Fn(Bb) -> Bb,
+    v: Bb,
+) -> HashMap<NodeId, LLVMValueRef> {
+    let cfg = &l.cfg;
+    let g = em.g;
+    let empty = cname("");
+    let bb_of = |m: NodeId| l.nodes[m.index()].start.parent();
+    let mut acc = HashMap::new();
+    for &m in members {
+        let nb = copy_of(bb_of(m));
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+        unsafe {
+            let first = nb.first().expect("copied blocks have a terminator");
+            c::LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, first.0);
+            let name = cname("tally.fast.acc");
+            acc.insert(m, c::LLVMBuildPhi(em.b, g.i64t, name.as_ptr()));
+        }
+    }
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+    unsafe {
+        let phi = acc[&members[0]];
+        let mut vals = [c::LLVMConstInt(g.i64t, 0, 0)];
+        let mut blocks = [v.0];
+        c::LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+    }
+    for &m in members {
+        let nb = copy_of(bb_of(m));
+        let term = nb.terminator().expect("copied blocks have a terminator");
+        let mut sums: HashMap<i64, LLVMValueRef> = HashMap::new();
+        for &e in cfg.succs(m) {
+            let d = cfg.edge(e).dst;
+            let Some(&phi) = acc.get(&d) else {
+                continue;
+            };
+            let inc = ep.plan.increment(e);
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+            let val = *sums.entry(inc).or_insert_with(|| unsafe {
+                if inc == 0 {
+                    acc[&m]
+                } else {
+                    em.at(term);
+                    let kc = c::LLVMConstInt(g.i64t, inc as u64, 1);
+                    c::LLVMBuildAdd(em.b, acc[&m], kc, empty.as_ptr())
+                }
+            });
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+            unsafe {
+                let mut vals = [val];
+                let mut blocks = [nb.0];
+                c::LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+            }
+        }
+    }
+    acc
+}
+
+/// Gives `v` (a block on the edge `p -> H`) a phi for each phi of `H`, taking `H`'s value
+/// from `p`, and makes `H` take it from `v`: the copy's header and, when another versioned
+/// loop exits by this edge, that loop's copy (entering `v` from its own exit block, which adds
+/// its values to these phis) see one value that dominates both headers. Single-entry phis
+/// cost no code.
+pub(super) fn carry_phis(em: &Emitter, v: Bb, p: Bb) {
+    let empty = cname("");
+    let br = v.terminator().expect("split block has its branch");
+    let h = br.successor(0);
+    for phi in h.phis() {
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+        unsafe {
+            let n = c::LLVMCountIncoming(phi.0);
+            let j = (0..n)
+                .find(|&j| c::LLVMGetIncomingBlock(phi.0, j) == v.0)
+                .expect("the header's phi has an entry from the split block");
+            em.at(br);
+            let carried = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(phi.0), empty.as_ptr());
+            let mut vals = [c::LLVMGetIncomingValue(phi.0, j)];
+            let mut blocks = [p.0];
+            c::LLVMAddIncoming(carried, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
+            c::LLVMSetOperand(phi.0, j, carried);
+        }
+    }
+}
+
+pub(super) fn as_value(bb: Bb) -> LLVMValueRef {
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+    unsafe { c::LLVMBasicBlockAsValue(bb.0) }
+}
+
+/// Copies the blocks `bbs` (header first; a loop entered only from `entry`) into new blocks:
+/// returns the map from the originals' instructions and blocks (as values) to the copies'.
+/// The copy's header phis take their outside values from `entry`; successors outside `bbs`
+/// are kept (the caller redirects them). Debug intrinsics are not copied.
+pub(super) fn clone_blocks(
+    em: &Emitter,
+    bbs: &[Bb],
+    entry: Bb,
+) -> HashMap<LLVMValueRef, LLVMValueRef> {
+    let g = em.g;
+    let empty = cname("");
+    let mut map: HashMap<LLVMValueRef, LLVMValueRef> = HashMap::new();
+    let mut after = entry;
+    let copies: Vec<Bb> = bbs
+        .iter()
+        .map(|&bb| {
+            let name = cname("tally.fast");
+            let nb =
+                // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+                Bb(unsafe { c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, name.as_ptr()) });
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+            unsafe { c::LLVMMoveBasicBlockAfter(nb.0, after.0) };
+            after = nb;
+            map.insert(as_value(bb), as_value(nb));
+            nb
+        })
+        .collect();
+    let mut phis = Vec::new();
+    let mut others = Vec::new();
+    for (&bb, &nb) in bbs.iter().zip(&copies) {
+        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+        unsafe { c::LLVMPositionBuilderAtEnd(em.b, nb.0) };
+        for i in bb.instructions() {
+            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+            let new = unsafe {
+                if i.opcode() == LLVMOpcode::LLVMPHI {
+                    let p = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(i.0), empty.as_ptr());
+                    phis.push((i, p));
+                    p
+                } else {
+                    if i.opcode() == LLVMOpcode::LLVMCall
+                        && i.called_function()
+                            .is_some_and(|f| f.name().starts_with("llvm.dbg."))
+                    {
+                        continue;
+                    }
+                    let p = c::LLVMInstructionClone(i.0);
+                    c::LLVMInsertIntoBuilder(em.b, p);
+                    others.push(p);
+                    p
+                }
+            };
+            map.insert(i.0, new);
+        }
+    }
+    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
+    unsafe {
+        for &p in &others {
+            for k in 0..c::LLVMGetNumOperands(p) as u32 {
+                let op = c::LLVMGetOperand(p, k);
+                if let Some(&new) = map.get(&op) {
+                    c::LLVMSetOperand(p, k, new);
+                }
+            }
+        }
+        for (old, new) in phis {
+            let n = c::LLVMCountIncoming(old.0);
+            let (mut vals, mut blocks): (Vec<_>, Vec<_>) = (0..n)
+                .filter_map(|j| {
+                    let v = c::LLVMGetIncomingValue(old.0, j);
+                    let b = c::LLVMGetIncomingBlock(old.0, j);
+                    match map.get(&as_value(Bb(b))) {
+                        Some(&nb) => {
+                            Some((*map.get(&v).unwrap_or(&v), c::LLVMValueAsBasicBlock(nb)))
+                        }
+                        None => (b == entry.0).then_some((v, entry.0)),
+                    }
+                })
+                .unzip();
+            c::LLVMAddIncoming(
+                new,
+                vals.as_mut_ptr(),
+                blocks.as_mut_ptr(),
+                vals.len() as u32,
+            );
+        }
+    }
+    map
+}
