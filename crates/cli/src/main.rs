@@ -83,7 +83,10 @@ enum Cmd {
     Diff(cmd::diff::Args),
     /// Compare the counts of a build made with --tally-oracle with the oracle's counts of the
     /// same run (every edge counted, in the same binary): per function equal, flagged by the
-    /// mode, or different. Exit status 0 when no count differs, 1 when some does, 2 on error.
+    /// mode, interrupted (active when a signal ended the process or its profile was left
+    /// unfinished, which the profile flags), different, unconfirmed (the oracle's own counts
+    /// break the flow law) or missing on one side. Exit status 0 when none differs, is
+    /// unconfirmed or missing, 1 otherwise, 2 on error.
     Check(cmd::common::ProfilesArgs),
     /// A static HTML site of the counts (works from file://): directory tree and file list
     /// with coverage, annotated source with a heat scale, control-flow graphs.
