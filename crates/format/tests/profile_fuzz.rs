@@ -44,11 +44,7 @@ fn function(name: &str, base: u32) -> FunctionMeta {
             Probe::Edge(EdgeIdx(5)),
             Probe::Block(BlockIdx(2)),
         ],
-        zero_edges: Vec::new(),
-        unknown_edges: Vec::new(),
-        paths: None,
-        events: None,
-        wtrace: None,
+        mode_meta: Default::default(),
         source: Default::default(),
     };
     f.cfg_hash = f.cfg().unwrap().shape_hash();
@@ -69,8 +65,7 @@ fn module(source: &str, nfun: u32, counters: &[u64]) -> ProfileModule {
         functions,
         source_fns: vec![],
         skipped: vec![],
-        event_kind: None,
-        ipath: None,
+        mode_meta: Default::default(),
         oracle_for: None,
     };
     let cs = (0..num_counters as usize)

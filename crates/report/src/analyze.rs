@@ -49,10 +49,10 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
     for (mi, m) in profile.modules.iter().enumerate() {
         let meta = &m.meta;
         let tables = source::Tables::of(meta);
-        if let Some(kind) = &meta.event_kind {
+        if let Some(kind) = meta.event_kind() {
             let t = m.counters.first().copied().unwrap_or(0);
             let best = events_total.as_ref().map_or(0, |e| e.1);
-            events_total = Some((kind.clone(), t.max(best)));
+            events_total = Some((kind.to_string(), t.max(best)));
         }
         if !modes.contains(&meta.mode) {
             modes.push(meta.mode);
@@ -69,7 +69,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
         }
         // Interprocedural path modes: the set is solved as a whole.
         let mut ip_solved: HashMap<usize, Result<modes::Solved, String>> = HashMap::new();
-        if let Some(ip) = &meta.ipath {
+        if let Some(ip) = meta.ipath() {
             let owner = ip.table_owner as usize;
             let meta_err = |message: String| ReportError::Meta {
                 function: "(the interprocedural set)".into(),
@@ -79,7 +79,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
             let pm = meta
                 .functions
                 .get(owner)
-                .and_then(|f| f.paths.as_ref())
+                .and_then(|f| f.paths())
                 .ok_or_else(|| meta_err("the path table's owner has no paths".into()))?;
             let mut pp = path_profile(pm, &[], &[], &m.paths, owner);
             // Paths counted in counter arrays; a path may have counts in both: they add up.
@@ -133,8 +133,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                     message: "its counters lie outside the module's".into(),
                 })?;
             let mut paths = f
-                .paths
-                .as_ref()
+                .paths()
                 .map(|pm| path_profile(pm, &f.counters, vals, &m.paths, fi));
             // Counts that break the flow law mark the function inconsistent (its counts unknown,
             // the reason kept); the rest of the profile is still reported.
@@ -173,7 +172,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                     modes::Solved::unknown(cfg)
                 }
             };
-            let events = f.events.as_ref().map(|em| {
+            let events = f.events().map(|em| {
                 let at = |i: tally_format::CounterIdx| vals.get(i.index()).copied().unwrap_or(0);
                 let calls: Vec<CallSiteEvents> = em
                     .calls

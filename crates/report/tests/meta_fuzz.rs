@@ -22,8 +22,9 @@ use std::time::Instant;
 
 use tally_format::profile::{PathEntry, PathEntryKind, Profile, ProfileModule};
 use tally_format::{
-    BlockIdx, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta, Linkage, Loc,
-    Mode, ModuleMeta, PathMeta, PathStorage, Probe, StoredKind,
+    BlockIdx, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta,
+    FunctionModeMeta, Linkage, Loc, Mode, ModeParts, ModuleMeta, ModuleModeMeta, PathMeta,
+    PathStorage, Probe, StoredKind,
 };
 use tally_format::{BranchMeta, LineRun, ScopeIdx, ScopeMeta, SourceFn, SourceFnIdx, SourceMeta};
 use tally_graph::paths::{number_paths_limited, NumberedDag};
@@ -90,6 +91,7 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
     let mut unknown_edges = Vec::new();
     let mut paths = None;
     let mut events = None;
+    let wtrace = None;
     let mut entries = Vec::new();
     let edge = |e: EdgeId| EdgeIdx::from(e);
     match mode {
@@ -210,11 +212,14 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
         cfg_hash: cfg.shape_hash(),
         counter_base: CounterIdx(base),
         counters,
-        zero_edges,
-        unknown_edges,
-        paths,
-        events,
-        wtrace: None,
+        mode_meta: FunctionModeMeta::from_parts(ModeParts {
+            zero_edges,
+            unknown_edges,
+            paths,
+            events,
+            wtrace,
+        })
+        .expect("one mode's facts"),
         source,
     };
     Built { f, values, entries }
@@ -328,8 +333,13 @@ fn build_module(rng: &mut Rng, mode: Mode, source: &str, names: &[&str]) -> Prof
         functions,
         source_fns: source_fns(),
         skipped: vec![],
-        event_kind: events.then(|| "insns".to_string()),
-        ipath: None,
+        mode_meta: if events {
+            ModuleModeMeta::Events {
+                kind: "insns".to_string(),
+            }
+        } else {
+            ModuleModeMeta::None
+        },
         oracle_for: None,
     };
     let mut m = ProfileModule::new(meta, values);
@@ -348,6 +358,116 @@ fn some_edge(rng: &mut Rng, f: &FunctionMeta) -> EdgeIdx {
     EdgeIdx(wild(rng, n))
 }
 
+/// A refusal message: one line.
+fn assert_one_line(msg: &str) {
+    assert!(!msg.contains('\n'), "a refusal over several lines: {msg:?}");
+}
+
+/// One mutation of a function's mode facts (stored fields `p`; the function has `edges` edges,
+/// `nb` blocks, `nc` counters and `nblocks` block locations; its module `nfun` functions).
+fn mode_parts(
+    rng: &mut Rng,
+    p: &mut ModeParts,
+    edges: u32,
+    nb: u32,
+    nfun: u32,
+    nc: u32,
+    nblocks: usize,
+) {
+    let some_edge = |rng: &mut Rng| EdgeIdx(wild(rng, edges));
+    match rng.below(12) + 10 {
+        10 => {
+            let e = some_edge(rng);
+            p.zero_edges.push(e);
+        }
+        11 => {
+            let e = some_edge(rng);
+            p.unknown_edges.push(e);
+        }
+        12 => {
+            let e = some_edge(rng);
+            match &mut p.paths {
+                Some(pm) => pm.cuts.push(e),
+                None => p.zero_edges.push(e),
+            }
+        }
+        13 => {
+            if let Some(pm) = &mut p.paths {
+                pm.cuts.pop();
+            }
+        }
+        14 => {
+            if let Some(pm) = &mut p.paths {
+                pm.num_paths = match rng.below(3) {
+                    0 => u128::MAX,
+                    1 => pm.num_paths + 1,
+                    _ => pm.num_paths.saturating_sub(1),
+                };
+            }
+        }
+        15 => {
+            if let Some(pm) = &mut p.paths {
+                pm.numbering ^= 1 << rng.below(64);
+            }
+        }
+        16 => {
+            if let Some(pm) = &mut p.paths {
+                pm.storage = match pm.storage {
+                    PathStorage::Array => PathStorage::Hash {
+                        table: wild(rng, nfun),
+                    },
+                    PathStorage::Hash { .. } if rng.percent(50) => PathStorage::Array,
+                    PathStorage::Hash { .. } => PathStorage::Hash {
+                        table: wild(rng, 2),
+                    },
+                };
+            }
+        }
+        17 => {
+            p.paths = match p.paths.take() {
+                Some(_) => None,
+                None => Some(PathMeta {
+                    cuts: vec![],
+                    num_paths: rng.below(5) as u128,
+                    storage: PathStorage::Array,
+                    numbering: rng.next_u64(),
+                }),
+            }
+        }
+        18 => {
+            if let Some(e) = &mut p.events {
+                let n = rng.below(e.per_block.len() + 2);
+                e.per_block.resize(n, 1);
+            }
+        }
+        19 => {
+            if let Some(c) = p.events.as_mut().and_then(|e| e.calls.first_mut()) {
+                c.block = BlockIdx(wild(rng, nb));
+            }
+        }
+        20 => {
+            if let Some(e) = &mut p.events {
+                let c = CounterIdx(wild(rng, nc));
+                match e.calls.first_mut() {
+                    Some(call) if rng.percent(50) => call.counter = c,
+                    _ => e.inclusive = c,
+                }
+            }
+        }
+        21 => {
+            p.events = match p.events.take() {
+                Some(_) => None,
+                None => Some(EventMeta {
+                    per_block: vec![1; nblocks],
+                    inclusive: CounterIdx(0),
+                    calls: vec![],
+                }),
+            }
+        }
+        _ => unreachable!("12 cases"),
+    }
+}
+
 /// One subtle mutation of a module's metadata (and sometimes its counters or path entries).
 fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
     let meta = &mut m.meta;
@@ -355,7 +475,21 @@ fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
     if nf == 0 || rng.percent(10) {
         match rng.below(5) {
             0 => meta.num_counters = wild(rng, meta.num_counters),
-            1 => meta.event_kind = meta.event_kind.take().xor(Some("insns".into())),
+            1 => {
+                // Toggle the event kind; two modes' facts are refused in one line.
+                let (kind, ip) = match std::mem::take(&mut meta.mode_meta) {
+                    ModuleModeMeta::None => (Some("insns".to_string()), None),
+                    ModuleModeMeta::Events { .. } => (None, None),
+                    ModuleModeMeta::Ipath(ip) => (Some("insns".to_string()), Some(ip)),
+                };
+                meta.mode_meta = match ModuleModeMeta::from_parts(kind, ip.clone()) {
+                    Ok(mm) => mm,
+                    Err(e) => {
+                        assert_one_line(&e.to_string());
+                        ModuleModeMeta::Ipath(ip.expect("only a set conflicts"))
+                    }
+                };
+            }
             2 => meta.mode = rng.pick(&MODES).expect("modes"),
             3 => meta.files.clear(),
             _ => m.counters.push(7),
@@ -430,93 +564,21 @@ fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
             let n = rng.below(f.counters.len() + 1);
             f.counters.truncate(n);
         }
-        10 => {
-            let e = some_edge(rng, f);
-            f.zero_edges.push(e);
-        }
-        11 => {
-            let e = some_edge(rng, f);
-            f.unknown_edges.push(e);
-        }
-        12 => {
-            let e = some_edge(rng, f);
-            match &mut f.paths {
-                Some(p) => p.cuts.push(e),
-                None => f.zero_edges.push(e),
-            }
-        }
-        13 => {
-            if let Some(p) = &mut f.paths {
-                p.cuts.pop();
-            }
-        }
-        14 => {
-            if let Some(p) = &mut f.paths {
-                p.num_paths = match rng.below(3) {
-                    0 => u128::MAX,
-                    1 => p.num_paths + 1,
-                    _ => p.num_paths.saturating_sub(1),
-                };
-            }
-        }
-        15 => {
-            if let Some(p) = &mut f.paths {
-                p.numbering ^= 1 << rng.below(64);
-            }
-        }
-        16 => {
-            if let Some(p) = &mut f.paths {
-                p.storage = match p.storage {
-                    PathStorage::Array => PathStorage::Hash {
-                        table: wild(rng, nfun),
-                    },
-                    PathStorage::Hash { .. } if rng.percent(50) => PathStorage::Array,
-                    PathStorage::Hash { .. } => PathStorage::Hash {
-                        table: wild(rng, 2),
-                    },
-                };
-            }
-        }
-        17 => {
-            f.paths = match f.paths.take() {
-                Some(_) => None,
-                None => Some(PathMeta {
-                    cuts: vec![],
-                    num_paths: rng.below(5) as u128,
-                    storage: PathStorage::Array,
-                    numbering: rng.next_u64(),
-                }),
-            }
-        }
-        18 => {
-            if let Some(e) = &mut f.events {
-                let n = rng.below(e.per_block.len() + 2);
-                e.per_block.resize(n, 1);
-            }
-        }
-        19 => {
-            if let Some(c) = f.events.as_mut().and_then(|e| e.calls.first_mut()) {
-                c.block = BlockIdx(wild(rng, nb));
-            }
-        }
-        20 => {
-            if let Some(e) = &mut f.events {
-                let c = CounterIdx(wild(rng, f.counters.len() as u32));
-                match e.calls.first_mut() {
-                    Some(call) if rng.percent(50) => call.counter = c,
-                    _ => e.inclusive = c,
+        10..=21 => {
+            // The mode facts, as the optional fields they are stored as: any combination can
+            // be written; two modes' at once is refused in one line (and not applied).
+            let before = f.mode_meta.clone();
+            let mut p = std::mem::take(&mut f.mode_meta).into_parts();
+            let nc = f.counters.len() as u32;
+            let nblocks = f.blocks.len();
+            mode_parts(rng, &mut p, f.edges.len() as u32 + 1, nb, nfun, nc, nblocks);
+            f.mode_meta = match FunctionModeMeta::from_parts(p) {
+                Ok(mm) => mm,
+                Err(e) => {
+                    assert_one_line(&e.to_string());
+                    before
                 }
-            }
-        }
-        21 => {
-            f.events = match f.events.take() {
-                Some(_) => None,
-                None => Some(EventMeta {
-                    per_block: vec![1; f.blocks.len()],
-                    inclusive: CounterIdx(0),
-                    calls: vec![],
-                }),
-            }
+            };
         }
         22 => f.name = format!("bad\nname{fi}"),
         23 => {
@@ -849,16 +911,12 @@ fn a_different_numbering_is_refused() {
         cfg_hash: cfg.shape_hash(),
         counter_base: CounterIdx(0),
         counters: (0..total as u64).map(Probe::Path).collect(),
-        zero_edges: vec![],
-        unknown_edges: vec![],
-        paths: Some(PathMeta {
+        mode_meta: FunctionModeMeta::Path(PathMeta {
             cuts: vec![],
             num_paths: total,
             storage: PathStorage::Array,
             numbering: numbered.fingerprint() ^ 1,
         }),
-        events: None,
-        wtrace: None,
         source: Default::default(),
     };
     let meta = ModuleMeta {
@@ -870,8 +928,7 @@ fn a_different_numbering_is_refused() {
         functions: vec![f],
         source_fns: vec![],
         skipped: vec![],
-        event_kind: None,
-        ipath: None,
+        mode_meta: Default::default(),
         oracle_for: None,
     };
     let bytes = Profile {
@@ -893,7 +950,7 @@ fn a_different_numbering_is_refused() {
     );
     // With the right fingerprint the same profile reports.
     let mut good = meta;
-    good.functions[0].paths.as_mut().unwrap().numbering = numbered.fingerprint();
+    good.functions[0].paths_mut().unwrap().numbering = numbered.fingerprint();
     let p = Profile {
         pid: 1,
         program: Default::default(),

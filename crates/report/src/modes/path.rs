@@ -18,7 +18,7 @@ impl Reconstruct for Path {
         counters: &[u64],
         paths: Option<&PathProfile>,
     ) -> Result<Solved, ReportSolveError> {
-        let (Some(pm), Some(pp)) = (&f.paths, paths) else {
+        let (Some(pm), Some(pp)) = (f.paths(), paths) else {
             // Functions that could not have paths were profiled with edge counters.
             return super::edge::Edges.solve(cfg, f, counters, paths);
         };
