@@ -472,7 +472,8 @@ fn compile_one(
             t0.elapsed().as_secs_f64() * 1000.0
         );
         // Modes that profile paths say how each function's paths are kept.
-        if !done.path_fallbacks.is_empty() || done.meta.functions.iter().any(|f| f.paths.is_some())
+        if !done.path_fallbacks.is_empty()
+            || done.meta.functions.iter().any(|f| f.paths().is_some())
         {
             eprintln!(
                 "tally: {}: {} functions count paths in a hash table, {} use edge counters instead",

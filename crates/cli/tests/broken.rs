@@ -331,7 +331,7 @@ fn inconsistent_metadata_is_refused_with_one_line() {
     let events = profile(&dir, "ev", "events", SRC);
     let f = forged("callsite.tally", &events, &|m| {
         let i = main(m);
-        m.functions[i].events.as_mut().unwrap().calls[0].block = BlockIdx(999);
+        m.functions[i].events_mut().unwrap().calls[0].block = BlockIdx(999);
     });
     refused(
         &["report", &f],
@@ -339,14 +339,14 @@ fn inconsistent_metadata_is_refused_with_one_line() {
     );
     let f = forged("perblock.tally", &events, &|m| {
         let i = main(m);
-        m.functions[i].events.as_mut().unwrap().per_block.pop();
+        m.functions[i].events_mut().unwrap().per_block.pop();
     });
     refused(&["report", &f], &want("ev.c", "its events list"));
 
     let paths = profile(&dir, "p", "path", SRC);
     let f = forged("numbering.tally", &paths, &|m| {
         let i = main(m);
-        m.functions[i].paths.as_mut().unwrap().numbering ^= 1;
+        m.functions[i].paths_mut().unwrap().numbering ^= 1;
     });
     refused(&["report", &f], "path numbering");
     refused(&["paths", &f], "path numbering");

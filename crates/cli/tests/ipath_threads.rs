@@ -380,7 +380,7 @@ fn ipath_under_threads_equals_edges_naive_and_the_trace_cut_per_thread() {
             let set_names: BTreeSet<String> = ipath
                 .modules
                 .iter()
-                .filter_map(|m| m.meta.ipath.as_ref().map(|ip| (m, ip)))
+                .filter_map(|m| m.meta.ipath().map(|ip| (m, ip)))
                 .flat_map(|(m, ip)| {
                     ip.functions
                         .iter()

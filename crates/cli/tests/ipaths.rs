@@ -311,7 +311,7 @@ fn ipath_isolated_functions_count_in_the_counter_array() {
         assert_eq!(o.status.code(), Some(3), "{mode}: {o:?}");
         let p = tally_format::profile::Profile::read_file(&prof).unwrap();
         let m = &p.modules[0];
-        let ip = m.meta.ipath.as_ref().expect("groups.c has a set");
+        let ip = m.meta.ipath().expect("groups.c has a set");
         let mut ranges = Vec::new();
         for f in &ip.functions {
             let fm = &m.meta.functions[f.function as usize];
@@ -360,23 +360,24 @@ fn ipath_isolated_functions_count_in_the_counter_array() {
         let k = ip.functions.iter().position(|f| f.array.is_some()).unwrap();
         let bad: [(&str, Mutation); 4] = [
             ("past the counters", |m, k| {
-                let ip = m.ipath.as_mut().unwrap();
-                ip.functions[k].array.as_mut().unwrap().len = m.num_counters + 1;
+                let len = m.num_counters + 1;
+                let ip = m.ipath_mut().unwrap();
+                ip.functions[k].array.as_mut().unwrap().len = len;
             }),
             ("beyond the paths", |m, k| {
-                let ip = m.ipath.as_mut().unwrap();
+                let ip = m.ipath_mut().unwrap();
                 ip.functions[k].array.as_mut().unwrap().first = ip.total as u64;
             }),
             ("overlapping", |m, k| {
                 // Another isolated function's array moved onto this one's.
-                let ip = m.ipath.as_ref().unwrap();
+                let ip = m.ipath().unwrap();
                 let f = ip.functions[k].function as usize;
                 let other = ip.functions.iter().skip(k + 1).find(|q| q.array.is_some());
                 let j = other.unwrap().function as usize;
                 m.functions[j].counter_base = m.functions[f].counter_base;
             }),
             ("a function with counters", |m, k| {
-                let f = m.ipath.as_ref().unwrap().functions[k].function as usize;
+                let f = m.ipath().unwrap().functions[k].function as usize;
                 m.functions[f]
                     .counters
                     .push(tally_format::Probe::Edge(tally_format::EdgeIdx(0)));
@@ -459,7 +460,7 @@ fn ipath_context_cuts_put_callee_loops_in_arrays() {
         assert_eq!(o.status.code(), Some(0), "{mode}: {o:?}");
         let p = tally_format::profile::Profile::read_file(&prof).unwrap();
         let m = &p.modules[0];
-        let ip = m.meta.ipath.as_ref().expect("cuts.c has a set");
+        let ip = m.meta.ipath().expect("cuts.c has a set");
         let name = |k: u32| {
             m.meta.functions[ip.functions[k as usize].function as usize]
                 .name
@@ -502,7 +503,7 @@ fn ipath_context_cuts_put_callee_loops_in_arrays() {
         assert!(ran > 300, "{mode}: scan's array counted {ran}");
         tally_format::validate::validate(&m.meta).unwrap();
         let mut bad = m.meta.clone();
-        let f = &mut bad.ipath.as_mut().unwrap().functions[drive];
+        let f = &mut bad.ipath_mut().unwrap().functions[drive];
         let c = f
             .calls
             .iter_mut()
@@ -549,7 +550,7 @@ fn ipath_context_cuts_put_callee_loops_in_arrays() {
         let o = run(&bin, &[], &dir, &prof);
         assert_eq!(o.status.code(), Some(0), "{mode} cuts off: {o:?}");
         let p = tally_format::profile::Profile::read_file(&prof).unwrap();
-        let ip = p.modules[0].meta.ipath.as_ref().expect("cuts.c has a set");
+        let ip = p.modules[0].meta.ipath().expect("cuts.c has a set");
         assert!(
             ip.functions
                 .iter()
@@ -574,7 +575,7 @@ fn ipath_context_cuts_put_callee_loops_in_arrays() {
             assert_eq!(o.status.code(), Some(0), "{mode} {tag}: {o:?}");
             let p = tally_format::profile::Profile::read_file(&prof).unwrap();
             let m = &p.modules[0];
-            let ip = m.meta.ipath.as_ref().expect("cuts.c has a set");
+            let ip = m.meta.ipath().expect("cuts.c has a set");
             let mut cut: Vec<String> = ip
                 .functions
                 .iter()

@@ -22,8 +22,7 @@ fn slice_counts(prof: &Profile) -> u64 {
     for m in &prof.modules {
         for f in &m.meta.functions {
             let hashed = f
-                .paths
-                .as_ref()
+                .paths()
                 .is_some_and(|p| matches!(p.storage, tally_format::PathStorage::Hash { .. }));
             if hashed {
                 let base = f.counter_base.index();

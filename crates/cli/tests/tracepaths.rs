@@ -177,7 +177,7 @@ fn compare(name: &str, dir: &Path) -> Compared {
             m.meta
                 .functions
                 .iter()
-                .filter(|f| f.paths.is_none())
+                .filter(|f| f.paths().is_none())
                 .map(|f| (m.meta.source.clone(), f.name.clone()))
         })
         .collect();
@@ -264,7 +264,7 @@ fn tail_call_moves(name: &str, k: &(String, String), w: &Value, g: &Value, trace
         .find(|f| f.name == k.1)
         .unwrap();
     let cfg = f.cfg().unwrap();
-    let calls = &f.wtrace.as_ref().unwrap().calls;
+    let calls = &f.wtrace().unwrap().calls;
     let mut moved = 0;
     let all: std::collections::BTreeSet<&String> = wr.keys().chain(gr.keys()).collect();
     for n in all {

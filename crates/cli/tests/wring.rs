@@ -229,7 +229,7 @@ fn crash_tail_and_stack_equal_trace_naive_with_path_numbers() {
         .modules
         .iter()
         .flat_map(|m| &m.meta.functions)
-        .filter(|f| f.wtrace.as_ref().is_some_and(|w| w.paths.is_some()))
+        .filter(|f| f.wtrace().is_some_and(|w| w.paths.is_some()))
         .map(|f| f.name.as_str())
         .collect();
     assert!(on_paths.contains(&"deep"), "{on_paths:?}");

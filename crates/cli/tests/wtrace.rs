@@ -185,13 +185,13 @@ fn outcome(name: &str, dir: PathBuf) -> Outcome {
         .modules
         .iter()
         .flat_map(|m| &m.meta.functions)
-        .filter(|f| f.wtrace.as_ref().is_some_and(|w| w.branch))
+        .filter(|f| f.wtrace().is_some_and(|w| w.branch))
         .count();
     let paths_plans = prof
         .modules
         .iter()
         .flat_map(|m| &m.meta.functions)
-        .filter(|f| f.wtrace.as_ref().is_some_and(|w| w.paths.is_some()))
+        .filter(|f| f.wtrace().is_some_and(|w| w.paths.is_some()))
         .count();
     let bytes = std::fs::read(dir.join("trace/prog.trace")).unwrap();
     let r =
@@ -1515,7 +1515,7 @@ fn extern_sites(o: &Outcome) -> Vec<(String, bool)> {
         let slot = t.modules.iter().find(|x| x.1 == m.hash).map(|x| x.0);
         let res = slot.and_then(|s| t.resolutions.iter().find(|r| r.0 == s));
         for f in &m.meta.functions {
-            for c in f.wtrace.iter().flat_map(|w| w.calls.iter().flatten()) {
+            for c in f.wtrace().iter().flat_map(|w| w.calls.iter().flatten()) {
                 if let tally_format::WCallee::Extern { name, index } = c {
                     let to = res.and_then(|r| r.1.get(*index as usize).copied().flatten());
                     out.push((name.clone(), to.is_some()));

@@ -23,8 +23,8 @@ pub mod validate;
 
 pub use meta::{
     BlockIdx, BranchMeta, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta,
-    IpathArray, IpathCall, IpathFunction, IpathMeta, LineRun, Linkage, Loc, MetaError, Mode,
-    ModuleMeta, PathMeta, PathStorage, Probe, ScopeIdx, ScopeMeta, SkippedFunction, SourceFn,
-    SourceFnIdx, SourceMeta, StoredKind, WCallee, WtraceMeta,
+    FunctionModeMeta, IpathArray, IpathCall, IpathFunction, IpathMeta, LineRun, Linkage, Loc,
+    MetaError, Mode, ModeParts, ModuleMeta, ModuleModeMeta, PathMeta, PathStorage, Probe, ScopeIdx,
+    ScopeMeta, SkippedFunction, SourceFn, SourceFnIdx, SourceMeta, StoredKind, WCallee, WtraceMeta,
 };
 pub use validate::{InvalidMeta, Problem};

@@ -21,11 +21,17 @@ use std::fmt;
 use tally_graph::{Cfg, Edge, EdgeId, EdgeKind, NodeId};
 use thiserror::Error;
 
+#[cfg(test)]
+mod tests;
+mod wire;
+
 pub use crate::validate::{InvalidMeta, Problem};
 
 /// Magic bytes at the start of every metadata blob.
 pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
-/// Version of the metadata encoding. Bump on any change of the types below.
+/// Version of the metadata encoding. Bump on any change of the encoding: the wire layout
+/// (`meta/wire.rs`) and the types it holds. (Version 11 did not change when the mode facts
+/// became [`FunctionModeMeta`] and [`ModuleModeMeta`]: their wire layout is the old fields.)
 /// 5: [`PathMeta::numbering`], the fingerprint of the path numbering.
 /// 6: [`FunctionMeta::source`] (every line of every block, inline scopes, branches) and
 /// [`ModuleMeta::source_fns`].
@@ -350,8 +356,8 @@ pub struct SourceMeta {
     pub branches: Vec<BranchMeta>,
 }
 
-/// One function of a module.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+/// One function of a module. Serialized through its wire layout (`meta::wire`).
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct FunctionMeta {
     /// Linkage (symbol) name.
     pub name: String,
@@ -372,24 +378,188 @@ pub struct FunctionMeta {
     pub counter_base: CounterIdx,
     /// Counter `counter_base + i` measures `counters[i]`.
     pub counters: Vec<Probe>,
-    /// `vertex` mode: chords without a counter, taken as 0 by the propagation of Fig. 8.
-    pub zero_edges: Vec<EdgeIdx>,
-    /// `vertex` mode: edges whose count the counters do not determine (the cycles of
-    /// `zero_edges`); their derived values are only vertex-equivalent and are not reported.
-    pub unknown_edges: Vec<EdgeIdx>,
-    /// Path mode: the function's paths. `None` in a path-mode module means the function is
-    /// profiled with edge counters instead (its paths could not be instrumented).
-    pub paths: Option<PathMeta>,
-    /// Events mode: events per block and the inclusive counters.
-    pub events: Option<EventMeta>,
-    /// Trace mode: call sites and witnesses.
-    pub wtrace: Option<WtraceMeta>,
+    /// What the function's mode adds: one variant per mode that adds anything.
+    pub mode_meta: FunctionModeMeta,
     /// Source lines, inline scopes and branches.
-    #[serde(default)]
     pub source: SourceMeta,
 }
 
+/// What a function's mode records besides its graph and counters: the one place a mode's
+/// per-function facts live (a sum, so no function can carry two modes' facts). On the wire it
+/// is the five optional fields it replaced (`meta::wire`), so the encoding did not change.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub enum FunctionModeMeta {
+    /// Nothing: the counters say it all (`edge`, `edges-naive`, `blocks-naive`,
+    /// `trace-naive`; a `path`-mode function profiled with edge counters because its paths
+    /// could not be instrumented; the functions of an `ipath` set but its table's owner; a
+    /// `vertex`-mode function whose chords all have counters).
+    #[default]
+    Counters,
+    /// `vertex` mode (Ball & Larus 1994 §3.3, Fig. 8).
+    Vertex {
+        /// Chords without a counter, taken as 0 by the propagation of Fig. 8.
+        zero_edges: Vec<EdgeIdx>,
+        /// Edges whose count the counters do not determine (the cycles of `zero_edges`);
+        /// their derived values are only vertex-equivalent and are not reported.
+        unknown_edges: Vec<EdgeIdx>,
+    },
+    /// `path` mode (and the path table's owner of an `ipath` set): the function's paths.
+    Path(PathMeta),
+    /// Events modes: events per block and the inclusive counters.
+    Events(EventMeta),
+    /// `trace` mode: call sites and witnesses.
+    Trace(WtraceMeta),
+}
+
+/// A function's mode facts as the optional fields they are stored as (the wire layout of
+/// [`FunctionModeMeta`], and what tally-llvm's modes fill). Any combination can be written
+/// down here; [`FunctionModeMeta::from_parts`] accepts at most one.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct ModeParts {
+    /// `vertex` mode: [`FunctionModeMeta::Vertex`]'s `zero_edges`.
+    pub zero_edges: Vec<EdgeIdx>,
+    /// `vertex` mode: [`FunctionModeMeta::Vertex`]'s `unknown_edges`.
+    pub unknown_edges: Vec<EdgeIdx>,
+    /// Path modes.
+    pub paths: Option<PathMeta>,
+    /// Events modes.
+    pub events: Option<EventMeta>,
+    /// `trace` mode.
+    pub wtrace: Option<WtraceMeta>,
+}
+
+impl FunctionModeMeta {
+    /// The facts from their stored fields: at most one mode's may be given (empty vertex lists
+    /// count as not given). Two at once is an error naming both, never a panic.
+    pub fn from_parts(parts: ModeParts) -> Result<FunctionModeMeta, Problem> {
+        let ModeParts {
+            zero_edges,
+            unknown_edges,
+            paths,
+            events,
+            wtrace,
+        } = parts;
+        let vertex = !zero_edges.is_empty() || !unknown_edges.is_empty();
+        let given: Vec<&'static str> = [
+            (vertex, "vertex"),
+            (paths.is_some(), "path"),
+            (events.is_some(), "events"),
+            (wtrace.is_some(), "trace"),
+        ]
+        .into_iter()
+        .filter_map(|(g, name)| g.then_some(name))
+        .collect();
+        if let [first, second, ..] = given[..] {
+            return Err(Problem::ModeMeta { first, second });
+        }
+        Ok(match (paths, events, wtrace) {
+            (Some(p), _, _) => FunctionModeMeta::Path(p),
+            (_, Some(e), _) => FunctionModeMeta::Events(e),
+            (_, _, Some(w)) => FunctionModeMeta::Trace(w),
+            _ if vertex => FunctionModeMeta::Vertex {
+                zero_edges,
+                unknown_edges,
+            },
+            _ => FunctionModeMeta::Counters,
+        })
+    }
+
+    /// The stored fields of these facts (the inverse of [`FunctionModeMeta::from_parts`]).
+    pub fn into_parts(self) -> ModeParts {
+        let mut parts = ModeParts::default();
+        match self {
+            FunctionModeMeta::Counters => {}
+            FunctionModeMeta::Vertex {
+                zero_edges,
+                unknown_edges,
+            } => {
+                parts.zero_edges = zero_edges;
+                parts.unknown_edges = unknown_edges;
+            }
+            FunctionModeMeta::Path(p) => parts.paths = Some(p),
+            FunctionModeMeta::Events(e) => parts.events = Some(e),
+            FunctionModeMeta::Trace(w) => parts.wtrace = Some(w),
+        }
+        parts
+    }
+
+    /// The mode family whose facts these are, as messages name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FunctionModeMeta::Counters => "counters",
+            FunctionModeMeta::Vertex { .. } => "vertex",
+            FunctionModeMeta::Path(_) => "path",
+            FunctionModeMeta::Events(_) => "events",
+            FunctionModeMeta::Trace(_) => "trace",
+        }
+    }
+}
+
 impl FunctionMeta {
+    /// `vertex` mode: the chords without a counter (empty in other modes).
+    pub fn zero_edges(&self) -> &[EdgeIdx] {
+        match &self.mode_meta {
+            FunctionModeMeta::Vertex { zero_edges, .. } => zero_edges,
+            _ => &[],
+        }
+    }
+
+    /// `vertex` mode: the edges whose count is not determined (empty in other modes).
+    pub fn unknown_edges(&self) -> &[EdgeIdx] {
+        match &self.mode_meta {
+            FunctionModeMeta::Vertex { unknown_edges, .. } => unknown_edges,
+            _ => &[],
+        }
+    }
+
+    /// Path modes: the function's paths, if it counts them.
+    pub fn paths(&self) -> Option<&PathMeta> {
+        match &self.mode_meta {
+            FunctionModeMeta::Path(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Path modes: the function's paths, to edit (tests forging metadata).
+    pub fn paths_mut(&mut self) -> Option<&mut PathMeta> {
+        match &mut self.mode_meta {
+            FunctionModeMeta::Path(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Events modes: events per block and the inclusive counters.
+    pub fn events(&self) -> Option<&EventMeta> {
+        match &self.mode_meta {
+            FunctionModeMeta::Events(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Events modes: the events facts, to edit (tests forging metadata).
+    pub fn events_mut(&mut self) -> Option<&mut EventMeta> {
+        match &mut self.mode_meta {
+            FunctionModeMeta::Events(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Trace mode: call sites and witnesses.
+    pub fn wtrace(&self) -> Option<&WtraceMeta> {
+        match &self.mode_meta {
+            FunctionModeMeta::Trace(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Trace mode: the trace facts, to edit (tests forging metadata).
+    pub fn wtrace_mut(&mut self) -> Option<&mut WtraceMeta> {
+        match &mut self.mode_meta {
+            FunctionModeMeta::Trace(w) => Some(w),
+            _ => None,
+        }
+    }
+
     /// Rebuilds the control-flow graph, checking first what building it relies on: at least
     /// one block and fewer than `u32::MAX - 1` (ids must fit), one location per block (which
     /// bounds the graph's size by the metadata's, so bad metadata cannot make it allocate
@@ -459,8 +629,9 @@ pub struct SkippedFunction {
     pub reason: String,
 }
 
-/// Everything the reader needs about one instrumented module.
-#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+/// Everything the reader needs about one instrumented module. Serialized through its wire
+/// layout (`meta::wire`).
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct ModuleMeta {
     /// The source file the module was compiled from.
     pub source: String,
@@ -475,20 +646,80 @@ pub struct ModuleMeta {
     /// The instrumented functions.
     pub functions: Vec<FunctionMeta>,
     /// Source functions named by [`ScopeMeta::func`].
-    #[serde(default)]
     pub source_fns: Vec<SourceFn>,
     /// Defined functions that were not instrumented.
     pub skipped: Vec<SkippedFunction>,
-    /// Events mode: what an event is (`insns`, `blocks`, `calls`, `mem`); counter 0 of the module
-    /// holds the exiting thread's total when the profile was written.
-    pub event_kind: Option<String>,
-    /// Interprocedural path modes: what the reader needs to number the paths as the
-    /// instrumenter did.
-    pub ipath: Option<IpathMeta>,
+    /// What the module's mode adds at module level.
+    pub mode_meta: ModuleModeMeta,
     /// A same-run oracle (`tally cc --tally-oracle`): this `edges-naive` module counts every
     /// edge of the functions of the module whose hash this is, in the same binary and the
     /// same run, so that `tally check` compares the two. Reports leave such modules out.
     pub oracle_for: Option<u64>,
+}
+
+/// What a module's mode records at module level: one variant per mode that records anything.
+/// On the wire it is the two optional fields it replaced (`meta::wire`).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub enum ModuleModeMeta {
+    /// Nothing at module level (every mode but the events and interprocedural path modes).
+    #[default]
+    None,
+    /// Events modes: what an event is (`insns`, `blocks`, `calls`, `mem`); counter 0 of the
+    /// module holds the exiting thread's total when the profile was written.
+    Events {
+        /// The event kind's name.
+        kind: String,
+    },
+    /// Interprocedural path modes, in a module with a set: what the reader needs to number
+    /// the paths as the instrumenter did (a module without a set records nothing: its
+    /// functions count edges).
+    Ipath(IpathMeta),
+}
+
+impl ModuleModeMeta {
+    /// The facts from the optional fields they are stored as (the wire layout): at most one.
+    pub fn from_parts(
+        event_kind: Option<String>,
+        ipath: Option<IpathMeta>,
+    ) -> Result<ModuleModeMeta, Problem> {
+        Ok(match (event_kind, ipath) {
+            (Some(_), Some(_)) => {
+                return Err(Problem::ModeMeta {
+                    first: "events",
+                    second: "interprocedural path",
+                })
+            }
+            (Some(kind), None) => ModuleModeMeta::Events { kind },
+            (None, Some(ip)) => ModuleModeMeta::Ipath(ip),
+            (None, None) => ModuleModeMeta::None,
+        })
+    }
+}
+
+impl ModuleMeta {
+    /// Events modes: the event kind.
+    pub fn event_kind(&self) -> Option<&str> {
+        match &self.mode_meta {
+            ModuleModeMeta::Events { kind } => Some(kind),
+            _ => None,
+        }
+    }
+
+    /// Interprocedural path modes: the module's set, if it has one.
+    pub fn ipath(&self) -> Option<&IpathMeta> {
+        match &self.mode_meta {
+            ModuleModeMeta::Ipath(ip) => Some(ip),
+            _ => None,
+        }
+    }
+
+    /// Interprocedural path modes: the module's set, to edit (tests forging metadata).
+    pub fn ipath_mut(&mut self) -> Option<&mut IpathMeta> {
+        match &mut self.mode_meta {
+            ModuleModeMeta::Ipath(ip) => Some(ip),
+            _ => None,
+        }
+    }
 }
 
 /// The interprocedural path numbering of a module (modes `ipath`, `ipath-piecewise`): the
@@ -649,7 +880,7 @@ impl ModuleMeta {
         if found != META_VERSION {
             return Err(MetaError::Version { found });
         }
-        let (meta, rest): (ModuleMeta, &[u8]) =
+        let (meta, rest): (wire::ModuleIn, &[u8]) =
             postcard::take_from_bytes(&blob[12..]).map_err(|e| MetaError::Decode(e.to_string()))?;
         if !rest.is_empty() {
             return Err(MetaError::Decode(format!(
@@ -657,6 +888,8 @@ impl ModuleMeta {
                 rest.len()
             )));
         }
+        // Two modes' facts in one place is an inconsistency, named like the others.
+        let meta = ModuleMeta::try_from(meta)?;
         meta.validate()?;
         Ok(meta)
     }

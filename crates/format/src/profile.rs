@@ -760,7 +760,7 @@ fn decode_path_entries(
             _ => return Err(ProfileError::BadPathEntry { index, function }),
         };
         if function as usize >= meta.functions.len()
-            || (kind == PathEntryKind::Count && meta.functions[function as usize].paths.is_none())
+            || (kind == PathEntryKind::Count && meta.functions[function as usize].paths().is_none())
         {
             return Err(ProfileError::BadPathEntry { index, function });
         }

@@ -13,7 +13,13 @@
 //! - counters: `counter_base + counters.len() <= num_counters`, no two functions sharing a
 //!   counter; every probe naming an existing edge or block, at most one counter per edge or
 //!   block; `Probe::Events` only where events are counted;
+//! - each mode's facts ([`FunctionModeMeta`](crate::meta::FunctionModeMeta)) only in a module
+//!   of that mode (two modes' facts at once are refused when the wire layout is converted);
 //! - vertex mode's `zero_edges` and `unknown_edges`: existing edges, no repeats;
+//! - trace mode: an untraced function records nothing else; a traced one has one call list
+//!   per block, one witness per edge, one read width per vertex, existing unwind edges (no
+//!   repeats), and a plan that passes `tally_graph::witness::check_plan` (Ball & Larus 1994
+//!   §4); the path-number plan's fingerprint is checked where it is recomputed (tally-report);
 //! - paths (path modules only): cut edges that exist, no repeats; array storage counts exactly
 //!   paths `0 .. num_paths` in its counters, in order; hash storage has no counters and a table
 //!   index of its own, below the number of hashed functions. The numbering itself is checked
@@ -30,7 +36,8 @@
 //!   outcome edges that exist, all leaving one block, its scope a scope and its file listed;
 //! - interprocedural path arrays: each in a function of the module without probes of its own,
 //!   inside the counter array (and in the overlap check), its paths below the set's total;
-//! - the module: `event_kind` present exactly in events modules.
+//! - the module: `event_kind` present exactly in events modules, an interprocedural path set
+//!   only in the `ipath` modes.
 //!
 //! Every failure is an [`InvalidMeta`]: the module's source file, the function, and what is
 //! wrong ([`Problem`]), printed on one line (names are escaped).
@@ -42,8 +49,8 @@ use tally_graph::CfgError;
 use thiserror::Error;
 
 use crate::meta::{
-    BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, Loc, ModuleMeta, PathStorage, Probe,
-    ScopeIdx, SourceFnIdx,
+    BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, FunctionModeMeta, Loc, Mode, ModuleMeta,
+    PathStorage, Probe, ScopeIdx, SourceFnIdx, WtraceMeta,
 };
 
 /// Metadata that decodes but breaks the contract: where, and what.
@@ -244,6 +251,21 @@ pub enum Problem {
         /// What is wrong.
         why: String,
     },
+    /// Two modes' facts in one function or module (the wire layout's optional fields allow
+    /// it; [`FunctionModeMeta`](crate::meta::FunctionModeMeta) does not).
+    #[error("it carries both {first} and {second} metadata")]
+    ModeMeta {
+        /// The first mode family found.
+        first: &'static str,
+        /// The second.
+        second: &'static str,
+    },
+    /// Trace mode's facts that do not fit the graph or break the plan's rules.
+    #[error("its trace metadata {why}")]
+    Trace {
+        /// What is wrong.
+        why: String,
+    },
     /// A call site in a block the function does not have.
     #[error("call site #{site} is in block {block} but it has {blocks} blocks")]
     CallBlock {
@@ -308,13 +330,19 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
         problem,
     };
     let events_mode = m.mode.counts_events();
-    if m.event_kind.is_some() != events_mode {
+    if m.event_kind().is_some() != events_mode {
         return Err(module_err(Problem::Mode {
             what: if events_mode {
                 "no event kind"
             } else {
                 "an event kind"
             },
+            mode: m.mode.name(),
+        }));
+    }
+    if m.ipath().is_some() && !matches!(m.mode, Mode::Ipath | Mode::IpathPiecewise) {
+        return Err(module_err(Problem::Mode {
+            what: "an interprocedural path set",
             mode: m.mode.name(),
         }));
     }
@@ -336,7 +364,7 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
     let hashed = m
         .functions
         .iter()
-        .filter(|f| matches!(&f.paths, Some(p) if matches!(p.storage, PathStorage::Hash { .. })))
+        .filter(|f| matches!(f.paths(), Some(p) if matches!(p.storage, PathStorage::Hash { .. })))
         .count();
     let mut tables = HashSet::new();
     for f in &m.functions {
@@ -383,7 +411,7 @@ pub fn validate(m: &ModuleMeta) -> Result<(), InvalidMeta> {
 /// function index.
 fn ipath_arrays(m: &ModuleMeta) -> Result<std::collections::HashMap<usize, u64>, InvalidMeta> {
     let mut out = std::collections::HashMap::new();
-    let Some(ip) = &m.ipath else {
+    let Some(ip) = m.ipath() else {
         return Ok(out);
     };
     for f in &ip.functions {
@@ -485,12 +513,12 @@ fn function(
             Probe::Edge(_) => return bad("the function does not have"),
             Probe::Block(b) if b.index() < cfg.num_blocks() => &mut seen_blocks[b.index()],
             Probe::Block(_) => return bad("the function does not have"),
-            Probe::Path(k) => match &f.paths {
+            Probe::Path(k) => match f.paths() {
                 Some(pm) if u128::from(k) < pm.num_paths => continue,
                 Some(_) => return bad("is beyond the function's paths"),
                 None => return bad("a function without paths does not count"),
             },
-            Probe::Events if f.events.is_some() || m.event_kind.is_some() => continue,
+            Probe::Events if f.events().is_some() || m.event_kind().is_some() => continue,
             Probe::Events => return bad("only an events module counts"),
         };
         if std::mem::replace(seen, true) {
@@ -513,16 +541,30 @@ fn function(
         Ok(())
     };
     source(m, f, &cfg, &check_loc)?;
-    check_edges("zero edges", &f.zero_edges)?;
-    check_edges("unknown edges", &f.unknown_edges)?;
+    // Each mode's facts only in a module of that mode (path facts: the path modes').
+    let fits = match &f.mode_meta {
+        FunctionModeMeta::Counters => true,
+        FunctionModeMeta::Vertex { .. } => m.mode == Mode::Vertex,
+        FunctionModeMeta::Path(_) => m.mode.profiles_paths(),
+        FunctionModeMeta::Events(_) => m.event_kind().is_some(),
+        FunctionModeMeta::Trace(_) => m.mode == Mode::Trace,
+    };
+    if !fits {
+        return Err(Problem::Mode {
+            what: match f.mode_meta {
+                FunctionModeMeta::Path(_) => "paths",
+                _ => f.mode_meta.name(),
+            },
+            mode: m.mode.name(),
+        });
+    }
+    check_edges("zero edges", f.zero_edges())?;
+    check_edges("unknown edges", f.unknown_edges())?;
+    if let Some(w) = f.wtrace() {
+        trace(&cfg, w, &check_edges)?;
+    }
 
-    if let Some(pm) = &f.paths {
-        if !m.mode.profiles_paths() {
-            return Err(Problem::Mode {
-                what: "paths",
-                mode: m.mode.name(),
-            });
-        }
+    if let Some(pm) = f.paths() {
         check_edges("cut edges", &pm.cuts)?;
         match pm.storage {
             PathStorage::Array => {
@@ -557,13 +599,7 @@ fn function(
         }
     }
 
-    if let Some(em) = &f.events {
-        if m.event_kind.is_none() {
-            return Err(Problem::Mode {
-                what: "events",
-                mode: m.mode.name(),
-            });
-        }
+    if let Some(em) = f.events() {
         if em.per_block.len() != f.num_blocks as usize {
             return Err(Problem::EventBlocks {
                 found: em.per_block.len(),
@@ -595,6 +631,98 @@ fn function(
     }
     Ok(())
 }
+
+/// Checks trace mode's facts of a function (graph `cfg`): an untraced function records only
+/// why; a traced one has one call list per block, one witness per edge and one read width per
+/// vertex, unwind edges that exist (once each), and a plan that passes the checker
+/// regeneration relies on (`tally_graph::witness::check_plan`: Ball & Larus 1994 §4's
+/// `Trace(Ewit)`, the blocking property and distinct values; for a path-number plan, a
+/// numbering whose call vertices are path heads). The checker only distinguishes opaque callees
+/// from the others, so each site is given as opaque or unknown; the reader, which resolves
+/// callees, reaches the same verdict. The fingerprint of a path-number plan is compared where
+/// the numbering is recomputed (tally-report), like path mode's.
+fn trace(cfg: &tally_graph::Cfg, w: &WtraceMeta, check_edges: &CheckEdges) -> Result<(), Problem> {
+    use tally_graph::witness::{self, CallSite, Callee, FunctionInput, Plan, PlanKind, Witness};
+    use tally_graph::IdVec;
+    let bad = |why: String| Err(Problem::Trace { why });
+    if w.untraced.is_some() {
+        let empty = w.calls.is_empty()
+            && w.witness.is_empty()
+            && w.read_bits.is_empty()
+            && w.unwind.is_empty()
+            && !w.branch
+            && w.paths.is_none();
+        return if empty {
+            Ok(())
+        } else {
+            bad("marks the function untraced yet plans it".into())
+        };
+    }
+    let sizes = [
+        ("call lists", w.calls.len(), "blocks", cfg.num_blocks()),
+        ("witnesses", w.witness.len(), "edges", cfg.num_edges()),
+        (
+            "read widths",
+            w.read_bits.len(),
+            "vertices",
+            cfg.num_nodes(),
+        ),
+    ];
+    for (what, found, of, want) in sizes {
+        if found != want {
+            return bad(format!("has {found} {what} for {want} {of}"));
+        }
+    }
+    check_edges("unwind edges", &w.unwind)?;
+    if w.branch && w.paths.is_some() {
+        return bad("is both a branch plan and a path-number plan".into());
+    }
+    let mut calls: Vec<Vec<CallSite>> = w
+        .calls
+        .iter()
+        .map(|sites| {
+            sites
+                .iter()
+                .map(|c| CallSite {
+                    callee: match c {
+                        crate::meta::WCallee::Opaque => Callee::Opaque,
+                        _ => Callee::Unknown,
+                    },
+                })
+                .collect()
+        })
+        .collect();
+    calls.push(Vec::new());
+    let mut unwind = IdVec::filled(cfg.num_edges(), false);
+    for e in &w.unwind {
+        unwind[e.edge()] = true;
+    }
+    let input = FunctionInput {
+        cfg: cfg.clone(),
+        calls: IdVec::from_vec(calls),
+        unwind,
+    };
+    let plan = Plan {
+        kind: if w.paths.is_some() {
+            PlanKind::Paths
+        } else if w.branch {
+            PlanKind::Branch
+        } else {
+            PlanKind::Witness
+        },
+        witness: IdVec::from_vec(
+            w.witness
+                .iter()
+                .map(|x| x.map(|(value, bits)| Witness { value, bits }))
+                .collect(),
+        ),
+        read_bits: IdVec::from_vec(w.read_bits.clone()),
+    };
+    witness::check_plan(&input, &plan).or_else(|e| bad(format!("breaks its plan: {e}")))
+}
+
+/// Checks an edge list (`which list`, its edges): edges that exist, none twice.
+type CheckEdges<'a> = dyn Fn(&'static str, &[EdgeIdx]) -> Result<(), Problem> + 'a;
 
 /// Checks that a location's file is listed; the closure names whose location it is.
 type CheckLoc<'a> = dyn Fn(&Loc, &dyn Fn() -> String) -> Result<(), Problem> + 'a;

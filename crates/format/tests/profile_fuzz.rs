@@ -1,12 +1,16 @@
 //! Fuzz-style property tests: no input makes `Profile::read` panic, and valid profiles
-//! round-trip.
+//! round-trip. The profiles hold modules of the modes with module-level facts or checked plans
+//! too: a `trace` module (a witness plan, `tally_graph::witness`) and an `ipath` module (a set
+//! numbered by `tally_graph::ipaths`), so that decoding and validating their metadata is
+//! fuzzed as well.
 
 use proptest::prelude::*;
 use tally_format::abi;
 use tally_format::profile::{BuildId, Profile, ProfileError, ProfileModule, Program};
 use tally_format::{
-    BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, Linkage, Loc, Mode, ModuleMeta, Probe,
-    StoredKind,
+    BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, FunctionModeMeta, IpathFunction,
+    IpathMeta, Linkage, Loc, Mode, ModuleMeta, ModuleModeMeta, PathMeta, PathStorage, Probe,
+    StoredKind, WtraceMeta,
 };
 
 fn function(name: &str, base: u32) -> FunctionMeta {
@@ -44,11 +48,7 @@ fn function(name: &str, base: u32) -> FunctionMeta {
             Probe::Edge(EdgeIdx(5)),
             Probe::Block(BlockIdx(2)),
         ],
-        zero_edges: Vec::new(),
-        unknown_edges: Vec::new(),
-        paths: None,
-        events: None,
-        wtrace: None,
+        mode_meta: Default::default(),
         source: Default::default(),
     };
     f.cfg_hash = f.cfg().unwrap().shape_hash();
@@ -69,14 +69,92 @@ fn module(source: &str, nfun: u32, counters: &[u64]) -> ProfileModule {
         functions,
         source_fns: vec![],
         skipped: vec![],
-        event_kind: None,
-        ipath: None,
+        mode_meta: Default::default(),
         oracle_for: None,
     };
     let cs = (0..num_counters as usize)
         .map(|i| counters.get(i).copied().unwrap_or(i as u64))
         .collect();
     ProfileModule::new(meta, cs)
+}
+
+/// A module of `mode` with one function of [`function`]'s graph and no counters, its facts
+/// made from the graph (`facts`).
+fn planned(
+    source: &str,
+    mode: Mode,
+    facts: impl FnOnce(&tally_graph::Cfg) -> (FunctionModeMeta, ModuleModeMeta),
+) -> ProfileModule {
+    let mut f = function("p", 0);
+    f.counters.clear();
+    let (fm, mm) = facts(&f.cfg().unwrap());
+    f.mode_meta = fm;
+    let meta = ModuleMeta {
+        source: source.into(),
+        producer: "tally fuzz".into(),
+        mode,
+        num_counters: 0,
+        files: vec![source.into()],
+        functions: vec![f],
+        source_fns: vec![],
+        skipped: vec![],
+        mode_meta: mm,
+        oracle_for: None,
+    };
+    ProfileModule::new(meta, vec![])
+}
+
+/// Trace mode: the witness plan of the graph.
+fn trace_module() -> ProfileModule {
+    use tally_graph::witness::{witness_plan, FunctionInput};
+    planned("t.c", Mode::Trace, |cfg| {
+        let input = FunctionInput::without_calls(cfg.clone());
+        let plan = witness_plan(&input, &tally_graph::IdVec::filled(cfg.num_edges(), 1.0));
+        let w = WtraceMeta {
+            calls: vec![vec![]; cfg.num_blocks()],
+            witness: (plan.witness.values().iter())
+                .map(|w| w.map(|w| (w.value, w.bits)))
+                .collect(),
+            read_bits: plan.read_bits.values().to_vec(),
+            unwind: vec![],
+            branch: false,
+            paths: None,
+            untraced: None,
+        };
+        (FunctionModeMeta::Trace(w), ModuleModeMeta::None)
+    })
+}
+
+/// An `ipath` module: the function alone in its set, owning the path table.
+fn ipath_module() -> ProfileModule {
+    use tally_graph::ipaths::{IpNumbering, Mode as IpMode};
+    planned("i.c", Mode::Ipath, |cfg| {
+        let set = IpathFunction {
+            function: 0,
+            from_outside: true,
+            calls: vec![],
+            cuts: vec![],
+            array: None,
+        };
+        let limit = 1 << 40;
+        let num =
+            IpNumbering::new_limited(vec![set.to_function(cfg.clone())], IpMode::Context, limit)
+                .unwrap();
+        let pm = PathMeta {
+            cuts: vec![],
+            num_paths: num.total(),
+            storage: PathStorage::Hash { table: 0 },
+            numbering: num.fingerprint(),
+        };
+        let ip = IpathMeta {
+            functions: vec![set],
+            limit,
+            total: num.total(),
+            fingerprint: num.fingerprint(),
+            table_owner: 0,
+        };
+        (FunctionModeMeta::Path(pm), ModuleModeMeta::Ipath(ip))
+    })
 }
 
 fn valid(counters: &[u64], pid: u64) -> Profile {
@@ -90,6 +168,8 @@ fn valid(counters: &[u64], pid: u64) -> Profile {
             module("a.c", 2, counters),
             module("bb.cc", 1, counters),
             module("empty.c", 0, counters),
+            trace_module(),
+            ipath_module(),
         ],
         unfinished: false,
         raced: false,

@@ -50,7 +50,10 @@ use inkwell::memory_buffer::MemoryBuffer;
 use ir::Val;
 use llvm_sys::core as c;
 use llvm_sys::LLVMLinkage;
-use tally_format::{CounterIdx, FunctionMeta, Linkage, ModuleMeta, PathStorage, SkippedFunction};
+use tally_format::{
+    CounterIdx, FunctionMeta, FunctionModeMeta, Linkage, ModeParts, ModuleMeta, ModuleModeMeta,
+    PathStorage, SkippedFunction,
+};
 use thiserror::Error;
 
 /// Numbers describing one instrumented module.
@@ -155,6 +158,14 @@ pub enum Error {
     /// `--tally-oracle` in a mode that cannot carry it.
     #[error("--tally-oracle is not available in {0} mode (only in edge, vertex, path, ipath and ipath-piecewise modes)")]
     Oracle(&'static str),
+    /// A mode filled two modes' metadata: a tally bug, reported instead of writing it.
+    #[error("metadata of {function} (a tally bug): {message}")]
+    Meta {
+        /// The function.
+        function: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The instrumented module is invalid: a tally bug, reported instead of emitting bad code.
     #[error("instrumented module of {source_file} does not verify (a tally bug): {message}")]
     Verify {
@@ -271,7 +282,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             path_fallbacks.push((w.name.clone(), why.to_string()));
         }
         stats.add(&w.lowered, &out);
-        functions.push(function_meta(w, &out, base, &mut files));
+        functions.push(function_meta(w, &out, base, &mut files)?);
         if let Some(o) = &mut oracle {
             o.add_meta(index, functions.last().expect("just pushed"));
         }
@@ -292,11 +303,16 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         functions,
         source_fns: files.source_fns,
         skipped,
-        event_kind: opts
-            .mode
-            .counts_events()
-            .then(|| opts.events.name().to_string()),
-        ipath,
+        mode_meta: ModuleModeMeta::from_parts(
+            opts.mode
+                .counts_events()
+                .then(|| opts.events.name().to_string()),
+            ipath,
+        )
+        .map_err(|e| Error::Meta {
+            function: "(the module)".into(),
+            message: e.to_string(),
+        })?,
         oracle_for: None,
     };
     let bitcode = finish(
@@ -382,11 +398,7 @@ impl Oracle {
         self.functions.push(FunctionMeta {
             counter_base: CounterIdx(self.bases[index] as u32),
             counters: plan.counters.iter().map(|(p, _)| *p).collect(),
-            zero_edges: Vec::new(),
-            unknown_edges: Vec::new(),
-            paths: None,
-            events: None,
-            wtrace: None,
+            mode_meta: FunctionModeMeta::Counters,
             ..mode.clone()
         });
     }
@@ -397,8 +409,7 @@ impl Oracle {
             mode: tally_format::Mode::EdgesNaive,
             num_counters: self.plans.iter().map(|p| p.counters.len()).sum::<usize>() as u32,
             functions: self.functions.clone(),
-            event_kind: None,
-            ipath: None,
+            mode_meta: ModuleModeMeta::None,
             oracle_for: Some(hash),
             ..mode.clone()
         }
@@ -482,7 +493,7 @@ fn function_meta(
     out: &modes::Emitted,
     base: usize,
     files: &mut lines::Tables,
-) -> FunctionMeta {
+) -> Result<FunctionMeta, Error> {
     let l = &w.lowered;
     let fpos = ir::function_pos(w.func);
     let loc = files.loc(&fpos);
@@ -499,7 +510,7 @@ fn function_meta(
             }
         })
         .collect();
-    FunctionMeta {
+    Ok(FunctionMeta {
         name: w.name.clone(),
         linkage: linkage_of(w.func),
         loc,
@@ -509,13 +520,19 @@ fn function_meta(
         cfg_hash: l.cfg.shape_hash(),
         counter_base: CounterIdx(base as u32),
         counters: out.counters.clone(),
-        zero_edges: out.zero_edges.iter().map(|&e| e.into()).collect(),
-        unknown_edges: out.unknown_edges.iter().map(|&e| e.into()).collect(),
-        paths: out.paths.clone(),
-        events: out.events.clone(),
-        wtrace: out.wtrace.clone(),
+        mode_meta: FunctionModeMeta::from_parts(ModeParts {
+            zero_edges: out.zero_edges.iter().map(|&e| e.into()).collect(),
+            unknown_edges: out.unknown_edges.iter().map(|&e| e.into()).collect(),
+            paths: out.paths.clone(),
+            events: out.events.clone(),
+            wtrace: out.wtrace.clone(),
+        })
+        .map_err(|e| Error::Meta {
+            function: w.name.clone(),
+            message: e.to_string(),
+        })?,
         source: w.source.clone(),
-    }
+    })
 }
 
 /// The module's metadata blob and registration, mem2reg where instrumentation left allocas

@@ -108,22 +108,22 @@ fn check(src: &str, lang: &str) {
                     }
                     Mode::Trace => {
                         assert!(f.counters.is_empty(), "a trace build counts nothing");
-                        assert!(f.wtrace.is_some(), "{}: trace metadata", f.name);
+                        assert!(f.wtrace().is_some(), "{}: trace metadata", f.name);
                     }
                     Mode::Events | Mode::EventsNaive => {
-                        let e = f.events.as_ref().expect("events metadata");
+                        let e = f.events().expect("events metadata");
                         assert_eq!(e.per_block.len(), cfg.num_blocks());
                         assert_eq!(f.counters.len(), 1 + e.calls.len());
                     }
                     Mode::Path => {
                         assert!(
-                            f.paths.is_some()
+                            f.paths().is_some()
                                 || f.counters.iter().all(|p| matches!(p, Probe::Edge(_)))
                         );
                     }
                     Mode::Ipath | Mode::IpathPiecewise => {
                         // In the set (no counters) or edge counters.
-                        let ip = meta.ipath.as_ref();
+                        let ip = meta.ipath();
                         let member = ip.is_some_and(|ip| {
                             ip.functions
                                 .iter()

@@ -8,13 +8,13 @@ mod paths;
 
 use crate::modes::{self, ReportSolveError, Solved};
 use crate::{
-    demangle, source, BlockCount, CallSiteEvents, EdgeCount, FunctionEvents, FunctionReport,
-    Report, ReportError, Skipped,
+    demangle, loc_file, one_line, source, BlockCount, EdgeCount, FunctionReport, Report,
+    ReportError, Skipped,
 };
-use paths::{add_paths, ipath_text, path_profile};
+use paths::add_paths;
 use std::collections::HashMap;
 use tally_format::profile::Profile;
-use tally_format::{Linkage, Loc, ModuleMeta};
+use tally_format::Linkage;
 
 /// Edge and block counts measured outside the profile's counters (a witness trace,
 /// [`trace::report`](crate::trace::report)), by `(module index, function index)`:
@@ -49,11 +49,6 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
     for (mi, m) in profile.modules.iter().enumerate() {
         let meta = &m.meta;
         let tables = source::Tables::of(meta);
-        if let Some(kind) = &meta.event_kind {
-            let t = m.counters.first().copied().unwrap_or(0);
-            let best = events_total.as_ref().map_or(0, |e| e.1);
-            events_total = Some((kind.clone(), t.max(best)));
-        }
         if !modes.contains(&meta.mode) {
             modes.push(meta.mode);
         }
@@ -67,51 +62,14 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                 reason: s.reason.clone(),
             });
         }
-        // Interprocedural path modes: the set is solved as a whole.
-        let mut ip_solved: HashMap<usize, Result<modes::Solved, String>> = HashMap::new();
-        if let Some(ip) = &meta.ipath {
-            let owner = ip.table_owner as usize;
-            let meta_err = |message: String| ReportError::Meta {
-                function: "(the interprocedural set)".into(),
-                source_file: one_line(&meta.source),
-                message,
-            };
-            let pm = meta
-                .functions
-                .get(owner)
-                .and_then(|f| f.paths.as_ref())
-                .ok_or_else(|| meta_err("the path table's owner has no paths".into()))?;
-            let mut pp = path_profile(pm, &[], &[], &m.paths, owner);
-            // Paths counted in counter arrays; a path may have counts in both: they add up.
-            pp.counts
-                .extend(ip.array_counts(&meta.functions, &m.counters));
-            pp.counts.sort_unstable();
-            pp.counts.dedup_by(|later, kept| {
-                let same = later.0 == kept.0;
-                if same {
-                    kept.1 = kept.1.saturating_add(later.1);
-                }
-                same
-            });
-            match modes::ipath::solve_module(meta, ip, &pp.counts, pp.lost) {
-                Ok(solved) => {
-                    for (fi, s) in solved.functions {
-                        ip_solved.insert(fi, Ok(s));
-                    }
-                    ipaths.extend(solved.rows.iter().map(|r| ipath_text(meta, ip.total, r)));
-                }
-                Err(
-                    e @ (ReportSolveError::Numbering { .. }
-                    | ReportSolveError::Fingerprint { .. }
-                    | ReportSolveError::Meta(_)),
-                ) => return Err(meta_err(e.to_string())),
-                Err(e) => {
-                    for f in &ip.functions {
-                        ip_solved.insert(f.function as usize, Err(one_line(&e.to_string())));
-                    }
-                }
-            }
+        // What the mode solves per module: a set of functions solved together, the events total.
+        let rc = modes::of(meta.mode);
+        let mut group = rc.module(m)?;
+        if let Some((kind, t)) = group.events.take() {
+            let best = events_total.as_ref().map_or(0, |e| e.1);
+            events_total = Some((kind, t.max(best)));
         }
+        ipaths.append(&mut group.ipaths);
         for (fi, f) in meta.functions.iter().enumerate() {
             let cfg = match cfgs.get(&(mi, fi)) {
                 Some(&c) => std::borrow::Cow::Borrowed(c),
@@ -133,26 +91,20 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                     message: "its counters lie outside the module's".into(),
                 })?;
             let mut paths = f
-                .paths
-                .as_ref()
-                .map(|pm| path_profile(pm, &f.counters, vals, &m.paths, fi));
+                .paths()
+                .map(|pm| modes::path::path_profile(pm, &f.counters, vals, &m.paths, fi));
             // Counts that break the flow law mark the function inconsistent (its counts unknown,
             // the reason kept); the rest of the profile is still reported.
             let mut inconsistent = None;
-            let result = match ip_solved.remove(&fi) {
+            let result = match group.functions.remove(&fi) {
                 Some(Ok(s)) => Ok(s),
                 Some(Err(why)) => {
                     inconsistent = Some(why);
                     Ok(modes::Solved::unknown(cfg))
                 }
-                None => match counted.get(&(mi, fi)) {
-                    Some((e, b)) if e.len() == cfg.num_edges() && b.len() == cfg.num_blocks() => {
-                        Ok(modes::Solved::exact(
-                            tally_graph::IdVec::from_vec(e.clone()),
-                            tally_graph::IdVec::from_vec(b.clone()),
-                        ))
-                    }
-                    _ => modes::of(meta.mode).solve(cfg, f, vals, paths.as_ref()),
+                None => match counted.get(&(mi, fi)).and_then(|c| rc.counted(cfg, c)) {
+                    Some(s) => Ok(s),
+                    None => rc.solve(cfg, f, vals, paths.as_ref()),
                 },
             };
             let mut solved = match result {
@@ -173,22 +125,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                     modes::Solved::unknown(cfg)
                 }
             };
-            let events = f.events.as_ref().map(|em| {
-                let at = |i: tally_format::CounterIdx| vals.get(i.index()).copied().unwrap_or(0);
-                let calls: Vec<CallSiteEvents> = em
-                    .calls
-                    .iter()
-                    .map(|c| (c.block.0, c.callee.clone(), at(c.counter)))
-                    .collect();
-                let inclusive = at(em.inclusive);
-                let inner = calls.iter().fold(0u64, |a, c| a.saturating_add(c.2));
-                FunctionEvents {
-                    inclusive,
-                    exclusive: inclusive.saturating_sub(inner),
-                    per_block: em.per_block.clone(),
-                    calls,
-                }
-            });
+            let events = rc.events(f, vals);
             if let (Some(p), Some(rows)) = (&mut paths, solved.rows.take()) {
                 p.rows = rows;
             }
@@ -300,25 +237,6 @@ fn kind_name(k: tally_graph::EdgeKind) -> &'static str {
         EarlyExit => "early-exit",
         Reentry => "reentry",
     }
-}
-
-pub(super) fn loc_file(meta: &ModuleMeta, l: &Loc) -> Option<String> {
-    l.file.and_then(|i| meta.files.get(i.index()).cloned())
-}
-
-/// A name from the metadata for an error message: control characters escaped, so that the
-/// message stays on one line.
-fn one_line(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let e: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            e
-        })
-        .collect()
 }
 
 fn add_into(r: &mut FunctionReport, s: &Solved) {

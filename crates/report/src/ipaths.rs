@@ -60,7 +60,7 @@ pub fn text(r: &Report, title: &str, sel: &Select) -> String {
     let _ = writeln!(
         s,
         "tally paths: {title}\n{}{} interprocedural paths executed",
-        crate::render::program_line(&r.program),
+        crate::program_line(&r.program),
         r.ipaths.len()
     );
     let (listed, accepted) = selected(r, sel);

@@ -459,3 +459,44 @@ impl std::fmt::Display for IpathPathStep {
         }
     }
 }
+
+/// The file of a location, by name.
+pub(crate) fn loc_file(meta: &tally_format::ModuleMeta, l: &tally_format::Loc) -> Option<String> {
+    l.file.and_then(|i| meta.files.get(i.index()).cloned())
+}
+
+/// A name from the metadata for an error message: control characters escaped, so that the
+/// message stays on one line.
+pub(crate) fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let e: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            e
+        })
+        .collect()
+}
+
+/// `program: PATH (build id HEX)` and a newline, or nothing when the program is unknown.
+pub fn program_line(p: &tally_format::profile::Program) -> String {
+    use tally_format::profile::BuildId;
+    if p.is_unknown() {
+        return String::new();
+    }
+    let path = if p.path.is_empty() {
+        "(path unknown)".to_string()
+    } else {
+        p.path_lossy()
+    };
+    match &p.build_id {
+        BuildId::None => format!("program: {path}\n"),
+        BuildId::Gnu(_) => format!("program: {path} (build id {})\n", p.build_id.hex()),
+        BuildId::Modules(_) => format!(
+            "program: {path} (build id {}, from the module hashes)\n",
+            p.build_id.hex()
+        ),
+    }
+}

@@ -171,7 +171,7 @@ pub fn text(s: &Scores, title: &str, program: &tally_format::profile::Program) -
     use std::fmt::Write;
     let mut o = String::new();
     let _ = writeln!(o, "tally placements: {title}");
-    o.push_str(&crate::render::program_line(program));
+    o.push_str(&crate::program_line(program));
     let _ = writeln!(
         o,
         "{} functions scored on their measured counts ({} without every edge count left out)\n",

@@ -106,34 +106,13 @@ fn num(v: Option<u64>) -> String {
     }
 }
 
-/// `program: PATH (build id HEX)` and a newline, or nothing when the program is unknown.
-pub fn program_line(p: &tally_format::profile::Program) -> String {
-    use tally_format::profile::BuildId;
-    if p.is_unknown() {
-        return String::new();
-    }
-    let path = if p.path.is_empty() {
-        "(path unknown)".to_string()
-    } else {
-        p.path_lossy()
-    };
-    match &p.build_id {
-        BuildId::None => format!("program: {path}\n"),
-        BuildId::Gnu(_) => format!("program: {path} (build id {})\n", p.build_id.hex()),
-        BuildId::Modules(_) => format!(
-            "program: {path} (build id {}, from the module hashes)\n",
-            p.build_id.hex()
-        ),
-    }
-}
-
 /// Renders an events-mode report: the total, functions by exclusive events, hottest call sites.
 fn events_text(r: &Report, title: &str, o: &TextOptions, kind: &str, total: u64) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "tally report: {title}\n{}events ({kind}): {total} in the thread that ended the program\n",
-        program_line(&r.program)
+        crate::program_line(&r.program)
     );
     let mut fs: Vec<(&FunctionReport, &crate::FunctionEvents)> = r
         .functions
@@ -222,7 +201,7 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
     let _ = writeln!(
         s,
         "tally report: {title}\n{}mode {}, {} modules, {} functions ({} executed, {} not instrumented), {} counters",
-        program_line(&r.program),
+        crate::program_line(&r.program),
         modes.join("+"),
         r.modules.len(),
         r.functions.len(),
@@ -691,7 +670,7 @@ pub fn paths_text_with(
     let _ = writeln!(
         s,
         "tally paths: {title}\n{}{} functions with path profiles, {} potential paths, {} executed",
-        program_line(&r.program),
+        crate::program_line(&r.program),
         pf.len(),
         potential,
         executed

@@ -222,8 +222,7 @@ mod tests {
             functions: vec![],
             source_fns: vec![],
             skipped: vec![],
-            event_kind: None,
-            ipath: None,
+            mode_meta: Default::default(),
             oracle_for: None,
         };
         ProfileModule::new(meta, counters)

@@ -63,7 +63,7 @@ pub fn path_counts_from_trace(
     let mut cuts: HashMap<FunctionKey, Vec<EdgeId>> = HashMap::new();
     for m in &path_profile.modules {
         for f in &m.meta.functions {
-            if let Some(pm) = &f.paths {
+            if let Some(pm) = f.paths() {
                 cuts.insert(
                     (m.meta.source.clone(), f.name.clone(), f.cfg_hash),
                     pm.cuts.iter().map(|e| e.edge()).collect(),

@@ -1,12 +1,15 @@
 //! Structured fuzzing of the metadata contract: random module metadata, valid and
 //! subtly invalid (indices out of range, short or long arrays, wrong lengths, inconsistent
-//! paths and events, bad edge kinds, overlapping counters, names with newlines), wrapped in a
-//! profile whose hashes are right, goes through everything `tally report`, `tally paths` and
-//! `tally placements` do: read, combine, analyze, render text and JSON, paths text and JSON,
-//! placement scores, and the source-level model with `show`, `report --lines`, LCOV and
-//! Cobertura (the metadata's source lines, scopes and branches are generated and
-//! mutated too). No case may panic, and every refusal must be one line.
-//!
+//! paths, events, trace plans and interprocedural sets, two modes' facts at once, bad edge
+//! kinds, overlapping counters, names with newlines), wrapped in a profile whose hashes are
+//! right, goes through everything `tally report`, `tally paths` and `tally placements` do:
+//! read, combine, analyze, render text and JSON, paths text and JSON, placement scores, and the
+//! source-level model with `show`, `report --lines`, LCOV and Cobertura (the metadata's source
+//! lines, scopes and branches are generated and mutated too). No case may panic, and every
+//! refusal must be one line. Every mode is generated: trace mode's functions with the plans
+//! `tally_graph::witness` makes, the `ipath` modes' modules with a set numbered as the
+//! instrumenter numbers it.
+
 //! The graphs and counts come from tally-graph's test support (random graphs, simulated
 //! executions, the real placements), so valid cases reach the arithmetic; invalid ones are
 //! valid ones with one to three mutations, most followed by recomputing the graph hash so that
@@ -22,15 +25,16 @@ use std::time::Instant;
 
 use tally_format::profile::{PathEntry, PathEntryKind, Profile, ProfileModule};
 use tally_format::{
-    BlockIdx, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta, Linkage, Loc,
-    Mode, ModuleMeta, PathMeta, PathStorage, Probe, StoredKind,
+    BlockIdx, CallSiteMeta, CounterIdx, EdgeIdx, EventMeta, FileIdx, FunctionMeta,
+    FunctionModeMeta, IpathCall, IpathFunction, IpathMeta, Linkage, Loc, Mode, ModeParts,
+    ModuleMeta, ModuleModeMeta, PathMeta, PathStorage, Probe, StoredKind, WCallee, WtraceMeta,
 };
 use tally_format::{BranchMeta, LineRun, ScopeIdx, ScopeMeta, SourceFn, SourceFnIdx, SourceMeta};
 use tally_graph::paths::{number_paths_limited, NumberedDag};
 use tally_graph::testing::{random_cfg_with, simulate, GenConfig, Rng, SimConfig};
-use tally_graph::{block_counts, heuristic_weights, place_edge_counters, Cfg, EdgeId};
+use tally_graph::{block_counts, heuristic_weights, place_edge_counters, Cfg, EdgeId, IdVec};
 
-const MODES: [Mode; 9] = [
+const MODES: [Mode; 11] = [
     Mode::Edge,
     Mode::EdgesNaive,
     Mode::BlocksNaive,
@@ -40,6 +44,8 @@ const MODES: [Mode; 9] = [
     Mode::EventsNaive,
     Mode::TraceNaive,
     Mode::Trace,
+    Mode::Ipath,
+    Mode::IpathPiecewise,
 ];
 
 /// Small numbers, boundary values and huge ones.
@@ -62,6 +68,9 @@ fn wild_count(rng: &mut Rng) -> u64 {
         _ => rng.below(100) as u64,
     }
 }
+
+/// A path entry to be: `(kind, path, count)`.
+type Entry = (PathEntryKind, u64, u64);
 
 /// One function of a module in `mode`, its counter values, and its hashed path entries.
 struct Built {
@@ -90,6 +99,7 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
     let mut unknown_edges = Vec::new();
     let mut paths = None;
     let mut events = None;
+    let mut wtrace = None;
     let mut entries = Vec::new();
     let edge = |e: EdgeId| EdgeIdx::from(e);
     match mode {
@@ -185,7 +195,8 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
                 calls,
             });
         }
-        Mode::Trace | Mode::TraceNaive | Mode::Ipath | Mode::IpathPiecewise => {}
+        Mode::Trace => wtrace = Some(trace_meta(rng, &cfg)),
+        Mode::TraceNaive | Mode::Ipath | Mode::IpathPiecewise => {}
     }
     if mode == Mode::Path && paths.is_none() {
         for e in place_edge_counters(&cfg, &w, |_| false).chords {
@@ -210,14 +221,169 @@ fn build_function(rng: &mut Rng, mode: Mode, name: String, base: u32, table: &mu
         cfg_hash: cfg.shape_hash(),
         counter_base: CounterIdx(base),
         counters,
-        zero_edges,
-        unknown_edges,
-        paths,
-        events,
-        wtrace: None,
+        mode_meta: FunctionModeMeta::from_parts(ModeParts {
+            zero_edges,
+            unknown_edges,
+            paths,
+            events,
+            wtrace,
+        })
+        .expect("one mode's facts"),
         source,
     };
     Built { f, values, entries }
+}
+
+/// Trace mode's facts of a random graph, as the instrumenter plans them: random call sites
+/// (opaque, unknown, direct, external), the cheaper of the witness and branch plans
+/// (`tally_graph::witness`), or, when the plan fails its check (or at random), an untraced
+/// function.
+fn trace_meta(rng: &mut Rng, cfg: &Cfg) -> WtraceMeta {
+    use tally_graph::witness::{
+        branch_plan, cheaper_plan, check_plan, CallSite, Callee, FunctionInput, PlanKind,
+    };
+    let untraced = |why: &str| WtraceMeta {
+        calls: vec![],
+        witness: vec![],
+        read_bits: vec![],
+        unwind: vec![],
+        branch: false,
+        paths: None,
+        untraced: Some(why.into()),
+    };
+    if rng.percent(10) {
+        return untraced("fuzz: untraced");
+    }
+    let calls: Vec<Vec<WCallee>> = cfg
+        .blocks()
+        .map(|_| {
+            (0..rng.below(3))
+                .map(|i| match rng.below(4) {
+                    0 => WCallee::Opaque,
+                    1 => WCallee::Unknown,
+                    2 => WCallee::Direct(["f", "g", "h"][i % 3].into()),
+                    _ => WCallee::Extern {
+                        name: "ext".into(),
+                        index: rng.below(3) as u32,
+                    },
+                })
+                .collect()
+        })
+        .collect();
+    let mut sites: Vec<Vec<CallSite>> = calls
+        .iter()
+        .map(|b| {
+            b.iter()
+                .map(|c| CallSite {
+                    callee: if *c == WCallee::Opaque {
+                        Callee::Opaque
+                    } else {
+                        Callee::Unknown
+                    },
+                })
+                .collect()
+        })
+        .collect();
+    sites.push(Vec::new());
+    let input = FunctionInput {
+        cfg: cfg.clone(),
+        calls: IdVec::from_vec(sites),
+        unwind: IdVec::filled(cfg.num_edges(), false),
+    };
+    let plan = if rng.percent(30) {
+        branch_plan(&input)
+    } else {
+        cheaper_plan(&input, &IdVec::filled(cfg.num_edges(), 1.0))
+    };
+    if check_plan(&input, &plan).is_err() {
+        return untraced("fuzz: the plan fails its check");
+    }
+    WtraceMeta {
+        calls,
+        witness: plan
+            .witness
+            .values()
+            .iter()
+            .map(|w| w.map(|w| (w.value, w.bits)))
+            .collect(),
+        read_bits: plan.read_bits.values().to_vec(),
+        unwind: vec![],
+        branch: plan.kind == PlanKind::Branch,
+        paths: None,
+        untraced: None,
+    }
+}
+
+/// An interprocedural path set over a module's functions (modes `ipath`, `ipath-piecewise`),
+/// numbered as the instrumenter numbers it (`IpNumbering::new_limited`): random direct and
+/// unknown call sites, function 0 the table's owner (its paths hashed in table 0), and a few
+/// path entries; `None` when the set cannot be numbered (its functions then count nothing).
+fn ipath_set(
+    rng: &mut Rng,
+    mode: Mode,
+    functions: &mut [FunctionMeta],
+) -> Option<(IpathMeta, Vec<Entry>)> {
+    use tally_graph::ipaths::{IpNumbering, Mode as IpMode};
+    if functions.is_empty() {
+        return None;
+    }
+    let n = functions.len();
+    let set: Vec<IpathFunction> = functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let mut calls = Vec::new();
+            for b in 0..f.num_blocks {
+                for position in 0..rng.below(3) as u32 {
+                    calls.push(IpathCall {
+                        block: BlockIdx(b),
+                        position,
+                        callee: rng.percent(70).then(|| rng.below(n) as u32),
+                        context_cut: None,
+                    });
+                }
+            }
+            IpathFunction {
+                function: i as u32,
+                from_outside: i == 0 || rng.percent(50),
+                calls,
+                cuts: vec![],
+                array: None,
+            }
+        })
+        .collect();
+    let graphs: Vec<_> = set
+        .iter()
+        .zip(functions.iter())
+        .map(|(s, f)| s.to_function(f.cfg().expect("a generated graph")))
+        .collect();
+    let ip_mode = match mode {
+        Mode::IpathPiecewise => IpMode::Piecewise,
+        _ => IpMode::Context,
+    };
+    let limit = 1u128 << 40;
+    let num = IpNumbering::new_limited(graphs, ip_mode, limit).ok()?;
+    let total = num.total();
+    functions[0].mode_meta = FunctionModeMeta::Path(PathMeta {
+        cuts: vec![],
+        num_paths: total,
+        storage: PathStorage::Hash { table: 0 },
+        numbering: num.fingerprint(),
+    });
+    let entries = (0..rng.below(4))
+        .map(|_| {
+            let p = rng.next_u64() as u128 % total.max(1);
+            (PathEntryKind::Count, p as u64, rng.below(4) as u64)
+        })
+        .collect();
+    let meta = IpathMeta {
+        functions: set,
+        limit,
+        total,
+        fingerprint: num.fingerprint(),
+        table_owner: 0,
+    };
+    Some((meta, entries))
 }
 
 /// Source lines of a random graph: scopes in a random inline tree, a few line runs per block,
@@ -319,6 +485,26 @@ fn build_module(rng: &mut Rng, mode: Mode, source: &str, names: &[&str]) -> Prof
         }
         functions.push(b.f);
     }
+    let mut module_mode = if events {
+        ModuleModeMeta::Events {
+            kind: "insns".to_string(),
+        }
+    } else {
+        ModuleModeMeta::None
+    };
+    if matches!(mode, Mode::Ipath | Mode::IpathPiecewise) {
+        if let Some((ip, entries)) = ipath_set(rng, mode, &mut functions) {
+            module_mode = ModuleModeMeta::Ipath(ip);
+            for (kind, path, count) in entries {
+                paths.push(PathEntry {
+                    function: 0,
+                    kind,
+                    path,
+                    count,
+                });
+            }
+        }
+    }
     let meta = ModuleMeta {
         source: source.into(),
         producer: "meta fuzz".into(),
@@ -328,8 +514,7 @@ fn build_module(rng: &mut Rng, mode: Mode, source: &str, names: &[&str]) -> Prof
         functions,
         source_fns: source_fns(),
         skipped: vec![],
-        event_kind: events.then(|| "insns".to_string()),
-        ipath: None,
+        mode_meta: module_mode,
         oracle_for: None,
     };
     let mut m = ProfileModule::new(meta, values);
@@ -348,16 +533,221 @@ fn some_edge(rng: &mut Rng, f: &FunctionMeta) -> EdgeIdx {
     EdgeIdx(wild(rng, n))
 }
 
+/// A refusal message: one line.
+fn assert_one_line(msg: &str) {
+    assert!(!msg.contains('\n'), "a refusal over several lines: {msg:?}");
+}
+
+/// One mutation of a function's mode facts (stored fields `p`; the function has `edges` edges,
+/// `nb` blocks, `nc` counters and `nblocks` block locations; its module `nfun` functions).
+fn mode_parts(
+    rng: &mut Rng,
+    p: &mut ModeParts,
+    edges: u32,
+    nb: u32,
+    nfun: u32,
+    nc: u32,
+    nblocks: usize,
+) {
+    let some_edge = |rng: &mut Rng| EdgeIdx(wild(rng, edges));
+    match rng.below(18) + 10 {
+        10 => {
+            let e = some_edge(rng);
+            p.zero_edges.push(e);
+        }
+        11 => {
+            let e = some_edge(rng);
+            p.unknown_edges.push(e);
+        }
+        12 => {
+            let e = some_edge(rng);
+            match &mut p.paths {
+                Some(pm) => pm.cuts.push(e),
+                None => p.zero_edges.push(e),
+            }
+        }
+        13 => {
+            if let Some(pm) = &mut p.paths {
+                pm.cuts.pop();
+            }
+        }
+        14 => {
+            if let Some(pm) = &mut p.paths {
+                pm.num_paths = match rng.below(3) {
+                    0 => u128::MAX,
+                    1 => pm.num_paths + 1,
+                    _ => pm.num_paths.saturating_sub(1),
+                };
+            }
+        }
+        15 => {
+            if let Some(pm) = &mut p.paths {
+                pm.numbering ^= 1 << rng.below(64);
+            }
+        }
+        16 => {
+            if let Some(pm) = &mut p.paths {
+                pm.storage = match pm.storage {
+                    PathStorage::Array => PathStorage::Hash {
+                        table: wild(rng, nfun),
+                    },
+                    PathStorage::Hash { .. } if rng.percent(50) => PathStorage::Array,
+                    PathStorage::Hash { .. } => PathStorage::Hash {
+                        table: wild(rng, 2),
+                    },
+                };
+            }
+        }
+        17 => {
+            p.paths = match p.paths.take() {
+                Some(_) => None,
+                None => Some(PathMeta {
+                    cuts: vec![],
+                    num_paths: rng.below(5) as u128,
+                    storage: PathStorage::Array,
+                    numbering: rng.next_u64(),
+                }),
+            }
+        }
+        18 => {
+            if let Some(e) = &mut p.events {
+                let n = rng.below(e.per_block.len() + 2);
+                e.per_block.resize(n, 1);
+            }
+        }
+        19 => {
+            if let Some(c) = p.events.as_mut().and_then(|e| e.calls.first_mut()) {
+                c.block = BlockIdx(wild(rng, nb));
+            }
+        }
+        20 => {
+            if let Some(e) = &mut p.events {
+                let c = CounterIdx(wild(rng, nc));
+                match e.calls.first_mut() {
+                    Some(call) if rng.percent(50) => call.counter = c,
+                    _ => e.inclusive = c,
+                }
+            }
+        }
+        21 => {
+            p.events = match p.events.take() {
+                Some(_) => None,
+                None => Some(EventMeta {
+                    per_block: vec![1; nblocks],
+                    inclusive: CounterIdx(0),
+                    calls: vec![],
+                }),
+            }
+        }
+        22 => {
+            if let Some(w) = &mut p.wtrace {
+                let i = rng.below(w.witness.len().max(1));
+                if let Some(x) = w.witness.get_mut(i) {
+                    *x = rng.percent(70).then(|| (wild(rng, 4), rng.below(34) as u8));
+                }
+            }
+        }
+        23 => {
+            if let Some(w) = &mut p.wtrace {
+                if rng.percent(50) {
+                    w.witness.pop();
+                } else {
+                    w.witness.push(None);
+                }
+            }
+        }
+        24 => {
+            if let Some(w) = &mut p.wtrace {
+                let i = rng.below(w.read_bits.len() + 1);
+                match w.read_bits.get_mut(i) {
+                    Some(b) => *b = rng.below(40) as u8,
+                    None => w.read_bits.push(1),
+                }
+            }
+        }
+        25 => {
+            let e = some_edge(rng);
+            if let Some(w) = &mut p.wtrace {
+                w.unwind.push(e);
+            }
+        }
+        26 => {
+            p.wtrace = match p.wtrace.take() {
+                Some(mut w) if rng.percent(50) => {
+                    w.untraced = w.untraced.xor(Some("fuzz".into()));
+                    Some(w)
+                }
+                Some(_) => None,
+                None => Some(WtraceMeta {
+                    calls: vec![vec![]; nblocks],
+                    witness: vec![None; edges as usize],
+                    read_bits: vec![0; nblocks + 1],
+                    unwind: vec![],
+                    branch: false,
+                    paths: None,
+                    untraced: None,
+                }),
+            }
+        }
+        27 => {
+            if let Some(w) = &mut p.wtrace {
+                if rng.percent(50) {
+                    w.branch = !w.branch;
+                } else {
+                    w.paths = w.paths.xor(Some(rng.next_u64()));
+                }
+            }
+        }
+        _ => unreachable!("18 cases"),
+    }
+}
+
 /// One subtle mutation of a module's metadata (and sometimes its counters or path entries).
 fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
     let meta = &mut m.meta;
     let nf = meta.functions.len();
     if nf == 0 || rng.percent(10) {
-        match rng.below(5) {
+        match rng.below(6) {
             0 => meta.num_counters = wild(rng, meta.num_counters),
-            1 => meta.event_kind = meta.event_kind.take().xor(Some("insns".into())),
+            1 => {
+                // Toggle the event kind; two modes' facts are refused in one line.
+                let (kind, ip) = match std::mem::take(&mut meta.mode_meta) {
+                    ModuleModeMeta::None => (Some("insns".to_string()), None),
+                    ModuleModeMeta::Events { .. } => (None, None),
+                    ModuleModeMeta::Ipath(ip) => (Some("insns".to_string()), Some(ip)),
+                };
+                meta.mode_meta = match ModuleModeMeta::from_parts(kind, ip.clone()) {
+                    Ok(mm) => mm,
+                    Err(e) => {
+                        assert_one_line(&e.to_string());
+                        ModuleModeMeta::Ipath(ip.expect("only a set conflicts"))
+                    }
+                };
+            }
             2 => meta.mode = rng.pick(&MODES).expect("modes"),
             3 => meta.files.clear(),
+            4 => {
+                // The interprocedural set: its numbering, total, owner or a call site.
+                if let Some(ip) = meta.ipath_mut() {
+                    match rng.below(5) {
+                        0 => ip.fingerprint ^= 1 << rng.below(64),
+                        1 => ip.total = ip.total.wrapping_add(1),
+                        2 => ip.table_owner = wild(rng, nf as u32),
+                        3 => {
+                            if let Some(c) =
+                                ip.functions.iter_mut().flat_map(|f| &mut f.calls).next()
+                            {
+                                c.callee = c.callee.map_or(Some(wild(rng, nf as u32)), |_| None);
+                            }
+                        }
+                        _ => {
+                            if let Some(f) = ip.functions.first_mut() {
+                                f.function = wild(rng, nf as u32);
+                            }
+                        }
+                    }
+                }
+            }
             _ => m.counters.push(7),
         }
         return;
@@ -370,7 +760,7 @@ fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
         mutate_source(rng, &mut f.source, nb, f.edges.len() as u32 + 1);
         return;
     }
-    match rng.below(26) {
+    match rng.below(32) {
         0 => {
             let i = rng.below(f.edges.len().max(1));
             if let Some(e) = f.edges.get_mut(i) {
@@ -430,96 +820,24 @@ fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
             let n = rng.below(f.counters.len() + 1);
             f.counters.truncate(n);
         }
-        10 => {
-            let e = some_edge(rng, f);
-            f.zero_edges.push(e);
-        }
-        11 => {
-            let e = some_edge(rng, f);
-            f.unknown_edges.push(e);
-        }
-        12 => {
-            let e = some_edge(rng, f);
-            match &mut f.paths {
-                Some(p) => p.cuts.push(e),
-                None => f.zero_edges.push(e),
-            }
-        }
-        13 => {
-            if let Some(p) = &mut f.paths {
-                p.cuts.pop();
-            }
-        }
-        14 => {
-            if let Some(p) = &mut f.paths {
-                p.num_paths = match rng.below(3) {
-                    0 => u128::MAX,
-                    1 => p.num_paths + 1,
-                    _ => p.num_paths.saturating_sub(1),
-                };
-            }
-        }
-        15 => {
-            if let Some(p) = &mut f.paths {
-                p.numbering ^= 1 << rng.below(64);
-            }
-        }
-        16 => {
-            if let Some(p) = &mut f.paths {
-                p.storage = match p.storage {
-                    PathStorage::Array => PathStorage::Hash {
-                        table: wild(rng, nfun),
-                    },
-                    PathStorage::Hash { .. } if rng.percent(50) => PathStorage::Array,
-                    PathStorage::Hash { .. } => PathStorage::Hash {
-                        table: wild(rng, 2),
-                    },
-                };
-            }
-        }
-        17 => {
-            f.paths = match f.paths.take() {
-                Some(_) => None,
-                None => Some(PathMeta {
-                    cuts: vec![],
-                    num_paths: rng.below(5) as u128,
-                    storage: PathStorage::Array,
-                    numbering: rng.next_u64(),
-                }),
-            }
-        }
-        18 => {
-            if let Some(e) = &mut f.events {
-                let n = rng.below(e.per_block.len() + 2);
-                e.per_block.resize(n, 1);
-            }
-        }
-        19 => {
-            if let Some(c) = f.events.as_mut().and_then(|e| e.calls.first_mut()) {
-                c.block = BlockIdx(wild(rng, nb));
-            }
-        }
-        20 => {
-            if let Some(e) = &mut f.events {
-                let c = CounterIdx(wild(rng, f.counters.len() as u32));
-                match e.calls.first_mut() {
-                    Some(call) if rng.percent(50) => call.counter = c,
-                    _ => e.inclusive = c,
+        10..=27 => {
+            // The mode facts, as the optional fields they are stored as: any combination can
+            // be written; two modes' at once is refused in one line (and not applied).
+            let before = f.mode_meta.clone();
+            let mut p = std::mem::take(&mut f.mode_meta).into_parts();
+            let nc = f.counters.len() as u32;
+            let nblocks = f.blocks.len();
+            mode_parts(rng, &mut p, f.edges.len() as u32 + 1, nb, nfun, nc, nblocks);
+            f.mode_meta = match FunctionModeMeta::from_parts(p) {
+                Ok(mm) => mm,
+                Err(e) => {
+                    assert_one_line(&e.to_string());
+                    before
                 }
-            }
+            };
         }
-        21 => {
-            f.events = match f.events.take() {
-                Some(_) => None,
-                None => Some(EventMeta {
-                    per_block: vec![1; f.blocks.len()],
-                    inclusive: CounterIdx(0),
-                    calls: vec![],
-                }),
-            }
-        }
-        22 => f.name = format!("bad\nname{fi}"),
-        23 => {
+        28 => f.name = format!("bad\nname{fi}"),
+        29 => {
             // A counter value from anywhere: inconsistent counts, overflows.
             let i = rng.below(m.counters.len().max(1));
             if let Some(c) = m.counters.get_mut(i) {
@@ -527,7 +845,7 @@ fn mutate(rng: &mut Rng, m: &mut ProfileModule) {
             }
             return;
         }
-        24 => {
+        30 => {
             // Path entries naming other paths, other functions, huge counts.
             let function = rng.below(nf + 1) as u32;
             m.paths.push(PathEntry {
@@ -849,16 +1167,12 @@ fn a_different_numbering_is_refused() {
         cfg_hash: cfg.shape_hash(),
         counter_base: CounterIdx(0),
         counters: (0..total as u64).map(Probe::Path).collect(),
-        zero_edges: vec![],
-        unknown_edges: vec![],
-        paths: Some(PathMeta {
+        mode_meta: FunctionModeMeta::Path(PathMeta {
             cuts: vec![],
             num_paths: total,
             storage: PathStorage::Array,
             numbering: numbered.fingerprint() ^ 1,
         }),
-        events: None,
-        wtrace: None,
         source: Default::default(),
     };
     let meta = ModuleMeta {
@@ -870,8 +1184,7 @@ fn a_different_numbering_is_refused() {
         functions: vec![f],
         source_fns: vec![],
         skipped: vec![],
-        event_kind: None,
-        ipath: None,
+        mode_meta: Default::default(),
         oracle_for: None,
     };
     let bytes = Profile {
@@ -893,7 +1206,7 @@ fn a_different_numbering_is_refused() {
     );
     // With the right fingerprint the same profile reports.
     let mut good = meta;
-    good.functions[0].paths.as_mut().unwrap().numbering = numbered.fingerprint();
+    good.functions[0].paths_mut().unwrap().numbering = numbered.fingerprint();
     let p = Profile {
         pid: 1,
         program: Default::default(),
@@ -903,4 +1216,44 @@ fn a_different_numbering_is_refused() {
         signal: None,
     };
     tally_report::analyze(&p, &tally_report::Inputs::default()).unwrap();
+}
+
+/// The generator's trace and interprocedural metadata is what the instrumenter writes: it
+/// passes validation (trace plans included), its sets' numberings are the reader's, and it
+/// reaches the analysis; most trace functions are traced and most modules have a set.
+#[test]
+fn generated_trace_and_ipath_metadata_is_valid() {
+    let (mut traced, mut functions, mut sets, mut modules) = (0, 0, 0, 0);
+    for seed in 0..300 {
+        for mode in [Mode::Trace, Mode::Ipath, Mode::IpathPiecewise] {
+            let mut rng = Rng::new(seed);
+            let m = build_module(&mut rng, mode, "a.c", &["f", "g", "h"]);
+            if let Err(e) = m.meta.validate() {
+                panic!("seed {seed}, {}: {e}", mode.name());
+            }
+            if mode == Mode::Trace {
+                functions += m.meta.functions.len();
+                traced += (m.meta.functions.iter())
+                    .filter(|f| f.wtrace().is_some_and(|w| w.untraced.is_none()))
+                    .count();
+                continue;
+            }
+            modules += 1;
+            sets += usize::from(m.meta.ipath().is_some());
+            let p = Profile {
+                pid: 1,
+                program: Default::default(),
+                modules: vec![m],
+                unfinished: false,
+                raced: false,
+                signal: None,
+            };
+            let p = Profile::read(&p.write()).expect("reads back");
+            if let Err(e) = tally_report::analyze(&p, &tally_report::Inputs::default()) {
+                panic!("seed {seed}, {}: {e}", mode.name());
+            }
+        }
+    }
+    assert!(traced * 2 > functions, "{traced} of {functions} traced");
+    assert!(sets * 2 > modules, "{sets} of {modules} modules with a set");
 }

@@ -867,16 +867,12 @@ fn hashed_path_counts_are_exact_through_home_and_overflow() {
         cfg_hash: 0,
         counter_base: CounterIdx(0),
         counters: vec![],
-        zero_edges: vec![],
-        unknown_edges: vec![],
-        paths: Some(PathMeta {
+        mode_meta: tally_format::FunctionModeMeta::Path(PathMeta {
             cuts: vec![],
             num_paths: 1 << 40,
             storage: PathStorage::Hash { table },
             numbering: 0, // the profile is read, never reported
         }),
-        events: None,
-        wtrace: None,
         source: Default::default(),
     };
     let f = |name: &str, table: u32| {

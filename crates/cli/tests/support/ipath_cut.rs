@@ -222,7 +222,7 @@ impl SetRun {
 pub fn sets(ipath: &Profile, naive: &Profile) -> Vec<SetRun> {
     let mut out = Vec::new();
     for m in &ipath.modules {
-        let Some(ip) = &m.meta.ipath else { continue };
+        let Some(ip) = m.meta.ipath() else { continue };
         let mode = match m.meta.mode {
             tally_format::Mode::IpathPiecewise => tally_graph::ipaths::Mode::Piecewise,
             _ => tally_graph::ipaths::Mode::Context,
@@ -362,7 +362,7 @@ pub fn convert(trace: &[TraceRecord], naive: &Profile, sets: &mut [SetRun]) {
 /// The path counts of a module's set (its table owner's entries and the isolated functions'
 /// arrays), by number.
 fn module_counts(m: &tally_format::profile::ProfileModule) -> BTreeMap<u128, u64> {
-    let ip = m.meta.ipath.as_ref().expect("a module with a set");
+    let ip = m.meta.ipath().expect("a module with a set");
     let mut counts = BTreeMap::new();
     for e in m.paths.iter().filter(|e| e.function == ip.table_owner) {
         if e.kind == PathEntryKind::Lost {
@@ -381,7 +381,7 @@ fn module_counts(m: &tally_format::profile::ProfileModule) -> BTreeMap<u128, u64
 pub fn path_counts(p: &Profile) -> BTreeMap<String, BTreeMap<u128, u64>> {
     p.modules
         .iter()
-        .filter(|m| m.meta.ipath.is_some())
+        .filter(|m| m.meta.ipath().is_some())
         .map(|m| (m.meta.source.clone(), module_counts(m)))
         .collect()
 }

@@ -16,8 +16,7 @@ fn meta(source: &str, num_counters: u32) -> ModuleMeta {
         functions: vec![],
         source_fns: vec![],
         skipped: vec![],
-        event_kind: None,
-        ipath: None,
+        mode_meta: Default::default(),
         oracle_for: None,
     }
 }
@@ -40,11 +39,7 @@ fn meta_with_function() -> ModuleMeta {
         cfg_hash: 0,
         counter_base: crate::meta::CounterIdx(0),
         counters: vec![Probe::Edge(crate::meta::EdgeIdx(1))],
-        zero_edges: Vec::new(),
-        unknown_edges: Vec::new(),
-        paths: None,
-        events: None,
-        wtrace: None,
+        mode_meta: Default::default(),
         source: Default::default(),
     };
     f.cfg_hash = f.cfg().unwrap().shape_hash();

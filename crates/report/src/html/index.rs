@@ -75,7 +75,7 @@ pub(crate) fn render(ctx: &Ctx) -> String {
 <label>Search files and functions: <input id=\"q\" type=\"search\" placeholder=\"name\" autocomplete=\"off\"></label></header>",
         esc(ctx.title)
     );
-    let prog = crate::render::program_line(&ctx.r.program);
+    let prog = crate::program_line(&ctx.r.program);
     if !prog.is_empty() {
         let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&prog));
     }

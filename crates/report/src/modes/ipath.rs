@@ -2,8 +2,9 @@
 //! numbers and block and edge counts derived from them. The numbering is rebuilt from the module's
 //! [`IpathMeta`] (each function's graph, call sites, entered-from-outside flag and cuts, the
 //! mode and the limit, `IpNumbering::new_limited`) and refused unless its total and fingerprint
-//! are the stored ones. Functions outside the set were profiled with edge counters and are
-//! solved as in `edge` mode (this module's [`Reconstruct`] for them).
+//! are the stored ones. The set is solved per module ([`Ipath`]'s module hook, from the table
+//! owner's path entries and the counter arrays of [`IpathMeta::array_counts`]); functions
+//! outside the set were profiled with edge counters and are solved as in `edge` mode.
 //!
 //! Deriving counts: every executed edge is counted by exactly one path. A context path that
 //! starts after a back or cut edge (`Entry_Q -> y`) repeats its calling context — the edges
@@ -12,10 +13,15 @@
 //! (`x -> GExit_Q`); `e0` at the `Start` edge. A piecewise path after a restart starts with
 //! `Entry_global -> GEntry_Q -> y` and has no context, so the same rule applies.
 
-use super::{ReportSolveError, Solved};
-use tally_format::{IpathMeta, Mode, ModuleMeta};
+mod named;
+
+use super::{ModuleSolved, ReportSolveError, Solved};
+use crate::{one_line, PathProfile, ReportError};
+use tally_format::profile::ProfileModule;
+use tally_format::{FunctionMeta, IpathMeta, Mode, ModuleMeta};
 use tally_graph::ipaths::{FnId, IpNumbering, SEdge};
 use tally_graph::paths::DagEdgeKind;
+use tally_graph::Cfg;
 use tally_graph::{EdgeId, IdVec};
 
 /// One interprocedural path, spelled out: `(function index in the module, block)` in order,
@@ -103,6 +109,80 @@ pub enum IpathStep {
     EarlyExit,
 }
 
+pub(crate) struct Ipath;
+
+impl super::Reconstruct for Ipath {
+    /// Solves the module's set as a whole: its numbering rebuilt and checked (a mismatch is a
+    /// metadata error of the module), its paths regenerated; counts that cannot be derived
+    /// mark every function of the set inconsistent.
+    fn module(&self, m: &ProfileModule) -> Result<ModuleSolved, ReportError> {
+        let meta = &m.meta;
+        let mut out = ModuleSolved::default();
+        let Some(ip) = meta.ipath() else {
+            return Ok(out);
+        };
+        let owner = ip.table_owner as usize;
+        let meta_err = |message: String| ReportError::Meta {
+            function: "(the interprocedural set)".into(),
+            source_file: one_line(&meta.source),
+            message,
+        };
+        let pm = meta
+            .functions
+            .get(owner)
+            .and_then(|f| f.paths())
+            .ok_or_else(|| meta_err("the path table's owner has no paths".into()))?;
+        let mut pp = super::path::path_profile(pm, &[], &[], &m.paths, owner);
+        // Paths counted in counter arrays; a path may have counts in both: they add up.
+        pp.counts
+            .extend(ip.array_counts(&meta.functions, &m.counters));
+        pp.counts.sort_unstable();
+        pp.counts.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = kept.1.saturating_add(later.1);
+            }
+            same
+        });
+        match solve_module(meta, ip, &pp.counts, pp.lost) {
+            Ok(solved) => {
+                for (fi, s) in solved.functions {
+                    out.functions.insert(fi, Ok(s));
+                }
+                out.ipaths.extend(
+                    solved
+                        .rows
+                        .iter()
+                        .map(|r| named::ipath_text(meta, ip.total, r)),
+                );
+            }
+            Err(
+                e @ (ReportSolveError::Numbering { .. }
+                | ReportSolveError::Fingerprint { .. }
+                | ReportSolveError::Meta(_)),
+            ) => return Err(meta_err(e.to_string())),
+            Err(e) => {
+                for f in &ip.functions {
+                    out.functions
+                        .insert(f.function as usize, Err(one_line(&e.to_string())));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A function outside the set: edge counters.
+    fn solve(
+        &self,
+        cfg: &Cfg,
+        f: &FunctionMeta,
+        counters: &[u64],
+        paths: Option<&PathProfile>,
+    ) -> Result<Solved, ReportSolveError> {
+        super::edge::Edges.solve(cfg, f, counters, paths)
+    }
+}
+
 /// The module's set, solved: per function of the set (module index) its counts, and the rows.
 pub(crate) struct IpSolved {
     pub functions: Vec<(usize, Solved)>,
@@ -110,7 +190,7 @@ pub(crate) struct IpSolved {
 }
 
 /// Solves the set of `meta` from the path counts (of the table owner's table).
-pub(crate) fn solve_module(
+fn solve_module(
     meta: &ModuleMeta,
     ip: &IpathMeta,
     counts: &[(u128, u64)],

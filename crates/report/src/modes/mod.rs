@@ -1,15 +1,23 @@
 //! Reconstruction, one file per mode: a [`Reconstruct`] turns one function's counters (and, in
-//! path mode, its path entries) into its edge and block counts. [`of`] is the one place that
-//! maps a [`Mode`] to its reconstruction (ARCHITECTURE.md, "Adding a mode").
+//! path mode, its path entries) into its edge and block counts; its module-level hook solves
+//! what a mode solves per module (the interprocedural set of the `ipath` modes, the events
+//! modes' total), and its other hooks take trace mode's counts measured elsewhere and give the
+//! events modes' per-function events. [`of`] is the one place that maps a [`Mode`] to its
+//! reconstruction (ARCHITECTURE.md, "Adding a mode"); `analyze` never names a mode.
 
 mod blocks;
 mod edge;
+mod events;
 pub(crate) mod ipath;
 mod none;
 pub(crate) mod path;
+mod trace;
 mod vertex;
 
-use crate::{PathProfile, PathRow};
+use std::collections::HashMap;
+
+use crate::{FunctionEvents, IpathPath, PathProfile, PathRow, ReportError};
+use tally_format::profile::ProfileModule;
 use tally_format::{FunctionMeta, Mode, Probe};
 use tally_graph::propagate::FlowError;
 use tally_graph::{Cfg, EdgeId, IdVec, NodeId};
@@ -62,8 +70,26 @@ pub(crate) enum ReportSolveError {
     Lost(u64),
 }
 
+/// What a mode solves once per module, before its functions ([`Reconstruct::module`]).
+#[derive(Default)]
+pub(crate) struct ModuleSolved {
+    /// Functions solved together (by index in the module): their counts, or why they are
+    /// unknown (the function is then reported inconsistent).
+    pub functions: HashMap<usize, Result<Solved, String>>,
+    /// The module's interprocedural paths, named and located.
+    pub ipaths: Vec<IpathPath>,
+    /// The event kind and the module's total (counter 0: the exiting thread's events).
+    pub events: Option<(String, u64)>,
+}
+
 /// The reader's side of a mode.
 pub(crate) trait Reconstruct: Sync {
+    /// What the mode solves per module, before its functions (nothing by default); an error
+    /// is a metadata error of the whole module.
+    fn module(&self, _m: &ProfileModule) -> Result<ModuleSolved, ReportError> {
+        Ok(ModuleSolved::default())
+    }
+
     /// The counts of function `f` (graph `cfg`) from its `counters` and, for hashed paths, its
     /// path entries.
     fn solve(
@@ -73,6 +99,17 @@ pub(crate) trait Reconstruct: Sync {
         counters: &[u64],
         paths: Option<&PathProfile>,
     ) -> Result<Solved, ReportSolveError>;
+
+    /// The counts of a function measured outside the profile (`Inputs::counted`: `(edges,
+    /// blocks)` in id order), if the mode takes such counts and they fit graph `cfg`.
+    fn counted(&self, _cfg: &Cfg, _counts: &(Vec<u64>, Vec<u64>)) -> Option<Solved> {
+        None
+    }
+
+    /// The events of function `f` from its `counters`, in the modes that count events.
+    fn events(&self, _f: &FunctionMeta, _counters: &[u64]) -> Option<FunctionEvents> {
+        None
+    }
 }
 
 /// The reconstruction of `mode`: the registration of every mode.
@@ -82,9 +119,10 @@ pub(crate) fn of(mode: Mode) -> &'static dyn Reconstruct {
         Mode::Vertex => &vertex::Vertex,
         Mode::BlocksNaive => &blocks::Blocks,
         Mode::Path => &path::Path,
-        // The set is solved per module (`ipath::solve_module`); the rest has edge counters.
-        Mode::Ipath | Mode::IpathPiecewise => &edge::Edges,
-        Mode::TraceNaive | Mode::Trace | Mode::Events | Mode::EventsNaive => &none::Uncounted,
+        Mode::Ipath | Mode::IpathPiecewise => &ipath::Ipath,
+        Mode::Events | Mode::EventsNaive => &events::Events,
+        Mode::Trace => &trace::Trace,
+        Mode::TraceNaive => &none::Uncounted,
     }
 }
 

@@ -1,7 +1,6 @@
-//! Modes whose counters are not execution counts: a `trace` or `trace-naive` build counts
-//! nothing (its counts are in the trace file: `tally_report::trace`,
-//! `tally_report::trace_naive`), an `events` or `events-naive` build counts events (rendered
-//! per function and call site by `render`). No edge or block count is known.
+//! A mode without counters of executions: a `trace-naive` build counts nothing (its counts are
+//! in the trace file, `tally_report::trace_naive`). No edge or block count is known (also the
+//! answer of the events modes and of trace mode without a trace: `events.rs`, `trace.rs`).
 
 use super::{ReportSolveError, Solved};
 use crate::PathProfile;

@@ -18,7 +18,7 @@ impl Reconstruct for Path {
         counters: &[u64],
         paths: Option<&PathProfile>,
     ) -> Result<Solved, ReportSolveError> {
-        let (Some(pm), Some(pp)) = (&f.paths, paths) else {
+        let (Some(pm), Some(pp)) = (f.paths(), paths) else {
             // Functions that could not have paths were profiled with edge counters.
             return super::edge::Edges.solve(cfg, f, counters, paths);
         };
@@ -83,4 +83,59 @@ pub(crate) fn path_rows(
         })
     }
     Ok(rows)
+}
+
+/// The path counts of function `fi` of a module: from its counter slice (array storage) or
+/// the module's path entries plus its counters, each a [`Probe::Path`](tally_format::Probe)
+/// (hash storage: the counter slices of narrow path ends).
+pub(crate) fn path_profile(
+    pm: &tally_format::PathMeta,
+    probes: &[tally_format::Probe],
+    counters: &[u64],
+    entries: &[tally_format::profile::PathEntry],
+    fi: usize,
+) -> PathProfile {
+    use tally_format::profile::PathEntryKind;
+    let mut counts = Vec::new();
+    let mut lost = 0u64;
+    match pm.storage {
+        tally_format::PathStorage::Array => {
+            for (p, &c) in counters.iter().enumerate() {
+                if c > 0 {
+                    counts.push((p as u128, c));
+                }
+            }
+        }
+        tally_format::PathStorage::Hash { .. } => {
+            for e in entries.iter().filter(|e| e.function as usize == fi) {
+                match e.kind {
+                    PathEntryKind::Count => counts.push((u128::from(e.path), e.count)),
+                    PathEntryKind::Lost => lost = lost.saturating_add(e.count),
+                }
+            }
+            for (probe, &c) in probes.iter().zip(counters) {
+                if let (tally_format::Probe::Path(p), true) = (probe, c > 0) {
+                    counts.push((u128::from(*p), c));
+                }
+            }
+            // A path may have entries from the home table, the overflow table and a counter
+            // slice: they add up.
+            counts.sort_unstable();
+            counts.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = kept.1.saturating_add(later.1);
+                }
+                same
+            });
+        }
+    }
+    PathProfile {
+        potential: pm.num_paths,
+        counts,
+        lost,
+        cuts: pm.cuts.iter().map(|e| e.0).collect(),
+        hashed: pm.storage != tally_format::PathStorage::Array,
+        rows: Vec::new(),
+    }
 }

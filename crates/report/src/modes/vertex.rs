@@ -18,9 +18,9 @@ impl super::Reconstruct for Vertex {
         _paths: Option<&PathProfile>,
     ) -> Result<Solved, ReportSolveError> {
         let measured = measured_edges(cfg, f, counters);
-        let dropped: Vec<EdgeId> = f.zero_edges.iter().map(|e| e.edge()).collect();
+        let dropped: Vec<EdgeId> = f.zero_edges().iter().map(|e| e.edge()).collect();
         let mut unknown = IdVec::filled(cfg.num_edges(), false);
-        for e in &f.unknown_edges {
+        for e in f.unknown_edges() {
             unknown[e.edge()] = true;
         }
         let got = tally_graph::vertex::propagate_vertex(cfg, &measured, &dropped, &unknown)?;

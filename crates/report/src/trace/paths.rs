@@ -207,7 +207,7 @@ pub fn trace_paths(bytes: &[u8], profile: &Profile) -> Result<TracePaths, String
     let mut numbering = HashMap::new();
     for (mi, m) in profile.modules.iter().enumerate() {
         for (fi, f) in m.meta.functions.iter().enumerate() {
-            if f.wtrace.as_ref().is_none_or(|w| w.untraced.is_some()) {
+            if f.wtrace().is_none_or(|w| w.untraced.is_some()) {
                 continue;
             }
             let cfg = f.cfg().map_err(|e| format!("{}: {e}", f.name))?;

@@ -100,9 +100,9 @@ pub(super) fn program<'a>(
     let mut untraced: HashMap<(u64, &str), ()> = HashMap::new();
     for (mi, m) in profile.modules.iter().enumerate() {
         for (i, f) in m.meta.functions.iter().enumerate() {
-            if f.wtrace.as_ref().is_some_and(|w| w.untraced.is_some()) {
+            if f.wtrace().is_some_and(|w| w.untraced.is_some()) {
                 untraced.insert((m.hash, f.name.as_str()), ());
-            } else if f.wtrace.is_some() {
+            } else if f.wtrace().is_some() {
                 let id = FuncId(p.meta.len() as u32);
                 p.ids.insert((m.hash, i as u32), id);
                 by_name.insert((m.hash, f.name.as_str()), id);
@@ -118,7 +118,7 @@ pub(super) fn program<'a>(
             .iter()
             .flat_map(|m| &m.meta.functions)
             .find_map(|f| {
-                let w = f.wtrace.as_ref()?.untraced.as_ref()?;
+                let w = f.wtrace()?.untraced.as_ref()?;
                 Some(format!(" ({}: {w})", f.name))
             });
         return Err(format!(
@@ -128,7 +128,7 @@ pub(super) fn program<'a>(
     }
     for m in &profile.modules {
         for f in &m.meta.functions {
-            let Some(w) = f.wtrace.as_ref().filter(|w| w.untraced.is_none()) else {
+            let Some(w) = f.wtrace().filter(|w| w.untraced.is_none()) else {
                 continue;
             };
             let bad = |what: &str| format!("corrupt trace metadata of {}: {what}", f.name);

@@ -52,8 +52,7 @@ impl Module {
             functions: vec![],
             source_fns: vec![],
             skipped: vec![],
-            event_kind: None,
-            ipath: None,
+            mode_meta: Default::default(),
             oracle_for: None,
         };
         Self::from_meta(var, meta, n, prio, abi)
