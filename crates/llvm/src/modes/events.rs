@@ -30,11 +30,11 @@
 mod fast;
 
 use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
+use crate::emit::sites::{base_weights, direct_site, Realize};
+use crate::emit::surgery::{split_edge, store_tags};
 use crate::emit::{cname, Emitter, Globals};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, Val};
-use crate::lower::{EdgeIr, Lowered};
-use crate::sites::{base_weights, direct_site, Realize};
-use crate::surgery::{split_edge, store_tags};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode};
@@ -87,7 +87,7 @@ impl FnPlan for EventsPlan {
     fn emit(&self, cx: &EmitCx) -> Emitted {
         let fast = apply_events(cx.g, cx.func, cx.l, self, cx.base);
         Emitted {
-            sese: crate::sese::SeseStats {
+            sese: crate::counters::sese::SeseStats {
                 loops: self.searched.loops,
                 candidates: self.searched.candidates,
                 replaced: fast.versioned,
@@ -161,7 +161,7 @@ fn adjusted(v: Val) -> bool {
     matches!(v.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke)
         && !v.calls_inline_asm()
         && !v.called_function().is_some_and(|f| {
-            f.intrinsic_id() != 0 || crate::ends::SETJMP_NAMES.contains(&f.name().as_str())
+            f.intrinsic_id() != 0 || crate::ir::ends::SETJMP_NAMES.contains(&f.name().as_str())
         })
 }
 

@@ -21,15 +21,16 @@
 //! block with several predecessors) is profiled with edge counters instead, and says so.
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
-use crate::emit::{cname, Emitter, Globals};
-use crate::frame::{
+use crate::counters::place::edge_plan;
+use crate::emit::frame::{
     frame_alloca, frame_at_sites, frame_exits, frame_plan, frame_push, records_at_sites,
 };
+use crate::emit::sites::{base_weights, direct_site, Realize};
+use crate::emit::surgery::split_edge;
+use crate::emit::{cname, Emitter, Globals};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, Val};
-use crate::lower::{EdgeIr, Lowered};
 use crate::options::PathCycles;
-use crate::sites::{base_weights, direct_site, Realize};
-use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMIntPredicate;
@@ -73,14 +74,14 @@ impl ModeImpl for Path {
                         Some(w) => records_at_sites(cx.l, w),
                         None => records_at_sites(
                             cx.l,
-                            &crate::estimate::estimated_weights(cx.func, cx.l),
+                            &crate::ir::estimate::estimated_weights(cx.func, cx.l),
                         ),
                     };
                 Box::new(pp)
             }
             // Functions that cannot have paths get edge counters, and say why.
             Err(reason) => Box::new(Fallback {
-                counting: Counting(super::edge::plan(cx)),
+                counting: Counting(edge_plan(cx.l, cx.weights, cx.opts)),
                 reason,
             }),
         })

@@ -6,11 +6,11 @@
 
 use super::naive::every_edge;
 use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
-use crate::apply::SiteAction;
+use crate::counters::apply::SiteAction;
+use crate::counters::plan::{Plan, TagTarget};
 use crate::emit::{cname, Emitter};
+use crate::ir::lower::Lowered;
 use crate::ir::Val;
-use crate::lower::Lowered;
-use crate::plan::{Plan, TagTarget};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use tally_format::Probe;
@@ -39,7 +39,7 @@ impl FnPlan for NaivePlan {
             act: std::ptr::null_mut(),
             entry_first: None,
         };
-        crate::apply::apply(cx.g, cx.func, cx.l, &self.0, cx.base, &mut log);
+        crate::counters::apply::apply(cx.g, cx.func, cx.l, &self.0, cx.base, &mut log);
         Emitted {
             split: self.0.split(),
             tagged: self.0.tagged(),

@@ -2,13 +2,13 @@
 
 use super::code::{runtime, Ip, Isolated, Record, Slots};
 use super::IpathPlan;
+use crate::emit::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::emit::sites::{direct_site, Realize};
+use crate::emit::surgery::split_edge;
 use crate::emit::{cname, Emitter};
-use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::ir::lower::EdgeIr;
 use crate::ir::{self, Val};
-use crate::lower::EdgeIr;
 use crate::modes::EmitCx;
-use crate::sites::{direct_site, Realize};
-use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode};
 use tally_graph::ipaths::{CallAction, EdgeAction, Lin};

@@ -1,10 +1,10 @@
 //! The set of functions and their numbering: the [`super::ModulePlan`] of a module.
 
 use super::{IpathPlan, ModulePlan, CONTEXT_CUT_PATHS, LIMIT, MAX_BANKS, SET_PER_BANK};
+use crate::emit::sites::direct_site;
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
-use crate::lower::{EdgeIr, Lowered};
 use crate::options::{IpathCuts, HOT_RESTARTS};
-use crate::sites::direct_site;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
@@ -76,7 +76,7 @@ fn num_uses(f: Val) -> usize {
 /// The estimated executions of each edge of `l`'s graph per call of the function, for the
 /// cut rule's heat ([`tally_graph::ipaths::Heat`]): measured counts (`--tally-weights`)
 /// divided by the function's calls when the profile has the function, else LLVM's static
-/// estimate ([`crate::estimate`]). Must run before the function is changed.
+/// estimate ([`crate::ir::estimate`]). Must run before the function is changed.
 fn call_weights(
     fv: Val,
     l: &Lowered,
@@ -100,7 +100,7 @@ fn call_weights(
                     .collect(),
             )
         }
-        None => crate::estimate::estimated_weights(fv, l),
+        None => crate::ir::estimate::estimated_weights(fv, l),
     }
 }
 

@@ -3,9 +3,9 @@
 //! tables of external callees and own addresses the runtime resolves `Extern` sites with.
 
 use crate::emit::cname;
-use crate::ends::SETJMP_NAMES;
+use crate::ir::ends::SETJMP_NAMES;
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
-use crate::lower::{EdgeIr, Lowered};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};

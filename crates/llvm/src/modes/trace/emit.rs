@@ -6,12 +6,12 @@ use super::callees::{extern_index, is_resume, own_address, writes_back};
 use super::plan::WPlan;
 use super::records::Rec;
 use super::runtime::{acc_ptr, field_of, Runtime, LOST};
-use crate::apply::SiteAction;
+use crate::counters::apply::SiteAction;
+use crate::counters::plan::TagTarget;
 use crate::emit::{cname, Emitter};
+use crate::ir::lower::Lowered;
 use crate::ir::{self, Bb, Val};
-use crate::lower::Lowered;
 use crate::modes::{EmitCx, Emitted, FnPlan};
-use crate::plan::TagTarget;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};
@@ -103,14 +103,14 @@ impl FnPlan for WPlan {
             depth: (cx.l.has_setjmp || cx.l.has_landing_pads).then(std::ptr::null_mut),
             floor: self.floor,
         };
-        crate::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
+        crate::counters::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
         if let Some(paths) = &self.paths {
             paths.emit(&em, cx.l, &rt);
         }
         // 2b. `Back` of an unknown invoke with a shared normal destination: on a block of its
         // own between the invoke and whatever the sites put on the edge.
         for &invoke in &self.back_split {
-            let nb = crate::surgery::split_edge(&em, invoke, 0);
+            let nb = crate::emit::surgery::split_edge(&em, invoke, 0);
             if let Some(at) = nb.insertion_start() {
                 em.at(at);
                 let call = self.calls.iter().flatten().find(|c| c.instr == invoke);

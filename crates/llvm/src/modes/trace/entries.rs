@@ -172,11 +172,6 @@ pub(crate) unsafe fn split_entries(g: &crate::emit::Globals) {
     }
 }
 
-extern "C" {
-    /// `shim/globals.cpp`: `to` is dso_local if `from` is.
-    fn tally_copy_dso_local(from: LLVMValueRef, to: LLVMValueRef);
-}
-
 /// Function attributes that put code at a function's entry (`-pg`, `-finstrument-functions`,
 /// `-fpatchable-function-entry`, `-mfentry`): a function with one keeps one entry, so that the
 /// hook runs once a call.
@@ -235,7 +230,7 @@ pub(super) unsafe fn public_entry(
         c::LLVMSetSection(w, section);
     }
     c::LLVMSetAlignment(w, c::LLVMGetAlignment(f));
-    tally_copy_dso_local(f, w);
+    crate::shim::copy_dso_local(Val(f), Val(w));
     // Metadata other than the debug information (which stays with the code).
     let mut n = 0usize;
     let md = c::LLVMGlobalCopyAllMetadata(f, &mut n);

@@ -8,7 +8,7 @@
 //!   one-word accumulator ([`put_fn`], [`append`]: `acc = acc >> bits | value << (64 - bits)`,
 //!   up to 63 bits above a sentinel 1; `__tally_wtrace_spill` when the word's low `bits` bits
 //!   are not all zero, i.e. it has no room) at the edge's site (the sites of
-//!   [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none); the check of
+//!   [`crate::counters::plan::Plan::for_edges`], predecessor tags where an edge has none); the check of
 //!   room shared by the appends up to the next call or loop head ([`Rec::hoist_checks`]); the
 //!   word in a register within the function ([`local_fns`]), stored to the thread's after
 //!   every append (written through), or with `--tally-trace-registers=on` only before calls
@@ -105,8 +105,8 @@ mod records;
 mod runtime;
 
 use super::{FnPlan, ModeImpl, PlanCx};
+use crate::ir::lower::Lowered;
 use crate::ir::Val;
-use crate::lower::Lowered;
 use callees::module_tables;
 use emit::Untraced;
 use entries::split_entries;

@@ -2,10 +2,10 @@
 //! counting them.
 
 use super::records::Rec;
+use crate::emit::sites::{direct_site, Realize};
 use crate::emit::{cname, Emitter};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
-use crate::lower::{EdgeIr, Lowered};
-use crate::sites::{direct_site, Realize};
 use llvm_sys::core as c;
 use tally_graph::paths::Action;
 use tally_graph::witness::{self, FunctionInput};
@@ -40,7 +40,7 @@ pub(super) fn paths_code(
     use tally_graph::paths::{chord_increments, dag_weights, CfgImage, PathPlacement};
     let numbered = witness::paths::paths_plan(input).map_err(|e| e.to_string())?;
     let dag = numbered.dag();
-    let w = crate::sites::base_weights(l, Some(weights));
+    let w = crate::emit::sites::base_weights(l, Some(weights));
     let dw = dag_weights(dag, &w).map_err(|e| e.to_string())?;
     let incs = chord_increments(&numbered, &dw).map_err(|e| e.to_string())?;
     let placement = PathPlacement::new(&numbered, &incs).map_err(|e| e.to_string())?;
@@ -181,7 +181,7 @@ impl PathsCode {
                             let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
                                 unreachable!("only terminator edges are split")
                             };
-                            crate::surgery::split_edge(em, term, index)
+                            crate::emit::surgery::split_edge(em, term, index)
                                 .terminator()
                                 .expect("split block has its branch")
                         }

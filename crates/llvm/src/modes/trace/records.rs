@@ -60,7 +60,7 @@ pub(super) struct Rec<'a> {
     /// save, load, call site and `ret`.
     pub(super) acc: std::cell::Cell<LLVMValueRef>,
     /// The most bits an append whose width is not a constant can write, by its width's value
-    /// (a tag target's, loaded from a constant table: [`Log::at_tag_target`](crate::apply::SiteAction::at_tag_target)), for
+    /// (a tag target's, loaded from a constant table: [`Log::at_tag_target`](crate::counters::apply::SiteAction::at_tag_target)), for
     /// [`Rec::hoist_checks`] (any other counts as the widest record).
     pub(super) widest: std::cell::RefCell<HashMap<LLVMValueRef, u64>>,
 }

@@ -2,10 +2,10 @@
 
 use super::live_out::{only_instruction_users, used_only_inside_or_by_exit_phis};
 use super::{Counting, FastLoop, Refusal, MAX_INSTRS, MIN_TURNS, MIN_TURNS_PER_CALL};
+use crate::counters::sese::{self, Candidate};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
 use crate::modes::events::EventsPlan;
-use crate::sese::{self, Candidate};
 use llvm_sys::core as c;
 use llvm_sys::LLVMOpcode;
 use std::collections::HashMap;

@@ -2,12 +2,12 @@
 
 use super::live_out::merge_live_out;
 use super::{debug, Counting, FastLoop, FastStats};
+use crate::counters::sese::{self, Candidate};
+use crate::emit::surgery::split_edge;
 use crate::emit::{cname, Emitter};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
 use crate::modes::events::EventsPlan;
-use crate::sese::{self, Candidate};
-use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode};

@@ -1,8 +1,8 @@
 //! Values of a loop used after it (module doc of `super`, "Values used after the loop").
 
 use crate::emit::{cname, Emitter};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
 use llvm_sys::core as c;
 use llvm_sys::LLVMOpcode;
 use tally_graph::EdgeId;

@@ -1,5 +1,5 @@
 //! Events mode: call-free loops without decrements (SESE counters, Frenot & Pereira 2024, and
-//! trip counts, `crate::sese`; Ball 1994's events plan, §3-4).
+//! trip counts, `crate::counters::sese`; Ball 1994's events plan, §3-4).
 //!
 //! A **fast loop** is an innermost loop without calls (so without query points, early exits or
 //! re-entries) with one entry. It is **versioned** before the plan's code is placed: on its
@@ -71,10 +71,10 @@ use classify::{classify, describe};
 pub(super) use emit::emit;
 
 use super::EventsPlan;
+use crate::counters::sese::{self, Candidate};
+use crate::ir::lower::Lowered;
 use crate::ir::{Bb, Val};
-use crate::lower::Lowered;
 use crate::options::Sese;
-use crate::sese::{self, Candidate};
 use llvm_sys::core as c;
 use std::collections::HashMap;
 use tally_graph::dom::Dominators;
@@ -187,7 +187,7 @@ pub(super) fn plan(
     let freq = match weights {
         Some(w) => w,
         None => {
-            estimate = crate::estimate::estimated_weights(func, l);
+            estimate = crate::ir::estimate::estimated_weights(func, l);
             &estimate
         }
     };

@@ -2,6 +2,10 @@
 //! refers to ([`Globals`]) and an IR builder with tally's conventions ([`Emitter`]: explicit
 //! debug locations, counter addresses, plain or atomic increments, runtime calls).
 
+pub(crate) mod frame;
+pub(crate) mod sites;
+pub(crate) mod surgery;
+
 use crate::ir::{self, Bb, Val};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;

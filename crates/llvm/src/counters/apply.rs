@@ -1,16 +1,16 @@
 //! Counter application: a counter [`Plan`] becomes code in one function — an increment at each
 //! counter's site (end or start of a block, a block splitting the edge, the re-entry after a
 //! setjmp), predecessor tags where no site exists, and the frame record of functions that may
-//! end early (Ball & Larus 1994 §3.2, Fig. 7, [`crate::frame`]). What happens at a site is a
+//! end early (Ball & Larus 1994 §3.2, Fig. 7, [`crate::emit::frame`]). What happens at a site is a
 //! [`SiteAction`]: counting (edge, vertex and the naive modes) or logging the edge (trace mode).
 
+use crate::counters::plan::{Plan, TagTarget};
+use crate::emit::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::emit::sites::Realize;
+use crate::emit::surgery::{split_edge, store_tags};
 use crate::emit::{cname, Emitter, Globals};
-use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, Val};
-use crate::lower::{EdgeIr, Lowered};
-use crate::plan::{Plan, TagTarget};
-use crate::sites::Realize;
-use crate::surgery::{split_edge, store_tags};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMIntPredicate;

@@ -45,9 +45,9 @@
 //! counts as of the loop's entry. Functions built at `-O0` (`optnone`) are not promoted
 //! either: mem2reg leaves them alone.
 
+use crate::emit::surgery::split_edge;
 use crate::emit::{Emitter, Globals};
 use crate::ir::{self, Bb, Val};
-use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMOpcode;

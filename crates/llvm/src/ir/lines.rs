@@ -7,8 +7,8 @@
 //! The report turns these into line, branch and function counts (tally-report's `source`
 //! module). Nothing here changes the IR.
 
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, SrcPos, Val};
-use crate::lower::{EdgeIr, Lowered};
 use llvm_sys::core as c;
 use llvm_sys::debuginfo as di;
 use llvm_sys::debuginfo::LLVMMetadataKind;

@@ -8,7 +8,7 @@
 //! code that pushes it, pops it, and tells the runtime where unwinding or a `longjmp` landed.
 
 use crate::emit::{cname, Emitter};
-use crate::lower::Lowered;
+use crate::ir::lower::Lowered;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMTailCallKind;

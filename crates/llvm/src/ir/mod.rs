@@ -5,6 +5,12 @@
 //! them lives and the value is not erased; every function in this crate works inside one
 //! `instrument` call, during which the module is alive and only this crate edits it.
 
+pub(crate) mod ends;
+pub(crate) mod estimate;
+pub(crate) mod lines;
+pub(crate) mod lower;
+pub(crate) mod prepare;
+
 use llvm_sys::core as c;
 use llvm_sys::debuginfo as di;
 use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMContextRef, LLVMMetadataRef, LLVMValueRef};

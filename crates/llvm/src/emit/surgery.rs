@@ -5,8 +5,8 @@
 //! `indirectbr` and `callbr` edges).
 
 use crate::emit::{cname, Emitter};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use std::ffi::CString;

@@ -7,6 +7,8 @@
 //! `struct tally_path_table` and `struct tally_frame` are built from its field lists, and
 //! their initializers are filled field by field, by name.
 
+pub(crate) mod redirect;
+
 use crate::emit::Globals;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
@@ -38,7 +40,7 @@ const fn same(a: &str, b: &str) -> bool {
 
 // What code outside this file assumes of the ABI without naming it (checked here so that a
 // change of abi.rs fails the build until they follow): `lib.rs` passes
-// `u32::from(events_mode)` as the descriptor's flags; `apply.rs` addresses the frame record's
+// `u32::from(events_mode)` as the descriptor's flags; `counters/apply.rs` addresses the frame record's
 // fields as elements 0 (`prev`) and 1 (`site`); `paths.rs` builds `struct tally_path_site` as
 // `{ptr table, i64 path}` and tags its address by adding 1.
 const _: () = {
@@ -477,7 +479,7 @@ pub(crate) fn path_add_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
 /// object, possibly `dlopen`ed, where local-exec cannot link and initial-exec needs static TLS
 /// that a `dlopen`ed object may not get: it uses general-dynamic.
 pub(crate) fn runtime_tls_model(m: LLVMModuleRef) -> LLVMThreadLocalMode {
-    if crate::ends::module_is_executable(m) {
+    if crate::ir::ends::module_is_executable(m) {
         LLVMThreadLocalMode::LLVMLocalExecTLSModel
     } else {
         LLVMThreadLocalMode::LLVMGeneralDynamicTLSModel

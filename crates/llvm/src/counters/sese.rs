@@ -58,18 +58,17 @@
 //! would keep it live beside `last` (register copies in the loop). Phis are held by position
 //! ([`ValRef`]) because splitting an edge rebuilds the phis of its target.
 
-use crate::emit::{cname, Emitter};
+use crate::emit::sites::{direct_site, Realize};
+use crate::emit::surgery::split_edge;
+use crate::emit::{cname, Emitter, Globals};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
-use crate::modes::EmitCx;
 use crate::options::Sese;
-use crate::sites::{direct_site, Realize};
-use crate::surgery::split_edge;
+use crate::shim::Scev;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
 use std::collections::HashMap;
-use std::ffi::c_void;
 use tally_graph::dom::Dominators;
 use tally_graph::sese::{
     mask, trip_count_setup, AffineExit, CostModel, CounterKind, ExactDiv, Increment, LoopShape,
@@ -231,58 +230,6 @@ fn gep_step(v: Val) -> Option<(Val, Link)> {
     }
 }
 
-extern "C" {
-    fn tally_scev_new(f: LLVMValueRef) -> *mut c_void;
-    fn tally_scev_trips(h: *mut c_void, header: LLVMBasicBlockRef) -> i32;
-    fn tally_scev_expand(h: *mut c_void, header: LLVMBasicBlockRef) -> LLVMValueRef;
-    fn tally_scev_affine(
-        h: *mut c_void,
-        phi: LLVMValueRef,
-        step: *mut i64,
-        nsw: *mut i32,
-        nuw: *mut i32,
-        bounded: *mut i32,
-    ) -> i32;
-    fn tally_scev_free(h: *mut c_void);
-}
-
-/// ScalarEvolution on one function (`shim/scev.cpp`), freed on drop.
-struct Scev(*mut c_void);
-
-impl Scev {
-    fn new(func: Val) -> Option<Scev> {
-        let h = unsafe { tally_scev_new(func.0) };
-        (!h.is_null()).then_some(Scev(h))
-    }
-    /// Operations computing the trip count of the loop headed by `header`, if known on entry.
-    fn trips(&self, header: Bb) -> Option<u32> {
-        u32::try_from(unsafe { tally_scev_trips(self.0, header.0) }).ok()
-    }
-    /// `(step, no_wrap)` if header phi `phi` is an affine add-recurrence of its loop with a
-    /// constant step; `no_wrap`: `k * |step| < 2^N` for `k` back edges (an `nsw` recurrence,
-    /// an `nuw` one with a positive step, or one whose values lie in a range small enough
-    /// that it cannot wrap, `shim/scev.cpp`).
-    fn affine(&self, phi: Val) -> Option<(i64, bool)> {
-        let (mut step, mut nsw, mut nuw, mut bounded) = (0i64, 0i32, 0i32, 0i32);
-        let ok = unsafe {
-            tally_scev_affine(self.0, phi.0, &mut step, &mut nsw, &mut nuw, &mut bounded)
-        };
-        let no_wrap = nsw != 0 || (nuw != 0 && step > 0) || bounded != 0;
-        (ok != 0).then_some((step, no_wrap))
-    }
-    /// The trip count (i64) computed before the preheader's terminator.
-    fn expand(&self, header: Bb) -> Option<Val> {
-        let v = unsafe { tally_scev_expand(self.0, header.0) };
-        (!v.is_null()).then_some(Val(v))
-    }
-}
-
-impl Drop for Scev {
-    fn drop(&mut self) {
-        unsafe { tally_scev_free(self.0) }
-    }
-}
-
 /// The SESE counters of one function (at most one per loop, each allowed in its loop and
 /// passing the profitability test, [`tally_graph::sese::CostModel::allows`] and
 /// [`tally_graph::sese::Profit`]), and the statistics of the search. `weights` are the
@@ -310,7 +257,7 @@ pub(crate) fn candidates(
     let freq = match weights {
         Some(w) => w,
         None => {
-            estimate = crate::estimate::estimated_weights(func, l);
+            estimate = crate::ir::estimate::estimated_weights(func, l);
             &estimate
         }
     };
@@ -444,7 +391,7 @@ pub(crate) fn candidates(
 }
 
 /// Whether `promote` will keep the loop's counters in registers: it is innermost and calls
-/// nothing but intrinsics (`crate::promote`'s conditions, less its counter limit and entry
+/// nothing but intrinsics (`crate::counters::promote`'s conditions, less its counter limit and entry
 /// checks: an estimate for the cost model, not a promise).
 fn promoted(lp: &SeseLoop, loops: &Loops, loop_bbs: &[Bb]) -> bool {
     let innermost = lp
@@ -670,25 +617,24 @@ fn candidate(
 
 /// Emits the counters `used` (candidate, function-relative counter index) of one function.
 /// Runs before the counter plan is applied.
-pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
+pub(crate) fn emit(g: &Globals, func: Val, l: &Lowered, base: u64, used: &[(&Candidate, usize)]) {
     if used.is_empty() {
         return;
     }
-    log_measured_edges(cx, used);
-    let l = cx.l;
-    let b = unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) };
+    log_measured_edges(func, used);
+    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
     let em = Emitter {
-        g: cx.g,
+        g,
         b,
-        fn_scope: crate::ir::subprogram(cx.func),
-        func: cx.func,
+        fn_scope: crate::ir::subprogram(func),
+        func,
     };
     // 0. The trip counts, in the preheaders, while the function is still the one
     //    ScalarEvolution was asked about when planning (the same answers, module doc).
     let scev = used
         .iter()
         .any(|(c, _)| c.var.is_none())
-        .then(|| Scev::new(cx.func).expect("a function with loops has a body"));
+        .then(|| Scev::new(func).expect("a function with loops has a body"));
     let trips: Vec<Option<ValRef>> = used
         .iter()
         .map(|(cand, _)| {
@@ -725,7 +671,7 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
     }
     // 2. Per counter: init, then the count at each exit.
     for (((cand, idx), at), trips) in used.iter().zip(points).zip(trips) {
-        let counter = em.counter_ptr(cx.base + *idx as u64);
+        let counter = em.counter_ptr(base + *idx as u64);
         let Some(var) = &cand.var else {
             // A trip count: the same value at every exit.
             let k = trips.expect("trip counts are expanded").get();
@@ -754,18 +700,18 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
 /// `bench/run`): appends one line `<source file>\t<function>\t<edge id>` per SESE counter
 /// used, so that the dynamic increments they removed (their edges' counts in a report) can be
 /// told apart from the counters' sum. One `write` per function on a file opened for appending.
-fn log_measured_edges(cx: &EmitCx, used: &[(&Candidate, usize)]) {
+fn log_measured_edges(func: Val, used: &[(&Candidate, usize)]) {
     use std::io::Write;
     let Some(path) = std::env::var_os("TALLY_SESE_EDGES") else {
         return;
     };
     let module = unsafe {
-        let m = c::LLVMGetGlobalParent(cx.func.0);
+        let m = c::LLVMGetGlobalParent(func.0);
         let mut len = 0;
         let p = c::LLVMGetSourceFileName(m, &mut len);
         String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len)).into_owned()
     };
-    let name = cx.func.name();
+    let name = func.name();
     let text: String = used
         .iter()
         .map(|(cand, _)| format!("{module}\t{name}\t{}\n", cand.counter.measured.index()))
