@@ -10,7 +10,7 @@ use crate::emit::sites::Realize;
 use crate::emit::surgery::{split_edge, store_tags};
 use crate::emit::{cname, Emitter, Globals};
 use crate::ir::lower::{EdgeIr, Lowered};
-use crate::ir::{self, Val};
+use crate::ir::Val;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMIntPredicate;
@@ -92,13 +92,8 @@ pub(crate) fn apply(
     base: u64,
     action: &mut dyn SiteAction,
 ) {
-    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
-    let em = Emitter {
-        g,
-        b,
-        fn_scope: ir::subprogram(func),
-        func,
-    };
+    let em = Emitter::new(g, func);
+    let b = em.b;
     let entry_first = func
         .first_block()
         .and_then(|bb| bb.first())
@@ -208,5 +203,4 @@ pub(crate) fn apply(
     for t in &plan.tag_targets {
         store_tags(&em, l, t.node, slot_of(t.node));
     }
-    unsafe { c::LLVMDisposeBuilder(b) };
 }

@@ -105,13 +105,8 @@ pub(crate) fn promote_loop_counters(
             .iter()
             .all(|m| *m == y || !loops.is_loop_entry(*m))
     };
-    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
-    let em = Emitter {
-        g,
-        b,
-        fn_scope: ir::subprogram(func),
-        func,
-    };
+    let em = Emitter::new(g, func);
+    let b = em.b;
     let entry_first = blocks[0].first().expect("a block has its terminator");
     let (mut promoted, mut promoted_loops) = (0, 0);
     // Innermost natural loops are disjoint in reducible graphs; `taken` keeps overlapping
@@ -259,7 +254,6 @@ pub(crate) fn promote_loop_counters(
         promoted += slots.len();
         promoted_loops += 1;
     }
-    unsafe { c::LLVMDisposeBuilder(b) };
     (promoted, promoted_loops)
 }
 

@@ -622,13 +622,7 @@ pub(crate) fn emit(g: &Globals, func: Val, l: &Lowered, base: u64, used: &[(&Can
         return;
     }
     log_measured_edges(func, used);
-    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
-    let em = Emitter {
-        g,
-        b,
-        fn_scope: crate::ir::subprogram(func),
-        func,
-    };
+    let em = Emitter::new(g, func);
     // 0. The trip counts, in the preheaders, while the function is still the one
     //    ScalarEvolution was asked about when planning (the same answers, module doc).
     let scev = used
@@ -693,7 +687,6 @@ pub(crate) fn emit(g: &Globals, func: Val, l: &Lowered, base: u64, used: &[(&Can
             em.add_to(counter, k);
         }
     }
-    unsafe { c::LLVMDisposeBuilder(b) };
 }
 
 /// With `TALLY_SESE_EDGES=<file>` in the environment (a benchmark diagnostic, see

@@ -2,6 +2,7 @@
 //! refers to ([`Globals`]) and an IR builder with tally's conventions ([`Emitter`]: explicit
 //! debug locations, counter addresses, plain or atomic increments, runtime calls).
 
+pub(crate) mod build;
 pub(crate) mod frame;
 pub(crate) mod sites;
 pub(crate) mod surgery;
@@ -184,22 +185,27 @@ impl Emitter<'_> {
 
 /// An internal, always-inlined, nounwind function `name` of type `ty` and its entry block
 /// (`None` if the module has it already).
-pub(crate) unsafe fn inline_helper(
+pub(crate) fn inline_helper(
     g: &Globals,
     name: &str,
     ty: LLVMTypeRef,
 ) -> (LLVMValueRef, Option<LLVMBasicBlockRef>) {
     let n = CString::new(name).expect("no NUL in a helper name");
-    let f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
-    if !f.is_null() {
-        return (f, None);
+    // SAFETY: `g.module` and `g.ctx` are the live module and its context (`crate::ir`'s
+    // module doc), `ty` a function type of that context; the function is looked up before it
+    // is added, so one name gives one helper.
+    unsafe {
+        let f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
+        if !f.is_null() {
+            return (f, None);
+        }
+        let f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
+        c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+        for a in ["alwaysinline", "nounwind"] {
+            let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(a), 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+        }
+        let entry = c::LLVMAppendBasicBlockInContext(g.ctx, f, c"entry".as_ptr());
+        (f, Some(entry))
     }
-    let f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
-    c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
-    for a in ["alwaysinline", "nounwind"] {
-        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(a), 0);
-        c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
-    }
-    let entry = c::LLVMAppendBasicBlockInContext(g.ctx, f, c"entry".as_ptr());
-    (f, Some(entry))
 }

@@ -42,6 +42,50 @@ impl Val {
     pub fn prev(self) -> Option<Val> {
         Val::opt(unsafe { c::LLVMGetPreviousInstruction(self.0) })
     }
+    /// The user of each use of the value, in use-list order (a user that uses it twice is
+    /// listed twice).
+    pub fn users(self) -> Vec<Val> {
+        let mut out = Vec::new();
+        // SAFETY: `self` is a live value (module doc); each use handle is read before the
+        // next is asked for, and nothing changes the use list meanwhile.
+        unsafe {
+            let mut u = c::LLVMGetFirstUse(self.0);
+            while !u.is_null() {
+                out.push(Val(c::LLVMGetUser(u)));
+                u = c::LLVMGetNextUse(u);
+            }
+        }
+        out
+    }
+    /// The incoming `(value, block)` pairs of a phi.
+    pub fn incoming(self) -> Vec<(Val, Bb)> {
+        // SAFETY: `self` is a live phi (module doc); the indices are below its count.
+        unsafe {
+            (0..c::LLVMCountIncoming(self.0))
+                .map(|i| {
+                    (
+                        Val(c::LLVMGetIncomingValue(self.0, i)),
+                        Bb(c::LLVMGetIncomingBlock(self.0, i)),
+                    )
+                })
+                .collect()
+        }
+    }
+    /// The value is an instruction (not a constant, argument or global).
+    pub fn is_instruction(self) -> bool {
+        // SAFETY: `self` is a live value (module doc); the cast only reads its kind.
+        !unsafe { c::LLVMIsAInstruction(self.0) }.is_null()
+    }
+    /// The value is an `icmp`.
+    pub fn is_icmp(self) -> bool {
+        // SAFETY: as in `is_instruction`.
+        !unsafe { c::LLVMIsAICmpInst(self.0) }.is_null()
+    }
+    /// The block this value stands for (a block used as a value, [`Bb::as_value`]).
+    pub fn as_block(self) -> Bb {
+        // SAFETY: `self` is a live block value (module doc).
+        Bb(unsafe { c::LLVMValueAsBasicBlock(self.0) })
+    }
     pub fn parent(self) -> Bb {
         Bb(unsafe { c::LLVMGetInstructionParent(self.0) })
     }
@@ -145,6 +189,16 @@ impl Val {
 }
 
 impl Bb {
+    /// The block as a value (an operand of branches and phis).
+    pub fn as_value(self) -> Val {
+        // SAFETY: `self` is a live block (module doc).
+        Val(unsafe { c::LLVMBasicBlockAsValue(self.0) })
+    }
+    /// The function the block belongs to.
+    pub fn function(self) -> Val {
+        // SAFETY: `self` is a live block (module doc).
+        Val(unsafe { c::LLVMGetBasicBlockParent(self.0) })
+    }
     pub fn first(self) -> Option<Val> {
         Val::opt(unsafe { c::LLVMGetFirstInstruction(self.0) })
     }

@@ -9,7 +9,7 @@
 
 pub(crate) mod redirect;
 
-use crate::emit::Globals;
+use crate::emit::{cname, Globals};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
@@ -483,6 +483,23 @@ pub(crate) fn runtime_tls_model(m: LLVMModuleRef) -> LLVMThreadLocalMode {
         LLVMThreadLocalMode::LLVMLocalExecTLSModel
     } else {
         LLVMThreadLocalMode::LLVMGeneralDynamicTLSModel
+    }
+}
+
+/// The runtime's thread-local `name` of type `ty`, declared (external, with
+/// [`runtime_tls_model`]) unless the module has it already.
+pub(crate) fn runtime_tls(g: &Globals, name: &str, ty: LLVMTypeRef) -> LLVMValueRef {
+    let n = cname(name);
+    // SAFETY: `g.module` is the live module being instrumented (`crate::ir`'s module doc); a
+    // global of that name is looked up before one is added, so the name stays unique.
+    unsafe {
+        let mut v = c::LLVMGetNamedGlobal(g.module, n.as_ptr());
+        if v.is_null() {
+            v = c::LLVMAddGlobal(g.module, ty, n.as_ptr());
+            c::LLVMSetLinkage(v, LLVMLinkage::LLVMExternalLinkage);
+            c::LLVMSetThreadLocalMode(v, runtime_tls_model(g.module));
+        }
+        v
     }
 }
 

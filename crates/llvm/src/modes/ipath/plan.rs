@@ -5,7 +5,6 @@ use crate::emit::sites::direct_site;
 use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
 use crate::options::{IpathCuts, HOT_RESTARTS};
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
 use std::collections::HashMap;
@@ -62,15 +61,7 @@ fn is_local(f: Val) -> bool {
 }
 
 fn num_uses(f: Val) -> usize {
-    let mut n = 0;
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    let mut u = unsafe { c::LLVMGetFirstUse(f.0) };
-    while !u.is_null() {
-        n += 1;
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        u = unsafe { c::LLVMGetNextUse(u) };
-    }
-    n
+    f.users().len()
 }
 
 /// The estimated executions of each edge of `l`'s graph per call of the function, for the

@@ -26,12 +26,7 @@ impl FnPlan for WPlan {
 
     fn emit(&self, cx: &EmitCx) -> Emitted {
         let rt = Runtime::declare(cx.g);
-        let em = Emitter {
-            g: cx.g,
-            b: unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) },
-            fn_scope: ir::subprogram(cx.func),
-            func: cx.func,
-        };
+        let em = Emitter::new(cx.g, cx.func);
         // 0. The function's own copy of the accumulator's word (an alloca in the entry block,
         // a register after mem2reg), unless control can land in it from elsewhere (`setjmp`,
         // landing pads, any `invoke` or `callbr`) or it is built at -O0 (`optnone`: no
@@ -205,7 +200,6 @@ impl FnPlan for WPlan {
         rt.hoist_checks(&em);
         // 8. One accumulator pointer where the entry's dominates.
         rt.share_acc(&em);
-        unsafe { c::LLVMDisposeBuilder(em.b) };
         if self.floor {
             // (Said in the metadata, so that the reader refuses the trace in one line.)
             return Emitted {
@@ -311,12 +305,7 @@ impl FnPlan for Untraced {
 
     fn emit(&self, cx: &EmitCx) -> Emitted {
         let rt = Runtime::declare(cx.g);
-        let em = Emitter {
-            g: cx.g,
-            b: unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) },
-            fn_scope: ir::subprogram(cx.func),
-            func: cx.func,
-        };
+        let em = Emitter::new(cx.g, cx.func);
         if let Some(first) = cx.l.nodes.first().map(|n| n.start) {
             em.at(first);
             Rec {
@@ -329,7 +318,6 @@ impl FnPlan for Untraced {
             }
             .put_const(&em, LOST, first);
         }
-        unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
             wtrace: Some(untraced_meta(self.0.clone())),
             needs_mem2reg: true,

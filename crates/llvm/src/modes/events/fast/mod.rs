@@ -73,9 +73,8 @@ pub(super) use emit::emit;
 use super::EventsPlan;
 use crate::counters::sese::{self, Candidate};
 use crate::ir::lower::Lowered;
-use crate::ir::{Bb, Val};
+use crate::ir::Bb;
 use crate::options::Sese;
-use llvm_sys::core as c;
 use std::collections::HashMap;
 use tally_graph::dom::Dominators;
 use tally_graph::{Dfs, EdgeId, IdVec, Loops, NodeId};
@@ -181,8 +180,7 @@ pub(super) fn plan(
     if st.loops == 0 {
         return (Vec::new(), searched);
     }
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
+    let func = l.nodes[0].start.parent().function();
     let estimate;
     let freq = match weights {
         Some(w) => w,
