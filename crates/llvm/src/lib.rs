@@ -29,6 +29,7 @@
 //! | [`modes`] | one file or folder per mode, on the layers above |
 //! | [`module`] | module assembly: the counter array, metadata, descriptor and constructor (`module/mod.rs`), redirected libc calls (`redirect`) |
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 // The layers, each using only those above it: reading IR, the emission toolkit, counters,
 // the modes; module assembly and the C++ shim's declarations beside them.

@@ -131,11 +131,11 @@ pub struct Options {
     )]
     pub promote_max: u32,
     /// Edge and vertex modes: SESE counters (Frenot & Pereira 2024,
-    /// [`sese`](mod@crate::counters::sese)): in counted loops the loop's induction variable or trip count gives one edge's count at the
-    /// loop's exits instead of a counter incremented every iteration, where a profitability test
-    /// says it pays. In events mode, counted call-free loops are versioned instead (a copy without
-    /// decrements, `modes/events/fast/`). On by default (docs/log/sese.md; `--tally-sese=off`
-    /// turns it off).
+    /// [`sese`](mod@crate::counters::sese)): in counted loops the loop's induction variable or trip
+    /// count gives one edge's count at the loop's exits instead of a counter incremented every
+    /// iteration, where a profitability test says it pays. In events mode, counted call-free loops
+    /// are versioned instead (a copy without decrements, `modes/events/fast/`). On by default
+    /// (docs/log/sese.md; `--tally-sese=off` turns it off).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-sese", value_name = "on|off", num_args = 0..=1,

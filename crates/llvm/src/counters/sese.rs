@@ -390,8 +390,8 @@ pub(crate) fn candidates(
     (out, stats)
 }
 
-/// Whether `promote` will keep the loop's counters in registers: it is innermost and calls
-/// nothing but intrinsics (`crate::counters::promote`'s conditions, less its counter limit and entry
+/// Whether `promote` will keep the loop's counters in registers: it is innermost and calls nothing
+/// but intrinsics (`crate::counters::promote`'s conditions, less its counter limit and entry
 /// checks: an estimate for the cost model, not a promise).
 fn promoted(lp: &SeseLoop, loops: &Loops, loop_bbs: &[Bb]) -> bool {
     let innermost = lp

@@ -86,23 +86,11 @@ impl<'a> Emitter<'a> {
         // SAFETY: module doc.
         unsafe { c::LLVMBuildAnd(self.b, a, b, e.as_ptr()) }
     }
-    /// `a | b`.
-    pub(crate) fn or(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
-        let e = cname("");
-        // SAFETY: module doc.
-        unsafe { c::LLVMBuildOr(self.b, a, b, e.as_ptr()) }
-    }
     /// `a << b`.
     pub(crate) fn shl(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
         let e = cname("");
         // SAFETY: module doc.
         unsafe { c::LLVMBuildShl(self.b, a, b, e.as_ptr()) }
-    }
-    /// `a >> b` (logical).
-    pub(crate) fn lshr(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
-        let e = cname("");
-        // SAFETY: module doc.
-        unsafe { c::LLVMBuildLShr(self.b, a, b, e.as_ptr()) }
     }
     /// `~v`.
     pub(crate) fn not(&self, v: LLVMValueRef) -> LLVMValueRef {
@@ -231,11 +219,6 @@ impl<'a> Emitter<'a> {
     pub(crate) fn ret_void(&self) -> Val {
         // SAFETY: module doc.
         Val(unsafe { c::LLVMBuildRetVoid(self.b) })
-    }
-    /// `ret v`.
-    pub(crate) fn ret(&self, v: LLVMValueRef) -> Val {
-        // SAFETY: module doc.
-        Val(unsafe { c::LLVMBuildRet(self.b, v) })
     }
     /// Inserts `inst`, an instruction in no block (removed by [`remove_from_parent`] or
     /// cloned), at the builder's position.

@@ -137,8 +137,8 @@ pub(crate) fn of(mode: Mode) -> &'static dyn ModeImpl {
     }
 }
 
-/// A counter plan ([`crate::counters::plan::Plan`]) applied by counting: edge, vertex, the naive modes
-/// and path mode's fallback share it.
+/// A counter plan ([`crate::counters::plan::Plan`]) applied by counting: edge, vertex, the naive
+/// modes and path mode's fallback share it.
 pub(crate) struct Counting(pub crate::counters::plan::Plan);
 
 impl FnPlan for Counting {

@@ -4,10 +4,11 @@
 //! propagation); the dropped cycles' edge counts are unknown and listed in the metadata.
 //!
 //! With `--tally-sese=on` (the default), the SESE counters of Frenot & Pereira 2024
-//! ([`crate::counters::sese`]) make some chords free as in `edge` mode (`place_vertex_counters_sese`: Fig. 11
-//! over the tree of `place_edge_counters_sese`, free chords never dropped); their value is added at
-//! the loops' exits, and the candidates are those of edge mode (no loop the frame may end inside),
-//! so the counts are exact whenever the frame ends. Early exits keep the frame record.
+//! ([`crate::counters::sese`]) make some chords free as in `edge` mode
+//! (`place_vertex_counters_sese`: Fig. 11 over the tree of `place_edge_counters_sese`, free chords
+//! never dropped); their value is added at the loops' exits, and the candidates are those of edge
+//! mode (no loop the frame may end inside), so the counts are exact whenever the frame ends. Early
+//! exits keep the frame record.
 
 use super::{Counting, FnPlan, ModeImpl, PlanCx, SesePlan};
 use crate::counters::place::{sese_candidates, used_candidates};

@@ -139,20 +139,24 @@ pub(super) const EXTERNS: &str = "__tally_wtrace_externs";
 /// for a weak or linkonce definition, which the linker may replace by another module's copy
 /// (its entries are always announced: `self` null).
 pub(super) unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
-    use LLVMLinkage::*;
-    match f.linkage() {
-        LLVMExternalLinkage if interposable(f) => {
-            let name = cname(&format!("{}.tally.self", f.name()));
-            let m = c::LLVMGetGlobalParent(f.0);
-            let mut a = c::LLVMGetNamedGlobalAlias(m, name.as_ptr(), name.as_bytes().len());
-            if a.is_null() {
-                a = c::LLVMAddAlias2(m, c::LLVMGlobalGetValueType(f.0), 0, f.0, name.as_ptr());
-                c::LLVMSetLinkage(a, LLVMPrivateLinkage);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        use LLVMLinkage::*;
+        match f.linkage() {
+            LLVMExternalLinkage if interposable(f) => {
+                let name = cname(&format!("{}.tally.self", f.name()));
+                let m = c::LLVMGetGlobalParent(f.0);
+                let mut a = c::LLVMGetNamedGlobalAlias(m, name.as_ptr(), name.as_bytes().len());
+                if a.is_null() {
+                    a = c::LLVMAddAlias2(m, c::LLVMGlobalGetValueType(f.0), 0, f.0, name.as_ptr());
+                    c::LLVMSetLinkage(a, LLVMPrivateLinkage);
+                }
+                Some(a)
             }
-            Some(a)
+            LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
+            _ => None,
         }
-        LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
-        _ => None,
     }
 }
 
@@ -186,58 +190,63 @@ pub(super) fn may_be_announced(f: Val) -> bool {
 /// descriptor `struct tally_wtrace_module` that `enter` gets (`MODULE_DESC`; the runtime
 /// assigns its slot and copies the tables, `c/wtrace.c`).
 pub(super) unsafe fn module_tables(funcs: &[(Val, &Lowered)]) {
-    let Some(&(first, _)) = funcs.first() else {
-        return;
-    };
-    let m = c::LLVMGetGlobalParent(first.0);
-    let ctx = c::LLVMGetModuleContext(m);
-    let (i32t, ptrt) = (
-        c::LLVMInt32TypeInContext(ctx),
-        c::LLVMPointerTypeInContext(ctx, 0),
-    );
-    let mut externs: Vec<LLVMValueRef> = Vec::new();
-    for (_, l) in funcs {
-        for call in calls_of(l).iter().flatten() {
-            if let (WCallee::Extern { .. }, Some(f)) = (&call.callee, call.instr.called_function())
-            {
-                if !externs.contains(&f.0) {
-                    externs.push(f.0);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let Some(&(first, _)) = funcs.first() else {
+            return;
+        };
+        let m = c::LLVMGetGlobalParent(first.0);
+        let ctx = c::LLVMGetModuleContext(m);
+        let (i32t, ptrt) = (
+            c::LLVMInt32TypeInContext(ctx),
+            c::LLVMPointerTypeInContext(ctx, 0),
+        );
+        let mut externs: Vec<LLVMValueRef> = Vec::new();
+        for (_, l) in funcs {
+            for call in calls_of(l).iter().flatten() {
+                if let (WCallee::Extern { .. }, Some(f)) =
+                    (&call.callee, call.instr.called_function())
+                {
+                    if !externs.contains(&f.0) {
+                        externs.push(f.0);
+                    }
                 }
             }
         }
+        let mut own: Vec<LLVMValueRef> = funcs
+            .iter()
+            .map(|(f, _)| match f.linkage() {
+                LLVMLinkage::LLVMExternalLinkage => own_address(*f),
+                _ => None,
+            })
+            .map(|a| a.unwrap_or_else(|| c::LLVMConstNull(ptrt)))
+            .collect();
+        let table = |name: &str, vals: &mut Vec<LLVMValueRef>| {
+            let arr = c::LLVMConstArray2(ptrt, vals.as_mut_ptr(), vals.len() as u64);
+            let n = cname(name);
+            let g = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), n.as_ptr());
+            c::LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
+            c::LLVMSetInitializer(g, arr);
+            c::LLVMSetGlobalConstant(g, 1);
+            g
+        };
+        let externs_g = table(EXTERNS, &mut externs);
+        let funcs_g = table("__tally_wtrace_funcs", &mut own);
+        let mut fields = [
+            c::LLVMConstInt(i32t, 0, 0),
+            c::LLVMConstInt(i32t, funcs.len() as u64, 0),
+            c::LLVMConstInt(i32t, externs.len() as u64, 0),
+            c::LLVMConstInt(i32t, 0, 0),
+            funcs_g,
+            externs_g,
+        ];
+        let init = c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
+        let n = cname(MODULE_DESC);
+        let d = c::LLVMAddGlobal(m, c::LLVMTypeOf(init), n.as_ptr());
+        c::LLVMSetLinkage(d, LLVMLinkage::LLVMInternalLinkage);
+        c::LLVMSetInitializer(d, init);
     }
-    let mut own: Vec<LLVMValueRef> = funcs
-        .iter()
-        .map(|(f, _)| match f.linkage() {
-            LLVMLinkage::LLVMExternalLinkage => own_address(*f),
-            _ => None,
-        })
-        .map(|a| a.unwrap_or_else(|| c::LLVMConstNull(ptrt)))
-        .collect();
-    let table = |name: &str, vals: &mut Vec<LLVMValueRef>| {
-        let arr = c::LLVMConstArray2(ptrt, vals.as_mut_ptr(), vals.len() as u64);
-        let n = cname(name);
-        let g = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), n.as_ptr());
-        c::LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
-        c::LLVMSetInitializer(g, arr);
-        c::LLVMSetGlobalConstant(g, 1);
-        g
-    };
-    let externs_g = table(EXTERNS, &mut externs);
-    let funcs_g = table("__tally_wtrace_funcs", &mut own);
-    let mut fields = [
-        c::LLVMConstInt(i32t, 0, 0),
-        c::LLVMConstInt(i32t, funcs.len() as u64, 0),
-        c::LLVMConstInt(i32t, externs.len() as u64, 0),
-        c::LLVMConstInt(i32t, 0, 0),
-        funcs_g,
-        externs_g,
-    ];
-    let init = c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
-    let n = cname(MODULE_DESC);
-    let d = c::LLVMAddGlobal(m, c::LLVMTypeOf(init), n.as_ptr());
-    c::LLVMSetLinkage(d, LLVMLinkage::LLVMInternalLinkage);
-    c::LLVMSetInitializer(d, init);
 }
 
 /// Index of `callee` in the module's table of external callees ([`module_tables`]).

@@ -59,8 +59,9 @@ pub(super) struct Rec<'a> {
     /// helpers take ([`Rec::acc_here`]) instead of loading the TLS pointer at each record,
     /// save, load, call site and `ret`.
     pub(super) acc: std::cell::Cell<LLVMValueRef>,
-    /// The most bits an append whose width is not a constant can write, by its width's value
-    /// (a tag target's, loaded from a constant table: [`Log::at_tag_target`](crate::counters::apply::SiteAction::at_tag_target)), for
+    /// The most bits an append whose width is not a constant can write, by its width's value (a tag
+    /// target's, loaded from a constant table:
+    /// [`Log::at_tag_target`](crate::counters::apply::SiteAction::at_tag_target)), for
     /// [`Rec::hoist_checks`] (any other counts as the widest record).
     pub(super) widest: std::cell::RefCell<HashMap<LLVMValueRef, u64>>,
 }
