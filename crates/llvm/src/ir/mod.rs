@@ -76,6 +76,11 @@ impl Val {
         // SAFETY: `self` is a live value (module doc); the cast only reads its kind.
         !unsafe { c::LLVMIsAInstruction(self.0) }.is_null()
     }
+    /// The value is a `ConstantInt`.
+    pub fn is_constant_int(self) -> bool {
+        // SAFETY: as in `is_instruction`.
+        !unsafe { c::LLVMIsAConstantInt(self.0) }.is_null()
+    }
     /// The value is an `icmp`.
     pub fn is_icmp(self) -> bool {
         // SAFETY: as in `is_instruction`.

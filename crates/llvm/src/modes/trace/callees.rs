@@ -120,6 +120,8 @@ pub(super) fn classify(v: Val) -> WCallee {
 /// independent code that is not an executable's (a "PIC Level" flag, no "PIE Level") and `f`
 /// has default visibility.
 pub(super) fn interposable(f: Val) -> bool {
+    // SAFETY: `f` is a live function and its parent the live module (`crate::ir`'s module
+    // doc); the flag names are passed with their lengths.
     unsafe {
         let m = c::LLVMGetGlobalParent(f.0);
         let flag =
@@ -138,7 +140,7 @@ pub(super) const EXTERNS: &str = "__tally_wtrace_externs";
 /// own address (through a private alias where another image may interpose its name), `None`
 /// for a weak or linkonce definition, which the linker may replace by another module's copy
 /// (its entries are always announced: `self` null).
-pub(super) unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
+pub(super) fn own_address(f: Val) -> Option<LLVMValueRef> {
     // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
     // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
     unsafe {
@@ -171,17 +173,11 @@ pub(super) unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
 /// choice: either entry is exact. Must run before any function is instrumented (direct call
 /// sites then use callees' addresses as operands).
 pub(super) fn may_be_announced(f: Val) -> bool {
-    let mut u = unsafe { c::LLVMGetFirstUse(f.0) };
-    while !u.is_null() {
+    f.users().into_iter().any(|user| {
         // (A call's callee is its last operand; `f` anywhere else is its address.)
-        let user = Val(unsafe { c::LLVMGetUser(u) });
         let n = user.num_operands();
-        if !user.is_call_like() || n == 0 || (0..n - 1).any(|i| user.operand(i) == f) {
-            return true;
-        }
-        u = unsafe { c::LLVMGetNextUse(u) };
-    }
-    false
+        !user.is_call_like() || n == 0 || (0..n - 1).any(|i| user.operand(i) == f)
+    })
 }
 
 /// Builds the module's trace tables before any function is emitted: its external callees
@@ -189,7 +185,7 @@ pub(super) fn may_be_announced(f: Val) -> bool {
 /// addresses for those other modules may call by name (index = metadata index), and the
 /// descriptor `struct tally_wtrace_module` that `enter` gets (`MODULE_DESC`; the runtime
 /// assigns its slot and copies the tables, `c/wtrace.c`).
-pub(super) unsafe fn module_tables(funcs: &[(Val, &Lowered)]) {
+pub(super) fn module_tables(funcs: &[(Val, &Lowered)]) {
     // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
     // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
     unsafe {
@@ -251,6 +247,8 @@ pub(super) unsafe fn module_tables(funcs: &[(Val, &Lowered)]) {
 
 /// Index of `callee` in the module's table of external callees ([`module_tables`]).
 pub(super) fn extern_index(m: LLVMModuleRef, callee: Val) -> Option<u32> {
+    // SAFETY: `m` is the live module (`crate::ir`'s module doc); `EXTERNS` is the constant
+    // array `module_tables` made, whose elements are read below its length.
     unsafe {
         let n = cname(EXTERNS);
         let g = c::LLVMGetNamedGlobal(m, n.as_ptr());

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 /// Functions with a variable argument list, at -O0, in a comdat, whose blocks' addresses are
 /// taken, that another image may interpose (their calls must stay calls of their name), that
 /// return twice or have entry hooks ([`ENTRY_HOOKS`]) keep one entry.
-pub(crate) unsafe fn split_entries(g: &crate::emit::Globals) {
+pub(crate) fn split_entries(g: &crate::emit::Globals) {
     // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
     // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
     unsafe {

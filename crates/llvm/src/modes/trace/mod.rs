@@ -126,14 +126,11 @@ impl ModeImpl for Trace {
         funcs: &[(Val, &Lowered)],
         _opts: &crate::options::Options,
     ) -> Option<super::ModulePlan> {
-        // SAFETY: `funcs` are live functions of the module being instrumented, whose
-        // functions are not yet emitted.
-        unsafe { module_tables(funcs) };
+        module_tables(funcs);
         None
     }
 
     fn after_emit(&self, g: &crate::emit::Globals) {
-        // SAFETY: `g` holds the live module, every function of which is emitted.
-        unsafe { split_entries(g) };
+        split_entries(g);
     }
 }

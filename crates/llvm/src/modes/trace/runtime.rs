@@ -192,7 +192,7 @@ pub(super) unsafe fn tls_fns(
 }
 
 /// The thread's accumulator pointer (`__tally_wtrace_acc`), loaded at `b`'s position.
-pub(super) unsafe fn acc_ptr(g: &crate::emit::Globals, b: LLVMBuilderRef) -> LLVMValueRef {
+pub(super) fn acc_ptr(g: &crate::emit::Globals, b: LLVMBuilderRef) -> LLVMValueRef {
     // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
     // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
     unsafe {
@@ -210,7 +210,7 @@ pub(super) unsafe fn acc_ptr(g: &crate::emit::Globals, b: LLVMBuilderRef) -> LLV
 }
 
 /// The address of field `field` of the `struct tally_wtrace_acc` at `p`.
-pub(super) unsafe fn field_of(
+pub(super) fn field_of(
     g: &crate::emit::Globals,
     b: LLVMBuilderRef,
     p: LLVMValueRef,
