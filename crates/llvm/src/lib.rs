@@ -426,9 +426,13 @@ fn lower_and_plan(
     let kinds = ends::AttrKinds::lookup();
     let safe = ends::analyze(m, &kinds);
     let mut work = Vec::new();
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let mut f = unsafe { c::LLVMGetFirstFunction(m) };
     while !f.is_null() {
         let fv = Val(f);
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         f = unsafe { c::LLVMGetNextFunction(f) };
         let name = fv.name();
         if fv.is_declaration()

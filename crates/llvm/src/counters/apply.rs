@@ -47,6 +47,8 @@ impl SiteAction for Increment {
     }
     fn at_reentry(&self, em: &Emitter, _probe: Probe, idx: u64, sj: Val) {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc).
         unsafe {
             let ret = sj.0;
             let zero = c::LLVMConstInt(c::LLVMTypeOf(ret), 0, 0);
@@ -64,6 +66,9 @@ impl SiteAction for Increment {
         first: u64,
     ) {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); arrays passed live through the call with their
+        // lengths.
         unsafe {
             let v = c::LLVMBuildLoad2(em.b, em.g.i32t, tag, empty.as_ptr());
             let v = c::LLVMBuildZExt(em.b, v, em.g.i64t, empty.as_ptr());
@@ -107,6 +112,8 @@ pub(crate) fn apply(
         .iter()
         .map(|t| {
             let n = cname("tally.tag");
+            // SAFETY: the builder is positioned in a live function and the operands are values of
+            // the module (`crate::ir`'s module doc).
             (t.node, unsafe { c::LLVMBuildAlloca(b, g.i32t, n.as_ptr()) })
         })
         .collect();
@@ -144,6 +151,8 @@ pub(crate) fn apply(
         for (i, node) in l.nodes.iter().enumerate() {
             if let (Some(site), false) = (node.first_site, i == at.index()) {
                 em.at(site);
+                // SAFETY: the builder is positioned in a live function and the operands are values
+                // of the module (`crate::ir`'s module doc).
                 unsafe { c::LLVMBuildStore(b, site_ptr(NodeId::new(i)), em.field(rec, 1)) };
             }
         }

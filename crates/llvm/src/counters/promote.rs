@@ -204,9 +204,13 @@ pub(crate) fn promote_loop_counters(
         for (ptr, slot) in slots.iter_mut() {
             em.at(entry_first);
             let name = CString::new("tally.promoted").expect("no NUL");
+            // SAFETY: the builder is positioned in a live function and the operands are values of
+            // the module (`crate::ir`'s module doc).
             *slot = unsafe { c::LLVMBuildAlloca(b, g.i64t, name.as_ptr()) };
             for p in &enter_from {
                 em.at(blocks[p.index()].terminator().expect("checked above"));
+                // SAFETY: the builder is positioned in a live function and the operands are values
+                // of the module (`crate::ir`'s module doc).
                 unsafe {
                     let v = c::LLVMBuildLoad2(b, g.i64t, *ptr, empty.as_ptr());
                     c::LLVMBuildStore(b, v, *slot);
@@ -214,6 +218,8 @@ pub(crate) fn promote_loop_counters(
             }
         }
         for (inst, op, key) in uses {
+            // SAFETY: the edited values belong to the live module, which only this crate changes
+            // during `instrument` (`crate::ir`'s module doc).
             unsafe { c::LLVMSetOperand(inst.0, op, slots[key].1) };
         }
         // Stores on the exits.
@@ -244,6 +250,8 @@ pub(crate) fn promote_loop_counters(
                 };
                 for (ptr, slot) in slots.iter() {
                     em.at(at);
+                    // SAFETY: the builder is positioned in a live function and the operands are
+                    // values of the module (`crate::ir`'s module doc).
                     unsafe {
                         let v = c::LLVMBuildLoad2(b, g.i64t, *slot, empty.as_ptr());
                         c::LLVMBuildStore(b, v, *ptr);
@@ -348,6 +356,8 @@ fn block_accesses(g: &Globals, bb: Bb) -> Option<Vec<(Val, u32, LLVMValueRef)>> 
             }
             LLVMOpcode::LLVMLoad => {
                 let p = i.operand(0).0;
+                // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+                // calls only read them.
                 if is_counter(g, p) && unsafe { c::LLVMTypeOf(i.0) } == g.i64t {
                     out.push((i, 0, p));
                 }
@@ -355,6 +365,8 @@ fn block_accesses(g: &Globals, bb: Bb) -> Option<Vec<(Val, u32, LLVMValueRef)>> 
             LLVMOpcode::LLVMStore => {
                 let p = i.operand(1).0;
                 let v = i.operand(0).0;
+                // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+                // calls only read them.
                 if is_counter(g, p) && unsafe { c::LLVMTypeOf(v) } == g.i64t {
                     out.push((i, 1, p));
                 }
@@ -370,6 +382,8 @@ fn is_counter(g: &Globals, p: LLVMValueRef) -> bool {
     if p == g.counters {
         return true;
     }
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     unsafe {
         !c::LLVMIsAConstantExpr(p).is_null()
             && c::LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr

@@ -107,6 +107,8 @@ enum ValRef {
 
 impl ValRef {
     fn of(v: Val) -> ValRef {
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() || v.opcode() != LLVMOpcode::LLVMPHI {
             return ValRef::Plain(v);
         }
@@ -174,10 +176,14 @@ pub(crate) struct Link {
 
 /// `v = u + C` or `v = u - C` with a constant `C`: `(u, C as added, nsw, nuw)`.
 pub(crate) fn affine_step(v: Val) -> Option<(Val, Link)> {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() {
         return None;
     }
     let op = v.opcode();
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let konst = |x: Val| !unsafe { c::LLVMIsAConstantInt(x.0) }.is_null();
     let sext = |x: Val| unsafe { c::LLVMConstIntGetSExtValue(x.0) };
     if op == LLVMOpcode::LLVMGetElementPtr {
@@ -191,6 +197,8 @@ pub(crate) fn affine_step(v: Val) -> Option<(Val, Link)> {
         }
         _ => return None,
     };
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let (nsw, nuw) = unsafe { (c::LLVMGetNSW(v.0) != 0, c::LLVMGetNUW(v.0) != 0) };
     // `sub nuw x, C` subtracts without wrapping: not an unsigned-growing increment.
     let nuw = nuw && op == LLVMOpcode::LLVMAdd;
@@ -208,6 +216,8 @@ pub(crate) fn affine_step(v: Val) -> Option<(Val, Link)> {
 /// `v = getelementptr inbounds i8, ptr u, iN C`: `(u, C)`, taken as `nsw` (an `inbounds` chain
 /// stays within one allocated object, so its values differ by less than 2^63).
 fn gep_step(v: Val) -> Option<(Val, Link)> {
+    // SAFETY: constants and types are made in the live module's context from its values
+    // (`crate::ir`'s module doc).
     unsafe {
         let ctx = c::LLVMGetTypeContext(c::LLVMTypeOf(v.0));
         if v.num_operands() != 2
@@ -252,6 +262,8 @@ pub(crate) fn candidates(
     if loops.entries().is_empty() {
         return (Vec::new(), stats);
     }
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
     let estimate;
     let freq = match weights {
@@ -421,9 +433,13 @@ fn loop_pressure(header: Bb, loop_bbs: &[Bb], lp: &SeseLoop, cfg: &tally_graph::
         for i in bb.instructions() {
             for k in 0..i.num_operands() {
                 let v = i.operand(k);
+                // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+                // calls only read them.
                 let inst = !unsafe { c::LLVMIsAInstruction(v.0) }.is_null();
                 let arg = !unsafe { c::LLVMIsAArgument(v.0) }.is_null();
                 if (arg || (inst && !loop_bbs.contains(&v.parent())))
+                    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc);
+                    // the calls only read them.
                     && unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(v.0)) }
                         != LLVMTypeKind::LLVMLabelTypeKind
                 {
@@ -443,6 +459,8 @@ fn loop_pressure(header: Bb, loop_bbs: &[Bb], lp: &SeseLoop, cfg: &tally_graph::
 
 /// The width in bits a variable is counted in (pointers as i64).
 fn width_of(v: Val) -> u32 {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let ty = unsafe { c::LLVMTypeOf(v.0) };
     match unsafe { c::LLVMGetTypeKind(ty) } {
         LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
@@ -452,14 +470,20 @@ fn width_of(v: Val) -> u32 {
 
 /// The phi's entry values are one constant (then `init + step` at an exit folds away).
 fn init_is_constant(phi: Val, loop_bbs: &[Bb]) -> bool {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let n = unsafe { c::LLVMCountIncoming(phi.0) };
     let outside: Vec<LLVMValueRef> = (0..n)
         .filter(|&i| !loop_bbs.contains(&Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) })))
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         .map(|i| unsafe { c::LLVMGetIncomingValue(phi.0, i) })
         .collect();
     outside.windows(2).all(|w| w[0] == w[1])
         && outside
             .first()
+            // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+            // calls only read them.
             .is_some_and(|&v| !unsafe { c::LLVMIsAConstant(v) }.is_null())
 }
 
@@ -469,6 +493,8 @@ fn init_is_constant(phi: Val, loop_bbs: &[Bb]) -> bool {
 /// which LSR often replaces by a pointer induction variable — reading it at an exit then keeps
 /// an extra increment in every iteration (Lua's `traversestrongtable`, bench/NOTES.md).
 fn survives(c: &Affine, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let used_outside = |v: Val| unsafe {
         let mut u = c::LLVMGetFirstUse(v.0);
         while !u.is_null() {
@@ -483,6 +509,8 @@ fn survives(c: &Affine, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
     let phi = c.phi.get();
     if used_outside(phi) || used_outside(c.last) {
         2
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     } else if unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
         == LLVMTypeKind::LLVMPointerTypeKind
     {
@@ -518,10 +546,14 @@ fn candidate(
     doms: &Dominators,
     l: &Lowered,
 ) -> Option<(Affine, SeseCounter)> {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let ty = unsafe { c::LLVMTypeOf(phi.0) };
     let width = match unsafe { c::LLVMGetTypeKind(ty) } {
         LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
         // Pointers of address space 0 are compared as i64 (`ptrtoint`).
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         LLVMTypeKind::LLVMPointerTypeKind if unsafe { c::LLVMGetPointerAddressSpace(ty) } == 0 => {
             64
         }
@@ -534,9 +566,13 @@ fn candidate(
         return None;
     };
     // The value on the back edge (the only incoming entry from inside the loop).
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let n = unsafe { c::LLVMCountIncoming(phi.0) };
     let mut last: Option<Val> = None;
     for i in 0..n {
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         let b = Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) });
         let v = Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) });
         if in_loop(b) {
@@ -544,6 +580,8 @@ fn candidate(
                 return None;
             }
             last = Some(v);
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         } else if unsafe { c::LLVMIsUndef(v.0) != 0 || !c::LLVMIsAPoisonValue(v.0).is_null() } {
             return None; // no value on entry to subtract
         }
@@ -698,6 +736,8 @@ fn log_measured_edges(func: Val, used: &[(&Candidate, usize)]) {
     let Some(path) = std::env::var_os("TALLY_SESE_EDGES") else {
         return;
     };
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them; LLVM returned the pointer with its length.
     let module = unsafe {
         let m = c::LLVMGetGlobalParent(func.0);
         let mut len = 0;
@@ -722,6 +762,8 @@ fn log_measured_edges(func: Val, used: &[(&Candidate, usize)]) {
 /// agree, else a new header phi that takes the entries' values and keeps its own on the back
 /// edges.
 fn init_value(em: &Emitter, cand: &Candidate, phi: Val) -> Val {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let n = unsafe { c::LLVMCountIncoming(phi.0) };
     let incoming: Vec<(LLVMValueRef, LLVMBasicBlockRef)> = (0..n)
         .map(|i| unsafe {
@@ -740,6 +782,10 @@ fn init_value(em: &Emitter, cand: &Candidate, phi: Val) -> Val {
         return Val(outside[0]);
     }
     let name = cname("tally.sese.init");
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); arrays passed live through
+    // the call with their lengths.
     unsafe {
         em.at(phi);
         let new = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(phi.0), name.as_ptr());
@@ -796,11 +842,15 @@ pub(crate) fn back_edges_in_copy(
     };
     let phi = var.phi.get();
     let init = {
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         let n = unsafe { c::LLVMCountIncoming(phi.0) };
         (0..n)
             .find(|&i| {
                 !cand
                     .loop_bbs
+                    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc);
+                    // the calls only read them.
                     .contains(&Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) }))
             })
             .map(|i| Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) }))
@@ -819,15 +869,21 @@ fn back_edges(em: &Emitter, var: &Affine, init: Val, now: Val, use_last: bool) -
     let empty = cname("");
     let phi = var.phi.get();
     let pointer =
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) } == LLVMTypeKind::LLVMPointerTypeKind;
     let ty = if pointer {
         em.g.i64t
     } else {
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         unsafe { c::LLVMTypeOf(phi.0) }
     };
     let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
     let div = ExactDiv::new(var.step.unsigned_abs(), width)
         .expect("candidates have 0 < |step| < 2^(width-1)");
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc).
     unsafe {
         let (mut now, mut start) = (now.0, init.0);
         if pointer {

@@ -72,31 +72,45 @@ pub(crate) fn cname(s: &str) -> CString {
 
 impl Emitter<'_> {
     pub(crate) fn at(&self, before: Val) {
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); the edited values belong to the live module, which
+        // only this crate changes during `instrument` (`crate::ir`'s module doc).
         unsafe {
             c::LLVMPositionBuilderBefore(self.b, before.0);
             c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         }
     }
     pub(crate) fn at_end(&self, bb: Bb) {
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); the edited values belong to the live module, which
+        // only this crate changes during `instrument` (`crate::ir`'s module doc).
         unsafe {
             c::LLVMPositionBuilderAtEnd(self.b, bb.0);
             c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         }
     }
     pub(crate) fn i64c(&self, v: u64) -> LLVMValueRef {
+        // SAFETY: constants and types are made in the live module's context from its values
+        // (`crate::ir`'s module doc).
         unsafe { c::LLVMConstInt(self.g.i64t, v, 0) }
     }
     pub(crate) fn i32c(&self, v: u64) -> LLVMValueRef {
+        // SAFETY: constants and types are made in the live module's context from its values
+        // (`crate::ir`'s module doc).
         unsafe { c::LLVMConstInt(self.g.i32t, v, 0) }
     }
     /// Pointer to counter `idx` (module-relative) as a constant expression.
     pub(crate) fn counter_ptr(&self, idx: u64) -> LLVMValueRef {
         let mut i = [self.i64c(idx)];
+        // SAFETY: constants and types are made in the live module's context from its values
+        // (`crate::ir`'s module doc); arrays passed live through the call with their lengths.
         unsafe { c::LLVMConstInBoundsGEP2(self.g.i64t, self.g.counters, i.as_mut_ptr(), 1) }
     }
     /// `*ptr += delta` at the builder position.
     pub(crate) fn add_to(&self, ptr: LLVMValueRef, delta: LLVMValueRef) {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc).
         unsafe {
             if self.g.atomic {
                 c::LLVMBuildAtomicRMW(
@@ -164,6 +178,9 @@ impl Emitter<'_> {
         near: Val,
     ) -> LLVMValueRef {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); arrays passed live through the call with their
+        // lengths.
         let call = unsafe {
             c::LLVMBuildCall2(
                 self.b,
@@ -179,6 +196,8 @@ impl Emitter<'_> {
     }
     pub(crate) fn field(&self, rec: LLVMValueRef, i: u32) -> LLVMValueRef {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc).
         unsafe { c::LLVMBuildStructGEP2(self.b, self.g.frame_ty, rec, i, empty.as_ptr()) }
     }
 }

@@ -109,6 +109,9 @@ pub(crate) fn declare_void_fn(
     args: &mut [LLVMTypeRef],
 ) -> (LLVMValueRef, LLVMTypeRef) {
     let n = cs(name);
+    // SAFETY: the edited values belong to the live module, which only this crate changes during
+    // `instrument` (`crate::ir`'s module doc); the attribute is made in the module's context and
+    // added to a live call or function; arrays passed live through the call with their lengths.
     unsafe {
         let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), args.len() as u32, 0);
         let mut f = c::LLVMGetNamedFunction(m, n.as_ptr());
@@ -152,6 +155,9 @@ pub(crate) fn make_globals(
     num_path_tables: u64,
     atomic: bool,
 ) -> Globals {
+    // SAFETY: the edited values belong to the live module, which only this crate changes during
+    // `instrument` (`crate::ir`'s module doc); the attribute is made in the module's context and
+    // added to a live call or function; arrays passed live through the call with their lengths.
     unsafe {
         let i64t = c::LLVMInt64TypeInContext(ctx);
         let i32t = c::LLVMInt32TypeInContext(ctx);
@@ -343,6 +349,10 @@ pub(crate) fn path_slice_fn(
     g: &Globals,
     probe: (LLVMValueRef, LLVMTypeRef),
 ) -> (LLVMValueRef, LLVMTypeRef) {
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); arrays passed live through
+    // the call with their lengths; the builder is disposed once, after its last use.
     unsafe {
         let ctx = g.ctx;
         let i64t = g.i64t;
@@ -395,6 +405,10 @@ pub(crate) fn path_slice_fn(
 /// use; always inlined, so that a constant path number makes the hit a compare and an add at
 /// constant addresses.
 pub(crate) fn path_add_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); arrays passed live through
+    // the call with their lengths; the builder is disposed once, after its last use.
     unsafe {
         let ctx = g.ctx;
         let i64t = g.i64t;
@@ -524,6 +538,10 @@ pub(crate) fn emit_registration(
     num_path_tables: u64,
     flags: u32,
 ) {
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); arrays passed live through
+    // the call with their lengths; the builder is disposed once, after its last use.
     unsafe {
         let ctx = g.ctx;
         let m = g.module;
@@ -699,6 +717,9 @@ unsafe fn append_to_global_array(g: &Globals, array: &str, f: LLVMValueRef, prio
 /// Pointers to path table `index` and to its home table, setting the table's `function` field
 /// to `function` (the function's index in the module metadata) and its `home` field.
 pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> (LLVMValueRef, LLVMValueRef) {
+    // SAFETY: the edited values belong to the live module, which only this crate changes during
+    // `instrument` (`crate::ir`'s module doc); arrays passed live through the call with their
+    // lengths.
     unsafe {
         let arr = c::LLVMGlobalGetValueType(g.path_tables);
         let n = c::LLVMGetArrayLength2(arr);

@@ -21,6 +21,8 @@ pub(crate) fn redirect_libc_calls(m: LLVMModuleRef) -> usize {
     let mut n = 0;
     for r in tally_format::abi::REDIRECTS {
         let real_name = cs(r.real);
+        // SAFETY: the edited values belong to the live module, which only this crate changes during
+        // `instrument` (`crate::ir`'s module doc); an erased instruction is not used again.
         unsafe {
             let real = c::LLVMGetNamedFunction(m, real_name.as_ptr());
             if real.is_null()

@@ -52,12 +52,17 @@ impl Runtime {
         let f = |name: &str, args: &mut [LLVMTypeRef]| {
             crate::module::declare_void_fn(m, g.voidt, name, args)
         };
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         let slot = unsafe {
             let n = cname(MODULE_DESC);
             let s = c::LLVMGetNamedGlobal(m, n.as_ptr());
             assert!(!s.is_null(), "trace mode: module tables not built");
             s
         };
+        // SAFETY: the edited values belong to the live module, which only this crate changes during
+        // `instrument` (`crate::ir`'s module doc); arrays passed live through the call with their
+        // lengths.
         let enter = unsafe {
             let n = cname("__tally_wtrace_enter");
             let mut args = [g.ptrt, g.ptrt, g.i32t, g.ptrt];
@@ -73,6 +78,8 @@ impl Runtime {
             direct: f("__tally_wtrace_direct", &mut [g.ptrt, g.i32t]),
             call: f("__tally_wtrace_call", &mut [g.i32t]),
         };
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         let put = unsafe { put_fn(g) };
         let inline = unsafe { inline_fns(g, &slow, put) };
         let (put_fast_tls, room_tls) = unsafe { tls_fns(g) };
@@ -84,6 +91,8 @@ impl Runtime {
             ret: inline.ret,
             back: inline.back,
             put,
+            // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+            // calls only read them.
             local: unsafe { local_fns(g) },
             put_fast_tls,
             room_tls,
