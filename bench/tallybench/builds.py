@@ -88,7 +88,7 @@ def build(ctx, p, var, profiles):
     os.makedirs(out)
     cc = compiler_cmd(ctx, var)
     stats, logs, objs, warnings = {}, [], [], []
-    # SESE builds log the edges their counters measure (crates/llvm/src/sese.rs), so that the
+    # SESE builds log the edges their counters measure (crates/llvm/src/counters/sese.rs), so that the
     # increments they removed can be read off the profile's report.
     sese_edges = os.path.join(out, "sese-edges.tsv")
     # (edge mode has them by default: every edge build but --tally-sese=off)

@@ -13,7 +13,7 @@
 //!   [`LAYOUTS`] — a `_Static_assert` per `#define` of `tally.h` and per `sizeof` / `offsetof`
 //!   of every struct field — and `c/rt.h` includes it, so a `tally.h` that drifts from this
 //!   file fails `cargo build`;
-//! - the LLVM side: `tally-llvm`'s `module.rs` builds the LLVM struct types of the globals it
+//! - the LLVM side: `tally-llvm`'s `module/mod.rs` builds the LLVM struct types of the globals it
 //!   emits from [`LAYOUTS`]' field lists and takes every constant from here;
 //!   `crates/llvm/tests/abi.rs` compares the offsets LLVM's data layout gives the emitted
 //!   globals with the offsets here;
@@ -653,7 +653,7 @@ pub const DEFINES: &[Define] = &[
 ];
 
 /// A libc function whose direct calls (and address uses) in instrumented code are redirected to
-/// a runtime wrapper with the same type (`tally-llvm::redirect`), as gcc's `-fprofile-arcs`
+/// a runtime wrapper with the same type (`tally-llvm::module::redirect`), as gcc's `-fprofile-arcs`
 /// redirects `execve` to `__gcov_execve`: the wrapper does the runtime's part (write the
 /// profile before an `exec` or an `_exit`, ...) and then calls `real`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

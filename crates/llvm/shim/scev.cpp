@@ -1,5 +1,5 @@
 // ScalarEvolution's backedge-taken counts for tally's trip-count counters (Frenot & Pereira 2024's
-// SESE counters; crates/llvm/src/sese.rs). The C API has no ScalarEvolution.
+// SESE counters; crates/llvm/src/counters/sese.rs). The C API has no ScalarEvolution.
 //
 // For the loop headed by a block, `tally_scev_trips` says whether ScalarEvolution knows the
 // number of times the back edge will be taken, as a loop-invariant expression that is cheap
@@ -148,7 +148,7 @@ extern "C" void tally_scev_free(void *h) { delete static_cast<Scev *>(h); }
 
 // For a phi of the header of its loop: 1 if ScalarEvolution sees it as an affine
 // add-recurrence {init,+,step} of that loop with a constant step that fits in 64 bits (an
-// induction variable the pattern of crates/llvm/src/sese.rs may miss: a back-edge value
+// induction variable the pattern of crates/llvm/src/counters/sese.rs may miss: a back-edge value
 // through other phis, `or disjoint`, a widened or rewritten variable), with the step and the
 // recurrence's no-wrap flags; `*bounded` is 1 when its values lie in a range (signed or
 // unsigned; the recurrence's, or the union of the phi's incoming values') whose size plus

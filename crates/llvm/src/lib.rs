@@ -9,34 +9,41 @@
 //! 2. plans it in the chosen mode ([`modes`]: one file per mode, behind one trait; the mode's
 //!    facts come from `tally_format::mode::MODES`);
 //! 3. emits its instrumentation (the mode's code, on the shared toolkit: [`emit`] helpers,
-//!    [`sites`] and [`surgery`] for where code for an edge goes, [`frame`] records for exact
-//!    early termination (§3.2, Fig. 7), [`apply`] for counter plans, [`promote`] for counters
-//!    in call-free loops);
+//!    `emit::sites` and `emit::surgery` for where code for an edge goes, `emit::frame` records
+//!    for exact early termination (§3.2, Fig. 7), [`counters`] for counter plans and their
+//!    application, SESE counters and counters in call-free loops);
 //!
 //! then emits the module's counter array, metadata blob and registration constructor
 //! ([`module`]), verifies the module, and returns bitcode. Before all that, calls to the libc
 //! functions the runtime wraps (`_exit`, the `exec` family, ...) are pointed at the wrappers
 //! ([`redirect`]).
+//!
+//! The folders are the layers, each using only those before it:
+//!
+//! | layer | what |
+//! |---|---|
+//! | [`ir`] | reading IR: handles and the LLVM-C calls inkwell lacks (`ir/mod.rs`), preparing and lowering a function (`prepare`, `lower`), its source lines (`lines`), which calls may end a frame early (`ends`), LLVM's frequency estimate (`estimate`) |
+//! | [`shim`] | the C++ shim's functions (`shim/*.cpp`), declared once, behind safe wrappers |
+//! | [`emit`] | the emission toolkit: globals and the builder (`emit/mod.rs`), sites of edges (`sites`), edge splitting and tags (`surgery`), frame records (`frame`) |
+//! | [`counters`] | counter placement (`place`), plans (`plan`) and their application (`apply`), SESE counters (`sese`), promotion (`promote`) |
+//! | [`modes`] | one file or folder per mode, on the layers above |
+//! | [`module`] | module assembly: the counter array, metadata, descriptor and constructor (`module/mod.rs`), redirected libc calls (`redirect`) |
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
-mod apply;
+// The layers, each using only those above it: reading IR, the emission toolkit, counters,
+// the modes; module assembly and the C++ shim's declarations beside them.
+mod counters;
 mod emit;
-mod ends;
-mod estimate;
-mod frame;
 mod ir;
-mod lines;
-mod lower;
 mod modes;
 mod module;
 mod options;
-mod plan;
-mod prepare;
-mod promote;
-mod redirect;
-mod sese;
-mod sites;
-mod surgery;
+mod shim;
+
+use counters::{apply, plan, promote};
+use ir::{ends, estimate, lines, lower, prepare};
+use module::redirect;
 
 pub use modes::EV_SLACK;
 pub use module::{ABI_VERSION, PATH_HOME_BITS};
@@ -430,9 +437,13 @@ fn lower_and_plan(
     let kinds = ends::AttrKinds::lookup();
     let safe = ends::analyze(m, &kinds);
     let mut work = Vec::new();
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let mut f = unsafe { c::LLVMGetFirstFunction(m) };
     while !f.is_null() {
         let fv = Val(f);
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         f = unsafe { c::LLVMGetNextFunction(f) };
         let name = fv.name();
         if fv.is_declaration()

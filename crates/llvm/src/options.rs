@@ -130,12 +130,12 @@ pub struct Options {
             help = "Counter promotion: promote no loop with more than N counters")
     )]
     pub promote_max: u32,
-    /// Edge and vertex modes: SESE counters (Frenot & Pereira 2024, [`sese`](mod@crate::sese)): in
-    /// counted loops the loop's induction variable or trip count gives one edge's count at the
-    /// loop's exits instead of a counter incremented every iteration, where a profitability test
-    /// says it pays. In events mode, counted call-free loops are versioned instead (a copy without
-    /// decrements, `modes/events/fast/`). On by default (docs/log/sese.md; `--tally-sese=off`
-    /// turns it off).
+    /// Edge and vertex modes: SESE counters (Frenot & Pereira 2024,
+    /// [`sese`](mod@crate::counters::sese)): in counted loops the loop's induction variable or trip
+    /// count gives one edge's count at the loop's exits instead of a counter incremented every
+    /// iteration, where a profitability test says it pays. In events mode, counted call-free loops
+    /// are versioned instead (a copy without decrements, `modes/events/fast/`). On by default
+    /// (docs/log/sese.md; `--tally-sese=off` turns it off).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-sese", value_name = "on|off", num_args = 0..=1,
@@ -454,7 +454,7 @@ pub const DEFAULT_PROMOTE_MAX: u32 = 20;
 /// (`incq counter(%rip)`) and so is the jump, but the increment is a read-modify-write.
 pub const DEFAULT_JUMP_COST: f64 = 0.5;
 
-/// Edge and vertex modes' SESE counters (`--tally-sese`, [`sese`](mod@crate::sese)).
+/// Edge and vertex modes' SESE counters (`--tally-sese`, [`sese`](mod@crate::counters::sese)).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum Sese {
     /// None (`off`).

@@ -1,5 +1,5 @@
-//! SESE counters on LLVM IR (`--tally-sese`, `crate::sese`): a counted loop keeps no counter
-//! increment inside it; its back edge's count is added once, at the exit, from the induction
+//! SESE counters on LLVM IR (`--tally-sese`, `crates/llvm/src/counters/sese.rs`): a counted
+//! loop keeps no counter increment inside it; its back edge's count is added once, at the exit, from the induction
 //! variable (`all`: affine variables preferred, no profitability test) or from the trip count
 //! computed before the loop (`trips`).
 

@@ -30,12 +30,16 @@
 mod fast;
 
 use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
-use crate::emit::{cname, Emitter, Globals};
+use crate::emit::build::{
+    add_call_type_attr, add_incoming, append_block, const_array, const_c_string, const_int, erase,
+    function_type, i8_type, inline_asm, move_block_after, private_constant, replace_all_uses,
+    type_of,
+};
+use crate::emit::sites::{base_weights, direct_site, Realize};
+use crate::emit::surgery::{split_edge, store_tags};
+use crate::emit::{Emitter, Globals};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, Val};
-use crate::lower::{EdgeIr, Lowered};
-use crate::sites::{base_weights, direct_site, Realize};
-use crate::surgery::{split_edge, store_tags};
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode};
 use tally_format::{CallSiteMeta, CounterIdx, EventMeta, Probe};
@@ -87,7 +91,7 @@ impl FnPlan for EventsPlan {
     fn emit(&self, cx: &EmitCx) -> Emitted {
         let fast = apply_events(cx.g, cx.func, cx.l, self, cx.base);
         Emitted {
-            sese: crate::sese::SeseStats {
+            sese: crate::counters::sese::SeseStats {
                 loops: self.searched.loops,
                 candidates: self.searched.candidates,
                 replaced: fast.versioned,
@@ -161,7 +165,7 @@ fn adjusted(v: Val) -> bool {
     matches!(v.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke)
         && !v.calls_inline_asm()
         && !v.called_function().is_some_and(|f| {
-            f.intrinsic_id() != 0 || crate::ends::SETJMP_NAMES.contains(&f.name().as_str())
+            f.intrinsic_id() != 0 || crate::ir::ends::SETJMP_NAMES.contains(&f.name().as_str())
         })
 }
 
@@ -246,17 +250,13 @@ struct Ev<'a, 'b> {
 
 impl Ev<'_, '_> {
     fn left(&self) -> LLVMValueRef {
-        let e = cname("");
-        unsafe { c::LLVMBuildLoad2(self.em.b, self.em.g.i64t, self.em.g.ev_left, e.as_ptr()) }
+        self.em.load(self.em.g.i64t, self.em.g.ev_left)
     }
     /// `left -= amount` at the builder; returns the new value.
     fn sub(&self, amount: LLVMValueRef) -> LLVMValueRef {
-        let e = cname("");
-        unsafe {
-            let v = c::LLVMBuildSub(self.em.b, self.left(), amount, e.as_ptr());
-            c::LLVMBuildStore(self.em.b, v, self.em.g.ev_left);
-            v
-        }
+        let v = self.em.sub(self.left(), amount);
+        self.em.store(v, self.em.g.ev_left);
+        v
     }
     /// `left -= inc`, then whether the new `left` is `<= threshold` (an `i1`). With threshold
     /// 0 this is one `sub $inc, %fs:left` whose flags the branch reads (`jle`), in inline
@@ -265,49 +265,26 @@ impl Ev<'_, '_> {
     fn sub_and_check(&self, inc: i64, threshold: i64) -> LLVMValueRef {
         let em = self.em;
         let g = em.g;
-        let e = cname("");
         if threshold != 0 {
             let v = self.sub(self.i64c(inc));
-            return unsafe {
-                c::LLVMBuildICmp(
-                    em.b,
-                    LLVMIntPredicate::LLVMIntSLE,
-                    v,
-                    self.i64c(threshold),
-                    e.as_ptr(),
-                )
-            };
+            return em.icmp(LLVMIntPredicate::LLVMIntSLE, v, self.i64c(threshold));
         }
-        unsafe {
-            let i8t = c::LLVMInt8TypeInContext(g.ctx);
-            let mut params = [g.ptrt, g.i64t, g.ptrt];
-            let fty = c::LLVMFunctionType(i8t, params.as_mut_ptr(), 3, 0);
-            let text = "subq $2, $1";
-            let cons = "={@ccle},=*m,er,*m,~{dirflag},~{fpsr},~{flags}";
-            let asm = c::LLVMGetInlineAsm(
-                fty,
-                text.as_ptr() as *const _,
-                text.len(),
-                cons.as_ptr() as *const _,
-                cons.len(),
-                1,
-                0,
-                llvm_sys::LLVMInlineAsmDialect::LLVMInlineAsmDialectATT,
-                0,
-            );
-            let mut args = [g.ev_left, self.i64c(inc), g.ev_left];
-            let call = c::LLVMBuildCall2(em.b, fty, asm, args.as_mut_ptr(), 3, e.as_ptr());
-            let kind = ir::attr_kind("elementtype");
-            for i in [1, 3] {
-                let attr = c::LLVMCreateTypeAttribute(g.ctx, kind, g.i64t);
-                c::LLVMAddCallSiteAttribute(call, i, attr);
-            }
-            let zero = c::LLVMConstInt(i8t, 0, 0);
-            c::LLVMBuildICmp(em.b, LLVMIntPredicate::LLVMIntNE, call, zero, e.as_ptr())
+        let i8t = i8_type(g);
+        let fty = function_type(i8t, &[g.ptrt, g.i64t, g.ptrt]);
+        let asm = inline_asm(
+            fty,
+            "subq $2, $1",
+            "={@ccle},=*m,er,*m,~{dirflag},~{fpsr},~{flags}",
+        );
+        let call = em.call_plain((asm, fty), &[g.ev_left, self.i64c(inc), g.ev_left]);
+        for i in [1, 3] {
+            add_call_type_attr(g, call, i, "elementtype", g.i64t);
         }
+        let zero = const_int(i8t, 0, false);
+        em.icmp(LLVMIntPredicate::LLVMIntNE, call, zero)
     }
     fn i64c(&self, v: i64) -> LLVMValueRef {
-        unsafe { c::LLVMConstInt(self.em.g.i64t, v as u64, 1) }
+        const_int(self.em.g.i64t, v as u64, true)
     }
     /// A C string naming where a stop happened.
     fn location(&self, l: &Lowered, n: NodeId) -> LLVMValueRef {
@@ -316,20 +293,8 @@ impl Ev<'_, '_> {
             Some(f) => format!("{} ({}:{}) block n{}", self.func_name, f, p.line, n.index()),
             None => format!("{} block n{}", self.func_name, n.index()),
         };
-        unsafe {
-            let s = c::LLVMConstStringInContext2(
-                self.em.g.ctx,
-                text.as_ptr() as *const _,
-                text.len(),
-                0,
-            );
-            let name = cname("__tally_ev_where");
-            let gv = c::LLVMAddGlobal(self.em.g.module, c::LLVMTypeOf(s), name.as_ptr());
-            c::LLVMSetLinkage(gv, llvm_sys::LLVMLinkage::LLVMPrivateLinkage);
-            c::LLVMSetInitializer(gv, s);
-            c::LLVMSetGlobalConstant(gv, 1);
-            gv
-        }
+        let s = const_c_string(self.em.g, &text);
+        private_constant(self.em.g, "__tally_ev_where", s)
     }
 }
 
@@ -342,18 +307,11 @@ pub(crate) fn apply_events(
     ep: &EventsPlan,
     base: u64,
 ) -> fast::FastStats {
-    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
-    let em = Emitter {
-        g,
-        b,
-        fn_scope: ir::subprogram(func),
-        func,
-    };
+    let em = Emitter::new(g, func);
     let ev = Ev {
         em: &em,
         func_name: func.name(),
     };
-    let empty = cname("");
     let cfg = &l.cfg;
     let plan = &ep.plan;
     let entry_first = func
@@ -363,14 +321,8 @@ pub(crate) fn apply_events(
 
     // Locals: the countdown at entry (inclusive events) and a call mark.
     em.at(entry_first);
-    let (saved, mark) = unsafe {
-        let n1 = cname("tally.evstart");
-        let n2 = cname("tally.evmark");
-        (
-            c::LLVMBuildAlloca(b, g.i64t, n1.as_ptr()),
-            c::LLVMBuildAlloca(b, g.i64t, n2.as_ptr()),
-        )
-    };
+    let saved = em.alloca(g.i64t, "tally.evstart");
+    let mark = em.alloca(g.i64t, "tally.evmark");
     // Chords without a direct site are counted through tags (an increment table per target).
     let mut tag_targets: Vec<NodeId> = cfg
         .edges()
@@ -381,17 +333,13 @@ pub(crate) fn apply_events(
     tag_targets.dedup();
     let slots: Vec<(NodeId, LLVMValueRef)> = tag_targets
         .iter()
-        .map(|&n| {
-            let name = cname("tally.tag");
-            (n, unsafe { c::LLVMBuildAlloca(b, g.i32t, name.as_ptr()) })
-        })
+        .map(|&n| (n, em.alloca(g.i32t, "tally.tag")))
         .collect();
-    unsafe { c::LLVMBuildStore(b, ev.left(), saved) };
+    em.store(ev.left(), saved);
 
     if ep.naive {
         apply_naive(&ev, l, ep, base, mark);
         finish_inclusive(&ev, l, saved, base);
-        unsafe { c::LLVMDisposeBuilder(b) };
         return fast::FastStats::default();
     }
 
@@ -416,19 +364,10 @@ pub(crate) fn apply_events(
                     .after_setjmp
                     .expect("re-entry vertex follows a setjmp call");
                 em.at(node.start);
-                unsafe {
-                    let zero = c::LLVMConstInt(c::LLVMTypeOf(sj.0), 0, 0);
-                    let again = c::LLVMBuildICmp(
-                        b,
-                        LLVMIntPredicate::LLVMIntNE,
-                        sj.0,
-                        zero,
-                        empty.as_ptr(),
-                    );
-                    let amount =
-                        c::LLVMBuildSelect(b, again, ev.i64c(inc), ev.i64c(0), empty.as_ptr());
-                    ev.sub(amount);
-                }
+                let zero = const_int(type_of(sj.0), 0, false);
+                let again = em.icmp(LLVMIntPredicate::LLVMIntNE, sj.0, zero);
+                let amount = em.select(again, ev.i64c(inc), ev.i64c(0));
+                ev.sub(amount);
             }
             EdgeIr::Entry => {
                 em.at(l.nodes[0].start);
@@ -474,20 +413,12 @@ pub(crate) fn apply_events(
             .map(|&e| ev.i64c(plan.increment(e)))
             .collect();
         em.at(l.nodes[t.index()].start);
-        unsafe {
-            let mut incs = incs;
-            let arr = c::LLVMConstArray2(g.i64t, incs.as_mut_ptr(), incs.len() as u64);
-            let name = cname("__tally_ev_tag_incs");
-            let table = c::LLVMAddGlobal(g.module, c::LLVMTypeOf(arr), name.as_ptr());
-            c::LLVMSetLinkage(table, llvm_sys::LLVMLinkage::LLVMPrivateLinkage);
-            c::LLVMSetInitializer(table, arr);
-            c::LLVMSetGlobalConstant(table, 1);
-            let tag = c::LLVMBuildLoad2(b, g.i32t, slot, empty.as_ptr());
-            let mut idx = [tag];
-            let p = c::LLVMBuildInBoundsGEP2(b, g.i64t, table, idx.as_mut_ptr(), 1, empty.as_ptr());
-            let inc = c::LLVMBuildLoad2(b, g.i64t, p, empty.as_ptr());
-            ev.sub(inc);
-        }
+        let arr = const_array(g.i64t, &incs);
+        let table = private_constant(g, "__tally_ev_tag_incs", arr);
+        let tag = em.load(g.i32t, slot);
+        let p = em.inbounds_gep(g.i64t, table, &[tag]);
+        let inc = em.load(g.i64t, p);
+        ev.sub(inc);
     }
 
     // 2. Calls: adjustments, per-call-site counters, queries.
@@ -498,13 +429,11 @@ pub(crate) fn apply_events(
                 .query_inc(call.node, call.events_before, call.calls_done)
                 .expect("query points lie in their block");
             em.at(call.inst);
-            unsafe {
-                let limit = c::LLVMBuildLoad2(b, g.i64t, g.ev_limit, empty.as_ptr());
-                let count = c::LLVMBuildSub(b, limit, ev.left(), empty.as_ptr());
-                let count = c::LLVMBuildAdd(b, count, ev.i64c(q), empty.as_ptr());
-                c::LLVMReplaceAllUsesWith(call.inst.0, count);
-                c::LLVMInstructionEraseFromParent(call.inst.0);
-            }
+            let limit = em.load(g.i64t, g.ev_limit);
+            let count = em.sub(limit, ev.left());
+            let count = em.add(count, ev.i64c(q));
+            replace_all_uses(call.inst.0, count);
+            erase(call.inst);
             continue;
         }
         let adj = plan.sites()[site];
@@ -517,7 +446,7 @@ pub(crate) fn apply_events(
         if call.tail {
             continue;
         }
-        unsafe { c::LLVMBuildStore(b, ev.left(), mark) };
+        em.store(ev.left(), mark);
         // After the call, on every way back into the frame.
         let mut after_points = Vec::new();
         if call.inst.opcode() == LLVMOpcode::LLVMInvoke {
@@ -543,11 +472,9 @@ pub(crate) fn apply_events(
         }
         for at in after_points {
             em.at(at);
-            unsafe {
-                let before = c::LLVMBuildLoad2(b, g.i64t, mark, empty.as_ptr());
-                let spent = c::LLVMBuildSub(b, before, ev.left(), empty.as_ptr());
-                em.add_to(em.counter_ptr(counter), spent);
-            }
+            let before = em.load(g.i64t, mark);
+            let spent = em.sub(before, ev.left());
+            em.add_to(em.counter_ptr(counter), spent);
             if adj.after != 0 {
                 ev.sub(ev.i64c(adj.after));
             }
@@ -565,7 +492,6 @@ pub(crate) fn apply_events(
     }
 
     finish_inclusive(&ev, l, saved, base);
-    unsafe { c::LLVMDisposeBuilder(b) };
     stats
 }
 
@@ -573,14 +499,11 @@ pub(crate) fn apply_events(
 /// returns (the counter is exact after the return edge).
 fn finish_inclusive(ev: &Ev, l: &Lowered, saved: LLVMValueRef, base: u64) {
     let em = ev.em;
-    let empty = cname("");
     for node in l.nodes.iter().filter(|n| n.returns) {
         em.at(node.end);
-        unsafe {
-            let start = c::LLVMBuildLoad2(em.b, em.g.i64t, saved, empty.as_ptr());
-            let spent = c::LLVMBuildSub(em.b, start, ev.left(), empty.as_ptr());
-            em.add_to(em.counter_ptr(base), spent);
-        }
+        let start = em.load(em.g.i64t, saved);
+        let spent = em.sub(start, ev.left());
+        em.add_to(em.counter_ptr(base), spent);
     }
 }
 
@@ -590,7 +513,6 @@ fn finish_inclusive(ev: &Ev, l: &Lowered, saved: LLVMValueRef, base: u64) {
 fn apply_naive(ev: &Ev, l: &Lowered, ep: &EventsPlan, base: u64, mark: LLVMValueRef) {
     let em = ev.em;
     let g = em.g;
-    let empty = cname("");
     let mut site = 0usize;
     for (i, node) in l.nodes.iter().enumerate() {
         let n = NodeId::new(i);
@@ -605,15 +527,13 @@ fn apply_naive(ev: &Ev, l: &Lowered, ep: &EventsPlan, base: u64, mark: LLVMValue
             let next = calls.get(j + 1).map_or(ep.events[n], |c| c.events_before);
             if call.query {
                 em.at(call.inst);
-                unsafe {
-                    let limit = c::LLVMBuildLoad2(em.b, g.i64t, g.ev_limit, empty.as_ptr());
-                    let count = c::LLVMBuildSub(em.b, limit, ev.left(), empty.as_ptr());
-                    if next > call.events_before {
-                        ev.sub(ev.i64c((next - call.events_before) as i64));
-                    }
-                    c::LLVMReplaceAllUsesWith(call.inst.0, count);
-                    c::LLVMInstructionEraseFromParent(call.inst.0);
+                let limit = em.load(g.i64t, g.ev_limit);
+                let count = em.sub(limit, ev.left());
+                if next > call.events_before {
+                    ev.sub(ev.i64c((next - call.events_before) as i64));
                 }
+                replace_all_uses(call.inst.0, count);
+                erase(call.inst);
             } else {
                 let counter = base + 1 + site as u64;
                 site += 1;
@@ -621,7 +541,7 @@ fn apply_naive(ev: &Ev, l: &Lowered, ep: &EventsPlan, base: u64, mark: LLVMValue
                     continue;
                 }
                 em.at(call.inst);
-                unsafe { c::LLVMBuildStore(em.b, ev.left(), mark) };
+                em.store(ev.left(), mark);
                 let mut afters = Vec::new();
                 if call.inst.opcode() == LLVMOpcode::LLVMInvoke {
                     for k in [1, 0] {
@@ -643,11 +563,9 @@ fn apply_naive(ev: &Ev, l: &Lowered, ep: &EventsPlan, base: u64, mark: LLVMValue
                 }
                 for at in afters {
                     em.at(at);
-                    unsafe {
-                        let before = c::LLVMBuildLoad2(em.b, g.i64t, mark, empty.as_ptr());
-                        let spent = c::LLVMBuildSub(em.b, before, ev.left(), empty.as_ptr());
-                        em.add_to(em.counter_ptr(counter), spent);
-                    }
+                    let before = em.load(g.i64t, mark);
+                    let spent = em.sub(before, ev.left());
+                    em.add_to(em.counter_ptr(counter), spent);
                     // The invoke's destinations run their own block's events; only a call in
                     // the middle of a block continues this block's segments.
                     if call.inst.opcode() != LLVMOpcode::LLVMInvoke && next > call.events_before {
@@ -695,46 +613,27 @@ fn check_threshold(q: i64) -> i64 {
 fn add_stop_check(ev: &Ev, l: &Lowered, br: Val, hit: LLVMValueRef, q: i64, target: NodeId) {
     let em = ev.em;
     let g = em.g;
-    let empty = cname("");
-    unsafe {
-        let here = br.parent();
-        let dest = br.successor(0);
-        let name = cname("tally.stop");
-        let slow = c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, name.as_ptr());
-        c::LLVMMoveBasicBlockAfter(slow, here.0);
-        em.at(br);
-        let cond = c::LLVMBuildCondBr(em.b, hit, slow, dest.0);
-        // The check block is cold: registers stay live across it in the hot code and are
-        // saved around the call only there.
-        ir::set_branch_weights(g.ctx, cond, &[1, 1 << 20]);
-        c::LLVMInstructionEraseFromParent(br.0);
-        c::LLVMPositionBuilderAtEnd(em.b, slow);
-        c::LLVMSetCurrentDebugLocation2(em.b, std::ptr::null_mut());
-        let where_ = ev.location(l, target);
-        let mut args = [where_, ev.i64c(q)];
-        let call = c::LLVMBuildCall2(
-            em.b,
-            g.ev_check.1,
-            g.ev_check.0,
-            args.as_mut_ptr(),
-            2,
-            empty.as_ptr(),
-        );
-        if let Some(scope) = em.fn_scope {
-            Val(call).set_debug_loc(Some(ir::artificial_loc(g.ctx, scope)));
-        }
-        c::LLVMBuildBr(em.b, dest.0);
-        // The target's PHIs get the same value from the stop block as from the chord block.
-        for phi in dest.phis() {
-            let n = c::LLVMCountIncoming(phi.0);
-            for i in 0..n {
-                if c::LLVMGetIncomingBlock(phi.0, i) == here.0 {
-                    let mut v = [c::LLVMGetIncomingValue(phi.0, i)];
-                    let mut bb = [slow];
-                    c::LLVMAddIncoming(phi.0, v.as_mut_ptr(), bb.as_mut_ptr(), 1);
-                    break;
-                }
-            }
+    let here = br.parent();
+    let dest = br.successor(0);
+    let slow = append_block(g, em.func, "tally.stop");
+    move_block_after(slow, here);
+    em.at(br);
+    let cond = em.cond_br(hit, slow, dest);
+    // The check block is cold: registers stay live across it in the hot code and are
+    // saved around the call only there.
+    ir::set_branch_weights(g.ctx, cond.0, &[1, 1 << 20]);
+    erase(br);
+    em.at_end(slow);
+    let where_ = ev.location(l, target);
+    let call = em.call_plain(g.ev_check, &[where_, ev.i64c(q)]);
+    if let Some(scope) = em.fn_scope {
+        Val(call).set_debug_loc(Some(ir::artificial_loc(g.ctx, scope)));
+    }
+    em.br(dest);
+    // The target's PHIs get the same value from the stop block as from the chord block.
+    for phi in dest.phis() {
+        if let Some((v, _)) = phi.incoming().into_iter().find(|&(_, from)| from == here) {
+            add_incoming(phi, v.0, slow);
         }
     }
 }

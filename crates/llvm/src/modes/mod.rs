@@ -17,9 +17,10 @@ mod vertex;
 pub use events::EV_SLACK;
 pub(crate) use naive::every_edge;
 
+use crate::counters::sese::{Candidate, SeseStats};
 use crate::emit::Globals;
+use crate::ir::lower::Lowered;
 use crate::ir::Val;
-use crate::lower::Lowered;
 use crate::options::Options;
 use tally_format::{EventMeta, Mode, PathMeta, Probe};
 use tally_graph::{EdgeId, IdVec};
@@ -81,7 +82,7 @@ pub(crate) struct Emitted {
     /// It uses allocas that mem2reg must promote (the path register).
     pub needs_mem2reg: bool,
     /// Edge mode with `--tally-sese=on`: loops, SESE counters found and used.
-    pub sese: crate::sese::SeseStats,
+    pub sese: SeseStats,
 }
 
 /// The plan of one function, made before any code is emitted (the module's counter array
@@ -136,9 +137,9 @@ pub(crate) fn of(mode: Mode) -> &'static dyn ModeImpl {
     }
 }
 
-/// A counter plan ([`crate::plan::Plan`]) applied by counting: edge, vertex, the naive modes
-/// and path mode's fallback share it.
-pub(crate) struct Counting(pub crate::plan::Plan);
+/// A counter plan ([`crate::counters::plan::Plan`]) applied by counting: edge, vertex, the naive
+/// modes and path mode's fallback share it.
+pub(crate) struct Counting(pub crate::counters::plan::Plan);
 
 impl FnPlan for Counting {
     fn num_counters(&self) -> usize {
@@ -146,13 +147,13 @@ impl FnPlan for Counting {
     }
     fn emit(&self, cx: &EmitCx) -> Emitted {
         let p = &self.0;
-        crate::apply::apply(
+        crate::counters::apply::apply(
             cx.g,
             cx.func,
             cx.l,
             p,
             cx.base,
-            &mut crate::apply::Increment,
+            &mut crate::counters::apply::Increment,
         );
         Emitted {
             counters: p.counters.iter().map(|(probe, _)| *probe).collect(),
@@ -164,5 +165,38 @@ impl FnPlan for Counting {
             promotable: true,
             ..Emitted::default()
         }
+    }
+}
+
+/// A counter plan with SESE counters (`edge` and `vertex` modes): the counter plan, then one
+/// counter per SESE counter used (after the plan's), whose value is added at the loop's exits.
+pub(crate) struct SesePlan {
+    pub counting: Counting,
+    pub sese: Vec<Candidate>,
+    pub stats: SeseStats,
+}
+
+impl FnPlan for SesePlan {
+    fn num_counters(&self) -> usize {
+        self.counting.num_counters() + self.sese.len()
+    }
+    fn emit(&self, cx: &EmitCx) -> Emitted {
+        // The SESE code first: it holds IR values that splitting edges for the plan rebuilds.
+        let first = self.counting.num_counters();
+        let used: Vec<(&Candidate, usize)> = self
+            .sese
+            .iter()
+            .enumerate()
+            .map(|(j, c)| (c, first + j))
+            .collect();
+        crate::counters::sese::emit(cx.g, cx.func, cx.l, cx.base, &used);
+        let mut out = self.counting.emit(cx);
+        out.counters.extend(
+            self.sese
+                .iter()
+                .map(|c| Probe::Edge(c.counter.measured.into())),
+        );
+        out.sese = self.stats;
+        out
     }
 }

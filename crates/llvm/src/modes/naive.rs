@@ -4,8 +4,8 @@
 //! spanning tree or a frame record, so they share no code that could be wrong with `edge` mode.
 
 use super::{Counting, FnPlan, ModeImpl, PlanCx};
-use crate::lower::Lowered;
-use crate::plan::Plan;
+use crate::counters::plan::Plan;
+use crate::ir::lower::Lowered;
 use tally_graph::{EdgeId, EdgeKind};
 
 pub(crate) struct EdgesNaive;

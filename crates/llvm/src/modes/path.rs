@@ -21,16 +21,20 @@
 //! block with several predecessors) is profiled with edge counters instead, and says so.
 
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
-use crate::emit::{cname, Emitter, Globals};
-use crate::frame::{
+use crate::counters::place::edge_plan;
+use crate::emit::build::{
+    add_incoming, append_block, const_int, const_null, erase, i8_type, move_block_after,
+    struct_type, type_of,
+};
+use crate::emit::frame::{
     frame_alloca, frame_at_sites, frame_exits, frame_plan, frame_push, records_at_sites,
 };
-use crate::ir::{self, Val};
-use crate::lower::{EdgeIr, Lowered};
+use crate::emit::sites::{base_weights, direct_site, Realize};
+use crate::emit::surgery::split_edge;
+use crate::emit::{Emitter, Globals};
+use crate::ir::lower::{EdgeIr, Lowered};
+use crate::ir::Val;
 use crate::options::PathCycles;
-use crate::sites::{base_weights, direct_site, Realize};
-use crate::surgery::split_edge;
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMIntPredicate;
 use tally_format::{PathMeta, PathStorage, Probe};
@@ -73,14 +77,14 @@ impl ModeImpl for Path {
                         Some(w) => records_at_sites(cx.l, w),
                         None => records_at_sites(
                             cx.l,
-                            &crate::estimate::estimated_weights(cx.func, cx.l),
+                            &crate::ir::estimate::estimated_weights(cx.func, cx.l),
                         ),
                     };
                 Box::new(pp)
             }
             // Functions that cannot have paths get edge counters, and say why.
             Err(reason) => Box::new(Fallback {
-                counting: Counting(super::edge::plan(cx)),
+                counting: Counting(edge_plan(cx.l, cx.weights, cx.opts)),
                 reason,
             }),
         })
@@ -358,19 +362,17 @@ struct PathEmitter<'a, 'b> {
 
 impl PathEmitter<'_, '_> {
     fn i64c(&self, v: i128) -> LLVMValueRef {
-        unsafe { c::LLVMConstInt(self.em.g.i64t, v as i64 as u64, 1) }
+        const_int(self.em.g.i64t, v as i64 as u64, true)
     }
     fn load_r(&self) -> LLVMValueRef {
-        let e = cname("");
-        unsafe { c::LLVMBuildLoad2(self.em.b, self.em.g.i64t, self.r, e.as_ptr()) }
+        self.em.load(self.em.g.i64t, self.r)
     }
     /// `r + d` (or the constant `d` when `from_r` is false).
     fn path_value(&self, d: i128, from_r: bool) -> LLVMValueRef {
         if !from_r {
             return self.i64c(d);
         }
-        let e = cname("");
-        unsafe { c::LLVMBuildAdd(self.em.b, self.load_r(), self.i64c(d), e.as_ptr()) }
+        self.em.add(self.load_r(), self.i64c(d))
     }
     /// Counts path `p` (an i64 value).
     fn count(&self, p: LLVMValueRef, near: Val) {
@@ -400,17 +402,15 @@ impl PathEmitter<'_, '_> {
     /// On an entry edge `e` of the single-cycle loops `cycles` (allocas `slots`), at the
     /// builder's position: `n = 0` and the entry values of the `first` counts that read `r`.
     fn cycle_entries(&self, cycles: &[CycleLoop], slots: &[CycleSlots], e: EdgeId) {
-        let b = self.em.b;
+        let em = self.em;
         for (cl, sl) in cycles.iter().zip(slots) {
             if !cl.entries.contains(&e) {
                 continue;
             }
-            unsafe {
-                c::LLVMBuildStore(b, self.i64c(0), sl.n);
-                for (fc, f) in cl.first.iter().zip(&sl.first) {
-                    if let (FirstCount::FromR(d), Some(f)) = (*fc, f) {
-                        c::LLVMBuildStore(b, self.path_value(d, true), *f);
-                    }
+            em.store(self.i64c(0), sl.n);
+            for (fc, f) in cl.first.iter().zip(&sl.first) {
+                if let (FirstCount::FromR(d), Some(f)) = (*fc, f) {
+                    em.store(self.path_value(d, true), *f);
                 }
             }
         }
@@ -421,58 +421,40 @@ impl PathEmitter<'_, '_> {
     /// cycles`): `first` once each, `later` `n - 2` times each.
     fn cycle_exit(&self, cl: &CycleLoop, sl: &CycleSlots, s_term: Val) {
         let em = self.em;
-        let b = em.b;
-        let empty = cname("");
         let s = s_term.parent();
         let dst = s_term.successor(0);
-        unsafe {
-            em.at(s_term);
-            let n = c::LLVMBuildLoad2(b, em.g.i64t, sl.n, empty.as_ptr());
-            let taken = c::LLVMBuildICmp(
-                b,
-                LLVMIntPredicate::LLVMIntUGT,
-                n,
-                self.i64c(1),
-                empty.as_ptr(),
-            );
-            let name = cname("tally.cycle.exit");
-            let f = ir::Bb(c::LLVMAppendBasicBlockInContext(
-                em.g.ctx,
-                em.func.0,
-                name.as_ptr(),
-            ));
-            c::LLVMMoveBasicBlockAfter(f.0, s.0);
-            c::LLVMInstructionEraseFromParent(s_term.0);
-            em.at_end(s);
-            c::LLVMBuildCondBr(b, taken, f.0, dst.0);
-            for phi in dst.phis() {
-                let k = c::LLVMCountIncoming(phi.0);
-                let from_s = (0..k)
-                    .find(|&i| c::LLVMGetIncomingBlock(phi.0, i) == s.0)
-                    .map(|i| c::LLVMGetIncomingValue(phi.0, i))
-                    .expect("the split block is a predecessor of its target");
-                let mut vals = [from_s];
-                let mut blocks = [f.0];
-                c::LLVMAddIncoming(phi.0, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-            }
-            em.at_end(f);
-            let br = Val(c::LLVMBuildBr(b, dst.0));
-            em.at(br);
-            for (fc, slot) in cl.first.iter().zip(&sl.first) {
-                let p = match (*fc, slot) {
-                    (FirstCount::FromR(_), Some(slot)) => {
-                        c::LLVMBuildLoad2(b, em.g.i64t, *slot, empty.as_ptr())
-                    }
-                    (FirstCount::Const(v), _) => self.i64c(v),
-                    (FirstCount::FromR(_), None) => unreachable!("a slot per FromR count"),
-                };
-                self.count(p, br);
-            }
-            if !cl.later.is_empty() {
-                let k = c::LLVMBuildSub(b, n, self.i64c(2), empty.as_ptr());
-                for &v in &cl.later {
-                    self.count_k(self.i64c(v), k, br);
-                }
+        em.at(s_term);
+        let n = em.load(em.g.i64t, sl.n);
+        let taken = em.icmp(LLVMIntPredicate::LLVMIntUGT, n, self.i64c(1));
+        let f = append_block(em.g, em.func, "tally.cycle.exit");
+        move_block_after(f, s);
+        erase(s_term);
+        em.at_end(s);
+        em.cond_br(taken, f, dst);
+        for phi in dst.phis() {
+            let from_s = phi
+                .incoming()
+                .into_iter()
+                .find(|&(_, from)| from == s)
+                .map(|(v, _)| v.0)
+                .expect("the split block is a predecessor of its target");
+            add_incoming(phi, from_s, f);
+        }
+        em.at_end(f);
+        let br = em.br(dst);
+        em.at(br);
+        for (fc, slot) in cl.first.iter().zip(&sl.first) {
+            let p = match (*fc, slot) {
+                (FirstCount::FromR(_), Some(slot)) => em.load(em.g.i64t, *slot),
+                (FirstCount::Const(v), _) => self.i64c(v),
+                (FirstCount::FromR(_), None) => unreachable!("a slot per FromR count"),
+            };
+            self.count(p, br);
+        }
+        if !cl.later.is_empty() {
+            let k = em.sub(n, self.i64c(2));
+            for &v in &cl.later {
+                self.count_k(self.i64c(v), k, br);
             }
         }
     }
@@ -509,7 +491,7 @@ impl PathEmitter<'_, '_> {
     }
     /// The actions of one edge; `slices[i]` is the counter slice of action `i`'s count, if any.
     fn emit(&self, actions: &[Action], slices: &[Option<usize>], all: &Slices, near: Val) {
-        let b = self.em.b;
+        let em = self.em;
         for (i, a) in actions.iter().enumerate() {
             if let Some(s) = slices.get(i).copied().flatten() {
                 let p = match *a {
@@ -521,13 +503,13 @@ impl PathEmitter<'_, '_> {
                 continue;
             }
             match *a {
-                Action::Init(v) | Action::Reinit(v) => unsafe {
-                    c::LLVMBuildStore(b, self.i64c(v), self.r);
-                },
-                Action::Add(d) => unsafe {
+                Action::Init(v) | Action::Reinit(v) => {
+                    em.store(self.i64c(v), self.r);
+                }
+                Action::Add(d) => {
                     let v = self.path_value(d, true);
-                    c::LLVMBuildStore(b, v, self.r);
-                },
+                    em.store(v, self.r);
+                }
                 Action::CountAt(d) => self.count(self.path_value(d, true), near),
                 Action::Count(v) => self.count(self.i64c(v), near),
             }
@@ -545,13 +527,7 @@ struct CycleSlots {
 /// A new builder for `func` at its entry's first instruction, where the allocas go (path
 /// modes).
 pub(super) fn emitter_at_entry(g: &Globals, func: Val) -> Emitter<'_> {
-    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
-    let em = Emitter {
-        g,
-        b,
-        fn_scope: ir::subprogram(func),
-        func,
-    };
+    let em = Emitter::new(g, func);
     let entry_first = func
         .first_block()
         .and_then(|bb| bb.first())
@@ -563,39 +539,27 @@ pub(super) fn emitter_at_entry(g: &Globals, func: Val) -> Emitter<'_> {
 /// Instruments one function for path profiling.
 pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, counts: Counts) {
     let em = emitter_at_entry(g, func);
-    let b = em.b;
-    let empty = cname("");
     let rec = pp.shadow.then(|| frame_alloca(&em));
-    let r = unsafe {
-        let n = cname("tally.path");
-        c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
-    };
+    let r = em.alloca(g.i64t, "tally.path");
     let slots: Vec<CycleSlots> = pp
         .cycles
         .iter()
-        .map(|cl| unsafe {
-            let n = cname("tally.cycle");
-            CycleSlots {
-                n: c::LLVMBuildAlloca(b, g.i64t, n.as_ptr()),
-                first: cl
-                    .first
-                    .iter()
-                    .map(|fc| {
-                        matches!(fc, FirstCount::FromR(_)).then(|| {
-                            let n = cname("tally.cycle.first");
-                            c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
-                        })
-                    })
-                    .collect(),
-            }
+        .map(|cl| CycleSlots {
+            n: em.alloca(g.i64t, "tally.cycle"),
+            first: cl
+                .first
+                .iter()
+                .map(|fc| {
+                    matches!(fc, FirstCount::FromR(_))
+                        .then(|| em.alloca(g.i64t, "tally.cycle.first"))
+                })
+                .collect(),
         })
         .collect();
     let hashed = matches!(counts, Counts::Hash { .. });
-    let path_site = (pp.shadow && hashed).then(|| unsafe {
-        let mut f = [g.ptrt, g.i64t];
-        let ty = c::LLVMStructTypeInContext(g.ctx, f.as_mut_ptr(), 2, 0);
-        let n = cname("tally.pathsite");
-        (c::LLVMBuildAlloca(b, ty, n.as_ptr()), ty)
+    let path_site = (pp.shadow && hashed).then(|| {
+        let ty = struct_type(g, &[g.ptrt, g.i64t]);
+        (em.alloca(ty, "tally.pathsite"), ty)
     });
     if let (Some(rec), true) = (rec, pp.records_at_sites) {
         frame_at_sites(&em, l, rec);
@@ -611,11 +575,9 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
     for (cl, sl) in pp.cycles.iter().zip(&slots) {
         let start = l.nodes[cl.header.index()].start;
         em.at(start);
-        unsafe {
-            let v = c::LLVMBuildLoad2(b, g.i64t, sl.n, empty.as_ptr());
-            let v = c::LLVMBuildAdd(b, v, em.i64c(1), empty.as_ptr());
-            c::LLVMBuildStore(b, v, sl.n);
-        }
+        let v = em.load(g.i64t, sl.n);
+        let v = em.add(v, em.i64c(1));
+        em.store(v, sl.n);
     }
     let cycle_edge = |e: EdgeId| {
         pp.cycles
@@ -655,19 +617,11 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
                     let (Action::Init(v) | Action::Reinit(v)) = *a else {
                         unreachable!("a re-entry edge only starts a path: {a}")
                     };
-                    unsafe {
-                        let zero = c::LLVMConstInt(c::LLVMTypeOf(sj.0), 0, 0);
-                        let again = c::LLVMBuildICmp(
-                            b,
-                            LLVMIntPredicate::LLVMIntNE,
-                            sj.0,
-                            zero,
-                            empty.as_ptr(),
-                        );
-                        let cur = pe.load_r();
-                        let v = c::LLVMBuildSelect(b, again, pe.i64c(v), cur, empty.as_ptr());
-                        c::LLVMBuildStore(b, v, r);
-                    }
+                    let zero = const_int(type_of(sj.0), 0, false);
+                    let again = em.icmp(LLVMIntPredicate::LLVMIntNE, sj.0, zero);
+                    let cur = pe.load_r();
+                    let v = em.select(again, pe.i64c(v), cur);
+                    em.store(v, r);
                 }
             }
             EdgeIr::Entry => {
@@ -730,40 +684,26 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
                 other => unreachable!("early exit of {n} with actions {other:?}"),
             };
             let site_value = match (value, &pe.counts) {
-                (None, _) => unsafe { c::LLVMConstNull(g.ptrt) },
+                (None, _) => const_null(g.ptrt),
                 (Some(p), Counts::Array { base }) => array_slot(&em, *base, p),
-                (Some(p), Counts::Hash { table, .. }) => unsafe {
+                (Some(p), Counts::Hash { table, .. }) => {
                     let (ps, ty) = path_site.expect("hashed functions with sites have a path site");
-                    let f0 = c::LLVMBuildStructGEP2(b, ty, ps, 0, empty.as_ptr());
-                    c::LLVMBuildStore(b, *table, f0);
-                    let f1 = c::LLVMBuildStructGEP2(b, ty, ps, 1, empty.as_ptr());
-                    c::LLVMBuildStore(b, p, f1);
+                    let f0 = em.struct_gep(ty, ps, 0);
+                    em.store(*table, f0);
+                    let f1 = em.struct_gep(ty, ps, 1);
+                    em.store(p, f1);
                     // Tag the pointer with its low bit.
                     let one = em.i64c(1);
-                    let mut idx = [one];
-                    let i8t = c::LLVMInt8TypeInContext(g.ctx);
-                    c::LLVMBuildGEP2(b, i8t, ps, idx.as_mut_ptr(), 1, empty.as_ptr())
-                },
+                    em.gep(i8_type(g), ps, &[one])
+                }
             };
-            unsafe { c::LLVMBuildStore(b, site_value, em.field(rec, 1)) };
+            em.store(site_value, em.field(rec, 1));
         }
     }
-    unsafe { c::LLVMDisposeBuilder(b) };
 }
 
 /// The address of path `p`'s counter in the module's counter array (`base + p`).
 pub(crate) fn array_slot(em: &Emitter, base: u64, p: LLVMValueRef) -> LLVMValueRef {
-    let e = cname("");
-    unsafe {
-        let i = c::LLVMBuildAdd(em.b, p, em.i64c(base), e.as_ptr());
-        let mut idx = [i];
-        c::LLVMBuildInBoundsGEP2(
-            em.b,
-            em.g.i64t,
-            em.g.counters,
-            idx.as_mut_ptr(),
-            1,
-            e.as_ptr(),
-        )
-    }
+    let i = em.add(p, em.i64c(base));
+    em.inbounds_gep(em.g.i64t, em.g.counters, &[i])
 }

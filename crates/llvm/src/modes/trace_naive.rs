@@ -6,12 +6,12 @@
 
 use super::naive::every_edge;
 use super::{EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
-use crate::apply::SiteAction;
-use crate::emit::{cname, Emitter};
+use crate::counters::apply::SiteAction;
+use crate::counters::plan::{Plan, TagTarget};
+use crate::emit::build::{const_array, private_constant};
+use crate::emit::Emitter;
+use crate::ir::lower::Lowered;
 use crate::ir::Val;
-use crate::lower::Lowered;
-use crate::plan::{Plan, TagTarget};
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use tally_format::Probe;
 
@@ -39,7 +39,7 @@ impl FnPlan for NaivePlan {
             act: std::ptr::null_mut(),
             entry_first: None,
         };
-        crate::apply::apply(cx.g, cx.func, cx.l, &self.0, cx.base, &mut log);
+        crate::counters::apply::apply(cx.g, cx.func, cx.l, &self.0, cx.base, &mut log);
         Emitted {
             split: self.0.split(),
             tagged: self.0.tagged(),
@@ -66,31 +66,18 @@ fn edge_of(probe: Probe) -> u32 {
 
 impl Log {
     fn activation(&self, em: &Emitter) -> LLVMValueRef {
-        let empty = cname("");
-        unsafe { c::LLVMBuildLoad2(em.b, em.g.i64t, self.act, empty.as_ptr()) }
+        em.load(em.g.i64t, self.act)
     }
 }
 
 impl SiteAction for Log {
     fn enter(&mut self, em: &Emitter, entry_first: Val) {
-        let empty = cname("");
-        let n = cname("tally.act");
         let g = em.g;
-        unsafe {
-            let slot = c::LLVMBuildAlloca(em.b, g.i64t, n.as_ptr());
-            let mut args = [g.counters, em.i32c(u64::from(self.function))];
-            let call = c::LLVMBuildCall2(
-                em.b,
-                g.trace_enter.1,
-                g.trace_enter.0,
-                args.as_mut_ptr(),
-                2,
-                empty.as_ptr(),
-            );
-            Val(call).set_debug_loc(em.call_loc(entry_first));
-            c::LLVMBuildStore(em.b, call, slot);
-            self.act = slot;
-        }
+        let slot = em.alloca(g.i64t, "tally.act");
+        let mut args = [g.counters, em.i32c(u64::from(self.function))];
+        let call = em.call_instr(g.trace_enter, &mut args, entry_first);
+        em.store(call, slot);
+        self.act = slot;
         self.entry_first = Some(entry_first);
     }
 
@@ -100,12 +87,10 @@ impl SiteAction for Log {
             return; // e0 is the entry record itself
         }
         let a = self.activation(em);
-        let here = unsafe { Val(c::LLVMGetBasicBlockTerminator(c::LLVMGetInsertBlock(em.b))) };
-        let near = if here.is_null() {
-            self.entry_first.expect("enter ran first")
-        } else {
-            here
-        };
+        let near = em
+            .insert_block()
+            .terminator()
+            .unwrap_or_else(|| self.entry_first.expect("enter ran first"));
         em.call(em.g.trace_edge, &mut [a, em.i32c(u64::from(edge))], near);
     }
 
@@ -121,29 +106,20 @@ impl SiteAction for Log {
 
     fn at_tag_target(&self, em: &Emitter, l: &Lowered, t: &TagTarget, tag: LLVMValueRef, _: u64) {
         // The edge id of incoming edge `tag`, from a constant table.
-        let empty = cname("");
         let g = em.g;
         let start = l.nodes[t.node.index()].start;
-        unsafe {
-            let mut ids: Vec<LLVMValueRef> = l
-                .cfg
-                .preds(t.node)
-                .iter()
-                .map(|e| em.i32c(e.index() as u64))
-                .collect();
-            let arr = c::LLVMConstArray2(g.i32t, ids.as_mut_ptr(), ids.len() as u64);
-            let n = cname("__tally_trace_preds");
-            let table = c::LLVMAddGlobal(g.module, c::LLVMTypeOf(arr), n.as_ptr());
-            c::LLVMSetLinkage(table, llvm_sys::LLVMLinkage::LLVMPrivateLinkage);
-            c::LLVMSetInitializer(table, arr);
-            c::LLVMSetGlobalConstant(table, 1);
-            let v = c::LLVMBuildLoad2(em.b, g.i32t, tag, empty.as_ptr());
-            let mut idx = [v];
-            let p =
-                c::LLVMBuildInBoundsGEP2(em.b, g.i32t, table, idx.as_mut_ptr(), 1, empty.as_ptr());
-            let edge = c::LLVMBuildLoad2(em.b, g.i32t, p, empty.as_ptr());
-            let a = self.activation(em);
-            em.call(g.trace_edge, &mut [a, edge], start);
-        }
+        let ids: Vec<LLVMValueRef> = l
+            .cfg
+            .preds(t.node)
+            .iter()
+            .map(|e| em.i32c(e.index() as u64))
+            .collect();
+        let arr = const_array(g.i32t, &ids);
+        let table = private_constant(g, "__tally_trace_preds", arr);
+        let v = em.load(g.i32t, tag);
+        let p = em.inbounds_gep(g.i32t, table, &[v]);
+        let edge = em.load(g.i32t, p);
+        let a = self.activation(em);
+        em.call(g.trace_edge, &mut [a, edge], start);
     }
 }

@@ -4,17 +4,18 @@
 //! propagation); the dropped cycles' edge counts are unknown and listed in the metadata.
 //!
 //! With `--tally-sese=on` (the default), the SESE counters of Frenot & Pereira 2024
-//! ([`crate::sese`]) make some chords free as in `edge` mode (`place_vertex_counters_sese`: Fig. 11
-//! over the tree of `place_edge_counters_sese`, free chords never dropped); their value is added at
-//! the loops' exits, and the candidates are those of edge mode (no loop the frame may end inside),
-//! so the counts are exact whenever the frame ends. Early exits keep the frame record.
+//! ([`crate::counters::sese`]) make some chords free as in `edge` mode
+//! (`place_vertex_counters_sese`: Fig. 11 over the tree of `place_edge_counters_sese`, free chords
+//! never dropped); their value is added at the loops' exits, and the candidates are those of edge
+//! mode (no loop the frame may end inside), so the counts are exact whenever the frame ends. Early
+//! exits keep the frame record.
 
-use super::edge::{candidates, used_candidates, EdgePlan};
-use super::{Counting, FnPlan, ModeImpl, PlanCx};
+use super::{Counting, FnPlan, ModeImpl, PlanCx, SesePlan};
+use crate::counters::place::{sese_candidates, used_candidates};
+use crate::counters::plan::Plan;
+use crate::counters::sese::SeseStats;
+use crate::emit::sites::{base_weights, direct_site, with_jumps};
 use crate::options::Sese;
-use crate::plan::Plan;
-use crate::sese::SeseStats;
-use crate::sites::{base_weights, direct_site, with_jumps};
 use tally_graph::sese::place_edge_counters_sese;
 use tally_graph::vertex::{place_vertex_counters, place_vertex_counters_sese, VertexPlacement};
 use tally_graph::EdgeId;
@@ -29,7 +30,7 @@ impl ModeImpl for Vertex {
         let (cands, mut stats) = if cx.opts.sese == Sese::Off {
             (Vec::new(), SeseStats::default())
         } else {
-            candidates(cx, cx.opts.sese)
+            sese_candidates(l, cx.weights, cx.opts, cx.opts.sese)
         };
         let (vp, incremented, free): (VertexPlacement, Vec<EdgeId>, _) = if cands.is_empty() {
             let vp = place_vertex_counters(&l.cfg, &w, unsplittable);
@@ -50,7 +51,7 @@ impl ModeImpl for Vertex {
             let chords: Vec<EdgeId> = p.incremented().collect();
             let plan = Plan::for_edges(l, &chords, shadow);
             let sese = used_candidates(&l.cfg, &plan, &p.free, cands, &mut stats);
-            return Ok(Box::new(EdgePlan {
+            return Ok(Box::new(SesePlan {
                 counting: Counting(plan),
                 sese,
                 stats,
@@ -65,7 +66,7 @@ impl ModeImpl for Vertex {
             .map(|(e, _)| e)
             .collect();
         let sese = used_candidates(&l.cfg, &plan, &free, cands, &mut stats);
-        Ok(Box::new(EdgePlan {
+        Ok(Box::new(SesePlan {
             counting: Counting(plan),
             sese,
             stats,

@@ -2,11 +2,12 @@
 //! instructions of edge actions.
 
 use super::probe::{ipath_count_fn, table_probe};
-use crate::emit::{cname, Emitter, Globals};
+use crate::emit::build::{append_block, const_int, move_block_after, remove_from_parent, type_of};
+use crate::emit::{Emitter, Globals};
 use crate::ir::Val;
-use llvm_sys::core as c;
+use crate::module::runtime_tls;
 use llvm_sys::prelude::*;
-use llvm_sys::{LLVMIntPredicate, LLVMLinkage};
+use llvm_sys::LLVMIntPredicate;
 use tally_format::abi;
 use tally_graph::ipaths::{EdgeAction, Lin};
 
@@ -19,17 +20,7 @@ pub(super) struct Rt {
 }
 
 pub(super) fn runtime(g: &Globals) -> Rt {
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    let tls = |name: &str, ty: LLVMTypeRef| unsafe {
-        let n = cname(name);
-        let mut v = c::LLVMGetNamedGlobal(g.module, n.as_ptr());
-        if v.is_null() {
-            v = c::LLVMAddGlobal(g.module, ty, n.as_ptr());
-            c::LLVMSetLinkage(v, LLVMLinkage::LLVMExternalLinkage);
-            c::LLVMSetThreadLocalMode(v, crate::module::runtime_tls_model(g.module));
-        }
-        v
-    };
+    let tls = |name: &str, ty: LLVMTypeRef| runtime_tls(g, name, ty);
     let i64t = g.i64t;
     Rt {
         hand_fn: tls(abi::IPATH_HAND_FN, g.ptrt),
@@ -102,18 +93,13 @@ impl Ip<'_, '_> {
         self.em.i64c(v as u64)
     }
     pub(super) fn load(&self, p: LLVMValueRef) -> LLVMValueRef {
-        let e = cname("");
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe { c::LLVMBuildLoad2(self.em.b, self.em.g.i64t, p, e.as_ptr()) }
+        self.em.load(self.em.g.i64t, p)
     }
     pub(super) fn store(&self, v: LLVMValueRef, p: LLVMValueRef) {
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe { c::LLVMBuildStore(self.em.b, v, p) };
+        self.em.store(v, p);
     }
     pub(super) fn add(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
-        let e = cname("");
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe { c::LLVMBuildAdd(self.em.b, a, b, e.as_ptr()) }
+        self.em.add(a, b)
     }
     pub(super) fn select(
         &self,
@@ -121,18 +107,14 @@ impl Ip<'_, '_> {
         a: LLVMValueRef,
         b: LLVMValueRef,
     ) -> LLVMValueRef {
-        let e = cname("");
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe { c::LLVMBuildSelect(self.em.b, c_, a, b, e.as_ptr()) }
+        self.em.select(c_, a, b)
     }
     /// `l(nvc)` (the values fit 64 bits: `fits_u64`).
     pub(super) fn lin(&self, l: Lin, nvc: LLVMValueRef) -> LLVMValueRef {
         if l.a == 0 {
             return self.k(l.b);
         }
-        let e = cname("");
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        let m = unsafe { c::LLVMBuildMul(self.em.b, self.k(l.a), nvc, e.as_ptr()) };
+        let m = self.em.mul(self.k(l.a), nvc);
         self.add(m, self.k(l.b))
     }
     /// `nvc`: constant 1 in an isolated function of context mode (a root never changes it).
@@ -191,35 +173,30 @@ impl Ip<'_, '_> {
     pub(super) fn count_if(&self, cond: LLVMValueRef, p: LLVMValueRef, near: Val) {
         let em = self.em;
         let g = em.g;
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe {
-            let here = near.parent();
-            let n1 = cname("tally.ip.count");
-            let n2 = cname("tally.ip.ret");
-            let count_bb = c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, n1.as_ptr());
-            let rest = c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, n2.as_ptr());
-            c::LLVMMoveBasicBlockAfter(count_bb, here.0);
-            c::LLVMMoveBasicBlockAfter(rest, count_bb);
-            // Move `near` and what follows it (the return) to `rest`: a returning block has
-            // no successors, so no phi names it.
-            let mut moved = Vec::new();
-            let mut v = Some(near);
-            while let Some(i) = v {
-                moved.push(i);
-                v = i.next();
-            }
-            c::LLVMPositionBuilderAtEnd(em.b, rest);
-            for i in moved {
-                c::LLVMInstructionRemoveFromParent(i.0);
-                c::LLVMInsertIntoBuilder(em.b, i.0);
-            }
-            c::LLVMPositionBuilderAtEnd(em.b, here.0);
-            c::LLVMBuildCondBr(em.b, cond, count_bb, rest);
-            c::LLVMPositionBuilderAtEnd(em.b, count_bb);
-            let br = c::LLVMBuildBr(em.b, rest);
-            em.at(Val(br));
-            self.count(p, near);
+        let here = near.parent();
+        let count_bb = append_block(g, em.func, "tally.ip.count");
+        let rest = append_block(g, em.func, "tally.ip.ret");
+        move_block_after(count_bb, here);
+        move_block_after(rest, count_bb);
+        // Move `near` and what follows it (the return) to `rest`: a returning block has
+        // no successors, so no phi names it.
+        let mut moved = Vec::new();
+        let mut v = Some(near);
+        while let Some(i) = v {
+            moved.push(i);
+            v = i.next();
         }
+        em.position_at_end(rest);
+        for i in moved {
+            remove_from_parent(i);
+            em.insert(i);
+        }
+        em.position_at_end(here);
+        em.cond_br(cond, count_bb, rest);
+        em.position_at_end(count_bb);
+        let br = em.br(rest);
+        em.at(br);
+        self.count(p, near);
     }
 
     pub(super) fn edge(&self, a: EdgeAction, near: Val) {
@@ -248,18 +225,8 @@ impl Ip<'_, '_> {
                     // restore (piecewise: the root exit value when a restart closed `open`).
                     let mut p = self.load(self.s.reg);
                     if self.piecewise && self.root_exit != 0 {
-                        let e = cname("");
                         let o = self.load(i.open);
-                        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                        let zero = unsafe {
-                            c::LLVMBuildICmp(
-                                self.em.b,
-                                LLVMIntPredicate::LLVMIntEQ,
-                                o,
-                                self.k(0),
-                                e.as_ptr(),
-                            )
-                        };
+                        let zero = self.em.icmp(LLVMIntPredicate::LLVMIntEQ, o, self.k(0));
                         let x = self.select(zero, self.k(self.root_exit), self.k(0));
                         p = self.add(p, x);
                     }
@@ -274,27 +241,15 @@ impl Ip<'_, '_> {
                 // `__tally_ipath_ret` inline: a root counts its path (piecewise: with the root
                 // exit value if no call is open) and restores the interrupted path's register
                 // and `open`; any other activation passes its register back.
-                let e = cname("");
-                let b = self.em.b;
                 let reg = self.load(self.s.reg);
                 let open = self.load(self.rt.open);
-                // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                let root = unsafe {
+                let root = {
                     let r = self.load(self.s.root);
-                    c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, r, self.k(0), e.as_ptr())
+                    self.em.icmp(LLVMIntPredicate::LLVMIntNE, r, self.k(0))
                 };
                 let mut p = reg;
                 if self.root_exit != 0 {
-                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                    let closed = unsafe {
-                        c::LLVMBuildICmp(
-                            b,
-                            LLVMIntPredicate::LLVMIntEQ,
-                            open,
-                            self.k(0),
-                            e.as_ptr(),
-                        )
-                    };
+                    let closed = self.em.icmp(LLVMIntPredicate::LLVMIntEQ, open, self.k(0));
                     p = self.add(reg, self.select(closed, self.k(self.root_exit), self.k(0)));
                 }
                 let saved = self.load(self.s.saved_reg);
@@ -313,13 +268,8 @@ impl Ip<'_, '_> {
     /// The re-entry after setjmp call `sj` (its result is non-zero when `longjmp` came back):
     /// restart the path as the action says (`__tally_longjmp_landed` has counted the site).
     pub(super) fn reentry(&self, a: EdgeAction, sj: Val) {
-        let b = self.em.b;
-        let e = cname("");
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        let again = unsafe {
-            let zero = c::LLVMConstInt(c::LLVMTypeOf(sj.0), 0, 0);
-            c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntNE, sj.0, zero, e.as_ptr())
-        };
+        let zero = const_int(type_of(sj.0), 0, false);
+        let again = self.em.icmp(LLVMIntPredicate::LLVMIntNE, sj.0, zero);
         match a {
             EdgeAction::Reentry(start) => {
                 let nvc = self.nvc();

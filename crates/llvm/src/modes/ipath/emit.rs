@@ -2,14 +2,14 @@
 
 use super::code::{runtime, Ip, Isolated, Record, Slots};
 use super::IpathPlan;
-use crate::emit::{cname, Emitter};
-use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::emit::build::{const_null, i8_type, struct_type};
+use crate::emit::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::emit::sites::{direct_site, Realize};
+use crate::emit::surgery::split_edge;
+use crate::emit::Emitter;
+use crate::ir::lower::EdgeIr;
 use crate::ir::{self, Val};
-use crate::lower::EdgeIr;
 use crate::modes::EmitCx;
-use crate::sites::{direct_site, Realize};
-use crate::surgery::split_edge;
-use llvm_sys::core as c;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode};
 use tally_graph::ipaths::{CallAction, EdgeAction, Lin};
 use tally_graph::{EdgeId, NodeId};
@@ -44,13 +44,7 @@ fn save_open_around(p: &IpathPlan, ip: &Ip, em: &Emitter, call: Val, isolated: b
 pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
     let (g, l, func) = (cx.g, cx.l, cx.func);
     let em = crate::modes::path::emitter_at_entry(g, func);
-    let b = em.b;
-    let empty = cname("");
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    let alloca = |name: &str| unsafe {
-        let n = cname(name);
-        c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
-    };
+    let alloca = |name: &str| em.alloca(g.i64t, name);
     let s = Slots {
         reg: alloca("tally.ip.reg"),
         nvc: alloca("tally.ip.nvc"),
@@ -61,13 +55,10 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         call_open: alloca("tally.ip.call_open"),
         own_open: alloca("tally.ip.open"),
     };
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    let record = l.may_end_early().then(|| unsafe {
+    let record = l.may_end_early().then(|| {
         let rec = frame_alloca(&em);
-        let mut f = [g.ptrt, g.i64t];
-        let site_ty = c::LLVMStructTypeInContext(g.ctx, f.as_mut_ptr(), 2, 0);
-        let n = cname("tally.ip.site");
-        let site = c::LLVMBuildAlloca(b, site_ty, n.as_ptr());
+        let site_ty = struct_type(g, &[g.ptrt, g.i64t]);
+        let site = em.alloca(site_ty, "tally.ip.site");
         Record { rec, site, site_ty }
     });
     // An isolated function with an array keeps `reg` relative to the array's first path:
@@ -118,11 +109,8 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         let (at, pops) = frame_plan(l);
         em.at(l.nodes[at.index()].start);
         frame_push(&em, r.rec, None);
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe {
-            let f0 = c::LLVMBuildStructGEP2(b, r.site_ty, r.site, 0, empty.as_ptr());
-            c::LLVMBuildStore(b, ip.table, f0);
-        }
+        let f0 = em.struct_gep(r.site_ty, r.site, 0);
+        em.store(ip.table, f0);
         frame_exits(&em, l, r.rec, &pops);
         for node in &l.nodes {
             if node.landing_pad && p.piecewise && isolated.is_none() {
@@ -153,11 +141,10 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
             stored = None;
         }
         match *act {
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            CallAction::Summary { abandon } => unsafe {
+            CallAction::Summary { abandon } => {
                 // An isolated function cleared the handshake at its entry and sets none.
                 if isolated.is_none() {
-                    c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn);
+                    em.store(const_null(g.ptrt), ip.rt.hand_fn);
                 }
                 if p.tail_ret[site] {
                     continue; // the activation has returned
@@ -173,21 +160,18 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
                     let v = ip.add(ip.load(ip.s.reg), ip.lin(l, nvc));
                     if let Some(offset) = ip.array_offset {
                         // Its counter, as path mode's array sites.
-                        c::LLVMBuildStore(b, ip.counter_of(v, offset), em.field(r.rec, 1));
+                        em.store(ip.counter_of(v, offset), em.field(r.rec, 1));
                         save_open_around(p, &ip, &em, call, isolated.is_some());
                         continue;
                     }
-                    let f1 = c::LLVMBuildStructGEP2(b, r.site_ty, r.site, 1, empty.as_ptr());
+                    let f1 = em.struct_gep(r.site_ty, r.site, 1);
                     ip.store(v, f1);
                     let one = em.i64c(1);
-                    let mut idx = [one];
-                    let i8t = c::LLVMInt8TypeInContext(g.ctx);
-                    let tagged =
-                        c::LLVMBuildGEP2(b, i8t, r.site, idx.as_mut_ptr(), 1, empty.as_ptr());
-                    c::LLVMBuildStore(b, tagged, em.field(r.rec, 1));
+                    let tagged = em.gep(i8_type(g), r.site, &[one]);
+                    em.store(tagged, em.field(r.rec, 1));
                 }
                 save_open_around(p, &ip, &em, call, isolated.is_some());
-            },
+            }
             CallAction::Direct {
                 psi_r,
                 unmatched_value,
@@ -197,8 +181,7 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
             } => {
                 stored = None;
                 if let (true, Some(r)) = (clears_site, &record) {
-                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                    unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), em.field(r.rec, 1)) };
+                    em.store(const_null(g.ptrt), em.field(r.rec, 1));
                 }
                 let (callee, named) = p.callees[site].expect("direct sites name their callee");
                 ip.store(ip.load(ip.s.reg), ip.rt.reg);
@@ -214,22 +197,17 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
                 em.at(call.next().expect("a call is not a terminator"));
                 ip.store(ip.load(ip.rt.reg), ip.s.reg);
                 if named {
-                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                    unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn) };
+                    em.store(const_null(g.ptrt), ip.rt.hand_fn);
                 }
                 if p.piecewise {
                     let o = ip.load(ip.rt.open);
-                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                    let zero = unsafe {
-                        c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, o, ip.k(0), empty.as_ptr())
-                    };
+                    let zero = em.icmp(LLVMIntPredicate::LLVMIntEQ, o, ip.k(0));
                     let r = ip.load(ip.s.reg);
                     let r2 = ip.add(r, ip.k(unmatched_value));
                     ip.store(ip.select(zero, r2, r), ip.s.reg);
                     let n = ip.select(zero, ip.k(unmatched_nvc), ip.load(ip.s.nvc));
                     ip.store(n, ip.s.nvc);
-                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                    let o1 = unsafe { c::LLVMBuildSub(b, o, ip.k(1), empty.as_ptr()) };
+                    let o1 = em.sub(o, ip.k(1));
                     ip.store(ip.select(zero, ip.k(0), o1), ip.rt.open);
                 }
             }
@@ -275,16 +253,13 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         // to take, nothing to save. The handshake is cleared (as a summary call would), so
         // that a stale one (a signal between a direct call's store and its entry) is not
         // taken by a function this one calls.
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe { c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), ip.rt.hand_fn) };
+        em.store(const_null(g.ptrt), ip.rt.hand_fn);
         if p.piecewise {
             ip.store(ip.k(1), ip.s.nvc);
             ip.store(ip.k(1), i.open);
         }
         let r = ip.add(ip.k(i.root_value), ip.lin(act.start, ip.k(1)));
         ip.store(r, ip.s.reg);
-        // SAFETY: the builder is live and not used after this.
-        unsafe { c::LLVMDisposeBuilder(b) };
         return;
     }
     if !ip.can_be_root {
@@ -295,32 +270,25 @@ pub(super) fn emit(cx: &EmitCx, p: &IpathPlan) {
         ip.store(reg, ip.s.on_entry);
         let r = ip.add(reg, ip.lin(act.start, nvc));
         ip.store(r, ip.s.reg);
-        // SAFETY: the builder is live and not used after this.
-        unsafe { c::LLVMDisposeBuilder(b) };
         return;
     }
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    unsafe {
-        let hf = c::LLVMBuildLoad2(b, g.ptrt, ip.rt.hand_fn, empty.as_ptr());
-        let taken = c::LLVMBuildICmp(b, LLVMIntPredicate::LLVMIntEQ, hf, func.0, empty.as_ptr());
-        let hn = ip.load(ip.rt.hand_nvc);
-        let treg = ip.load(ip.rt.reg);
-        let topen = ip.load(ip.rt.open);
-        let nvc = ip.select(taken, hn, ip.k(1));
-        let reg = ip.select(taken, treg, ip.k(act.root_value.unwrap_or(0)));
-        let notaken = c::LLVMBuildNot(b, taken, empty.as_ptr());
-        let root = c::LLVMBuildZExt(b, notaken, g.i64t, empty.as_ptr());
-        ip.store(root, ip.s.root);
-        ip.store(treg, ip.s.saved_reg);
-        ip.store(topen, ip.s.saved_open);
-        let hf2 = ip.select(taken, c::LLVMConstNull(g.ptrt), hf);
-        c::LLVMBuildStore(b, hf2, ip.rt.hand_fn);
-        ip.store(ip.select(taken, topen, ip.k(1)), ip.rt.open);
-        ip.store(nvc, ip.s.nvc);
-        ip.store(reg, ip.s.on_entry);
-        let r = ip.add(reg, ip.lin(act.start, nvc));
-        ip.store(r, ip.s.reg);
-    }
-    // SAFETY: the builder is live and not used after this.
-    unsafe { c::LLVMDisposeBuilder(b) };
+    let hf = em.load(g.ptrt, ip.rt.hand_fn);
+    let taken = em.icmp(LLVMIntPredicate::LLVMIntEQ, hf, func.0);
+    let hn = ip.load(ip.rt.hand_nvc);
+    let treg = ip.load(ip.rt.reg);
+    let topen = ip.load(ip.rt.open);
+    let nvc = ip.select(taken, hn, ip.k(1));
+    let reg = ip.select(taken, treg, ip.k(act.root_value.unwrap_or(0)));
+    let notaken = em.not(taken);
+    let root = em.zext(notaken, g.i64t);
+    ip.store(root, ip.s.root);
+    ip.store(treg, ip.s.saved_reg);
+    ip.store(topen, ip.s.saved_open);
+    let hf2 = ip.select(taken, const_null(g.ptrt), hf);
+    em.store(hf2, ip.rt.hand_fn);
+    ip.store(ip.select(taken, topen, ip.k(1)), ip.rt.open);
+    ip.store(nvc, ip.s.nvc);
+    ip.store(reg, ip.s.on_entry);
+    let r = ip.add(reg, ip.lin(act.start, nvc));
+    ip.store(r, ip.s.reg);
 }

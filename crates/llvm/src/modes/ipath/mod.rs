@@ -49,7 +49,7 @@
 //! # Abandoned frames (§9.2)
 //!
 //! A set function that may end early keeps path mode's frame record (pushed, popped and told
-//! where unwinding or a `longjmp` landed exactly as there, `crate::frame`), with a path site
+//! where unwinding or a `longjmp` landed exactly as there, `crate::emit::frame`), with a path site
 //! `{table, path}` in its frame: the runtime's stack of pending paths. Before a summary call
 //! in a block with an early-exit edge, `path = reg + abandon(nvc)` (the path that ends if the
 //! frame is abandoned in that call: `tally_graph::ipaths::runtime`, "Abandoned activations")
@@ -71,8 +71,9 @@ use plan::{ineligible, plan_module};
 
 use super::path::Fallback;
 use super::{Counting, EmitCx, Emitted, FnPlan, ModeImpl, PlanCx};
+use crate::counters::place::edge_plan;
+use crate::ir::lower::Lowered;
 use crate::ir::Val;
-use crate::lower::Lowered;
 use tally_format::{IpathArray, IpathMeta, PathMeta};
 use tally_graph::ipaths::FunctionPlan;
 use tally_graph::NodeId;
@@ -95,7 +96,7 @@ impl ModeImpl for Ipath {
     /// Edge counters until [`Ipath::plan_module`] replaces the plans of the set.
     fn plan(&self, cx: &PlanCx) -> Result<Box<dyn FnPlan>, String> {
         Ok(Box::new(Fallback {
-            counting: Counting(super::edge::plan(cx)),
+            counting: Counting(edge_plan(cx.l, cx.weights, cx.opts)),
             reason: ineligible(cx.l)
                 .unwrap_or("the interprocedural set could not be numbered")
                 .into(),

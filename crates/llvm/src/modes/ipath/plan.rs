@@ -1,11 +1,10 @@
 //! The set of functions and their numbering: the [`super::ModulePlan`] of a module.
 
 use super::{IpathPlan, ModulePlan, CONTEXT_CUT_PATHS, LIMIT, MAX_BANKS, SET_PER_BANK};
+use crate::emit::sites::direct_site;
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
-use crate::lower::{EdgeIr, Lowered};
 use crate::options::{IpathCuts, HOT_RESTARTS};
-use crate::sites::direct_site;
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode, LLVMTailCallKind};
 use std::collections::HashMap;
@@ -62,21 +61,13 @@ fn is_local(f: Val) -> bool {
 }
 
 fn num_uses(f: Val) -> usize {
-    let mut n = 0;
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    let mut u = unsafe { c::LLVMGetFirstUse(f.0) };
-    while !u.is_null() {
-        n += 1;
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        u = unsafe { c::LLVMGetNextUse(u) };
-    }
-    n
+    f.users().len()
 }
 
 /// The estimated executions of each edge of `l`'s graph per call of the function, for the
 /// cut rule's heat ([`tally_graph::ipaths::Heat`]): measured counts (`--tally-weights`)
 /// divided by the function's calls when the profile has the function, else LLVM's static
-/// estimate ([`crate::estimate`]). Must run before the function is changed.
+/// estimate ([`crate::ir::estimate`]). Must run before the function is changed.
 fn call_weights(
     fv: Val,
     l: &Lowered,
@@ -100,7 +91,7 @@ fn call_weights(
                     .collect(),
             )
         }
-        None => crate::estimate::estimated_weights(fv, l),
+        None => crate::ir::estimate::estimated_weights(fv, l),
     }
 }
 

@@ -3,9 +3,9 @@
 //! tables of external callees and own addresses the runtime resolves `Extern` sites with.
 
 use crate::emit::cname;
-use crate::ends::SETJMP_NAMES;
+use crate::ir::ends::SETJMP_NAMES;
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
-use crate::lower::{EdgeIr, Lowered};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};
@@ -120,6 +120,8 @@ pub(super) fn classify(v: Val) -> WCallee {
 /// independent code that is not an executable's (a "PIC Level" flag, no "PIE Level") and `f`
 /// has default visibility.
 pub(super) fn interposable(f: Val) -> bool {
+    // SAFETY: `f` is a live function and its parent the live module (`crate::ir`'s module
+    // doc); the flag names are passed with their lengths.
     unsafe {
         let m = c::LLVMGetGlobalParent(f.0);
         let flag =
@@ -138,21 +140,25 @@ pub(super) const EXTERNS: &str = "__tally_wtrace_externs";
 /// own address (through a private alias where another image may interpose its name), `None`
 /// for a weak or linkonce definition, which the linker may replace by another module's copy
 /// (its entries are always announced: `self` null).
-pub(super) unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
-    use LLVMLinkage::*;
-    match f.linkage() {
-        LLVMExternalLinkage if interposable(f) => {
-            let name = cname(&format!("{}.tally.self", f.name()));
-            let m = c::LLVMGetGlobalParent(f.0);
-            let mut a = c::LLVMGetNamedGlobalAlias(m, name.as_ptr(), name.as_bytes().len());
-            if a.is_null() {
-                a = c::LLVMAddAlias2(m, c::LLVMGlobalGetValueType(f.0), 0, f.0, name.as_ptr());
-                c::LLVMSetLinkage(a, LLVMPrivateLinkage);
+pub(super) fn own_address(f: Val) -> Option<LLVMValueRef> {
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        use LLVMLinkage::*;
+        match f.linkage() {
+            LLVMExternalLinkage if interposable(f) => {
+                let name = cname(&format!("{}.tally.self", f.name()));
+                let m = c::LLVMGetGlobalParent(f.0);
+                let mut a = c::LLVMGetNamedGlobalAlias(m, name.as_ptr(), name.as_bytes().len());
+                if a.is_null() {
+                    a = c::LLVMAddAlias2(m, c::LLVMGlobalGetValueType(f.0), 0, f.0, name.as_ptr());
+                    c::LLVMSetLinkage(a, LLVMPrivateLinkage);
+                }
+                Some(a)
             }
-            Some(a)
+            LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
+            _ => None,
         }
-        LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
-        _ => None,
     }
 }
 
@@ -167,17 +173,11 @@ pub(super) unsafe fn own_address(f: Val) -> Option<LLVMValueRef> {
 /// choice: either entry is exact. Must run before any function is instrumented (direct call
 /// sites then use callees' addresses as operands).
 pub(super) fn may_be_announced(f: Val) -> bool {
-    let mut u = unsafe { c::LLVMGetFirstUse(f.0) };
-    while !u.is_null() {
+    f.users().into_iter().any(|user| {
         // (A call's callee is its last operand; `f` anywhere else is its address.)
-        let user = Val(unsafe { c::LLVMGetUser(u) });
         let n = user.num_operands();
-        if !user.is_call_like() || n == 0 || (0..n - 1).any(|i| user.operand(i) == f) {
-            return true;
-        }
-        u = unsafe { c::LLVMGetNextUse(u) };
-    }
-    false
+        !user.is_call_like() || n == 0 || (0..n - 1).any(|i| user.operand(i) == f)
+    })
 }
 
 /// Builds the module's trace tables before any function is emitted: its external callees
@@ -185,63 +185,70 @@ pub(super) fn may_be_announced(f: Val) -> bool {
 /// addresses for those other modules may call by name (index = metadata index), and the
 /// descriptor `struct tally_wtrace_module` that `enter` gets (`MODULE_DESC`; the runtime
 /// assigns its slot and copies the tables, `c/wtrace.c`).
-pub(super) unsafe fn module_tables(funcs: &[(Val, &Lowered)]) {
-    let Some(&(first, _)) = funcs.first() else {
-        return;
-    };
-    let m = c::LLVMGetGlobalParent(first.0);
-    let ctx = c::LLVMGetModuleContext(m);
-    let (i32t, ptrt) = (
-        c::LLVMInt32TypeInContext(ctx),
-        c::LLVMPointerTypeInContext(ctx, 0),
-    );
-    let mut externs: Vec<LLVMValueRef> = Vec::new();
-    for (_, l) in funcs {
-        for call in calls_of(l).iter().flatten() {
-            if let (WCallee::Extern { .. }, Some(f)) = (&call.callee, call.instr.called_function())
-            {
-                if !externs.contains(&f.0) {
-                    externs.push(f.0);
+pub(super) fn module_tables(funcs: &[(Val, &Lowered)]) {
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let Some(&(first, _)) = funcs.first() else {
+            return;
+        };
+        let m = c::LLVMGetGlobalParent(first.0);
+        let ctx = c::LLVMGetModuleContext(m);
+        let (i32t, ptrt) = (
+            c::LLVMInt32TypeInContext(ctx),
+            c::LLVMPointerTypeInContext(ctx, 0),
+        );
+        let mut externs: Vec<LLVMValueRef> = Vec::new();
+        for (_, l) in funcs {
+            for call in calls_of(l).iter().flatten() {
+                if let (WCallee::Extern { .. }, Some(f)) =
+                    (&call.callee, call.instr.called_function())
+                {
+                    if !externs.contains(&f.0) {
+                        externs.push(f.0);
+                    }
                 }
             }
         }
+        let mut own: Vec<LLVMValueRef> = funcs
+            .iter()
+            .map(|(f, _)| match f.linkage() {
+                LLVMLinkage::LLVMExternalLinkage => own_address(*f),
+                _ => None,
+            })
+            .map(|a| a.unwrap_or_else(|| c::LLVMConstNull(ptrt)))
+            .collect();
+        let table = |name: &str, vals: &mut Vec<LLVMValueRef>| {
+            let arr = c::LLVMConstArray2(ptrt, vals.as_mut_ptr(), vals.len() as u64);
+            let n = cname(name);
+            let g = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), n.as_ptr());
+            c::LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
+            c::LLVMSetInitializer(g, arr);
+            c::LLVMSetGlobalConstant(g, 1);
+            g
+        };
+        let externs_g = table(EXTERNS, &mut externs);
+        let funcs_g = table("__tally_wtrace_funcs", &mut own);
+        let mut fields = [
+            c::LLVMConstInt(i32t, 0, 0),
+            c::LLVMConstInt(i32t, funcs.len() as u64, 0),
+            c::LLVMConstInt(i32t, externs.len() as u64, 0),
+            c::LLVMConstInt(i32t, 0, 0),
+            funcs_g,
+            externs_g,
+        ];
+        let init = c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
+        let n = cname(MODULE_DESC);
+        let d = c::LLVMAddGlobal(m, c::LLVMTypeOf(init), n.as_ptr());
+        c::LLVMSetLinkage(d, LLVMLinkage::LLVMInternalLinkage);
+        c::LLVMSetInitializer(d, init);
     }
-    let mut own: Vec<LLVMValueRef> = funcs
-        .iter()
-        .map(|(f, _)| match f.linkage() {
-            LLVMLinkage::LLVMExternalLinkage => own_address(*f),
-            _ => None,
-        })
-        .map(|a| a.unwrap_or_else(|| c::LLVMConstNull(ptrt)))
-        .collect();
-    let table = |name: &str, vals: &mut Vec<LLVMValueRef>| {
-        let arr = c::LLVMConstArray2(ptrt, vals.as_mut_ptr(), vals.len() as u64);
-        let n = cname(name);
-        let g = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), n.as_ptr());
-        c::LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
-        c::LLVMSetInitializer(g, arr);
-        c::LLVMSetGlobalConstant(g, 1);
-        g
-    };
-    let externs_g = table(EXTERNS, &mut externs);
-    let funcs_g = table("__tally_wtrace_funcs", &mut own);
-    let mut fields = [
-        c::LLVMConstInt(i32t, 0, 0),
-        c::LLVMConstInt(i32t, funcs.len() as u64, 0),
-        c::LLVMConstInt(i32t, externs.len() as u64, 0),
-        c::LLVMConstInt(i32t, 0, 0),
-        funcs_g,
-        externs_g,
-    ];
-    let init = c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
-    let n = cname(MODULE_DESC);
-    let d = c::LLVMAddGlobal(m, c::LLVMTypeOf(init), n.as_ptr());
-    c::LLVMSetLinkage(d, LLVMLinkage::LLVMInternalLinkage);
-    c::LLVMSetInitializer(d, init);
 }
 
 /// Index of `callee` in the module's table of external callees ([`module_tables`]).
 pub(super) fn extern_index(m: LLVMModuleRef, callee: Val) -> Option<u32> {
+    // SAFETY: `m` is the live module (`crate::ir`'s module doc); `EXTERNS` is the constant
+    // array `module_tables` made, whose elements are read below its length.
     unsafe {
         let n = cname(EXTERNS);
         let g = c::LLVMGetNamedGlobal(m, n.as_ptr());

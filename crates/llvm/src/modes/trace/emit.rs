@@ -6,13 +6,13 @@ use super::callees::{extern_index, is_resume, own_address, writes_back};
 use super::plan::WPlan;
 use super::records::Rec;
 use super::runtime::{acc_ptr, field_of, Runtime, LOST};
-use crate::apply::SiteAction;
-use crate::emit::{cname, Emitter};
+use crate::counters::apply::SiteAction;
+use crate::counters::plan::TagTarget;
+use crate::emit::build::{const_array, const_null, private_constant, remove_from_parent};
+use crate::emit::Emitter;
+use crate::ir::lower::Lowered;
 use crate::ir::{self, Bb, Val};
-use crate::lower::Lowered;
 use crate::modes::{EmitCx, Emitted, FnPlan};
-use crate::plan::TagTarget;
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};
 use tally_format::{Probe, WCallee, WtraceMeta};
@@ -26,12 +26,7 @@ impl FnPlan for WPlan {
 
     fn emit(&self, cx: &EmitCx) -> Emitted {
         let rt = Runtime::declare(cx.g);
-        let em = Emitter {
-            g: cx.g,
-            b: unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) },
-            fn_scope: ir::subprogram(cx.func),
-            func: cx.func,
-        };
+        let em = Emitter::new(cx.g, cx.func);
         // 0. The function's own copy of the accumulator's word (an alloca in the entry block,
         // a register after mem2reg), unless control can land in it from elsewhere (`setjmp`,
         // landing pads, any `invoke` or `callbr`) or it is built at -O0 (`optnone`: no
@@ -56,14 +51,10 @@ impl FnPlan for WPlan {
                 if (self.registers || self.through)
                     && !landings
                     && !cx.func.fn_has_attr(ir::attr_kind("optnone")) =>
-            unsafe {
+            {
                 em.at(first);
-                Some(c::LLVMBuildAlloca(
-                    em.b,
-                    cx.g.i64t,
-                    cname("tally.acc").as_ptr(),
-                ))
-            },
+                Some(em.alloca(cx.g.i64t, "tally.acc"))
+            }
             _ => None,
         };
         let rt = Rec {
@@ -103,14 +94,14 @@ impl FnPlan for WPlan {
             depth: (cx.l.has_setjmp || cx.l.has_landing_pads).then(std::ptr::null_mut),
             floor: self.floor,
         };
-        crate::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
+        crate::counters::apply::apply(cx.g, cx.func, cx.l, &self.sites, cx.base, &mut log);
         if let Some(paths) = &self.paths {
             paths.emit(&em, cx.l, &rt);
         }
         // 2b. `Back` of an unknown invoke with a shared normal destination: on a block of its
         // own between the invoke and whatever the sites put on the edge.
         for &invoke in &self.back_split {
-            let nb = crate::surgery::split_edge(&em, invoke, 0);
+            let nb = crate::emit::surgery::split_edge(&em, invoke, 0);
             if let Some(at) = nb.insertion_start() {
                 em.at(at);
                 let call = self.calls.iter().flatten().find(|c| c.instr == invoke);
@@ -144,10 +135,7 @@ impl FnPlan for WPlan {
         // pads (`Unwind`: the traced activations above this one that the `longjmp` or the
         // exception abandoned, and the block landed at). And the depth of traced activations
         // at each `ret` (not at `resume`: the next landing counts the activation as abandoned).
-        let depth_here = |depth: LLVMValueRef| unsafe {
-            let empty = cname("");
-            c::LLVMBuildLoad2(em.b, cx.g.i32t, depth, empty.as_ptr())
-        };
+        let depth_here = |depth: LLVMValueRef| em.load(cx.g.i32t, depth);
         for (i, n) in cx.l.nodes.iter().enumerate() {
             let Some(depth) = log.depth.filter(|_| !self.floor) else {
                 break;
@@ -185,9 +173,9 @@ impl FnPlan for WPlan {
                     // can never find its own address there, whoever stored last).
                     let own = match em.func.linkage() {
                         LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage => None,
-                        _ => unsafe { own_address(em.func) },
+                        _ => own_address(em.func),
                     }
-                    .unwrap_or_else(|| unsafe { c::LLVMConstNull(cx.g.ptrt) });
+                    .unwrap_or_else(|| const_null(cx.g.ptrt));
                     let acc = rt.acc_here(&em);
                     em.call(rt.rt.ret, &mut [acc, own], *term);
                 }
@@ -205,7 +193,6 @@ impl FnPlan for WPlan {
         rt.hoist_checks(&em);
         // 8. One accumulator pointer where the entry's dominates.
         rt.share_acc(&em);
-        unsafe { c::LLVMDisposeBuilder(em.b) };
         if self.floor {
             // (Said in the metadata, so that the reader refuses the trace in one line.)
             return Emitted {
@@ -282,10 +269,7 @@ pub(super) fn hoist_allocas(em: &Emitter, orig: Bb) {
     let allocas: Vec<Val> = blocks
         .iter()
         .flat_map(|bb| bb.instructions())
-        .filter(|v| {
-            v.opcode() == LLVMOpcode::LLVMAlloca
-                && !unsafe { c::LLVMIsAConstantInt(c::LLVMGetOperand(v.0, 0)) }.is_null()
-        })
+        .filter(|v| v.opcode() == LLVMOpcode::LLVMAlloca && v.operand(0).is_constant_int())
         .collect();
     let Some(at) = first.first() else { return };
     for a in allocas {
@@ -293,10 +277,8 @@ pub(super) fn hoist_allocas(em: &Emitter, orig: Bb) {
             continue;
         }
         em.at(at);
-        unsafe {
-            c::LLVMInstructionRemoveFromParent(a.0);
-            c::LLVMInsertIntoBuilder(em.b, a.0);
-        }
+        remove_from_parent(a);
+        em.insert(a);
     }
 }
 
@@ -311,12 +293,7 @@ impl FnPlan for Untraced {
 
     fn emit(&self, cx: &EmitCx) -> Emitted {
         let rt = Runtime::declare(cx.g);
-        let em = Emitter {
-            g: cx.g,
-            b: unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) },
-            fn_scope: ir::subprogram(cx.func),
-            func: cx.func,
-        };
+        let em = Emitter::new(cx.g, cx.func);
         if let Some(first) = cx.l.nodes.first().map(|n| n.start) {
             em.at(first);
             Rec {
@@ -329,7 +306,6 @@ impl FnPlan for Untraced {
             }
             .put_const(&em, LOST, first);
         }
-        unsafe { c::LLVMDisposeBuilder(em.b) };
         Emitted {
             wtrace: Some(untraced_meta(self.0.clone())),
             needs_mem2reg: true,
@@ -364,8 +340,7 @@ impl Log<'_> {
 
 impl SiteAction for Log<'_> {
     fn enter(&mut self, em: &Emitter, entry_first: Val) {
-        let empty = cname("");
-        let own = unsafe { own_address(em.func) };
+        let own = own_address(em.func);
         // (A null `self`, always announced, goes to the runtime; see `inline_fns`.)
         let enter = match own {
             _ if self.floor => self.rec.rt.enter_floor,
@@ -377,12 +352,10 @@ impl SiteAction for Log<'_> {
             self.rec.rt.slot,
             em.g.counters,
             em.i32c(u64::from(self.function)),
-            own.unwrap_or_else(|| unsafe { c::LLVMConstNull(em.g.ptrt) }),
+            own.unwrap_or_else(|| const_null(em.g.ptrt)),
         ];
-        unsafe {
-            let call =
-                c::LLVMBuildCall2(em.b, enter.1, enter.0, args.as_mut_ptr(), 4, empty.as_ptr());
-            Val(call).set_debug_loc(em.call_loc(entry_first));
+        {
+            let call = em.call_instr(enter, &mut args, entry_first);
             // The inline entries return the accumulator pointer (no second TLS load after
             // them); the runtime's returns the depth.
             let inline = own.is_some() || self.floor;
@@ -393,13 +366,12 @@ impl SiteAction for Log<'_> {
             if self.depth.is_some() {
                 let depth = if inline {
                     let at = field_of(em.g, em.b, acc, "depth");
-                    c::LLVMBuildLoad2(em.b, em.g.i32t, at, empty.as_ptr())
+                    em.load(em.g.i32t, at)
                 } else {
                     call
                 };
-                let n = cname("tally.depth");
-                let slot = c::LLVMBuildAlloca(em.b, em.g.i32t, n.as_ptr());
-                c::LLVMBuildStore(em.b, depth, slot);
+                let slot = em.alloca(em.g.i32t, "tally.depth");
+                em.store(depth, slot);
                 self.depth = Some(slot);
             }
         }
@@ -409,12 +381,11 @@ impl SiteAction for Log<'_> {
         let Probe::Edge(e) = probe else {
             unreachable!("trace mode witnesses edges, not {probe:?}")
         };
-        let here = unsafe { Val(c::LLVMGetBasicBlockTerminator(c::LLVMGetInsertBlock(em.b))) };
-        let near = if here.is_null() {
-            Val(unsafe { c::LLVMGetFirstInstruction(c::LLVMGetInsertBlock(em.b)) })
-        } else {
-            here
-        };
+        let bb = em.insert_block();
+        let near = bb
+            .terminator()
+            .or_else(|| bb.first())
+            .unwrap_or(Val(std::ptr::null_mut()));
         self.put(em, e.edge(), near);
     }
 
@@ -424,43 +395,29 @@ impl SiteAction for Log<'_> {
 
     fn at_tag_target(&self, em: &Emitter, l: &Lowered, t: &TagTarget, tag: LLVMValueRef, _: u64) {
         // The witness of incoming edge `tag`, from constant tables (width 0: nothing).
-        let empty = cname("");
         let g = em.g;
         let start = l.nodes[t.node.index()].start;
         let preds = l.cfg.preds(t.node);
-        let table = |f: &dyn Fn(Option<witness::Witness>) -> u64| unsafe {
-            let mut vals: Vec<LLVMValueRef> = preds
+        let table = |f: &dyn Fn(Option<witness::Witness>) -> u64| {
+            let vals: Vec<LLVMValueRef> = preds
                 .iter()
                 .map(|&e| em.i32c(f(self.witness[e].filter(|w| w.bits > 0))))
                 .collect();
-            let arr = c::LLVMConstArray2(g.i32t, vals.as_mut_ptr(), vals.len() as u64);
-            let n = cname("__tally_wtrace_preds");
-            let table = c::LLVMAddGlobal(g.module, c::LLVMTypeOf(arr), n.as_ptr());
-            c::LLVMSetLinkage(table, LLVMLinkage::LLVMPrivateLinkage);
-            c::LLVMSetInitializer(table, arr);
-            c::LLVMSetGlobalConstant(table, 1);
-            table
+            let arr = const_array(g.i32t, &vals);
+            private_constant(g, "__tally_wtrace_preds", arr)
         };
         let values = table(&|w| w.map_or(0, |w| u64::from(w.value)));
         let widths = table(&|w| w.map_or(0, |w| u64::from(w.bits)));
-        unsafe {
-            let v = c::LLVMBuildLoad2(em.b, g.i32t, tag, empty.as_ptr());
+        {
+            let v = em.load(g.i32t, tag);
             let load = |table| {
-                let mut idx = [v];
-                let p = c::LLVMBuildInBoundsGEP2(
-                    em.b,
-                    g.i32t,
-                    table,
-                    idx.as_mut_ptr(),
-                    1,
-                    empty.as_ptr(),
-                );
-                c::LLVMBuildLoad2(em.b, g.i32t, p, empty.as_ptr())
+                let p = em.inbounds_gep(g.i32t, table, &[v]);
+                em.load(g.i32t, p)
             };
             // (Table values are below 2^width; width 0 appends nothing.)
             let (value, bits) = (load(values), load(widths));
-            let value = c::LLVMBuildZExt(em.b, value, g.i64t, empty.as_ptr());
-            let bits = c::LLVMBuildZExt(em.b, bits, g.i64t, empty.as_ptr());
+            let value = em.zext(value, g.i64t);
+            let bits = em.zext(bits, g.i64t);
             let widest = preds
                 .iter()
                 .filter_map(|&e| self.witness[e].map(|w| u64::from(w.bits)))

@@ -60,54 +60,60 @@ pub(super) unsafe fn inline_fns(
     slow: &InlineSlow,
     put: (LLVMValueRef, LLVMTypeRef),
 ) -> Inline {
-    let bx = Build {
-        g,
-        b: c::LLVMCreateBuilderInContext(g.ctx),
-        e: cname(""),
-    };
-    let (i32t, ptrt) = (g.i32t, g.ptrt);
-    let enter_ty = fn_ty(ptrt, &mut [ptrt, ptrt, i32t, ptrt]);
-    // The `.wrap` entries are those of a public entry whose body is a function of its own
-    // ([`split_entries`](super::entries::split_entries)): the same, without the depth, which the body's entry
-    // (`tally.wtrace.enter.body`) counts (after the runtime's entry, one off again).
-    for (name, again, wrap) in [
-        ("tally.wtrace.enter", false, false),
-        ("tally.wtrace.enter.again", true, false),
-        ("tally.wtrace.enter.wrap", false, true),
-        ("tally.wtrace.enter.again.wrap", true, true),
-    ] {
-        enter_fn(&bx, name, enter_ty, again, wrap, slow, put);
-    }
-    enter_body_fn(&bx, enter_ty);
-    let floor = enter_floor_fn(&bx, enter_ty, slow);
-    let ret_ty = fn_ty(g.voidt, &mut [ptrt, ptrt]);
-    let ret = ret_fn(&bx, ret_ty);
-    let back_ty = fn_ty(g.i64t, &mut [ptrt, ptrt]);
-    let back = back_fn(&bx, back_ty);
-    let direct_ty = fn_ty(g.voidt, &mut [ptrt, ptrt, i32t]);
-    let direct = direct_fn(&bx, direct_ty, slow);
-    direct_body_fn(&bx, slow);
-    let call_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
-    let call = call_fn(&bx, call_ty, slow);
-    c::LLVMDisposeBuilder(bx.b);
-    let named = |name: &str| {
-        let f = c::LLVMGetNamedFunction(g.module, cname(name).as_ptr());
-        (f, enter_ty)
-    };
-    Inline {
-        enter: named("tally.wtrace.enter"),
-        enter_again: named("tally.wtrace.enter.again"),
-        enter_floor: (floor, enter_ty),
-        ret: (ret, ret_ty),
-        back: (back, back_ty),
-        direct: (direct, direct_ty),
-        call: (call, call_ty),
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let bx = Build {
+            g,
+            b: c::LLVMCreateBuilderInContext(g.ctx),
+            e: cname(""),
+        };
+        let (i32t, ptrt) = (g.i32t, g.ptrt);
+        let enter_ty = fn_ty(ptrt, &mut [ptrt, ptrt, i32t, ptrt]);
+        // The `.wrap` entries are those of a public entry whose body is a function of its own
+        // ([`split_entries`](super::entries::split_entries)): the same, without the depth, which the body's entry
+        // (`tally.wtrace.enter.body`) counts (after the runtime's entry, one off again).
+        for (name, again, wrap) in [
+            ("tally.wtrace.enter", false, false),
+            ("tally.wtrace.enter.again", true, false),
+            ("tally.wtrace.enter.wrap", false, true),
+            ("tally.wtrace.enter.again.wrap", true, true),
+        ] {
+            enter_fn(&bx, name, enter_ty, again, wrap, slow, put);
+        }
+        enter_body_fn(&bx, enter_ty);
+        let floor = enter_floor_fn(&bx, enter_ty, slow);
+        let ret_ty = fn_ty(g.voidt, &mut [ptrt, ptrt]);
+        let ret = ret_fn(&bx, ret_ty);
+        let back_ty = fn_ty(g.i64t, &mut [ptrt, ptrt]);
+        let back = back_fn(&bx, back_ty);
+        let direct_ty = fn_ty(g.voidt, &mut [ptrt, ptrt, i32t]);
+        let direct = direct_fn(&bx, direct_ty, slow);
+        direct_body_fn(&bx, slow);
+        let call_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
+        let call = call_fn(&bx, call_ty, slow);
+        c::LLVMDisposeBuilder(bx.b);
+        let named = |name: &str| {
+            let f = c::LLVMGetNamedFunction(g.module, cname(name).as_ptr());
+            (f, enter_ty)
+        };
+        Inline {
+            enter: named("tally.wtrace.enter"),
+            enter_again: named("tally.wtrace.enter.again"),
+            enter_floor: (floor, enter_ty),
+            ret: (ret, ret_ty),
+            back: (back, back_ty),
+            direct: (direct, direct_ty),
+            call: (call, call_ty),
+        }
     }
 }
 
 /// The type of a function returning `ret` from `args`.
 unsafe fn fn_ty(ret: LLVMTypeRef, args: &mut [LLVMTypeRef]) -> LLVMTypeRef {
-    c::LLVMFunctionType(ret, args.as_mut_ptr(), args.len() as u32, 0)
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe { c::LLVMFunctionType(ret, args.as_mut_ptr(), args.len() as u32, 0) }
 }
 
 /// What [`inline_fns`] builds with: the module's declarations, one builder, an empty name.
@@ -120,7 +126,9 @@ struct Build<'a> {
 impl Build<'_> {
     /// A new block `name` at the end of `f`.
     unsafe fn block(&self, f: LLVMValueRef, name: &str) -> LLVMBasicBlockRef {
-        c::LLVMAppendBasicBlockInContext(self.g.ctx, f, cname(name).as_ptr())
+        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+        unsafe { c::LLVMAppendBasicBlockInContext(self.g.ctx, f, cname(name).as_ptr()) }
     }
 
     /// A conditional branch with branch weights.
@@ -131,17 +139,25 @@ impl Build<'_> {
         no: LLVMBasicBlockRef,
         weights: &[u32],
     ) {
-        let br = c::LLVMBuildCondBr(self.b, cond, yes, no);
-        ir::set_branch_weights(self.g.ctx, br, weights);
+        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+        unsafe {
+            let br = c::LLVMBuildCondBr(self.b, cond, yes, no);
+            ir::set_branch_weights(self.g.ctx, br, weights);
+        }
     }
 
     /// The thread's depth of traced activations (in accumulator `a`) plus `by` (1 or -1).
     unsafe fn add_depth(&self, a: LLVMValueRef, by: i64) {
-        let (b, i32t, e) = (self.b, self.g.i32t, &self.e);
-        let depth_p = field_of(self.g, b, a, "depth");
-        let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-        let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, by as u64, 1), e.as_ptr());
-        c::LLVMBuildStore(b, d, depth_p);
+        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+        unsafe {
+            let (b, i32t, e) = (self.b, self.g.i32t, &self.e);
+            let depth_p = field_of(self.g, b, a, "depth");
+            let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
+            let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, by as u64, 1), e.as_ptr());
+            c::LLVMBuildStore(b, d, depth_p);
+        }
     }
 
     /// The call of the runtime's `rt` with `f`'s parameters from the `from`th.
@@ -151,11 +167,15 @@ impl Build<'_> {
         rt: (LLVMValueRef, LLVMTypeRef),
         from: u32,
     ) -> LLVMValueRef {
-        let mut args: Vec<LLVMValueRef> = (from..c::LLVMCountParams(f))
-            .map(|i| c::LLVMGetParam(f, i))
-            .collect();
-        let n = args.len() as u32;
-        c::LLVMBuildCall2(self.b, rt.1, rt.0, args.as_mut_ptr(), n, self.e.as_ptr())
+        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+        unsafe {
+            let mut args: Vec<LLVMValueRef> = (from..c::LLVMCountParams(f))
+                .map(|i| c::LLVMGetParam(f, i))
+                .collect();
+            let n = args.len() as u32;
+            c::LLVMBuildCall2(self.b, rt.1, rt.0, args.as_mut_ptr(), n, self.e.as_ptr())
+        }
     }
 
     /// The `slow` field is nonzero: branch to a new block calling the runtime (returned), else
@@ -166,22 +186,31 @@ impl Build<'_> {
         a: LLVMValueRef,
         fast: LLVMBasicBlockRef,
     ) -> LLVMBasicBlockRef {
-        let (b, i32t, e) = (self.b, self.g.i32t, &self.e);
-        let slow_p = field_of(self.g, b, a, "slow");
-        let s = c::LLVMBuildLoad2(b, i32t, slow_p, e.as_ptr());
-        let z = c::LLVMConstInt(i32t, 0, 0);
-        let is_slow = c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntNE, s, z, e.as_ptr());
-        let rt = self.block(f, "slow");
-        self.cold_branch(is_slow, rt, fast, &[1, 1 << 10]);
-        rt
+        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+        unsafe {
+            let (b, i32t, e) = (self.b, self.g.i32t, &self.e);
+            let slow_p = field_of(self.g, b, a, "slow");
+            let s = c::LLVMBuildLoad2(b, i32t, slow_p, e.as_ptr());
+            let z = c::LLVMConstInt(i32t, 0, 0);
+            let is_slow =
+                c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntNE, s, z, e.as_ptr());
+            let rt = self.block(f, "slow");
+            self.cold_branch(is_slow, rt, fast, &[1, 1 << 10]);
+            rt
+        }
     }
 
     /// A silent entry's end: the depth plus one (not in a `.wrap` entry), and `a` returned.
     unsafe fn deeper(&self, a: LLVMValueRef, wrap: bool) {
-        if !wrap {
-            self.add_depth(a, 1);
+        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+        unsafe {
+            if !wrap {
+                self.add_depth(a, 1);
+            }
+            c::LLVMBuildRet(self.b, a);
         }
-        c::LLVMBuildRet(self.b, a);
     }
 }
 
@@ -195,52 +224,56 @@ unsafe fn enter_fn(
     slow: &InlineSlow,
     put: (LLVMValueRef, LLVMTypeRef),
 ) {
-    let (g, b, e) = (bx.g, bx.b, &bx.e);
-    let (i32t, ptrt) = (g.i32t, g.ptrt);
-    let (enter, entry) = crate::emit::inline_helper(g, name, enter_ty);
-    let Some(entry) = entry else { return };
-    c::LLVMPositionBuilderAtEnd(b, entry);
-    let p = |i| c::LLVMGetParam(enter, i);
-    let a = acc_ptr(g, b);
-    let flag_p = field_of(g, b, a, "direct");
-    let flag = c::LLVMBuildLoad2(b, ptrt, flag_p, e.as_ptr());
-    let mine = c::LLVMBuildICmp(
-        b,
-        llvm_sys::LLVMIntPredicate::LLVMIntEQ,
-        flag,
-        p(3),
-        e.as_ptr(),
-    );
-    let check_slot = bx.block(enter, "slot");
-    let silent = bx.block(enter, "silent");
-    let rt = bx.block(enter, "announced");
-    c::LLVMBuildCondBr(b, mine, check_slot, rt);
-    c::LLVMPositionBuilderAtEnd(b, check_slot);
-    let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr()); // (the module's first field)
-    let z = c::LLVMConstInt(i32t, 0, 0);
-    let has = c::LLVMBuildICmp(
-        b,
-        llvm_sys::LLVMIntPredicate::LLVMIntNE,
-        slot,
-        z,
-        e.as_ptr(),
-    );
-    bx.cold_branch(has, silent, rt, &[1 << 10, 1]);
-    c::LLVMPositionBuilderAtEnd(b, silent);
-    c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), flag_p);
-    bx.deeper(a, wrap);
-    c::LLVMPositionBuilderAtEnd(b, rt);
-    if again {
-        predicted_enter(bx, enter, a, wrap, put);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let (g, b, e) = (bx.g, bx.b, &bx.e);
+        let (i32t, ptrt) = (g.i32t, g.ptrt);
+        let (enter, entry) = crate::emit::inline_helper(g, name, enter_ty);
+        let Some(entry) = entry else { return };
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let p = |i| c::LLVMGetParam(enter, i);
+        let a = acc_ptr(g, b);
+        let flag_p = field_of(g, b, a, "direct");
+        let flag = c::LLVMBuildLoad2(b, ptrt, flag_p, e.as_ptr());
+        let mine = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntEQ,
+            flag,
+            p(3),
+            e.as_ptr(),
+        );
+        let check_slot = bx.block(enter, "slot");
+        let silent = bx.block(enter, "silent");
+        let rt = bx.block(enter, "announced");
+        c::LLVMBuildCondBr(b, mine, check_slot, rt);
+        c::LLVMPositionBuilderAtEnd(b, check_slot);
+        let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr()); // (the module's first field)
+        let z = c::LLVMConstInt(i32t, 0, 0);
+        let has = c::LLVMBuildICmp(
+            b,
+            llvm_sys::LLVMIntPredicate::LLVMIntNE,
+            slot,
+            z,
+            e.as_ptr(),
+        );
+        bx.cold_branch(has, silent, rt, &[1 << 10, 1]);
+        c::LLVMPositionBuilderAtEnd(b, silent);
+        c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), flag_p);
+        bx.deeper(a, wrap);
+        c::LLVMPositionBuilderAtEnd(b, rt);
+        if again {
+            predicted_enter(bx, enter, a, wrap, put);
+        }
+        // (The thread's first entry points the TLS pointer at the thread's own accumulator.)
+        bx.forward(enter, slow.enter, 0);
+        let a = acc_ptr(g, b);
+        if wrap {
+            // (The runtime counted the activation; the body's entry counts it again.)
+            bx.add_depth(a, -1);
+        }
+        c::LLVMBuildRet(b, a);
     }
-    // (The thread's first entry points the TLS pointer at the thread's own accumulator.)
-    bx.forward(enter, slow.enter, 0);
-    let a = acc_ptr(g, b);
-    if wrap {
-        // (The runtime counted the activation; the body's entry counts it again.)
-        bx.add_depth(a, -1);
-    }
-    c::LLVMBuildRet(b, a);
 }
 
 /// The announced path of `tally.wtrace.enter.again` (`enter`, accumulator `a`) up to the
@@ -253,59 +286,63 @@ unsafe fn predicted_enter(
     wrap: bool,
     put: (LLVMValueRef, LLVMTypeRef),
 ) {
-    let (g, b, e) = (bx.g, bx.b, &bx.e);
-    let (i32t, ptrt) = (g.i32t, g.ptrt);
-    let p = |i| c::LLVMGetParam(enter, i);
-    // The key `slot << 32 | index`, and the one the stream predicts after the previous
-    // Enter's (`e_next[e_prev * MUL >> SHIFT]`); a slot of 0 (none yet) never matches.
-    let (i64t, eq, ne) = (
-        g.i64t,
-        llvm_sys::LLVMIntPredicate::LLVMIntEQ,
-        llvm_sys::LLVMIntPredicate::LLVMIntNE,
-    );
-    let k = |v| c::LLVMConstInt(i64t, v, 0);
-    let put_predicted = |b| {
-        let mut args = [a, k(ENTER_PREDICTED.0), k(ENTER_PREDICTED.1)];
-        c::LLVMBuildCall2(b, put.1, put.0, args.as_mut_ptr(), 3, e.as_ptr());
-    };
-    // First the shortest case, the function that is `e_prev` and predicts itself
-    // (`again`): nothing to change.
-    let itself = bx.block(enter, "again");
-    let other = bx.block(enter, "other");
-    let again_p = field_of(g, b, a, "again");
-    let last = c::LLVMBuildLoad2(b, ptrt, again_p, e.as_ptr());
-    let same = c::LLVMBuildICmp(b, eq, last, p(3), e.as_ptr());
-    c::LLVMBuildCondBr(b, same, itself, other);
-    c::LLVMPositionBuilderAtEnd(b, itself);
-    put_predicted(b);
-    bx.deeper(a, wrap);
-    c::LLVMPositionBuilderAtEnd(b, other);
-    let predicted = bx.block(enter, "predicted");
-    let call = bx.block(enter, "call");
-    let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr());
-    let hi = c::LLVMBuildZExt(b, slot, i64t, e.as_ptr());
-    let hi = c::LLVMBuildShl(b, hi, k(32), e.as_ptr());
-    let lo = c::LLVMBuildZExt(b, p(2), i64t, e.as_ptr());
-    let key = c::LLVMBuildOr(b, hi, lo, e.as_ptr());
-    let prev_p = field_of(g, b, a, "e_prev");
-    let prev = c::LLVMBuildLoad2(b, i64t, prev_p, e.as_ptr());
-    let h = c::LLVMBuildMul(b, prev, k(abi::WTRACE_ENTER_MUL), e.as_ptr());
-    let h = c::LLVMBuildLShr(b, h, k(u64::from(abi::WTRACE_ENTER_SHIFT)), e.as_ptr());
-    let table = c::LLVMBuildLoad2(b, ptrt, field_of(g, b, a, "e_next"), e.as_ptr());
-    let mut idx = [h];
-    let at = c::LLVMBuildInBoundsGEP2(b, i64t, table, idx.as_mut_ptr(), 1, e.as_ptr());
-    let pred = c::LLVMBuildLoad2(b, i64t, at, e.as_ptr());
-    let same = c::LLVMBuildICmp(b, eq, pred, key, e.as_ptr());
-    let z = c::LLVMConstInt(i32t, 0, 0);
-    let has = c::LLVMBuildICmp(b, ne, slot, z, e.as_ptr());
-    let hit = c::LLVMBuildAnd(b, same, has, e.as_ptr());
-    c::LLVMBuildCondBr(b, hit, predicted, call);
-    c::LLVMPositionBuilderAtEnd(b, predicted);
-    put_predicted(b);
-    c::LLVMBuildStore(b, key, prev_p);
-    c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), again_p);
-    bx.deeper(a, wrap);
-    c::LLVMPositionBuilderAtEnd(b, call);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let (g, b, e) = (bx.g, bx.b, &bx.e);
+        let (i32t, ptrt) = (g.i32t, g.ptrt);
+        let p = |i| c::LLVMGetParam(enter, i);
+        // The key `slot << 32 | index`, and the one the stream predicts after the previous
+        // Enter's (`e_next[e_prev * MUL >> SHIFT]`); a slot of 0 (none yet) never matches.
+        let (i64t, eq, ne) = (
+            g.i64t,
+            llvm_sys::LLVMIntPredicate::LLVMIntEQ,
+            llvm_sys::LLVMIntPredicate::LLVMIntNE,
+        );
+        let k = |v| c::LLVMConstInt(i64t, v, 0);
+        let put_predicted = |b| {
+            let mut args = [a, k(ENTER_PREDICTED.0), k(ENTER_PREDICTED.1)];
+            c::LLVMBuildCall2(b, put.1, put.0, args.as_mut_ptr(), 3, e.as_ptr());
+        };
+        // First the shortest case, the function that is `e_prev` and predicts itself
+        // (`again`): nothing to change.
+        let itself = bx.block(enter, "again");
+        let other = bx.block(enter, "other");
+        let again_p = field_of(g, b, a, "again");
+        let last = c::LLVMBuildLoad2(b, ptrt, again_p, e.as_ptr());
+        let same = c::LLVMBuildICmp(b, eq, last, p(3), e.as_ptr());
+        c::LLVMBuildCondBr(b, same, itself, other);
+        c::LLVMPositionBuilderAtEnd(b, itself);
+        put_predicted(b);
+        bx.deeper(a, wrap);
+        c::LLVMPositionBuilderAtEnd(b, other);
+        let predicted = bx.block(enter, "predicted");
+        let call = bx.block(enter, "call");
+        let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr());
+        let hi = c::LLVMBuildZExt(b, slot, i64t, e.as_ptr());
+        let hi = c::LLVMBuildShl(b, hi, k(32), e.as_ptr());
+        let lo = c::LLVMBuildZExt(b, p(2), i64t, e.as_ptr());
+        let key = c::LLVMBuildOr(b, hi, lo, e.as_ptr());
+        let prev_p = field_of(g, b, a, "e_prev");
+        let prev = c::LLVMBuildLoad2(b, i64t, prev_p, e.as_ptr());
+        let h = c::LLVMBuildMul(b, prev, k(abi::WTRACE_ENTER_MUL), e.as_ptr());
+        let h = c::LLVMBuildLShr(b, h, k(u64::from(abi::WTRACE_ENTER_SHIFT)), e.as_ptr());
+        let table = c::LLVMBuildLoad2(b, ptrt, field_of(g, b, a, "e_next"), e.as_ptr());
+        let mut idx = [h];
+        let at = c::LLVMBuildInBoundsGEP2(b, i64t, table, idx.as_mut_ptr(), 1, e.as_ptr());
+        let pred = c::LLVMBuildLoad2(b, i64t, at, e.as_ptr());
+        let same = c::LLVMBuildICmp(b, eq, pred, key, e.as_ptr());
+        let z = c::LLVMConstInt(i32t, 0, 0);
+        let has = c::LLVMBuildICmp(b, ne, slot, z, e.as_ptr());
+        let hit = c::LLVMBuildAnd(b, same, has, e.as_ptr());
+        c::LLVMBuildCondBr(b, hit, predicted, call);
+        c::LLVMPositionBuilderAtEnd(b, predicted);
+        put_predicted(b);
+        c::LLVMBuildStore(b, key, prev_p);
+        c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), again_p);
+        bx.deeper(a, wrap);
+        c::LLVMPositionBuilderAtEnd(b, call);
+    }
 }
 
 /// The entry of a body ([`split_entries`](super::entries::split_entries)): entered only from this module's traced direct
@@ -313,98 +350,118 @@ unsafe fn predicted_enter(
 /// `slow` is set, is made before the call: `tally.wtrace.direct.body`, or by the public
 /// entry): the depth alone.
 unsafe fn enter_body_fn(bx: &Build, enter_ty: LLVMTypeRef) {
-    let (_, entry) = crate::emit::inline_helper(bx.g, "tally.wtrace.enter.body", enter_ty);
-    if let Some(entry) = entry {
-        c::LLVMPositionBuilderAtEnd(bx.b, entry);
-        let a = acc_ptr(bx.g, bx.b);
-        bx.add_depth(a, 1);
-        c::LLVMBuildRet(bx.b, a);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let (_, entry) = crate::emit::inline_helper(bx.g, "tally.wtrace.enter.body", enter_ty);
+        if let Some(entry) = entry {
+            c::LLVMPositionBuilderAtEnd(bx.b, entry);
+            let a = acc_ptr(bx.g, bx.b);
+            bx.add_depth(a, 1);
+            c::LLVMBuildRet(bx.b, a);
+        }
     }
 }
 
 /// `--tally-trace-floor` (measurement only): the thread's stream made at its first entry,
 /// nothing else.
 unsafe fn enter_floor_fn(bx: &Build, enter_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
-    let (g, b) = (bx.g, bx.b);
-    let (floor, entry) = crate::emit::inline_helper(g, "tally.wtrace.enter.floor", enter_ty);
-    if let Some(entry) = entry {
-        c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = acc_ptr(g, b);
-        let fast = bx.block(floor, "fast");
-        let rt = bx.if_slow(floor, a, fast);
-        c::LLVMPositionBuilderAtEnd(b, fast);
-        c::LLVMBuildRet(b, a);
-        c::LLVMPositionBuilderAtEnd(b, rt);
-        bx.forward(floor, slow.enter, 0);
-        c::LLVMBuildRet(b, acc_ptr(g, b));
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let (g, b) = (bx.g, bx.b);
+        let (floor, entry) = crate::emit::inline_helper(g, "tally.wtrace.enter.floor", enter_ty);
+        if let Some(entry) = entry {
+            c::LLVMPositionBuilderAtEnd(b, entry);
+            let a = acc_ptr(g, b);
+            let fast = bx.block(floor, "fast");
+            let rt = bx.if_slow(floor, a, fast);
+            c::LLVMPositionBuilderAtEnd(b, fast);
+            c::LLVMBuildRet(b, a);
+            c::LLVMPositionBuilderAtEnd(b, rt);
+            bx.forward(floor, slow.enter, 0);
+            c::LLVMBuildRet(b, acc_ptr(g, b));
+        }
+        floor
     }
-    floor
 }
 
 /// `tally.wtrace.ret` (see [`inline_fns`]).
 unsafe fn ret_fn(bx: &Build, ret_ty: LLVMTypeRef) -> LLVMValueRef {
-    let (g, b, e) = (bx.g, bx.b, &bx.e);
-    let (ret, entry) = crate::emit::inline_helper(g, "tally.wtrace.ret", ret_ty);
-    if let Some(entry) = entry {
-        c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = c::LLVMGetParam(ret, 0);
-        bx.add_depth(a, -1);
-        // (`self` is a constant: the test folds once inlined.)
-        let own = c::LLVMGetParam(ret, 1);
-        let null = c::LLVMConstNull(g.ptrt);
-        let has = c::LLVMBuildICmp(
-            b,
-            llvm_sys::LLVMIntPredicate::LLVMIntNE,
-            own,
-            null,
-            e.as_ptr(),
-        );
-        let store = bx.block(ret, "store");
-        let done = bx.block(ret, "done");
-        c::LLVMBuildCondBr(b, has, store, done);
-        c::LLVMPositionBuilderAtEnd(b, store);
-        c::LLVMBuildStore(b, own, field_of(g, b, a, "ret"));
-        c::LLVMBuildBr(b, done);
-        c::LLVMPositionBuilderAtEnd(b, done);
-        c::LLVMBuildRetVoid(b);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let (g, b, e) = (bx.g, bx.b, &bx.e);
+        let (ret, entry) = crate::emit::inline_helper(g, "tally.wtrace.ret", ret_ty);
+        if let Some(entry) = entry {
+            c::LLVMPositionBuilderAtEnd(b, entry);
+            let a = c::LLVMGetParam(ret, 0);
+            bx.add_depth(a, -1);
+            // (`self` is a constant: the test folds once inlined.)
+            let own = c::LLVMGetParam(ret, 1);
+            let null = c::LLVMConstNull(g.ptrt);
+            let has = c::LLVMBuildICmp(
+                b,
+                llvm_sys::LLVMIntPredicate::LLVMIntNE,
+                own,
+                null,
+                e.as_ptr(),
+            );
+            let store = bx.block(ret, "store");
+            let done = bx.block(ret, "done");
+            c::LLVMBuildCondBr(b, has, store, done);
+            c::LLVMPositionBuilderAtEnd(b, store);
+            c::LLVMBuildStore(b, own, field_of(g, b, a, "ret"));
+            c::LLVMBuildBr(b, done);
+            c::LLVMPositionBuilderAtEnd(b, done);
+            c::LLVMBuildRetVoid(b);
+        }
+        ret
     }
-    ret
 }
 
 /// `tally.wtrace.back` (see [`inline_fns`]).
 unsafe fn back_fn(bx: &Build, back_ty: LLVMTypeRef) -> LLVMValueRef {
-    let (g, b, e) = (bx.g, bx.b, &bx.e);
-    let (back, entry) = crate::emit::inline_helper(g, "tally.wtrace.back", back_ty);
-    if let Some(entry) = entry {
-        c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = c::LLVMGetParam(back, 0);
-        let last = c::LLVMBuildLoad2(b, g.ptrt, field_of(g, b, a, "ret"), e.as_ptr());
-        let callee = c::LLVMGetParam(back, 1);
-        let pred = llvm_sys::LLVMIntPredicate::LLVMIntNE;
-        let not_traced = c::LLVMBuildICmp(b, pred, last, callee, e.as_ptr());
-        c::LLVMBuildRet(b, c::LLVMBuildZExt(b, not_traced, g.i64t, e.as_ptr()));
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let (g, b, e) = (bx.g, bx.b, &bx.e);
+        let (back, entry) = crate::emit::inline_helper(g, "tally.wtrace.back", back_ty);
+        if let Some(entry) = entry {
+            c::LLVMPositionBuilderAtEnd(b, entry);
+            let a = c::LLVMGetParam(back, 0);
+            let last = c::LLVMBuildLoad2(b, g.ptrt, field_of(g, b, a, "ret"), e.as_ptr());
+            let callee = c::LLVMGetParam(back, 1);
+            let pred = llvm_sys::LLVMIntPredicate::LLVMIntNE;
+            let not_traced = c::LLVMBuildICmp(b, pred, last, callee, e.as_ptr());
+            c::LLVMBuildRet(b, c::LLVMBuildZExt(b, not_traced, g.i64t, e.as_ptr()));
+        }
+        back
     }
-    back
 }
 
 /// `tally.wtrace.direct` (see [`inline_fns`]).
 unsafe fn direct_fn(bx: &Build, direct_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
-    let (g, b) = (bx.g, bx.b);
-    let (direct, entry) = crate::emit::inline_helper(g, "tally.wtrace.direct", direct_ty);
-    if let Some(entry) = entry {
-        c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = c::LLVMGetParam(direct, 0);
-        let fast = bx.block(direct, "fast");
-        let rt = bx.if_slow(direct, a, fast);
-        c::LLVMPositionBuilderAtEnd(b, fast);
-        let flag_p = field_of(g, b, a, "direct");
-        c::LLVMBuildStore(b, c::LLVMGetParam(direct, 1), flag_p);
-        c::LLVMBuildRetVoid(b);
-        c::LLVMPositionBuilderAtEnd(b, rt);
-        bx.forward(direct, slow.direct, 1);
-        c::LLVMBuildRetVoid(b);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let (g, b) = (bx.g, bx.b);
+        let (direct, entry) = crate::emit::inline_helper(g, "tally.wtrace.direct", direct_ty);
+        if let Some(entry) = entry {
+            c::LLVMPositionBuilderAtEnd(b, entry);
+            let a = c::LLVMGetParam(direct, 0);
+            let fast = bx.block(direct, "fast");
+            let rt = bx.if_slow(direct, a, fast);
+            c::LLVMPositionBuilderAtEnd(b, fast);
+            let flag_p = field_of(g, b, a, "direct");
+            c::LLVMBuildStore(b, c::LLVMGetParam(direct, 1), flag_p);
+            c::LLVMBuildRetVoid(b);
+            c::LLVMPositionBuilderAtEnd(b, rt);
+            bx.forward(direct, slow.direct, 1);
+            c::LLVMBuildRetVoid(b);
+        }
+        direct
     }
-    direct
 }
 
 /// `void tally.wtrace.direct.body(ptr acc, ptr callee, i32 site, ptr module, ptr counters,
@@ -414,58 +471,66 @@ unsafe fn direct_fn(bx: &Build, direct_ty: LLVMTypeRef, slow: &InlineSlow) -> LL
 /// recorder's call site, shadow stack and synchronization point, the thread's word current),
 /// less the depth, which the body's entry counts.
 unsafe fn direct_body_fn(bx: &Build, slow: &InlineSlow) {
-    let (g, b, e) = (bx.g, bx.b, &bx.e);
-    let (i32t, ptrt) = (g.i32t, g.ptrt);
-    let direct_body_ty = fn_ty(g.voidt, &mut [ptrt, ptrt, i32t, ptrt, ptrt, i32t]);
-    let (direct_body, entry) =
-        crate::emit::inline_helper(g, "tally.wtrace.direct.body", direct_body_ty);
-    if let Some(entry) = entry {
-        c::LLVMPositionBuilderAtEnd(b, entry);
-        let p = |i| c::LLVMGetParam(direct_body, i);
-        let a = p(0);
-        let fast = bx.block(direct_body, "fast");
-        let rt = bx.if_slow(direct_body, a, fast);
-        c::LLVMPositionBuilderAtEnd(b, fast);
-        c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), field_of(g, b, a, "direct"));
-        c::LLVMBuildRetVoid(b);
-        c::LLVMPositionBuilderAtEnd(b, rt);
-        let mut args = [p(1), p(2)];
-        c::LLVMBuildCall2(
-            b,
-            slow.direct.1,
-            slow.direct.0,
-            args.as_mut_ptr(),
-            2,
-            e.as_ptr(),
-        );
-        let mut args = [p(3), p(4), p(5), p(1)];
-        c::LLVMBuildCall2(
-            b,
-            slow.enter.1,
-            slow.enter.0,
-            args.as_mut_ptr(),
-            4,
-            e.as_ptr(),
-        );
-        bx.add_depth(acc_ptr(g, b), -1);
-        c::LLVMBuildRetVoid(b);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let (g, b, e) = (bx.g, bx.b, &bx.e);
+        let (i32t, ptrt) = (g.i32t, g.ptrt);
+        let direct_body_ty = fn_ty(g.voidt, &mut [ptrt, ptrt, i32t, ptrt, ptrt, i32t]);
+        let (direct_body, entry) =
+            crate::emit::inline_helper(g, "tally.wtrace.direct.body", direct_body_ty);
+        if let Some(entry) = entry {
+            c::LLVMPositionBuilderAtEnd(b, entry);
+            let p = |i| c::LLVMGetParam(direct_body, i);
+            let a = p(0);
+            let fast = bx.block(direct_body, "fast");
+            let rt = bx.if_slow(direct_body, a, fast);
+            c::LLVMPositionBuilderAtEnd(b, fast);
+            c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), field_of(g, b, a, "direct"));
+            c::LLVMBuildRetVoid(b);
+            c::LLVMPositionBuilderAtEnd(b, rt);
+            let mut args = [p(1), p(2)];
+            c::LLVMBuildCall2(
+                b,
+                slow.direct.1,
+                slow.direct.0,
+                args.as_mut_ptr(),
+                2,
+                e.as_ptr(),
+            );
+            let mut args = [p(3), p(4), p(5), p(1)];
+            c::LLVMBuildCall2(
+                b,
+                slow.enter.1,
+                slow.enter.0,
+                args.as_mut_ptr(),
+                4,
+                e.as_ptr(),
+            );
+            bx.add_depth(acc_ptr(g, b), -1);
+            c::LLVMBuildRetVoid(b);
+        }
     }
 }
 
 /// `tally.wtrace.call` (see [`inline_fns`]).
 unsafe fn call_fn(bx: &Build, call_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
-    let b = bx.b;
-    let (call, entry) = crate::emit::inline_helper(bx.g, "tally.wtrace.call", call_ty);
-    if let Some(entry) = entry {
-        c::LLVMPositionBuilderAtEnd(b, entry);
-        let a = c::LLVMGetParam(call, 0);
-        let fast = bx.block(call, "fast");
-        let rt = bx.if_slow(call, a, fast);
-        c::LLVMPositionBuilderAtEnd(b, fast);
-        c::LLVMBuildRetVoid(b);
-        c::LLVMPositionBuilderAtEnd(b, rt);
-        bx.forward(call, slow.call, 1);
-        c::LLVMBuildRetVoid(b);
+    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
+    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
+    unsafe {
+        let b = bx.b;
+        let (call, entry) = crate::emit::inline_helper(bx.g, "tally.wtrace.call", call_ty);
+        if let Some(entry) = entry {
+            c::LLVMPositionBuilderAtEnd(b, entry);
+            let a = c::LLVMGetParam(call, 0);
+            let fast = bx.block(call, "fast");
+            let rt = bx.if_slow(call, a, fast);
+            c::LLVMPositionBuilderAtEnd(b, fast);
+            c::LLVMBuildRetVoid(b);
+            c::LLVMPositionBuilderAtEnd(b, rt);
+            bx.forward(call, slow.call, 1);
+            c::LLVMBuildRetVoid(b);
+        }
+        call
     }
-    call
 }

@@ -5,14 +5,13 @@
 //! `tally_graph::witness::stream::records_of` through the runtime (`c/wtrace.c`):
 //!
 //! - every witnessed edge of width > 0: its value appended inline at the top of the thread's
-//!   one-word accumulator ([`put_fn`], [`append`]: `acc = acc >> bits | value << (64 - bits)`,
-//!   up to 63 bits above a sentinel 1; `__tally_wtrace_spill` when the word's low `bits` bits
-//!   are not all zero, i.e. it has no room) at the edge's site (the sites of
-//!   [`crate::plan::Plan::for_edges`], predecessor tags where an edge has none); the check of
-//!   room shared by the appends up to the next call or loop head ([`Rec::hoist_checks`]); the
-//!   word in a register within the function ([`local_fns`]), stored to the thread's after
-//!   every append (written through), or with `--tally-trace-registers=on` only before calls
-//!   and `ret`;
+//!   one-word accumulator ([`put_fn`], [`append`]: `acc = acc >> bits | value << (64 - bits)`, up
+//!   to 63 bits above a sentinel 1; `__tally_wtrace_spill` when the word's low `bits` bits are not
+//!   all zero, i.e. it has no room) at the edge's site (the sites of
+//!   [`crate::counters::plan::Plan::for_edges`], predecessor tags where an edge has none); the
+//!   check of room shared by the appends up to the next call or loop head ([`Rec::hoist_checks`]);
+//!   the word in a register within the function ([`local_fns`]), stored to the thread's after every
+//!   append (written through), or with `--tally-trace-registers=on` only before calls and `ret`;
 //! - the entry, inline ([`inline_fns`]: `tally.wtrace.enter`, the runtime's
 //!   `__tally_wtrace_enter(&module, counters, index, self)` on its slow path), which writes `Enter`
 //!   unless the caller was a traced `Direct` or `Extern` site, which said so by
@@ -105,8 +104,8 @@ mod records;
 mod runtime;
 
 use super::{FnPlan, ModeImpl, PlanCx};
+use crate::ir::lower::Lowered;
 use crate::ir::Val;
-use crate::lower::Lowered;
 use callees::module_tables;
 use emit::Untraced;
 use entries::split_entries;
@@ -127,14 +126,11 @@ impl ModeImpl for Trace {
         funcs: &[(Val, &Lowered)],
         _opts: &crate::options::Options,
     ) -> Option<super::ModulePlan> {
-        // SAFETY: `funcs` are live functions of the module being instrumented, whose
-        // functions are not yet emitted.
-        unsafe { module_tables(funcs) };
+        module_tables(funcs);
         None
     }
 
     fn after_emit(&self, g: &crate::emit::Globals) {
-        // SAFETY: `g` holds the live module, every function of which is emitted.
-        unsafe { split_entries(g) };
+        split_entries(g);
     }
 }

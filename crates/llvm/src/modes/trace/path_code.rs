@@ -2,11 +2,11 @@
 //! counting them.
 
 use super::records::Rec;
-use crate::emit::{cname, Emitter};
+use crate::emit::build::const_int;
+use crate::emit::sites::{direct_site, Realize};
+use crate::emit::Emitter;
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
-use crate::lower::{EdgeIr, Lowered};
-use crate::sites::{direct_site, Realize};
-use llvm_sys::core as c;
 use tally_graph::paths::Action;
 use tally_graph::witness::{self, FunctionInput};
 use tally_graph::{EdgeId, IdVec, NodeId};
@@ -40,7 +40,7 @@ pub(super) fn paths_code(
     use tally_graph::paths::{chord_increments, dag_weights, CfgImage, PathPlacement};
     let numbered = witness::paths::paths_plan(input).map_err(|e| e.to_string())?;
     let dag = numbered.dag();
-    let w = crate::sites::base_weights(l, Some(weights));
+    let w = crate::emit::sites::base_weights(l, Some(weights));
     let dw = dag_weights(dag, &w).map_err(|e| e.to_string())?;
     let incs = chord_increments(&numbered, &dw).map_err(|e| e.to_string())?;
     let placement = PathPlacement::new(&numbered, &incs).map_err(|e| e.to_string())?;
@@ -113,33 +113,28 @@ impl PathsCode {
     /// Emits the path register's code and the path records (after the entry, before the
     /// direct flags and `ret`s are placed).
     pub(super) fn emit(&self, em: &Emitter, l: &Lowered, rec: &Rec) {
-        let b = em.b;
-        let empty = cname("");
         let g = em.g;
-        let r = unsafe {
-            em.at(l.nodes[0].start);
-            let n = cname("tally.path");
-            c::LLVMBuildAlloca(b, g.i64t, n.as_ptr())
-        };
-        let i64c = |v: i128| unsafe { c::LLVMConstInt(g.i64t, v as i64 as u64, 1) };
-        let r_plus = |d: i128| unsafe {
-            let cur = c::LLVMBuildLoad2(b, g.i64t, r, empty.as_ptr());
+        em.at(l.nodes[0].start);
+        let r = em.alloca(g.i64t, "tally.path");
+        let i64c = |v: i128| const_int(g.i64t, v as i64 as u64, true);
+        let r_plus = |d: i128| {
+            let cur = em.load(g.i64t, r);
             if d == 0 {
                 cur
             } else {
-                c::LLVMBuildAdd(b, cur, i64c(d), empty.as_ptr())
+                em.add(cur, i64c(d))
             }
         };
         let bits = u64::from(self.bits);
         let run = |acts: &[Action], near: Val| {
             for a in acts {
                 match *a {
-                    Action::Init(v) | Action::Reinit(v) => unsafe {
-                        c::LLVMBuildStore(b, i64c(v), r);
-                    },
-                    Action::Add(d) => unsafe {
-                        c::LLVMBuildStore(b, r_plus(d), r);
-                    },
+                    Action::Init(v) | Action::Reinit(v) => {
+                        em.store(i64c(v), r);
+                    }
+                    Action::Add(d) => {
+                        em.store(r_plus(d), r);
+                    }
                     Action::CountAt(d) if bits > 0 => {
                         rec.put(em, r_plus(d), em.i64c(bits), near);
                     }
@@ -181,7 +176,7 @@ impl PathsCode {
                             let EdgeIr::Succ { term, index, .. } = l.edges[e.index()] else {
                                 unreachable!("only terminator edges are split")
                             };
-                            crate::surgery::split_edge(em, term, index)
+                            crate::emit::surgery::split_edge(em, term, index)
                                 .terminator()
                                 .expect("split block has its branch")
                         }

@@ -4,10 +4,10 @@
 use super::callees::{calls_of, input_of, is_resume, may_be_announced, writes_back, Call};
 use super::path_code::{paths_code, PathsCode};
 use super::Trace;
+use crate::counters::plan::Plan as SitePlan;
 use crate::ir::Val;
 use crate::modes::{FnPlan, PlanCx};
 use crate::options::TracePlan;
-use crate::plan::Plan as SitePlan;
 use llvm_sys::LLVMOpcode;
 use tally_graph::witness::{self, Plan};
 use tally_graph::{EdgeId, IdVec, NodeId};

@@ -59,8 +59,9 @@ pub(super) struct Rec<'a> {
     /// helpers take ([`Rec::acc_here`]) instead of loading the TLS pointer at each record,
     /// save, load, call site and `ret`.
     pub(super) acc: std::cell::Cell<LLVMValueRef>,
-    /// The most bits an append whose width is not a constant can write, by its width's value
-    /// (a tag target's, loaded from a constant table: [`Log::at_tag_target`](crate::apply::SiteAction::at_tag_target)), for
+    /// The most bits an append whose width is not a constant can write, by its width's value (a tag
+    /// target's, loaded from a constant table:
+    /// [`Log::at_tag_target`](crate::counters::apply::SiteAction::at_tag_target)), for
     /// [`Rec::hoist_checks`] (any other counts as the widest record).
     pub(super) widest: std::cell::RefCell<HashMap<LLVMValueRef, u64>>,
 }
@@ -71,7 +72,7 @@ impl Rec<'_> {
     /// that dominates it: [`Rec::share_acc`]).
     pub(super) fn acc_here(&self, em: &Emitter) -> LLVMValueRef {
         match self.acc.get() {
-            acc if acc.is_null() => unsafe { acc_ptr(em.g, em.b) },
+            acc if acc.is_null() => acc_ptr(em.g, em.b),
             acc => acc,
         }
     }
@@ -86,6 +87,8 @@ impl Rec<'_> {
         if acc.is_null() {
             return;
         }
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         let tls = unsafe { c::LLVMGetNamedGlobal(em.g.module, cname(abi::WTRACE_ACC).as_ptr()) };
         let home = Val(acc).parent();
         let blocks = em.func.blocks();
@@ -115,6 +118,9 @@ impl Rec<'_> {
                 if v.0 == acc {
                     seen = true;
                 } else if seen && v.opcode() == LLVMOpcode::LLVMLoad && v.operand(0).0 == tls {
+                    // SAFETY: the edited values belong to the live module, which only this crate
+                    // changes during `instrument` (`crate::ir`'s module doc); an erased instruction
+                    // is not used again.
                     unsafe {
                         c::LLVMReplaceAllUsesWith(v.0, acc);
                         c::LLVMInstructionEraseFromParent(v.0);
@@ -144,6 +150,8 @@ impl Rec<'_> {
             em.call(self.rt.local.save, &mut [acc, word], near);
         }
         if em.func.fn_has_attr(ir::attr_kind("optnone")) {
+            // SAFETY: the attribute is made in the module's context and added to a live call or
+            // function.
             unsafe {
                 let noinline = c::LLVMCreateEnumAttribute(em.g.ctx, ir::attr_kind("noinline"), 0);
                 c::LLVMAddCallSiteAttribute(call, llvm_sys::LLVMAttributeFunctionIndex, noinline);
@@ -160,6 +168,9 @@ impl Rec<'_> {
         }
         let mut args = [self.acc_here(em), call.instr.called_value().0];
         let (f, ty) = self.rt.back;
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); arrays passed live through the call with their
+        // lengths.
         let bits = unsafe {
             let e = cname("");
             let v = c::LLVMBuildCall2(em.b, ty, f, args.as_mut_ptr(), 2, e.as_ptr());
@@ -193,6 +204,10 @@ impl Rec<'_> {
             for a in [word] {
                 if a != first.0 {
                     em.at(first);
+                    // SAFETY: the builder is positioned in a live function and the operands are
+                    // values of the module (`crate::ir`'s module doc); the edited values belong to
+                    // the live module, which only this crate changes during `instrument`
+                    // (`crate::ir`'s module doc).
                     unsafe {
                         c::LLVMInstructionRemoveFromParent(a);
                         c::LLVMInsertIntoBuilder(em.b, a);
@@ -305,6 +320,8 @@ impl Rec<'_> {
         // record (32 bits).
         let width = |v: Val| -> u64 {
             let bits = v.operand(bits_at);
+            // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+            // calls only read them.
             unsafe {
                 if !c::LLVMIsAConstantInt(bits.0).is_null() {
                     c::LLVMConstIntGetZExtValue(bits.0)
@@ -392,6 +409,8 @@ impl Rec<'_> {
             return; // (an append before any load: keep every check)
         }
         for v in fast {
+            // SAFETY: the edited values belong to the live module, which only this crate changes
+            // during `instrument` (`crate::ir`'s module doc).
             unsafe {
                 let callee = v.num_operands() - 1;
                 c::LLVMSetOperand(v.0, callee, put_fast);

@@ -2,11 +2,10 @@
 
 use super::live_out::{only_instruction_users, used_only_inside_or_by_exit_phis};
 use super::{Counting, FastLoop, Refusal, MAX_INSTRS, MIN_TURNS, MIN_TURNS_PER_CALL};
+use crate::counters::sese::{self, Candidate};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
 use crate::modes::events::EventsPlan;
-use crate::sese::{self, Candidate};
-use llvm_sys::core as c;
 use llvm_sys::LLVMOpcode;
 use std::collections::HashMap;
 use tally_graph::dom::Dominators;
@@ -230,8 +229,7 @@ pub(super) fn range_fixed_outside(
         return false;
     }
     let cond = term.operand(0);
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    if unsafe { c::LLVMIsAICmpInst(cond.0) }.is_null() {
+    if !cond.is_icmp() {
         return false;
     }
     (0..2).all(|k| in_fixed_range(cond.operand(k), header, bbs, outer_bbs, 4))
@@ -240,8 +238,7 @@ pub(super) fn range_fixed_outside(
 /// `v` (an operand of a loop's exit test, [`range_fixed_outside`]): fixed outside the
 /// enclosing loop, or a variable of the loop advanced by constants from such a start.
 pub(super) fn in_fixed_range(v: Val, header: Bb, bbs: &[Bb], outer_bbs: &[Bb], depth: u32) -> bool {
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() {
+    if !v.is_instruction() {
         return true; // constants, arguments, globals
     }
     let bb = v.parent();
@@ -253,13 +250,7 @@ pub(super) fn in_fixed_range(v: Val, header: Bb, bbs: &[Bb], outer_bbs: &[Bb], d
     }
     if v.opcode() == LLVMOpcode::LLVMPHI && bb == header {
         // A header phi: advanced by a constant on the back edges, from a fixed start.
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        let n = unsafe { c::LLVMCountIncoming(v.0) };
-        return (0..n).all(|i| {
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            let from = Bb(unsafe { c::LLVMGetIncomingBlock(v.0, i) });
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            let x = Val(unsafe { c::LLVMGetIncomingValue(v.0, i) });
+        return v.incoming().into_iter().all(|(x, from)| {
             if bbs.contains(&from) {
                 sese::affine_step(x).is_some_and(|(u, _)| u == v)
             } else {
@@ -279,8 +270,7 @@ pub(super) fn in_fixed_range(v: Val, header: Bb, bbs: &[Bb], outer_bbs: &[Bb], d
 /// `v` (defined outside the loop) is fixed before the enclosing loop (blocks `outer_bbs`)
 /// runs: defined outside it, or computed there by arithmetic from such values.
 pub(super) fn fixed_outside(v: Val, outer_bbs: &[Bb], depth: u32) -> bool {
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() || !outer_bbs.contains(&v.parent()) {
+    if !v.is_instruction() || !outer_bbs.contains(&v.parent()) {
         return true;
     }
     if depth == 0 {

@@ -2,13 +2,16 @@
 
 use super::live_out::merge_live_out;
 use super::{debug, Counting, FastLoop, FastStats};
-use crate::emit::{cname, Emitter};
+use crate::counters::sese::{self, Candidate};
+use crate::emit::build::{
+    add_incoming, add_incomings, append_block, clone_instruction, const_int, erase,
+    move_block_after, set_operand, type_of,
+};
+use crate::emit::surgery::split_edge;
+use crate::emit::Emitter;
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
 use crate::modes::events::EventsPlan;
-use crate::sese::{self, Candidate};
-use crate::surgery::split_edge;
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMIntPredicate, LLVMOpcode};
 use std::collections::HashMap;
@@ -50,7 +53,6 @@ pub(in crate::modes::events) fn emit(
         .collect();
     // While the function is still the one ScalarEvolution answered about.
     let mut trips = sese::expand_trip_counts(em.func, &cands).into_iter();
-    let empty = cname("");
     let g = em.g;
     // Every V first: a loop's exit may be another's entry, whose V the copy's exit then
     // enters (the exit's successor is V once split).
@@ -74,26 +76,16 @@ pub(in crate::modes::events) fn emit(
             .collect();
         let header = bbs[0];
         let map = clone_blocks(em, &bbs, v);
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        let copy_of = |bb: Bb| Bb(unsafe { c::LLVMValueAsBasicBlock(map[&as_value(bb)]) });
+        let copy_of = |bb: Bb| Val(map[&as_value(bb)]).as_block();
         let copy_header = copy_of(header);
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe {
-            let br = v.terminator().expect("split block has its branch");
-            em.at(br);
-            let limit = c::LLVMBuildLoad2(em.b, g.i64t, g.ev_limit, empty.as_ptr());
-            let none = c::LLVMConstInt(g.i64t, tally_format::abi::EV_NO_LIMIT as u64, 1);
-            let fast_ok = c::LLVMBuildICmp(
-                em.b,
-                LLVMIntPredicate::LLVMIntEQ,
-                limit,
-                none,
-                empty.as_ptr(),
-            );
-            let cond = c::LLVMBuildCondBr(em.b, fast_ok, copy_header.0, header.0);
-            ir::set_branch_weights(g.ctx, cond, &[1 << 20, 1]);
-            c::LLVMInstructionEraseFromParent(br.0);
-        }
+        let br = v.terminator().expect("split block has its branch");
+        em.at(br);
+        let limit = em.load(g.i64t, g.ev_limit);
+        let none = const_int(g.i64t, tally_format::abi::EV_NO_LIMIT as u64, true);
+        let fast_ok = em.icmp(LLVMIntPredicate::LLVMIntEQ, limit, none);
+        let cond = em.cond_br(fast_ok, copy_header, header);
+        ir::set_branch_weights(g.ctx, cond.0, &[1 << 20, 1]);
+        erase(br);
         let lookup = |x: Val| -> Val { map.get(&x.0).map_or(x, |&y| Val(y)) };
         if !f.live_out.is_empty() {
             let EdgeIr::Succ { term, index, .. } = l.edges[f.exits[0].index()] else {
@@ -127,11 +119,7 @@ pub(in crate::modes::events) fn emit(
             let x = term.successor(index);
             let copy_term = lookup(term);
             let u = term.parent();
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            let landing = Bb(unsafe {
-                let name = cname("tally.fast.exit");
-                c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, name.as_ptr())
-            });
+            let landing = append_block(g, em.func, "tally.fast.exit");
             copy_term.set_successor(index, landing);
             em.at_end(landing);
             // `d`: what the original loop subtracts from `left` between V and x's start.
@@ -142,49 +130,41 @@ pub(in crate::modes::events) fn emit(
                     let konst = (before as i64)
                         .wrapping_add(q_header)
                         .wrapping_sub(plan.query_start(cfg.edge(e).dst));
-                    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                    unsafe {
-                        let mut d = k;
-                        if e_turn != 1 {
-                            d = c::LLVMBuildMul(em.b, d, em.i64c(e_turn), empty.as_ptr());
-                        }
-                        if konst != 0 {
-                            let kc = c::LLVMConstInt(g.i64t, konst as u64, 1);
-                            d = c::LLVMBuildAdd(em.b, d, kc, empty.as_ptr());
-                        }
-                        d
+                    let mut d = k;
+                    if e_turn != 1 {
+                        d = em.mul(d, em.i64c(e_turn));
                     }
+                    if konst != 0 {
+                        let kc = const_int(g.i64t, konst as u64, true);
+                        d = em.add(d, kc);
+                    }
+                    d
                 }
-                // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                Counting::Register => unsafe {
+                Counting::Register => {
                     // The inside edges' increments, then the exit edge's own (placed by the
                     // plan on a block of its own on the original exit, bypassed here).
                     let mut d = acc[&cfg.edge(e).src];
                     let inc = plan.increment(e);
                     if inc != 0 {
-                        let kc = c::LLVMConstInt(g.i64t, inc as u64, 1);
-                        d = c::LLVMBuildAdd(em.b, d, kc, empty.as_ptr());
+                        let kc = const_int(g.i64t, inc as u64, true);
+                        d = em.add(d, kc);
                     }
                     d
-                },
-            };
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            unsafe {
-                let left = c::LLVMBuildLoad2(em.b, g.i64t, g.ev_left, empty.as_ptr());
-                let new = c::LLVMBuildSub(em.b, left, d, empty.as_ptr());
-                c::LLVMBuildStore(em.b, new, g.ev_left);
-                c::LLVMBuildBr(em.b, x.0);
-                // The exit block's phis: the copy's value on this entry.
-                for phi in x.phis() {
-                    let n = c::LLVMCountIncoming(phi.0);
-                    let from_u = (0..n)
-                        .find(|&j| c::LLVMGetIncomingBlock(phi.0, j) == u.0)
-                        .expect("an exit block's phi has an entry for the exit's source");
-                    let val = lookup(Val(c::LLVMGetIncomingValue(phi.0, from_u)));
-                    let mut vals = [val.0];
-                    let mut blocks = [landing.0];
-                    c::LLVMAddIncoming(phi.0, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
                 }
+            };
+            let left = em.load(g.i64t, g.ev_left);
+            let new = em.sub(left, d);
+            em.store(new, g.ev_left);
+            em.br(x);
+            // The exit block's phis: the copy's value on this entry.
+            for phi in x.phis() {
+                let (from_u, _) = phi
+                    .incoming()
+                    .into_iter()
+                    .find(|&(_, from)| from == u)
+                    .expect("an exit block's phi has an entry for the exit's source");
+                let val = lookup(from_u);
+                add_incoming(phi, val.0, landing);
             }
         }
     }
@@ -206,26 +186,16 @@ pub(super) fn register_counts(
 ) -> HashMap<NodeId, LLVMValueRef> {
     let cfg = &l.cfg;
     let g = em.g;
-    let empty = cname("");
     let bb_of = |m: NodeId| l.nodes[m.index()].start.parent();
     let mut acc = HashMap::new();
     for &m in members {
         let nb = copy_of(bb_of(m));
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe {
-            let first = nb.first().expect("copied blocks have a terminator");
-            c::LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, first.0);
-            let name = cname("tally.fast.acc");
-            acc.insert(m, c::LLVMBuildPhi(em.b, g.i64t, name.as_ptr()));
-        }
+        let first = nb.first().expect("copied blocks have a terminator");
+        em.before_with_records(first);
+        acc.insert(m, em.phi_named(g.i64t, "tally.fast.acc").0);
     }
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    unsafe {
-        let phi = acc[&members[0]];
-        let mut vals = [c::LLVMConstInt(g.i64t, 0, 0)];
-        let mut blocks = [v.0];
-        c::LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-    }
+    let phi = acc[&members[0]];
+    add_incoming(Val(phi), const_int(g.i64t, 0, false), v);
     for &m in members {
         let nb = copy_of(bb_of(m));
         let term = nb.terminator().expect("copied blocks have a terminator");
@@ -236,22 +206,16 @@ pub(super) fn register_counts(
                 continue;
             };
             let inc = ep.plan.increment(e);
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            let val = *sums.entry(inc).or_insert_with(|| unsafe {
+            let val = *sums.entry(inc).or_insert_with(|| {
                 if inc == 0 {
                     acc[&m]
                 } else {
                     em.at(term);
-                    let kc = c::LLVMConstInt(g.i64t, inc as u64, 1);
-                    c::LLVMBuildAdd(em.b, acc[&m], kc, empty.as_ptr())
+                    let kc = const_int(g.i64t, inc as u64, true);
+                    em.add(acc[&m], kc)
                 }
             });
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            unsafe {
-                let mut vals = [val];
-                let mut blocks = [nb.0];
-                c::LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-            }
+            add_incoming(Val(phi), val, nb);
         }
     }
     acc
@@ -263,29 +227,23 @@ pub(super) fn register_counts(
 /// its values to these phis) see one value that dominates both headers. Single-entry phis
 /// cost no code.
 pub(super) fn carry_phis(em: &Emitter, v: Bb, p: Bb) {
-    let empty = cname("");
     let br = v.terminator().expect("split block has its branch");
     let h = br.successor(0);
     for phi in h.phis() {
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe {
-            let n = c::LLVMCountIncoming(phi.0);
-            let j = (0..n)
-                .find(|&j| c::LLVMGetIncomingBlock(phi.0, j) == v.0)
-                .expect("the header's phi has an entry from the split block");
-            em.at(br);
-            let carried = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(phi.0), empty.as_ptr());
-            let mut vals = [c::LLVMGetIncomingValue(phi.0, j)];
-            let mut blocks = [p.0];
-            c::LLVMAddIncoming(carried, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-            c::LLVMSetOperand(phi.0, j, carried);
-        }
+        let incoming = phi.incoming();
+        let j = incoming
+            .iter()
+            .position(|&(_, from)| from == v)
+            .expect("the header's phi has an entry from the split block");
+        em.at(br);
+        let carried = em.phi(type_of(phi.0));
+        add_incoming(carried, incoming[j].0 .0, p);
+        set_operand(phi, j as u32, carried.0);
     }
 }
 
 pub(super) fn as_value(bb: Bb) -> LLVMValueRef {
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    unsafe { c::LLVMBasicBlockAsValue(bb.0) }
+    bb.as_value().0
 }
 
 /// Copies the blocks `bbs` (header first; a loop entered only from `entry`) into new blocks:
@@ -298,18 +256,13 @@ pub(super) fn clone_blocks(
     entry: Bb,
 ) -> HashMap<LLVMValueRef, LLVMValueRef> {
     let g = em.g;
-    let empty = cname("");
     let mut map: HashMap<LLVMValueRef, LLVMValueRef> = HashMap::new();
     let mut after = entry;
     let copies: Vec<Bb> = bbs
         .iter()
         .map(|&bb| {
-            let name = cname("tally.fast");
-            let nb =
-                // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-                Bb(unsafe { c::LLVMAppendBasicBlockInContext(g.ctx, em.func.0, name.as_ptr()) });
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            unsafe { c::LLVMMoveBasicBlockAfter(nb.0, after.0) };
+            let nb = append_block(g, em.func, "tally.fast");
+            move_block_after(nb, after);
             after = nb;
             map.insert(as_value(bb), as_value(nb));
             nb
@@ -318,62 +271,48 @@ pub(super) fn clone_blocks(
     let mut phis = Vec::new();
     let mut others = Vec::new();
     for (&bb, &nb) in bbs.iter().zip(&copies) {
-        // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-        unsafe { c::LLVMPositionBuilderAtEnd(em.b, nb.0) };
+        em.position_at_end(nb);
         for i in bb.instructions() {
-            // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-            let new = unsafe {
-                if i.opcode() == LLVMOpcode::LLVMPHI {
-                    let p = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(i.0), empty.as_ptr());
-                    phis.push((i, p));
-                    p
-                } else {
-                    if i.opcode() == LLVMOpcode::LLVMCall
-                        && i.called_function()
-                            .is_some_and(|f| f.name().starts_with("llvm.dbg."))
-                    {
-                        continue;
-                    }
-                    let p = c::LLVMInstructionClone(i.0);
-                    c::LLVMInsertIntoBuilder(em.b, p);
-                    others.push(p);
-                    p
+            let new = if i.opcode() == LLVMOpcode::LLVMPHI {
+                let p = em.phi(type_of(i.0)).0;
+                phis.push((i, p));
+                p
+            } else {
+                if i.opcode() == LLVMOpcode::LLVMCall
+                    && i.called_function()
+                        .is_some_and(|f| f.name().starts_with("llvm.dbg."))
+                {
+                    continue;
                 }
+                let p = clone_instruction(i);
+                em.insert(p);
+                others.push(p);
+                p.0
             };
             map.insert(i.0, new);
         }
     }
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    unsafe {
-        for &p in &others {
-            for k in 0..c::LLVMGetNumOperands(p) as u32 {
-                let op = c::LLVMGetOperand(p, k);
-                if let Some(&new) = map.get(&op) {
-                    c::LLVMSetOperand(p, k, new);
-                }
+    for &p in &others {
+        for k in 0..p.num_operands() {
+            let op = p.operand(k).0;
+            if let Some(&new) = map.get(&op) {
+                set_operand(p, k, new);
             }
         }
-        for (old, new) in phis {
-            let n = c::LLVMCountIncoming(old.0);
-            let (mut vals, mut blocks): (Vec<_>, Vec<_>) = (0..n)
-                .filter_map(|j| {
-                    let v = c::LLVMGetIncomingValue(old.0, j);
-                    let b = c::LLVMGetIncomingBlock(old.0, j);
-                    match map.get(&as_value(Bb(b))) {
-                        Some(&nb) => {
-                            Some((*map.get(&v).unwrap_or(&v), c::LLVMValueAsBasicBlock(nb)))
-                        }
-                        None => (b == entry.0).then_some((v, entry.0)),
-                    }
-                })
-                .unzip();
-            c::LLVMAddIncoming(
-                new,
-                vals.as_mut_ptr(),
-                blocks.as_mut_ptr(),
-                vals.len() as u32,
-            );
-        }
+    }
+    for (old, new) in phis {
+        let (vals, blocks): (Vec<LLVMValueRef>, Vec<Bb>) = old
+            .incoming()
+            .into_iter()
+            .filter_map(|(v, b)| {
+                let v = v.0;
+                match map.get(&as_value(b)) {
+                    Some(&nb) => Some((*map.get(&v).unwrap_or(&v), Val(nb).as_block())),
+                    None => (b == entry).then_some((v, entry)),
+                }
+            })
+            .unzip();
+        add_incomings(Val(new), &vals, &blocks);
     }
     map
 }

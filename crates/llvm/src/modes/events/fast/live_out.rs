@@ -1,25 +1,15 @@
 //! Values of a loop used after it (module doc of `super`, "Values used after the loop").
 
-use crate::emit::{cname, Emitter};
+use crate::emit::build::{add_incoming, set_operand, type_of};
+use crate::emit::Emitter;
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
-use llvm_sys::core as c;
 use llvm_sys::LLVMOpcode;
 use tally_graph::EdgeId;
 
 /// Every user of `v` is an instruction (its uses can be rewritten).
 pub(super) fn only_instruction_users(v: Val) -> bool {
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    unsafe {
-        let mut u = c::LLVMGetFirstUse(v.0);
-        while !u.is_null() {
-            if c::LLVMIsAInstruction(c::LLVMGetUser(u)).is_null() {
-                return false;
-            }
-            u = c::LLVMGetNextUse(u);
-        }
-    }
-    true
+    v.users().into_iter().all(Val::is_instruction)
 }
 
 /// Makes the uses of the loop's value `v` after the loop (outside `bbs`, but not the exit
@@ -36,69 +26,60 @@ pub(super) fn merge_live_out(
     exits: &[EdgeId],
     bbs: &[Bb],
 ) {
-    let empty = cname("");
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    unsafe {
-        let mut users = Vec::new();
-        let mut u = c::LLVMGetFirstUse(v.0);
-        while !u.is_null() {
-            let user = Val(c::LLVMGetUser(u));
-            if !bbs.contains(&user.parent()) && !users.contains(&user) {
-                users.push(user);
-            }
-            u = c::LLVMGetNextUse(u);
+    let mut users = Vec::new();
+    for user in v.users() {
+        if !bbs.contains(&user.parent()) && !users.contains(&user) {
+            users.push(user);
         }
-        let first = x.first().expect("exit blocks have a terminator");
-        // Before the first instruction's debug records: a phi carries none.
-        c::LLVMPositionBuilderBeforeInstrAndDbgRecords(em.b, first.0);
-        let phi = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(v.0), empty.as_ptr());
-        for &e in exits {
-            let EdgeIr::Succ { term, .. } = l.edges[e.index()] else {
-                unreachable!("exits are splittable terminator edges")
-            };
-            let mut vals = [v.0];
-            let mut blocks = [term.parent().0];
-            c::LLVMAddIncoming(phi, vals.as_mut_ptr(), blocks.as_mut_ptr(), 1);
-        }
-        for user in users {
-            let is_phi = user.opcode() == LLVMOpcode::LLVMPHI;
-            for k in 0..c::LLVMGetNumOperands(user.0) as u32 {
-                if c::LLVMGetOperand(user.0, k) != v.0 {
-                    continue;
-                }
-                if is_phi && bbs.contains(&Bb(c::LLVMGetIncomingBlock(user.0, k))) {
-                    continue;
-                }
-                c::LLVMSetOperand(user.0, k, phi);
+    }
+    let first = x.first().expect("exit blocks have a terminator");
+    // Before the first instruction's debug records: a phi carries none.
+    em.before_with_records(first);
+    let phi = em.phi(type_of(v.0));
+    for &e in exits {
+        let EdgeIr::Succ { term, .. } = l.edges[e.index()] else {
+            unreachable!("exits are splittable terminator edges")
+        };
+        add_incoming(phi, v.0, term.parent());
+    }
+    for user in users {
+        let incoming = if user.opcode() == LLVMOpcode::LLVMPHI {
+            user.incoming()
+        } else {
+            Vec::new()
+        };
+        for k in 0..user.num_operands() {
+            if user.operand(k) != v {
+                continue;
             }
+            if incoming
+                .get(k as usize)
+                .is_some_and(|&(_, from)| bbs.contains(&from))
+            {
+                continue;
+            }
+            set_operand(user, k, phi.0);
         }
     }
 }
 
 /// Every use of `v` is in the loop or in a phi of an exit block on an entry from the loop.
 pub(super) fn used_only_inside_or_by_exit_phis(v: Val, bbs: &[Bb]) -> bool {
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    unsafe {
-        let mut u = c::LLVMGetFirstUse(v.0);
-        while !u.is_null() {
-            let user = Val(c::LLVMGetUser(u));
-            if c::LLVMIsAInstruction(user.0).is_null() {
+    for user in v.users() {
+        if !user.is_instruction() {
+            return false;
+        }
+        if !bbs.contains(&user.parent()) {
+            if user.opcode() != LLVMOpcode::LLVMPHI {
                 return false;
             }
-            if !bbs.contains(&user.parent()) {
-                if user.opcode() != LLVMOpcode::LLVMPHI {
-                    return false;
-                }
-                let n = c::LLVMCountIncoming(user.0);
-                for i in 0..n {
-                    if c::LLVMGetIncomingValue(user.0, i) == v.0
-                        && !bbs.contains(&Bb(c::LLVMGetIncomingBlock(user.0, i)))
-                    {
-                        return false;
-                    }
-                }
+            if user
+                .incoming()
+                .into_iter()
+                .any(|(x, from)| x == v && !bbs.contains(&from))
+            {
+                return false;
             }
-            u = c::LLVMGetNextUse(u);
         }
     }
     true

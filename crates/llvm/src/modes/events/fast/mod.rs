@@ -1,5 +1,5 @@
 //! Events mode: call-free loops without decrements (SESE counters, Frenot & Pereira 2024, and
-//! trip counts, `crate::sese`; Ball 1994's events plan, §3-4).
+//! trip counts, `crate::counters::sese`; Ball 1994's events plan, §3-4).
 //!
 //! A **fast loop** is an innermost loop without calls (so without query points, early exits or
 //! re-entries) with one entry. It is **versioned** before the plan's code is placed: on its
@@ -71,11 +71,10 @@ use classify::{classify, describe};
 pub(super) use emit::emit;
 
 use super::EventsPlan;
-use crate::ir::{Bb, Val};
-use crate::lower::Lowered;
+use crate::counters::sese::{self, Candidate};
+use crate::ir::lower::Lowered;
+use crate::ir::Bb;
 use crate::options::Sese;
-use crate::sese::{self, Candidate};
-use llvm_sys::core as c;
 use std::collections::HashMap;
 use tally_graph::dom::Dominators;
 use tally_graph::{Dfs, EdgeId, IdVec, Loops, NodeId};
@@ -181,13 +180,12 @@ pub(super) fn plan(
     if st.loops == 0 {
         return (Vec::new(), searched);
     }
-    // SAFETY: LLVM-C calls on live objects of the module being instrumented.
-    let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
+    let func = l.nodes[0].start.parent().function();
     let estimate;
     let freq = match weights {
         Some(w) => w,
         None => {
-            estimate = crate::estimate::estimated_weights(func, l);
+            estimate = crate::ir::estimate::estimated_weights(func, l);
             &estimate
         }
     };

@@ -58,18 +58,17 @@
 //! would keep it live beside `last` (register copies in the loop). Phis are held by position
 //! ([`ValRef`]) because splitting an edge rebuilds the phis of its target.
 
-use crate::emit::{cname, Emitter};
+use crate::emit::sites::{direct_site, Realize};
+use crate::emit::surgery::split_edge;
+use crate::emit::{cname, Emitter, Globals};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
-use crate::modes::EmitCx;
 use crate::options::Sese;
-use crate::sites::{direct_site, Realize};
-use crate::surgery::split_edge;
+use crate::shim::Scev;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMOpcode, LLVMTypeKind};
 use std::collections::HashMap;
-use std::ffi::c_void;
 use tally_graph::dom::Dominators;
 use tally_graph::sese::{
     mask, trip_count_setup, AffineExit, CostModel, CounterKind, ExactDiv, Increment, LoopShape,
@@ -108,6 +107,8 @@ enum ValRef {
 
 impl ValRef {
     fn of(v: Val) -> ValRef {
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() || v.opcode() != LLVMOpcode::LLVMPHI {
             return ValRef::Plain(v);
         }
@@ -175,10 +176,14 @@ pub(crate) struct Link {
 
 /// `v = u + C` or `v = u - C` with a constant `C`: `(u, C as added, nsw, nuw)`.
 pub(crate) fn affine_step(v: Val) -> Option<(Val, Link)> {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     if unsafe { c::LLVMIsAInstruction(v.0) }.is_null() {
         return None;
     }
     let op = v.opcode();
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let konst = |x: Val| !unsafe { c::LLVMIsAConstantInt(x.0) }.is_null();
     let sext = |x: Val| unsafe { c::LLVMConstIntGetSExtValue(x.0) };
     if op == LLVMOpcode::LLVMGetElementPtr {
@@ -192,6 +197,8 @@ pub(crate) fn affine_step(v: Val) -> Option<(Val, Link)> {
         }
         _ => return None,
     };
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let (nsw, nuw) = unsafe { (c::LLVMGetNSW(v.0) != 0, c::LLVMGetNUW(v.0) != 0) };
     // `sub nuw x, C` subtracts without wrapping: not an unsigned-growing increment.
     let nuw = nuw && op == LLVMOpcode::LLVMAdd;
@@ -209,6 +216,8 @@ pub(crate) fn affine_step(v: Val) -> Option<(Val, Link)> {
 /// `v = getelementptr inbounds i8, ptr u, iN C`: `(u, C)`, taken as `nsw` (an `inbounds` chain
 /// stays within one allocated object, so its values differ by less than 2^63).
 fn gep_step(v: Val) -> Option<(Val, Link)> {
+    // SAFETY: constants and types are made in the live module's context from its values
+    // (`crate::ir`'s module doc).
     unsafe {
         let ctx = c::LLVMGetTypeContext(c::LLVMTypeOf(v.0));
         if v.num_operands() != 2
@@ -228,58 +237,6 @@ fn gep_step(v: Val) -> Option<(Val, Link)> {
                 nuw: false,
             },
         ))
-    }
-}
-
-extern "C" {
-    fn tally_scev_new(f: LLVMValueRef) -> *mut c_void;
-    fn tally_scev_trips(h: *mut c_void, header: LLVMBasicBlockRef) -> i32;
-    fn tally_scev_expand(h: *mut c_void, header: LLVMBasicBlockRef) -> LLVMValueRef;
-    fn tally_scev_affine(
-        h: *mut c_void,
-        phi: LLVMValueRef,
-        step: *mut i64,
-        nsw: *mut i32,
-        nuw: *mut i32,
-        bounded: *mut i32,
-    ) -> i32;
-    fn tally_scev_free(h: *mut c_void);
-}
-
-/// ScalarEvolution on one function (`shim/scev.cpp`), freed on drop.
-struct Scev(*mut c_void);
-
-impl Scev {
-    fn new(func: Val) -> Option<Scev> {
-        let h = unsafe { tally_scev_new(func.0) };
-        (!h.is_null()).then_some(Scev(h))
-    }
-    /// Operations computing the trip count of the loop headed by `header`, if known on entry.
-    fn trips(&self, header: Bb) -> Option<u32> {
-        u32::try_from(unsafe { tally_scev_trips(self.0, header.0) }).ok()
-    }
-    /// `(step, no_wrap)` if header phi `phi` is an affine add-recurrence of its loop with a
-    /// constant step; `no_wrap`: `k * |step| < 2^N` for `k` back edges (an `nsw` recurrence,
-    /// an `nuw` one with a positive step, or one whose values lie in a range small enough
-    /// that it cannot wrap, `shim/scev.cpp`).
-    fn affine(&self, phi: Val) -> Option<(i64, bool)> {
-        let (mut step, mut nsw, mut nuw, mut bounded) = (0i64, 0i32, 0i32, 0i32);
-        let ok = unsafe {
-            tally_scev_affine(self.0, phi.0, &mut step, &mut nsw, &mut nuw, &mut bounded)
-        };
-        let no_wrap = nsw != 0 || (nuw != 0 && step > 0) || bounded != 0;
-        (ok != 0).then_some((step, no_wrap))
-    }
-    /// The trip count (i64) computed before the preheader's terminator.
-    fn expand(&self, header: Bb) -> Option<Val> {
-        let v = unsafe { tally_scev_expand(self.0, header.0) };
-        (!v.is_null()).then_some(Val(v))
-    }
-}
-
-impl Drop for Scev {
-    fn drop(&mut self) {
-        unsafe { tally_scev_free(self.0) }
     }
 }
 
@@ -305,12 +262,14 @@ pub(crate) fn candidates(
     if loops.entries().is_empty() {
         return (Vec::new(), stats);
     }
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let func = Val(unsafe { c::LLVMGetBasicBlockParent(l.nodes[0].start.parent().0) });
     let estimate;
     let freq = match weights {
         Some(w) => w,
         None => {
-            estimate = crate::estimate::estimated_weights(func, l);
+            estimate = crate::ir::estimate::estimated_weights(func, l);
             &estimate
         }
     };
@@ -443,8 +402,8 @@ pub(crate) fn candidates(
     (out, stats)
 }
 
-/// Whether `promote` will keep the loop's counters in registers: it is innermost and calls
-/// nothing but intrinsics (`crate::promote`'s conditions, less its counter limit and entry
+/// Whether `promote` will keep the loop's counters in registers: it is innermost and calls nothing
+/// but intrinsics (`crate::counters::promote`'s conditions, less its counter limit and entry
 /// checks: an estimate for the cost model, not a promise).
 fn promoted(lp: &SeseLoop, loops: &Loops, loop_bbs: &[Bb]) -> bool {
     let innermost = lp
@@ -474,9 +433,13 @@ fn loop_pressure(header: Bb, loop_bbs: &[Bb], lp: &SeseLoop, cfg: &tally_graph::
         for i in bb.instructions() {
             for k in 0..i.num_operands() {
                 let v = i.operand(k);
+                // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+                // calls only read them.
                 let inst = !unsafe { c::LLVMIsAInstruction(v.0) }.is_null();
                 let arg = !unsafe { c::LLVMIsAArgument(v.0) }.is_null();
                 if (arg || (inst && !loop_bbs.contains(&v.parent())))
+                    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc);
+                    // the calls only read them.
                     && unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(v.0)) }
                         != LLVMTypeKind::LLVMLabelTypeKind
                 {
@@ -496,6 +459,8 @@ fn loop_pressure(header: Bb, loop_bbs: &[Bb], lp: &SeseLoop, cfg: &tally_graph::
 
 /// The width in bits a variable is counted in (pointers as i64).
 fn width_of(v: Val) -> u32 {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let ty = unsafe { c::LLVMTypeOf(v.0) };
     match unsafe { c::LLVMGetTypeKind(ty) } {
         LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
@@ -505,14 +470,20 @@ fn width_of(v: Val) -> u32 {
 
 /// The phi's entry values are one constant (then `init + step` at an exit folds away).
 fn init_is_constant(phi: Val, loop_bbs: &[Bb]) -> bool {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let n = unsafe { c::LLVMCountIncoming(phi.0) };
     let outside: Vec<LLVMValueRef> = (0..n)
         .filter(|&i| !loop_bbs.contains(&Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) })))
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         .map(|i| unsafe { c::LLVMGetIncomingValue(phi.0, i) })
         .collect();
     outside.windows(2).all(|w| w[0] == w[1])
         && outside
             .first()
+            // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+            // calls only read them.
             .is_some_and(|&v| !unsafe { c::LLVMIsAConstant(v) }.is_null())
 }
 
@@ -522,6 +493,8 @@ fn init_is_constant(phi: Val, loop_bbs: &[Bb]) -> bool {
 /// which LSR often replaces by a pointer induction variable — reading it at an exit then keeps
 /// an extra increment in every iteration (Lua's `traversestrongtable`, bench/NOTES.md).
 fn survives(c: &Affine, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let used_outside = |v: Val| unsafe {
         let mut u = c::LLVMGetFirstUse(v.0);
         while !u.is_null() {
@@ -536,6 +509,8 @@ fn survives(c: &Affine, in_loop: &dyn Fn(Bb) -> bool) -> u8 {
     let phi = c.phi.get();
     if used_outside(phi) || used_outside(c.last) {
         2
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     } else if unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) }
         == LLVMTypeKind::LLVMPointerTypeKind
     {
@@ -571,10 +546,14 @@ fn candidate(
     doms: &Dominators,
     l: &Lowered,
 ) -> Option<(Affine, SeseCounter)> {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let ty = unsafe { c::LLVMTypeOf(phi.0) };
     let width = match unsafe { c::LLVMGetTypeKind(ty) } {
         LLVMTypeKind::LLVMIntegerTypeKind => unsafe { c::LLVMGetIntTypeWidth(ty) },
         // Pointers of address space 0 are compared as i64 (`ptrtoint`).
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         LLVMTypeKind::LLVMPointerTypeKind if unsafe { c::LLVMGetPointerAddressSpace(ty) } == 0 => {
             64
         }
@@ -587,9 +566,13 @@ fn candidate(
         return None;
     };
     // The value on the back edge (the only incoming entry from inside the loop).
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let n = unsafe { c::LLVMCountIncoming(phi.0) };
     let mut last: Option<Val> = None;
     for i in 0..n {
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         let b = Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) });
         let v = Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) });
         if in_loop(b) {
@@ -597,6 +580,8 @@ fn candidate(
                 return None;
             }
             last = Some(v);
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         } else if unsafe { c::LLVMIsUndef(v.0) != 0 || !c::LLVMIsAPoisonValue(v.0).is_null() } {
             return None; // no value on entry to subtract
         }
@@ -670,25 +655,18 @@ fn candidate(
 
 /// Emits the counters `used` (candidate, function-relative counter index) of one function.
 /// Runs before the counter plan is applied.
-pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
+pub(crate) fn emit(g: &Globals, func: Val, l: &Lowered, base: u64, used: &[(&Candidate, usize)]) {
     if used.is_empty() {
         return;
     }
-    log_measured_edges(cx, used);
-    let l = cx.l;
-    let b = unsafe { c::LLVMCreateBuilderInContext(cx.g.ctx) };
-    let em = Emitter {
-        g: cx.g,
-        b,
-        fn_scope: crate::ir::subprogram(cx.func),
-        func: cx.func,
-    };
+    log_measured_edges(func, used);
+    let em = Emitter::new(g, func);
     // 0. The trip counts, in the preheaders, while the function is still the one
     //    ScalarEvolution was asked about when planning (the same answers, module doc).
     let scev = used
         .iter()
         .any(|(c, _)| c.var.is_none())
-        .then(|| Scev::new(cx.func).expect("a function with loops has a body"));
+        .then(|| Scev::new(func).expect("a function with loops has a body"));
     let trips: Vec<Option<ValRef>> = used
         .iter()
         .map(|(cand, _)| {
@@ -725,7 +703,7 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
     }
     // 2. Per counter: init, then the count at each exit.
     for (((cand, idx), at), trips) in used.iter().zip(points).zip(trips) {
-        let counter = em.counter_ptr(cx.base + *idx as u64);
+        let counter = em.counter_ptr(base + *idx as u64);
         let Some(var) = &cand.var else {
             // A trip count: the same value at every exit.
             let k = trips.expect("trip counts are expanded").get();
@@ -747,25 +725,26 @@ pub(crate) fn emit(cx: &EmitCx, used: &[(&Candidate, usize)]) {
             em.add_to(counter, k);
         }
     }
-    unsafe { c::LLVMDisposeBuilder(b) };
 }
 
 /// With `TALLY_SESE_EDGES=<file>` in the environment (a benchmark diagnostic, see
 /// `bench/run`): appends one line `<source file>\t<function>\t<edge id>` per SESE counter
 /// used, so that the dynamic increments they removed (their edges' counts in a report) can be
 /// told apart from the counters' sum. One `write` per function on a file opened for appending.
-fn log_measured_edges(cx: &EmitCx, used: &[(&Candidate, usize)]) {
+fn log_measured_edges(func: Val, used: &[(&Candidate, usize)]) {
     use std::io::Write;
     let Some(path) = std::env::var_os("TALLY_SESE_EDGES") else {
         return;
     };
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them; LLVM returned the pointer with its length.
     let module = unsafe {
-        let m = c::LLVMGetGlobalParent(cx.func.0);
+        let m = c::LLVMGetGlobalParent(func.0);
         let mut len = 0;
         let p = c::LLVMGetSourceFileName(m, &mut len);
         String::from_utf8_lossy(std::slice::from_raw_parts(p.cast::<u8>(), len)).into_owned()
     };
-    let name = cx.func.name();
+    let name = func.name();
     let text: String = used
         .iter()
         .map(|(cand, _)| format!("{module}\t{name}\t{}\n", cand.counter.measured.index()))
@@ -783,6 +762,8 @@ fn log_measured_edges(cx: &EmitCx, used: &[(&Candidate, usize)]) {
 /// agree, else a new header phi that takes the entries' values and keeps its own on the back
 /// edges.
 fn init_value(em: &Emitter, cand: &Candidate, phi: Val) -> Val {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let n = unsafe { c::LLVMCountIncoming(phi.0) };
     let incoming: Vec<(LLVMValueRef, LLVMBasicBlockRef)> = (0..n)
         .map(|i| unsafe {
@@ -801,6 +782,10 @@ fn init_value(em: &Emitter, cand: &Candidate, phi: Val) -> Val {
         return Val(outside[0]);
     }
     let name = cname("tally.sese.init");
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); arrays passed live through
+    // the call with their lengths.
     unsafe {
         em.at(phi);
         let new = c::LLVMBuildPhi(em.b, c::LLVMTypeOf(phi.0), name.as_ptr());
@@ -857,11 +842,15 @@ pub(crate) fn back_edges_in_copy(
     };
     let phi = var.phi.get();
     let init = {
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         let n = unsafe { c::LLVMCountIncoming(phi.0) };
         (0..n)
             .find(|&i| {
                 !cand
                     .loop_bbs
+                    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc);
+                    // the calls only read them.
                     .contains(&Bb(unsafe { c::LLVMGetIncomingBlock(phi.0, i) }))
             })
             .map(|i| Val(unsafe { c::LLVMGetIncomingValue(phi.0, i) }))
@@ -880,15 +869,21 @@ fn back_edges(em: &Emitter, var: &Affine, init: Val, now: Val, use_last: bool) -
     let empty = cname("");
     let phi = var.phi.get();
     let pointer =
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         unsafe { c::LLVMGetTypeKind(c::LLVMTypeOf(phi.0)) } == LLVMTypeKind::LLVMPointerTypeKind;
     let ty = if pointer {
         em.g.i64t
     } else {
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         unsafe { c::LLVMTypeOf(phi.0) }
     };
     let width = unsafe { c::LLVMGetIntTypeWidth(ty) };
     let div = ExactDiv::new(var.step.unsigned_abs(), width)
         .expect("candidates have 0 < |step| < 2^(width-1)");
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc).
     unsafe {
         let (mut now, mut start) = (now.0, init.0);
         if pointer {

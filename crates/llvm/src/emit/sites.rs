@@ -1,10 +1,10 @@
 //! Where code for an edge can go (Ball & Larus 1994 §3.2's counter placement on IR): at the end of
 //! its source if it is the source's only terminator edge, else at the start of its target if it
 //! is the target's only incoming edge, else on a block splitting it; edges that allow none of
-//! these need predecessor tags ([`crate::surgery::store_tags`]). Also the weights every
+//! these need predecessor tags ([`crate::emit::surgery::store_tags`]). Also the weights every
 //! spanning-tree mode starts from, with Ball & Larus 1994 §6.3's jump optimization.
 
-use crate::lower::{EdgeIr, Lowered};
+use crate::ir::lower::{EdgeIr, Lowered};
 use tally_graph::{EdgeId, EdgeKind, IdVec, NodeId};
 
 /// Where one counter's increment goes.

@@ -9,7 +9,7 @@
 //! an `EarlyExit` edge. Ids are assigned deterministically from the IR, so every mode built from
 //! the same source and flags sees the same graph.
 
-use crate::ends::{may_end_frame, AttrKinds, NeverEndsCaller, SETJMP_NAMES};
+use crate::ir::ends::{may_end_frame, AttrKinds, NeverEndsCaller, SETJMP_NAMES};
 use crate::ir::{self, Bb, SrcPos, Val};
 use llvm_sys::{LLVMOpcode, LLVMTailCallKind};
 use std::collections::HashMap;

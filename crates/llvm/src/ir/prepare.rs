@@ -16,6 +16,8 @@ use std::ffi::CString;
 
 /// Gives every invoke its own landing pad in `f`. Returns the number of landing pads split.
 pub(crate) fn split_shared_landing_pads(f: Val) -> usize {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let ctx = unsafe { c::LLVMGetTypeContext(c::LLVMTypeOf(f.0)) };
     let mut split = 0;
     for pad in f.blocks() {
@@ -29,6 +31,8 @@ pub(crate) fn split_shared_landing_pads(f: Val) -> usize {
             .filter_map(|b| b.terminator())
             .filter(|t| {
                 t.opcode() == LLVMOpcode::LLVMInvoke
+                    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc);
+                    // the calls only read them.
                     && unsafe { c::LLVMGetUnwindDest(t.0) } == pad.0
             })
             .collect();
@@ -47,6 +51,11 @@ pub(crate) fn split_shared_landing_pads(f: Val) -> usize {
 }
 
 fn split_one(ctx: llvm_sys::prelude::LLVMContextRef, f: Val, pad: Bb, lp: Val, invokes: &[Val]) {
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); an erased instruction is
+    // not used again; arrays passed live through the call with their lengths; the builder is
+    // disposed once, after its last use.
     unsafe {
         let b = c::LLVMCreateBuilderInContext(ctx);
         let ty = c::LLVMTypeOf(lp.0);

@@ -1,16 +1,16 @@
 //! Counter application: a counter [`Plan`] becomes code in one function — an increment at each
 //! counter's site (end or start of a block, a block splitting the edge, the re-entry after a
 //! setjmp), predecessor tags where no site exists, and the frame record of functions that may
-//! end early (Ball & Larus 1994 §3.2, Fig. 7, [`crate::frame`]). What happens at a site is a
+//! end early (Ball & Larus 1994 §3.2, Fig. 7, [`crate::emit::frame`]). What happens at a site is a
 //! [`SiteAction`]: counting (edge, vertex and the naive modes) or logging the edge (trace mode).
 
+use crate::counters::plan::{Plan, TagTarget};
+use crate::emit::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
+use crate::emit::sites::Realize;
+use crate::emit::surgery::{split_edge, store_tags};
 use crate::emit::{cname, Emitter, Globals};
-use crate::frame::{frame_alloca, frame_exits, frame_plan, frame_push};
-use crate::ir::{self, Val};
-use crate::lower::{EdgeIr, Lowered};
-use crate::plan::{Plan, TagTarget};
-use crate::sites::Realize;
-use crate::surgery::{split_edge, store_tags};
+use crate::ir::lower::{EdgeIr, Lowered};
+use crate::ir::Val;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMIntPredicate;
@@ -47,6 +47,8 @@ impl SiteAction for Increment {
     }
     fn at_reentry(&self, em: &Emitter, _probe: Probe, idx: u64, sj: Val) {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc).
         unsafe {
             let ret = sj.0;
             let zero = c::LLVMConstInt(c::LLVMTypeOf(ret), 0, 0);
@@ -64,6 +66,9 @@ impl SiteAction for Increment {
         first: u64,
     ) {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); arrays passed live through the call with their
+        // lengths.
         unsafe {
             let v = c::LLVMBuildLoad2(em.b, em.g.i32t, tag, empty.as_ptr());
             let v = c::LLVMBuildZExt(em.b, v, em.g.i64t, empty.as_ptr());
@@ -92,13 +97,8 @@ pub(crate) fn apply(
     base: u64,
     action: &mut dyn SiteAction,
 ) {
-    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
-    let em = Emitter {
-        g,
-        b,
-        fn_scope: ir::subprogram(func),
-        func,
-    };
+    let em = Emitter::new(g, func);
+    let b = em.b;
     let entry_first = func
         .first_block()
         .and_then(|bb| bb.first())
@@ -112,6 +112,8 @@ pub(crate) fn apply(
         .iter()
         .map(|t| {
             let n = cname("tally.tag");
+            // SAFETY: the builder is positioned in a live function and the operands are values of
+            // the module (`crate::ir`'s module doc).
             (t.node, unsafe { c::LLVMBuildAlloca(b, g.i32t, n.as_ptr()) })
         })
         .collect();
@@ -149,6 +151,8 @@ pub(crate) fn apply(
         for (i, node) in l.nodes.iter().enumerate() {
             if let (Some(site), false) = (node.first_site, i == at.index()) {
                 em.at(site);
+                // SAFETY: the builder is positioned in a live function and the operands are values
+                // of the module (`crate::ir`'s module doc).
                 unsafe { c::LLVMBuildStore(b, site_ptr(NodeId::new(i)), em.field(rec, 1)) };
             }
         }
@@ -208,5 +212,4 @@ pub(crate) fn apply(
     for t in &plan.tag_targets {
         store_tags(&em, l, t.node, slot_of(t.node));
     }
-    unsafe { c::LLVMDisposeBuilder(b) };
 }

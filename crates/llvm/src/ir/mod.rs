@@ -5,6 +5,12 @@
 //! them lives and the value is not erased; every function in this crate works inside one
 //! `instrument` call, during which the module is alive and only this crate edits it.
 
+pub(crate) mod ends;
+pub(crate) mod estimate;
+pub(crate) mod lines;
+pub(crate) mod lower;
+pub(crate) mod prepare;
+
 use llvm_sys::core as c;
 use llvm_sys::debuginfo as di;
 use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMContextRef, LLVMMetadataRef, LLVMValueRef};
@@ -28,13 +34,64 @@ impl Val {
     }
     /// Opcode of an instruction.
     pub fn opcode(self) -> LLVMOpcode {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         unsafe { c::LLVMGetInstructionOpcode(self.0) }
     }
     pub fn next(self) -> Option<Val> {
         Val::opt(unsafe { c::LLVMGetNextInstruction(self.0) })
     }
     pub fn prev(self) -> Option<Val> {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         Val::opt(unsafe { c::LLVMGetPreviousInstruction(self.0) })
+    }
+    /// The user of each use of the value, in use-list order (a user that uses it twice is
+    /// listed twice).
+    pub fn users(self) -> Vec<Val> {
+        let mut out = Vec::new();
+        // SAFETY: `self` is a live value (module doc); each use handle is read before the
+        // next is asked for, and nothing changes the use list meanwhile.
+        unsafe {
+            let mut u = c::LLVMGetFirstUse(self.0);
+            while !u.is_null() {
+                out.push(Val(c::LLVMGetUser(u)));
+                u = c::LLVMGetNextUse(u);
+            }
+        }
+        out
+    }
+    /// The incoming `(value, block)` pairs of a phi.
+    pub fn incoming(self) -> Vec<(Val, Bb)> {
+        // SAFETY: `self` is a live phi (module doc); the indices are below its count.
+        unsafe {
+            (0..c::LLVMCountIncoming(self.0))
+                .map(|i| {
+                    (
+                        Val(c::LLVMGetIncomingValue(self.0, i)),
+                        Bb(c::LLVMGetIncomingBlock(self.0, i)),
+                    )
+                })
+                .collect()
+        }
+    }
+    /// The value is an instruction (not a constant, argument or global).
+    pub fn is_instruction(self) -> bool {
+        // SAFETY: `self` is a live value (module doc); the cast only reads its kind.
+        !unsafe { c::LLVMIsAInstruction(self.0) }.is_null()
+    }
+    /// The value is a `ConstantInt`.
+    pub fn is_constant_int(self) -> bool {
+        // SAFETY: as in `is_instruction`.
+        !unsafe { c::LLVMIsAConstantInt(self.0) }.is_null()
+    }
+    /// The value is an `icmp`.
+    pub fn is_icmp(self) -> bool {
+        // SAFETY: as in `is_instruction`.
+        !unsafe { c::LLVMIsAICmpInst(self.0) }.is_null()
+    }
+    /// The block this value stands for (a block used as a value, [`Bb::as_value`]).
+    pub fn as_block(self) -> Bb {
+        // SAFETY: `self` is a live block value (module doc).
+        Bb(unsafe { c::LLVMValueAsBasicBlock(self.0) })
     }
     pub fn parent(self) -> Bb {
         Bb(unsafe { c::LLVMGetInstructionParent(self.0) })
@@ -42,20 +99,25 @@ impl Val {
     /// The name of a global value (function, variable); empty if unnamed.
     pub fn name(self) -> String {
         let mut len = 0usize;
+        // SAFETY: the handle is live (module doc); `len` is a local LLVM writes the length to.
         let p = unsafe { c::LLVMGetValueName2(self.0, &mut len) };
         if p.is_null() {
             return String::new();
         }
+        // SAFETY: LLVM returned a pointer to `len` bytes, alive while the value or metadata it
+        // names is.
         let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
         String::from_utf8_lossy(bytes).into_owned()
     }
     pub fn num_successors(self) -> u32 {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         unsafe { c::LLVMGetNumSuccessors(self.0) }
     }
     pub fn successor(self, i: u32) -> Bb {
         Bb(unsafe { c::LLVMGetSuccessor(self.0, i) })
     }
     pub fn set_successor(self, i: u32, bb: Bb) {
+        // SAFETY: `self` is a live terminator and `bb` a live block of its function (module doc).
         unsafe { c::LLVMSetSuccessor(self.0, i, bb.0) }
     }
     pub fn is_call_like(self) -> bool {
@@ -66,6 +128,7 @@ impl Val {
     }
     /// The called operand of a call/invoke/callbr.
     pub fn called_value(self) -> Val {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         Val(unsafe { c::LLVMGetCalledValue(self.0) })
     }
     /// The called function if the callee is a function (not a pointer or inline asm).
@@ -74,10 +137,12 @@ impl Val {
         if v.is_null() {
             return None;
         }
+        // SAFETY: the handles passed are live (module doc); the calls only read them.
         Val::opt(unsafe { c::LLVMIsAFunction(v.0) })
     }
     pub fn calls_inline_asm(self) -> bool {
         let v = self.called_value();
+        // SAFETY: the handles passed are live (module doc); the calls only read them.
         !v.is_null() && !unsafe { c::LLVMIsAInlineAsm(v.0) }.is_null()
     }
     pub fn intrinsic_id(self) -> u32 {
@@ -85,11 +150,13 @@ impl Val {
     }
     /// Tail-call marker of a call instruction.
     pub fn tail_kind(self) -> llvm_sys::LLVMTailCallKind {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         unsafe { c::LLVMGetTailCallKind(self.0) }
     }
     /// Whether a call site or its callee carries the function attribute `kind`.
     pub fn call_has_fn_attr(self, kind: u32) -> bool {
         let idx = llvm_sys::LLVMAttributeFunctionIndex;
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         if !unsafe { c::LLVMGetCallSiteEnumAttribute(self.0, idx, kind) }.is_null() {
             return true;
         }
@@ -101,12 +168,14 @@ impl Val {
     /// Whether a function carries the function attribute `kind`.
     pub fn fn_has_attr(self, kind: u32) -> bool {
         let idx = llvm_sys::LLVMAttributeFunctionIndex;
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         !unsafe { c::LLVMGetEnumAttributeAtIndex(self.0, idx, kind) }.is_null()
     }
     pub fn is_declaration(self) -> bool {
         unsafe { c::LLVMIsDeclaration(self.0) != 0 }
     }
     pub fn linkage(self) -> llvm_sys::LLVMLinkage {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         unsafe { c::LLVMGetLinkage(self.0) }
     }
     pub fn first_block(self) -> Option<Bb> {
@@ -115,6 +184,7 @@ impl Val {
     }
     pub fn blocks(self) -> Vec<Bb> {
         let mut out = Vec::new();
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         let mut b = unsafe { c::LLVMGetFirstBasicBlock(self.0) };
         while !b.is_null() {
             out.push(Bb(b));
@@ -124,25 +194,40 @@ impl Val {
     }
     /// Debug location attached to an instruction, if any.
     pub fn debug_loc(self) -> Option<LLVMMetadataRef> {
+        // SAFETY: the function, instruction or metadata passed is live (module doc); the call only
+        // reads it.
         let m = unsafe { di::LLVMInstructionGetDebugLoc(self.0) };
         (!m.is_null()).then_some(m)
     }
     pub fn set_debug_loc(self, loc: Option<LLVMMetadataRef>) {
+        // SAFETY: `self` is a live instruction and `loc` a live location or null (module doc).
         unsafe { di::LLVMInstructionSetDebugLoc(self.0, loc.unwrap_or(std::ptr::null_mut())) }
     }
     pub fn num_operands(self) -> u32 {
         unsafe { c::LLVMGetNumOperands(self.0) as u32 }
     }
     pub fn operand(self, i: u32) -> Val {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         Val(unsafe { c::LLVMGetOperand(self.0, i) })
     }
 }
 
 impl Bb {
+    /// The block as a value (an operand of branches and phis).
+    pub fn as_value(self) -> Val {
+        // SAFETY: `self` is a live block (module doc).
+        Val(unsafe { c::LLVMBasicBlockAsValue(self.0) })
+    }
+    /// The function the block belongs to.
+    pub fn function(self) -> Val {
+        // SAFETY: `self` is a live block (module doc).
+        Val(unsafe { c::LLVMGetBasicBlockParent(self.0) })
+    }
     pub fn first(self) -> Option<Val> {
         Val::opt(unsafe { c::LLVMGetFirstInstruction(self.0) })
     }
     pub fn terminator(self) -> Option<Val> {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         Val::opt(unsafe { c::LLVMGetBasicBlockTerminator(self.0) })
     }
     pub fn instructions(self) -> Vec<Val> {
@@ -182,6 +267,7 @@ impl Bb {
 
 /// The attribute kind id for an attribute name such as `"nounwind"`.
 pub(crate) fn attr_kind(name: &str) -> u32 {
+    // SAFETY: the name is passed with its length; the lookup reads no handle.
     unsafe { c::LLVMGetEnumAttributeKindForName(name.as_ptr() as *const _, name.len()) }
 }
 
@@ -198,10 +284,13 @@ pub(crate) fn difile_path(file: LLVMMetadataRef) -> Option<String> {
         return None;
     }
     let mut len = 0u32;
+    // SAFETY: the handle is live (module doc); `len` is a local LLVM writes the length to.
     let name = unsafe { di::LLVMDIFileGetFilename(file, &mut len) };
     if name.is_null() || len == 0 {
         return None;
     }
+    // SAFETY: LLVM returned a pointer to `len` bytes, alive while the value or metadata it names
+    // is.
     let name = String::from_utf8_lossy(unsafe {
         std::slice::from_raw_parts(name as *const u8, len as usize)
     })
@@ -210,10 +299,13 @@ pub(crate) fn difile_path(file: LLVMMetadataRef) -> Option<String> {
         return Some(remove_dots(&name));
     }
     let mut dlen = 0u32;
+    // SAFETY: the handle is live (module doc); `len` is a local LLVM writes the length to.
     let dir = unsafe { di::LLVMDIFileGetDirectory(file, &mut dlen) };
     if dir.is_null() || dlen == 0 {
         return Some(remove_dots(&name));
     }
+    // SAFETY: LLVM returned a pointer to `len` bytes, alive while the value or metadata it names
+    // is.
     let dir = String::from_utf8_lossy(unsafe {
         std::slice::from_raw_parts(dir as *const u8, dlen as usize)
     })
@@ -255,11 +347,15 @@ pub(crate) fn remove_dots(path: &str) -> String {
 
 /// Source position of a DILocation (innermost: where the code was written, inlined or not).
 pub(crate) fn location_pos(loc: LLVMMetadataRef) -> SrcPos {
+    // SAFETY: the function, instruction or metadata passed is live (module doc); the call only
+    // reads it.
     let line = unsafe { di::LLVMDILocationGetLine(loc) };
     let scope = unsafe { di::LLVMDILocationGetScope(loc) };
     let file = if scope.is_null() {
         None
     } else {
+        // SAFETY: the function, instruction or metadata passed is live (module doc); the call only
+        // reads it.
         difile_path(unsafe { di::LLVMDIScopeGetFile(scope) })
     };
     SrcPos { file, line }
@@ -280,10 +376,14 @@ pub(crate) fn is_not_code(v: Val) -> bool {
 
 /// Source position of a function's DISubprogram.
 pub(crate) fn function_pos(f: Val) -> SrcPos {
+    // SAFETY: the function, instruction or metadata passed is live (module doc); the call only
+    // reads it.
     let sp = unsafe { di::LLVMGetSubprogram(f.0) };
     if sp.is_null() {
         return SrcPos::default();
     }
+    // SAFETY: the function, instruction or metadata passed is live (module doc); the call only
+    // reads it.
     let line = unsafe { di::LLVMDISubprogramGetLine(sp) };
     let file = difile_path(unsafe { di::LLVMDIScopeGetFile(sp) });
     SrcPos { file, line }
@@ -291,6 +391,8 @@ pub(crate) fn function_pos(f: Val) -> SrcPos {
 
 /// The DISubprogram of a function, if it has debug info.
 pub(crate) fn subprogram(f: Val) -> Option<LLVMMetadataRef> {
+    // SAFETY: the function, instruction or metadata passed is live (module doc); the call only
+    // reads it.
     let sp = unsafe { di::LLVMGetSubprogram(f.0) };
     (!sp.is_null()).then_some(sp)
 }
@@ -298,6 +400,7 @@ pub(crate) fn subprogram(f: Val) -> Option<LLVMMetadataRef> {
 /// A line-0 location in `scope`, for instrumentation calls in functions with debug info
 /// (the verifier wants every inlinable call there to have one).
 pub(crate) fn artificial_loc(ctx: LLVMContextRef, scope: LLVMMetadataRef) -> LLVMMetadataRef {
+    // SAFETY: `ctx` is the module's live context and `scope` one of its subprograms.
     unsafe { di::LLVMDIBuilderCreateDebugLocation(ctx, 0, 0, scope, std::ptr::null_mut()) }
 }
 
@@ -307,12 +410,14 @@ pub(crate) fn cstr(p: *const std::ffi::c_char) -> String {
     if p.is_null() {
         return String::new();
     }
+    // SAFETY: `p` is a NUL-terminated string LLVM returned, alive during this call.
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
 /// Attaches `!prof !{"branch_weights", w...}` to a branch so that code layout keeps the likely
 /// successor on the fall-through path.
 pub(crate) fn set_branch_weights(ctx: LLVMContextRef, br: LLVMValueRef, weights: &[u32]) {
+    // SAFETY: the handles passed are live (module doc); the calls only read them.
     unsafe {
         let tag = "branch_weights";
         let mut ops = vec![c::LLVMMDStringInContext2(
@@ -343,6 +448,7 @@ pub(crate) fn intrinsic_decl(
     tys: &[llvm_sys::prelude::LLVMTypeRef],
 ) -> (LLVMValueRef, llvm_sys::prelude::LLVMTypeRef) {
     let mut tys = tys.to_vec();
+    // SAFETY: the handles passed are live (module doc); the calls only read them.
     unsafe {
         let id = c::LLVMLookupIntrinsicID(name.as_ptr().cast(), name.len());
         assert!(id != 0, "unknown intrinsic {name}");

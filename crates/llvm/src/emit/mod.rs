@@ -2,6 +2,11 @@
 //! refers to ([`Globals`]) and an IR builder with tally's conventions ([`Emitter`]: explicit
 //! debug locations, counter addresses, plain or atomic increments, runtime calls).
 
+pub(crate) mod build;
+pub(crate) mod frame;
+pub(crate) mod sites;
+pub(crate) mod surgery;
+
 use crate::ir::{self, Bb, Val};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
@@ -67,31 +72,45 @@ pub(crate) fn cname(s: &str) -> CString {
 
 impl Emitter<'_> {
     pub(crate) fn at(&self, before: Val) {
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); the edited values belong to the live module, which
+        // only this crate changes during `instrument` (`crate::ir`'s module doc).
         unsafe {
             c::LLVMPositionBuilderBefore(self.b, before.0);
             c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         }
     }
     pub(crate) fn at_end(&self, bb: Bb) {
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); the edited values belong to the live module, which
+        // only this crate changes during `instrument` (`crate::ir`'s module doc).
         unsafe {
             c::LLVMPositionBuilderAtEnd(self.b, bb.0);
             c::LLVMSetCurrentDebugLocation2(self.b, std::ptr::null_mut());
         }
     }
     pub(crate) fn i64c(&self, v: u64) -> LLVMValueRef {
+        // SAFETY: constants and types are made in the live module's context from its values
+        // (`crate::ir`'s module doc).
         unsafe { c::LLVMConstInt(self.g.i64t, v, 0) }
     }
     pub(crate) fn i32c(&self, v: u64) -> LLVMValueRef {
+        // SAFETY: constants and types are made in the live module's context from its values
+        // (`crate::ir`'s module doc).
         unsafe { c::LLVMConstInt(self.g.i32t, v, 0) }
     }
     /// Pointer to counter `idx` (module-relative) as a constant expression.
     pub(crate) fn counter_ptr(&self, idx: u64) -> LLVMValueRef {
         let mut i = [self.i64c(idx)];
+        // SAFETY: constants and types are made in the live module's context from its values
+        // (`crate::ir`'s module doc); arrays passed live through the call with their lengths.
         unsafe { c::LLVMConstInBoundsGEP2(self.g.i64t, self.g.counters, i.as_mut_ptr(), 1) }
     }
     /// `*ptr += delta` at the builder position.
     pub(crate) fn add_to(&self, ptr: LLVMValueRef, delta: LLVMValueRef) {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc).
         unsafe {
             if self.g.atomic {
                 c::LLVMBuildAtomicRMW(
@@ -159,6 +178,9 @@ impl Emitter<'_> {
         near: Val,
     ) -> LLVMValueRef {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc); arrays passed live through the call with their
+        // lengths.
         let call = unsafe {
             c::LLVMBuildCall2(
                 self.b,
@@ -174,28 +196,35 @@ impl Emitter<'_> {
     }
     pub(crate) fn field(&self, rec: LLVMValueRef, i: u32) -> LLVMValueRef {
         let empty = cname("");
+        // SAFETY: the builder is positioned in a live function and the operands are values of the
+        // module (`crate::ir`'s module doc).
         unsafe { c::LLVMBuildStructGEP2(self.b, self.g.frame_ty, rec, i, empty.as_ptr()) }
     }
 }
 
 /// An internal, always-inlined, nounwind function `name` of type `ty` and its entry block
 /// (`None` if the module has it already).
-pub(crate) unsafe fn inline_helper(
+pub(crate) fn inline_helper(
     g: &Globals,
     name: &str,
     ty: LLVMTypeRef,
 ) -> (LLVMValueRef, Option<LLVMBasicBlockRef>) {
     let n = CString::new(name).expect("no NUL in a helper name");
-    let f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
-    if !f.is_null() {
-        return (f, None);
+    // SAFETY: `g.module` and `g.ctx` are the live module and its context (`crate::ir`'s
+    // module doc), `ty` a function type of that context; the function is looked up before it
+    // is added, so one name gives one helper.
+    unsafe {
+        let f = c::LLVMGetNamedFunction(g.module, n.as_ptr());
+        if !f.is_null() {
+            return (f, None);
+        }
+        let f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
+        c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
+        for a in ["alwaysinline", "nounwind"] {
+            let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(a), 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+        }
+        let entry = c::LLVMAppendBasicBlockInContext(g.ctx, f, c"entry".as_ptr());
+        (f, Some(entry))
     }
-    let f = c::LLVMAddFunction(g.module, n.as_ptr(), ty);
-    c::LLVMSetLinkage(f, llvm_sys::LLVMLinkage::LLVMInternalLinkage);
-    for a in ["alwaysinline", "nounwind"] {
-        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(a), 0);
-        c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
-    }
-    let entry = c::LLVMAppendBasicBlockInContext(g.ctx, f, c"entry".as_ptr());
-    (f, Some(entry))
 }

@@ -45,9 +45,9 @@
 //! counts as of the loop's entry. Functions built at `-O0` (`optnone`) are not promoted
 //! either: mem2reg leaves them alone.
 
+use crate::emit::surgery::split_edge;
 use crate::emit::{Emitter, Globals};
 use crate::ir::{self, Bb, Val};
-use crate::surgery::split_edge;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMOpcode;
@@ -105,13 +105,8 @@ pub(crate) fn promote_loop_counters(
             .iter()
             .all(|m| *m == y || !loops.is_loop_entry(*m))
     };
-    let b = unsafe { c::LLVMCreateBuilderInContext(g.ctx) };
-    let em = Emitter {
-        g,
-        b,
-        fn_scope: ir::subprogram(func),
-        func,
-    };
+    let em = Emitter::new(g, func);
+    let b = em.b;
     let entry_first = blocks[0].first().expect("a block has its terminator");
     let (mut promoted, mut promoted_loops) = (0, 0);
     // Innermost natural loops are disjoint in reducible graphs; `taken` keeps overlapping
@@ -209,9 +204,13 @@ pub(crate) fn promote_loop_counters(
         for (ptr, slot) in slots.iter_mut() {
             em.at(entry_first);
             let name = CString::new("tally.promoted").expect("no NUL");
+            // SAFETY: the builder is positioned in a live function and the operands are values of
+            // the module (`crate::ir`'s module doc).
             *slot = unsafe { c::LLVMBuildAlloca(b, g.i64t, name.as_ptr()) };
             for p in &enter_from {
                 em.at(blocks[p.index()].terminator().expect("checked above"));
+                // SAFETY: the builder is positioned in a live function and the operands are values
+                // of the module (`crate::ir`'s module doc).
                 unsafe {
                     let v = c::LLVMBuildLoad2(b, g.i64t, *ptr, empty.as_ptr());
                     c::LLVMBuildStore(b, v, *slot);
@@ -219,6 +218,8 @@ pub(crate) fn promote_loop_counters(
             }
         }
         for (inst, op, key) in uses {
+            // SAFETY: the edited values belong to the live module, which only this crate changes
+            // during `instrument` (`crate::ir`'s module doc).
             unsafe { c::LLVMSetOperand(inst.0, op, slots[key].1) };
         }
         // Stores on the exits.
@@ -249,6 +250,8 @@ pub(crate) fn promote_loop_counters(
                 };
                 for (ptr, slot) in slots.iter() {
                     em.at(at);
+                    // SAFETY: the builder is positioned in a live function and the operands are
+                    // values of the module (`crate::ir`'s module doc).
                     unsafe {
                         let v = c::LLVMBuildLoad2(b, g.i64t, *slot, empty.as_ptr());
                         c::LLVMBuildStore(b, v, *ptr);
@@ -259,7 +262,6 @@ pub(crate) fn promote_loop_counters(
         promoted += slots.len();
         promoted_loops += 1;
     }
-    unsafe { c::LLVMDisposeBuilder(b) };
     (promoted, promoted_loops)
 }
 
@@ -354,6 +356,8 @@ fn block_accesses(g: &Globals, bb: Bb) -> Option<Vec<(Val, u32, LLVMValueRef)>> 
             }
             LLVMOpcode::LLVMLoad => {
                 let p = i.operand(0).0;
+                // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+                // calls only read them.
                 if is_counter(g, p) && unsafe { c::LLVMTypeOf(i.0) } == g.i64t {
                     out.push((i, 0, p));
                 }
@@ -361,6 +365,8 @@ fn block_accesses(g: &Globals, bb: Bb) -> Option<Vec<(Val, u32, LLVMValueRef)>> 
             LLVMOpcode::LLVMStore => {
                 let p = i.operand(1).0;
                 let v = i.operand(0).0;
+                // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+                // calls only read them.
                 if is_counter(g, p) && unsafe { c::LLVMTypeOf(v) } == g.i64t {
                     out.push((i, 1, p));
                 }
@@ -376,6 +382,8 @@ fn is_counter(g: &Globals, p: LLVMValueRef) -> bool {
     if p == g.counters {
         return true;
     }
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     unsafe {
         !c::LLVMIsAConstantExpr(p).is_null()
             && c::LLVMGetConstOpcode(p) == LLVMOpcode::LLVMGetElementPtr

@@ -22,28 +22,10 @@
 //! added as a tie-breaker, so that edges LLVM deems equally frequent still follow the loop
 //! structure.
 
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
-use crate::lower::{EdgeIr, Lowered};
-use llvm_sys::core as c;
-use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMValueRef};
-use std::ffi::c_void;
+use crate::shim::Freq;
 use tally_graph::{EdgeId, IdVec};
-
-extern "C" {
-    fn tally_freq_new(f: LLVMValueRef) -> *mut c_void;
-    fn tally_freq_block(h: *mut c_void, bb: LLVMBasicBlockRef) -> f64;
-    fn tally_freq_succ_prob(h: *mut c_void, bb: LLVMBasicBlockRef, succ: u32) -> f64;
-    fn tally_freq_free(h: *mut c_void);
-}
-
-/// LLVM's frequency analyses of one function, freed on drop.
-struct Freq(*mut c_void);
-
-impl Drop for Freq {
-    fn drop(&mut self) {
-        unsafe { tally_freq_free(self.0) }
-    }
-}
 
 /// How much of §5's weight is mixed in to break ties.
 const TIE_BREAK: f64 = 1e-6;
@@ -52,27 +34,23 @@ const TIE_BREAK: f64 = 1e-6;
 /// is changed (it reads the IR that `l` was lowered from).
 pub(crate) fn estimated_weights(func: Val, l: &Lowered) -> IdVec<EdgeId, f64> {
     let loops = tally_graph::weight::heuristic_weights(&l.cfg);
-    let h = unsafe { tally_freq_new(func.0) };
-    if h.is_null() {
+    let Some(freq) = Freq::new(func) else {
         return loops;
-    }
-    let freq = Freq(h);
+    };
     let block_of = |e: EdgeId| {
         let src = l.cfg.edge(e).src;
-        l.nodes[src.index()].start.parent().0
+        l.nodes[src.index()].start.parent()
     };
     let mut w = IdVec::filled(l.cfg.num_edges(), 0.0_f64);
     for (e, _) in l.cfg.edges() {
         let est = match &l.edges[e.index()] {
             EdgeIr::EarlyExit | EdgeIr::Reentry => 0.0,
             EdgeIr::Entry => 1.0,
-            EdgeIr::Succ { term, index, .. } => unsafe {
-                let bb = c::LLVMGetInstructionParent(term.0);
-                tally_freq_block(freq.0, bb) * tally_freq_succ_prob(freq.0, bb, *index)
-            },
-            EdgeIr::Fallthrough | EdgeIr::Return => unsafe {
-                tally_freq_block(freq.0, block_of(e))
-            },
+            EdgeIr::Succ { term, index, .. } => {
+                let bb = term.parent();
+                freq.block(bb) * freq.succ_prob(bb, *index)
+            }
+            EdgeIr::Fallthrough | EdgeIr::Return => freq.block(block_of(e)),
         };
         let est = if est.is_finite() && est >= 0.0 {
             est

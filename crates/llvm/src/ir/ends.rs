@@ -86,6 +86,8 @@ impl NeverEndsCaller {
 /// True when the module is built for an executable (PIE or not PIC): its external definitions
 /// cannot be interposed.
 pub(crate) fn module_is_executable(m: LLVMModuleRef) -> bool {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let has = |name: &str| unsafe {
         !c::LLVMGetModuleFlag(m, name.as_ptr() as *const _, name.len()).is_null()
     };
@@ -105,6 +107,8 @@ fn binds_locally(f: Val, executable: bool) -> bool {
         LLVMExternalLinkage => {
             executable
                 || matches!(
+                    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc);
+                    // the calls only read them.
                     unsafe { c::LLVMGetVisibility(f.0) },
                     LLVMVisibility::LLVMHiddenVisibility | LLVMVisibility::LLVMProtectedVisibility
                 )
@@ -117,12 +121,16 @@ fn binds_locally(f: Val, executable: bool) -> bool {
 pub(crate) fn analyze(m: LLVMModuleRef, kinds: &AttrKinds) -> NeverEndsCaller {
     let executable = module_is_executable(m);
     let mut funcs = Vec::new();
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let mut f = unsafe { c::LLVMGetFirstFunction(m) };
     while !f.is_null() {
         let v = Val(f);
         if binds_locally(v, executable) {
             funcs.push(v);
         }
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         f = unsafe { c::LLVMGetNextFunction(f) };
     }
     let candidate: HashSet<Val> = funcs.iter().copied().collect();

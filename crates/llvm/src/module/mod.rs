@@ -7,7 +7,9 @@
 //! `struct tally_path_table` and `struct tally_frame` are built from its field lists, and
 //! their initializers are filled field by field, by name.
 
-use crate::emit::Globals;
+pub(crate) mod redirect;
+
+use crate::emit::{cname, Globals};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMThreadLocalMode};
@@ -36,11 +38,11 @@ const fn same(a: &str, b: &str) -> bool {
     true
 }
 
-// What code outside this file assumes of the ABI without naming it (checked here so that a
-// change of abi.rs fails the build until they follow): `lib.rs` passes
-// `u32::from(events_mode)` as the descriptor's flags; `apply.rs` addresses the frame record's
-// fields as elements 0 (`prev`) and 1 (`site`); `paths.rs` builds `struct tally_path_site` as
-// `{ptr table, i64 path}` and tags its address by adding 1.
+// What code outside this file assumes of the ABI without naming it (checked here so that a change
+// of abi.rs fails the build until they follow): `lib.rs` passes `u32::from(events_mode)` as the
+// descriptor's flags; `counters/apply.rs` addresses the frame record's fields as elements 0
+// (`prev`) and 1 (`site`); `paths.rs` builds `struct tally_path_site` as `{ptr table, i64 path}`
+// and tags its address by adding 1.
 const _: () = {
     assert!(abi::MODULE_FLAG_EVENTS == 1);
     assert!(abi::TALLY_FRAME.fields.len() == 2);
@@ -56,16 +58,20 @@ const _: () = {
 
 /// The LLVM type of a shared struct: its fields' types, in order, not packed.
 unsafe fn struct_type(ctx: LLVMContextRef, l: &StructLayout) -> LLVMTypeRef {
-    let mut tys: Vec<LLVMTypeRef> = l
-        .fields
-        .iter()
-        .map(|f| match f.ty {
-            FieldType::U32 => c::LLVMInt32TypeInContext(ctx),
-            FieldType::U64 => c::LLVMInt64TypeInContext(ctx),
-            FieldType::Ptr => c::LLVMPointerTypeInContext(ctx, 0),
-        })
-        .collect();
-    c::LLVMStructTypeInContext(ctx, tys.as_mut_ptr(), tys.len() as u32, 0)
+    // SAFETY: `g` (or `ctx`) is the live module and context being built (`crate::ir`'s module doc),
+    // and the values passed in belong to it.
+    unsafe {
+        let mut tys: Vec<LLVMTypeRef> = l
+            .fields
+            .iter()
+            .map(|f| match f.ty {
+                FieldType::U32 => c::LLVMInt32TypeInContext(ctx),
+                FieldType::U64 => c::LLVMInt64TypeInContext(ctx),
+                FieldType::Ptr => c::LLVMPointerTypeInContext(ctx, 0),
+            })
+            .collect();
+        c::LLVMStructTypeInContext(ctx, tys.as_mut_ptr(), tys.len() as u32, 0)
+    }
 }
 
 /// A constant of struct type `ty` (built by [`struct_type`] from `l`) whose fields are
@@ -75,16 +81,20 @@ unsafe fn struct_value(
     l: &StructLayout,
     value: impl Fn(&str) -> Option<LLVMValueRef>,
 ) -> LLVMValueRef {
-    let mut vals: Vec<LLVMValueRef> = l
-        .fields
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            value(f.name)
-                .unwrap_or_else(|| c::LLVMConstNull(c::LLVMStructGetTypeAtIndex(ty, i as u32)))
-        })
-        .collect();
-    c::LLVMConstNamedStruct(ty, vals.as_mut_ptr(), vals.len() as u32)
+    // SAFETY: `g` (or `ctx`) is the live module and context being built (`crate::ir`'s module doc),
+    // and the values passed in belong to it.
+    unsafe {
+        let mut vals: Vec<LLVMValueRef> = l
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                value(f.name)
+                    .unwrap_or_else(|| c::LLVMConstNull(c::LLVMStructGetTypeAtIndex(ty, i as u32)))
+            })
+            .collect();
+        c::LLVMConstNamedStruct(ty, vals.as_mut_ptr(), vals.len() as u32)
+    }
 }
 
 pub(crate) fn cs(s: &str) -> CString {
@@ -99,6 +109,9 @@ pub(crate) fn declare_void_fn(
     args: &mut [LLVMTypeRef],
 ) -> (LLVMValueRef, LLVMTypeRef) {
     let n = cs(name);
+    // SAFETY: the edited values belong to the live module, which only this crate changes during
+    // `instrument` (`crate::ir`'s module doc); the attribute is made in the module's context and
+    // added to a live call or function; arrays passed live through the call with their lengths.
     unsafe {
         let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), args.len() as u32, 0);
         let mut f = c::LLVMGetNamedFunction(m, n.as_ptr());
@@ -142,6 +155,9 @@ pub(crate) fn make_globals(
     num_path_tables: u64,
     atomic: bool,
 ) -> Globals {
+    // SAFETY: the edited values belong to the live module, which only this crate changes during
+    // `instrument` (`crate::ir`'s module doc); the attribute is made in the module's context and
+    // added to a live call or function; arrays passed live through the call with their lengths.
     unsafe {
         let i64t = c::LLVMInt64TypeInContext(ctx);
         let i32t = c::LLVMInt32TypeInContext(ctx);
@@ -270,54 +286,58 @@ unsafe fn path_probe_fn(
     m: LLVMModuleRef,
     path_count: (LLVMValueRef, LLVMTypeRef),
 ) -> (LLVMValueRef, LLVMTypeRef) {
-    let i64t = c::LLVMInt64TypeInContext(ctx);
-    let ptrt = c::LLVMPointerTypeInContext(ctx, 0);
-    let voidt = c::LLVMVoidTypeInContext(ctx);
-    let mut args = [ptrt, ptrt, i64t];
-    let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), 3, 0);
-    let name = cs("tally.path.probe");
-    let f = c::LLVMAddFunction(m, name.as_ptr(), ty);
-    c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-    for a in ["alwaysinline", "nounwind"] {
-        let k = crate::ir::attr_kind(a);
-        let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
-        c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+    // SAFETY: `g` (or `ctx`) is the live module and context being built (`crate::ir`'s module doc),
+    // and the values passed in belong to it.
+    unsafe {
+        let i64t = c::LLVMInt64TypeInContext(ctx);
+        let ptrt = c::LLVMPointerTypeInContext(ctx, 0);
+        let voidt = c::LLVMVoidTypeInContext(ctx);
+        let mut args = [ptrt, ptrt, i64t];
+        let ty = c::LLVMFunctionType(voidt, args.as_mut_ptr(), 3, 0);
+        let name = cs("tally.path.probe");
+        let f = c::LLVMAddFunction(m, name.as_ptr(), ty);
+        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
+        for a in ["alwaysinline", "nounwind"] {
+            let k = crate::ir::attr_kind(a);
+            let attr = c::LLVMCreateEnumAttribute(ctx, k, 0);
+            c::LLVMAddAttributeAtIndex(f, llvm_sys::LLVMAttributeFunctionIndex, attr);
+        }
+        let t = c::LLVMGetParam(f, 0);
+        let home = c::LLVMGetParam(f, 1);
+        let p = c::LLVMGetParam(f, 2);
+        let n = cs("");
+        let entry = c::LLVMAppendBasicBlockInContext(ctx, f, cs("entry").as_ptr());
+        let hit = c::LLVMAppendBasicBlockInContext(ctx, f, cs("hit").as_ptr());
+        let miss = c::LLVMAppendBasicBlockInContext(ctx, f, cs("miss").as_ptr());
+        let b = c::LLVMCreateBuilderInContext(ctx);
+        c::LLVMPositionBuilderAtEnd(b, entry);
+        let k = c::LLVMConstInt(i64t, PATH_HASH_MULTIPLIER, 0);
+        let h = c::LLVMBuildMul(b, p, k, n.as_ptr());
+        let shift = c::LLVMConstInt(i64t, u64::from(64 - PATH_HOME_BITS), 0);
+        let h = c::LLVMBuildLShr(b, h, shift, n.as_ptr());
+        // Byte offset of the slot: key and count addresses share base and index.
+        let off = c::LLVMBuildShl(b, h, c::LLVMConstInt(i64t, 4, 0), n.as_ptr());
+        let i8t = c::LLVMInt8TypeInContext(ctx);
+        let mut idx = [off];
+        let key_p = c::LLVMBuildInBoundsGEP2(b, i8t, home, idx.as_mut_ptr(), 1, n.as_ptr());
+        let key = c::LLVMBuildLoad2(b, i64t, key_p, n.as_ptr());
+        let eq = c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntEQ, key, p, n.as_ptr());
+        let br = c::LLVMBuildCondBr(b, eq, hit, miss);
+        crate::ir::set_branch_weights(ctx, br, &[1000, 1]);
+        c::LLVMPositionBuilderAtEnd(b, hit);
+        let mut one = [c::LLVMConstInt(i64t, 1, 0)];
+        let cnt_p = c::LLVMBuildInBoundsGEP2(b, i64t, key_p, one.as_mut_ptr(), 1, n.as_ptr());
+        let v = c::LLVMBuildLoad2(b, i64t, cnt_p, n.as_ptr());
+        let v = c::LLVMBuildAdd(b, v, c::LLVMConstInt(i64t, 1, 0), n.as_ptr());
+        c::LLVMBuildStore(b, v, cnt_p);
+        c::LLVMBuildRetVoid(b);
+        c::LLVMPositionBuilderAtEnd(b, miss);
+        let mut a = [t, p];
+        c::LLVMBuildCall2(b, path_count.1, path_count.0, a.as_mut_ptr(), 2, n.as_ptr());
+        c::LLVMBuildRetVoid(b);
+        c::LLVMDisposeBuilder(b);
+        (f, ty)
     }
-    let t = c::LLVMGetParam(f, 0);
-    let home = c::LLVMGetParam(f, 1);
-    let p = c::LLVMGetParam(f, 2);
-    let n = cs("");
-    let entry = c::LLVMAppendBasicBlockInContext(ctx, f, cs("entry").as_ptr());
-    let hit = c::LLVMAppendBasicBlockInContext(ctx, f, cs("hit").as_ptr());
-    let miss = c::LLVMAppendBasicBlockInContext(ctx, f, cs("miss").as_ptr());
-    let b = c::LLVMCreateBuilderInContext(ctx);
-    c::LLVMPositionBuilderAtEnd(b, entry);
-    let k = c::LLVMConstInt(i64t, PATH_HASH_MULTIPLIER, 0);
-    let h = c::LLVMBuildMul(b, p, k, n.as_ptr());
-    let shift = c::LLVMConstInt(i64t, u64::from(64 - PATH_HOME_BITS), 0);
-    let h = c::LLVMBuildLShr(b, h, shift, n.as_ptr());
-    // Byte offset of the slot: key and count addresses share base and index.
-    let off = c::LLVMBuildShl(b, h, c::LLVMConstInt(i64t, 4, 0), n.as_ptr());
-    let i8t = c::LLVMInt8TypeInContext(ctx);
-    let mut idx = [off];
-    let key_p = c::LLVMBuildInBoundsGEP2(b, i8t, home, idx.as_mut_ptr(), 1, n.as_ptr());
-    let key = c::LLVMBuildLoad2(b, i64t, key_p, n.as_ptr());
-    let eq = c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntEQ, key, p, n.as_ptr());
-    let br = c::LLVMBuildCondBr(b, eq, hit, miss);
-    crate::ir::set_branch_weights(ctx, br, &[1000, 1]);
-    c::LLVMPositionBuilderAtEnd(b, hit);
-    let mut one = [c::LLVMConstInt(i64t, 1, 0)];
-    let cnt_p = c::LLVMBuildInBoundsGEP2(b, i64t, key_p, one.as_mut_ptr(), 1, n.as_ptr());
-    let v = c::LLVMBuildLoad2(b, i64t, cnt_p, n.as_ptr());
-    let v = c::LLVMBuildAdd(b, v, c::LLVMConstInt(i64t, 1, 0), n.as_ptr());
-    c::LLVMBuildStore(b, v, cnt_p);
-    c::LLVMBuildRetVoid(b);
-    c::LLVMPositionBuilderAtEnd(b, miss);
-    let mut a = [t, p];
-    c::LLVMBuildCall2(b, path_count.1, path_count.0, a.as_mut_ptr(), 2, n.as_ptr());
-    c::LLVMBuildRetVoid(b);
-    c::LLVMDisposeBuilder(b);
-    (f, ty)
 }
 
 /// `internal void tally.path.slice(ptr table, ptr home, i64 path, i64 min, i64 width, ptr
@@ -329,6 +349,10 @@ pub(crate) fn path_slice_fn(
     g: &Globals,
     probe: (LLVMValueRef, LLVMTypeRef),
 ) -> (LLVMValueRef, LLVMTypeRef) {
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); arrays passed live through
+    // the call with their lengths; the builder is disposed once, after its last use.
     unsafe {
         let ctx = g.ctx;
         let i64t = g.i64t;
@@ -381,6 +405,10 @@ pub(crate) fn path_slice_fn(
 /// use; always inlined, so that a constant path number makes the hit a compare and an add at
 /// constant addresses.
 pub(crate) fn path_add_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); arrays passed live through
+    // the call with their lengths; the builder is disposed once, after its last use.
     unsafe {
         let ctx = g.ctx;
         let i64t = g.i64t;
@@ -477,10 +505,27 @@ pub(crate) fn path_add_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
 /// object, possibly `dlopen`ed, where local-exec cannot link and initial-exec needs static TLS
 /// that a `dlopen`ed object may not get: it uses general-dynamic.
 pub(crate) fn runtime_tls_model(m: LLVMModuleRef) -> LLVMThreadLocalMode {
-    if crate::ends::module_is_executable(m) {
+    if crate::ir::ends::module_is_executable(m) {
         LLVMThreadLocalMode::LLVMLocalExecTLSModel
     } else {
         LLVMThreadLocalMode::LLVMGeneralDynamicTLSModel
+    }
+}
+
+/// The runtime's thread-local `name` of type `ty`, declared (external, with
+/// [`runtime_tls_model`]) unless the module has it already.
+pub(crate) fn runtime_tls(g: &Globals, name: &str, ty: LLVMTypeRef) -> LLVMValueRef {
+    let n = cname(name);
+    // SAFETY: `g.module` is the live module being instrumented (`crate::ir`'s module doc); a
+    // global of that name is looked up before one is added, so the name stays unique.
+    unsafe {
+        let mut v = c::LLVMGetNamedGlobal(g.module, n.as_ptr());
+        if v.is_null() {
+            v = c::LLVMAddGlobal(g.module, ty, n.as_ptr());
+            c::LLVMSetLinkage(v, LLVMLinkage::LLVMExternalLinkage);
+            c::LLVMSetThreadLocalMode(v, runtime_tls_model(g.module));
+        }
+        v
     }
 }
 
@@ -493,6 +538,10 @@ pub(crate) fn emit_registration(
     num_path_tables: u64,
     flags: u32,
 ) {
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); arrays passed live through
+    // the call with their lengths; the builder is disposed once, after its last use.
     unsafe {
         let ctx = g.ctx;
         let m = g.module;
@@ -617,53 +666,60 @@ pub(crate) fn emit_profile_dir(m: LLVMModuleRef, dir: &str) {
 /// Appends `{ priority, f, null }` to `@llvm.global_ctors` / `@llvm.global_dtors`, rebuilding
 /// the array.
 unsafe fn append_to_global_array(g: &Globals, array: &str, f: LLVMValueRef, priority: u64) {
-    let ctx = g.ctx;
-    let m = g.module;
-    let mut etys = [g.i32t, g.ptrt, g.ptrt];
-    let elem_ty = c::LLVMStructTypeInContext(ctx, etys.as_mut_ptr(), 3, 0);
-    let name = cs(array);
-    let old = c::LLVMGetNamedGlobal(m, name.as_ptr());
-    let mut elems: Vec<LLVMValueRef> = Vec::new();
-    let mut elem_ty_used = elem_ty;
-    if !old.is_null() {
-        let init = c::LLVMGetInitializer(old);
-        if !init.is_null() {
-            let n = c::LLVMGetNumOperands(init);
-            for i in 0..n {
-                elems.push(c::LLVMGetOperand(init, i as u32));
-            }
-            if let Some(&first) = elems.first() {
-                elem_ty_used = c::LLVMTypeOf(first);
+    // SAFETY: `g` (or `ctx`) is the live module and context being built (`crate::ir`'s module doc),
+    // and the values passed in belong to it.
+    unsafe {
+        let ctx = g.ctx;
+        let m = g.module;
+        let mut etys = [g.i32t, g.ptrt, g.ptrt];
+        let elem_ty = c::LLVMStructTypeInContext(ctx, etys.as_mut_ptr(), 3, 0);
+        let name = cs(array);
+        let old = c::LLVMGetNamedGlobal(m, name.as_ptr());
+        let mut elems: Vec<LLVMValueRef> = Vec::new();
+        let mut elem_ty_used = elem_ty;
+        if !old.is_null() {
+            let init = c::LLVMGetInitializer(old);
+            if !init.is_null() {
+                let n = c::LLVMGetNumOperands(init);
+                for i in 0..n {
+                    elems.push(c::LLVMGetOperand(init, i as u32));
+                }
+                if let Some(&first) = elems.first() {
+                    elem_ty_used = c::LLVMTypeOf(first);
+                }
             }
         }
-    }
-    let mut fields = [
-        c::LLVMConstInt(g.i32t, priority, 0),
-        f,
-        c::LLVMConstNull(g.ptrt),
-    ];
-    let ours = if elem_ty_used == elem_ty {
-        c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), 3, 0)
-    } else {
-        c::LLVMConstNamedStruct(elem_ty_used, fields.as_mut_ptr(), 3)
-    };
-    elems.push(ours);
-    let arr = c::LLVMConstArray2(elem_ty_used, elems.as_mut_ptr(), elems.len() as u64);
-    if !old.is_null() {
-        let tmp = cs(&format!("{array}.old"));
-        c::LLVMSetValueName2(old, tmp.as_ptr(), tmp.as_bytes().len());
-    }
-    let newg = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), name.as_ptr());
-    c::LLVMSetLinkage(newg, LLVMLinkage::LLVMAppendingLinkage);
-    c::LLVMSetInitializer(newg, arr);
-    if !old.is_null() {
-        c::LLVMDeleteGlobal(old);
+        let mut fields = [
+            c::LLVMConstInt(g.i32t, priority, 0),
+            f,
+            c::LLVMConstNull(g.ptrt),
+        ];
+        let ours = if elem_ty_used == elem_ty {
+            c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), 3, 0)
+        } else {
+            c::LLVMConstNamedStruct(elem_ty_used, fields.as_mut_ptr(), 3)
+        };
+        elems.push(ours);
+        let arr = c::LLVMConstArray2(elem_ty_used, elems.as_mut_ptr(), elems.len() as u64);
+        if !old.is_null() {
+            let tmp = cs(&format!("{array}.old"));
+            c::LLVMSetValueName2(old, tmp.as_ptr(), tmp.as_bytes().len());
+        }
+        let newg = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), name.as_ptr());
+        c::LLVMSetLinkage(newg, LLVMLinkage::LLVMAppendingLinkage);
+        c::LLVMSetInitializer(newg, arr);
+        if !old.is_null() {
+            c::LLVMDeleteGlobal(old);
+        }
     }
 }
 
 /// Pointers to path table `index` and to its home table, setting the table's `function` field
 /// to `function` (the function's index in the module metadata) and its `home` field.
 pub(crate) fn path_table(g: &Globals, index: u32, function: u32) -> (LLVMValueRef, LLVMValueRef) {
+    // SAFETY: the edited values belong to the live module, which only this crate changes during
+    // `instrument` (`crate::ir`'s module doc); arrays passed live through the call with their
+    // lengths.
     unsafe {
         let arr = c::LLVMGlobalGetValueType(g.path_tables);
         let n = c::LLVMGetArrayLength2(arr);

@@ -21,6 +21,8 @@ pub(crate) fn redirect_libc_calls(m: LLVMModuleRef) -> usize {
     let mut n = 0;
     for r in tally_format::abi::REDIRECTS {
         let real_name = cs(r.real);
+        // SAFETY: the edited values belong to the live module, which only this crate changes during
+        // `instrument` (`crate::ir`'s module doc); an erased instruction is not used again.
         unsafe {
             let real = c::LLVMGetNamedFunction(m, real_name.as_ptr());
             if real.is_null()
@@ -53,23 +55,27 @@ unsafe fn copy_attributes(
     from: llvm_sys::prelude::LLVMValueRef,
     to: llvm_sys::prelude::LLVMValueRef,
 ) {
-    let params = c::LLVMCountParams(from);
-    let indices = [
-        llvm_sys::LLVMAttributeFunctionIndex,
-        llvm_sys::LLVMAttributeReturnIndex,
-    ]
-    .into_iter()
-    .chain(1..=params);
-    for idx in indices {
-        let k = c::LLVMGetAttributeCountAtIndex(from, idx);
-        if k == 0 {
-            continue;
+    // SAFETY: `g` (or `ctx`) is the live module and context being built (`crate::ir`'s module doc),
+    // and the values passed in belong to it.
+    unsafe {
+        let params = c::LLVMCountParams(from);
+        let indices = [
+            llvm_sys::LLVMAttributeFunctionIndex,
+            llvm_sys::LLVMAttributeReturnIndex,
+        ]
+        .into_iter()
+        .chain(1..=params);
+        for idx in indices {
+            let k = c::LLVMGetAttributeCountAtIndex(from, idx);
+            if k == 0 {
+                continue;
+            }
+            let mut attrs = vec![std::ptr::null_mut(); k as usize];
+            c::LLVMGetAttributesAtIndex(from, idx, attrs.as_mut_ptr());
+            for a in attrs {
+                c::LLVMAddAttributeAtIndex(to, idx, a);
+            }
         }
-        let mut attrs = vec![std::ptr::null_mut(); k as usize];
-        c::LLVMGetAttributesAtIndex(from, idx, attrs.as_mut_ptr());
-        for a in attrs {
-            c::LLVMAddAttributeAtIndex(to, idx, a);
-        }
+        c::LLVMSetFunctionCallConv(to, c::LLVMGetFunctionCallConv(from));
     }
-    c::LLVMSetFunctionCallConv(to, c::LLVMGetFunctionCallConv(from));
 }

@@ -7,8 +7,8 @@
 //! The report turns these into line, branch and function counts (tally-report's `source`
 //! module). Nothing here changes the IR.
 
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, SrcPos, Val};
-use crate::lower::{EdgeIr, Lowered};
 use llvm_sys::core as c;
 use llvm_sys::debuginfo as di;
 use llvm_sys::debuginfo::LLVMMetadataKind;
@@ -56,6 +56,8 @@ impl Tables {
         let name = md_string_operand(ctx, sp, 2).unwrap_or_default();
         let linkage_name = md_string_operand(ctx, sp, 3).unwrap_or_default();
         let pos = SrcPos {
+            // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+            // calls only read them.
             file: ir::difile_path(unsafe { di::LLVMDIScopeGetFile(sp) }),
             line: unsafe { di::LLVMDISubprogramGetLine(sp) },
         };
@@ -73,12 +75,16 @@ impl Tables {
 
 /// Operand `i` of a metadata node, as a value (`None` when absent or null).
 fn md_operand(ctx: LLVMContextRef, md: LLVMMetadataRef, i: u32) -> Option<LLVMValueRef> {
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let v = unsafe { c::LLVMMetadataAsValue(ctx, md) };
     let n = unsafe { c::LLVMGetMDNodeNumOperands(v) };
     if i >= n {
         return None;
     }
     let mut ops = vec![std::ptr::null_mut(); n as usize];
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them; arrays passed live through the call with their lengths.
     unsafe { c::LLVMGetMDNodeOperands(v, ops.as_mut_ptr()) };
     let op = ops[i as usize];
     (!op.is_null()).then_some(op)
@@ -88,10 +94,14 @@ fn md_operand(ctx: LLVMContextRef, md: LLVMMetadataRef, i: u32) -> Option<LLVMVa
 fn md_string_operand(ctx: LLVMContextRef, md: LLVMMetadataRef, i: u32) -> Option<String> {
     let v = md_operand(ctx, md, i)?;
     let mut len = 0u32;
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let p = unsafe { c::LLVMGetMDString(v, &mut len) };
     if p.is_null() || len == 0 {
         return None;
     }
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them; LLVM returned the pointer with its length.
     let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len as usize) };
     Some(String::from_utf8_lossy(bytes).into_owned())
 }
@@ -104,10 +114,14 @@ fn subprogram_of(ctx: LLVMContextRef, mut scope: LLVMMetadataRef) -> Option<LLVM
         if scope.is_null() {
             return None;
         }
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         match unsafe { di::LLVMGetMetadataKind(scope) } {
             LLVMMetadataKind::LLVMDISubprogramMetadataKind => return Some(scope),
             LLVMMetadataKind::LLVMDILexicalBlockMetadataKind
             | LLVMMetadataKind::LLVMDILexicalBlockFileMetadataKind => {
+                // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+                // calls only read them.
                 scope = unsafe { c::LLVMValueAsMetadata(md_operand(ctx, scope, 1)?) };
             }
             _ => return None,
@@ -140,6 +154,8 @@ impl Scopes<'_> {
                 break;
             }
             chain.push((at, scope));
+            // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
+            // calls only read them.
             scope = unsafe { di::LLVMDILocationGetScope(at) };
             at = unsafe { di::LLVMDILocationGetInlinedAt(at) };
         }
@@ -165,6 +181,8 @@ impl Scopes<'_> {
         if pos.line == 0 {
             return None;
         }
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
         let at = unsafe { di::LLVMDILocationGetInlinedAt(dl) };
         let scope = self.of(at, unsafe { di::LLVMDILocationGetScope(dl) });
         Some(LineRun {
@@ -179,6 +197,8 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
     let Some(sp) = ir::subprogram(func) else {
         return SourceMeta::default();
     };
+    // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
+    // read them.
     let ctx = unsafe { c::LLVMGetTypeContext(c::LLVMTypeOf(func.0)) };
     let own = tables.source_fn(ctx, sp);
     let mut s = Scopes {

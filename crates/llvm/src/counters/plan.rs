@@ -1,13 +1,13 @@
-//! Counter plans: which edge or block each counter of a function measures, and where in the IR
-//! its increment goes. The modes that count edges or blocks (`modes::edge`, `modes::vertex`,
-//! `modes::naive`, and `modes::trace_naive`, which logs the same sites) choose the measured edges;
-//! [`Plan::for_edges`] turns them into counters with sites ([`crate::sites`]), counting the
-//! targets of edges that have no site of their own with predecessor tags: every incoming edge
-//! of the target stores its index in a per-target frame slot, and the target increments
-//! `counter[base + tag]`.
+//! Counter plans: which edge or block each counter of a function measures, and where in the IR its
+//! increment goes. The modes that count edges or blocks (`modes::edge` and `modes::vertex` through
+//! [`crate::counters::place`], `modes::naive`, and `modes::trace_naive`, which logs the same sites)
+//! choose the measured edges; [`Plan::for_edges`] turns them into counters with sites
+//! ([`crate::emit::sites`]), counting the targets of edges that have no site of their own with
+//! predecessor tags: every incoming edge of the target stores its index in a per-target frame slot,
+//! and the target increments `counter[base + tag]`.
 
-use crate::lower::Lowered;
-use crate::sites::{direct_site, Realize};
+use crate::emit::sites::{direct_site, Realize};
+use crate::ir::lower::Lowered;
 use tally_format::Probe;
 use tally_graph::{EdgeId, NodeId};
 

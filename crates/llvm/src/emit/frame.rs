@@ -8,7 +8,7 @@
 //! code that pushes it, pops it, and tells the runtime where unwinding or a `longjmp` landed.
 
 use crate::emit::{cname, Emitter};
-use crate::lower::Lowered;
+use crate::ir::lower::Lowered;
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMTailCallKind;
@@ -17,6 +17,8 @@ use tally_graph::{EdgeId, IdVec, NodeId};
 /// Allocates the frame record at the start of the entry block (the builder must be there).
 pub(crate) fn frame_alloca(em: &Emitter) -> LLVMValueRef {
     let n = cname("tally.frame");
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc).
     unsafe { c::LLVMBuildAlloca(em.b, em.g.frame_ty, n.as_ptr()) }
 }
 
@@ -28,6 +30,8 @@ pub(crate) fn frame_alloca(em: &Emitter) -> LLVMValueRef {
 /// (a counter of another function).
 pub(crate) fn frame_push(em: &Emitter, rec: LLVMValueRef, entry_site: Option<LLVMValueRef>) {
     let empty = cname("");
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc).
     unsafe {
         let top = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.g.tls_top, empty.as_ptr());
         c::LLVMBuildStore(em.b, top, em.field(rec, 0));
@@ -116,6 +120,8 @@ pub(crate) fn frame_at_sites(em: &Emitter, l: &Lowered, rec: LLVMValueRef) {
 /// Pops the record `rec` at the builder's position: the thread's top becomes its `prev`.
 fn frame_pop(em: &Emitter, rec: LLVMValueRef) {
     let empty = cname("");
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc).
     unsafe {
         let prev = c::LLVMBuildLoad2(em.b, em.g.ptrt, em.field(rec, 0), empty.as_ptr());
         c::LLVMBuildStore(em.b, prev, em.g.tls_top);
@@ -129,6 +135,8 @@ fn frame_pop(em: &Emitter, rec: LLVMValueRef) {
 pub(crate) fn frame_exits(em: &Emitter, l: &Lowered, rec: LLVMValueRef, pops: &[bool]) {
     for (i, node) in l.nodes.iter().enumerate() {
         for &t in &node.tail_sites {
+            // SAFETY: the edited values belong to the live module, which only this crate changes
+            // during `instrument` (`crate::ir`'s module doc).
             unsafe { c::LLVMSetTailCallKind(t.0, LLVMTailCallKind::LLVMTailCallKindNone) };
         }
         if node.returns && pops[i] {

@@ -5,8 +5,8 @@
 //! `indirectbr` and `callbr` edges).
 
 use crate::emit::{cname, Emitter};
+use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::{self, Bb, Val};
-use crate::lower::{EdgeIr, Lowered};
 use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use std::ffi::CString;
@@ -18,9 +18,13 @@ pub(crate) fn split_edge(em: &Emitter, term: Val, index: u32) -> Bb {
     let target = term.successor(index);
     let src = term.parent();
     let name = cname("tally.split");
+    // SAFETY: the edited values belong to the live module, which only this crate changes during
+    // `instrument` (`crate::ir`'s module doc).
     let nb = Bb(unsafe { c::LLVMAppendBasicBlockInContext(em.g.ctx, em.func.0, name.as_ptr()) });
     unsafe { c::LLVMMoveBasicBlockAfter(nb.0, src.0) };
     em.at_end(nb);
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc).
     unsafe { c::LLVMBuildBr(em.b, target.0) };
     term.set_successor(index, nb);
     for phi in target.phis() {
@@ -31,6 +35,11 @@ pub(crate) fn split_edge(em: &Emitter, term: Val, index: u32) -> Bb {
 
 /// Replaces `phi` by a copy in which the first incoming entry from `from` comes from `to`.
 fn rebuild_phi_moving_one(em: &Emitter, phi: Val, from: Bb, to: Bb) {
+    // SAFETY: the builder is positioned in a live function and the operands are values of the
+    // module (`crate::ir`'s module doc); the edited values belong to the live module, which only
+    // this crate changes during `instrument` (`crate::ir`'s module doc); an erased instruction is
+    // not used again; LLVM returned the pointer with its length; arrays passed live through the
+    // call with their lengths.
     unsafe {
         let n = c::LLVMCountIncoming(phi.0);
         let mut vals = Vec::with_capacity(n as usize);
@@ -96,11 +105,15 @@ pub(crate) fn store_tags(em: &Emitter, l: &Lowered, target: NodeId, slot: LLVMVa
                         .all(|&p| l.cfg.edge(p).src != src);
                     if first_from_src {
                         em.at(src_node.end);
+                        // SAFETY: the builder is positioned in a live function and the operands are
+                        // values of the module (`crate::ir`'s module doc).
                         unsafe { c::LLVMBuildStore(em.b, tag, slot) };
                     }
                 } else {
                     let nb = split_edge(em, term, index);
                     em.at(nb.terminator().expect("split block has its branch"));
+                    // SAFETY: the builder is positioned in a live function and the operands are
+                    // values of the module (`crate::ir`'s module doc).
                     unsafe { c::LLVMBuildStore(em.b, tag, slot) };
                 }
             }
