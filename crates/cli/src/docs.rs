@@ -135,3 +135,132 @@ fn relative_links_name_existing_files() {
         broken.join("\n")
     );
 }
+
+/// ARCHITECTURE.md's "Adding a mode" table is held to the mode registries, as the tables of
+/// modes are held to `tally_format::mode::MODES`: every file its "file" column names exists
+/// (`<mode>` patterns for each registered home, `<algorithm>` and `*` patterns by their
+/// folder); every mode of `MODES` has an arm in `tally-llvm`'s and `tally-report`'s
+/// `modes::of`; each arm's file is `modes/<file>.rs` or `modes/<file>/mod.rs`, named after
+/// one of its modes (the mode's name, or a word of it that all the arm's modes share); and no
+/// other file or folder sits in those `modes/` folders, so a mode's code is where the table says.
+#[test]
+fn adding_a_mode_names_every_home() {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::Path;
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let doc = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let section = doc
+        .split("\n## Adding a mode\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("ARCHITECTURE.md has an \"Adding a mode\" section");
+    // The file column of each row after the header.
+    let files: Vec<String> = section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| what "))
+        .filter_map(|l| l.split(" | ").nth(1))
+        .flat_map(|cell| cell.split('`').skip(1).step_by(2).map(str::to_string))
+        .collect();
+    assert!(files.len() >= 6, "too few files in the table: {files:?}");
+
+    // Mode variant name -> its name on the command line.
+    let modes: BTreeMap<String, &str> = tally_format::mode::MODES
+        .iter()
+        .map(|m| (format!("{:?}", m.mode), m.name))
+        .collect();
+    let mut problems = Vec::new();
+    let mut homes: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for krate in ["llvm", "report"] {
+        let dir = root.join(format!("crates/{krate}/src/modes"));
+        let src = std::fs::read_to_string(dir.join("mod.rs")).expect("modes/mod.rs");
+        let body = src
+            .split("fn of(mode: Mode)")
+            .nth(1)
+            .and_then(|s| s.split("\n}\n").next())
+            .unwrap_or_else(|| {
+                panic!("crates/{krate}/src/modes/mod.rs has no `fn of(mode: Mode)`")
+            });
+        let mut seen = BTreeSet::new();
+        for arm in body.lines().filter(|l| l.contains("=>")) {
+            let (pat, code) = arm.split_once("=>").expect("an arm");
+            let arm_modes: Vec<&str> = pat
+                .split('|')
+                .filter_map(|p| p.trim().strip_prefix("Mode::"))
+                .collect();
+            let file = code
+                .trim()
+                .trim_start_matches('&')
+                .split("::")
+                .next()
+                .unwrap_or("");
+            let names: Vec<&str> = arm_modes
+                .iter()
+                .filter_map(|m| modes.get(*m).copied())
+                .collect();
+            if names.len() != arm_modes.len() || names.is_empty() {
+                problems.push(format!(
+                    "{krate}: arm `{}` names no mode of MODES",
+                    arm.trim()
+                ));
+                continue;
+            }
+            seen.extend(arm_modes.iter().map(|m| m.to_string()));
+            let named_after = names.iter().any(|n| n.replace('-', "_") == file)
+                || names.iter().all(|n| n.split('-').any(|w| w == file));
+            if !named_after {
+                problems.push(format!(
+                    "{krate}: modes/{file} holds {names:?} but is not named after one of them"
+                ));
+            }
+            if !dir.join(format!("{file}.rs")).is_file() && !dir.join(file).join("mod.rs").is_file()
+            {
+                problems.push(format!(
+                    "{krate}: modes/{file}.rs (or modes/{file}/mod.rs) is missing"
+                ));
+            }
+            homes.entry(krate).or_default().insert(file.to_string());
+        }
+        for m in modes.keys().filter(|m| !seen.contains(*m)) {
+            problems.push(format!("{krate}: modes::of has no arm for Mode::{m}"));
+        }
+        for e in std::fs::read_dir(&dir).expect("modes/").flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let home = name.strip_suffix(".rs").unwrap_or(&name);
+            if name != "mod.rs" && !homes[krate].contains(home) {
+                problems.push(format!(
+                    "{krate}: modes/{name} is no mode's home in modes::of"
+                ));
+            }
+        }
+    }
+    for f in &files {
+        if !f.starts_with("crates/") {
+            problems.push(format!(
+                "the table's path `{f}` is not a path from the repository's root"
+            ));
+        } else if let Some(krate) = ["llvm", "report"]
+            .into_iter()
+            .find(|k| f.contains("<mode>") && f.starts_with(&format!("crates/{k}/")))
+        {
+            for home in &homes[krate] {
+                let p = root.join(f.replace("<mode>", home));
+                let folder = p.with_extension("").join("mod.rs");
+                if !p.is_file() && !folder.is_file() {
+                    problems.push(format!("`{f}` for `{home}`: {} is missing", p.display()));
+                }
+            }
+        } else if f.contains('<') || f.contains('*') {
+            let parent = Path::new(f).parent().expect("a folder");
+            if !root.join(parent).is_dir() {
+                problems.push(format!("the table's `{f}`: no folder {}", parent.display()));
+            }
+        } else if !root.join(f).exists() {
+            problems.push(format!("the table names `{f}`, which does not exist"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md, \"Adding a mode\":\n{}",
+        problems.join("\n")
+    );
+}

@@ -9,9 +9,9 @@ mod blocks;
 mod edge;
 mod events;
 pub(crate) mod ipath;
-mod none;
 pub(crate) mod path;
 mod trace;
+mod trace_naive;
 mod vertex;
 
 use std::collections::HashMap;
@@ -122,7 +122,7 @@ pub(crate) fn of(mode: Mode) -> &'static dyn Reconstruct {
         Mode::Ipath | Mode::IpathPiecewise => &ipath::Ipath,
         Mode::Events | Mode::EventsNaive => &events::Events,
         Mode::Trace => &trace::Trace,
-        Mode::TraceNaive => &none::Uncounted,
+        Mode::TraceNaive => &trace_naive::Uncounted,
     }
 }
 
