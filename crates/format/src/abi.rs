@@ -675,8 +675,8 @@ const fn redirect(real: &'static str, wrapper: &'static str, header: &'static st
 }
 
 /// Every redirected function. The runtime's build checks each wrapper's type against `real`'s
-/// declaration ([`c_redirects_header`]); `crates/runtime/tests/runtime.rs` checks the archive
-/// defines every wrapper.
+/// declaration ([`c_redirects_header`]); `crates/runtime/tests/runtime/linking.rs` checks the
+/// archive defines every wrapper.
 pub const REDIRECTS: &[Redirect] = &[
     redirect("_exit", "__tally__exit", "unistd.h"),
     redirect("_Exit", "__tally__Exit", "stdlib.h"),
