@@ -63,7 +63,7 @@ pub const IPATH_OPEN: &str = "__tally_ipath_open";
 pub const IPATH_RET: &str = "__tally_ipath_ret";
 
 /// Witness trace mode: the thread-local pointer to the calling thread's
-/// [`TallyWtraceAcc`] (`c/wtrace.c`, `tally.h`; never null: a read-only one whose word is
+/// [`TallyWtraceAcc`] (`c/wtrace/`, `tally.h`; never null: a read-only one whose word is
 /// [`WTRACE_CLOSED`] until the thread has a stream).
 pub const WTRACE_ACC: &str = "__tally_wtrace_acc";
 /// Witness trace mode: `void __tally_wtrace_spill(uint64_t value, uint64_t bits)`, the slow

@@ -149,7 +149,7 @@ void __tally_trace_edge(uint64_t act, uint32_t edge);
 /* Trace mode: after setjmp; logs the re-entry edge when ret != 0. */
 void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret);
 
-/* Witness trace mode (`trace`, c/wtrace.c): one per instrumented module, internal to it. `slot`:
+/* Witness trace mode (`trace`, c/wtrace/): one per instrumented module, internal to it. `slot`:
  * the module's trace slot, 0 until the runtime assigns it (at the first entry of one of its
  * functions); funcs[i]: this module's own address of function i of its metadata when other
  * modules may call it by name (else null); externs[k]: the address of the module's k-th

@@ -5,7 +5,7 @@
 use super::rc::RcModel;
 use super::TraceError;
 
-/// Magic of a witness trace (`--tally-mode=trace`, `crates/runtime/c/wtrace.c`).
+/// Magic of a witness trace (`--tally-mode=trace`, `crates/runtime/c/wtrace/`).
 pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// Version of the witness trace format.
 /// 2: a landing's `how` takes 2 bits (0 re-entry, 1 landing pad, 2 lost). 3: control records

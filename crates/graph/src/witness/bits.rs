@@ -41,7 +41,7 @@ pub enum EnterCode {
 /// `Enter` last time (direct-mapped by a hash of the function's key, no tags), the previous
 /// `Enter`'s key, and the 16 most recently entered keys, most recent first. A key is the
 /// function's number: `FuncId` here, `slot << 32 | index` in the runtime's streams
-/// (`c/wtrace.c`'s `wt_enter_record` keeps the same state).
+/// (`c/wtrace/records.c`'s `wt_enter_record` keeps the same state).
 #[derive(Clone, Debug)]
 pub struct EnterCoder {
     next: Box<[u64; Self::TABLE]>,

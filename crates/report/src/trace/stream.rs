@@ -1,4 +1,4 @@
-//! The runtime's bit stream of one thread (`crates/runtime/c/wtrace.c`), as regeneration asks
+//! The runtime's bit stream of one thread (`crates/runtime/c/wtrace/`), as regeneration asks
 //! for it: witnesses, control records and the names of `Enter`s.
 
 use super::NOT_EXACT;
