@@ -14,7 +14,7 @@ pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// callee that resolves to a traced function writes no `Back` (the callee's `ret` tells the
 /// caller it ran). 5: `Enter` is coded against the stream's history (kind 3: the predicted
 /// function; kind 0 then `1` and a 4-bit recent position, or `0` and slot and index:
-/// `tally_graph::witness::bits::EnterCoder`). 7: a predicted `Enter` leaves the recent list
+/// `tally_graph::witness::code::EnterCoder`). 7: a predicted `Enter` leaves the recent list
 /// as it is (6 was the range-coded version 5; 8 is the range-coded version 7).
 pub const WTRACE_VERSION: u32 = 7;
 /// Version of a witness trace whose thread chunks are range-coded (`TALLY_TRACE_COMPRESS=1`,
@@ -182,14 +182,13 @@ pub struct RingThread {
 /// [`WTRACE_SIGNAL_CHUNK`] says that a stream is a signal handler's, one of
 /// [`WTRACE_CUT_CHUNK`] that a stream was left between two records. Any other chunk
 /// continues the bit stream of thread `thread` (threads are numbered from 1 in the order they
-/// first wrote). A stream is `tally_graph::witness::bits`' encoding (control records: `1`
-/// Back, `0` then a 2-bit kind: 0 Enter, 1 Unwind, 2 End, 3 predicted Enter), except that a
-/// full `Enter` (kind 0, then `0`) carries two varints, the module slot and the function's
-/// index in that module's metadata (its key for `EnterCoder`: `slot << 32 | index`), and that
-/// an `Unwind` record has a 2-bit `how`: 0 a `longjmp`'s re-entry and 1 an
-/// exception's landing pad (then the varints abandoned activations and landing block, as
-/// `Record::Unwind`), 2 "lost": the thread entered a function trace mode could not
-/// instrument, where regeneration stops.
+/// first wrote). A stream is in the witness record code (`tally_graph::witness::code`,
+/// [`crate::abi::witness`]: control records `1` Back, `0` then a 2-bit kind, 0 Enter, 1
+/// landing, 2 End, 3 predicted Enter); a full `Enter` names the module slot and the function's
+/// index in that module's metadata (its key for `EnterCoder`: `slot << 32 | index`), a
+/// landing has a 2-bit `how`: 0 a `longjmp`'s re-entry and 1 an exception's landing pad (then
+/// the varints abandoned activations and landing block, as `Record::Unwind`), 2 "lost": the
+/// thread entered a function trace mode could not instrument, where regeneration stops.
 ///
 /// A flight recorder's file (`TALLY_TRACE_RING`, `crates/runtime/c/wring.c`) has header flag
 /// [`WTRACE_RING`] in the `u32` after the version; each thread chunk is then one chunk of the

@@ -27,9 +27,9 @@ use tally_format::trace::{read_witness_trace, WitnessTrace};
 use tally_graph::witness::regen::{Regenerator, Visit};
 use tally_graph::witness::RegenError;
 
-/// What the reader says when a thread landed where regeneration cannot follow.
-pub const NOT_EXACT: &str =
-    "regeneration not exact past this point: control reached a function trace mode could not instrument";
+/// What the reader says when a thread landed where regeneration cannot follow (the witness
+/// record code's "lost" landing).
+pub use tally_graph::witness::code::NOT_EXACT;
 
 /// One executed block.
 #[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]

@@ -198,7 +198,7 @@ void wtrace_finish(void) {
             any = 1;
             continue;
         }
-        wt_bits(t, 4, 3); /* End: '0' then kind 10 */
+        wt_bits(t, WT_END, WT_CONTROL_BITS); /* End: '0' then kind 10 */
         wt_acc_end(t);
         t->ended = 1;
         if (t->sig_active) /* (a handler that ends the process) */

@@ -125,7 +125,7 @@ void wt_sig_write(struct wt_thread *t) {
 static void wt_sig_end(struct wt_thread *t) {
     int saved_errno = errno;
     if (!t->ended) {
-        wt_bits(t, 4, 3); /* End: '0' then kind 10 */
+        wt_bits(t, WT_END, WT_CONTROL_BITS); /* End: '0' then kind 10 */
         wt_acc_end(t);
         t->ended = 1;
     }
@@ -179,7 +179,7 @@ struct wt_thread *wt_sig_left(struct wt_thread *t, uint32_t depth) {
             p->ended = 1;
         } else if (p && !p->ended && !in_call) {
             int saved_errno = errno;
-            wt_bits(p, 4, 3); /* End */
+            wt_bits(p, WT_END, WT_CONTROL_BITS); /* End */
             wt_acc_end(p);
             p->ended = 1;
             wt_note(WT_CUT_CHUNK, &p->tid, 1);

@@ -10,26 +10,29 @@
 /* A varint: groups of 7 bits + a continuation bit, low groups first; appended at once (one
  * wt_bits for values below 2^56). */
 static void wt_varint(struct wt_thread *t, uint64_t v) {
-    if (v < 0x80) { /* (the usual slots and function indices: one or two groups) */
-        wt_bits(t, v, 8);
+    if (v < WT_VARINT_MORE) { /* (the usual slots and function indices: one or two groups) */
+        wt_bits(t, v, WT_VARINT_GROUP);
         return;
     }
-    if (v < 0x4000) {
-        wt_bits(t, (v & 0x7f) | 0x80 | (v >> 7) << 8, 16);
+    if (v < WT_VARINT_MORE * WT_VARINT_MORE) {
+        wt_bits(t,
+                (v & (WT_VARINT_MORE - 1)) | WT_VARINT_MORE |
+                    (v >> TALLY_WTRACE_VARINT_BITS) << WT_VARINT_GROUP,
+                2 * WT_VARINT_GROUP);
         return;
     }
     uint64_t code = 0;
     unsigned bits = 0;
     for (;;) {
-        int more = v >= 0x80;
-        code |= ((v & 0x7f) | (uint64_t)more << 7) << bits;
-        bits += 8;
-        v >>= 7;
-        if (!more || bits == 56)
+        int more = v >= WT_VARINT_MORE;
+        code |= ((v & (WT_VARINT_MORE - 1)) | (uint64_t)more << TALLY_WTRACE_VARINT_BITS) << bits;
+        bits += WT_VARINT_GROUP;
+        v >>= TALLY_WTRACE_VARINT_BITS;
+        if (!more || bits == WT_VARINT_CHUNK)
             break;
     }
     wt_bits(t, code, bits);
-    if (v && bits == 56 && (code >> 55) & 1)
+    if (v && bits == WT_VARINT_CHUNK && (code >> (WT_VARINT_CHUNK - 1)) & 1)
         wt_varint(t, v);
 }
 
@@ -98,7 +101,7 @@ static __attribute__((noinline, cold)) uint32_t wt_module(struct tally_wtrace_mo
 
 /* An Enter record in full: '0', kind 00, '0', the slot and the index. */
 static __attribute__((noinline)) void wt_enter_full(struct wt_thread *t, uint32_t s, uint32_t function) {
-    wt_bits(t, 0, 4);
+    wt_bits(t, WT_ENTER_FULL, WT_ENTER_FULL_BITS);
     wt_varint(t, s);
     wt_varint(t, function);
 }
@@ -130,8 +133,8 @@ static inline __attribute__((always_inline)) uint32_t
 wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function, const void *self) {
     uint64_t key = (uint64_t)s << 32 | function;
     uint64_t *pred = &t->e_next[WT_HASH(t->a.e_prev)];
-    uint64_t code = 6; /* '0' then kind 11: the predicted function */
-    unsigned bits = 3;
+    uint64_t code = WT_ENTER_PREDICTED; /* '0' then kind 11: the predicted function */
+    unsigned bits = WT_CONTROL_BITS;
     if (*pred != key) {
         /* Move to front while looking: each kept key moves down one place up to `key`'s
          * (found: it comes out of its place) or to the end (new: the 16th falls off a full
@@ -146,14 +149,14 @@ wt_enter_record(struct wt_thread *t, uint32_t s, uint32_t function, const void *
                 break;
         }
         if (at >= nr) {
-            if (nr < 16) {
+            if (nr < TALLY_WTRACE_RECENT) {
                 r[nr] = carry;
                 t->e_nrecent = nr + 1;
             }
             return wt_enter_rest(t, key, self, 0, 0);
         }
-        code = 8 | (uint64_t)at << 4; /* '0', kind 00, '1', the position */
-        bits = 8;
+        code = WT_ENTER_RECENT((uint64_t)at); /* '0', kind 00, '1', the position */
+        bits = WT_ENTER_RECENT_BITS;
     }
     uint64_t w = t->a.acc;
     if (__builtin_expect((w & ((1ull << bits) - 1)) != 0, 0))
@@ -282,7 +285,7 @@ void __tally_wtrace_call(uint32_t site) {
 }
 
 /* Control landed in the activation at `depth` (kept in its frame since its entry), at `block`,
- * after the activations above it were abandoned: an Unwind record (kind 2, then how in 2 bits:
+ * after the activations above it were abandoned: an Unwind record (kind 1, then how in 2 bits:
  * 0 a longjmp's re-entry, 1 an exception's landing pad; then the abandoned count and the
  * block). The thread's depth (and so the flight recorder's shadow stack) is that of the
  * landing activation again. */
@@ -301,7 +304,7 @@ void wt_landing(uint32_t how, uint32_t depth, uint32_t block) {
     uint32_t abandoned = t->a.depth - depth;
     t->a.depth = depth;
     if (!t->ended) {
-        wt_bits(t, 2 | how << 3, 5); /* '0', kind 01, how */
+        wt_bits(t, WT_LANDING(how), WT_LANDING_BITS); /* '0', kind 01, how */
         wt_varint(t, abandoned);
         wt_varint(t, block);
     }
@@ -309,11 +312,11 @@ void wt_landing(uint32_t how, uint32_t depth, uint32_t block) {
 
 void __tally_wtrace_reentry(int32_t ret, uint32_t depth, uint32_t block) {
     if (ret != 0)
-        wt_landing(0, depth, block);
+        wt_landing(TALLY_WTRACE_HOW_REENTRY, depth, block);
 }
 
 void __tally_wtrace_unwind(uint32_t depth, uint32_t block) {
     int saved_errno = errno;
-    wt_landing(1, depth, block);
+    wt_landing(TALLY_WTRACE_HOW_UNWIND, depth, block);
     errno = saved_errno;
 }

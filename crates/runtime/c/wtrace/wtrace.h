@@ -2,7 +2,7 @@
  * wtrace/wtrace.h -- trace mode's runtime: witness tracing (Ball & Larus 1994 §4;
  * tally_graph::witness), what its files share. Each thread
  * packs its records into its own buffer (bits least-significant first, as
- * tally_graph::witness::bits), flushed in chunks tagged with the thread's number to the trace
+ * tally_graph::witness::code), flushed in chunks tagged with the thread's number to the trace
  * file (tally_format::trace::read_witness_trace):
  *
  *   "TALLYWTR" u32 version (9, 8 or 7) u32 0, then chunks { u32 thread, u32 length, bytes }
@@ -78,6 +78,27 @@
 
 #include "rt.h"
 
+/* The witness record code (tally.h's TALLY_WTRACE_*, tally_graph::witness::code): a control
+ * record's head is `0` then its kind, least-significant first, WT_CONTROL_BITS wide. */
+#define WT_CONTROL(kind) ((kind) << TALLY_WTRACE_BACK_BITS)
+#define WT_CONTROL_BITS (TALLY_WTRACE_BACK_BITS + TALLY_WTRACE_KIND_BITS)
+#define WT_END WT_CONTROL(TALLY_WTRACE_KIND_END)
+#define WT_ENTER_PREDICTED WT_CONTROL(TALLY_WTRACE_KIND_PREDICTED)
+/* An Enter of the function at position `at` (uint64_t) among the recently entered. */
+#define WT_ENTER_RECENT(at)                                                                    \
+    (WT_CONTROL(TALLY_WTRACE_KIND_ENTER) | 1u << WT_CONTROL_BITS | (at) << (WT_CONTROL_BITS + 1))
+#define WT_ENTER_RECENT_BITS (WT_CONTROL_BITS + 1 + TALLY_WTRACE_RECENT_BITS)
+/* An Enter in full: its head, then the slot and the index as varints. */
+#define WT_ENTER_FULL WT_CONTROL(TALLY_WTRACE_KIND_ENTER)
+#define WT_ENTER_FULL_BITS (WT_CONTROL_BITS + 1)
+/* A landing's head with how `how` (TALLY_WTRACE_HOW_*), then its operands as varints. */
+#define WT_LANDING(how) (WT_CONTROL(TALLY_WTRACE_KIND_LANDING) | (how) << WT_CONTROL_BITS)
+#define WT_LANDING_BITS (WT_CONTROL_BITS + TALLY_WTRACE_HOW_BITS)
+/* A varint's group: TALLY_WTRACE_VARINT_BITS data bits, then the continuation bit (MORE). */
+#define WT_VARINT_MORE (1u << TALLY_WTRACE_VARINT_BITS)
+#define WT_VARINT_GROUP (TALLY_WTRACE_VARINT_BITS + 1)
+#define WT_VARINT_CHUNK (7 * WT_VARINT_GROUP) /* bits of a varint appended at once, at most */
+
 /* Shared names, prefixed (rt.h). */
 #define wt tally__wt
 #define wt_self tally__wt_self
@@ -150,12 +171,12 @@ struct wt_thread {
     int sig_muted;   /* with a flight recorder: the handler's stream records nothing */
     int words;            /* a stream of whole words (trace format 9, below): the inline code
                            * stages straight into `buf`, whose first `n` bytes are written */
-    /* Enter's code (trace format 7, tally_graph::witness::bits::EnterCoder, over keys
+    /* Enter's code (trace format 7, tally_graph::witness::code::EnterCoder, over keys
      * slot << 32 | index): the function that followed each function's Enter last time, hashed
      * by that function (a.e_next points here; the previous Enter's key is a.e_prev); the 16
      * most recently entered, first first. */
     uint64_t e_next[TALLY_WTRACE_ENTER_TABLE];
-    uint64_t e_recent[16];
+    uint64_t e_recent[TALLY_WTRACE_RECENT];
     uint32_t e_nrecent;
     size_t n;
     size_t cap;              /* the buffer is moved on when it holds this much (WT_BUF or _SMALL) */

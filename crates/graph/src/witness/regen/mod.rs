@@ -13,7 +13,7 @@
 //! activations are the control records of the stream model (module doc of [`super`]).
 //!
 //! The record source is abstract ([`RecordSource`]): an iterator of [`Record`]s
-//! ([`Records`]) or the bit-packed decoder of [`super::bits`], which needs to be told what it
+//! ([`Records`]) or the bit-packed decoder of [`super::code`], which needs to be told what it
 //! is expected to read ([`Expect`]).
 //!
 //! Files: `source.rs` what regeneration reads and gives (records, steps, errors);
