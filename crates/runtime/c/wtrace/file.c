@@ -177,7 +177,7 @@ void tally_dump_trace(void) {
  * a branch and its witness, or inside a path whose number comes at its end) reads as the end
  * of the stream, never as End's bits. A full stream is read up to its End, found by its last
  * set bit (End is value 4 in 3 bits, then zero padding: records_end in
- * crates/report/src/trace/stream.rs), for the same reason. */
+ * crates/graph/src/witness/code.rs), for the same reason. */
 void wtrace_finish(void) {
     int any = 0;
     for (struct wt_thread *t = __atomic_load_n(&wt.threads, __ATOMIC_ACQUIRE); t; t = t->next) {
