@@ -1,4 +1,4 @@
-//! Builds the C runtime (`c/*.c`) into `$OUT_DIR/libtally_rt.a`. The archive is not linked into any Rust
+//! Builds the C runtime (`c/*.c`, `c/wtrace/*.c`) into `$OUT_DIR/libtally_rt.a`. The archive is not linked into any Rust
 //! binary: `tally` ships its bytes (see `src/lib.rs`) and links them into profiled programs.
 //!
 //! First it writes, from `tally_format::abi` (the one source of the runtime ABI):
@@ -37,11 +37,17 @@ fn main() {
         ),
     )
     .expect("write abi.rs");
-    let mut files: Vec<PathBuf> = std::fs::read_dir("c")
-        .expect("read crates/runtime/c")
-        .map(|e| e.expect("read crates/runtime/c").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "c"))
-        .collect();
+    // `c/*.c`, and the files of the jobs large enough for a folder of their own (`c/wtrace/`:
+    // trace mode, its files sharing `c/wtrace/wtrace.h`).
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in ["c", "c/wtrace"] {
+        files.extend(
+            std::fs::read_dir(dir)
+                .unwrap_or_else(|e| panic!("read crates/runtime/{dir}: {e}"))
+                .map(|e| e.expect("read a directory entry").path())
+                .filter(|p| p.extension().is_some_and(|x| x == "c")),
+        );
+    }
     files.sort();
     // Two archives from the same sources: `libtally_rt.a` (initial-exec thread-locals) for
     // executables and for shared objects with trace-mode code, and `libtally_rt_dyn.a`

@@ -6,7 +6,9 @@
 //! countdown slack, the kinds of path entries, the profile container's magics, version,
 //! fixed-size parts and counter checksum, and the layouts of the structs instrumented code
 //! shares with the runtime (`tally_module`, `tally_path_table`, `tally_path_site`,
-//! `tally_frame`), as `#[repr(C)]` mirror structs plus field tables ([`StructLayout`]).
+//! `tally_frame`), as `#[repr(C)]` mirror structs plus field tables ([`StructLayout`]), and
+//! trace mode's witness record code ([`witness`], defined with its decoder in
+//! `tally_graph::witness::code`).
 //!
 //! How the copies are held to it (docs/design/runtime.md, "Runtime ABI"):
 //! - the C side: `crates/runtime/build.rs` generates `tally_abi_check.h` from [`DEFINES`] and
@@ -63,7 +65,7 @@ pub const IPATH_OPEN: &str = "__tally_ipath_open";
 pub const IPATH_RET: &str = "__tally_ipath_ret";
 
 /// Witness trace mode: the thread-local pointer to the calling thread's
-/// [`TallyWtraceAcc`] (`c/wtrace.c`, `tally.h`; never null: a read-only one whose word is
+/// [`TallyWtraceAcc`] (`c/wtrace/`, `tally.h`; never null: a read-only one whose word is
 /// [`WTRACE_CLOSED`] until the thread has a stream).
 pub const WTRACE_ACC: &str = "__tally_wtrace_acc";
 /// Witness trace mode: `void __tally_wtrace_spill(uint64_t value, uint64_t bits)`, the slow
@@ -416,7 +418,7 @@ pub struct TallyWtraceAcc {
     pub ret: *const u8,
     /// The stream's previous `Enter` (its key, `slot << 32 | index`; 0: none), and its table
     /// of predictions ([`WTRACE_ENTER_TABLE`] keys, hashed by the previous key:
-    /// `tally_graph::witness::bits::EnterCoder`, whose state these are with the runtime's
+    /// `tally_graph::witness::code::EnterCoder`, whose state these are with the runtime's
     /// recent list). An announced entry of the function `e_next` predicts appends the 3-bit
     /// predicted `Enter` inline and sets `e_prev` (trace format 7: nothing else changes). The
     /// table stays zero (no key) with a flight recorder, which writes full `Enter`s only.
@@ -441,12 +443,27 @@ pub struct TallyWtraceAcc {
     pub stage_end: *mut u64,
 }
 
-/// Keys in [`TallyWtraceAcc::e_next`].
-pub const WTRACE_ENTER_TABLE: usize = tally_graph::witness::bits::EnterCoder::TABLE;
+/// Keys in [`TallyWtraceAcc::e_next`] ([`witness::ENTER_TABLE`]).
+pub const WTRACE_ENTER_TABLE: usize = witness::ENTER_TABLE;
 /// The hash of [`TallyWtraceAcc::e_next`]: `key * MUL >> SHIFT` (wrapping).
-pub const WTRACE_ENTER_MUL: u64 = tally_graph::witness::bits::EnterCoder::HASH_MUL;
+pub const WTRACE_ENTER_MUL: u64 = witness::ENTER_MUL;
 /// See [`WTRACE_ENTER_MUL`].
-pub const WTRACE_ENTER_SHIFT: u32 = tally_graph::witness::bits::EnterCoder::HASH_SHIFT;
+pub const WTRACE_ENTER_SHIFT: u32 = witness::ENTER_SHIFT;
+
+/// The witness record code (trace mode's streams): the prefix code of control records (`Back`,
+/// the kinds, a landing's how), varints and the `Enter` prediction, as the runtime
+/// (`c/wtrace/`), the instrumented code (`tally-llvm`'s trace mode) and the reader share it.
+/// Defined with its one decoder in `tally_graph::witness::code` (the graph crate has no
+/// dependencies, and its tests regenerate through that decoder); re-exported here as a fact
+/// of the ABI, and held to `tally.h`'s `TALLY_WTRACE_*` by [`DEFINES`].
+pub mod witness {
+    pub use tally_graph::witness::code::{
+        control, enter_recent, landing, BACK, BACK_BITS, END, ENTER_FULL, ENTER_MUL,
+        ENTER_PREDICTED, ENTER_SHIFT, ENTER_TABLE, HOW_BITS, HOW_LOST, HOW_REENTRY, HOW_UNWIND,
+        KIND_BITS, KIND_END, KIND_ENTER, KIND_LANDING, KIND_PREDICTED, LOST, RECENT, RECENT_BITS,
+        VARINT_BITS,
+    };
+}
 
 /// [`TallyWtraceAcc::acc`] holding no bits: the sentinel alone, at the top.
 pub const WTRACE_EMPTY: u64 = 1 << 63;
@@ -625,6 +642,20 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_WTRACE_ENTER_TABLE", WTRACE_ENTER_TABLE as u64),
     u("TALLY_WTRACE_ENTER_MUL", WTRACE_ENTER_MUL),
     u("TALLY_WTRACE_ENTER_SHIFT", WTRACE_ENTER_SHIFT as u64),
+    u("TALLY_WTRACE_BACK", witness::BACK),
+    u("TALLY_WTRACE_BACK_BITS", witness::BACK_BITS as u64),
+    u("TALLY_WTRACE_KIND_BITS", witness::KIND_BITS as u64),
+    u("TALLY_WTRACE_KIND_ENTER", witness::KIND_ENTER),
+    u("TALLY_WTRACE_KIND_LANDING", witness::KIND_LANDING),
+    u("TALLY_WTRACE_KIND_END", witness::KIND_END),
+    u("TALLY_WTRACE_KIND_PREDICTED", witness::KIND_PREDICTED),
+    u("TALLY_WTRACE_HOW_BITS", witness::HOW_BITS as u64),
+    u("TALLY_WTRACE_HOW_REENTRY", witness::HOW_REENTRY),
+    u("TALLY_WTRACE_HOW_UNWIND", witness::HOW_UNWIND),
+    u("TALLY_WTRACE_HOW_LOST", witness::HOW_LOST),
+    u("TALLY_WTRACE_VARINT_BITS", witness::VARINT_BITS as u64),
+    u("TALLY_WTRACE_RECENT", witness::RECENT as u64),
+    u("TALLY_WTRACE_RECENT_BITS", witness::RECENT_BITS as u64),
     u("TALLY_WTRACE_VERSION", crate::trace::WTRACE_VERSION as u64),
     u(
         "TALLY_WTRACE_VERSION_CODED",
@@ -675,8 +706,8 @@ const fn redirect(real: &'static str, wrapper: &'static str, header: &'static st
 }
 
 /// Every redirected function. The runtime's build checks each wrapper's type against `real`'s
-/// declaration ([`c_redirects_header`]); `crates/runtime/tests/runtime.rs` checks the archive
-/// defines every wrapper.
+/// declaration ([`c_redirects_header`]); `crates/runtime/tests/runtime/linking.rs` checks the
+/// archive defines every wrapper.
 pub const REDIRECTS: &[Redirect] = &[
     redirect("_exit", "__tally__exit", "unistd.h"),
     redirect("_Exit", "__tally__Exit", "stdlib.h"),

@@ -8,8 +8,10 @@
 //! - [`meta`]: per-module instrumentation metadata (graphs, locations, the counter plan),
 //!   embedded in each instrumented object file;
 //! - [`profile`]: the profile file the runtime writes at exit (metadata blobs plus counters);
-//! - [`trace`]: the trace files: `trace-naive` (every edge taken, the oracle for path profiles
-//!   and witness traces in the tests) and `trace` (bit-packed witness streams, one per thread);
+//! - [`trace`]: the trace files, one module per mode: `trace-naive` (`trace::naive`, every edge
+//!   taken, the oracle for path profiles and witness traces in the tests) and `trace`
+//!   (`trace::witness`, bit-packed witness streams, one per thread; `trace::rc`, their range
+//!   coding);
 //! - [`validate`]: the checks every decoded metadata blob passes before anyone reads it.
 #![deny(missing_docs)]
 
@@ -18,7 +20,6 @@ pub mod meta;
 pub mod mode;
 pub mod profile;
 pub mod trace;
-pub mod trace_rc;
 pub mod validate;
 
 pub use meta::{

@@ -223,7 +223,7 @@ pub const MODES: &[ModeSpec] = &[
         help: "no counters: witness tracing, a few bits per thread from which `tally trace` regenerates every block executed",
         counters: "no counters: witnesses on a few edges (Ball & Larus 1994 §4), bit-packed per thread into a trace file (`TALLY_TRACE=path`, default `<program>.trace`)",
         usage: "`tally trace FILE --profile PROFILE`: the executed block sequence with source lines",
-        placement: "`tally-graph::witness::cheaper_plan` per function, checked by `check_plan`; `__tally_wtrace_*` calls on witnessed edges, at entries, around calls (`tally-llvm::modes::trace`, `c/wtrace.c`)",
+        placement: "`tally-graph::witness::cheaper_plan` per function, checked by `check_plan`; `__tally_wtrace_*` calls on witnessed edges, at entries, around calls (`tally-llvm::modes::trace`, `c/wtrace/`)",
         recovery: "`tally-report::trace`: regeneration (Fig. 14 with a call stack, `witness::Regenerator`) from the plans stored in the metadata",
         weighs: true,
         promotes: false,

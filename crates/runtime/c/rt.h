@@ -199,7 +199,7 @@ struct tally_env {
     struct env_value stop_at; /* TALLY_STOP_AT */
     struct env_value continuous; /* TALLY_CONTINUOUS */
     struct env_value trace_ring; /* TALLY_TRACE_RING (wring.c) */
-    struct env_value trace_compress; /* TALLY_TRACE_COMPRESS (wtrace.c) */
+    struct env_value trace_compress; /* TALLY_TRACE_COMPRESS (wtrace/coder.c) */
     /* Not the environment: the directory baked in by `tally cc --tally-profile-dir=DIR` (the
      * first TALLY_NOTE_PROFILE_DIR note of the first loaded object that has one), the default
      * place of the profile and the trace when TALLY_PROFILE / TALLY_TRACE are unset. */
@@ -262,8 +262,8 @@ struct tally_instance {
     void (*exec_charge)(uintptr_t above, int dir);
     /* The `sigaction` wrapper's work, done by the owner for every copy (signals.c). */
     int (*sigaction)(int sig, const struct sigaction *act, struct sigaction *old);
-    /* The trace's writer (wtrace.c, trace.c): the owner's serves every copy ("One trace per
-     * process" in wtrace.c). */
+    /* The trace's writer (wtrace/, trace.c): the owner's serves every copy ("One trace per
+     * process" in wtrace/home.c). */
     const struct tally_trace_ops *trace;
 };
 
@@ -467,7 +467,7 @@ int trace_open_file(char *path);
 /* The hash of the registered module whose counter array is `counters` (0: none). */
 uint64_t trace_module_hash(const uint64_t *counters);
 
-/* ---- wtrace.c ------------------------------------------------------------------------------ */
+/* ---- wtrace/ (file.c, handlers.c) ---------------------------------------------------------- */
 
 /* Ends every thread's witness stream (End) and flushes it; async-signal-safe. */
 void wtrace_finish(void);
@@ -481,7 +481,7 @@ int wtrace_signal_streams(void);
 void wtrace_signal(const struct sigaction *v, int sig, siginfo_t *info, void *uc, uintptr_t pc,
                    int inside);
 
-/* ---- One trace per process (wtrace.c) --------------------------------------------------------
+/* ---- One trace per process (wtrace/home.c) ---------------------------------------------------
  *
  * Every copy of the runtime has the trace writers (trace-naive's and witness tracing's), but
  * only the registry owner's writes: the other copies hand each call of instrumented code that

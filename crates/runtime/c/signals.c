@@ -162,7 +162,7 @@ void signals_init(void) {
     errno = saved_errno;
 }
 
-/* The process makes its first witness stream (wtrace.c): every handler installed before -- by
+/* The process makes its first witness stream (wtrace/stream.c): every handler installed before -- by
  * code tally did not build, whose `sigaction` is not redirected, or before any traced function
  * ran -- is wrapped now, as the wrapper would have wrapped it (the program's view is that
  * handler; a fatal signal's one-shot handler goes through on_signal). Async-signal-safe (the

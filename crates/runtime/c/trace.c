@@ -1,6 +1,6 @@
 /*
  * trace.c -- trace-naive mode: a full control-flow trace (every edge), the oracle for path
- * profiles and witness traces; the trace file's opening, shared with wtrace.c.
+ * profiles and witness traces; the trace file's opening, shared with wtrace/.
  */
 #include "rt.h"
 
@@ -35,7 +35,7 @@ static void trace_flush_locked(void) {
 /* Opens the trace file (TALLY_TRACE, default <program>.trace) as open_target says, into
  * `path` (PATH_CAP bytes); a new file is renamed into place at once, so the trace is written
  * under its final name. Returns the descriptor (> 0) or -1 (off, refused or failed; reported).
- * Shared by trace-naive and witness tracing (wtrace.c). */
+ * Shared by trace-naive and witness tracing (wtrace/). */
 int trace_open_file(char *path) {
     char line[PATH_CAP + 256];
     char tmp[PATH_CAP + 64];

@@ -1,6 +1,6 @@
 /*
  * wring.c -- the witness trace's flight recorder (TALLY_TRACE_RING=SIZE): each
- * thread keeps only the last SIZE bytes of its witness stream (wtrace.c) in an mmap'd ring,
+ * thread keeps only the last SIZE bytes of its witness stream (wtrace/) in an mmap'd ring,
  * written as a trace file when the process ends (exit, _exit, a fatal signal, abort) or when
  * the program calls tally_dump_trace().
  *
@@ -16,7 +16,7 @@
  *
  * File (tally_format::trace::read_witness_trace), rewritten from its start at each dump:
  *   "TALLYWTR" u32 version (7) u32 flags (1: ring), module and resolution chunks as in
- *   wtrace.c, then per
+ *   wtrace/file.c, then per
  *   thread its chunks oldest first { u32 thread, u32 length, u32 bits, sync, stream bytes }
  *   (`bits`: stream bits after the sync header; sync: LEB128 count, then per activation
  *   LEB128 slot, function index, site + 1 (0: none)), then per thread a stack chunk

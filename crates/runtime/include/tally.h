@@ -149,7 +149,7 @@ void __tally_trace_edge(uint64_t act, uint32_t edge);
 /* Trace mode: after setjmp; logs the re-entry edge when ret != 0. */
 void __tally_trace_reentry(uint64_t act, uint32_t edge, int32_t ret);
 
-/* Witness trace mode (`trace`, c/wtrace.c): one per instrumented module, internal to it. `slot`:
+/* Witness trace mode (`trace`, c/wtrace/): one per instrumented module, internal to it. `slot`:
  * the module's trace slot, 0 until the runtime assigns it (at the first entry of one of its
  * functions); funcs[i]: this module's own address of function i of its metadata when other
  * modules may call it by name (else null); externs[k]: the address of the module's k-th
@@ -187,7 +187,7 @@ void __tally_wtrace_ret(void);
  * writes `Back` only when `ret` is not the callee: when no traced function at that address
  * ran, i.e. the callee was not traced (trace format version 4).
  * `e_prev` and `e_next` are the state of the stream's Enter code that predicts (trace format
- * 7, tally_graph::witness::bits::EnterCoder; keys slot << 32 | index): the previous Enter's key
+ * 7, tally_graph::witness::code::EnterCoder; keys slot << 32 | index): the previous Enter's key
  * and, hashed by it (key * TALLY_WTRACE_ENTER_MUL >> TALLY_WTRACE_ENTER_SHIFT), the key
  * predicted to follow. An announced entry of an address-taken function whose key is the one
  * predicted appends the 3-bit predicted Enter inline (value 6) and sets `e_prev`, which is
@@ -220,6 +220,27 @@ struct tally_wtrace_acc {
 #define TALLY_WTRACE_ENTER_TABLE 256u
 #define TALLY_WTRACE_ENTER_MUL 0x9E3779B97F4A7C15ull
 #define TALLY_WTRACE_ENTER_SHIFT 56u
+/* The witness record code (tally_graph::witness::code, re-exported as tally_format::abi::
+ * witness; bits least-significant first). A control record is Back, the 1-bit code 1, or a
+ * 0 then a kind: Enter (then 1 and a position among the RECENT most recently entered, or 0 and
+ * the module slot and function index as varints), landing (then how: re-entry or unwind, then
+ * the abandoned count and the landing block as varints; or lost, alone), End, or the predicted
+ * Enter. A varint is groups of VARINT_BITS data bits, each followed by a continuation bit, low
+ * groups first. */
+#define TALLY_WTRACE_BACK 1u
+#define TALLY_WTRACE_BACK_BITS 1u
+#define TALLY_WTRACE_KIND_BITS 2u
+#define TALLY_WTRACE_KIND_ENTER 0u
+#define TALLY_WTRACE_KIND_LANDING 1u
+#define TALLY_WTRACE_KIND_END 2u
+#define TALLY_WTRACE_KIND_PREDICTED 3u
+#define TALLY_WTRACE_HOW_BITS 2u
+#define TALLY_WTRACE_HOW_REENTRY 0u
+#define TALLY_WTRACE_HOW_UNWIND 1u
+#define TALLY_WTRACE_HOW_LOST 2u
+#define TALLY_WTRACE_VARINT_BITS 7u
+#define TALLY_WTRACE_RECENT 16u
+#define TALLY_WTRACE_RECENT_BITS 4u
 /* The trace file's version ("TALLYWTR" u32 version u32 flags): packed streams (a flight
  * recorder's), range-coded thread chunks (TALLY_TRACE_COMPRESS=1), and streams of whole words
  * (the default: each little-endian word's bits above its sentinel, as the inline code stages

@@ -18,7 +18,8 @@
 //!   cycles, and, with reused values, the witness sets of each predicate's successors are
 //!   disjoint) and for the blocking property (§4.2).
 //! - [`stream`]: the record stream ([`Record`]) and the reference instrumentation (which
-//!   records an execution writes, [`stream::records_of`]); [`bits`]: a bit-packed encoding.
+//!   records an execution writes, [`stream::records_of`]); [`code`]: the bit-packed encoding, the one home of the
+//!   record code (its constants, its decoder, a reference encoder).
 //! - [`regen`]: regeneration (Fig. 14) with a stack of active procedures (§4.2).
 //!
 //! # The graph tracing works on
@@ -65,7 +66,7 @@
 //! [`Callee::Unknown`] site and between top-level activations it reads a control record
 //! (`Enter`, `Back`, `Unwind` or `End`). Those are the only places, so a reader always knows
 //! whether the next record is a witness (and its width) or a control record, which is what
-//! makes the bit-packed encoding of [`bits`] need no tag on witnesses.
+//! makes the bit-packed encoding of [`code`] need no tag on witnesses.
 //!
 //! Not covered by this model: signal handlers (an activation entering at an arbitrary point
 //! would need an escape code in every witness alphabet) and code that is neither traced nor
@@ -93,8 +94,8 @@ use crate::cfg::{Cfg, EdgeKind};
 use crate::ids::{EdgeId, IdVec, NodeId};
 use std::fmt;
 
-pub mod bits;
 pub mod check;
+pub mod code;
 pub mod paths;
 pub mod place;
 pub mod regen;

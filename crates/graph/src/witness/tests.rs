@@ -3,8 +3,8 @@
 //! random programs with calls, multi-way branches, irreducible loops, callbacks, longjmp-like
 //! and exception-like landings and exits.
 
-use super::bits::{encode, BitReader};
 use super::check::check_structure;
+use super::code::{encode, Decoder, OwnNames};
 use super::place::{bits_for, choice_table};
 use super::regen::Regenerator;
 use super::*;
@@ -358,21 +358,21 @@ fn check_funcs(funcs: &[FunctionInput], mut rng: Rng, seed: u64) -> Measure {
         let (bytes, len) = encode(&records);
         let mut out = Vec::new();
         Regenerator::new(&traced)
-            .run(&mut BitReader::new(&bytes, len), |s| out.push(s))
+            .run(&mut Decoder::new(&bytes, len, &OwnNames), |s| out.push(s))
             .unwrap_or_else(|err| panic!("seed {seed} {kind:?}: {err}"));
         assert_eq!(out, expected, "seed {seed} {kind:?} (bits)");
         // The same with every predicate's choices searched (the tables of wide sparse
         // switches) instead of indexed by value.
         out.clear();
         Regenerator::searching(&traced)
-            .run(&mut BitReader::new(&bytes, len), |s| out.push(s))
+            .run(&mut Decoder::new(&bytes, len, &OwnNames), |s| out.push(s))
             .unwrap_or_else(|err| panic!("seed {seed} {kind:?}: {err}"));
         assert_eq!(out, expected, "seed {seed} {kind:?} (bits, searched)");
         // The slots the walk tells are the events' edges' slots.
         out.clear();
         let regen = Regenerator::new(&traced);
         regen
-            .run_slotted(&mut BitReader::new(&bytes, len), |v, slot| {
+            .run_slotted(&mut Decoder::new(&bytes, len, &OwnNames), |v, slot| {
                 assert_eq!(slot, regen.slot_of(&v), "seed {seed} {kind:?}");
                 assert!(slot < regen.slots());
                 if let regen::Visit::Step(s) = v {
@@ -399,8 +399,10 @@ fn check_funcs(funcs: &[FunctionInput], mut rng: Rng, seed: u64) -> Measure {
         );
         let cut_bits = rng.below(len as usize + 1) as u64;
         part.clear();
-        let _ =
-            Regenerator::new(&traced).run(&mut BitReader::new(&bytes, cut_bits), |s| part.push(s));
+        let _ = Regenerator::new(&traced)
+            .run(&mut Decoder::new(&bytes, cut_bits, &OwnNames), |s| {
+                part.push(s)
+            });
         assert!(
             expected.starts_with(&part),
             "seed {seed} {kind:?} cut at bit {cut_bits}"
@@ -634,7 +636,7 @@ fn regeneration_speed() {
         let mut blocks = 0u64;
         for (bytes, len) in &encoded {
             regen
-                .run(&mut BitReader::new(bytes, *len), |_| blocks += 1)
+                .run(&mut Decoder::new(bytes, *len, &OwnNames), |_| blocks += 1)
                 .unwrap();
         }
         let secs = start.elapsed().as_secs_f64();

@@ -3,7 +3,7 @@
 //! same run wrote (its metadata holds each function's graph, call sites and plan). Regeneration
 //! is Ball & Larus 1994's Fig. 14 with a stack of active procedures
 //! (`tally_graph::witness::regen`); this module resolves the trace's `(module slot, function
-//! index)` names and decodes the runtime's bit stream (`crates/runtime/c/wtrace.c`). [`report`] is
+//! index)` names and decodes the runtime's bit stream (`crates/runtime/c/wtrace/`). [`report`] is
 //! `tally report --trace`: the block and edge counts of the regenerated execution, counted as it is
 //! regenerated. A flight recorder's file (`TALLY_TRACE_RING`, `c/wring.c`) is regenerated per
 //! thread from its oldest chunk's synchronization point ([`RingEnd`]: the tail and the call stack
@@ -27,9 +27,9 @@ use tally_format::trace::{read_witness_trace, WitnessTrace};
 use tally_graph::witness::regen::{Regenerator, Visit};
 use tally_graph::witness::RegenError;
 
-/// What the reader says when a thread landed where regeneration cannot follow.
-pub const NOT_EXACT: &str =
-    "regeneration not exact past this point: control reached a function trace mode could not instrument";
+/// What the reader says when a thread landed where regeneration cannot follow (the witness
+/// record code's "lost" landing).
+pub use tally_graph::witness::code::NOT_EXACT;
 
 /// One executed block.
 #[derive(Clone, PartialEq, Eq, Debug, serde::Serialize)]

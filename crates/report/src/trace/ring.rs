@@ -87,7 +87,7 @@ impl<S: RecordSource> RecordSource for Until<'_, S> {
 /// and the number of bits (nothing is added: where the thread's last record ends, the stream
 /// ends, so a witness the thread had not written yet reads as the end).
 pub(super) fn ring_stream(chunks: &[tally_format::trace::RingChunk]) -> (Vec<u8>, u64) {
-    let mut w = tally_graph::witness::bits::BitWriter::new();
+    let mut w = tally_graph::witness::code::BitWriter::new();
     for c in chunks {
         let full = (c.bits / 8) as usize;
         for &b in &c.bytes[..full] {

@@ -184,7 +184,7 @@ pub(super) fn may_be_announced(f: Val) -> bool {
 /// (every `Extern` callee of every function, in order: `EXTERNS`), its functions' own
 /// addresses for those other modules may call by name (index = metadata index), and the
 /// descriptor `struct tally_wtrace_module` that `enter` gets (`MODULE_DESC`; the runtime
-/// assigns its slot and copies the tables, `c/wtrace.c`).
+/// assigns its slot and copies the tables, `c/wtrace/records.c`).
 pub(super) fn module_tables(funcs: &[(Val, &Lowered)]) {
     // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
     // `instrument` call (`crate::ir`'s module doc), and callers position the builder.

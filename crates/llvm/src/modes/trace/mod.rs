@@ -2,7 +2,7 @@
 //! lowered to a [`FunctionInput`] (its graph, the call sites of each block in order, its
 //! unwind edges), given the cheaper of the witness and branch plans (`cheaper_plan`, checked
 //! by `check_plan`), and instrumented to write exactly the records of
-//! `tally_graph::witness::stream::records_of` through the runtime (`c/wtrace.c`):
+//! `tally_graph::witness::stream::records_of` through the runtime (`c/wtrace/`):
 //!
 //! - every witnessed edge of width > 0: its value appended inline at the top of the thread's
 //!   one-word accumulator ([`put_fn`], [`append`]: `acc = acc >> bits | value << (64 - bits)`, up

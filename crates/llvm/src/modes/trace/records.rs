@@ -177,7 +177,7 @@ impl Rec<'_> {
             Val(v).set_debug_loc(em.call_loc(call.instr));
             v
         };
-        // (Back is the 1-bit code `1`: value = width.)
+        // (Back is the 1-bit code `1`: value = width, runtime.rs.)
         self.put(em, bits, bits, call.instr);
     }
 

@@ -10,12 +10,21 @@ use llvm_sys::prelude::*;
 use llvm_sys::LLVMLinkage;
 use tally_format::abi;
 
-/// `Back` (the prefix code's `1`) and "lost" (`0`, kind 1, how 2: 5 bits), as the runtime's
-/// reader (`tally_report::trace`) decodes them: `(value, bits)`.
-pub(super) const BACK: (u64, u64) = (1, 1);
-pub(super) const LOST: (u64, u64) = (2 | 2 << 3, 5);
-/// The predicted `Enter` (`0`, kind 3: `tally_graph::witness::bits::EnterCode::Predicted`).
-pub(super) const ENTER_PREDICTED: (u64, u64) = (6, 3);
+/// A code of the witness record code (`tally_format::abi::witness`) as the emitters take it:
+/// `(value, bits)`.
+const fn code((value, bits): (u64, u8)) -> (u64, u64) {
+    (value, bits as u64)
+}
+
+/// `Back` (the prefix code's `1`) and "lost" (a landing whose how is lost), as the reader
+/// (`tally_graph::witness::code::Decoder`) decodes them: `(value, bits)`.
+pub(super) const BACK: (u64, u64) = code((abi::witness::BACK, abi::witness::BACK_BITS));
+pub(super) const LOST: (u64, u64) = code(abi::witness::LOST);
+/// The predicted `Enter` (`tally_graph::witness::code::EnterCode::Predicted`).
+pub(super) const ENTER_PREDICTED: (u64, u64) = code(abi::witness::ENTER_PREDICTED);
+// `tally.wtrace.back` returns `Back`'s width, 1, or 0 (`inline.rs`), which records.rs appends
+// as its value too: `Back` is the code whose value is its width.
+const _: () = assert!(BACK.0 == BACK.1 && BACK.1 == 1);
 
 /// The runtime entry points of trace mode.
 pub(super) struct Runtime {

@@ -1,5 +1,5 @@
 //! The range coding of witness streams (trace format 6, `TALLY_TRACE_COMPRESS=1`): the decoder
-//! of `crates/runtime/c/wtrace.c`'s coder, and a reference encoder for tests.
+//! of `crates/runtime/c/wtrace/coder.c`'s coder, and a reference encoder for tests.
 //!
 //! Each bit of a thread's stream (least-significant first within a byte, the stream's order)
 //! is coded by an LZMA-style binary range coder with a 12-bit probability (of a 0) taken from

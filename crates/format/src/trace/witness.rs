@@ -1,104 +1,11 @@
-//! The trace file of trace mode (`crates/runtime/c/trace.c`): every function entry and every edge taken, per
-//! activation — a full control-flow trace, the independent oracle for path profiles.
-//!
-//! ```text
-//! "TALLYTRC"  u32 version (=1)  u32 0
-//! record*     u64 activation  u64 (kind << 56) | value  u64 module hash
-//! ```
-//! kind 0: activation entered function `value` (index in the metadata of the module whose
-//! metadata hashes to `module hash`); kind 1: the activation took edge `value`.
+//! `trace`'s trace file (witness tracing, Ball & Larus 1994 §6; `crates/runtime/c/wtrace/`):
+//! per-thread bit streams of witnesses and control records, the modules' slots, the
+//! resolutions of external callees, signal-handler streams and flight-recorder rings.
 
-use crate::trace_rc::RcModel;
-use thiserror::Error;
+use super::rc::RcModel;
+use super::TraceError;
 
-/// One record of a trace.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum TraceRecord {
-    /// An activation entered a function.
-    Enter {
-        /// Activation id (unique in the run).
-        act: u64,
-        /// Hash of the module's metadata.
-        module: u64,
-        /// Index of the function in the module's metadata.
-        function: u32,
-    },
-    /// An activation took an edge of its function.
-    Edge {
-        /// Activation id.
-        act: u64,
-        /// Edge id.
-        edge: u32,
-    },
-}
-
-/// A trace file that cannot be read.
-#[derive(Debug, Error, PartialEq, Eq)]
-pub enum TraceError {
-    /// Not a trace file.
-    #[error("not a tally trace (bad magic)")]
-    BadMagic,
-    /// A version this build cannot read.
-    #[error("trace version {0} is not supported (this tally reads version 1)")]
-    Version(u32),
-    /// A witness trace of a version this build cannot read.
-    #[error("witness trace version {0} is not supported (this tally reads versions {WTRACE_VERSION}, {WTRACE_VERSION_CODED} and {WTRACE_VERSION_WORDS}): rerun the program built by this tally")]
-    WitnessVersion(u32),
-    /// A range-coded chunk that does not decode.
-    #[error("corrupt trace: compressed chunk {0} does not decode")]
-    BadCoded(usize),
-    /// The file ends inside a record.
-    #[error("truncated trace: {0} stray bytes at the end")]
-    Truncated(usize),
-    /// A record of unknown kind.
-    #[error("corrupt trace: record {0} has an unknown kind")]
-    BadRecord(usize),
-    /// A stream of words (version [`WTRACE_VERSION_WORDS`]) that is not whole words.
-    #[error("corrupt trace: the stream of thread {0} is not whole 8-byte words")]
-    BadWords(u32),
-}
-
-/// Parses a trace file.
-pub fn read_trace(bytes: &[u8]) -> Result<Vec<TraceRecord>, TraceError> {
-    if bytes.len() < 16 || &bytes[..8] != b"TALLYTRC" {
-        return Err(TraceError::BadMagic);
-    }
-    let word = |b: &[u8]| {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        u64::from_le_bytes(a)
-    };
-    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    if version != 1 {
-        return Err(TraceError::Version(version));
-    }
-    let body = &bytes[16..];
-    if !body.len().is_multiple_of(24) {
-        return Err(TraceError::Truncated(body.len() % 24));
-    }
-    body.chunks_exact(24)
-        .enumerate()
-        .map(|(i, r)| {
-            let act = word(&r[0..8]);
-            let kv = word(&r[8..16]);
-            let module = word(&r[16..24]);
-            match kv >> 56 {
-                0 => Ok(TraceRecord::Enter {
-                    act,
-                    module,
-                    function: (kv & 0xffff_ffff) as u32,
-                }),
-                1 => Ok(TraceRecord::Edge {
-                    act,
-                    edge: (kv & 0xffff_ffff) as u32,
-                }),
-                _ => Err(TraceError::BadRecord(i)),
-            }
-        })
-        .collect()
-}
-
-/// Magic of a witness trace (`--tally-mode=trace`, `crates/runtime/c/wtrace.c`).
+/// Magic of a witness trace (`--tally-mode=trace`, `crates/runtime/c/wtrace/`).
 pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// Version of the witness trace format.
 /// 2: a landing's `how` takes 2 bits (0 re-entry, 1 landing pad, 2 lost). 3: control records
@@ -107,11 +14,11 @@ pub const WTRACE_MAGIC: &[u8; 8] = b"TALLYWTR";
 /// callee that resolves to a traced function writes no `Back` (the callee's `ret` tells the
 /// caller it ran). 5: `Enter` is coded against the stream's history (kind 3: the predicted
 /// function; kind 0 then `1` and a 4-bit recent position, or `0` and slot and index:
-/// `tally_graph::witness::bits::EnterCoder`). 7: a predicted `Enter` leaves the recent list
+/// `tally_graph::witness::code::EnterCoder`). 7: a predicted `Enter` leaves the recent list
 /// as it is (6 was the range-coded version 5; 8 is the range-coded version 7).
 pub const WTRACE_VERSION: u32 = 7;
 /// Version of a witness trace whose thread chunks are range-coded (`TALLY_TRACE_COMPRESS=1`,
-/// [`crate::trace_rc`]): otherwise version [`WTRACE_VERSION`]'s.
+/// [`super::rc`]): otherwise version [`WTRACE_VERSION`]'s.
 pub const WTRACE_VERSION_CODED: u32 = 8;
 /// Version of a witness trace whose thread streams are whole words (the default since
 /// 2026-11-26, without a flight recorder or the range coder): each little-endian `u64` holds
@@ -263,7 +170,7 @@ pub struct RingThread {
 /// chunk*      u32 thread  u32 length  byte[length]
 /// ```
 /// In version 8 ([`WTRACE_VERSION_CODED`], `TALLY_TRACE_COMPRESS=1`) a thread's chunk is
-/// `u32 raw bytes` and that many bytes of its stream range-coded ([`crate::trace_rc`]);
+/// `u32 raw bytes` and that many bytes of its stream range-coded ([`super::rc`]);
 /// [`read_witness_trace`] decodes them, so `threads` holds the same streams as version 7's.
 /// In version 9 ([`WTRACE_VERSION_WORDS`], the default) a thread's chunks are whole words,
 /// each up to 63 of the stream's bits above a sentinel ([`unpack_words`]), also unpacked.
@@ -275,14 +182,13 @@ pub struct RingThread {
 /// [`WTRACE_SIGNAL_CHUNK`] says that a stream is a signal handler's, one of
 /// [`WTRACE_CUT_CHUNK`] that a stream was left between two records. Any other chunk
 /// continues the bit stream of thread `thread` (threads are numbered from 1 in the order they
-/// first wrote). A stream is `tally_graph::witness::bits`' encoding (control records: `1`
-/// Back, `0` then a 2-bit kind: 0 Enter, 1 Unwind, 2 End, 3 predicted Enter), except that a
-/// full `Enter` (kind 0, then `0`) carries two varints, the module slot and the function's
-/// index in that module's metadata (its key for `EnterCoder`: `slot << 32 | index`), and that
-/// an `Unwind` record has a 2-bit `how`: 0 a `longjmp`'s re-entry and 1 an
-/// exception's landing pad (then the varints abandoned activations and landing block, as
-/// `Record::Unwind`), 2 "lost": the thread entered a function trace mode could not
-/// instrument, where regeneration stops.
+/// first wrote). A stream is in the witness record code (`tally_graph::witness::code`,
+/// [`crate::abi::witness`]: control records `1` Back, `0` then a 2-bit kind, 0 Enter, 1
+/// landing, 2 End, 3 predicted Enter); a full `Enter` names the module slot and the function's
+/// index in that module's metadata (its key for `EnterCoder`: `slot << 32 | index`), a
+/// landing has a 2-bit `how`: 0 a `longjmp`'s re-entry and 1 an exception's landing pad (then
+/// the varints abandoned activations and landing block, as `Record::Unwind`), 2 "lost": the
+/// thread entered a function trace mode could not instrument, where regeneration stops.
 ///
 /// A flight recorder's file (`TALLY_TRACE_RING`, `crates/runtime/c/wring.c`) has header flag
 /// [`WTRACE_RING`] in the `u32` after the version; each thread chunk is then one chunk of the
