@@ -19,7 +19,7 @@
 //!   emits from [`LAYOUTS`]' field lists and takes every constant from here;
 //!   `crates/llvm/tests/abi.rs` compares the offsets LLVM's data layout gives the emitted
 //!   globals with the offsets here;
-//! - the reader: `profile.rs` reads and writes the container with the constants here;
+//! - the reader: `profile/read.rs` and `profile/write.rs` read and write the container with the constants here;
 //! - this file itself: the field tables are computed from the mirror structs with
 //!   `offset_of!`, and a compile-time check verifies that each table is what the C rules give
 //!   for its field types, so a table cannot disagree with its mirror.
