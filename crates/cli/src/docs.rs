@@ -160,6 +160,8 @@ fn adding_a_mode_names_every_home() {
         .filter(|l| l.starts_with("| ") && !l.starts_with("| what "))
         .filter_map(|l| l.split(" | ").nth(1))
         .flat_map(|cell| cell.split('`').skip(1).step_by(2).map(str::to_string))
+        // Code spans that are paths (not names such as `MODES`).
+        .filter(|t| t.contains('/') || t.contains('.'))
         .collect();
     assert!(files.len() >= 6, "too few files in the table: {files:?}");
 
@@ -234,11 +236,7 @@ fn adding_a_mode_names_every_home() {
         }
     }
     for f in &files {
-        if !f.starts_with("crates/") {
-            problems.push(format!(
-                "the table's path `{f}` is not a path from the repository's root"
-            ));
-        } else if let Some(krate) = ["llvm", "report"]
+        if let Some(krate) = ["llvm", "report"]
             .into_iter()
             .find(|k| f.contains("<mode>") && f.starts_with(&format!("crates/{k}/")))
         {
