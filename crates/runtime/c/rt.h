@@ -262,7 +262,7 @@ struct tally_instance {
     void (*exec_charge)(uintptr_t above, int dir);
     /* The `sigaction` wrapper's work, done by the owner for every copy (signals.c). */
     int (*sigaction)(int sig, const struct sigaction *act, struct sigaction *old);
-    /* The trace's writer (wtrace/, trace.c): the owner's serves every copy ("One trace per
+    /* The trace's writer (wtrace/, trace_naive.c): the owner's serves every copy ("One trace per
      * process" in wtrace/home.c). */
     const struct tally_trace_ops *trace;
 };
@@ -457,7 +457,7 @@ void cont_register(struct tally_registry *r, struct tally_module *m);
 void cont_unregister(struct tally_registry *r, const struct tally_module *m);
 int cont_final_path(char *dst, size_t cap);
 
-/* ---- trace.c ------------------------------------------------------------------------------- */
+/* ---- trace_naive.c ------------------------------------------------------------------------ */
 
 void trace_finish(void);
 /* Called in a fork child: it traces nothing. */
@@ -536,7 +536,7 @@ static inline const struct tally_trace_ops *trace_home(void) {
 int wtrace_inside(uintptr_t pc);
 /* This copy's object is going away: it stops handing over (decided again if it traces on). */
 void trace_leave(void);
-/* trace-naive's entry for a module known by its hash (trace.c; the owner's tn_enter). */
+/* trace-naive's entry for a module known by its hash (trace_naive.c; the owner's tn_enter). */
 uint64_t trace_naive_enter_h(uint64_t hash, uint32_t function);
 
 /* ---- wring.c: the flight recorder (TALLY_TRACE_RING) --------------------------------------- */

@@ -1,4 +1,4 @@
-//! `trace-naive`'s trace file (`crates/runtime/c/trace.c`): every function entry and every edge
+//! `trace-naive`'s trace file (`crates/runtime/c/trace_naive.c`): every function entry and every edge
 //! taken, per activation — a full control-flow trace, the independent oracle for path profiles.
 //!
 //! ```text

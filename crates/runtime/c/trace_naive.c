@@ -1,5 +1,5 @@
 /*
- * trace.c -- trace-naive mode: a full control-flow trace (every edge), the oracle for path
+ * trace_naive.c -- trace-naive mode: a full control-flow trace (every edge), the oracle for path
  * profiles and witness traces; the trace file's opening, shared with wtrace/.
  */
 #include "rt.h"
