@@ -1,7 +1,8 @@
 //! The safe emission layer the modes build on: [`Emitter`] owns its IR builder (created by
 //! [`Emitter::new`], disposed on drop) and builds each instruction a mode needs through a
-//! method, and the free functions below make the constants, types, globals and blocks, and
-//! edit the instructions, the modes touch. Mode files (`crate::modes`) call only these and the
+//! method, and the free functions below make the constants, types, globals and blocks, read
+//! and set the properties of the module's functions and globals, and edit the instructions,
+//! the modes touch. Mode files (`crate::modes`) call only these and the
 //! other toolkit layers; the raw LLVM-C calls, and the `unsafe` they need, stay here.
 //!
 //! Why the calls below are sound, once for all of them: every handle they take (`LLVMValueRef`,
@@ -412,4 +413,135 @@ pub(crate) fn add_incomings(phi: Val, vals: &[LLVMValueRef], blocks: &[Bb]) {
 pub(crate) fn clone_instruction(inst: Val) -> Val {
     // SAFETY: module doc.
     Val(unsafe { c::LLVMInstructionClone(inst.0) })
+}
+
+/// The module function or global `v` belongs to.
+pub(crate) fn global_parent(v: Val) -> LLVMModuleRef {
+    // SAFETY: module doc; `v` is a global value (function, global, alias) of the live module.
+    unsafe { c::LLVMGetGlobalParent(v.0) }
+}
+
+/// The context of module `m`.
+pub(crate) fn module_context(m: LLVMModuleRef) -> LLVMContextRef {
+    // SAFETY: module doc; `m` is the live module.
+    unsafe { c::LLVMGetModuleContext(m) }
+}
+
+/// Whether module `m` has the module flag `name`.
+pub(crate) fn has_module_flag(m: LLVMModuleRef, name: &str) -> bool {
+    // SAFETY: module doc; `name` is passed with its length (no NUL needed) and lives through
+    // the call, which only reads the module.
+    !unsafe { c::LLVMGetModuleFlag(m, name.as_ptr().cast(), name.len()) }.is_null()
+}
+
+/// The visibility of global value `v`.
+pub(crate) fn visibility(v: LLVMValueRef) -> llvm_sys::LLVMVisibility {
+    // SAFETY: module doc; a read of a global value of the live module.
+    unsafe { c::LLVMGetVisibility(v) }
+}
+
+/// The value type of global value `v` (a function's function type).
+pub(crate) fn global_value_type(v: LLVMValueRef) -> LLVMTypeRef {
+    // SAFETY: module doc; a read of a global value of the live module.
+    unsafe { c::LLVMGlobalGetValueType(v) }
+}
+
+/// The global variable named `name` in module `m`, if any.
+pub(crate) fn named_global(m: LLVMModuleRef, name: &str) -> Option<LLVMValueRef> {
+    let n = cname(name);
+    // SAFETY: module doc; `n` is NUL-terminated and lives through the call; a null result
+    // (no such global) becomes `None`.
+    let g = unsafe { c::LLVMGetNamedGlobal(m, n.as_ptr()) };
+    (!g.is_null()).then_some(g)
+}
+
+/// The private alias `name` of `aliasee` (of value type `ty`) in module `m`: the existing
+/// alias of that name, else a new one.
+pub(crate) fn private_alias(
+    m: LLVMModuleRef,
+    name: &str,
+    ty: LLVMTypeRef,
+    aliasee: LLVMValueRef,
+) -> LLVMValueRef {
+    let n = cname(name);
+    // SAFETY: module doc; `n` is NUL-terminated, passed with its length, and lives through the
+    // calls; a null lookup (no such alias) is replaced by the new alias before use.
+    unsafe {
+        let mut a = c::LLVMGetNamedGlobalAlias(m, n.as_ptr(), n.as_bytes().len());
+        if a.is_null() {
+            a = c::LLVMAddAlias2(m, ty, 0, aliasee, n.as_ptr());
+            c::LLVMSetLinkage(a, llvm_sys::LLVMLinkage::LLVMPrivateLinkage);
+        }
+        a
+    }
+}
+
+/// A new global `name` in module `m` holding `init`, with `linkage`, constant if `constant`.
+pub(crate) fn add_global(
+    m: LLVMModuleRef,
+    name: &str,
+    init: LLVMValueRef,
+    linkage: llvm_sys::LLVMLinkage,
+    constant: bool,
+) -> LLVMValueRef {
+    let n = cname(name);
+    // SAFETY: module doc; `n` is NUL-terminated and lives through the call; the new global has
+    // the type of its initializer.
+    unsafe {
+        let g = c::LLVMAddGlobal(m, c::LLVMTypeOf(init), n.as_ptr());
+        c::LLVMSetLinkage(g, linkage);
+        c::LLVMSetInitializer(g, init);
+        if constant {
+            c::LLVMSetGlobalConstant(g, 1);
+        }
+        g
+    }
+}
+
+/// `i32` of context `ctx`.
+pub(crate) fn i32_type_in(ctx: LLVMContextRef) -> LLVMTypeRef {
+    // SAFETY: module doc; `ctx` is the module's live context.
+    unsafe { c::LLVMInt32TypeInContext(ctx) }
+}
+
+/// `ptr` (address space 0) of context `ctx`.
+pub(crate) fn ptr_type_in(ctx: LLVMContextRef) -> LLVMTypeRef {
+    // SAFETY: module doc; `ctx` is the module's live context.
+    unsafe { c::LLVMPointerTypeInContext(ctx, 0) }
+}
+
+/// The literal (unpacked) constant struct `{ fields }` in context `ctx`.
+pub(crate) fn const_struct_in(ctx: LLVMContextRef, fields: &[LLVMValueRef]) -> LLVMValueRef {
+    let mut fields = fields.to_vec();
+    // SAFETY: module doc; `fields` lives through the call and its length is passed.
+    unsafe { c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0) }
+}
+
+/// The elements of the constant array initializing global `g`.
+pub(crate) fn array_initializer_elements(g: LLVMValueRef) -> Vec<LLVMValueRef> {
+    // SAFETY: module doc; `g` is a global with an array initializer, whose elements are read
+    // below the array type's length.
+    unsafe {
+        let init = c::LLVMGetInitializer(g);
+        let len = c::LLVMGetArrayLength2(c::LLVMTypeOf(init));
+        (0..len as u32)
+            .map(|i| c::LLVMGetAggregateElement(init, i))
+            .collect()
+    }
+}
+
+/// The width in bits of integer type `ty`.
+pub(crate) fn int_width(ty: LLVMTypeRef) -> u32 {
+    // SAFETY: module doc; callers pass an integer type (a read).
+    unsafe { c::LLVMGetIntTypeWidth(ty) }
+}
+
+/// Adds the enum attribute `kind` (e.g. `noinline`, no value) at index `i` of `call`.
+pub(crate) fn add_call_enum_attr(g: &Globals, call: LLVMValueRef, i: u32, kind: &str) {
+    // SAFETY: module doc; `attr_kind` gives a known attribute kind, made in the module's
+    // context.
+    unsafe {
+        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(kind), 0);
+        c::LLVMAddCallSiteAttribute(call, i, attr);
+    }
 }

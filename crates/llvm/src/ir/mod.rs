@@ -83,6 +83,17 @@ impl Val {
         // SAFETY: as in `is_instruction`.
         !unsafe { c::LLVMIsAConstantInt(self.0) }.is_null()
     }
+    /// The value is a `zext`.
+    pub fn is_zext(self) -> bool {
+        // SAFETY: as in `is_instruction`.
+        !unsafe { c::LLVMIsAZExtInst(self.0) }.is_null()
+    }
+    /// The zero-extended value of a `ConstantInt` ([`Val::is_constant_int`]).
+    pub fn const_zext_value(self) -> u64 {
+        debug_assert!(self.is_constant_int());
+        // SAFETY: as in `is_instruction`; callers check that the value is a `ConstantInt`.
+        unsafe { c::LLVMConstIntGetZExtValue(self.0) }
+    }
     /// The value is an `icmp`.
     pub fn is_icmp(self) -> bool {
         // SAFETY: as in `is_instruction`.

@@ -2,11 +2,10 @@
 //! `Unknown`: [`classify`]), the function's [`FunctionInput`] for the plans, and the module's
 //! tables of external callees and own addresses the runtime resolves `Extern` sites with.
 
-use crate::emit::cname;
+use crate::emit::build as b;
 use crate::ir::ends::SETJMP_NAMES;
 use crate::ir::lower::{EdgeIr, Lowered};
 use crate::ir::Val;
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};
 use tally_format::WCallee;
@@ -120,16 +119,10 @@ pub(super) fn classify(v: Val) -> WCallee {
 /// independent code that is not an executable's (a "PIC Level" flag, no "PIE Level") and `f`
 /// has default visibility.
 pub(super) fn interposable(f: Val) -> bool {
-    // SAFETY: `f` is a live function and its parent the live module (`crate::ir`'s module
-    // doc); the flag names are passed with their lengths.
-    unsafe {
-        let m = c::LLVMGetGlobalParent(f.0);
-        let flag =
-            |name: &str| !c::LLVMGetModuleFlag(m, name.as_ptr().cast(), name.len()).is_null();
-        flag("PIC Level")
-            && !flag("PIE Level")
-            && c::LLVMGetVisibility(f.0) == llvm_sys::LLVMVisibility::LLVMDefaultVisibility
-    }
+    let m = b::global_parent(f);
+    b::has_module_flag(m, "PIC Level")
+        && !b::has_module_flag(m, "PIE Level")
+        && b::visibility(f.0) == llvm_sys::LLVMVisibility::LLVMDefaultVisibility
 }
 
 /// Names of the module's trace tables ([`module_tables`]).
@@ -141,24 +134,16 @@ pub(super) const EXTERNS: &str = "__tally_wtrace_externs";
 /// for a weak or linkonce definition, which the linker may replace by another module's copy
 /// (its entries are always announced: `self` null).
 pub(super) fn own_address(f: Val) -> Option<LLVMValueRef> {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        use LLVMLinkage::*;
-        match f.linkage() {
-            LLVMExternalLinkage if interposable(f) => {
-                let name = cname(&format!("{}.tally.self", f.name()));
-                let m = c::LLVMGetGlobalParent(f.0);
-                let mut a = c::LLVMGetNamedGlobalAlias(m, name.as_ptr(), name.as_bytes().len());
-                if a.is_null() {
-                    a = c::LLVMAddAlias2(m, c::LLVMGlobalGetValueType(f.0), 0, f.0, name.as_ptr());
-                    c::LLVMSetLinkage(a, LLVMPrivateLinkage);
-                }
-                Some(a)
-            }
-            LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
-            _ => None,
-        }
+    use LLVMLinkage::*;
+    match f.linkage() {
+        LLVMExternalLinkage if interposable(f) => Some(b::private_alias(
+            b::global_parent(f),
+            &format!("{}.tally.self", f.name()),
+            b::global_value_type(f.0),
+            f.0,
+        )),
+        LLVMExternalLinkage | LLVMInternalLinkage | LLVMPrivateLinkage => Some(f.0),
+        _ => None,
     }
 }
 
@@ -186,79 +171,62 @@ pub(super) fn may_be_announced(f: Val) -> bool {
 /// descriptor `struct tally_wtrace_module` that `enter` gets (`MODULE_DESC`; the runtime
 /// assigns its slot and copies the tables, `c/wtrace/records.c`).
 pub(super) fn module_tables(funcs: &[(Val, &Lowered)]) {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let Some(&(first, _)) = funcs.first() else {
-            return;
-        };
-        let m = c::LLVMGetGlobalParent(first.0);
-        let ctx = c::LLVMGetModuleContext(m);
-        let (i32t, ptrt) = (
-            c::LLVMInt32TypeInContext(ctx),
-            c::LLVMPointerTypeInContext(ctx, 0),
-        );
-        let mut externs: Vec<LLVMValueRef> = Vec::new();
-        for (_, l) in funcs {
-            for call in calls_of(l).iter().flatten() {
-                if let (WCallee::Extern { .. }, Some(f)) =
-                    (&call.callee, call.instr.called_function())
-                {
-                    if !externs.contains(&f.0) {
-                        externs.push(f.0);
-                    }
+    let Some(&(first, _)) = funcs.first() else {
+        return;
+    };
+    let m = b::global_parent(first);
+    let ctx = b::module_context(m);
+    let (i32t, ptrt) = (b::i32_type_in(ctx), b::ptr_type_in(ctx));
+    let mut externs: Vec<LLVMValueRef> = Vec::new();
+    for (_, l) in funcs {
+        for call in calls_of(l).iter().flatten() {
+            if let (WCallee::Extern { .. }, Some(f)) = (&call.callee, call.instr.called_function())
+            {
+                if !externs.contains(&f.0) {
+                    externs.push(f.0);
                 }
             }
         }
-        let mut own: Vec<LLVMValueRef> = funcs
-            .iter()
-            .map(|(f, _)| match f.linkage() {
-                LLVMLinkage::LLVMExternalLinkage => own_address(*f),
-                _ => None,
-            })
-            .map(|a| a.unwrap_or_else(|| c::LLVMConstNull(ptrt)))
-            .collect();
-        let table = |name: &str, vals: &mut Vec<LLVMValueRef>| {
-            let arr = c::LLVMConstArray2(ptrt, vals.as_mut_ptr(), vals.len() as u64);
-            let n = cname(name);
-            let g = c::LLVMAddGlobal(m, c::LLVMTypeOf(arr), n.as_ptr());
-            c::LLVMSetLinkage(g, LLVMLinkage::LLVMPrivateLinkage);
-            c::LLVMSetInitializer(g, arr);
-            c::LLVMSetGlobalConstant(g, 1);
-            g
-        };
-        let externs_g = table(EXTERNS, &mut externs);
-        let funcs_g = table("__tally_wtrace_funcs", &mut own);
-        let mut fields = [
-            c::LLVMConstInt(i32t, 0, 0),
-            c::LLVMConstInt(i32t, funcs.len() as u64, 0),
-            c::LLVMConstInt(i32t, externs.len() as u64, 0),
-            c::LLVMConstInt(i32t, 0, 0),
-            funcs_g,
-            externs_g,
-        ];
-        let init = c::LLVMConstStructInContext(ctx, fields.as_mut_ptr(), fields.len() as u32, 0);
-        let n = cname(MODULE_DESC);
-        let d = c::LLVMAddGlobal(m, c::LLVMTypeOf(init), n.as_ptr());
-        c::LLVMSetLinkage(d, LLVMLinkage::LLVMInternalLinkage);
-        c::LLVMSetInitializer(d, init);
     }
+    let own: Vec<LLVMValueRef> = funcs
+        .iter()
+        .map(|(f, _)| match f.linkage() {
+            LLVMLinkage::LLVMExternalLinkage => own_address(*f),
+            _ => None,
+        })
+        .map(|a| a.unwrap_or_else(|| b::const_null(ptrt)))
+        .collect();
+    let table = |name: &str, vals: &[LLVMValueRef]| {
+        let arr = b::const_array(ptrt, vals);
+        b::add_global(m, name, arr, LLVMLinkage::LLVMPrivateLinkage, true)
+    };
+    let externs_g = table(EXTERNS, &externs);
+    let funcs_g = table("__tally_wtrace_funcs", &own);
+    let fields = [
+        b::const_int(i32t, 0, false),
+        b::const_int(i32t, funcs.len() as u64, false),
+        b::const_int(i32t, externs.len() as u64, false),
+        b::const_int(i32t, 0, false),
+        funcs_g,
+        externs_g,
+    ];
+    let init = b::const_struct_in(ctx, &fields);
+    b::add_global(
+        m,
+        MODULE_DESC,
+        init,
+        LLVMLinkage::LLVMInternalLinkage,
+        false,
+    );
 }
 
 /// Index of `callee` in the module's table of external callees ([`module_tables`]).
 pub(super) fn extern_index(m: LLVMModuleRef, callee: Val) -> Option<u32> {
-    // SAFETY: `m` is the live module (`crate::ir`'s module doc); `EXTERNS` is the constant
-    // array `module_tables` made, whose elements are read below its length.
-    unsafe {
-        let n = cname(EXTERNS);
-        let g = c::LLVMGetNamedGlobal(m, n.as_ptr());
-        if g.is_null() {
-            return None;
-        }
-        let init = c::LLVMGetInitializer(g);
-        let len = c::LLVMGetArrayLength2(c::LLVMTypeOf(init));
-        (0..len as u32).find(|&i| c::LLVMGetAggregateElement(init, i) == callee.0)
-    }
+    let g = b::named_global(m, EXTERNS)?;
+    b::array_initializer_elements(g)
+        .iter()
+        .position(|&e| e == callee.0)
+        .map(|i| i as u32)
 }
 
 /// The calls of each block in order; a `resume` ends its block with an `Unknown` site of its

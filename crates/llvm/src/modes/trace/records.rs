@@ -3,9 +3,9 @@
 
 use super::callees::{Call, OPAQUE_LIBC};
 use super::runtime::{acc_ptr, Runtime, BACK};
-use crate::emit::{cname, Emitter};
+use crate::emit::build as b;
+use crate::emit::Emitter;
 use crate::ir::{self, Bb, Val};
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::LLVMOpcode;
 use std::collections::HashMap;
@@ -87,9 +87,7 @@ impl Rec<'_> {
         if acc.is_null() {
             return;
         }
-        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
-        // only read them.
-        let tls = unsafe { c::LLVMGetNamedGlobal(em.g.module, cname(abi::WTRACE_ACC).as_ptr()) };
+        let tls = b::named_global(em.g.module, abi::WTRACE_ACC).unwrap_or(std::ptr::null_mut());
         let home = Val(acc).parent();
         let blocks = em.func.blocks();
         let index: HashMap<Bb, usize> = blocks.iter().enumerate().map(|(i, &b)| (b, i)).collect();
@@ -118,13 +116,8 @@ impl Rec<'_> {
                 if v.0 == acc {
                     seen = true;
                 } else if seen && v.opcode() == LLVMOpcode::LLVMLoad && v.operand(0).0 == tls {
-                    // SAFETY: the edited values belong to the live module, which only this crate
-                    // changes during `instrument` (`crate::ir`'s module doc); an erased instruction
-                    // is not used again.
-                    unsafe {
-                        c::LLVMReplaceAllUsesWith(v.0, acc);
-                        c::LLVMInstructionEraseFromParent(v.0);
-                    }
+                    b::replace_all_uses(v.0, acc);
+                    b::erase(v);
                 }
             }
         }
@@ -150,12 +143,7 @@ impl Rec<'_> {
             em.call(self.rt.local.save, &mut [acc, word], near);
         }
         if em.func.fn_has_attr(ir::attr_kind("optnone")) {
-            // SAFETY: the attribute is made in the module's context and added to a live call or
-            // function.
-            unsafe {
-                let noinline = c::LLVMCreateEnumAttribute(em.g.ctx, ir::attr_kind("noinline"), 0);
-                c::LLVMAddCallSiteAttribute(call, llvm_sys::LLVMAttributeFunctionIndex, noinline);
-            }
+            b::add_call_enum_attr(em.g, call, llvm_sys::LLVMAttributeFunctionIndex, "noinline");
         }
     }
 
@@ -166,17 +154,9 @@ impl Rec<'_> {
         if !matches!(call.callee, WCallee::Extern { .. }) {
             return self.put_const(em, BACK, call.instr);
         }
-        let mut args = [self.acc_here(em), call.instr.called_value().0];
-        let (f, ty) = self.rt.back;
-        // SAFETY: the builder is positioned in a live function and the operands are values of the
-        // module (`crate::ir`'s module doc); arrays passed live through the call with their
-        // lengths.
-        let bits = unsafe {
-            let e = cname("");
-            let v = c::LLVMBuildCall2(em.b, ty, f, args.as_mut_ptr(), 2, e.as_ptr());
-            Val(v).set_debug_loc(em.call_loc(call.instr));
-            v
-        };
+        let args = [self.acc_here(em), call.instr.called_value().0];
+        let bits = em.call_plain(self.rt.back, &args);
+        Val(bits).set_debug_loc(em.call_loc(call.instr));
         // (Back is the 1-bit code `1`: value = width, runtime.rs.)
         self.put(em, bits, bits, call.instr);
     }
@@ -204,14 +184,8 @@ impl Rec<'_> {
             for a in [word] {
                 if a != first.0 {
                     em.at(first);
-                    // SAFETY: the builder is positioned in a live function and the operands are
-                    // values of the module (`crate::ir`'s module doc); the edited values belong to
-                    // the live module, which only this crate changes during `instrument`
-                    // (`crate::ir`'s module doc).
-                    unsafe {
-                        c::LLVMInstructionRemoveFromParent(a);
-                        c::LLVMInsertIntoBuilder(em.b, a);
-                    }
+                    b::remove_from_parent(Val(a));
+                    em.insert(Val(a));
                 }
             }
         }
@@ -320,21 +294,16 @@ impl Rec<'_> {
         // record (32 bits).
         let width = |v: Val| -> u64 {
             let bits = v.operand(bits_at);
-            // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the
-            // calls only read them.
-            unsafe {
-                if !c::LLVMIsAConstantInt(bits.0).is_null() {
-                    c::LLVMConstIntGetZExtValue(bits.0)
-                } else if let Some(&k) = self.widest.borrow().get(&bits.0) {
-                    k
-                } else if calls(bits, self.rt.back.0)
-                    || (!c::LLVMIsAZExtInst(bits.0).is_null()
-                        && c::LLVMGetIntTypeWidth(c::LLVMTypeOf(bits.operand(0).0)) == 1)
-                {
-                    1
-                } else {
-                    32
-                }
+            if bits.is_constant_int() {
+                bits.const_zext_value()
+            } else if let Some(&k) = self.widest.borrow().get(&bits.0) {
+                k
+            } else if calls(bits, self.rt.back.0)
+                || (bits.is_zext() && b::int_width(b::type_of(bits.operand(0).0)) == 1)
+            {
+                1
+            } else {
+                32
             }
         };
         let blocks = em.func.blocks();
@@ -409,12 +378,7 @@ impl Rec<'_> {
             return; // (an append before any load: keep every check)
         }
         for v in fast {
-            // SAFETY: the edited values belong to the live module, which only this crate changes
-            // during `instrument` (`crate::ir`'s module doc).
-            unsafe {
-                let callee = v.num_operands() - 1;
-                c::LLVMSetOperand(v.0, callee, put_fast);
-            }
+            b::set_operand(v, v.num_operands() - 1, put_fast);
         }
         for (at, k) in checks {
             em.at(at);
