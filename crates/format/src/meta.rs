@@ -266,6 +266,47 @@ pub struct WtraceMeta {
     pub untraced: Option<String>,
 }
 
+impl WtraceMeta {
+    /// The function's witness plan as regeneration checks and follows it
+    /// (`tally_graph::witness::check_plan`, Ball & Larus 1994 §4): its kind, witnesses and
+    /// read widths. The one conversion, so that the validator and the reader check the same plan.
+    pub fn plan(&self) -> tally_graph::witness::Plan {
+        use tally_graph::witness::{Plan, PlanKind, Witness};
+        Plan {
+            kind: if self.paths.is_some() {
+                PlanKind::Paths
+            } else if self.branch {
+                PlanKind::Branch
+            } else {
+                PlanKind::Witness
+            },
+            witness: tally_graph::IdVec::from_vec(
+                self.witness
+                    .iter()
+                    .map(|x| x.map(|(value, bits)| Witness { value, bits }))
+                    .collect(),
+            ),
+            read_bits: tally_graph::IdVec::from_vec(self.read_bits.clone()),
+        }
+    }
+
+    /// Which of `num_edges` edges are unwind edges (`None` when one is out of range).
+    pub fn unwind_mask(
+        &self,
+        num_edges: usize,
+    ) -> Option<tally_graph::IdVec<tally_graph::EdgeId, bool>> {
+        let mut unwind = tally_graph::IdVec::filled(num_edges, false);
+        for e in &self.unwind {
+            let e = e.edge();
+            if e.index() >= num_edges {
+                return None;
+            }
+            unwind[e] = true;
+        }
+        Some(unwind)
+    }
+}
+
 /// Where a function's path counts live (path mode).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 pub enum PathStorage {

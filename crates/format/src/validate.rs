@@ -642,7 +642,7 @@ fn function(
 /// callees, reaches the same verdict. The fingerprint of a path-number plan is compared where
 /// the numbering is recomputed (tally-report), like path mode's.
 fn trace(cfg: &tally_graph::Cfg, w: &WtraceMeta, check_edges: &CheckEdges) -> Result<(), Problem> {
-    use tally_graph::witness::{self, CallSite, Callee, FunctionInput, Plan, PlanKind, Witness};
+    use tally_graph::witness::{self, CallSite, Callee, FunctionInput};
     use tally_graph::IdVec;
     let bad = |why: String| Err(Problem::Trace { why });
     if w.untraced.is_some() {
@@ -693,32 +693,15 @@ fn trace(cfg: &tally_graph::Cfg, w: &WtraceMeta, check_edges: &CheckEdges) -> Re
         })
         .collect();
     calls.push(Vec::new());
-    let mut unwind = IdVec::filled(cfg.num_edges(), false);
-    for e in &w.unwind {
-        unwind[e.edge()] = true;
-    }
     let input = FunctionInput {
         cfg: cfg.clone(),
         calls: IdVec::from_vec(calls),
-        unwind,
+        // (`check_edges` above refused unwind edges out of range.)
+        unwind: w
+            .unwind_mask(cfg.num_edges())
+            .expect("unwind edges checked"),
     };
-    let plan = Plan {
-        kind: if w.paths.is_some() {
-            PlanKind::Paths
-        } else if w.branch {
-            PlanKind::Branch
-        } else {
-            PlanKind::Witness
-        },
-        witness: IdVec::from_vec(
-            w.witness
-                .iter()
-                .map(|x| x.map(|(value, bits)| Witness { value, bits }))
-                .collect(),
-        ),
-        read_bits: IdVec::from_vec(w.read_bits.clone()),
-    };
-    witness::check_plan(&input, &plan).or_else(|e| bad(format!("breaks its plan: {e}")))
+    witness::check_plan(&input, &w.plan()).or_else(|e| bad(format!("breaks its plan: {e}")))
 }
 
 /// Checks an edge list (`which list`, its edges): edges that exist, none twice.

@@ -6,10 +6,7 @@ use std::collections::HashMap;
 use tally_format::profile::Profile;
 use tally_format::trace::WitnessTrace;
 use tally_format::{FunctionMeta, WCallee};
-use tally_graph::witness::{
-    check_plan, paths::paths_plan, CallSite, Callee, FuncId, FunctionInput, Plan, PlanKind, Traced,
-    Witness,
-};
+use tally_graph::witness::{paths::paths_plan, CallSite, Callee, FuncId, FunctionInput, Traced};
 use tally_graph::IdVec;
 
 pub(super) struct Program<'a> {
@@ -182,14 +179,9 @@ pub(super) fn program<'a>(
                 calls.push(sites);
             }
             calls.push(Vec::new());
-            let mut unwind = IdVec::filled(cfg.num_edges(), false);
-            for e in &w.unwind {
-                let e = e.edge();
-                if e.index() >= cfg.num_edges() {
-                    return Err(bad("unwind edge out of range"));
-                }
-                unwind[e] = true;
-            }
+            let unwind = w
+                .unwind_mask(cfg.num_edges())
+                .ok_or_else(|| bad("unwind edge out of range"))?;
             let input = FunctionInput {
                 cfg,
                 calls: IdVec::from_vec(calls),
@@ -201,23 +193,9 @@ pub(super) fn program<'a>(
                     return Err(bad("the path numbering differs from the instrumented one"));
                 }
             }
-            let plan = Plan {
-                kind: if w.paths.is_some() {
-                    PlanKind::Paths
-                } else if w.branch {
-                    PlanKind::Branch
-                } else {
-                    PlanKind::Witness
-                },
-                witness: IdVec::from_vec(
-                    w.witness
-                        .iter()
-                        .map(|x| x.map(|(value, bits)| Witness { value, bits }))
-                        .collect(),
-                ),
-                read_bits: IdVec::from_vec(w.read_bits.clone()),
-            };
-            check_plan(&input, &plan).map_err(|e| bad(&e.to_string()))?;
+            // (The plan passed `check_plan` when the metadata was validated, which sees
+            // only opaque callees and others, as resolved callees are: the same verdict.)
+            let plan = w.plan();
             p.funcs.push(Traced { input, plan });
         }
     }
