@@ -21,9 +21,12 @@ use std::fmt;
 use tally_graph::{Cfg, Edge, EdgeId, EdgeKind, NodeId};
 use thiserror::Error;
 
+mod probes;
 #[cfg(test)]
 mod tests;
 mod wire;
+
+pub use probes::{ProbeAt, ProbeDesc};
 
 pub use crate::validate::{InvalidMeta, Problem};
 
@@ -43,7 +46,10 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// hashed path functions ([`PathStorage::Hash`]) may have counters: the counter slices of their
 /// narrow path ends (`tally_graph::paths::slices`).
 /// 11: [`ModuleMeta::oracle_for`] (the same-run oracle of `--tally-oracle`).
-pub const META_VERSION: u32 = 11;
+/// 12: [`SourceMeta::probes`], [`ModuleMeta::probe_descs`] and
+/// [`ModuleMeta::probes_before_optimization`] (clang's pseudo-probes, for sample profiles:
+/// `probes`).
+pub const META_VERSION: u32 = 12;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -395,6 +401,9 @@ pub struct SourceMeta {
     pub lines: Vec<Vec<LineRun>>,
     /// Conditional branches and switches.
     pub branches: Vec<BranchMeta>,
+    /// Per block (empty, or one entry per block): its pseudo-probe calls in instruction order
+    /// (a build with `-fpseudo-probe-for-profiling`; [`probes`]).
+    pub probes: Vec<Vec<ProbeAt>>,
 }
 
 /// One function of a module. Serialized through its wire layout (`meta::wire`).
@@ -696,6 +705,13 @@ pub struct ModuleMeta {
     /// edge of the functions of the module whose hash this is, in the same binary and the
     /// same run, so that `tally check` compares the two. Reports leave such modules out.
     pub oracle_for: Option<u64>,
+    /// The pseudo-probe descriptors [`ProbeAt::desc`] indexes (empty without probes).
+    pub probe_descs: Vec<ProbeDesc>,
+    /// The probes were added and the module instrumented before optimization (`tally cc
+    /// --tally-pgo`): each block holds exactly its own probe, so probe counts are exact. After
+    /// optimization (a plain `-fpseudo-probe-for-profiling` build) a probe's copies can have
+    /// been dropped, and its sum is then a lower bound (`probes`).
+    pub probes_before_optimization: bool,
 }
 
 /// What a module's mode records at module level: one variant per mode that records anything.

@@ -205,6 +205,12 @@ pub enum Problem {
         /// Counters of the function.
         counters: usize,
     },
+    /// Pseudo-probes that do not match the blocks or name a descriptor the module lacks.
+    #[error("pseudo-probes: {why}")]
+    Probes {
+        /// What is wrong.
+        why: String,
+    },
     /// Source lines that do not match the blocks, or lines without a scope.
     #[error("{found} block line lists for {blocks} blocks and {scopes} scopes")]
     SourceLines {
@@ -788,6 +794,35 @@ fn source(
         }
         check_loc(&br.loc, &|| format!("branch #{i}"))?;
         scope_ok(&|| format!("branch #{i}"), br.scope)?;
+    }
+    probes(m, f)
+}
+
+/// Checks a function's pseudo-probes: one list per block (or none), each naming a descriptor
+/// of the module, a probe id from 1 and a scope of the function (`s0` when it has none)
+/// (`crate::meta::ProbeAt`).
+fn probes(m: &ModuleMeta, f: &FunctionMeta) -> Result<(), Problem> {
+    let p = &f.source.probes;
+    let bad = |why: String| Err(Problem::Probes { why });
+    if !p.is_empty() && p.len() != f.num_blocks as usize {
+        return bad(format!("{} lists for {} blocks", p.len(), f.num_blocks));
+    }
+    for (b, list) in p.iter().enumerate() {
+        for at in list {
+            if at.desc as usize >= m.probe_descs.len() {
+                return bad(format!(
+                    "block n{b} names descriptor {} of {}",
+                    at.desc,
+                    m.probe_descs.len()
+                ));
+            }
+            if at.id == 0 {
+                return bad(format!("block n{b} holds probe id 0"));
+            }
+            if at.scope.index() >= f.source.scopes.len().max(1) {
+                return bad(format!("block n{b} names scope {}", at.scope));
+            }
+        }
     }
     Ok(())
 }

@@ -71,6 +71,8 @@ fn module(source: &str, nfun: u32, counters: &[u64]) -> ProfileModule {
         skipped: vec![],
         mode_meta: Default::default(),
         oracle_for: None,
+        probe_descs: Vec::new(),
+        probes_before_optimization: false,
     };
     let cs = (0..num_counters as usize)
         .map(|i| counters.get(i).copied().unwrap_or(i as u64))
@@ -100,6 +102,8 @@ fn planned(
         skipped: vec![],
         mode_meta: mm,
         oracle_for: None,
+        probe_descs: Vec::new(),
+        probes_before_optimization: false,
     };
     ProfileModule::new(meta, vec![])
 }

@@ -224,6 +224,8 @@ mod tests {
             skipped: vec![],
             mode_meta: Default::default(),
             oracle_for: None,
+            probe_descs: Vec::new(),
+            probes_before_optimization: false,
         };
         ProfileModule::new(meta, counters)
     }

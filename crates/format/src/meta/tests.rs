@@ -6,7 +6,8 @@ use super::*;
 use tally_graph::witness::{witness_plan, FunctionInput, PlanKind};
 use tally_graph::IdVec;
 
-/// `FunctionMeta` as it was declared up to META_VERSION 11 (derived serde), the reference
+/// `FunctionMeta` as it was declared up to META_VERSION 11 (derived serde; 12 added
+/// `SourceMeta::probes`, inside `source`), the reference
 /// for the wire layout.
 #[derive(Serialize)]
 struct Legacy {
@@ -27,7 +28,7 @@ struct Legacy {
     source: SourceMeta,
 }
 
-/// `ModuleMeta` up to META_VERSION 11.
+/// `ModuleMeta` as encoded since META_VERSION 12 (11 without `probe_descs`).
 #[derive(Serialize)]
 struct LegacyModule {
     source: String,
@@ -41,6 +42,8 @@ struct LegacyModule {
     event_kind: Option<String>,
     ipath: Option<IpathMeta>,
     oracle_for: Option<u64>,
+    probe_descs: Vec<ProbeDesc>,
+    probes_before_optimization: bool,
 }
 
 /// `n0 -> {n1, n2} -> n3 -> n0` (a loop), `n3 -> EXIT`, with `mode_meta`.
@@ -89,6 +92,8 @@ fn module(mode: Mode, functions: Vec<FunctionMeta>) -> ModuleMeta {
             ModuleModeMeta::None
         },
         oracle_for: None,
+        probe_descs: Vec::new(),
+        probes_before_optimization: false,
     }
 }
 
@@ -151,6 +156,8 @@ fn legacy(m: &ModuleMeta) -> Vec<u8> {
         event_kind: m.event_kind().map(str::to_string),
         ipath: m.ipath().cloned(),
         oracle_for: m.oracle_for,
+        probe_descs: m.probe_descs.clone(),
+        probes_before_optimization: m.probes_before_optimization,
     };
     let mut out = META_MAGIC.to_vec();
     out.extend_from_slice(&META_VERSION.to_le_bytes());
@@ -255,6 +262,8 @@ fn two_modes_facts_are_refused_in_one_line() {
         event_kind: None,
         ipath: None,
         oracle_for: None,
+        probe_descs: Vec::new(),
+        probes_before_optimization: false,
     };
     l.truncate(12);
     l.extend(postcard::to_allocvec(&lm).expect("encodes"));

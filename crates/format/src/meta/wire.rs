@@ -1,5 +1,5 @@
 //! The wire layout of [`FunctionMeta`] and [`ModuleMeta`]: the fields in the order, and of the
-//! types, they have always been encoded with (META_VERSION 11), mode facts as optional fields.
+//! types, they have been encoded with since META_VERSION 11 (12 added `probe_descs` and `probes_before_optimization` at the end), mode facts as optional fields.
 //! In memory each mode's facts are one variant of [`FunctionModeMeta`] / [`ModuleModeMeta`];
 //! this module converts between the two, so the postcard bytes (and the JSON) are unchanged.
 //! Serializing borrows ([`FunctionOut`], [`ModuleOut`]); deserializing reads the owned layout
@@ -10,8 +10,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{
     BlockIdx, CounterIdx, EdgeIdx, EventMeta, FunctionMeta, FunctionModeMeta, IpathMeta, Linkage,
-    Loc, Mode, ModeParts, ModuleMeta, ModuleModeMeta, PathMeta, Probe, SkippedFunction, SourceFn,
-    SourceMeta, StoredKind, WtraceMeta,
+    Loc, Mode, ModeParts, ModuleMeta, ModuleModeMeta, PathMeta, Probe, ProbeDesc, SkippedFunction,
+    SourceFn, SourceMeta, StoredKind, WtraceMeta,
 };
 use crate::validate::InvalidMeta;
 
@@ -153,6 +153,8 @@ struct ModuleOut<'a> {
     event_kind: Option<&'a str>,
     ipath: Option<&'a IpathMeta>,
     oracle_for: Option<u64>,
+    probe_descs: &'a [ProbeDesc],
+    probes_before_optimization: bool,
 }
 
 /// [`ModuleMeta`] as encoded.
@@ -170,6 +172,8 @@ pub(super) struct ModuleIn {
     event_kind: Option<String>,
     ipath: Option<IpathMeta>,
     oracle_for: Option<u64>,
+    probe_descs: Vec<ProbeDesc>,
+    probes_before_optimization: bool,
 }
 
 impl TryFrom<ModuleIn> for ModuleMeta {
@@ -188,6 +192,8 @@ impl TryFrom<ModuleIn> for ModuleMeta {
             event_kind,
             ipath,
             oracle_for,
+            probe_descs,
+            probes_before_optimization,
         } = m;
         let mode_meta = match ModuleModeMeta::from_parts(event_kind, ipath) {
             Ok(mm) => mm,
@@ -223,6 +229,8 @@ impl TryFrom<ModuleIn> for ModuleMeta {
             skipped,
             mode_meta,
             oracle_for,
+            probe_descs,
+            probes_before_optimization,
         })
     }
 }
@@ -241,6 +249,8 @@ impl Serialize for ModuleMeta {
             event_kind: self.event_kind(),
             ipath: self.ipath(),
             oracle_for: self.oracle_for,
+            probe_descs: &self.probe_descs,
+            probes_before_optimization: self.probes_before_optimization,
         }
         .serialize(s)
     }

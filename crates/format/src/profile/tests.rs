@@ -18,6 +18,8 @@ fn meta(source: &str, num_counters: u32) -> ModuleMeta {
         skipped: vec![],
         mode_meta: Default::default(),
         oracle_for: None,
+        probe_descs: Vec::new(),
+        probes_before_optimization: false,
     }
 }
 

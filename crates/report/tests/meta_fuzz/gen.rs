@@ -397,11 +397,42 @@ pub(crate) fn source_meta(rng: &mut Rng, cfg: &Cfg) -> SourceMeta {
             });
         }
     }
+    // Pseudo-probes (a `-fpseudo-probe-for-profiling` build): sometimes none, else a few per
+    // block, repeated ids included (an unrolled body).
+    let probes = if rng.percent(50) {
+        Vec::new()
+    } else {
+        (0..cfg.num_blocks())
+            .map(|_| {
+                (0..rng.below(4))
+                    .map(|_| ProbeAt {
+                        desc: rng.below(PROBE_DESCS) as u32,
+                        id: 1 + rng.below(6) as u32,
+                        scope: ScopeIdx(rng.below(scopes.len().max(1)) as u32),
+                    })
+                    .collect()
+            })
+            .collect()
+    };
     SourceMeta {
         scopes,
         lines,
         branches,
+        probes,
     }
+}
+
+/// Pseudo-probe descriptors listed per module.
+pub(crate) const PROBE_DESCS: usize = 2;
+
+pub(crate) fn probe_descs() -> Vec<ProbeDesc> {
+    (0..PROBE_DESCS as u64)
+        .map(|i| ProbeDesc {
+            guid: 0x1234_5678_9abc_def0 ^ i,
+            checksum: 1000 + i,
+            name: format!("probed{i}"),
+        })
+        .collect()
 }
 
 /// Source functions listed per module.
@@ -482,6 +513,8 @@ pub(crate) fn build_module(
         skipped: vec![],
         mode_meta: module_mode,
         oracle_for: None,
+        probe_descs: probe_descs(),
+        probes_before_optimization: false,
     };
     let mut m = ProfileModule::new(meta, values);
     m.paths = paths;

@@ -29,7 +29,9 @@ use tally_format::{
     FunctionModeMeta, IpathCall, IpathFunction, IpathMeta, Linkage, Loc, Mode, ModeParts,
     ModuleMeta, ModuleModeMeta, PathMeta, PathStorage, Probe, StoredKind, WCallee, WtraceMeta,
 };
-use tally_format::{BranchMeta, LineRun, ScopeIdx, ScopeMeta, SourceFn, SourceFnIdx, SourceMeta};
+use tally_format::{
+    BranchMeta, LineRun, ProbeAt, ProbeDesc, ScopeIdx, ScopeMeta, SourceFn, SourceFnIdx, SourceMeta,
+};
 use tally_graph::paths::{number_paths_limited, NumberedDag};
 use tally_graph::testing::{random_cfg_with, simulate, GenConfig, Rng, SimConfig};
 use tally_graph::{block_counts, heuristic_weights, place_edge_counters, Cfg, EdgeId, IdVec};
@@ -301,6 +303,8 @@ fn a_different_numbering_is_refused() {
         skipped: vec![],
         mode_meta: Default::default(),
         oracle_for: None,
+        probe_descs: Vec::new(),
+        probes_before_optimization: false,
     };
     let bytes = Profile {
         pid: 1,

@@ -54,6 +54,8 @@ impl Module {
             skipped: vec![],
             mode_meta: Default::default(),
             oracle_for: None,
+            probe_descs: Vec::new(),
+            probes_before_optimization: false,
         };
         Self::from_meta(var, meta, n, prio, abi)
     }

@@ -1,0 +1,43 @@
+//! Pseudo-probes in the metadata: what a profile needs to become one of LLVM's probe-based
+//! sample profiles (`tally report --export sample-profile`, tally-report's `sample_profile`).
+//!
+//! A build with clang's `-fpseudo-probe-for-profiling` gives every block of each function's
+//! pre-optimization graph a probe, an `llvm.pseudoprobe(GUID, id, type, factor)` call that
+//! optimization keeps in the blocks that replace it: copies made by unrolling, tail
+//! duplication or inlining keep the id, and `!llvm.pseudo_probe_desc` names each function's
+//! GUID and the checksum of its pre-optimization graph. tally instruments the optimized IR,
+//! so an original block's exact execution count is the sum, over every probe call carrying
+//! its id, of the exact count of the optimized block holding the call: this module records
+//! which probe calls each optimized block holds ([`SourceMeta::probes`](super::SourceMeta))
+//! and the module's descriptors ([`ProbeDesc`]).
+
+use serde::{Deserialize, Serialize};
+
+/// A function's pseudo-probe descriptor (one operand of `!llvm.pseudo_probe_desc`).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ProbeDesc {
+    /// The GUID the function's probes carry (the MD5 of its name, as LLVM computes it).
+    pub guid: u64,
+    /// The checksum of the function's pre-optimization graph, which the sample-profile loader
+    /// compares with the one it computes before it trusts a profile.
+    pub checksum: u64,
+    /// The function's name as the sample profile names it (empty when the module has a probe
+    /// of this GUID but no descriptor).
+    pub name: String,
+}
+
+/// One `llvm.pseudoprobe` call of a block: probe `id` (from 1) of the function whose descriptor
+/// is entry `desc` of [`ModuleMeta::probe_descs`](super::ModuleMeta), in inline scope `scope`.
+/// A block holds one per call, so an unrolled body lists the same probe as often as it was
+/// copied. The scope tells the copies of an inlined function apart, so that the reader can
+/// see a probe that optimization removed from one copy (SimplifyCFG drops the probe of a
+/// block it folds into a `select`): the probe's sum is then not exact.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub struct ProbeAt {
+    /// Index of the owner's descriptor in the module's table.
+    pub desc: u32,
+    /// The probe's id in its owner's pre-optimization graph.
+    pub id: u32,
+    /// The inline scope of the call's location (`s0` without debug info).
+    pub scope: super::ScopeIdx,
+}
