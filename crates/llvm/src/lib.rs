@@ -216,12 +216,16 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let module = context
         .create_module_from_ir(buf)
         .map_err(|e| Error::Parse(e.to_string()))?;
+    if opts.pgo {
+        module::add_pseudo_probes(&module).map_err(Error::Parse)?;
+    }
     redirect::redirect_libc_calls(module.as_mut_ptr());
     let mode = modes::of(opts.mode);
     let mut stats = Stats::default();
     let mut skipped = Vec::new();
     // Source lines are read from the IR as lowered, before any instrumentation changes it.
     let mut files = lines::Tables::default();
+    files.probes = ir::probes::Descs::of(module.as_mut_ptr());
     let mut work = lower_and_plan(&module, mode, opts, &mut stats, &mut skipped, &mut files);
     // Interprocedural modes plan the module as a whole.
     let funcs: Vec<_> = work.iter().map(|w| (w.func, &w.lowered)).collect();
@@ -321,6 +325,8 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             message: e.to_string(),
         })?,
         oracle_for: None,
+        probe_descs: files.probes.descs,
+        probes_before_optimization: opts.pgo,
     };
     let bitcode = finish(
         &module,
@@ -418,6 +424,8 @@ impl Oracle {
             functions: self.functions.clone(),
             mode_meta: ModuleModeMeta::None,
             oracle_for: Some(hash),
+            probe_descs: Vec::new(),
+            probes_before_optimization: false,
             ..mode.clone()
         }
     }

@@ -277,6 +277,22 @@ pub struct Options {
                     taken from where tally cc runs; %p, %m expand at run time")
     )]
     pub profile_dir: Option<String>,
+    /// A training build for profile-guided optimization: the module is clang's unoptimized IR
+    /// (the driver compiles with `-fpseudo-probe-for-profiling -Xclang -disable-llvm-passes`),
+    /// clang's pseudo-probe pass numbers its blocks first, the instrumentation goes into that
+    /// graph, and clang optimizes the instrumented module afterwards. Every block then holds
+    /// exactly its own probe, so each probe's count is exact (`tally report --export
+    /// sample-profile`); probes added after optimization can lose copies (`docs/pgo.md`).
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long = "tally-pgo",
+            help = "Build to train profile-guided optimization: count clang's pseudo-probe \
+                    blocks, instrumented before optimization, for `tally report --export \
+                    sample-profile` and `tally cc --tally-use`"
+        )
+    )]
+    pub pgo: bool,
 }
 
 /// Parses `witness` or `bits` (`--tally-trace`), and the hidden `paths`.
@@ -403,6 +419,7 @@ impl Default for Options {
             jump_cost: DEFAULT_JUMP_COST,
             ipath_cuts: IpathCuts::Hot,
             profile_dir: None,
+            pgo: false,
         }
     }
 }

@@ -69,6 +69,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             trace_floor: false,
             ipath_cuts: tally_llvm::IpathCuts::Hot,
             profile_dir: None,
+            pgo: false,
         },
     )
     .unwrap_or_else(|e| panic!("{mode:?}: {e}"))

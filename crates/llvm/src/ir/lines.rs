@@ -16,8 +16,8 @@ use llvm_sys::prelude::{LLVMContextRef, LLVMMetadataRef, LLVMValueRef};
 use llvm_sys::LLVMOpcode;
 use std::collections::HashMap;
 use tally_format::{
-    BranchMeta, EdgeIdx, FileIdx, LineRun, Loc, ScopeIdx, ScopeMeta, SourceFn, SourceFnIdx,
-    SourceMeta,
+    BranchMeta, EdgeIdx, FileIdx, LineRun, Loc, ProbeAt, ScopeIdx, ScopeMeta, SourceFn,
+    SourceFnIdx, SourceMeta,
 };
 
 /// The module's file and source-function tables, shared by its functions.
@@ -28,6 +28,8 @@ pub(crate) struct Tables {
     pub source_fns: Vec<SourceFn>,
     /// `DISubprogram` (by address) -> index in `source_fns`.
     fn_index: HashMap<usize, u32>,
+    /// The module's pseudo-probe descriptors (`crate::ir::probes`).
+    pub probes: crate::ir::probes::Descs,
 }
 
 impl Tables {
@@ -174,6 +176,15 @@ impl Scopes<'_> {
         ScopeIdx(parent)
     }
 
+    /// The scope of an instruction's location, if it has one (lines 0 included).
+    fn scope_of(&mut self, v: Val) -> Option<ScopeIdx> {
+        let dl = v.debug_loc()?;
+        // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls
+        // only read them.
+        let at = unsafe { di::LLVMDILocationGetInlinedAt(dl) };
+        Some(self.of(at, unsafe { di::LLVMDILocationGetScope(dl) }))
+    }
+
     /// The line and scope of an instruction, if it has a line.
     fn run(&mut self, v: Val) -> Option<LineRun> {
         let dl = v.debug_loc()?;
@@ -192,10 +203,25 @@ impl Scopes<'_> {
     }
 }
 
-/// The source lines, scopes and branches of a lowered function (empty without debug info).
+/// The source lines, scopes and branches of a lowered function (empty without debug info),
+/// and its pseudo-probes (with or without).
 pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> SourceMeta {
     let Some(sp) = ir::subprogram(func) else {
-        return SourceMeta::default();
+        // Without debug info, probes have no scope: all are s0's.
+        let probes = l
+            .nodes
+            .iter()
+            .map(|n| {
+                n.instrs
+                    .iter()
+                    .filter_map(|&v| tables.probes.probe(v))
+                    .collect()
+            })
+            .collect();
+        return SourceMeta {
+            probes: nonempty(probes),
+            ..SourceMeta::default()
+        };
     };
     // SAFETY: the handles are live values of the module (`crate::ir`'s module doc); the calls only
     // read them.
@@ -212,9 +238,16 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
         index: HashMap::new(),
     };
     let mut lines = Vec::with_capacity(l.nodes.len());
+    let mut probes = Vec::with_capacity(l.nodes.len());
     for n in &l.nodes {
         let mut runs: Vec<LineRun> = Vec::new();
+        let mut block_probes = Vec::new();
         for &v in &n.instrs {
+            if let Some(mut p) = s.tables.probes.probe(v) {
+                // The probe's inline instance: the scope of its location (s0 without one).
+                p.scope = s.scope_of(v).unwrap_or_default();
+                block_probes.push(p);
+            }
             if ir::is_not_code(v) {
                 continue;
             }
@@ -225,6 +258,7 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
             }
         }
         lines.push(runs);
+        probes.push(block_probes);
     }
     // Conditional branches and switches: terminators with two or more successor edges. The
     // branch sits on the terminator's line, else on the last line of its block.
@@ -257,5 +291,15 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
         scopes: s.scopes,
         lines,
         branches,
+        probes: nonempty(probes),
+    }
+}
+
+/// Per-block probe lists, or none at all when no block holds a probe.
+fn nonempty(probes: Vec<Vec<ProbeAt>>) -> Vec<Vec<ProbeAt>> {
+    if probes.iter().all(Vec::is_empty) {
+        Vec::new()
+    } else {
+        probes
     }
 }

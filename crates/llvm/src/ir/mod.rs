@@ -10,6 +10,7 @@ pub(crate) mod estimate;
 pub(crate) mod lines;
 pub(crate) mod lower;
 pub(crate) mod prepare;
+pub(crate) mod probes;
 
 use llvm_sys::core as c;
 use llvm_sys::debuginfo as di;

@@ -780,6 +780,30 @@ pub(crate) const PEEL: &str = "loop-unroll<O2;peeling;no-partial;no-runtime;no-u
 /// registers and promoted counters live in registers (functions built at -O0 are `optnone` and
 /// keep them in memory); with `peel`, then [`PEEL`].
 pub(crate) fn promote_allocas(module: &inkwell::module::Module, peel: bool) -> Result<(), String> {
+    let passes = if peel {
+        format!("always-inline,function(mem2reg,{PEEL})")
+    } else {
+        "always-inline,function(mem2reg)".to_string()
+    };
+    run_passes(module, &passes)
+}
+
+/// The passes clang's -O1/-O2/-Os pipeline runs on a module before its sample-profile loader
+/// (`buildModuleSimplificationPipeline` in LLVM 19: the pseudo-probe pass of
+/// `-fpseudo-probe-for-profiling` first, then the early function simplification). A
+/// `--tally-pgo` build instruments the module as they leave it, so its graph, probe ids and
+/// checksums are the ones the loader of a `--tally-use` build sees: every probe the profile
+/// names is in a block the loader weighs (at -O3, call-site splitting runs there too).
+pub(crate) const BEFORE_SAMPLE_LOADER: &str = "pseudo-probe,inferattrs,coro-early,\
+    function(ee-instrument,lower-expect,simplifycfg,sroa<modify-cfg>,early-cse)";
+
+/// Runs [`BEFORE_SAMPLE_LOADER`] over the module (`--tally-pgo`).
+pub(crate) fn add_pseudo_probes(module: &inkwell::module::Module) -> Result<(), String> {
+    run_passes(module, BEFORE_SAMPLE_LOADER)
+}
+
+/// Runs an LLVM pass pipeline (`opt -passes=` syntax) over the module.
+fn run_passes(module: &inkwell::module::Module, passes: &str) -> Result<(), String> {
     use inkwell::passes::PassBuilderOptions;
     use inkwell::targets::{
         CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
@@ -803,12 +827,7 @@ pub(crate) fn promote_allocas(module: &inkwell::module::Module, peel: bool) -> R
             CodeModel::Default,
         )
         .ok_or("cannot create a target machine for mem2reg")?;
-    let passes = if peel {
-        format!("always-inline,function(mem2reg,{PEEL})")
-    } else {
-        "always-inline,function(mem2reg)".to_string()
-    };
     module
-        .run_passes(&passes, &tm, PassBuilderOptions::create())
+        .run_passes(passes, &tm, PassBuilderOptions::create())
         .map_err(|e| e.to_string())
 }
