@@ -35,6 +35,11 @@ struct Settings {
     /// build instead of the static weighting (Ball & Larus 1994 §6.4, Exact-Max)
     #[arg(long = "tally-weights", value_name = "PROFILE")]
     weights: Option<PathBuf>,
+    /// Compile for speed with the exact counts of PROFILE instead of instrumenting: clang's
+    /// sample-profile PGO from a tally profile (or merged profiles) of a --tally-pgo build, or
+    /// from the sample profile `tally report --export sample-profile` wrote (docs/pgo.md)
+    #[arg(long = "tally-use", value_name = "PROFILE")]
+    use_profile: Option<PathBuf>,
     /// Print the commands run and instrumentation statistics per file
     #[arg(long = "tally-verbose", env = "TALLY_VERBOSE", value_parser = FalseyValueParser::new())]
     verbose: bool,
@@ -43,6 +48,9 @@ struct Settings {
     #[arg(skip)]
     clang: PathBuf,
 }
+
+/// clang's option that gives every block a pseudo-probe.
+const PROBES: &str = "-fpseudo-probe-for-profiling";
 
 /// Old spellings of `--tally-*` options (without the prefix), and what they mean now.
 const SPELLINGS: &[(&str, &str)] = &[("no-promote", "promote=off")];
@@ -264,14 +272,19 @@ fn load_weights(path: &Path) -> Result<tally_llvm::Weights> {
 }
 
 fn run(s: &Settings, args: &[OsString]) -> Result<i32> {
-    if s.verbose {
+    run_clang(&s.clang, args, s.verbose)
+}
+
+/// Runs `clang` on `args` (printed first when `verbose`); its exit status.
+pub(crate) fn run_clang(clang: &Path, args: &[OsString], verbose: bool) -> Result<i32> {
+    if verbose {
         let line: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
-        eprintln!("tally: {} {}", s.clang.display(), line.join(" "));
+        eprintln!("tally: {} {}", clang.display(), line.join(" "));
     }
-    let status = Command::new(&s.clang)
+    let status = Command::new(clang)
         .args(args)
         .status()
-        .with_context(|| format!("cannot run {}", s.clang.display()))?;
+        .with_context(|| format!("cannot run {}", clang.display()))?;
     Ok(status.code().unwrap_or(1))
 }
 
@@ -386,8 +399,17 @@ fn compile_one(
     let bc = tmp.join(format!("{}.bc", job.index));
     let inst = tmp.join(format!("{}.inst.bc", job.index));
 
-    // 1. Optimize to bitcode with the user's flags.
+    // 1. Optimize to bitcode with the user's flags (`--tally-pgo`: unoptimized, with the
+    //    pseudo-probe options; the probes go in during instrumentation).
     let mut a = flags(cl, false);
+    if s.opts.pgo {
+        a.retain(|o| o.as_os_str() != PROBES);
+        a.extend([
+            PROBES.into(),
+            "-Xclang".into(),
+            "-disable-llvm-passes".into(),
+        ]);
+    }
     let wants_deps = has_opt(cl, |o| o == "-MD" || o == "-MMD");
     if wants_deps {
         if !has_opt(cl, |o| o.starts_with("-MF")) {
@@ -492,16 +514,18 @@ fn compile_one(
     std::fs::write(&inst, &done.bitcode)
         .with_context(|| format!("cannot write {}", inst.display()))?;
 
-    // 3. Generate code from the instrumented IR, without further IR passes.
+    // 3. Generate code from the instrumented IR, without further IR passes (`--tally-pgo`:
+    //    the user's optimization pipeline, less the probe pass that already ran).
     let mut a = flags(cl, true);
     a.push(if asm { "-S" } else { "-c" }.into());
     a.extend(["-x".into(), "ir".into(), inst.into_os_string()]);
     a.extend(["-o".into(), out.as_os_str().to_owned()]);
-    a.extend([
-        "-Xclang".into(),
-        "-disable-llvm-passes".into(),
-        "-Wno-unused-command-line-argument".into(),
-    ]);
+    if s.opts.pgo {
+        a.retain(|o| o.as_os_str() != PROBES);
+    } else {
+        a.extend(["-Xclang".into(), "-disable-llvm-passes".into()]);
+    }
+    a.push("-Wno-unused-command-line-argument".into());
     let code = run(s, &a)?;
     Ok((code != 0).then_some(code))
 }
@@ -541,19 +565,20 @@ pub fn main(cxx: bool, argv: &[OsString]) -> Result<i32> {
         print_help(cxx)?;
     }
     let s = settings(cxx, &cl)?;
+    let passthrough_args = || crate::pgo::words(&cl);
+    if let Some(profile) = &s.use_profile {
+        // The optimized rebuild: no instrumentation, no runtime (so LTO is fine too).
+        let tmp = tempdir()?;
+        let compiles = cl.words.iter().any(|w| w.source_lang().is_some());
+        let sample = match compiles {
+            true => crate::pgo::sample_file(profile, tmp.path())?,
+            false => None,
+        };
+        return crate::pgo::run(&s.clang, passthrough_args(), sample.as_deref(), s.verbose);
+    }
     if let (Some(lto), false) = (&cl.lto, cl.action == Action::PassThrough) {
         bail!("{lto} is not supported: tally instruments each file's optimized IR before linking");
     }
-    let passthrough_args = || -> Vec<OsString> {
-        let mut a = Vec::new();
-        for w in &cl.words {
-            match w {
-                Word::Opt(o) => a.extend(o.iter().cloned()),
-                Word::Source { path, .. } | Word::OtherInput(path) => a.push(path.clone()),
-            }
-        }
-        a
-    };
     match cl.action {
         Action::PassThrough => run(&s, &passthrough_args()),
         Action::Compile | Action::Assemble => {

@@ -12,6 +12,7 @@ mod docs;
 mod driver;
 mod exit;
 mod links;
+mod pgo;
 mod progress;
 mod rtcache;
 

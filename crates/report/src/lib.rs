@@ -29,6 +29,7 @@ mod modes;
 pub mod names;
 pub mod placements;
 pub mod render;
+pub mod sample_profile;
 pub mod show;
 pub mod source;
 mod sum;

@@ -47,6 +47,10 @@ pub struct Tables {
     pub files: Arc<Vec<String>>,
     /// `ModuleMeta::source_fns`.
     pub fns: Arc<Vec<SourceFn>>,
+    /// `ModuleMeta::probe_descs` (what `SourceMeta::probes` names).
+    pub probe_descs: Arc<Vec<tally_format::ProbeDesc>>,
+    /// `ModuleMeta::probes_before_optimization`.
+    pub probes_before_optimization: bool,
 }
 
 impl Tables {
@@ -55,6 +59,8 @@ impl Tables {
         Tables {
             files: Arc::new(m.files.clone()),
             fns: Arc::new(m.source_fns.clone()),
+            probe_descs: Arc::new(m.probe_descs.clone()),
+            probes_before_optimization: m.probes_before_optimization,
         }
     }
 }
@@ -773,10 +779,13 @@ mod tests {
             ],
             lines,
             branches: vec![],
+            probes: vec![],
         };
         let tables = Tables {
             files: Arc::new(vec!["/t.c".into()]),
             fns: Arc::new(fns),
+            probe_descs: Arc::default(),
+            probes_before_optimization: false,
         };
         let f = FunctionReport {
             name: "main".into(),

@@ -37,8 +37,9 @@ pub struct Args {
     /// `files` and `source_functions` to the report.
     #[arg(long)]
     pub lines: bool,
-    /// Export the source-level counts in another format instead of the report: an LCOV
-    /// tracefile or Cobertura XML.
+    /// Export the counts in another format instead of the report: an LCOV tracefile or
+    /// Cobertura XML (source lines), or LLVM's probe-based sample profile for clang's
+    /// `-fprofile-sample-use` (of a `tally cc --tally-pgo` build; docs/pgo.md).
     #[arg(long, value_enum, conflicts_with_all = ["format", "lines"])]
     pub export: Option<Export>,
     /// A witness trace (`--tally-mode=trace`) of the run that wrote the profile: the counts are
@@ -55,12 +56,16 @@ pub struct Args {
 pub enum Export {
     Lcov,
     Cobertura,
+    SampleProfile,
 }
 
 /// Runs `tally report`.
 pub fn run(a: Args) -> Result<Exit> {
     let mut title = title(&a.profiles);
     let (r, stopped) = analyze_maybe_traced(&a.profiles, a.trace.as_ref(), &mut title)?;
+    if let Some(Export::SampleProfile) = a.export {
+        return sample_profile(&a, &r, &stopped);
+    }
     let model = (a.lines || a.export.is_some()).then(|| tally_report::source::model(&r));
     let out = match (a.export, a.format, &model) {
         (Some(Export::Lcov), _, Some(m)) => tally_report::lcov::lcov(m, &title),
@@ -90,4 +95,58 @@ pub fn run(a: Args) -> Result<Exit> {
     };
     write_out(a.output.as_ref(), out.as_bytes())?;
     Ok(warn_stopped(&stopped, warn_inconsistent(&r)))
+}
+
+/// `--export sample-profile`: the profile, and what was left out of it on stderr.
+fn sample_profile(a: &Args, r: &tally_report::Report, stopped: &[(u32, String)]) -> Result<Exit> {
+    let Some(p) = tally_report::sample_profile::sample_profile(r) else {
+        anyhow::bail!(
+            "the profile has no pseudo-probes: build the program with \
+             `tally cc --tally-pgo`"
+        );
+    };
+    write_out(a.output.as_ref(), p.text.as_bytes())?;
+    eprintln!(
+        "tally: sample profile of {} functions ({} ran; {} probes left to the loader's \
+         inference: optimization removed a copy that ran){}",
+        p.functions,
+        p.executed,
+        p.lost_probes,
+        if p.left_out.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} left out because their counts cannot be exact:",
+                p.left_out.len()
+            )
+        }
+    );
+    if p.late_modules > 0 {
+        eprintln!(
+            "tally: warning: {} modules got their probes after optimization (built without \
+             --tally-pgo): a probe that optimization copied and partly dropped has a count that \
+             is too low; build with `tally cc --tally-pgo` for exact counts",
+            p.late_modules
+        );
+    }
+    if !p.inexact_heads.is_empty() {
+        eprintln!(
+            "tally: {} functions' head counts are lower bounds (an inlined copy lost its entry \
+             probe; the loader infers their entry counts): {}",
+            p.inexact_heads.len(),
+            p.inexact_heads
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for why in p.left_out.iter().take(20) {
+        eprintln!("tally:   {why}");
+    }
+    if p.left_out.len() > 20 {
+        eprintln!("tally:   ... and {} more", p.left_out.len() - 20);
+    }
+    Ok(warn_stopped(stopped, warn_inconsistent(r)))
 }
