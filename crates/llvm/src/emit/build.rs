@@ -87,11 +87,23 @@ impl<'a> Emitter<'a> {
         // SAFETY: module doc.
         unsafe { c::LLVMBuildAnd(self.b, a, b, e.as_ptr()) }
     }
+    /// `a | b`.
+    pub(crate) fn or(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
+        let e = cname("");
+        // SAFETY: module doc.
+        unsafe { c::LLVMBuildOr(self.b, a, b, e.as_ptr()) }
+    }
     /// `a << b`.
     pub(crate) fn shl(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
         let e = cname("");
         // SAFETY: module doc.
         unsafe { c::LLVMBuildShl(self.b, a, b, e.as_ptr()) }
+    }
+    /// `a >> b` (logical).
+    pub(crate) fn lshr(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
+        let e = cname("");
+        // SAFETY: module doc.
+        unsafe { c::LLVMBuildLShr(self.b, a, b, e.as_ptr()) }
     }
     /// `~v`.
     pub(crate) fn not(&self, v: LLVMValueRef) -> LLVMValueRef {
@@ -215,6 +227,11 @@ impl<'a> Emitter<'a> {
                 e.as_ptr(),
             )
         }
+    }
+    /// `ret v`.
+    pub(crate) fn ret(&self, v: LLVMValueRef) -> Val {
+        // SAFETY: module doc.
+        Val(unsafe { c::LLVMBuildRet(self.b, v) })
     }
     /// `ret void`.
     pub(crate) fn ret_void(&self) -> Val {
@@ -536,14 +553,16 @@ pub(crate) fn int_width(ty: LLVMTypeRef) -> u32 {
     unsafe { c::LLVMGetIntTypeWidth(ty) }
 }
 
+/// The enum attribute `kind` (e.g. `noinline`, `cold`), without a value, in the module's
+/// context.
+pub(crate) fn enum_attr(g: &Globals, kind: &str) -> LLVMAttributeRef {
+    // SAFETY: module doc; `attr_kind` gives a known attribute kind.
+    unsafe { c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(kind), 0) }
+}
+
 /// Adds the enum attribute `kind` (e.g. `noinline`, no value) at index `i` of `call`.
 pub(crate) fn add_call_enum_attr(g: &Globals, call: LLVMValueRef, i: u32, kind: &str) {
-    // SAFETY: module doc; `attr_kind` gives a known attribute kind, made in the module's
-    // context.
-    unsafe {
-        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(kind), 0);
-        c::LLVMAddCallSiteAttribute(call, i, attr);
-    }
+    add_call_attr_at(call, i, enum_attr(g, kind));
 }
 
 /// The functions of module `m`, in order.
@@ -610,6 +629,15 @@ pub(crate) fn has_prefix_prologue_or_comdat(f: LLVMValueRef) -> bool {
             || c::LLVMHasPrologueData(f) != 0
             || !llvm_sys::comdat::LLVMGetComdat(f).is_null()
     }
+}
+
+/// The function `name` of module `m`: the one it has, else a new declaration of type `fty`.
+pub(crate) fn declare_function(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    named_function(m, name).unwrap_or_else(|| {
+        let n = cname(name);
+        // SAFETY: module doc; `n` is NUL-terminated and lives through the call.
+        unsafe { c::LLVMAddFunction(m, n.as_ptr(), fty) }
+    })
 }
 
 /// A new unnamed function of type `fty` in module `m`.
@@ -754,12 +782,4 @@ pub(crate) fn named_function(m: LLVMModuleRef, name: &str) -> Option<LLVMValueRe
     // (no such function) becomes `None`.
     let f = unsafe { c::LLVMGetNamedFunction(m, n.as_ptr()) };
     (!f.is_null()).then_some(f)
-}
-
-impl Emitter<'_> {
-    /// `ret v`.
-    pub(crate) fn ret(&self, v: LLVMValueRef) -> Val {
-        // SAFETY: module doc.
-        Val(unsafe { c::LLVMBuildRet(self.b, v) })
-    }
 }

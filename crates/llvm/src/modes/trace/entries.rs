@@ -210,8 +210,8 @@ pub(super) fn public_entry(
     let (bb, fast, slow) = (block("entry"), block("silent"), block("announced"));
     em.position_at_end(bb);
     let args: Vec<LLVMValueRef> = (0..4).map(|i| entry_call.operand(i).0).collect();
-    let a = acc_ptr(g, em.b);
-    let flag_p = field_of(g, em.b, a, "direct");
+    let a = acc_ptr(&em);
+    let flag_p = field_of(&em, a, "direct");
     let flag = em.load(g.ptrt, flag_p);
     let eq = llvm_sys::LLVMIntPredicate::LLVMIntEQ;
     let mine = em.icmp(eq, flag, args[3]);
