@@ -299,16 +299,10 @@ fn back_fn(g: &Globals, back_ty: LLVMTypeRef) -> LLVMValueRef {
 /// `tally.wtrace.direct` (see [`inline_fns`]).
 fn direct_fn(g: &Globals, direct_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
     define_inline_helper(g, "tally.wtrace.direct", direct_ty, |em| {
-        let a = b::param(em.func.0, 0);
-        let fast = block(em, "fast");
-        let rt = if_slow(em, a, fast);
-        em.position_at_end(fast);
-        let flag_p = field_of(em, a, "direct");
-        em.store(b::param(em.func.0, 1), flag_p);
-        em.ret_void();
-        em.position_at_end(rt);
-        forward(em, slow.direct, 1);
-        em.ret_void();
+        fast_or_runtime(em, slow.direct, |a| {
+            let flag_p = field_of(em, a, "direct");
+            em.store(b::param(em.func.0, 1), flag_p);
+        })
     })
 }
 
@@ -340,13 +334,21 @@ fn direct_body_fn(g: &Globals, slow: &InlineSlow) {
 /// `tally.wtrace.call` (see [`inline_fns`]).
 fn call_fn(g: &Globals, call_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
     define_inline_helper(g, "tally.wtrace.call", call_ty, |em| {
-        let a = b::param(em.func.0, 0);
-        let fast = block(em, "fast");
-        let rt = if_slow(em, a, fast);
-        em.position_at_end(fast);
-        em.ret_void();
-        em.position_at_end(rt);
-        forward(em, slow.call, 1);
-        em.ret_void();
+        fast_or_runtime(em, slow.call, |_| {})
     })
+}
+
+/// The body of `tally.wtrace.direct` and `tally.wtrace.call` (`em`'s helper, the accumulator
+/// its first parameter `a`): `fast(a)` unless `slow` is set ([`if_slow`]), else the call of the
+/// runtime's `rt` with the other parameters; either way, then the return.
+fn fast_or_runtime(em: &Emitter, rt: (LLVMValueRef, LLVMTypeRef), fast: impl FnOnce(LLVMValueRef)) {
+    let a = b::param(em.func.0, 0);
+    let fast_bb = block(em, "fast");
+    let slow = if_slow(em, a, fast_bb);
+    em.position_at_end(fast_bb);
+    fast(a);
+    em.ret_void();
+    em.position_at_end(slow);
+    forward(em, rt, 1);
+    em.ret_void();
 }
