@@ -87,11 +87,23 @@ impl<'a> Emitter<'a> {
         // SAFETY: module doc.
         unsafe { c::LLVMBuildAnd(self.b, a, b, e.as_ptr()) }
     }
+    /// `a | b`.
+    pub(crate) fn or(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
+        let e = cname("");
+        // SAFETY: module doc.
+        unsafe { c::LLVMBuildOr(self.b, a, b, e.as_ptr()) }
+    }
     /// `a << b`.
     pub(crate) fn shl(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
         let e = cname("");
         // SAFETY: module doc.
         unsafe { c::LLVMBuildShl(self.b, a, b, e.as_ptr()) }
+    }
+    /// `a >> b` (logical).
+    pub(crate) fn lshr(&self, a: LLVMValueRef, b: LLVMValueRef) -> LLVMValueRef {
+        let e = cname("");
+        // SAFETY: module doc.
+        unsafe { c::LLVMBuildLShr(self.b, a, b, e.as_ptr()) }
     }
     /// `~v`.
     pub(crate) fn not(&self, v: LLVMValueRef) -> LLVMValueRef {
@@ -215,6 +227,11 @@ impl<'a> Emitter<'a> {
                 e.as_ptr(),
             )
         }
+    }
+    /// `ret v`.
+    pub(crate) fn ret(&self, v: LLVMValueRef) -> Val {
+        // SAFETY: module doc.
+        Val(unsafe { c::LLVMBuildRet(self.b, v) })
     }
     /// `ret void`.
     pub(crate) fn ret_void(&self) -> Val {
@@ -536,12 +553,233 @@ pub(crate) fn int_width(ty: LLVMTypeRef) -> u32 {
     unsafe { c::LLVMGetIntTypeWidth(ty) }
 }
 
+/// The enum attribute `kind` (e.g. `noinline`, `cold`), without a value, in the module's
+/// context.
+pub(crate) fn enum_attr(g: &Globals, kind: &str) -> LLVMAttributeRef {
+    // SAFETY: module doc; `attr_kind` gives a known attribute kind.
+    unsafe { c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(kind), 0) }
+}
+
 /// Adds the enum attribute `kind` (e.g. `noinline`, no value) at index `i` of `call`.
 pub(crate) fn add_call_enum_attr(g: &Globals, call: LLVMValueRef, i: u32, kind: &str) {
-    // SAFETY: module doc; `attr_kind` gives a known attribute kind, made in the module's
-    // context.
+    add_call_attr_at(call, i, enum_attr(g, kind));
+}
+
+/// The functions of module `m`, in order.
+pub(crate) fn functions(m: LLVMModuleRef) -> Vec<LLVMValueRef> {
+    let mut out = Vec::new();
+    // SAFETY: module doc; each function handle is read before the next is asked for, and
+    // nothing changes the function list meanwhile.
     unsafe {
-        let attr = c::LLVMCreateEnumAttribute(g.ctx, ir::attr_kind(kind), 0);
-        c::LLVMAddCallSiteAttribute(call, i, attr);
+        let mut f = c::LLVMGetFirstFunction(m);
+        while !f.is_null() {
+            out.push(f);
+            f = c::LLVMGetNextFunction(f);
+        }
     }
+    out
+}
+
+/// Whether `v` is a function.
+pub(crate) fn is_function(v: LLVMValueRef) -> bool {
+    // SAFETY: module doc; a read.
+    !unsafe { c::LLVMIsAFunction(v) }.is_null()
+}
+
+/// Whether `v` is a `blockaddress` constant.
+pub(crate) fn is_block_address(v: LLVMValueRef) -> bool {
+    // SAFETY: module doc; a read.
+    !unsafe { c::LLVMIsABlockAddress(v) }.is_null()
+}
+
+/// Whether function type `fty` takes a variable argument list.
+pub(crate) fn is_vararg(fty: LLVMTypeRef) -> bool {
+    // SAFETY: module doc; callers pass a function type (a read).
+    unsafe { c::LLVMIsFunctionVarArg(fty) != 0 }
+}
+
+/// Whether function type `fty` returns `void`.
+pub(crate) fn returns_void(fty: LLVMTypeRef) -> bool {
+    // SAFETY: module doc; callers pass a function type (reads).
+    unsafe {
+        c::LLVMGetTypeKind(c::LLVMGetReturnType(fty)) == llvm_sys::LLVMTypeKind::LLVMVoidTypeKind
+    }
+}
+
+/// Whether function `f` has the string function attribute `name`.
+pub(crate) fn has_string_fn_attr(f: LLVMValueRef, name: &str) -> bool {
+    // SAFETY: module doc; `name` is passed with its length and lives through the call, which
+    // only reads the function.
+    !unsafe {
+        c::LLVMGetStringAttributeAtIndex(
+            f,
+            llvm_sys::LLVMAttributeFunctionIndex,
+            name.as_ptr().cast(),
+            name.len() as u32,
+        )
+    }
+    .is_null()
+}
+
+/// Whether function `f` has prefix data, prologue data or a comdat.
+pub(crate) fn has_prefix_prologue_or_comdat(f: LLVMValueRef) -> bool {
+    // SAFETY: module doc; callers pass a function (reads).
+    unsafe {
+        c::LLVMHasPrefixData(f) != 0
+            || c::LLVMHasPrologueData(f) != 0
+            || !llvm_sys::comdat::LLVMGetComdat(f).is_null()
+    }
+}
+
+/// The function `name` of module `m`: the one it has, else a new declaration of type `fty`.
+pub(crate) fn declare_function(m: LLVMModuleRef, name: &str, fty: LLVMTypeRef) -> LLVMValueRef {
+    named_function(m, name).unwrap_or_else(|| {
+        let n = cname(name);
+        // SAFETY: module doc; `n` is NUL-terminated and lives through the call.
+        unsafe { c::LLVMAddFunction(m, n.as_ptr(), fty) }
+    })
+}
+
+/// A new unnamed function of type `fty` in module `m`.
+pub(crate) fn add_function(m: LLVMModuleRef, fty: LLVMTypeRef) -> LLVMValueRef {
+    // SAFETY: module doc; the empty name is a NUL-terminated literal.
+    unsafe { c::LLVMAddFunction(m, c"".as_ptr(), fty) }
+}
+
+/// The number of parameters of function `f`.
+pub(crate) fn count_params(f: LLVMValueRef) -> u32 {
+    // SAFETY: module doc; callers pass a function (a read).
+    unsafe { c::LLVMCountParams(f) }
+}
+
+/// The attributes of function `f` at index `idx` (function, return value or parameter).
+pub(crate) fn fn_attrs_at(f: LLVMValueRef, idx: u32) -> Vec<LLVMAttributeRef> {
+    // SAFETY: module doc; the vector has room for the count LLVM reports, and is filled by it.
+    unsafe {
+        let n = c::LLVMGetAttributeCountAtIndex(f, idx);
+        let mut v: Vec<LLVMAttributeRef> = vec![std::ptr::null_mut(); n as usize];
+        if n > 0 {
+            c::LLVMGetAttributesAtIndex(f, idx, v.as_mut_ptr());
+        }
+        v
+    }
+}
+
+/// Adds attribute `a` at index `idx` of function `f`.
+pub(crate) fn add_fn_attr_at(f: LLVMValueRef, idx: u32, a: LLVMAttributeRef) {
+    // SAFETY: module doc; `a` is an attribute of the module's context.
+    unsafe { c::LLVMAddAttributeAtIndex(f, idx, a) }
+}
+
+/// Adds attribute `a` at index `idx` of call `call`.
+pub(crate) fn add_call_attr_at(call: LLVMValueRef, idx: u32, a: LLVMAttributeRef) {
+    // SAFETY: module doc; `a` is an attribute of the module's context.
+    unsafe { c::LLVMAddCallSiteAttribute(call, idx, a) }
+}
+
+/// The calling convention of function `f`.
+pub(crate) fn call_conv(f: LLVMValueRef) -> u32 {
+    // SAFETY: module doc; a read of a function.
+    unsafe { c::LLVMGetFunctionCallConv(f) }
+}
+
+/// Sets the calling convention of call `call`.
+pub(crate) fn set_call_conv(call: LLVMValueRef, cc: u32) {
+    // SAFETY: module doc; `call` is a call instruction.
+    unsafe { c::LLVMSetInstructionCallConv(call, cc) }
+}
+
+/// Sets the tail call kind of call `call`.
+pub(crate) fn set_tail_call_kind(call: LLVMValueRef, kind: llvm_sys::LLVMTailCallKind) {
+    // SAFETY: module doc; `call` is a call instruction.
+    unsafe { c::LLVMSetTailCallKind(call, kind) }
+}
+
+/// Gives function `to` the calling convention, linkage, visibility, DLL storage class,
+/// unnamed address, section and alignment of function `from`.
+pub(crate) fn copy_function_props(from: LLVMValueRef, to: LLVMValueRef) {
+    // SAFETY: module doc; `from` and `to` are functions; the section name LLVM returns is
+    // NUL-terminated, owned by `from`, and copied by `LLVMSetSection` while `from` lives.
+    unsafe {
+        c::LLVMSetFunctionCallConv(to, c::LLVMGetFunctionCallConv(from));
+        c::LLVMSetLinkage(to, c::LLVMGetLinkage(from));
+        c::LLVMSetVisibility(to, c::LLVMGetVisibility(from));
+        c::LLVMSetDLLStorageClass(to, c::LLVMGetDLLStorageClass(from));
+        c::LLVMSetUnnamedAddress(to, c::LLVMGetUnnamedAddress(from));
+        let section = c::LLVMGetSection(from);
+        if !section.is_null() {
+            c::LLVMSetSection(to, section);
+        }
+        c::LLVMSetAlignment(to, c::LLVMGetAlignment(from));
+    }
+}
+
+/// Attaches to global `to` the metadata of global `from`, except the debug information (kind
+/// 0, `dbg`).
+pub(crate) fn copy_metadata_but_debug(from: LLVMValueRef, to: LLVMValueRef) {
+    // SAFETY: module doc; the entries LLVM returns are read below the count it reports and
+    // disposed once, after the last read.
+    unsafe {
+        let mut n = 0usize;
+        let md = c::LLVMGlobalCopyAllMetadata(from, &mut n);
+        for i in 0..n as u32 {
+            let kind = c::LLVMValueMetadataEntriesGetKind(md, i);
+            if kind != 0 {
+                c::LLVMGlobalSetMetadata(to, kind, c::LLVMValueMetadataEntriesGetMetadata(md, i));
+            }
+        }
+        if !md.is_null() {
+            c::LLVMDisposeValueMetadataEntries(md);
+        }
+    }
+}
+
+/// The name of `v`, as bytes.
+pub(crate) fn name_bytes(v: LLVMValueRef) -> Vec<u8> {
+    let mut len = 0usize;
+    // SAFETY: module doc; LLVM returns a pointer to `len` bytes owned by `v`, copied before
+    // anything can change the name.
+    unsafe {
+        let p = c::LLVMGetValueName2(v, &mut len);
+        std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec()
+    }
+}
+
+/// Renames `v` to `name`.
+pub(crate) fn set_name_bytes(v: LLVMValueRef, name: &[u8]) {
+    // SAFETY: module doc; `name` is passed with its length and lives through the call.
+    unsafe { c::LLVMSetValueName2(v, name.as_ptr().cast(), name.len()) }
+}
+
+/// Sets the linkage of global value `v`.
+pub(crate) fn set_linkage(v: LLVMValueRef, l: llvm_sys::LLVMLinkage) {
+    // SAFETY: module doc.
+    unsafe { c::LLVMSetLinkage(v, l) }
+}
+
+/// Sets the visibility of global value `v`.
+pub(crate) fn set_visibility(v: LLVMValueRef, vis: llvm_sys::LLVMVisibility) {
+    // SAFETY: module doc.
+    unsafe { c::LLVMSetVisibility(v, vis) }
+}
+
+/// Sets the DLL storage class of global value `v`.
+pub(crate) fn set_dll_storage_class(v: LLVMValueRef, s: llvm_sys::LLVMDLLStorageClass) {
+    // SAFETY: module doc.
+    unsafe { c::LLVMSetDLLStorageClass(v, s) }
+}
+
+/// Sets the unnamed-address kind of global value `v`.
+pub(crate) fn set_unnamed_addr(v: LLVMValueRef, u: llvm_sys::LLVMUnnamedAddr) {
+    // SAFETY: module doc.
+    unsafe { c::LLVMSetUnnamedAddress(v, u) }
+}
+
+/// The function named `name` in module `m`, if any.
+pub(crate) fn named_function(m: LLVMModuleRef, name: &str) -> Option<LLVMValueRef> {
+    let n = cname(name);
+    // SAFETY: module doc; `n` is NUL-terminated and lives through the call; a null result
+    // (no such function) becomes `None`.
+    let f = unsafe { c::LLVMGetNamedFunction(m, n.as_ptr()) };
+    (!f.is_null()).then_some(f)
 }

@@ -228,3 +228,21 @@ pub(crate) fn inline_helper(
         (f, Some(entry))
     }
 }
+
+/// Defines the helper `name` of [`inline_helper`] (unless the module has it already): `body`
+/// builds it with an emitter of its own positioned at the end of its entry block (no debug
+/// location: a helper has no subprogram). The function.
+pub(crate) fn define_inline_helper(
+    g: &Globals,
+    name: &str,
+    ty: LLVMTypeRef,
+    body: impl FnOnce(&Emitter),
+) -> LLVMValueRef {
+    let (f, entry) = inline_helper(g, name, ty);
+    if let Some(entry) = entry {
+        let em = Emitter::new(g, Val(f));
+        em.position_at_end(Bb(entry));
+        body(&em);
+    }
+    f
+}

@@ -359,13 +359,13 @@ impl SiteAction for Log<'_> {
             // The inline entries return the accumulator pointer (no second TLS load after
             // them); the runtime's returns the depth.
             let inline = own.is_some() || self.floor;
-            let acc = if inline { call } else { acc_ptr(em.g, em.b) };
+            let acc = if inline { call } else { acc_ptr(em) };
             if self.rec.local.is_some() {
                 self.rec.acc.set(acc);
             }
             if self.depth.is_some() {
                 let depth = if inline {
-                    let at = field_of(em.g, em.b, acc, "depth");
+                    let at = field_of(em, acc, "depth");
                     em.load(em.g.i32t, at)
                 } else {
                     call

@@ -3,9 +3,9 @@
 
 use super::callees::interposable;
 use super::runtime::{acc_ptr, field_of};
-use crate::emit::cname;
+use crate::emit::build as b;
+use crate::emit::Emitter;
 use crate::ir::{self, Val};
-use llvm_sys::core as c;
 use llvm_sys::prelude::*;
 use llvm_sys::{LLVMLinkage, LLVMOpcode};
 use std::collections::HashMap;
@@ -25,14 +25,9 @@ use std::collections::HashMap;
 /// taken, that another image may interpose (their calls must stay calls of their name), that
 /// return twice or have entry hooks ([`ENTRY_HOOKS`]) keep one entry.
 pub(crate) fn split_entries(g: &crate::emit::Globals) {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
+    {
         let m = g.module;
-        let named = |n: &str| {
-            let f = c::LLVMGetNamedFunction(m, cname(n).as_ptr());
-            (!f.is_null()).then_some(f)
-        };
+        let named = |n: &str| b::named_function(m, n);
         let (Some(body_entry), Some(direct_body)) = (
             named("tally.wtrace.enter.body"),
             named("tally.wtrace.direct.body"),
@@ -47,15 +42,7 @@ pub(crate) fn split_entries(g: &crate::emit::Globals) {
         .filter_map(|(e, w)| Some((named(e)?, named(w)?)))
         .collect();
         let direct = named("tally.wtrace.direct");
-        let users = |v: LLVMValueRef| {
-            let mut out = Vec::new();
-            let mut u = c::LLVMGetFirstUse(v);
-            while !u.is_null() {
-                out.push(Val(c::LLVMGetUser(u)));
-                u = c::LLVMGetNextUse(u);
-            }
-            out
-        };
+        let users = |v: LLVMValueRef| Val(v).users();
         // Each traced direct call site: the `tally.wtrace.direct` helper before it, and the call;
         // by callee, in the order of the module's functions (the public entries are emitted in
         // that order: the same input gives the same object).
@@ -74,18 +61,14 @@ pub(crate) fn split_entries(g: &crate::emit::Globals) {
                 next = v.next();
             }
         }
-        let mut order = Vec::new();
-        let mut f = c::LLVMGetFirstFunction(m);
-        while !f.is_null() {
-            if sites.contains_key(&f) {
-                order.push(f);
-            }
-            f = c::LLVMGetNextFunction(f);
-        }
+        let order: Vec<LLVMValueRef> = b::functions(m)
+            .into_iter()
+            .filter(|f| sites.contains_key(f))
+            .collect();
         for f in order {
             let calls = &sites[&f];
             let fv = Val(f);
-            if c::LLVMIsAFunction(f).is_null() || fv.is_declaration() {
+            if !b::is_function(f) || fv.is_declaration() {
                 continue;
             }
             // The inline entry of `f` (first in its first block) and its public counterpart.
@@ -103,28 +86,16 @@ pub(crate) fn split_entries(g: &crate::emit::Globals) {
             }) else {
                 continue;
             };
-            let fty = c::LLVMGlobalGetValueType(f);
+            let fty = b::global_value_type(f);
             // (A call of a definition another image may interpose must stay a call of its name.)
-            if c::LLVMIsFunctionVarArg(fty) != 0
+            if b::is_vararg(fty)
                 || (fv.linkage() == LLVMLinkage::LLVMExternalLinkage && interposable(fv))
                 || fv.fn_has_attr(ir::attr_kind("optnone"))
                 || fv.fn_has_attr(ir::attr_kind("naked"))
                 || fv.fn_has_attr(ir::attr_kind("returns_twice"))
-                || ENTRY_HOOKS.iter().any(|k| {
-                    !c::LLVMGetStringAttributeAtIndex(
-                        f,
-                        llvm_sys::LLVMAttributeFunctionIndex,
-                        k.as_ptr().cast(),
-                        k.len() as u32,
-                    )
-                    .is_null()
-                })
-                || c::LLVMHasPrefixData(f) != 0
-                || c::LLVMHasPrologueData(f) != 0
-                || !llvm_sys::comdat::LLVMGetComdat(f).is_null()
-                || users(f)
-                    .iter()
-                    .any(|u| !c::LLVMIsABlockAddress(u.0).is_null())
+                || ENTRY_HOOKS.iter().any(|k| b::has_string_fn_attr(f, k))
+                || b::has_prefix_prologue_or_comdat(f)
+                || users(f).iter().any(|u| b::is_block_address(u.0))
             {
                 continue;
             }
@@ -154,11 +125,11 @@ pub(crate) fn split_entries(g: &crate::emit::Globals) {
             }
             // Each site's flag becomes the body's, right before the call (after any save of the
             // caller's copy of the word: the runtime's entry may be made there).
-            let db_ty = c::LLVMGlobalGetValueType(direct_body);
-            let b = c::LLVMCreateBuilderInContext(g.ctx);
+            let db = (direct_body, b::global_value_type(direct_body));
+            let em = Emitter::new(g, fv);
             for (d, call) in calls {
-                c::LLVMPositionBuilderBefore(b, call.0);
-                let mut args = [
+                em.at(*call);
+                let args = [
                     d.operand(0).0,
                     d.operand(1).0,
                     d.operand(2).0,
@@ -166,12 +137,11 @@ pub(crate) fn split_entries(g: &crate::emit::Globals) {
                     entry_call.operand(1).0,
                     entry_call.operand(2).0,
                 ];
-                let nb =
-                    c::LLVMBuildCall2(b, db_ty, direct_body, args.as_mut_ptr(), 6, c"".as_ptr());
+                let nb = em.call_plain(db, &args);
                 Val(nb).set_debug_loc(d.debug_loc());
-                c::LLVMInstructionEraseFromParent(d.0);
+                b::erase(*d);
             }
-            c::LLVMDisposeBuilder(b);
+            drop(em);
             set_callee(entry_call, body_entry);
         }
     }
@@ -189,135 +159,90 @@ pub(super) const ENTRY_HOOKS: [&str; 5] = [
 ];
 
 /// Points call `call` at `f` (a helper of the same type).
-pub(super) unsafe fn set_callee(call: Val, f: LLVMValueRef) {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let n = c::LLVMGetNumOperands(call.0);
-        c::LLVMSetOperand(call.0, (n - 1) as u32, f);
-    }
+pub(super) fn set_callee(call: Val, f: LLVMValueRef) {
+    b::set_operand(call, call.num_operands() - 1, f);
 }
 
 /// Makes `f` the body of a new public function that takes its name, linkage, attributes and
 /// every use (`entry_call`, `f`'s inline entry, gives the public entry's arguments; `wrap` is
 /// its `.wrap` counterpart).
-pub(super) unsafe fn public_entry(
+pub(super) fn public_entry(
     g: &crate::emit::Globals,
     f: LLVMValueRef,
     entry_call: Val,
     wrap: LLVMValueRef,
 ) {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let m = g.module;
-        let fty = c::LLVMGlobalGetValueType(f);
-        let w = c::LLVMAddFunction(m, c"".as_ptr(), fty);
-        // Attributes: the function's, its return value's and its parameters'.
-        let nparams = c::LLVMCountParams(f);
-        let indices: Vec<u32> = [llvm_sys::LLVMAttributeFunctionIndex, 0]
-            .into_iter()
-            .chain(1..=nparams)
-            .collect();
-        let attrs_at = |idx: u32| {
-            let n = c::LLVMGetAttributeCountAtIndex(f, idx);
-            let mut v: Vec<LLVMAttributeRef> = vec![std::ptr::null_mut(); n as usize];
-            if n > 0 {
-                c::LLVMGetAttributesAtIndex(f, idx, v.as_mut_ptr());
-            }
-            v
-        };
-        for &idx in &indices {
-            for a in attrs_at(idx) {
-                c::LLVMAddAttributeAtIndex(w, idx, a);
-            }
+    let m = g.module;
+    let fty = b::global_value_type(f);
+    let w = b::add_function(m, fty);
+    // Attributes: the function's, its return value's and its parameters'.
+    let nparams = b::count_params(f);
+    let indices: Vec<u32> = [llvm_sys::LLVMAttributeFunctionIndex, 0]
+        .into_iter()
+        .chain(1..=nparams)
+        .collect();
+    for &idx in &indices {
+        for a in b::fn_attrs_at(f, idx) {
+            b::add_fn_attr_at(w, idx, a);
         }
-        c::LLVMSetFunctionCallConv(w, c::LLVMGetFunctionCallConv(f));
-        c::LLVMSetLinkage(w, c::LLVMGetLinkage(f));
-        c::LLVMSetVisibility(w, c::LLVMGetVisibility(f));
-        c::LLVMSetDLLStorageClass(w, c::LLVMGetDLLStorageClass(f));
-        c::LLVMSetUnnamedAddress(w, c::LLVMGetUnnamedAddress(f));
-        let section = c::LLVMGetSection(f);
-        if !section.is_null() {
-            c::LLVMSetSection(w, section);
-        }
-        c::LLVMSetAlignment(w, c::LLVMGetAlignment(f));
-        crate::shim::copy_dso_local(Val(f), Val(w));
-        // Metadata other than the debug information (which stays with the code).
-        let mut n = 0usize;
-        let md = c::LLVMGlobalCopyAllMetadata(f, &mut n);
-        for i in 0..n as u32 {
-            let kind = c::LLVMValueMetadataEntriesGetKind(md, i);
-            if kind != 0 {
-                c::LLVMGlobalSetMetadata(w, kind, c::LLVMValueMetadataEntriesGetMetadata(md, i));
-            }
-        }
-        if !md.is_null() {
-            c::LLVMDisposeValueMetadataEntries(md);
-        }
-        // Every use of `f` is now `w`'s (callers restored by the caller of this function), and
-        // the names change places.
-        c::LLVMReplaceAllUsesWith(f, w);
-        let mut len = 0usize;
-        let name = std::ffi::CStr::from_ptr(c::LLVMGetValueName2(f, &mut len))
-            .to_bytes()
-            .to_vec();
-        let body = [name.as_slice(), b".tally.body"].concat();
-        c::LLVMSetValueName2(f, body.as_ptr().cast(), body.len());
-        c::LLVMSetValueName2(w, name.as_ptr().cast(), name.len());
-        c::LLVMSetLinkage(f, LLVMLinkage::LLVMInternalLinkage);
-        c::LLVMSetVisibility(f, llvm_sys::LLVMVisibility::LLVMDefaultVisibility);
-        c::LLVMSetDLLStorageClass(f, llvm_sys::LLVMDLLStorageClass::LLVMDefaultStorageClass);
-        c::LLVMSetUnnamedAddress(f, llvm_sys::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
-        // The public entry: the entry's tests, then the body. The usual case (announced by a
-        // traced caller of another module, the module has its slot) is tested here and tail-calls
-        // the body on a path of its own, which needs no register saved; the rest is the `.wrap`
-        // helper's (its first test again), then the same tail call.
-        let b = c::LLVMCreateBuilderInContext(g.ctx);
-        let block =
-            |name: &std::ffi::CStr| c::LLVMAppendBasicBlockInContext(g.ctx, w, name.as_ptr());
-        let (bb, fast, slow) = (block(c"entry"), block(c"silent"), block(c"announced"));
-        c::LLVMPositionBuilderAtEnd(b, bb);
-        let mut args: Vec<LLVMValueRef> = (0..4).map(|i| entry_call.operand(i).0).collect();
-        let a = acc_ptr(g, b);
-        let flag_p = field_of(g, b, a, "direct");
-        let flag = c::LLVMBuildLoad2(b, g.ptrt, flag_p, c"".as_ptr());
-        let eq = llvm_sys::LLVMIntPredicate::LLVMIntEQ;
-        let mine = c::LLVMBuildICmp(b, eq, flag, args[3], c"".as_ptr());
-        // (the module's first field)
-        let slot = c::LLVMBuildLoad2(b, g.i32t, args[0], c"".as_ptr());
-        let zero = c::LLVMConstInt(g.i32t, 0, 0);
-        let ne = llvm_sys::LLVMIntPredicate::LLVMIntNE;
-        let has = c::LLVMBuildICmp(b, ne, slot, zero, c"".as_ptr());
-        let ok = c::LLVMBuildAnd(b, mine, has, c"".as_ptr());
-        let br = c::LLVMBuildCondBr(b, ok, fast, slow);
-        ir::set_branch_weights(g.ctx, br, &[1 << 10, 1]);
-        let tail = |b| {
-            let mut params: Vec<LLVMValueRef> =
-                (0..nparams).map(|i| c::LLVMGetParam(w, i)).collect();
-            let call = c::LLVMBuildCall2(b, fty, f, params.as_mut_ptr(), nparams, c"".as_ptr());
-            c::LLVMSetInstructionCallConv(call, c::LLVMGetFunctionCallConv(f));
-            for &idx in &indices[1..] {
-                for a in attrs_at(idx) {
-                    c::LLVMAddCallSiteAttribute(call, idx, a);
-                }
-            }
-            c::LLVMSetTailCallKind(call, llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail);
-            if c::LLVMGetTypeKind(c::LLVMGetReturnType(fty))
-                == llvm_sys::LLVMTypeKind::LLVMVoidTypeKind
-            {
-                c::LLVMBuildRetVoid(b);
-            } else {
-                c::LLVMBuildRet(b, call);
-            }
-        };
-        c::LLVMPositionBuilderAtEnd(b, fast);
-        c::LLVMBuildStore(b, c::LLVMConstNull(g.ptrt), flag_p);
-        tail(b);
-        c::LLVMPositionBuilderAtEnd(b, slow);
-        let wrap_ty = c::LLVMGlobalGetValueType(wrap);
-        c::LLVMBuildCall2(b, wrap_ty, wrap, args.as_mut_ptr(), 4, c"".as_ptr());
-        tail(b);
-        c::LLVMDisposeBuilder(b);
     }
+    b::copy_function_props(f, w);
+    crate::shim::copy_dso_local(Val(f), Val(w));
+    // Metadata other than the debug information (which stays with the code).
+    b::copy_metadata_but_debug(f, w);
+    // Every use of `f` is now `w`'s (callers restored by the caller of this function), and
+    // the names change places.
+    b::replace_all_uses(f, w);
+    let name = b::name_bytes(f);
+    let body = [name.as_slice(), b".tally.body"].concat();
+    b::set_name_bytes(f, &body);
+    b::set_name_bytes(w, &name);
+    b::set_linkage(f, LLVMLinkage::LLVMInternalLinkage);
+    b::set_visibility(f, llvm_sys::LLVMVisibility::LLVMDefaultVisibility);
+    b::set_dll_storage_class(f, llvm_sys::LLVMDLLStorageClass::LLVMDefaultStorageClass);
+    b::set_unnamed_addr(f, llvm_sys::LLVMUnnamedAddr::LLVMGlobalUnnamedAddr);
+    // The public entry: the entry's tests, then the body. The usual case (announced by a
+    // traced caller of another module, the module has its slot) is tested here and tail-calls
+    // the body on a path of its own, which needs no register saved; the rest is the `.wrap`
+    // helper's (its first test again), then the same tail call.
+    let em = Emitter::new(g, Val(w));
+    let block = |name: &str| b::append_block(g, Val(w), name);
+    let (bb, fast, slow) = (block("entry"), block("silent"), block("announced"));
+    em.position_at_end(bb);
+    let args: Vec<LLVMValueRef> = (0..4).map(|i| entry_call.operand(i).0).collect();
+    let a = acc_ptr(&em);
+    let flag_p = field_of(&em, a, "direct");
+    let flag = em.load(g.ptrt, flag_p);
+    let eq = llvm_sys::LLVMIntPredicate::LLVMIntEQ;
+    let mine = em.icmp(eq, flag, args[3]);
+    // (the module's first field)
+    let slot = em.load(g.i32t, args[0]);
+    let zero = b::const_int(g.i32t, 0, false);
+    let ne = llvm_sys::LLVMIntPredicate::LLVMIntNE;
+    let has = em.icmp(ne, slot, zero);
+    let ok = em.and(mine, has);
+    let br = em.cond_br(ok, fast, slow);
+    ir::set_branch_weights(g.ctx, br.0, &[1 << 10, 1]);
+    let tail = |em: &Emitter| {
+        let params: Vec<LLVMValueRef> = (0..nparams).map(|i| b::param(w, i)).collect();
+        let call = em.call_plain((f, fty), &params);
+        b::set_call_conv(call, b::call_conv(f));
+        for &idx in &indices[1..] {
+            for a in b::fn_attrs_at(f, idx) {
+                b::add_call_attr_at(call, idx, a);
+            }
+        }
+        b::set_tail_call_kind(call, llvm_sys::LLVMTailCallKind::LLVMTailCallKindMustTail);
+        if b::returns_void(fty) {
+            em.ret_void();
+        } else {
+            em.ret(call);
+        }
+    };
+    em.position_at_end(fast);
+    em.store(b::const_null(g.ptrt), flag_p);
+    tail(&em);
+    em.position_at_end(slow);
+    em.call_plain((wrap, b::global_value_type(wrap)), &args);
+    tail(&em);
 }

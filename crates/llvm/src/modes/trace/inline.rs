@@ -1,10 +1,11 @@
 //! The inline fast paths of the entry, return, direct flag and call site ([`inline_fns`]).
 
 use super::runtime::{acc_ptr, field_of, ENTER_PREDICTED};
-use crate::emit::cname;
-use crate::ir;
-use llvm_sys::core as c;
+use crate::emit::build as b;
+use crate::emit::{define_inline_helper, Emitter, Globals};
+use crate::ir::{self, Bb};
 use llvm_sys::prelude::*;
+use llvm_sys::LLVMIntPredicate::{LLVMIntEQ, LLVMIntNE};
 use tally_format::abi;
 
 /// The runtime's slow paths of the inline entry, direct flag and call site.
@@ -55,413 +56,254 @@ pub(super) struct Inline {
 /// - `void tally.wtrace.direct(ptr acc, ptr callee, i32 site)`: the flag set to `callee`, or with
 ///   `slow` set `__tally_wtrace_direct` (the flight recorder's call site);
 /// - `void tally.wtrace.call(ptr acc, i32 site)`: nothing, or with `slow` set `__tally_wtrace_call`.
-pub(super) unsafe fn inline_fns(
-    g: &crate::emit::Globals,
+pub(super) fn inline_fns(
+    g: &Globals,
     slow: &InlineSlow,
     put: (LLVMValueRef, LLVMTypeRef),
 ) -> Inline {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let bx = Build {
-            g,
-            b: c::LLVMCreateBuilderInContext(g.ctx),
-            e: cname(""),
-        };
-        let (i32t, ptrt) = (g.i32t, g.ptrt);
-        let enter_ty = fn_ty(ptrt, &mut [ptrt, ptrt, i32t, ptrt]);
-        // The `.wrap` entries are those of a public entry whose body is a function of its own
-        // ([`split_entries`](super::entries::split_entries)): the same, without the depth, which the body's entry
-        // (`tally.wtrace.enter.body`) counts (after the runtime's entry, one off again).
-        for (name, again, wrap) in [
-            ("tally.wtrace.enter", false, false),
-            ("tally.wtrace.enter.again", true, false),
-            ("tally.wtrace.enter.wrap", false, true),
-            ("tally.wtrace.enter.again.wrap", true, true),
-        ] {
-            enter_fn(&bx, name, enter_ty, again, wrap, slow, put);
-        }
-        enter_body_fn(&bx, enter_ty);
-        let floor = enter_floor_fn(&bx, enter_ty, slow);
-        let ret_ty = fn_ty(g.voidt, &mut [ptrt, ptrt]);
-        let ret = ret_fn(&bx, ret_ty);
-        let back_ty = fn_ty(g.i64t, &mut [ptrt, ptrt]);
-        let back = back_fn(&bx, back_ty);
-        let direct_ty = fn_ty(g.voidt, &mut [ptrt, ptrt, i32t]);
-        let direct = direct_fn(&bx, direct_ty, slow);
-        direct_body_fn(&bx, slow);
-        let call_ty = fn_ty(g.voidt, &mut [ptrt, i32t]);
-        let call = call_fn(&bx, call_ty, slow);
-        c::LLVMDisposeBuilder(bx.b);
-        let named = |name: &str| {
-            let f = c::LLVMGetNamedFunction(g.module, cname(name).as_ptr());
-            (f, enter_ty)
-        };
-        Inline {
-            enter: named("tally.wtrace.enter"),
-            enter_again: named("tally.wtrace.enter.again"),
-            enter_floor: (floor, enter_ty),
-            ret: (ret, ret_ty),
-            back: (back, back_ty),
-            direct: (direct, direct_ty),
-            call: (call, call_ty),
-        }
+    let (i32t, ptrt) = (g.i32t, g.ptrt);
+    let enter_ty = b::function_type(ptrt, &[ptrt, ptrt, i32t, ptrt]);
+    // The `.wrap` entries are those of a public entry whose body is a function of its own
+    // ([`split_entries`](super::entries::split_entries)): the same, without the depth, which the body's entry
+    // (`tally.wtrace.enter.body`) counts (after the runtime's entry, one off again).
+    let [enter, enter_again, _, _] = [
+        ("tally.wtrace.enter", false, false),
+        ("tally.wtrace.enter.again", true, false),
+        ("tally.wtrace.enter.wrap", false, true),
+        ("tally.wtrace.enter.again.wrap", true, true),
+    ]
+    .map(|(name, again, wrap)| enter_fn(g, name, enter_ty, again, wrap, slow, put));
+    enter_body_fn(g, enter_ty);
+    let floor = enter_floor_fn(g, enter_ty, slow);
+    let ret_ty = b::function_type(g.voidt, &[ptrt, ptrt]);
+    let ret = ret_fn(g, ret_ty);
+    let back_ty = b::function_type(g.i64t, &[ptrt, ptrt]);
+    let back = back_fn(g, back_ty);
+    let direct_ty = b::function_type(g.voidt, &[ptrt, ptrt, i32t]);
+    let direct = direct_fn(g, direct_ty, slow);
+    direct_body_fn(g, slow);
+    let call_ty = b::function_type(g.voidt, &[ptrt, i32t]);
+    let call = call_fn(g, call_ty, slow);
+    Inline {
+        enter: (enter, enter_ty),
+        enter_again: (enter_again, enter_ty),
+        enter_floor: (floor, enter_ty),
+        ret: (ret, ret_ty),
+        back: (back, back_ty),
+        direct: (direct, direct_ty),
+        call: (call, call_ty),
     }
 }
 
-/// The type of a function returning `ret` from `args`.
-unsafe fn fn_ty(ret: LLVMTypeRef, args: &mut [LLVMTypeRef]) -> LLVMTypeRef {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe { c::LLVMFunctionType(ret, args.as_mut_ptr(), args.len() as u32, 0) }
+/// A new block `name` at the end of the helper `em` builds.
+fn block(em: &Emitter, name: &str) -> Bb {
+    b::append_block(em.g, em.func, name)
 }
 
-/// What [`inline_fns`] builds with: the module's declarations, one builder, an empty name.
-struct Build<'a> {
-    g: &'a crate::emit::Globals,
-    b: LLVMBuilderRef,
-    e: std::ffi::CString,
+/// A conditional branch with branch weights.
+fn cold_branch(em: &Emitter, cond: LLVMValueRef, yes: Bb, no: Bb, weights: &[u32]) {
+    let br = em.cond_br(cond, yes, no);
+    ir::set_branch_weights(em.g.ctx, br.0, weights);
 }
 
-impl Build<'_> {
-    /// A new block `name` at the end of `f`.
-    unsafe fn block(&self, f: LLVMValueRef, name: &str) -> LLVMBasicBlockRef {
-        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-        unsafe { c::LLVMAppendBasicBlockInContext(self.g.ctx, f, cname(name).as_ptr()) }
-    }
+/// The thread's depth of traced activations (in accumulator `a`) plus `by` (1 or -1).
+fn add_depth(em: &Emitter, a: LLVMValueRef, by: i64) {
+    let i32t = em.g.i32t;
+    let depth_p = field_of(em, a, "depth");
+    let d = em.load(i32t, depth_p);
+    let d = em.add(d, b::const_int(i32t, by as u64, true));
+    em.store(d, depth_p);
+}
 
-    /// A conditional branch with branch weights.
-    unsafe fn cold_branch(
-        &self,
-        cond: LLVMValueRef,
-        yes: LLVMBasicBlockRef,
-        no: LLVMBasicBlockRef,
-        weights: &[u32],
-    ) {
-        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-        unsafe {
-            let br = c::LLVMBuildCondBr(self.b, cond, yes, no);
-            ir::set_branch_weights(self.g.ctx, br, weights);
-        }
-    }
+/// The call of the runtime's `rt` with the helper's parameters from the `from`th.
+fn forward(em: &Emitter, rt: (LLVMValueRef, LLVMTypeRef), from: u32) -> LLVMValueRef {
+    let f = em.func.0;
+    let args: Vec<LLVMValueRef> = (from..b::count_params(f)).map(|i| b::param(f, i)).collect();
+    em.call_plain(rt, &args)
+}
 
-    /// The thread's depth of traced activations (in accumulator `a`) plus `by` (1 or -1).
-    unsafe fn add_depth(&self, a: LLVMValueRef, by: i64) {
-        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-        unsafe {
-            let (b, i32t, e) = (self.b, self.g.i32t, &self.e);
-            let depth_p = field_of(self.g, b, a, "depth");
-            let d = c::LLVMBuildLoad2(b, i32t, depth_p, e.as_ptr());
-            let d = c::LLVMBuildAdd(b, d, c::LLVMConstInt(i32t, by as u64, 1), e.as_ptr());
-            c::LLVMBuildStore(b, d, depth_p);
-        }
-    }
+/// The `slow` field is nonzero: branch to a new block calling the runtime (returned), else
+/// to `fast`.
+fn if_slow(em: &Emitter, a: LLVMValueRef, fast: Bb) -> Bb {
+    let i32t = em.g.i32t;
+    let slow_p = field_of(em, a, "slow");
+    let s = em.load(i32t, slow_p);
+    let z = b::const_int(i32t, 0, false);
+    let is_slow = em.icmp(LLVMIntNE, s, z);
+    let rt = block(em, "slow");
+    cold_branch(em, is_slow, rt, fast, &[1, 1 << 10]);
+    rt
+}
 
-    /// The call of the runtime's `rt` with `f`'s parameters from the `from`th.
-    unsafe fn forward(
-        &self,
-        f: LLVMValueRef,
-        rt: (LLVMValueRef, LLVMTypeRef),
-        from: u32,
-    ) -> LLVMValueRef {
-        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-        unsafe {
-            let mut args: Vec<LLVMValueRef> = (from..c::LLVMCountParams(f))
-                .map(|i| c::LLVMGetParam(f, i))
-                .collect();
-            let n = args.len() as u32;
-            c::LLVMBuildCall2(self.b, rt.1, rt.0, args.as_mut_ptr(), n, self.e.as_ptr())
-        }
+/// A silent entry's end: the depth plus one (not in a `.wrap` entry), and `a` returned.
+fn deeper(em: &Emitter, a: LLVMValueRef, wrap: bool) {
+    if !wrap {
+        add_depth(em, a, 1);
     }
-
-    /// The `slow` field is nonzero: branch to a new block calling the runtime (returned), else
-    /// to `fast`.
-    unsafe fn if_slow(
-        &self,
-        f: LLVMValueRef,
-        a: LLVMValueRef,
-        fast: LLVMBasicBlockRef,
-    ) -> LLVMBasicBlockRef {
-        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-        unsafe {
-            let (b, i32t, e) = (self.b, self.g.i32t, &self.e);
-            let slow_p = field_of(self.g, b, a, "slow");
-            let s = c::LLVMBuildLoad2(b, i32t, slow_p, e.as_ptr());
-            let z = c::LLVMConstInt(i32t, 0, 0);
-            let is_slow =
-                c::LLVMBuildICmp(b, llvm_sys::LLVMIntPredicate::LLVMIntNE, s, z, e.as_ptr());
-            let rt = self.block(f, "slow");
-            self.cold_branch(is_slow, rt, fast, &[1, 1 << 10]);
-            rt
-        }
-    }
-
-    /// A silent entry's end: the depth plus one (not in a `.wrap` entry), and `a` returned.
-    unsafe fn deeper(&self, a: LLVMValueRef, wrap: bool) {
-        // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-        // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-        unsafe {
-            if !wrap {
-                self.add_depth(a, 1);
-            }
-            c::LLVMBuildRet(self.b, a);
-        }
-    }
+    em.ret(a);
 }
 
 /// `tally.wtrace.enter` and its `.again` and `.wrap` variants (see [`inline_fns`]).
-unsafe fn enter_fn(
-    bx: &Build,
+fn enter_fn(
+    g: &Globals,
     name: &str,
     enter_ty: LLVMTypeRef,
     again: bool,
     wrap: bool,
     slow: &InlineSlow,
     put: (LLVMValueRef, LLVMTypeRef),
-) {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let (g, b, e) = (bx.g, bx.b, &bx.e);
-        let (i32t, ptrt) = (g.i32t, g.ptrt);
-        let (enter, entry) = crate::emit::inline_helper(g, name, enter_ty);
-        let Some(entry) = entry else { return };
-        c::LLVMPositionBuilderAtEnd(b, entry);
-        let p = |i| c::LLVMGetParam(enter, i);
-        let a = acc_ptr(g, b);
-        let flag_p = field_of(g, b, a, "direct");
-        let flag = c::LLVMBuildLoad2(b, ptrt, flag_p, e.as_ptr());
-        let mine = c::LLVMBuildICmp(
-            b,
-            llvm_sys::LLVMIntPredicate::LLVMIntEQ,
-            flag,
-            p(3),
-            e.as_ptr(),
-        );
-        let check_slot = bx.block(enter, "slot");
-        let silent = bx.block(enter, "silent");
-        let rt = bx.block(enter, "announced");
-        c::LLVMBuildCondBr(b, mine, check_slot, rt);
-        c::LLVMPositionBuilderAtEnd(b, check_slot);
-        let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr()); // (the module's first field)
-        let z = c::LLVMConstInt(i32t, 0, 0);
-        let has = c::LLVMBuildICmp(
-            b,
-            llvm_sys::LLVMIntPredicate::LLVMIntNE,
-            slot,
-            z,
-            e.as_ptr(),
-        );
-        bx.cold_branch(has, silent, rt, &[1 << 10, 1]);
-        c::LLVMPositionBuilderAtEnd(b, silent);
-        c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), flag_p);
-        bx.deeper(a, wrap);
-        c::LLVMPositionBuilderAtEnd(b, rt);
+) -> LLVMValueRef {
+    let (i32t, ptrt) = (g.i32t, g.ptrt);
+    define_inline_helper(g, name, enter_ty, |em| {
+        let p = |i| b::param(em.func.0, i);
+        let a = acc_ptr(em);
+        let flag_p = field_of(em, a, "direct");
+        let flag = em.load(ptrt, flag_p);
+        let mine = em.icmp(LLVMIntEQ, flag, p(3));
+        let check_slot = block(em, "slot");
+        let silent = block(em, "silent");
+        let rt = block(em, "announced");
+        em.cond_br(mine, check_slot, rt);
+        em.position_at_end(check_slot);
+        let slot = em.load(i32t, p(0)); // (the module's first field)
+        let z = b::const_int(i32t, 0, false);
+        let has = em.icmp(LLVMIntNE, slot, z);
+        cold_branch(em, has, silent, rt, &[1 << 10, 1]);
+        em.position_at_end(silent);
+        em.store(b::const_null(ptrt), flag_p);
+        deeper(em, a, wrap);
+        em.position_at_end(rt);
         if again {
-            predicted_enter(bx, enter, a, wrap, put);
+            predicted_enter(em, a, wrap, put);
         }
         // (The thread's first entry points the TLS pointer at the thread's own accumulator.)
-        bx.forward(enter, slow.enter, 0);
-        let a = acc_ptr(g, b);
+        forward(em, slow.enter, 0);
+        let a = acc_ptr(em);
         if wrap {
             // (The runtime counted the activation; the body's entry counts it again.)
-            bx.add_depth(a, -1);
+            add_depth(em, a, -1);
         }
-        c::LLVMBuildRet(b, a);
-    }
+        em.ret(a);
+    })
 }
 
-/// The announced path of `tally.wtrace.enter.again` (`enter`, accumulator `a`) up to the
-/// runtime's call: the predicted `Enter` appended inline when the stream predicts this
-/// function; the builder is left in the block that calls the runtime.
-unsafe fn predicted_enter(
-    bx: &Build,
-    enter: LLVMValueRef,
-    a: LLVMValueRef,
-    wrap: bool,
-    put: (LLVMValueRef, LLVMTypeRef),
-) {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let (g, b, e) = (bx.g, bx.b, &bx.e);
-        let (i32t, ptrt) = (g.i32t, g.ptrt);
-        let p = |i| c::LLVMGetParam(enter, i);
-        // The key `slot << 32 | index`, and the one the stream predicts after the previous
-        // Enter's (`e_next[e_prev * MUL >> SHIFT]`); a slot of 0 (none yet) never matches.
-        let (i64t, eq, ne) = (
-            g.i64t,
-            llvm_sys::LLVMIntPredicate::LLVMIntEQ,
-            llvm_sys::LLVMIntPredicate::LLVMIntNE,
-        );
-        let k = |v| c::LLVMConstInt(i64t, v, 0);
-        let put_predicted = |b| {
-            let mut args = [a, k(ENTER_PREDICTED.0), k(ENTER_PREDICTED.1)];
-            c::LLVMBuildCall2(b, put.1, put.0, args.as_mut_ptr(), 3, e.as_ptr());
-        };
-        // First the shortest case, the function that is `e_prev` and predicts itself
-        // (`again`): nothing to change.
-        let itself = bx.block(enter, "again");
-        let other = bx.block(enter, "other");
-        let again_p = field_of(g, b, a, "again");
-        let last = c::LLVMBuildLoad2(b, ptrt, again_p, e.as_ptr());
-        let same = c::LLVMBuildICmp(b, eq, last, p(3), e.as_ptr());
-        c::LLVMBuildCondBr(b, same, itself, other);
-        c::LLVMPositionBuilderAtEnd(b, itself);
-        put_predicted(b);
-        bx.deeper(a, wrap);
-        c::LLVMPositionBuilderAtEnd(b, other);
-        let predicted = bx.block(enter, "predicted");
-        let call = bx.block(enter, "call");
-        let slot = c::LLVMBuildLoad2(b, i32t, p(0), e.as_ptr());
-        let hi = c::LLVMBuildZExt(b, slot, i64t, e.as_ptr());
-        let hi = c::LLVMBuildShl(b, hi, k(32), e.as_ptr());
-        let lo = c::LLVMBuildZExt(b, p(2), i64t, e.as_ptr());
-        let key = c::LLVMBuildOr(b, hi, lo, e.as_ptr());
-        let prev_p = field_of(g, b, a, "e_prev");
-        let prev = c::LLVMBuildLoad2(b, i64t, prev_p, e.as_ptr());
-        let h = c::LLVMBuildMul(b, prev, k(abi::WTRACE_ENTER_MUL), e.as_ptr());
-        let h = c::LLVMBuildLShr(b, h, k(u64::from(abi::WTRACE_ENTER_SHIFT)), e.as_ptr());
-        let table = c::LLVMBuildLoad2(b, ptrt, field_of(g, b, a, "e_next"), e.as_ptr());
-        let mut idx = [h];
-        let at = c::LLVMBuildInBoundsGEP2(b, i64t, table, idx.as_mut_ptr(), 1, e.as_ptr());
-        let pred = c::LLVMBuildLoad2(b, i64t, at, e.as_ptr());
-        let same = c::LLVMBuildICmp(b, eq, pred, key, e.as_ptr());
-        let z = c::LLVMConstInt(i32t, 0, 0);
-        let has = c::LLVMBuildICmp(b, ne, slot, z, e.as_ptr());
-        let hit = c::LLVMBuildAnd(b, same, has, e.as_ptr());
-        c::LLVMBuildCondBr(b, hit, predicted, call);
-        c::LLVMPositionBuilderAtEnd(b, predicted);
-        put_predicted(b);
-        c::LLVMBuildStore(b, key, prev_p);
-        c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), again_p);
-        bx.deeper(a, wrap);
-        c::LLVMPositionBuilderAtEnd(b, call);
-    }
+/// The announced path of `tally.wtrace.enter.again` (the helper `em` builds, accumulator
+/// `a`) up to the runtime's call: the predicted `Enter` appended inline when the stream
+/// predicts this function; `em` is left in the block that calls the runtime.
+fn predicted_enter(em: &Emitter, a: LLVMValueRef, wrap: bool, put: (LLVMValueRef, LLVMTypeRef)) {
+    let (i32t, i64t, ptrt) = (em.g.i32t, em.g.i64t, em.g.ptrt);
+    let p = |i| b::param(em.func.0, i);
+    // The key `slot << 32 | index`, and the one the stream predicts after the previous
+    // Enter's (`e_next[e_prev * MUL >> SHIFT]`); a slot of 0 (none yet) never matches.
+    let k = |v| b::const_int(i64t, v, false);
+    let put_predicted = || {
+        em.call_plain(put, &[a, k(ENTER_PREDICTED.0), k(ENTER_PREDICTED.1)]);
+    };
+    // First the shortest case, the function that is `e_prev` and predicts itself
+    // (`again`): nothing to change.
+    let itself = block(em, "again");
+    let other = block(em, "other");
+    let again_p = field_of(em, a, "again");
+    let last = em.load(ptrt, again_p);
+    let same = em.icmp(LLVMIntEQ, last, p(3));
+    em.cond_br(same, itself, other);
+    em.position_at_end(itself);
+    put_predicted();
+    deeper(em, a, wrap);
+    em.position_at_end(other);
+    let predicted = block(em, "predicted");
+    let call = block(em, "call");
+    let slot = em.load(i32t, p(0));
+    let hi = em.zext(slot, i64t);
+    let hi = em.shl(hi, k(32));
+    let lo = em.zext(p(2), i64t);
+    let key = em.or(hi, lo);
+    let prev_p = field_of(em, a, "e_prev");
+    let prev = em.load(i64t, prev_p);
+    let h = em.mul(prev, k(abi::WTRACE_ENTER_MUL));
+    let h = em.lshr(h, k(u64::from(abi::WTRACE_ENTER_SHIFT)));
+    let table = em.load(ptrt, field_of(em, a, "e_next"));
+    let at = em.inbounds_gep(i64t, table, &[h]);
+    let pred = em.load(i64t, at);
+    let same = em.icmp(LLVMIntEQ, pred, key);
+    let z = b::const_int(i32t, 0, false);
+    let has = em.icmp(LLVMIntNE, slot, z);
+    let hit = em.and(same, has);
+    em.cond_br(hit, predicted, call);
+    em.position_at_end(predicted);
+    put_predicted();
+    em.store(key, prev_p);
+    em.store(b::const_null(ptrt), again_p);
+    deeper(em, a, wrap);
+    em.position_at_end(call);
 }
 
 /// The entry of a body ([`split_entries`](super::entries::split_entries)): entered only from this module's traced direct
 /// call sites and from its public entry, which did the rest (the runtime's entry, when
 /// `slow` is set, is made before the call: `tally.wtrace.direct.body`, or by the public
 /// entry): the depth alone.
-unsafe fn enter_body_fn(bx: &Build, enter_ty: LLVMTypeRef) {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let (_, entry) = crate::emit::inline_helper(bx.g, "tally.wtrace.enter.body", enter_ty);
-        if let Some(entry) = entry {
-            c::LLVMPositionBuilderAtEnd(bx.b, entry);
-            let a = acc_ptr(bx.g, bx.b);
-            bx.add_depth(a, 1);
-            c::LLVMBuildRet(bx.b, a);
-        }
-    }
+fn enter_body_fn(g: &Globals, enter_ty: LLVMTypeRef) {
+    define_inline_helper(g, "tally.wtrace.enter.body", enter_ty, |em| {
+        let a = acc_ptr(em);
+        add_depth(em, a, 1);
+        em.ret(a);
+    });
 }
 
 /// `--tally-trace-floor` (measurement only): the thread's stream made at its first entry,
 /// nothing else.
-unsafe fn enter_floor_fn(bx: &Build, enter_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let (g, b) = (bx.g, bx.b);
-        let (floor, entry) = crate::emit::inline_helper(g, "tally.wtrace.enter.floor", enter_ty);
-        if let Some(entry) = entry {
-            c::LLVMPositionBuilderAtEnd(b, entry);
-            let a = acc_ptr(g, b);
-            let fast = bx.block(floor, "fast");
-            let rt = bx.if_slow(floor, a, fast);
-            c::LLVMPositionBuilderAtEnd(b, fast);
-            c::LLVMBuildRet(b, a);
-            c::LLVMPositionBuilderAtEnd(b, rt);
-            bx.forward(floor, slow.enter, 0);
-            c::LLVMBuildRet(b, acc_ptr(g, b));
-        }
-        floor
-    }
+fn enter_floor_fn(g: &Globals, enter_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
+    define_inline_helper(g, "tally.wtrace.enter.floor", enter_ty, |em| {
+        let a = acc_ptr(em);
+        let fast = block(em, "fast");
+        let rt = if_slow(em, a, fast);
+        em.position_at_end(fast);
+        em.ret(a);
+        em.position_at_end(rt);
+        forward(em, slow.enter, 0);
+        em.ret(acc_ptr(em));
+    })
 }
 
 /// `tally.wtrace.ret` (see [`inline_fns`]).
-unsafe fn ret_fn(bx: &Build, ret_ty: LLVMTypeRef) -> LLVMValueRef {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let (g, b, e) = (bx.g, bx.b, &bx.e);
-        let (ret, entry) = crate::emit::inline_helper(g, "tally.wtrace.ret", ret_ty);
-        if let Some(entry) = entry {
-            c::LLVMPositionBuilderAtEnd(b, entry);
-            let a = c::LLVMGetParam(ret, 0);
-            bx.add_depth(a, -1);
-            // (`self` is a constant: the test folds once inlined.)
-            let own = c::LLVMGetParam(ret, 1);
-            let null = c::LLVMConstNull(g.ptrt);
-            let has = c::LLVMBuildICmp(
-                b,
-                llvm_sys::LLVMIntPredicate::LLVMIntNE,
-                own,
-                null,
-                e.as_ptr(),
-            );
-            let store = bx.block(ret, "store");
-            let done = bx.block(ret, "done");
-            c::LLVMBuildCondBr(b, has, store, done);
-            c::LLVMPositionBuilderAtEnd(b, store);
-            c::LLVMBuildStore(b, own, field_of(g, b, a, "ret"));
-            c::LLVMBuildBr(b, done);
-            c::LLVMPositionBuilderAtEnd(b, done);
-            c::LLVMBuildRetVoid(b);
-        }
-        ret
-    }
+fn ret_fn(g: &Globals, ret_ty: LLVMTypeRef) -> LLVMValueRef {
+    define_inline_helper(g, "tally.wtrace.ret", ret_ty, |em| {
+        let a = b::param(em.func.0, 0);
+        add_depth(em, a, -1);
+        // (`self` is a constant: the test folds once inlined.)
+        let own = b::param(em.func.0, 1);
+        let null = b::const_null(g.ptrt);
+        let has = em.icmp(LLVMIntNE, own, null);
+        let store = block(em, "store");
+        let done = block(em, "done");
+        em.cond_br(has, store, done);
+        em.position_at_end(store);
+        em.store(own, field_of(em, a, "ret"));
+        em.br(done);
+        em.position_at_end(done);
+        em.ret_void();
+    })
 }
 
 /// `tally.wtrace.back` (see [`inline_fns`]).
-unsafe fn back_fn(bx: &Build, back_ty: LLVMTypeRef) -> LLVMValueRef {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let (g, b, e) = (bx.g, bx.b, &bx.e);
-        let (back, entry) = crate::emit::inline_helper(g, "tally.wtrace.back", back_ty);
-        if let Some(entry) = entry {
-            c::LLVMPositionBuilderAtEnd(b, entry);
-            let a = c::LLVMGetParam(back, 0);
-            let last = c::LLVMBuildLoad2(b, g.ptrt, field_of(g, b, a, "ret"), e.as_ptr());
-            let callee = c::LLVMGetParam(back, 1);
-            let pred = llvm_sys::LLVMIntPredicate::LLVMIntNE;
-            let not_traced = c::LLVMBuildICmp(b, pred, last, callee, e.as_ptr());
-            c::LLVMBuildRet(b, c::LLVMBuildZExt(b, not_traced, g.i64t, e.as_ptr()));
-        }
-        back
-    }
+fn back_fn(g: &Globals, back_ty: LLVMTypeRef) -> LLVMValueRef {
+    define_inline_helper(g, "tally.wtrace.back", back_ty, |em| {
+        let a = b::param(em.func.0, 0);
+        let last = em.load(g.ptrt, field_of(em, a, "ret"));
+        let callee = b::param(em.func.0, 1);
+        let not_traced = em.icmp(LLVMIntNE, last, callee);
+        em.ret(em.zext(not_traced, g.i64t));
+    })
 }
 
 /// `tally.wtrace.direct` (see [`inline_fns`]).
-unsafe fn direct_fn(bx: &Build, direct_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let (g, b) = (bx.g, bx.b);
-        let (direct, entry) = crate::emit::inline_helper(g, "tally.wtrace.direct", direct_ty);
-        if let Some(entry) = entry {
-            c::LLVMPositionBuilderAtEnd(b, entry);
-            let a = c::LLVMGetParam(direct, 0);
-            let fast = bx.block(direct, "fast");
-            let rt = bx.if_slow(direct, a, fast);
-            c::LLVMPositionBuilderAtEnd(b, fast);
-            let flag_p = field_of(g, b, a, "direct");
-            c::LLVMBuildStore(b, c::LLVMGetParam(direct, 1), flag_p);
-            c::LLVMBuildRetVoid(b);
-            c::LLVMPositionBuilderAtEnd(b, rt);
-            bx.forward(direct, slow.direct, 1);
-            c::LLVMBuildRetVoid(b);
-        }
-        direct
-    }
+fn direct_fn(g: &Globals, direct_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
+    define_inline_helper(g, "tally.wtrace.direct", direct_ty, |em| {
+        fast_or_runtime(em, slow.direct, |a| {
+            let flag_p = field_of(em, a, "direct");
+            em.store(b::param(em.func.0, 1), flag_p);
+        })
+    })
 }
 
 /// `void tally.wtrace.direct.body(ptr acc, ptr callee, i32 site, ptr module, ptr counters,
@@ -470,67 +312,43 @@ unsafe fn direct_fn(bx: &Build, direct_ty: LLVMTypeRef, slow: &InlineSlow) -> LL
 /// `slow` set, the runtime's direct flag and the callee's entry made here (the flight
 /// recorder's call site, shadow stack and synchronization point, the thread's word current),
 /// less the depth, which the body's entry counts.
-unsafe fn direct_body_fn(bx: &Build, slow: &InlineSlow) {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let (g, b, e) = (bx.g, bx.b, &bx.e);
-        let (i32t, ptrt) = (g.i32t, g.ptrt);
-        let direct_body_ty = fn_ty(g.voidt, &mut [ptrt, ptrt, i32t, ptrt, ptrt, i32t]);
-        let (direct_body, entry) =
-            crate::emit::inline_helper(g, "tally.wtrace.direct.body", direct_body_ty);
-        if let Some(entry) = entry {
-            c::LLVMPositionBuilderAtEnd(b, entry);
-            let p = |i| c::LLVMGetParam(direct_body, i);
-            let a = p(0);
-            let fast = bx.block(direct_body, "fast");
-            let rt = bx.if_slow(direct_body, a, fast);
-            c::LLVMPositionBuilderAtEnd(b, fast);
-            c::LLVMBuildStore(b, c::LLVMConstNull(ptrt), field_of(g, b, a, "direct"));
-            c::LLVMBuildRetVoid(b);
-            c::LLVMPositionBuilderAtEnd(b, rt);
-            let mut args = [p(1), p(2)];
-            c::LLVMBuildCall2(
-                b,
-                slow.direct.1,
-                slow.direct.0,
-                args.as_mut_ptr(),
-                2,
-                e.as_ptr(),
-            );
-            let mut args = [p(3), p(4), p(5), p(1)];
-            c::LLVMBuildCall2(
-                b,
-                slow.enter.1,
-                slow.enter.0,
-                args.as_mut_ptr(),
-                4,
-                e.as_ptr(),
-            );
-            bx.add_depth(acc_ptr(g, b), -1);
-            c::LLVMBuildRetVoid(b);
-        }
-    }
+fn direct_body_fn(g: &Globals, slow: &InlineSlow) {
+    let (i32t, ptrt) = (g.i32t, g.ptrt);
+    let direct_body_ty = b::function_type(g.voidt, &[ptrt, ptrt, i32t, ptrt, ptrt, i32t]);
+    define_inline_helper(g, "tally.wtrace.direct.body", direct_body_ty, |em| {
+        let p = |i| b::param(em.func.0, i);
+        let a = p(0);
+        let fast = block(em, "fast");
+        let rt = if_slow(em, a, fast);
+        em.position_at_end(fast);
+        em.store(b::const_null(ptrt), field_of(em, a, "direct"));
+        em.ret_void();
+        em.position_at_end(rt);
+        em.call_plain(slow.direct, &[p(1), p(2)]);
+        em.call_plain(slow.enter, &[p(3), p(4), p(5), p(1)]);
+        add_depth(em, acc_ptr(em), -1);
+        em.ret_void();
+    });
 }
 
 /// `tally.wtrace.call` (see [`inline_fns`]).
-unsafe fn call_fn(bx: &Build, call_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
-    // SAFETY: the handles passed in (module, context, values, builder) are live for the whole
-    // `instrument` call (`crate::ir`'s module doc), and callers position the builder.
-    unsafe {
-        let b = bx.b;
-        let (call, entry) = crate::emit::inline_helper(bx.g, "tally.wtrace.call", call_ty);
-        if let Some(entry) = entry {
-            c::LLVMPositionBuilderAtEnd(b, entry);
-            let a = c::LLVMGetParam(call, 0);
-            let fast = bx.block(call, "fast");
-            let rt = bx.if_slow(call, a, fast);
-            c::LLVMPositionBuilderAtEnd(b, fast);
-            c::LLVMBuildRetVoid(b);
-            c::LLVMPositionBuilderAtEnd(b, rt);
-            bx.forward(call, slow.call, 1);
-            c::LLVMBuildRetVoid(b);
-        }
-        call
-    }
+fn call_fn(g: &Globals, call_ty: LLVMTypeRef, slow: &InlineSlow) -> LLVMValueRef {
+    define_inline_helper(g, "tally.wtrace.call", call_ty, |em| {
+        fast_or_runtime(em, slow.call, |_| {})
+    })
+}
+
+/// The body of `tally.wtrace.direct` and `tally.wtrace.call` (`em`'s helper, the accumulator
+/// its first parameter `a`): `fast(a)` unless `slow` is set ([`if_slow`]), else the call of the
+/// runtime's `rt` with the other parameters; either way, then the return.
+fn fast_or_runtime(em: &Emitter, rt: (LLVMValueRef, LLVMTypeRef), fast: impl FnOnce(LLVMValueRef)) {
+    let a = b::param(em.func.0, 0);
+    let fast_bb = block(em, "fast");
+    let slow = if_slow(em, a, fast_bb);
+    em.position_at_end(fast_bb);
+    fast(a);
+    em.ret_void();
+    em.position_at_end(slow);
+    forward(em, rt, 1);
+    em.ret_void();
 }

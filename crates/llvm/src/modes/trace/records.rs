@@ -72,7 +72,7 @@ impl Rec<'_> {
     /// that dominates it: [`Rec::share_acc`]).
     pub(super) fn acc_here(&self, em: &Emitter) -> LLVMValueRef {
         match self.acc.get() {
-            acc if acc.is_null() => acc_ptr(em.g, em.b),
+            acc if acc.is_null() => acc_ptr(em),
             acc => acc,
         }
     }
