@@ -403,6 +403,7 @@ pub struct SourceMeta {
     pub branches: Vec<BranchMeta>,
     /// Per block (empty, or one entry per block): its pseudo-probe calls in instruction order
     /// (a build with `-fpseudo-probe-for-profiling`; [`probes`]).
+    #[serde(default)]
     pub probes: Vec<Vec<ProbeAt>>,
 }
 

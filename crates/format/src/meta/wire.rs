@@ -172,7 +172,9 @@ pub(super) struct ModuleIn {
     event_kind: Option<String>,
     ipath: Option<IpathMeta>,
     oracle_for: Option<u64>,
+    #[serde(default)]
     probe_descs: Vec<ProbeDesc>,
+    #[serde(default)]
     probes_before_optimization: bool,
 }
 
