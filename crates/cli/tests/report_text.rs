@@ -155,3 +155,50 @@ int main() {
         "{names:?}"
     );
 }
+
+/// A `trace-naive` profile counts nothing (the trace holds the blocks): the reports say every
+/// count is unknown instead of printing zeros, and say where the counts are.
+#[test]
+fn a_profile_that_counts_nothing_shows_unknown_counts() {
+    let dir = scratch("report-unknown");
+    std::fs::write(dir.join("collatz.c"), PROG).unwrap();
+    build(
+        Variant::Tally("trace-naive"),
+        false,
+        &["-O1", "-g", "collatz.c"],
+        &dir.join("collatz"),
+        &dir,
+    );
+    let prof = dir.join("collatz.tally");
+    run(Path::new("./collatz"), &[], &dir, &prof);
+    let o = std::process::Command::new(tally())
+        .args(["report", "collatz.tally"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("block executions: ? (block counts unknown in 1 functions"),
+        "{text}"
+    );
+    assert!(text.contains("(0+? executed"), "{text}");
+    let main = text
+        .lines()
+        .find(|l| l.contains(" main "))
+        .expect("main listed");
+    assert!(main.trim_start().starts_with("? "), "{main}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("trace-naive build counts nothing"), "{err}");
+    let json = report_json(&prof);
+    for f in json["functions"].as_array().unwrap() {
+        assert!(f["entry_count"].is_null(), "{f}");
+        assert!(f["block_executions"].is_null(), "{f}");
+    }
+    let lines = tally_ok(&dir, &["report", "--lines", "collatz.tally"]);
+    let lines = String::from_utf8_lossy(&lines);
+    assert!(
+        lines.lines().nth(1).unwrap().contains("unknown)"),
+        "{lines}"
+    );
+}

@@ -150,6 +150,20 @@ pub struct FunctionReport {
     pub source: source::FunctionSource,
 }
 
+impl FunctionReport {
+    /// Are all its block counts known, so that `block_executions` is their sum? (`trace-naive`
+    /// counts nothing in its profile: its trace holds the blocks; a function whose counts
+    /// could not be recovered at all says so with `inconsistent` instead.)
+    pub fn blocks_known(&self) -> bool {
+        self.inconsistent.is_some() || self.blocks.iter().all(|b| b.count.is_some())
+    }
+
+    /// Is its entry count known (`entry_count` is 0 otherwise)?
+    pub fn entries_known(&self) -> bool {
+        self.inconsistent.is_some() || self.blocks.first().is_some_and(|b| b.count.is_some())
+    }
+}
+
 /// Events of one function (events mode).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FunctionEvents {

@@ -198,6 +198,12 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
     let mut s = String::new();
     let modes: Vec<_> = r.modes.iter().map(|m| m.name()).collect();
     let executed = r.functions.iter().filter(|f| f.entry_count > 0).count();
+    let unknown = r.functions.iter().filter(|f| !f.entries_known()).count();
+    let executed = if unknown == 0 {
+        executed.to_string()
+    } else {
+        format!("{executed}+?")
+    };
     let _ = writeln!(
         s,
         "tally report: {title}\n{}mode {}, {} modules, {} functions ({} executed, {} not instrumented), {} counters",
@@ -213,7 +219,15 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
         .functions
         .iter()
         .fold(0u64, |a, f| a.saturating_add(f.block_executions));
-    let _ = writeln!(s, "block executions: {total}\n");
+    let partial = r.functions.iter().filter(|f| !f.blocks_known()).count();
+    if partial == 0 {
+        let _ = writeln!(s, "block executions: {total}\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "block executions: ? (block counts unknown in {partial} functions; known blocks: {total})\n"
+        );
+    }
     if r.unfinished {
         let _ = writeln!(
             s,
@@ -247,7 +261,9 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
     let shown: Vec<&FunctionReport> = r
         .functions
         .iter()
-        .filter(|f| o.show_unexecuted || f.entry_count > 0 || f.inconsistent.is_some())
+        .filter(|f| {
+            o.show_unexecuted || f.entry_count > 0 || f.inconsistent.is_some() || !f.entries_known()
+        })
         .collect();
     let n = if o.top == 0 {
         shown.len()
@@ -266,11 +282,20 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
         } else {
             100.0 * f.block_executions as f64 / total as f64
         };
+        let (execs, pct) = if f.blocks_known() {
+            (f.block_executions.to_string(), format!("{pct:.2}"))
+        } else {
+            ("?".to_string(), "?".to_string())
+        };
+        let entries = match f.entries_known() {
+            true => f.entry_count.to_string(),
+            false => "?".to_string(),
+        };
         let _ = writeln!(
             s,
-            "{:>14} {:>16} {:>6.2}  {:<40} {}",
-            f.entry_count,
-            f.block_executions,
+            "{:>14} {:>16} {:>6}  {:<40} {}",
+            entries,
+            execs,
             pct,
             short_fn(&f.demangled),
             where_(&f.file, f.line)
@@ -292,7 +317,11 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
             "\n== {}  ({})  entries {}  blocks {}  edges {}  counters {}",
             short_fn(&f.demangled),
             where_(&f.file, f.line),
-            f.entry_count,
+            if f.entries_known() {
+                f.entry_count.to_string()
+            } else {
+                "?".to_string()
+            },
             f.blocks.len(),
             f.edges.len(),
             f.counters
@@ -393,8 +422,10 @@ struct JsonFunction<'a> {
     module: &'a str,
     mode: &'static str,
     cfg_hash: String,
-    entry_count: u64,
-    block_executions: u64,
+    /// `None` when unknown (`trace-naive` counts nothing in its profile).
+    entry_count: Option<u64>,
+    /// `None` when some block count is unknown (`trace-naive`).
+    block_executions: Option<u64>,
     counters: usize,
     copies: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -504,8 +535,8 @@ fn json_with<'a>(
                 module: &f.module,
                 mode: f.mode.name(),
                 cfg_hash: format!("{:016x}", f.cfg_hash),
-                entry_count: f.entry_count,
-                block_executions: f.block_executions,
+                entry_count: f.entries_known().then_some(f.entry_count),
+                block_executions: f.blocks_known().then_some(f.block_executions),
                 counters: f.counters,
                 copies: f.copies,
                 inconsistent: f.inconsistent.as_deref().filter(|_| !r.unfinished),

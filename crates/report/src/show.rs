@@ -225,25 +225,17 @@ fn is_system_header(path: &str) -> bool {
 }
 
 fn cov_cells(c: &Coverage) -> [String; 3] {
+    let cell = |hit: usize, total: usize, unknown: usize| {
+        let mut t = format!("{hit}/{total} {}", percent(hit, total));
+        if unknown > 0 {
+            t += &format!(" ({unknown} unknown)");
+        }
+        t
+    };
     [
-        format!(
-            "{}/{} {}",
-            c.lines_hit,
-            c.lines,
-            percent(c.lines_hit, c.lines)
-        ),
-        format!(
-            "{}/{} {}",
-            c.branches_hit,
-            c.branches,
-            percent(c.branches_hit, c.branches)
-        ),
-        format!(
-            "{}/{} {}",
-            c.functions_hit,
-            c.functions,
-            percent(c.functions_hit, c.functions)
-        ),
+        cell(c.lines_hit, c.lines, c.unknown[0]),
+        cell(c.branches_hit, c.branches, c.unknown[1]),
+        cell(c.functions_hit, c.functions, c.unknown[2]),
     ]
 }
 

@@ -175,10 +175,16 @@ pub struct Coverage {
     pub functions: usize,
     /// Source functions that ran.
     pub functions_hit: usize,
+    /// Lines, branch outcomes and functions whose count is unknown (not among the hit ones:
+    /// `trace-naive` counts nothing in its profile, `vertex` leaves some edges undetermined).
+    pub unknown: [usize; 3],
 }
 
 impl Coverage {
     fn add(&mut self, o: &Coverage) {
+        for (a, b) in self.unknown.iter_mut().zip(o.unknown) {
+            *a += b;
+        }
         self.lines += o.lines;
         self.lines_hit += o.lines_hit;
         self.branches += o.branches;
@@ -218,15 +224,18 @@ impl SourceModel {
             for l in f.lines.values() {
                 c.lines += 1;
                 c.lines_hit += usize::from(hit(l.count));
+                c.unknown[0] += usize::from(l.count.is_none());
                 for b in &l.branches {
                     c.branches += b.outcomes.len();
                     c.branches_hit += b.outcomes.iter().filter(|&&o| hit(o)).count();
+                    c.unknown[1] += b.outcomes.iter().filter(|o| o.is_none()).count();
                 }
             }
         }
         for func in self.functions_in(path) {
             c.functions += 1;
             c.functions_hit += usize::from(hit(func.count));
+            c.unknown[2] += usize::from(func.count.is_none());
         }
         c
     }

@@ -76,6 +76,9 @@ pub fn analyze_maybe_traced(
     match trace {
         None => {
             let r = tally_report::analyze(&profile, &tally_report::Inputs::default())?;
+            if r.modes.contains(&tally_format::Mode::TraceNaive) {
+                eprintln!("tally: a trace-naive build counts nothing in its profile; its trace lists every block executed: tally trace PROG.trace");
+            }
             if r.modes.contains(&tally_format::Mode::Trace) {
                 eprintln!("tally: a trace build counts nothing in its profile; pass the trace its run wrote: --trace PROG.trace {}", title);
             }

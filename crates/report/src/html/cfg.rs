@@ -237,7 +237,7 @@ pub(crate) fn render(ctx: &Ctx, f: &FunctionReport, text: &mut SourceText, draw:
         "<p>Defined at {at}; module {}; mode {}; <span id=\"calls\" data-count=\"{c}\">{c} calls</span>, {} block executions, {} blocks, {} edges{}.</p>",
         esc(&f.module),
         esc(f.mode.name()),
-        count_text((f.inconsistent.is_none()).then_some(f.block_executions)),
+        count_text((f.inconsistent.is_none() && f.blocks_known()).then_some(f.block_executions)),
         f.blocks.len(),
         f.edges.len(),
         if f.name != f.demangled {

@@ -152,7 +152,8 @@ pub(crate) fn render(ctx: &Ctx) -> String {
         } else {
             f.entry_count.to_string()
         };
-        let execs = if unknown {
+        let execs_unknown = unknown || !f.blocks_known();
+        let execs = if execs_unknown {
             "?".to_string()
         } else {
             f.block_executions.to_string()
@@ -162,7 +163,7 @@ pub(crate) fn render(ctx: &Ctx) -> String {
             "<tr data-name=\"{n}\" data-fn=\"{i}\"><td><a href=\"{}\" title=\"{n}\">{short}</a></td><td>{at}</td><td class=\"num\" data-sort=\"{}\">{calls}</td><td class=\"num\" data-sort=\"{}\">{execs}</td><td class=\"num\" data-sort=\"{nb}\">{nb}</td></tr>",
             ctx.fn_page(i),
             if unknown { -1 } else { f.entry_count as i128 },
-            if unknown { -1 } else { f.block_executions as i128 },
+            if execs_unknown { -1 } else { f.block_executions as i128 },
             n = esc(&f.demangled),
             short = esc(&crate::names::short_name(
                 &f.demangled,
