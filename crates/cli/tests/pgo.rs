@@ -10,6 +10,8 @@
 //!   is silent), the entry counts it attached equal the profile's heads (up to the loader's
 //!   `+1`) in every function that no `longjmp` or `exit` left early (where the loader's flow
 //!   inference and the exact count part), and the program prints what it printed before;
+//! - on a small program that counts its own branches, the whole loop: the profile's counts are
+//!   the program's, and the rebuild's branch weights are those counts;
 //! - a stale profile (altered checksums) never breaks the build and is said in one line;
 //! - a build with probes but without `--tally-pgo` is warned about.
 
@@ -290,4 +292,78 @@ fn probes_added_after_optimization_are_warned_about() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("no pseudo-probes"), "{err}");
+}
+
+/// A program that counts how often `classify` is called and how its two branches go, and
+/// prints the counts: the oracle of the loop's counts.
+const CLASSIFY: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+static unsigned long calls, tens, odd;
+__attribute__((noinline)) static int classify(unsigned x) {
+    calls++;
+    if (x % 10 == 0) {
+        tens++;
+        return (int)(x / 10);
+    }
+    if (x & 1) {
+        odd++;
+        return (int)(3 * x + 1);
+    }
+    return (int)(x / 2);
+}
+int main(int argc, char **argv) {
+    unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
+    long sum = 0;
+    for (unsigned i = 0; i < n; i++) sum += classify(i * 7 + 3);
+    printf("%lu %lu %lu %ld\n", calls, tens, odd, sum);
+    return 0;
+}
+"#;
+
+#[test]
+fn the_loop_gives_a_programs_own_counts_to_its_branches() {
+    let dir = scratch("pgo-classify");
+    std::fs::write(dir.join("classify.c"), CLASSIFY).unwrap();
+    let cc = |args: &[&str]| {
+        let o = Command::new(tally())
+            .arg("cc")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    cc(&["--tally-pgo", "-O2", "classify.c", "-o", "train"]);
+    let prof = dir.join("train.tally");
+    let o = run(&dir.join("train"), &["1000"], &dir, &prof);
+    let out = String::from_utf8(o.stdout).unwrap();
+    let n: Vec<u64> = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let (calls, tens, odd) = (n[0], n[1], n[2]);
+    let (text, _) = export(&dir, &prof);
+    let (name, &(_, head)) = heads(&text)
+        .iter()
+        .find(|(n, _)| n.contains("classify"))
+        .map(|(n, h)| (n.clone(), h))
+        .expect("classify in the profile");
+    assert_eq!(
+        head, calls,
+        "{name}: head count against the program's own count"
+    );
+    // The rebuild: the loader weighs classify's two branches with exactly those counts.
+    let dump = cc(&[
+        "--tally-use=train.tally",
+        "-O2",
+        "classify.c",
+        "-o",
+        "fast",
+        "-mllvm",
+        "-print-after=sample-profile",
+    ]);
+    for (taken, not) in [(tens, calls - tens), (odd, calls - tens - odd)] {
+        let w = format!("!{{!\"branch_weights\", i32 {taken}, i32 {not}}}");
+        assert!(dump.contains(&w), "no {w} in the loader's output");
+    }
+    let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
+    assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
 }
