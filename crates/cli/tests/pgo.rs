@@ -367,3 +367,55 @@ fn the_loop_gives_a_programs_own_counts_to_its_branches() {
     let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
     assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
 }
+
+/// The training build on the early-termination programs (`exit`, `longjmp`, abort handlers):
+/// instrumented before optimization, its sample profile is the same in `edge` and in the
+/// `edges-naive` oracle, and every head count is the function's entry count. The C++ programs,
+/// whose exceptions unwind through functions, are a known defect of `--tally-pgo` (their counts
+/// differ from the oracle's: docs/pgo.md): there the build and the export must say so.
+#[test]
+fn training_builds_are_exact_on_the_early_termination_programs() {
+    for (src, status) in early_programs() {
+        let name = src.file_stem().unwrap().to_str().unwrap().to_string();
+        let cxx = src.extension().is_some_and(|e| e == "cpp");
+        let dir = scratch(&format!("pgo-early-{name}"));
+        let mut texts = Vec::new();
+        for mode in ["edge", "edges-naive"] {
+            let o = Command::new(tally())
+                .args([if cxx { "c++" } else { "cc" }, "--tally-pgo"])
+                .arg(format!("--tally-mode={mode}"))
+                .args(["-O2", "-g"])
+                .arg(&src)
+                .arg("-o")
+                .arg(mode)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let built = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(built.contains("known defect"), cxx, "{name}: {built}");
+            let prof = dir.join(format!("{mode}.tally"));
+            let o = run(&dir.join(mode), &[], &dir, &prof);
+            assert_eq!(o.status.code(), Some(status), "{name} {mode}");
+            let (text, said) = export(&dir, &prof);
+            assert_eq!(said.contains("known defect"), cxx, "{name}: {said}");
+            texts.push(text);
+        }
+        assert!(!texts[0].is_empty(), "{name}: empty profile");
+        if cxx {
+            continue;
+        }
+        assert_eq!(
+            texts[0], texts[1],
+            "{name}: edge and edges-naive sample profiles differ"
+        );
+        let report = report_json(&dir.join("edge.tally"));
+        let h = heads(&texts[0]);
+        for f in report["functions"].as_array().unwrap() {
+            let n = f["name"].as_str().unwrap();
+            if let Some(&(_, head)) = h.get(n) {
+                assert_eq!(Some(head), f["entry_count"].as_u64(), "{name}: {n}");
+            }
+        }
+    }
+}
