@@ -23,7 +23,9 @@ use std::process::Command;
     about = "Compile and link like clang, with tally's instrumentation",
     after_long_help = "Environment: TALLY_CLANG / TALLY_CLANGXX (the clang to run), \
         TALLY_RUNTIME (a runtime archive to link instead of the built-in one), \
-        TALLY_KEEP_TEMPS (keep the intermediate bitcode).",
+        TALLY_KEEP_TEMPS (keep the intermediate bitcode), \
+        TALLY_IR_CACHE=DIR (reuse the optimized bitcode of an earlier build of the same source \
+        and flags, in any mode; DIR must be a directory only this user can change).",
     disable_help_flag = true,
     disable_version_flag = true,
     args_override_self = true
@@ -440,15 +442,35 @@ fn compile_one(
         a.extend(["-x".into(), OsString::from(x)]);
     }
     a.push(src.clone());
-    a.extend(["-o".into(), bc.clone().into_os_string()]);
     a.push("-Wno-unused-command-line-argument".into());
-    let code = run(s, &a)?;
-    if code != 0 {
-        return Ok(Some(code));
-    }
+    // `TALLY_IR_CACHE`: a step 1 that writes only the bitcode may come from an earlier build.
+    let cache = (src != "-" && !wants_deps && coverage_files(cl, job).is_empty())
+        .then(|| crate::ircache::entry(&s.clang, &a))
+        .flatten();
+    let input = match cache.as_ref().and_then(|c| c.get()) {
+        Some(bytes) => {
+            if std::env::var_os("TALLY_KEEP_TEMPS").is_some() {
+                std::fs::write(&bc, &bytes)
+                    .with_context(|| format!("cannot write {}", bc.display()))?;
+            }
+            bytes
+        }
+        None => {
+            a.extend(["-o".into(), bc.clone().into_os_string()]);
+            let code = run(s, &a)?;
+            if code != 0 {
+                return Ok(Some(code));
+            }
+            let bytes =
+                std::fs::read(&bc).with_context(|| format!("cannot read {}", bc.display()))?;
+            if let Some(c) = &cache {
+                c.put(&bytes);
+            }
+            bytes
+        }
+    };
 
     // 2. Instrument.
-    let input = std::fs::read(&bc).with_context(|| format!("cannot read {}", bc.display()))?;
     // A source on stdin (`-x c -`) was read by clang above; clang calls it `<stdin>`.
     let source = if src == "-" {
         PathBuf::from("<stdin>")

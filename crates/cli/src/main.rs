@@ -11,6 +11,7 @@ mod cmd;
 mod docs;
 mod driver;
 mod exit;
+mod ircache;
 mod links;
 mod pgo;
 mod progress;

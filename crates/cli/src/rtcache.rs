@@ -74,19 +74,19 @@ pub fn archive(private_tmp: &Path, rt: Runtime) -> Result<PathBuf> {
     })
 }
 
-fn euid() -> u32 {
+pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
 
 /// `lstat` says: a directory only this user can change.
-fn private_dir(m: &Metadata) -> bool {
+pub(crate) fn private_dir(m: &Metadata) -> bool {
     m.file_type().is_dir() && m.uid() == euid() && m.mode() & 0o022 == 0
 }
 
 /// Every directory from `dir` (a canonical path) up to `/` can only be changed by this user
 /// or root: owned by one of them, and not writable by group or others unless sticky.
-fn safe_ancestors(dir: &Path) -> bool {
+pub(crate) fn safe_ancestors(dir: &Path) -> bool {
     dir.ancestors().all(|a| match std::fs::symlink_metadata(a) {
         Ok(m) => {
             m.file_type().is_dir()

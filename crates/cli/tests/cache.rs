@@ -2,6 +2,9 @@
 //! private cache directory (0700, this user's, not a symbolic link, in directories only this
 //! user or root can change), an archive whose bytes are the embedded ones; anything else is
 //! left alone and the build links a copy written into its own private temporary directory.
+//! The same holds for `TALLY_IR_CACHE`, the optimized bitcode of step 1 reused across builds:
+//! a hit compiles to the same object as a build without the cache, any change the
+//! preprocessor sees (a header) is a miss, and an untrusted directory or entry is not used.
 
 mod support;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -186,4 +189,135 @@ fn a_symbolic_link_as_the_cache_directory_is_not_followed() {
         .unwrap()
         .file_type()
         .is_symlink());
+}
+
+/// Compiles `dir/p.c` (which includes `dir/p.h`) to `dir/<out>` with `tally cc -c` in `mode`,
+/// with `TALLY_IR_CACHE=cache` if given; returns standard error.
+fn compile_ir(dir: &Path, mode: &str, cache: Option<&Path>, out: &str) -> String {
+    let mut c = Command::new(tally());
+    c.args([
+        "cc",
+        &format!("--tally-mode={mode}"),
+        "-O2",
+        "-g",
+        "-c",
+        "p.c",
+        "-o",
+        out,
+    ])
+    .current_dir(dir)
+    .env_remove("TALLY_MODE")
+    .env_remove("TALLY_IR_CACHE");
+    if let Some(cache) = cache {
+        c.env("TALLY_IR_CACHE", cache);
+    }
+    let o = c.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "tally cc failed: {err}");
+    err
+}
+
+fn entries(cache: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+const IR_PROG: &str = "#include \"p.h\"\nint f(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * K; return s; }\n";
+
+#[test]
+fn the_ir_cache_compiles_the_same_objects_and_sees_headers() {
+    let dir = scratch("ir-cache");
+    std::fs::write(dir.join("p.c"), IR_PROG).unwrap();
+    std::fs::write(dir.join("p.h"), "#define K 3\n").unwrap();
+    let cache = dir.join("cache");
+    for mode in ["edge", "trace"] {
+        compile_ir(&dir, mode, None, &format!("{mode}-plain.o"));
+        compile_ir(&dir, mode, Some(&cache), &format!("{mode}-cached.o"));
+        assert_eq!(
+            std::fs::read(dir.join(format!("{mode}-plain.o"))).unwrap(),
+            std::fs::read(dir.join(format!("{mode}-cached.o"))).unwrap(),
+            "{mode}: the object built through the cache differs"
+        );
+    }
+    // Both modes used the one entry the first build wrote (created 0700).
+    assert_eq!(mode(&cache), 0o700);
+    let first = entries(&cache);
+    assert_eq!(first.len(), 1, "{first:?}");
+    // A header the preprocessor sees changed: another entry, and the object follows it.
+    std::fs::write(dir.join("p.h"), "#define K 5\n").unwrap();
+    compile_ir(&dir, "edge", Some(&cache), "edge-k5.o");
+    compile_ir(&dir, "edge", None, "edge-k5-plain.o");
+    assert_eq!(entries(&cache).len(), 2);
+    let k5 = std::fs::read(dir.join("edge-k5.o")).unwrap();
+    assert_eq!(k5, std::fs::read(dir.join("edge-k5-plain.o")).unwrap());
+    assert_ne!(k5, std::fs::read(dir.join("edge-plain.o")).unwrap());
+}
+
+#[test]
+fn untrusted_ir_caches_and_entries_are_not_used() {
+    let dir = scratch("ir-cache-untrusted");
+    std::fs::write(dir.join("p.c"), IR_PROG).unwrap();
+    std::fs::write(dir.join("p.h"), "#define K 3\n").unwrap();
+    compile_ir(&dir, "edge", None, "want.o");
+    let want = std::fs::read(dir.join("want.o")).unwrap();
+    // The bitcode of another program, planted where this build's entry is.
+    std::fs::write(dir.join("q.c"), "int f(int n) { return n * 7; }\n").unwrap();
+    let other = dir.join("other.bc");
+    let o = Command::new("clang-19")
+        .args(["-O2", "-g", "-c", "-emit-llvm", "q.c", "-o"])
+        .arg(&other)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let cache = dir.join("cache");
+    compile_ir(&dir, "edge", Some(&cache), "a.o");
+    let [entry] = entries(&cache).try_into().unwrap();
+    // An entry others can write, and an entry that is a symbolic link: neither is read, and
+    // each is replaced by the build's own bitcode.
+    std::fs::copy(&other, &entry).unwrap();
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o666)).unwrap();
+    compile_ir(&dir, "edge", Some(&cache), "b.o");
+    assert_eq!(
+        std::fs::read(dir.join("b.o")).unwrap(),
+        want,
+        "a writable entry was used"
+    );
+    let other_bytes = std::fs::read(&other).unwrap();
+    std::fs::remove_file(&entry).unwrap();
+    std::os::unix::fs::symlink(&other, &entry).unwrap();
+    compile_ir(&dir, "edge", Some(&cache), "c.o");
+    assert_eq!(
+        std::fs::read(dir.join("c.o")).unwrap(),
+        want,
+        "a symbolic link was followed"
+    );
+    // The build's own bitcode replaced the link (a rename), and not written through it.
+    assert!(std::fs::symlink_metadata(&entry)
+        .unwrap()
+        .file_type()
+        .is_file());
+    assert_eq!(std::fs::read(&other).unwrap(), other_bytes);
+    // A cache directory others can write: a warning, and nothing read or written there.
+    let open = dir.join("open");
+    std::fs::create_dir_all(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let bc = open.join(entry.file_name().unwrap());
+    std::fs::copy(&other, &bc).unwrap();
+    std::fs::set_permissions(&bc, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let err = compile_ir(&dir, "edge", Some(&open), "d.o");
+    assert!(
+        err.contains("TALLY_IR_CACHE") && err.contains("not used"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(dir.join("d.o")).unwrap(),
+        want,
+        "an open cache was used"
+    );
+    assert_eq!(entries(&open), vec![bc]);
 }

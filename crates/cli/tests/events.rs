@@ -36,11 +36,20 @@ fn check(name: &str, args: &[String], run: &[&str], status: i32, extra: &[&str])
     let dir = scratch(&format!("events-{name}"));
     let mut outs = Vec::new();
     let mut reports = Vec::new();
+    let all: Vec<String> = extra
+        .iter()
+        .map(|s| s.to_string())
+        .chain(args.to_vec())
+        .collect();
+    prebuild(
+        &[Variant::Tally("events"), Variant::Tally("events-naive")],
+        false,
+        &all,
+    );
     for mode in ["events", "events-naive"] {
         let vdir = dir.join(mode);
         std::fs::create_dir_all(&vdir).unwrap();
-        let mut a: Vec<&str> = extra.to_vec();
-        a.extend(args.iter().map(String::as_str));
+        let a: Vec<&str> = all.iter().map(String::as_str).collect();
         build(Variant::Tally(mode), false, &a, &vdir.join("prog"), &dir);
         let prof = vdir.join("prog.tally");
         let out = run_prog(&vdir, run, &prof);

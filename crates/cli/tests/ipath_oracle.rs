@@ -49,6 +49,11 @@ fn check(
     let dir = scratch(&format!("ipath-oracle-{name}-{mode}"));
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let cxx = a.iter().any(|x| x.ends_with(".cpp"));
+    prebuild(
+        &[Variant::Tally("trace-naive"), Variant::Tally(mode)],
+        cxx,
+        args,
+    );
     let mut outs = Vec::new();
     for m in ["trace-naive", mode] {
         let vdir = dir.join(m);

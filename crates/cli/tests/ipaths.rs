@@ -162,9 +162,17 @@ fn ipath_counts_equal_edges_naive_when_frames_are_abandoned() {
     }
 }
 
+/// The builds [`compare_args`] makes of a program for both ipath modes.
+const IPATH_AND_ORACLE: [Variant; 3] = [
+    Variant::Tally("ipath"),
+    Variant::Tally("ipath-piecewise"),
+    Variant::Tally("edges-naive"),
+];
+
 #[test]
 fn ipath_counts_equal_edges_naive_on_lua() {
     let args = lua_args(&["-O2"]);
+    prebuild(&IPATH_AND_ORACLE, false, &args);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let script = repo().join("testdata/lua/small.lua");
     for mode in ["ipath", "ipath-piecewise"] {
@@ -179,6 +187,7 @@ fn ipath_counts_equal_edges_naive_on_lua() {
 #[test]
 fn ipath_counts_equal_edges_naive_on_sqlite() {
     let args = sqlite_args(&[]);
+    prebuild(&IPATH_AND_ORACLE, false, &args);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     for mode in ["ipath", "ipath-piecewise"] {
         let n = compare_args("sqlite", "-O2", &args, &["1"], mode);

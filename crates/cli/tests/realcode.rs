@@ -27,10 +27,12 @@ fn check(
     let args: Vec<&str> = build_args.iter().map(String::as_str).collect();
     let mut outputs = Vec::new();
     let mut reports = Vec::new();
-    for v in std::iter::once(Variant::Plain)
+    let variants: Vec<Variant> = std::iter::once(Variant::Plain)
         .chain(MODES)
         .chain(extra.iter().copied())
-    {
+        .collect();
+    prebuild(&variants, cxx, build_args);
+    for v in variants {
         let vdir = dir.join(v.name());
         std::fs::create_dir_all(&vdir).unwrap();
         let bin = vdir.join("prog");

@@ -58,6 +58,11 @@ fn functions(doc: &Value) -> BTreeMap<(String, String), Value> {
 /// `run_args` (exit status `status`, same output), and returns the directory.
 fn build_both(name: &str, cxx: bool, args: &[String], run_args: &[&str], status: i32) -> PathBuf {
     let dir = scratch(&format!("tracepaths-{name}"));
+    prebuild(
+        &[Variant::Tally("path"), Variant::Tally("trace")],
+        cxx,
+        args,
+    );
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut outs = Vec::new();
     for mode in ["path", "trace"] {

@@ -234,16 +234,66 @@ pub enum Edges {
     None,
 }
 
-/// Builds `out` from `args` (sources and flags) as clang would.
+/// Builds `out` from `args` (sources and flags) as clang would, in `cwd`.
 ///
 /// Builds of Lua and SQLite (from [`lua_args`] and [`sqlite_args`]: absolute paths only) are
 /// shared: about ten test binaries build the same ones. The first build of a (variant, C++,
-/// arguments) goes to [`BUILD_CACHE`] and every build copies the program from there.
+/// arguments) goes to [`BUILD_CACHE`] and every build copies the program from there; those
+/// builds run in the cache's directory of their `tally` and share the optimized bitcode of
+/// their sources through [`ir_cache`].
 pub fn build(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
     match build_key(v, cxx, args) {
-        Some(key) => build_cached(&key, out, |prog| build_uncached(v, cxx, args, prog, cwd)),
+        // In one directory, whichever test builds first: the build is the same for all.
+        Some(key) => build_cached(&key, Some(out), |prog| {
+            let cwd = prog.parent().and_then(Path::parent).expect("cache entry");
+            build_uncached_with(v, cxx, args, prog, cwd, Some(&ir_cache()))
+        }),
         None => build_uncached(v, cxx, args, out, cwd),
     }
+}
+
+/// Makes the shared builds ([`build`]) of `args` in each of `variants` several at a time, as
+/// many as there are cores, so that the test's own [`build`]s copy them: a test that builds Lua
+/// or SQLite in many modes (one compile of the SQLite amalgamation takes one core for most of
+/// a minute) then waits for the slowest build, not for their sum. Builds that are not shared
+/// are left to the test.
+pub fn prebuild(variants: &[Variant], cxx: bool, args: &[String]) {
+    let builds: Vec<_> = variants.iter().map(|&v| (v, args.to_vec())).collect();
+    prebuild_each(&builds, cxx);
+}
+
+/// [`prebuild`] of builds that differ in their arguments too.
+pub fn prebuild_each(builds: &[(Variant, Vec<String>)], cxx: bool) {
+    let keys: Vec<_> = builds
+        .iter()
+        .filter_map(|(v, args)| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            build_key(*v, cxx, &args).map(|k| (*v, args, k))
+        })
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|sc| {
+        for _ in 0..cores.min(keys.len()) {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((v, args, key)) = keys.get(i) else {
+                    break;
+                };
+                build_cached(key, None, |prog| {
+                    let cwd = prog.parent().and_then(Path::parent).expect("cache entry");
+                    build_uncached_with(*v, cxx, args, prog, cwd, Some(&ir_cache()))
+                });
+            });
+        }
+    });
+}
+
+/// The `TALLY_IR_CACHE` of the builds [`build`] shares: their modes start from the same
+/// optimized bitcode, so each mode after the first costs instrumentation and code generation
+/// only.
+fn ir_cache() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("ir-cache")
 }
 
 /// Where [`build`] keeps the Lua and SQLite programs it built, under cargo's target tmpdir:
@@ -292,11 +342,11 @@ fn build_key(v: Variant, cxx: bool, args: &[&str]) -> Option<(String, String)> {
     Some((compiler, format!("{}-{:016x}", v.name(), h.finish())))
 }
 
-/// Copies the cached program of `key` to `out`, building it first with `make` (given the path
-/// to write) if no test has. A lock file per key makes concurrent tests wait for one build; a
+/// Copies the cached program of `key` to `out` (if given), building it first with `make`
+/// (given the path to write) if no test has. A lock file per key makes concurrent tests wait for one build; a
 /// build is made in a temporary directory renamed into place, so the cache never holds a
 /// partial program. Programs of other `tally` binaries are deleted when a new one appears.
-fn build_cached(key: &(String, String), out: &Path, make: impl FnOnce(&Path)) {
+fn build_cached(key: &(String, String), out: Option<&Path>, make: impl FnOnce(&Path)) {
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(BUILD_CACHE);
     let dir = root.join(&key.0);
     let entry = dir.join(&key.1);
@@ -323,11 +373,25 @@ fn build_cached(key: &(String, String), out: &Path, make: impl FnOnce(&Path)) {
         }
         drop(lock);
     }
-    std::fs::copy(&prog, out).expect("copy cached build");
+    if let Some(out) = out {
+        std::fs::copy(&prog, out).expect("copy cached build");
+    }
 }
 
 /// [`build`] without the cache.
 fn build_uncached(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) {
+    build_uncached_with(v, cxx, args, out, cwd, None)
+}
+
+/// [`build_uncached`], with `TALLY_IR_CACHE=ir_cache` if given.
+fn build_uncached_with(
+    v: Variant,
+    cxx: bool,
+    args: &[&str],
+    out: &Path,
+    cwd: &Path,
+    ir_cache: Option<&Path>,
+) {
     let mut cmd = match v {
         Variant::Plain => Command::new(if cxx { "clang++-19" } else { "clang-19" }),
         Variant::Tally(mode) => {
@@ -374,6 +438,9 @@ fn build_uncached(v: Variant, cxx: bool, args: &[&str], out: &Path, cwd: &Path) 
     };
     cmd.args(args).arg("-o").arg(out).current_dir(cwd);
     cmd.env_remove("TALLY_MODE");
+    if let Some(dir) = ir_cache {
+        cmd.env("TALLY_IR_CACHE", dir);
+    }
     let o = cmd.output().expect("run compiler");
     assert!(
         o.status.success(),

@@ -60,15 +60,30 @@ impl Run<'_> {
     /// `prog.tally`, trace `prog.trace`); both must exit with `status` and print the same.
     fn build_and_run(&self, dir: &Path, modes: [&'static str; 2]) {
         let name = self.name;
+        let args = |mode: &str| -> Vec<String> {
+            let flags = if mode == "trace" {
+                self.trace_flags
+            } else {
+                &[]
+            };
+            flags
+                .iter()
+                .map(|f| f.to_string())
+                .chain(self.args.iter().cloned())
+                .collect()
+        };
+        let builds: Vec<_> = modes
+            .iter()
+            .map(|&m| (Variant::Tally(m), args(m)))
+            .collect();
+        prebuild_each(&builds, self.cxx);
         let mut outs = Vec::new();
-        for mode in modes {
+        for (v, a) in &builds {
+            let mode = v.name();
             let vdir = dir.join(mode);
             std::fs::create_dir_all(&vdir).unwrap();
-            let mut a: Vec<&str> = self.args.iter().map(String::as_str).collect();
-            if mode == "trace" {
-                a.splice(0..0, self.trace_flags.iter().copied());
-            }
-            build(Variant::Tally(mode), self.cxx, &a, &vdir.join("prog"), dir);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            build(*v, self.cxx, &a, &vdir.join("prog"), dir);
             let out = prog_in(&vdir, self.run_args).output().unwrap();
             assert_eq!(out.status.code(), self.status, "{name} {mode}");
             outs.push(out.stdout);

@@ -433,6 +433,23 @@ fn path_numbers_and_registers_regenerate_exactly_on_lua_and_sqlite() {
         ("lua", lua_args(&["-O2"]), vec![script.to_str().unwrap()]),
         ("sqlite", sqlite_args(&[]), vec!["1"]),
     ] {
+        // The three builds at once; `run_both_with` and the registers build below copy them.
+        let traced = |flag: &str| -> Vec<String> {
+            std::iter::once(flag.to_string())
+                .chain(args.iter().cloned())
+                .collect()
+        };
+        prebuild_each(
+            &[
+                (Variant::Tally("trace"), traced("--tally-trace=paths")),
+                (Variant::Tally("trace-naive"), args.clone()),
+                (
+                    Variant::Tally("trace"),
+                    traced("--tally-trace-registers=on"),
+                ),
+            ],
+            false,
+        );
         let o = run_both_with(
             &format!("{name}-paths"),
             false,
