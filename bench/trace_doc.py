@@ -63,7 +63,7 @@ def main(path):
     add("")
     add("Blocks and conditional branches (blocks with two or more `flow` out-edges, counted per "
         "execution) of the reduced-input run, counted by `tally report --trace` regenerating the "
-        "witness trace (exact: `crates/cli/tests/wtrace/`); regeneration = those blocks ÷ the median "
+        "witness trace (exact: `crates/cli/tests/e2e/wtrace/`); regeneration = those blocks ÷ the median "
         "wall time of three runs of `tally report --trace` (the text report: the whole process, reading "
         "the profile and the trace, the plans, regeneration, counting and the summary; a lower bound).")
     add("")

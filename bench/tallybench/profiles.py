@@ -176,7 +176,7 @@ def trace_stats(tally, pr, v, e, scratch):
     """A tracing variant's run on the reduced input (under callgrind) left its trace in scratch:
     its size; for a witness trace, unless the program has them already, the blocks and
     conditional branches the run executed, counted by `tally report --trace` (which regenerates
-    the whole execution, exactly as `edges-naive` would count it: crates/cli/tests/wtrace/),
+    the whole execution, exactly as `edges-naive` would count it: crates/cli/tests/e2e/wtrace/),
     and how long that regeneration took."""
     tr, prof = os.path.join(scratch, "prof.trace"), os.path.join(scratch, "prof.tally")
     e["reduced_trace_bytes"] = os.path.getsize(tr) if os.path.exists(tr) else None

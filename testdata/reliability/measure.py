@@ -387,7 +387,7 @@ NONDETERMINISTIC = {"threads": {"spin_forever"}}
 
 
 def compare_tally(case, edge, naive):
-    """Returns (interrupted names, differing names, compared functions), as crates/cli/tests/
+    """Returns (interrupted names, differing names, compared functions), as crates/cli/tests/e2e/
     support/mod.rs assert_same_counts compares: every block and edge count of every function."""
     ce, cn = fn_counts(edge), fn_counts(naive)
     skip = NONDETERMINISTIC.get(case, set())

@@ -21,7 +21,7 @@
 //! abandoned inside such a callee is counted here with its block's early-exit edge where the
 //! block has one (an earlier call of the block may end the frame, and the trace does not say
 //! which call was running), where `path` mode counts the path that returns: the same blocks,
-//! another end (`crates/cli/tests/tracepaths.rs` checks that this is the only difference).
+//! another end (`crates/cli/tests/e2e/tracepaths.rs` checks that this is the only difference).
 //! Without an early exit only the tail call can have been running, and the `Return` path is
 //! counted, as in `path` mode.
 //!

@@ -1,0 +1,420 @@
+//! Profile-guided optimization from exact counts, checked on Lua by its real consumer, clang's
+//! sample-profile loader (`docs/pgo.md`):
+//!
+//! - `tally cc --tally-pgo` trains: the sample profile (`tally report --export
+//!   sample-profile`) of its `edge` build equals the one of its `edges-naive` build (the
+//!   oracle that counts every edge), and every function's head count equals the entry count
+//!   `tally report` gives it (probe 1 against the counter of edge `e0`);
+//! - `tally cc --tally-use` rebuilds with it: every function clang compiles matched the profile
+//!   by checksum, the loader applied every record (`-sample-profile-check-record-coverage=100`
+//!   is silent), the entry counts it attached equal the profile's heads (up to the loader's
+//!   `+1`) in every function that no `longjmp` or `exit` left early (where the loader's flow
+//!   inference and the exact count part), and the program prints what it printed before;
+//! - on a small program that counts its own branches, the whole loop: the profile's counts are
+//!   the program's, and the rebuild's branch weights are those counts;
+//! - a stale profile (altered checksums) never breaks the build and is said in one line;
+//! - a build with probes but without `--tally-pgo` is warned about.
+
+use crate::support::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `name -> (total, head)` of a text sample profile.
+fn heads(text: &str) -> BTreeMap<String, (u64, u64)> {
+    text.lines()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| {
+            let mut it = l.rsplitn(3, ':');
+            let head = it.next().unwrap().parse().unwrap();
+            let total = it.next().unwrap().parse().unwrap();
+            (it.next().unwrap().to_string(), (total, head))
+        })
+        .collect()
+}
+
+/// Builds Lua in `mode` with `flags`, runs the small workload; the profile and the output.
+fn train(dir: &Path, mode: &'static str, flags: &[&str]) -> (PathBuf, Vec<u8>) {
+    let mut extra = vec!["-O2"];
+    extra.extend(flags);
+    let args = lua_args(&extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let prog = dir.join(format!("lua-{mode}"));
+    build(Variant::Tally(mode), false, &args, &prog, dir);
+    let prof = dir.join(format!("lua-{mode}.tally"));
+    let script = repo().join("testdata/lua/small.lua");
+    let o = run(&prog, &[script.to_str().unwrap()], dir, &prof);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (prof, o.stdout)
+}
+
+/// `tally report --export sample-profile`: the profile and what tally said.
+fn export(dir: &Path, prof: &Path) -> (String, String) {
+    let o = Command::new(tally())
+        .args(["report", "--export", "sample-profile"])
+        .arg(prof)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The function entry counts an IR dump (`-print-after=...`) shows, by function name.
+fn entry_counts(dump: &str) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for module in dump.split("*** IR Dump After").skip(1) {
+        let mut md = BTreeMap::new();
+        for l in module.lines() {
+            if let Some((id, rest)) = l
+                .strip_prefix('!')
+                .and_then(|r| r.split_once(" = !{!\"function_entry_count\", i64 "))
+            {
+                md.insert(
+                    id.to_string(),
+                    rest.trim_end_matches('}').parse::<u64>().unwrap(),
+                );
+            }
+        }
+        for l in module.lines().filter(|l| l.starts_with("define ")) {
+            let Some(name) = l.split('@').nth(1).and_then(|r| r.split('(').next()) else {
+                continue;
+            };
+            let Some(id) = l.rsplit("!prof !").next().filter(|_| l.contains("!prof !")) else {
+                continue;
+            };
+            let id = id.split_whitespace().next().unwrap_or("");
+            if let Some(&c) = md.get(id) {
+                out.insert(name.trim_matches('"').to_string(), c);
+            }
+        }
+    }
+    out
+}
+
+/// Functions an early exit left (`early-exit` edges that ran), from the JSON report.
+fn left_early(report: &Value) -> Vec<String> {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["edges"].as_array().unwrap().iter().any(|e| {
+                e["kind"].as_str() == Some("early-exit") && e["count"].as_u64().unwrap_or(0) > 0
+            })
+        })
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn exact_counts_train_clangs_sample_profile_loader() {
+    let dir = scratch("pgo");
+    let (prof, out) = train(&dir, "edge", &["--tally-pgo"]);
+    let (text, said) = export(&dir, &prof);
+    assert!(!said.contains("warning"), "{said}");
+    assert!(!said.contains("left out"), "{said}");
+
+    // Exact: the same profile from the oracle that counts every edge.
+    let (naive, _) = train(&dir, "edges-naive", &["--tally-pgo"]);
+    assert_eq!(
+        text,
+        export(&dir, &naive).0,
+        "edge and edges-naive sample profiles differ"
+    );
+
+    // Every head is the function's entry count (a --tally-pgo build counts functions before
+    // inlining: every entry, inlined or not, is the entry of its own graph).
+    let report = report_json(&prof);
+    let entries: BTreeMap<String, u64> = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let n = f["name"].as_str().unwrap().to_string();
+            (n, f["entry_count"].as_u64().unwrap())
+        })
+        .collect();
+    let h = heads(&text);
+    assert!(h.len() > 500, "{} functions in the profile", h.len());
+    let mut checked = 0;
+    for (name, &(_, head)) in &h {
+        if let Some(&e) = entries.get(name) {
+            assert_eq!(head, e, "{name}: head count against entry count");
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "{checked} heads checked");
+
+    // clang applies it: a rebuild with --tally-use, the loader's entry counts printed.
+    std::fs::write(dir.join("lua.prof"), &text).unwrap();
+    let mut args = vec![
+        "cc".to_string(),
+        "--tally-use=lua.prof".into(),
+        "-mllvm".into(),
+        "-sample-profile-check-record-coverage=100".into(),
+        "-mllvm".into(),
+        "-print-after=sample-profile".into(),
+    ];
+    args.extend(lua_args(&["-O2"]));
+    args.extend(["-o".into(), "lua-pgo".into()]);
+    let o = Command::new(tally())
+        .args(&args)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let summary: Vec<&str> = err.lines().filter(|l| l.starts_with("tally:")).collect();
+    assert_eq!(summary.len(), 1, "{summary:?}");
+    let n = h.len();
+    assert!(
+        summary[0].contains(&format!(
+            " {n} of {n} functions with a profile matched it by checksum, 0 did not"
+        )),
+        "{}",
+        summary[0]
+    );
+    assert!(
+        !err.contains("profile records"),
+        "the loader left records unused"
+    );
+    let attached = entry_counts(&err);
+    let early = left_early(&report);
+    let mut equal = 0;
+    for (name, &(_, head)) in &h {
+        let Some(&got) = attached.get(name) else {
+            continue;
+        };
+        if early.contains(name) {
+            continue;
+        }
+        assert!(
+            got == head || got == head + 1,
+            "{name}: the loader attached entry count {got}, the profile says {head}"
+        );
+        equal += 1;
+    }
+    assert!(equal > 500, "{equal} entry counts compared");
+    let script = repo().join("testdata/lua/small.lua");
+    let rebuilt = Command::new(dir.join("lua-pgo"))
+        .arg(&script)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        rebuilt.stdout, out,
+        "the rebuilt program prints what the trained one did"
+    );
+
+    // A stale profile: every checksum altered. The build goes on, and says so in one line.
+    let stale: String = text
+        .lines()
+        .map(|l| match l.strip_prefix(" !CFGChecksum: ") {
+            Some(c) => format!(" !CFGChecksum: {}\n", c.parse::<u64>().unwrap() ^ 1),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(dir.join("stale.prof"), stale).unwrap();
+    let mut args = vec!["cc".to_string(), "--tally-use=stale.prof".into()];
+    args.extend(lua_args(&["-O2"]));
+    args.extend(["-o".into(), "lua-stale".into()]);
+    let o = Command::new(tally())
+        .args(&args)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            " 0 of {n} functions with a profile matched it by checksum, {n} did not"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn probes_added_after_optimization_are_warned_about() {
+    let dir = scratch("pgo-late");
+    let src = repo().join("testdata/demo/wordfreq.c");
+    let o = Command::new(tally())
+        .args(["cc", "-O2", "-fpseudo-probe-for-profiling"])
+        .arg(&src)
+        .args(["-o", "wordfreq"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let input = repo().join("testdata/demo/input.txt");
+    let prof = dir.join("wordfreq.tally");
+    assert!(run(
+        &dir.join("wordfreq"),
+        &[input.to_str().unwrap()],
+        &dir,
+        &prof
+    )
+    .status
+    .success());
+    let (text, said) = export(&dir, &prof);
+    assert!(!text.is_empty());
+    assert!(
+        said.contains("warning: 1 modules got their probes after optimization"),
+        "{said}"
+    );
+
+    // Without probes there is nothing to export: one line, status 2.
+    let o = Command::new(tally())
+        .args(["cc", "-O2"])
+        .arg(&src)
+        .args(["-o", "plain"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let prof = dir.join("plain.tally");
+    assert!(
+        run(&dir.join("plain"), &[input.to_str().unwrap()], &dir, &prof)
+            .status
+            .success()
+    );
+    let o = Command::new(tally())
+        .args(["report", "--export", "sample-profile"])
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no pseudo-probes"), "{err}");
+}
+
+/// A program that counts how often `classify` is called and how its two branches go, and
+/// prints the counts: the oracle of the loop's counts.
+const CLASSIFY: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+static unsigned long calls, tens, odd;
+__attribute__((noinline)) static int classify(unsigned x) {
+    calls++;
+    if (x % 10 == 0) {
+        tens++;
+        return (int)(x / 10);
+    }
+    if (x & 1) {
+        odd++;
+        return (int)(3 * x + 1);
+    }
+    return (int)(x / 2);
+}
+int main(int argc, char **argv) {
+    unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
+    long sum = 0;
+    for (unsigned i = 0; i < n; i++) sum += classify(i * 7 + 3);
+    printf("%lu %lu %lu %ld\n", calls, tens, odd, sum);
+    return 0;
+}
+"#;
+
+#[test]
+fn the_loop_gives_a_programs_own_counts_to_its_branches() {
+    let dir = scratch("pgo-classify");
+    std::fs::write(dir.join("classify.c"), CLASSIFY).unwrap();
+    let cc = |args: &[&str]| {
+        let o = Command::new(tally())
+            .arg("cc")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    cc(&["--tally-pgo", "-O2", "classify.c", "-o", "train"]);
+    let prof = dir.join("train.tally");
+    let o = run(&dir.join("train"), &["1000"], &dir, &prof);
+    let out = String::from_utf8(o.stdout).unwrap();
+    let n: Vec<u64> = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let (calls, tens, odd) = (n[0], n[1], n[2]);
+    let (text, _) = export(&dir, &prof);
+    let (name, &(_, head)) = heads(&text)
+        .iter()
+        .find(|(n, _)| n.contains("classify"))
+        .map(|(n, h)| (n.clone(), h))
+        .expect("classify in the profile");
+    assert_eq!(
+        head, calls,
+        "{name}: head count against the program's own count"
+    );
+    // The rebuild: the loader weighs classify's two branches with exactly those counts.
+    let dump = cc(&[
+        "--tally-use=train.tally",
+        "-O2",
+        "classify.c",
+        "-o",
+        "fast",
+        "-mllvm",
+        "-print-after=sample-profile",
+    ]);
+    for (taken, not) in [(tens, calls - tens), (odd, calls - tens - odd)] {
+        let w = format!("!{{!\"branch_weights\", i32 {taken}, i32 {not}}}");
+        assert!(dump.contains(&w), "no {w} in the loader's output");
+    }
+    let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
+    assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
+}
+
+/// The training build on the early-termination programs (`exit`, `longjmp`, abort handlers):
+/// instrumented before optimization, its sample profile is the same in `edge` and in the
+/// `edges-naive` oracle, and every head count is the function's entry count. The C++ programs,
+/// whose exceptions unwind through functions, are a known defect of `--tally-pgo` (their counts
+/// differ from the oracle's: docs/pgo.md): there the build and the export must say so.
+#[test]
+fn training_builds_are_exact_on_the_early_termination_programs() {
+    for (src, status) in early_programs() {
+        let name = src.file_stem().unwrap().to_str().unwrap().to_string();
+        let cxx = src.extension().is_some_and(|e| e == "cpp");
+        let dir = scratch(&format!("pgo-early-{name}"));
+        let mut texts = Vec::new();
+        for mode in ["edge", "edges-naive"] {
+            let o = Command::new(tally())
+                .args([if cxx { "c++" } else { "cc" }, "--tally-pgo"])
+                .arg(format!("--tally-mode={mode}"))
+                .args(["-O2", "-g"])
+                .arg(&src)
+                .arg("-o")
+                .arg(mode)
+                .current_dir(&dir)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let built = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(built.contains("known defect"), cxx, "{name}: {built}");
+            let prof = dir.join(format!("{mode}.tally"));
+            let o = run(&dir.join(mode), &[], &dir, &prof);
+            assert_eq!(o.status.code(), Some(status), "{name} {mode}");
+            let (text, said) = export(&dir, &prof);
+            assert_eq!(said.contains("known defect"), cxx, "{name}: {said}");
+            texts.push(text);
+        }
+        assert!(!texts[0].is_empty(), "{name}: empty profile");
+        if cxx {
+            continue;
+        }
+        assert_eq!(
+            texts[0], texts[1],
+            "{name}: edge and edges-naive sample profiles differ"
+        );
+        let report = report_json(&dir.join("edge.tally"));
+        let h = heads(&texts[0]);
+        for f in report["functions"].as_array().unwrap() {
+            let n = f["name"].as_str().unwrap();
+            if let Some(&(_, head)) = h.get(n) {
+                assert_eq!(Some(head), f["entry_count"].as_u64(), "{name}: {n}");
+            }
+        }
+    }
+}
