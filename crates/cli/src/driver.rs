@@ -405,17 +405,6 @@ fn compile_one(
     //    pseudo-probe options; the probes go in during instrumentation).
     let mut a = flags(cl, false);
     if s.opts.pgo {
-        let word = Word::Source {
-            path: src.clone(),
-            x: x.clone(),
-        };
-        if word.source_lang() == Some(args::Lang::Cxx) && !has_opt(cl, |o| o == "-fno-exceptions") {
-            eprintln!(
-                "tally: warning: --tally-pgo: {}: counts of functions that C++ exceptions \
-                 unwind through can be wrong (a known defect: docs/pgo.md)",
-                Path::new(src).display()
-            );
-        }
         a.retain(|o| o.as_os_str() != PROBES);
         a.extend([
             PROBES.into(),

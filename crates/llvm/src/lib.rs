@@ -288,6 +288,12 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
             stats.promoted += counters;
             stats.promoted_loops += loops;
         }
+        // `--tally-pgo`: the optimizer runs after instrumentation. Inlined, a function's frame
+        // record would share its caller's frame with the caller's record, in either order, and
+        // the runtime tells the records of abandoned frames by address (docs/design/frames.md).
+        if opts.pgo && out.shadow {
+            emit::build::never_inline(&globals, w.func.0);
+        }
         mem2reg |= out.needs_mem2reg;
         if let Some(why) = w.plan.fallback() {
             path_fallbacks.push((w.name.clone(), why.to_string()));
@@ -424,8 +430,7 @@ impl Oracle {
             functions: self.functions.clone(),
             mode_meta: ModuleModeMeta::None,
             oracle_for: Some(hash),
-            probe_descs: Vec::new(),
-            probes_before_optimization: false,
+            // Its functions name the mode's probes (a `--tally-pgo` build's among them).
             ..mode.clone()
         }
     }

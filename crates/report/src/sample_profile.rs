@@ -97,9 +97,6 @@ pub struct SampleProfile {
     /// `-fpseudo-probe-for-profiling` but not `--tally-pgo`): their probe sums are exact only
     /// where optimization kept every copy of a probe, and are lower bounds elsewhere.
     pub late_modules: usize,
-    /// C++ modules built with `--tally-pgo`: where an exception unwound through a function,
-    /// its counts can be wrong (a known defect, docs/pgo.md).
-    pub cxx_pgo_modules: usize,
 }
 
 /// The sample profile of a report; `None` when the profile holds no pseudo-probes (the program
@@ -173,20 +170,6 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
         .map(|f| f.module.as_str())
         .collect::<std::collections::BTreeSet<_>>()
         .len();
-    let cxx = |m: &str| {
-        let ext = m.rsplit_once('.').map_or("", |(_, e)| e);
-        matches!(
-            ext,
-            "cc" | "cp" | "cxx" | "cpp" | "CPP" | "c++" | "C" | "ii"
-        )
-    };
-    let cxx_pgo_modules = r
-        .functions
-        .iter()
-        .filter(|f| f.source.tables.probes_before_optimization && cxx(&f.module))
-        .map(|f| f.module.as_str())
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
     let mut left_out = Vec::new();
     for (guid, (name, why)) in &unknown {
         owners.remove(guid);
@@ -219,6 +202,5 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
         inexact_heads,
         left_out,
         late_modules,
-        cxx_pgo_modules,
     })
 }

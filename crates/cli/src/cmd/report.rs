@@ -129,13 +129,6 @@ fn sample_profile(a: &Args, r: &tally_report::Report, stopped: &[(u32, String)])
             p.late_modules
         );
     }
-    if p.cxx_pgo_modules > 0 {
-        eprintln!(
-            "tally: warning: {} C++ modules: counts of functions that exceptions unwound \
-             through can be wrong in a --tally-pgo build (a known defect: docs/pgo.md)",
-            p.cxx_pgo_modules
-        );
-    }
     if !p.inexact_heads.is_empty() {
         eprintln!(
             "tally: {} functions' head counts are lower bounds (an inlined copy lost its entry \

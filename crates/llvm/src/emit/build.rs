@@ -565,6 +565,16 @@ pub(crate) fn add_call_enum_attr(g: &Globals, call: LLVMValueRef, i: u32, kind: 
     add_call_attr_at(call, i, enum_attr(g, kind));
 }
 
+/// Keeps function `f` out of the inliner: `noinline`, and `alwaysinline` removed.
+pub(crate) fn never_inline(g: &Globals, f: LLVMValueRef) {
+    let fun = llvm_sys::LLVMAttributeFunctionIndex;
+    // SAFETY: module doc; `f` is a function of the module, the attribute of its context.
+    unsafe {
+        c::LLVMRemoveEnumAttributeAtIndex(f, fun, ir::attr_kind("alwaysinline"));
+        c::LLVMAddAttributeAtIndex(f, fun, enum_attr(g, "noinline"));
+    }
+}
+
 /// The functions of module `m`, in order.
 pub(crate) fn functions(m: LLVMModuleRef) -> Vec<LLVMValueRef> {
     let mut out = Vec::new();
