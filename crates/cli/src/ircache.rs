@@ -18,10 +18,10 @@
 //! Otherwise the build runs step 1 as without a cache (and, in a trusted directory, renames its
 //! bitcode over the entry it could not use).
 
-use crate::rtcache::{euid, private_dir, safe_ancestors};
+use crate::rtcache::{euid, private_dir, safe_ancestors, write_new};
 use std::ffi::OsString;
 use std::fs::{DirBuilder, OpenOptions};
-use std::io::{ErrorKind, Read as _, Write as _};
+use std::io::{ErrorKind, Read as _};
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -95,28 +95,8 @@ impl Entry {
     /// Keeps `bitcode` in this entry (best effort: a cache that cannot be written is only a
     /// slower build).
     pub fn put(&self, bitcode: &[u8]) {
-        let Some(dir) = self.path.parent() else {
-            return;
-        };
-        let name = self.path.file_name().unwrap_or_default().to_string_lossy();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let tmp = dir.join(format!(".{name}.{}.{nanos:x}", std::process::id()));
-        let Ok(mut f) = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-        else {
-            return;
-        };
-        let done = f
-            .write_all(bitcode)
-            .and_then(|()| std::fs::rename(&tmp, &self.path));
-        if done.is_err() {
-            let _ = std::fs::remove_file(&tmp);
+        if let (Some(dir), Some(name)) = (self.path.parent(), self.path.file_name()) {
+            let _ = write_new(dir, &name.to_string_lossy(), bitcode);
         }
     }
 }

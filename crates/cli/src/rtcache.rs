@@ -66,7 +66,7 @@ pub fn archive(private_tmp: &Path, rt: Runtime) -> Result<PathBuf> {
             return Ok(p);
         }
     }
-    write_new(private_tmp, &name, rt).with_context(|| {
+    write_new(private_tmp, &name, rt.bytes()).with_context(|| {
         format!(
             "cannot write the runtime archive to {}",
             private_tmp.display()
@@ -117,7 +117,7 @@ fn in_cache(base: &Path, name: &str, rt: Runtime) -> Option<PathBuf> {
     let path = dir.join(name);
     match verify(&path, rt) {
         Found::Same => Some(path),
-        Found::Missing => write_new(&dir, name, rt).ok(),
+        Found::Missing => write_new(&dir, name, rt.bytes()).ok(),
         Found::Other => None,
     }
 }
@@ -160,9 +160,10 @@ fn verify(path: &Path, rt: Runtime) -> Found {
     }
 }
 
-/// Writes the archive to a new file `dir/.name.<pid>.<n>` (`O_CREAT|O_EXCL|O_NOFOLLOW`,
-/// mode 0644 & ~umask) and renames it to `dir/name`.
-fn write_new(dir: &Path, name: &str, rt: Runtime) -> Result<PathBuf> {
+/// Writes `bytes` to a new file `dir/.name.<pid>.<n>` (`O_CREAT|O_EXCL|O_NOFOLLOW`,
+/// mode 0644 & ~umask) and renames it to `dir/name`, so that a reader never sees a partial
+/// file and a symbolic link at `dir/name` is replaced, never followed. Shared by both caches.
+pub(crate) fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
     let path = dir.join(name);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -181,7 +182,7 @@ fn write_new(dir: &Path, name: &str, rt: Runtime) -> Result<PathBuf> {
             Err(e) => return Err(e).with_context(|| format!("cannot create {}", tmp.display())),
         };
         let done = f
-            .write_all(rt.bytes())
+            .write_all(bytes)
             .and_then(|()| f.sync_all())
             .and_then(|()| std::fs::rename(&tmp, &path));
         if let Err(e) = done {
