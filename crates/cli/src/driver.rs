@@ -308,6 +308,42 @@ fn flags(cl: &CommandLine, for_ir: bool) -> Vec<OsString> {
     out
 }
 
+/// The last option that sets the debug-information level asks for some (`-g`, `-g2`, `-gmlt`,
+/// `-ggdb`, `-gdwarf-4`, ...; not `-g0`, nor `-gsplit-dwarf`, `-gno-...` and the like, which
+/// only shape what another option asks for).
+fn gives_debug_info(cl: &CommandLine) -> bool {
+    let mut gives = false;
+    for w in &cl.words {
+        let Word::Opt(o) = w else { continue };
+        match o[0].to_string_lossy().strip_prefix("-g") {
+            Some("0" | "gdb0") => gives = false,
+            Some(
+                ""
+                | "1"
+                | "2"
+                | "3"
+                | "gdb"
+                | "gdb1"
+                | "gdb2"
+                | "gdb3"
+                | "lldb"
+                | "sce"
+                | "dbx"
+                | "mlt"
+                | "line-tables-only"
+                | "line-directives-only"
+                | "full"
+                | "used"
+                | "codeview"
+                | "dwarf",
+            ) => gives = true,
+            Some(r) if r.starts_with("dwarf-") => gives = true,
+            _ => {}
+        }
+    }
+    gives
+}
+
 fn has_opt(cl: &CommandLine, pred: impl Fn(&str) -> bool) -> bool {
     cl.words.iter().any(|w| match w {
         Word::Opt(o) => pred(&o[0].to_string_lossy()),
@@ -411,6 +447,13 @@ fn compile_one(
             "-Xclang".into(),
             "-disable-llvm-passes".into(),
         ]);
+        // The rebuild tracks source locations even without `-g` (clang does for
+        // `-fprofile-sample-use`), and the probe pass places a block's probe by them: without
+        // locations it goes before the terminator, after a call to `exit`, where it never runs.
+        // So the training build has line tables unless `-g` gives more.
+        if !gives_debug_info(cl) {
+            a.push("-gline-tables-only".into());
+        }
     }
     let wants_deps = has_opt(cl, |o| o == "-MD" || o == "-MMD");
     if wants_deps {

@@ -218,6 +218,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         .map_err(|e| Error::Parse(e.to_string()))?;
     if opts.pgo {
         module::add_pseudo_probes(&module).map_err(Error::Parse)?;
+        module::localize::localize_inline_copies(module.as_mut_ptr());
     }
     redirect::redirect_libc_calls(module.as_mut_ptr());
     let mode = modes::of(opts.mode);

@@ -37,6 +37,7 @@ mod online_merge;
 mod oracle;
 mod paths;
 mod pgo;
+mod pgo_fidelity;
 mod placements;
 mod profile_dir;
 mod realcode;

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `name -> (total, head)` of a text sample profile.
-fn heads(text: &str) -> BTreeMap<String, (u64, u64)> {
+pub(crate) fn heads(text: &str) -> BTreeMap<String, (u64, u64)> {
     text.lines()
         .filter(|l| !l.starts_with(' '))
         .map(|l| {
@@ -50,7 +50,7 @@ fn train(dir: &Path, mode: &'static str, flags: &[&str]) -> (PathBuf, Vec<u8>) {
 }
 
 /// `tally report --export sample-profile`: the profile and what tally said.
-fn export(dir: &Path, prof: &Path) -> (String, String) {
+pub(crate) fn export(dir: &Path, prof: &Path) -> (String, String) {
     let o = Command::new(tally())
         .args(["report", "--export", "sample-profile"])
         .arg(prof)
@@ -65,7 +65,7 @@ fn export(dir: &Path, prof: &Path) -> (String, String) {
 }
 
 /// The function entry counts an IR dump (`-print-after=...`) shows, by function name.
-fn entry_counts(dump: &str) -> BTreeMap<String, u64> {
+pub(crate) fn entry_counts(dump: &str) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for module in dump.split("*** IR Dump After").skip(1) {
         let mut md = BTreeMap::new();
@@ -97,7 +97,7 @@ fn entry_counts(dump: &str) -> BTreeMap<String, u64> {
 }
 
 /// Functions an early exit left (`early-exit` edges that ran), from the JSON report.
-fn left_early(report: &Value) -> Vec<String> {
+pub(crate) fn left_early(report: &Value) -> Vec<String> {
     report["functions"]
         .as_array()
         .unwrap()
@@ -171,11 +171,21 @@ fn exact_counts_train_clangs_sample_profile_loader() {
     let err = String::from_utf8_lossy(&o.stderr);
     let summary: Vec<&str> = err.lines().filter(|l| l.starts_with("tally:")).collect();
     assert_eq!(summary.len(), 1, "{summary:?}");
+    // Every function with a profile matched. (The loader does not count the functions a
+    // module has of glibc's headers, such as `tolower`, which the profile also holds.)
     let n = h.len();
+    let m: usize = summary[0]
+        .split(" of ")
+        .next()
+        .and_then(|w| w.rsplit(' ').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(0);
     assert!(
-        summary[0].contains(&format!(
-            " {n} of {n} functions with a profile matched it by checksum, 0 did not"
-        )),
+        m > 1000
+            && m <= n
+            && summary[0].contains(&format!(
+                " {m} of {m} functions with a profile matched it by checksum, 0 did not"
+            )),
         "{}",
         summary[0]
     );
@@ -200,6 +210,38 @@ fn exact_counts_train_clangs_sample_profile_loader() {
         equal += 1;
     }
     assert!(equal > 500, "{equal} entry counts compared");
+
+    // Block weights: every two-way branch whose successors can be matched with their probes
+    // (each has the branch as its only predecessor) is weighed with exactly their counts, in
+    // the functions no early exit left. The loader keeps a `__builtin_expect`'s weights
+    // (LLVM's `-overwrite-existing-weights` is off), and weighs no branch that never ran.
+    let (mut weighed, mut kept, mut never_ran) = (0, 0, 0);
+    for b in crate::pgo_fidelity::weighed_branches(&err, &text) {
+        if early.contains(&b.function) {
+            continue;
+        }
+        match &b.weights {
+            _ if b.expected => kept += 1,
+            Some(w) => {
+                assert_eq!(w[..], b.counts[..], "{}: branch weights", b.function);
+                weighed += 1;
+            }
+            None => {
+                assert_eq!(
+                    b.counts,
+                    [0, 0],
+                    "{}: a branch that ran has no weights",
+                    b.function
+                );
+                never_ran += 1;
+            }
+        }
+    }
+    eprintln!(
+        "pgo: {weighed} branches weighed with their probes' exact counts; {kept} kept \
+         __builtin_expect's weights; {never_ran} never ran"
+    );
+    assert!(weighed > 300, "{weighed} branch weights compared");
     let script = repo().join("testdata/lua/small.lua");
     let rebuilt = Command::new(dir.join("lua-pgo"))
         .arg(&script)
@@ -232,7 +274,7 @@ fn exact_counts_train_clangs_sample_profile_loader() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!(
-            " 0 of {n} functions with a profile matched it by checksum, {n} did not"
+            " 0 of {m} functions with a profile matched it by checksum, {m} did not"
         )),
         "{err}"
     );
