@@ -742,7 +742,8 @@ pub fn main(cxx: bool, argv: &[OsString]) -> Result<i32> {
     }
 }
 
-fn tempdir() -> Result<TempDir> {
+/// A new private (0700) directory under the temporary directory, removed on drop.
+pub(crate) fn tempdir() -> Result<TempDir> {
     let base = std::env::temp_dir();
     for n in 0..1000u32 {
         let p = base.join(format!("tally-{}-{}", std::process::id(), n));
@@ -758,9 +759,9 @@ fn tempdir() -> Result<TempDir> {
 }
 
 /// A directory removed on drop.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 impl TempDir {
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }

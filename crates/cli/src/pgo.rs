@@ -47,8 +47,48 @@ pub(crate) fn sample_file(profile: &Path, tmp: &Path) -> Result<Option<PathBuf>>
         return Ok(None);
     }
     let out = tmp.join("tally-use.prof");
-    std::fs::write(&out, p.text).with_context(shown)?;
+    std::fs::write(&out, p.text(true)).with_context(shown)?;
     Ok(Some(out))
+}
+
+/// `p` in LLVM's extensible binary format, with a profile symbol list naming
+/// every function of the build: the functions that never ran are in the list and have no
+/// record, so the loader takes them as cold, and a function the list does not name (code added
+/// since the training run) as new. `llvm-profdata merge --sample --extbinary
+/// --prof-sym-list` writes it ($TALLY_LLVM_PROFDATA, else `llvm-profdata-19` on PATH).
+pub(crate) fn extbinary(p: &tally_report::sample_profile::SampleProfile) -> Result<Vec<u8>> {
+    let tool = std::env::var_os("TALLY_LLVM_PROFDATA").unwrap_or_else(|| "llvm-profdata-19".into());
+    let dir = crate::driver::tempdir()?;
+    let text = dir.path().join("profile.txt");
+    let syms = dir.path().join("symbols.txt");
+    let out = dir.path().join("profile.extbinary");
+    std::fs::write(&text, p.text(false)).context("cannot write a temporary file")?;
+    std::fs::write(&syms, p.symbols()).context("cannot write a temporary file")?;
+    let mut list = OsString::from("--prof-sym-list=");
+    list.push(&syms);
+    let o = Command::new(&tool)
+        .args(["merge", "--sample", "--extbinary"])
+        .arg(list)
+        .arg(&text)
+        .arg("-o")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| {
+            format!(
+                "cannot run {} (set TALLY_LLVM_PROFDATA)",
+                tool.to_string_lossy()
+            )
+        })?;
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        anyhow::bail!(
+            "{} merge --extbinary failed: {}",
+            tool.to_string_lossy(),
+            err.lines().next().unwrap_or("")
+        );
+    }
+    std::fs::read(&out).context("cannot read llvm-profdata's output")
 }
 
 /// The loader's staleness counts, summed over the files compiled: functions with a profile

@@ -13,7 +13,9 @@
 //! probe ids where line offsets would be (`llvm/test/Transforms/SampleProfile/Inputs/
 //! pseudo-probe-profile.prof`): `name:total:head`, then ` id: count` per probe and
 //! ` !CFGChecksum: n`. Functions whose probes never ran are listed with zero counts, so the
-//! loader knows them cold rather than unknown. What cannot be exact is left out and said:
+//! loader knows them cold rather than unknown; in the extensible binary format (`tally report
+//! --extbinary`, written by `llvm-profdata`) they are named by the profile symbol list instead
+//! ([`SampleProfile::symbols`]) and have no record. What cannot be exact is left out and said:
 //! a function whose counts the profile does not determine, and a name whose copies disagree
 //! on the checksum (two static functions of one name, or one built with different flags).
 
@@ -76,10 +78,19 @@ impl Owner {
     }
 }
 
+/// One function's record.
+struct Record {
+    name: String,
+    total: u64,
+    head: u64,
+    probes: BTreeMap<u32, u64>,
+    checksum: u64,
+    ran: bool,
+}
+
 /// A sample profile and what was left out of it.
 pub struct SampleProfile {
-    /// The profile, in LLVM's text format.
-    pub text: String,
+    records: Vec<Record>,
     /// Functions in it.
     pub functions: usize,
     /// Functions in it that ran.
@@ -177,30 +188,60 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
     }
     let mut sorted: Vec<Owner> = owners.into_values().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut text = String::new();
+    let mut records = Vec::with_capacity(sorted.len());
     let (mut executed, mut lost_probes, mut inexact_heads) = (0, 0, Vec::new());
-    for owner in &sorted {
+    for owner in sorted {
         let (probes, lost) = owner.exact();
         lost_probes += lost;
         let total = probes.values().fold(0u64, |a, &c| a.saturating_add(c));
         let (head, exact) = owner.head(&probes);
-        if !exact && owner.instances.iter().any(|i| i.ran) {
+        let ran = owner.instances.iter().any(|i| i.ran);
+        if !exact && ran {
             inexact_heads.push(owner.name.clone());
         }
-        executed += usize::from(owner.instances.iter().any(|i| i.ran));
-        let _ = writeln!(text, "{}:{total}:{head}", owner.name);
-        for (id, c) in &probes {
-            let _ = writeln!(text, " {id}: {c}");
-        }
-        let _ = writeln!(text, " !CFGChecksum: {}", owner.checksum);
+        executed += usize::from(ran);
+        records.push(Record {
+            name: owner.name,
+            total,
+            head,
+            probes,
+            checksum: owner.checksum,
+            ran,
+        });
     }
     Some(SampleProfile {
-        text,
-        functions: sorted.len(),
+        functions: records.len(),
+        records,
         executed,
         lost_probes,
         inexact_heads,
         left_out,
         late_modules,
     })
+}
+
+impl SampleProfile {
+    /// The profile in LLVM's text format; `never_run`: with the functions that never ran, as
+    /// records of zero counts (the text format has no symbol list to name them).
+    pub fn text(&self, never_run: bool) -> String {
+        let mut text = String::new();
+        for r in self.records.iter().filter(|r| never_run || r.ran) {
+            let _ = writeln!(text, "{}:{}:{}", r.name, r.total, r.head);
+            for (id, c) in &r.probes {
+                let _ = writeln!(text, " {id}: {c}");
+            }
+            let _ = writeln!(text, " !CFGChecksum: {}", r.checksum);
+        }
+        text
+    }
+
+    /// The profile symbol list: every function of the build the profile knows, one name per
+    /// line (`llvm-profdata merge --prof-sym-list`), so that the loader takes the ones without
+    /// a record as cold, not as new code.
+    pub fn symbols(&self) -> String {
+        self.records
+            .iter()
+            .map(|r| format!("{}\n", r.name))
+            .collect()
+    }
 }

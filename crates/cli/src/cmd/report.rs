@@ -42,6 +42,12 @@ pub struct Args {
     /// `-fprofile-sample-use` (of a `tally cc --tally-pgo` build; docs/pgo.md).
     #[arg(long, value_enum, conflicts_with_all = ["format", "lines"])]
     pub export: Option<Export>,
+    /// With `--export sample-profile`: LLVM's extensible binary format instead of text, with a
+    /// profile symbol list naming every function of the build, so that the ones that never ran
+    /// are known cold without a record (written by `llvm-profdata-19 merge --sample
+    /// --extbinary`, or $TALLY_LLVM_PROFDATA).
+    #[arg(long)]
+    pub extbinary: bool,
     /// A witness trace (`--tally-mode=trace`) of the run that wrote the profile: the counts are
     /// those of its regenerated execution, as an `edge` profile would give them.
     #[arg(long, value_name = "FILE")]
@@ -65,6 +71,9 @@ pub fn run(a: Args) -> Result<Exit> {
     let (r, stopped) = analyze_maybe_traced(&a.profiles, a.trace.as_ref(), &mut title)?;
     if let Some(Export::SampleProfile) = a.export {
         return sample_profile(&a, &r, &stopped);
+    }
+    if a.extbinary {
+        anyhow::bail!("--extbinary goes with --export sample-profile");
     }
     let model = (a.lines || a.export.is_some()).then(|| tally_report::source::model(&r));
     let out = match (a.export, a.format, &model) {
@@ -105,7 +114,11 @@ fn sample_profile(a: &Args, r: &tally_report::Report, stopped: &[(u32, String)])
              `tally cc --tally-pgo`"
         );
     };
-    write_out(a.output.as_ref(), p.text.as_bytes())?;
+    let bytes = match a.extbinary {
+        true => crate::pgo::extbinary(&p)?,
+        false => p.text(true).into_bytes(),
+    };
+    write_out(a.output.as_ref(), &bytes)?;
     eprintln!(
         "tally: sample profile of {} functions ({} ran; {} probes left to the loader's \
          inference: optimization removed a copy that ran){}",

@@ -520,3 +520,92 @@ fn lua_as_cxx_training_build_equals_its_same_run_oracle() {
     );
     assert_checked("lua as C++, --tally-pgo edge", &prof);
 }
+
+/// `--export sample-profile --extbinary`: LLVM's binary format through llvm-profdata, with a
+/// profile symbol list naming every function, records only for those that ran; clang builds
+/// the same object from it as from the text profile (whose zero records say the same).
+#[test]
+fn an_extbinary_profile_names_never_run_functions_in_its_symbol_list() {
+    let dir = scratch("pgo-extbinary");
+    let src = repo().join("testdata/demo/wordfreq.c");
+    let input = repo().join("testdata/demo/input.txt");
+    let cc = |args: &[&str]| {
+        let o = Command::new(tally())
+            .arg("cc")
+            .args(args)
+            .arg(&src)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    cc(&["--tally-pgo", "-O2", "-o", "train"]);
+    let prof = dir.join("train.tally");
+    run(&dir.join("train"), &[input.to_str().unwrap()], &dir, &prof);
+    let (text, _) = export(&dir, &prof);
+    let o = Command::new(tally())
+        .args([
+            "report",
+            "--export",
+            "sample-profile",
+            "--extbinary",
+            "-o",
+            "w.extbinary",
+        ])
+        .arg(&prof)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let show = |extra: &[&str]| {
+        let o = Command::new("llvm-profdata-19")
+            .args(["show", "--sample"])
+            .args(extra)
+            .arg("w.extbinary")
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let h = heads(&text);
+    let never: Vec<&String> = h
+        .iter()
+        .filter(|(_, &(t, _))| t == 0)
+        .map(|(n, _)| n)
+        .collect();
+    assert!(!never.is_empty(), "every function ran: nothing to check");
+    let listed = show(&["--show-prof-sym-list"]);
+    for name in h.keys() {
+        assert!(
+            listed.lines().any(|l| l == name),
+            "{name} not in the symbol list"
+        );
+    }
+    let records = show(&[]);
+    for (name, &(total, _)) in &h {
+        let has = records.contains(&format!("Function: {name}: "));
+        assert_eq!(has, total > 0, "{name}: record in the extbinary profile");
+    }
+    std::fs::write(dir.join("w.prof"), &text).unwrap();
+    cc(&["--tally-use=w.prof", "-O2", "-c", "-o", "text.o"]);
+    cc(&["--tally-use=w.extbinary", "-O2", "-c", "-o", "extbinary.o"]);
+    // The code (LLVM writes the objects' `.pseudo_probe` sections in no fixed order).
+    let code = |o: &str| {
+        let d = Command::new("llvm-objdump-19")
+            .args(["-d", "--no-leading-headers", o])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(d.status.success());
+        let text = String::from_utf8(d.stdout).unwrap();
+        text.lines()
+            .filter(|l| !l.contains("file format"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        code("text.o") == code("extbinary.o"),
+        "the two profiles build different code"
+    );
+}
