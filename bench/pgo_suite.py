@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Profile-guided optimization from tally's exact counts against clang's IR PGO on every
+program of the benchmark suite (testdata/bench/*/BUILD), all in one run (docs/pgo.md has the
+results; bench/pgo.sh measures more variants on Lua and SQLite alone).
+
+Per program, at -O2, five builds: plain clang; IR PGO's training build (-fprofile-generate) and
+its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo) and its
+optimized build (tally cc --tally-use). The training builds run the training input (the
+program's reduced size); every build then runs the test input (twice that size: more and
+different generated data) under callgrind, which counts instructions exactly where times on
+this shared machine drift. Each optimized build must print what the plain build prints.
+
+    python3 bench/pgo_suite.py [--programs lua,zlib] [--tally PATH] [--jobs 2]
+
+Prints a Markdown table: instructions of the test run per build, ratios to plain -O2, and
+tally's gain as a fraction of IR PGO's (1.0: the same gain).
+"""
+import argparse
+import concurrent.futures
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tallybench.common import ROOT, log  # noqa: E402
+from tallybench.programs import parse_build, program_args  # noqa: E402
+
+PROGRAMS = ["lua", "sqlite", "zlib", "bzip2", "zstd", "xz", "mimalloc", "pcre2"]
+# Debian's valgrind reads DWARF 4, not clang-19's default 5.
+FLAGS = ["-O2", "-gdwarf-4"]
+
+
+def run(cmd, cwd, env=None, check=True):
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd))[:300]}: {r.stderr.decode()[-600:]}")
+    return r
+
+
+def build(p, tally, d, name, extra, compiler="clang"):
+    """Compiles and links program `p` in `d` as `name`."""
+    cc = [tally, "cc"] if compiler == "tally" else ["clang-19"]
+    cmd = cc + extra + FLAGS + p["cflags"] + p["sources"] + p["ldflags"] + ["-o", name]
+    run(cmd, d)
+    return os.path.join(d, name)
+
+
+def instructions(prog, args, cwd, env):
+    """Instructions callgrind counts in one run of `prog`."""
+    r = run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", prog, *args],
+            cwd, env)
+    m = re.search(rb"Collected : (\d+)", r.stderr)
+    if not m:
+        raise RuntimeError(f"{prog}: no callgrind total")
+    return int(m.group(1))
+
+
+def measure(name, tally, work):
+    """The five builds of one program and the instructions of their test runs."""
+    p = parse_build(name)
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    train = program_args(p, p["reduced"])
+    test = program_args(p, 2 * p["reduced"])
+    env = dict(os.environ, **p["env"])
+    log(f"{name}: building")
+    plain = build(p, tally, d, "plain", [])
+    irgen = build(p, tally, d, "irgen", ["-fprofile-generate"])
+    tgen = build(p, tally, d, "tgen", ["--tally-pgo"], "tally")
+    run([irgen, *train], d, dict(env, LLVM_PROFILE_FILE=os.path.join(d, "ir.profraw")))
+    run(["llvm-profdata-19", "merge", "-o", "ir.profdata", "ir.profraw"], d)
+    run([tgen, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "t.tally")))
+    iruse = build(p, tally, d, "iruse", ["-fprofile-use=ir.profdata", "-Wno-backend-plugin"])
+    tuse = build(p, tally, d, "tuse", ["--tally-use=t.tally"], "tally")
+    want = run([plain, *test], d, env, check=False)
+    for b in (iruse, tuse):
+        got = run([b, *test], d, env, check=False)
+        if (got.returncode, got.stdout) != (want.returncode, want.stdout):
+            raise RuntimeError(f"{name}: {os.path.basename(b)} prints otherwise than plain")
+    log(f"{name}: callgrind")
+    menv = dict(env, TALLY_PROFILE=os.path.join(d, "x.tally"),
+                LLVM_PROFILE_FILE=os.path.join(d, "x.profraw"))
+    return {k: instructions(b, test, d, menv)
+            for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen),
+                         ("iruse", iruse), ("tuse", tuse)]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--programs", default=",".join(PROGRAMS))
+    ap.add_argument("--tally", default=os.path.join(ROOT, "target", "release", "tally"))
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    tally = os.path.realpath(a.tally)
+    work = tempfile.mkdtemp(prefix="tally-pgo-suite-")
+    names = a.programs.split(",")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+            results = dict(zip(names, ex.map(lambda n: measure(n, tally, work), names)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("| program | -O2 | IR PGO training | tally --tally-pgo training | IR PGO | tally PGO "
+          "| tally's gain / IR PGO's |")
+    print("|---|---|---|---|---|---|---|")
+    logs = {"ir": [], "t": []}
+    for n in names:
+        r = results[n]
+        ratio = {k: r[k] / r["plain"] for k in r}
+        ir_gain, t_gain = 1 - ratio["iruse"], 1 - ratio["tuse"]
+        share = f"{t_gain / ir_gain:.2f}" if ir_gain > 0 else "n/a (IR PGO gains nothing)"
+        logs["ir"].append(math.log(ratio["iruse"]))
+        logs["t"].append(math.log(ratio["tuse"]))
+        print(f"| {n} | {r['plain']} | ×{ratio['irgen']:.3f} | ×{ratio['tgen']:.3f} "
+              f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} |")
+    gm = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
+    print(f"| geomean | | | | ×{gm['ir']:.3f} | ×{gm['t']:.3f} | |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
