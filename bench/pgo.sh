@@ -25,7 +25,8 @@
 # Instructions are counted by callgrind (Debian's valgrind reads DWARF 4, so -gdwarf-4), which
 # is exact and repeatable where times are not. Every build of a row must print what the row's
 # plain build prints, and the -O3 plain build what the -O2 one prints. Progress, the number of
-# indirect calls IR PGO promoted (-Rpass=pgo-icp) and --tally-use's checksum line go to stderr.
+# indirect calls IR PGO promoted (-Rpass=pgo-icall-prom) and --tally-use's checksum line go to
+# stderr.
 #
 #   bench/pgo.sh [TALLY]      (default: target/release/tally)
 set -euo pipefail
@@ -78,11 +79,12 @@ for p in lua sqlite; do
     LLVM_PROFILE_FILE="$d/ir.profraw" ./irgen "${train[@]}" >/dev/null
     llvm-profdata-19 merge -o ir.profdata ir.profraw
     TALLY_PROFILE="$d/t.tally" ./tgen "${train[@]}" >/dev/null
-    clang-19 -fprofile-use=ir.profdata -Wno-backend-plugin -Rpass=pgo-icp "${b[@]}" -o iruse 2>icp.log
-    clang-19 -fprofile-use=ir.profdata -Wno-backend-plugin -mllvm -disable-icp -Rpass=pgo-icp \
-      "${b[@]}" -o irnoicp 2>noicp.log
-    log "$row: IR PGO promoted $(grep -c 'Rpass=pgo-icp' icp.log || true) indirect calls," \
-        "without ICP $(grep -c 'Rpass=pgo-icp' noicp.log || true);" \
+    clang-19 -fprofile-use=ir.profdata -Wno-backend-plugin -Rpass=pgo-icall-prom \
+      "${b[@]}" -o iruse 2>icp.log
+    clang-19 -fprofile-use=ir.profdata -Wno-backend-plugin -mllvm -disable-icp \
+      -Rpass=pgo-icall-prom "${b[@]}" -o irnoicp 2>noicp.log
+    log "$row: IR PGO promoted $(grep -c 'Rpass=pgo-icall-prom' icp.log || true) indirect calls," \
+        "without ICP $(grep -c 'Rpass=pgo-icall-prom' noicp.log || true);" \
         "the two binaries are $(cmp -s iruse irnoicp && echo identical || echo different)"
     "$tally" cc --tally-use=t.tally "${b[@]}" -o tuse 2>tuse.log
     log "$row: $(grep -m1 'tally: --tally-use' tuse.log)"
