@@ -16,8 +16,8 @@
 #                  profile), and tally PGO without profi (clang-19 on the profile that tally
 #                  report --export sample-profile writes, with the flags --tally-use passes but
 #                  -fsample-profile-use-profi);
-#   times          wall-clock seconds of the test run of every non-training build, $rounds
-#                  interleaved rounds (each runs every build once, in an order rotated by one
+#   times          wall-clock seconds of the test run of every non-training build, in $rounds
+#                  (11) interleaved rounds (each runs every build once, in an order rotated by one
 #                  each round): the median per build and its ratio to plain's median. Times on
 #                  this shared machine drift between runs; only ratios within one run mean
 #                  anything.
