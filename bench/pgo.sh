@@ -15,7 +15,7 @@
 #                  promotion gives IR PGO, at most what call-target records could give tally's
 #                  profile), and tally PGO without profi (clang-19 on the profile that tally
 #                  report --export sample-profile writes, with the flags --tally-use passes but
-#                  -fsample-profile-use-profi);
+#                  profi turned off: -mllvm -sample-profile-use-profi=false);
 #   times          wall-clock seconds of the test run of every non-training build, in $rounds
 #                  (11) interleaved rounds (each runs every build once, in an order rotated by one
 #                  each round): the median per build and its ratio to plain's median. Times on
@@ -89,8 +89,10 @@ for p in lua sqlite; do
     "$tally" cc --tally-use=t.tally "${b[@]}" -o tuse 2>tuse.log
     log "$row: $(grep -m1 'tally: --tally-use' tuse.log)"
     "$tally" report --export sample-profile -o t.prof t.tally >&2
+    # LLVM 19's loader turns profi on for every probe-based profile unless told otherwise:
+    # leaving out -fsample-profile-use-profi is not enough.
     clang-19 "${b[@]}" -fprofile-sample-use=t.prof -fpseudo-probe-for-profiling \
-      -fprofile-sample-accurate -o tnoprofi
+      -fprofile-sample-accurate -mllvm -sample-profile-use-profi=false -o tnoprofi
     # The same output from every build of the test input.
     ./plain "${test[@]}" > plain.out
     [ "$o" = -O2 ] || cmp -s plain.out "$work/$p-O2/plain.out" ||
