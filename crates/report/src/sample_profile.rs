@@ -32,6 +32,9 @@ struct Instance {
     ran: bool,
     /// For an out-of-line copy (the function's own body, scope `s0`): its exact entry count.
     entries: Option<u64>,
+    /// Probes of the instance whose count is not known (they follow a call that ended the
+    /// frame).
+    uncounted: Vec<u32>,
 }
 
 /// One function's instances, and its checksum.
@@ -51,6 +54,9 @@ impl Owner {
             for (&id, &c) in &i.probes {
                 let e = sums.entry(id).or_insert(0);
                 *e = e.saturating_add(c);
+            }
+            for &id in &i.uncounted {
+                sums.entry(id).or_insert(0);
             }
         }
         let before = sums.len();
@@ -95,8 +101,9 @@ pub struct SampleProfile {
     pub functions: usize,
     /// Functions in it that ran.
     pub executed: usize,
-    /// Probes left out because a copy of them that ran was removed by optimization (the
-    /// loader infers their counts).
+    /// Probes left out because a copy of them that ran has no exact count: optimization removed
+    /// it, or it follows, in its block, a call that ended the frame (the loader infers their
+    /// counts).
     pub lost_probes: usize,
     /// Functions whose head count is a lower bound: an inlined copy that ran lost its entry
     /// probe (the loader's flow inference, `-fsample-profile-use-profi`, sets their entry
@@ -122,9 +129,25 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
         let descs = &f.source.tables.probe_descs;
         // (owner GUID, scope) -> index in the owner's instances, for this function.
         let mut here: HashMap<(u64, u32), usize> = HashMap::new();
+        // Per block: times a call in it ended the frame (`None`: not known).
+        let mut left: HashMap<u32, Option<u64>> = HashMap::new();
+        for e in f.edges.iter().filter(|e| e.kind == "early-exit") {
+            if let Some(b) = e.from {
+                left.insert(b, e.count);
+            }
+        }
         for (b, list) in probes.iter().enumerate() {
             let count = f.blocks.get(b).and_then(|bc| bc.count);
-            for at in list {
+            // A block's count is how often it was entered: its first probe's count (the probe
+            // pass puts a block's probe at its start). A later probe (of a block merged into
+            // this one) follows calls, and when one of them ended the frame, ran fewer times:
+            // its copy here has no exact count, and the probe is left to the loader.
+            let after_exits = f
+                .blocks
+                .get(b)
+                .and_then(|bc| left.get(&bc.id))
+                .is_some_and(|&n| n != Some(0));
+            for (k, at) in list.iter().enumerate() {
                 any = true;
                 let Some(d) = descs.get(at.desc as usize) else {
                     continue;
@@ -156,6 +179,10 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
                 });
                 let inst = &mut owner.instances[i];
                 match count.filter(|_| f.inconsistent.is_none()) {
+                    Some(c) if k > 0 && after_exits => {
+                        inst.uncounted.push(at.id);
+                        inst.ran |= c > 0;
+                    }
                     Some(c) => {
                         let e = inst.probes.entry(at.id).or_insert(0);
                         *e = e.saturating_add(c);

@@ -279,3 +279,55 @@ pub(crate) fn weighed_branches(dump: &str, profile: &str) -> Vec<Weighed> {
     }
     out
 }
+
+/// `f`'s `do { } while (0)` blocks are merged by the early simplification into the block that
+/// calls `maybe`, which a `longjmp` leaves in 4 of 10 calls: their probes follow the call.
+const MERGED: &str = r#"#include <setjmp.h>
+#include <stdio.h>
+static jmp_buf jb;
+static int after;
+__attribute__((noinline)) static void maybe(int i) {
+    if (i % 3 == 0) longjmp(jb, 1);
+}
+__attribute__((noinline)) static int f(int i) {
+    maybe(i);
+    do {
+        after++;
+    } while (0);
+    return after;
+}
+int main(void) {
+    volatile int i;
+    for (i = 0; i < 10; i++)
+        if (setjmp(jb) == 0) f(i);
+    printf("%d\n", after);
+    return 0;
+}
+"#;
+
+/// A block's count is how often it was entered, which is the count of the probe at its start;
+/// a probe merged in after a call that left the function ran fewer times (here 6, not 10), so
+/// the profile leaves it to the loader and says so, instead of giving it the block's count.
+#[test]
+fn probes_after_a_call_that_left_the_function_are_left_to_the_loader() {
+    let dir = scratch("fidelity-merged");
+    std::fs::write(dir.join("merged.c"), MERGED).unwrap();
+    ok(
+        Command::new(tally()).args(["cc", "--tally-pgo", "-O2", "merged.c", "-o", "merged"]),
+        &dir,
+    );
+    let prof = dir.join("merged.tally");
+    let o = run(&dir.join("merged"), &[], &dir, &prof);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "6\n");
+    let (text, said) = export(&dir, &prof);
+    let f: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("_ZL1fi"))
+        .take_while(|l| !l.starts_with(" !CFGChecksum"))
+        .collect();
+    assert_eq!(f[1..], [" 1: 10"], "{text}");
+    assert!(
+        said.contains(" 2 probes left to the loader's inference"),
+        "{said}"
+    );
+}
