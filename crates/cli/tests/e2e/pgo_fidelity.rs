@@ -306,10 +306,10 @@ int main(void) {
 "#;
 
 /// A block's count is how often it was entered, which is the count of the probe at its start;
-/// a probe merged in after a call that left the function ran fewer times (here 6, not 10), so
-/// the profile leaves it to the loader and says so, instead of giving it the block's count.
+/// a probe merged in after a call that left the function ran fewer times (here 6, not 10): the
+/// lowering starts a vertex at it, so its count is the number of times the call returned.
 #[test]
-fn probes_after_a_call_that_left_the_function_are_left_to_the_loader() {
+fn probes_after_a_call_that_left_the_function_count_its_returns() {
     let dir = scratch("fidelity-merged");
     std::fs::write(dir.join("merged.c"), MERGED).unwrap();
     ok(
@@ -325,9 +325,9 @@ fn probes_after_a_call_that_left_the_function_are_left_to_the_loader() {
         .skip_while(|l| !l.starts_with("_ZL1fi"))
         .take_while(|l| !l.starts_with(" !CFGChecksum"))
         .collect();
-    assert_eq!(f[1..], [" 1: 10"], "{text}");
+    assert_eq!(f[1..], [" 1: 10", " 3: 6", " 4: 6"], "{text}");
     assert!(
-        said.contains(" 2 probes left to the loader's inference"),
+        said.contains(" 0 probes left to the loader's inference"),
         "{said}"
     );
 }

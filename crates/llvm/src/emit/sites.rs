@@ -34,6 +34,7 @@ pub(crate) fn direct_site(l: &Lowered, e: EdgeId) -> Option<Realize> {
         EdgeIr::Reentry => Some(Realize::Reentry(edge.dst)),
         EdgeIr::EarlyExit => Some(Realize::Runtime),
         EdgeIr::Fallthrough | EdgeIr::Return => Some(Realize::NodeEnd(edge.src)),
+        EdgeIr::AfterCalls => Some(Realize::NodeStart(edge.dst)),
         EdgeIr::Succ { splittable, .. } => {
             let term_edges = cfg
                 .succs(edge.src)

@@ -50,7 +50,7 @@ pub(crate) fn estimated_weights(func: Val, l: &Lowered) -> IdVec<EdgeId, f64> {
                 let bb = term.parent();
                 freq.block(bb) * freq.succ_prob(bb, *index)
             }
-            EdgeIr::Fallthrough | EdgeIr::Return => freq.block(block_of(e)),
+            EdgeIr::Fallthrough | EdgeIr::AfterCalls | EdgeIr::Return => freq.block(block_of(e)),
         };
         let est = if est.is_finite() && est >= 0.0 {
             est

@@ -54,6 +54,9 @@ pub(crate) enum EdgeIr {
     },
     /// From the part of a block before a setjmp call to the part after it.
     Fallthrough,
+    /// From the part of a block before a pseudo-probe that follows calls that may end the frame
+    /// to the part from the probe on: counted at the probe, after the calls returned.
+    AfterCalls,
     /// `ret` / `resume`.
     Return,
     /// Frame abandoned inside the vertex.
@@ -86,6 +89,13 @@ pub(crate) type Skip = String;
 
 /// A call to a function of [`SETJMP_NAMES`] that returns an integer (a declaration such as
 /// `void vfork ();` gives no second return to tell apart, and is left an ordinary call).
+/// A call of `llvm.pseudoprobe`.
+fn is_pseudo_probe(v: Val) -> bool {
+    v.opcode() == LLVMOpcode::LLVMCall
+        && v.called_function()
+            .is_some_and(|f| f.name() == "llvm.pseudoprobe")
+}
+
 fn is_setjmp(call: Val) -> bool {
     call.called_function()
         .is_some_and(|f| SETJMP_NAMES.contains(&f.name().as_str()))
@@ -149,6 +159,8 @@ struct Seg {
     /// Instructions of the segment (PHIs and landingpad included for the first segment).
     instrs: Vec<Val>,
     after_setjmp: Option<Val>,
+    /// The segment starts at a pseudo-probe that follows a call that may end the frame.
+    at_probe: bool,
     /// True for the last segment of its block (the one holding the terminator).
     last: bool,
 }
@@ -184,6 +196,7 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
         first_node.insert(bb, segs.len());
         let mut cur: Vec<Val> = Vec::new();
         let mut after: Option<Val> = None;
+        let (mut at_probe, mut may_end) = (false, false);
         for &v in &instrs {
             match v.opcode() {
                 LLVMOpcode::LLVMCatchPad | LLVMOpcode::LLVMCleanupPad => {
@@ -192,7 +205,21 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
                 LLVMOpcode::LLVMLandingPad => has_landing_pads = true,
                 _ => {}
             }
+            // A pseudo-probe after a call that may end the frame (blocks merged by the early
+            // simplification) starts a vertex: it runs as often as the calls before it return,
+            // not as often as the block is entered (docs/pgo.md).
+            if may_end && is_pseudo_probe(v) {
+                segs.push(Seg {
+                    bb,
+                    instrs: std::mem::take(&mut cur),
+                    after_setjmp: after.take(),
+                    at_probe,
+                    last: false,
+                });
+                (at_probe, may_end) = (true, false);
+            }
             cur.push(v);
+            may_end |= v.is_call_like() && may_end_frame(v, kinds, safe);
             if v.is_call_like() && is_setjmp(v) {
                 if v.opcode() != LLVMOpcode::LLVMCall {
                     return Err("setjmp called through invoke".into());
@@ -202,15 +229,18 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
                     bb,
                     instrs: std::mem::take(&mut cur),
                     after_setjmp: after,
+                    at_probe,
                     last: false,
                 });
                 after = Some(v);
+                (at_probe, may_end) = (false, false);
             }
         }
         segs.push(Seg {
             bb,
             instrs: cur,
             after_setjmp: after,
+            at_probe,
             last: true,
         });
     }
@@ -228,13 +258,18 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
         // Start: first instruction that is neither PHI nor landingpad (first segment), or the
         // instruction after the setjmp call.
         let start = match seg.after_setjmp {
+            _ if seg.at_probe => seg.instrs[0],
             Some(_) => seg.instrs[0],
             None => seg
                 .bb
                 .insertion_start()
                 .ok_or_else(|| "block without a non-PHI instruction".to_string())?,
         };
-        let (end, body_end) = if !seg.last {
+        // Split before a probe: the segment's every instruction is its body.
+        let split_before_probe = segs.get(i + 1).is_some_and(|n| n.at_probe && !seg.last);
+        let (end, body_end) = if split_before_probe {
+            (term, seg.instrs.len())
+        } else if !seg.last {
             (term, seg.instrs.len() - 1)
         } else if term.opcode() == LLVMOpcode::LLVMRet {
             match tail_call_before_ret(term) {
@@ -260,7 +295,7 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
                 }
             }
         }
-        let landing_pad = seg.after_setjmp.is_none() && seg.bb.is_landing_pad();
+        let landing_pad = seg.after_setjmp.is_none() && !seg.at_probe && seg.bb.is_landing_pad();
         let returns =
             seg.last && matches!(term.opcode(), LLVMOpcode::LLVMRet | LLVMOpcode::LLVMResume);
 
@@ -268,7 +303,10 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
             edge_list.push((exit, me, EdgeKind::Reentry));
             edges.push(EdgeIr::Reentry);
         }
-        if !seg.last {
+        if split_before_probe {
+            edge_list.push((me, NodeId::new(i + 1), EdgeKind::Flow));
+            edges.push(EdgeIr::AfterCalls);
+        } else if !seg.last {
             edge_list.push((me, NodeId::new(i + 1), EdgeKind::Flow));
             edges.push(EdgeIr::Fallthrough);
         } else {

@@ -629,7 +629,7 @@ pub(crate) fn apply_paths(g: &Globals, func: Val, l: &Lowered, pp: &PathPlan, co
                 em.at(node.start);
                 pe.emit(acts, &pp.slices.at[e], &pp.slices, node.start);
             }
-            EdgeIr::Fallthrough | EdgeIr::Return | EdgeIr::Succ { .. } => {
+            EdgeIr::Fallthrough | EdgeIr::AfterCalls | EdgeIr::Return | EdgeIr::Succ { .. } => {
                 let at = match direct_site(l, e).expect("checked by plan_paths") {
                     Realize::NodeEnd(n) => l.nodes[n.index()].end,
                     Realize::NodeStart(n) => l.nodes[n.index()].start,

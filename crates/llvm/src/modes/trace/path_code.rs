@@ -168,7 +168,7 @@ impl PathsCode {
                         .last()
                         .expect("a returning vertex has its terminator")
                 }
-                EdgeIr::Fallthrough | EdgeIr::Succ { .. } => {
+                EdgeIr::Fallthrough | EdgeIr::AfterCalls | EdgeIr::Succ { .. } => {
                     match direct_site(l, e).expect("checked by plan_numbered") {
                         Realize::NodeEnd(n) => l.nodes[n.index()].end,
                         Realize::NodeStart(n) => l.nodes[n.index()].start,
