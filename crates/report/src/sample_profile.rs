@@ -140,8 +140,10 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
             let count = f.blocks.get(b).and_then(|bc| bc.count);
             // A block's count is how often it was entered: its first probe's count (the probe
             // pass puts a block's probe at its start). A later probe (of a block merged into
-            // this one) follows calls, and when one of them ended the frame, ran fewer times:
-            // its copy here has no exact count, and the probe is left to the loader.
+            // this one) may follow calls; tally's lowering starts a vertex at a probe after a
+            // call that may end the frame, but in a profile of a build made before it, such a
+            // probe ran fewer times when one of those calls ended the frame: its copy here has
+            // no exact count then, and the probe is left to the loader.
             let after_exits = f
                 .blocks
                 .get(b)

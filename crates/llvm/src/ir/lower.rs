@@ -89,13 +89,6 @@ pub(crate) type Skip = String;
 
 /// A call to a function of [`SETJMP_NAMES`] that returns an integer (a declaration such as
 /// `void vfork ();` gives no second return to tell apart, and is left an ordinary call).
-/// A call of `llvm.pseudoprobe`.
-fn is_pseudo_probe(v: Val) -> bool {
-    v.opcode() == LLVMOpcode::LLVMCall
-        && v.called_function()
-            .is_some_and(|f| f.name() == "llvm.pseudoprobe")
-}
-
 fn is_setjmp(call: Val) -> bool {
     call.called_function()
         .is_some_and(|f| SETJMP_NAMES.contains(&f.name().as_str()))
@@ -208,7 +201,7 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
             // A pseudo-probe after a call that may end the frame (blocks merged by the early
             // simplification) starts a vertex: it runs as often as the calls before it return,
             // not as often as the block is entered (docs/pgo.md).
-            if may_end && is_pseudo_probe(v) {
+            if may_end && crate::ir::probes::is_probe(v) {
                 segs.push(Seg {
                     bb,
                     instrs: std::mem::take(&mut cur),
@@ -256,14 +249,13 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
         let me = NodeId::new(i);
         let term = *seg.instrs.last().expect("a segment is never empty");
         // Start: first instruction that is neither PHI nor landingpad (first segment), or the
-        // instruction after the setjmp call.
-        let start = match seg.after_setjmp {
-            _ if seg.at_probe => seg.instrs[0],
-            Some(_) => seg.instrs[0],
-            None => seg
-                .bb
+        // instruction after the setjmp call, or the probe a split starts at.
+        let start = if seg.after_setjmp.is_some() || seg.at_probe {
+            seg.instrs[0]
+        } else {
+            seg.bb
                 .insertion_start()
-                .ok_or_else(|| "block without a non-PHI instruction".to_string())?,
+                .ok_or_else(|| "block without a non-PHI instruction".to_string())?
         };
         // Split before a probe: the segment's every instruction is its body.
         let split_before_probe = segs.get(i + 1).is_some_and(|n| n.at_probe && !seg.last);

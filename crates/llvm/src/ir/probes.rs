@@ -61,10 +61,7 @@ impl Descs {
     /// nameless one is added for a GUID without a descriptor) and its id, in scope `s0` (the
     /// caller sets the scope).
     pub(crate) fn probe(&mut self, v: Val) -> Option<ProbeAt> {
-        let is_probe = v.opcode() == LLVMOpcode::LLVMCall
-            && v.called_function()
-                .is_some_and(|f| f.name() == "llvm.pseudoprobe");
-        if !is_probe {
+        if !is_probe(v) {
             return None;
         }
         let guid = const_u64(v.operand(0).0)?;
@@ -132,4 +129,11 @@ fn md_string(v: LLVMValueRef) -> Option<String> {
         let bytes = std::slice::from_raw_parts(p as *const u8, len as usize);
         Some(String::from_utf8_lossy(bytes).into_owned())
     }
+}
+
+/// `v` is a call of `llvm.pseudoprobe`.
+pub(crate) fn is_probe(v: Val) -> bool {
+    v.opcode() == LLVMOpcode::LLVMCall
+        && v.called_function()
+            .is_some_and(|f| f.name() == "llvm.pseudoprobe")
 }
