@@ -390,7 +390,16 @@ fn build_cached(key: &(String, String), out: Option<&Path>, make: impl FnOnce(&P
         drop(lock);
     }
     if let Some(out) = out {
-        std::fs::copy(&prog, out).expect("copy cached build");
+        // `cp`, not `std::fs::copy`: a writable descriptor of the copy opened in this process
+        // would be inherited by a program another test thread forks at that moment, and
+        // executing the copy would then fail with ETXTBSY ("Text file busy").
+        let _ = std::fs::remove_file(out);
+        let st = Command::new("cp")
+            .arg(&prog)
+            .arg(out)
+            .status()
+            .expect("run cp");
+        assert!(st.success(), "copy cached build to {}", out.display());
     }
 }
 
