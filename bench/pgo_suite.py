@@ -3,17 +3,20 @@
 program of the benchmark suite (testdata/bench/*/BUILD), all in one run (docs/pgo.md has the
 results; bench/pgo.sh measures more variants on Lua and SQLite alone).
 
-Per program, at -O2, five builds: plain clang; IR PGO's training build (-fprofile-generate) and
-its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo) and its
-optimized build (tally cc --tally-use). The training builds run the training input (the
-program's reduced size); every build then runs the test input (twice that size: more and
+Per program, at -O2, six builds: plain clang; IR PGO's training build (-fprofile-generate) and
+its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo), the same
+without pre-inlining (--tally-pgo-inline=off), and tally's optimized build (tally cc
+--tally-use). The training builds run the training input (the program's reduced size), and
+tally's two must give the same sample profile (a probe's count does not depend on which
+copies of it inlining made); every build then runs the test input (twice that size: more and
 different generated data) under callgrind, which counts instructions exactly where times on
 this shared machine drift. Each optimized build must print what the plain build prints.
 
     python3 bench/pgo_suite.py [--programs lua,zlib] [--tally PATH] [--jobs 2]
 
-Prints a Markdown table: instructions of the test run per build, ratios to plain -O2, and
-tally's gain as a fraction of IR PGO's (1.0: the same gain).
+Prints a Markdown table: instructions of the test run per build, ratios to plain -O2, the
+training build's overhead as a fraction of IR PGO's, and tally's gain as a fraction of IR
+PGO's (1.0: the same gain).
 """
 import argparse
 import concurrent.futures
@@ -71,9 +74,15 @@ def measure(name, tally, work):
     plain = build(p, tally, d, "plain", [])
     irgen = build(p, tally, d, "irgen", ["-fprofile-generate"])
     tgen = build(p, tally, d, "tgen", ["--tally-pgo"], "tally")
+    whole = build(p, tally, d, "whole", ["--tally-pgo", "--tally-pgo-inline=off"], "tally")
     run([irgen, *train], d, dict(env, LLVM_PROFILE_FILE=os.path.join(d, "ir.profraw")))
     run(["llvm-profdata-19", "merge", "-o", "ir.profdata", "ir.profraw"], d)
     run([tgen, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "t.tally")))
+    run([whole, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "w.tally")))
+    texts = [run([tally, "report", "--export", "sample-profile", f], d).stdout
+             for f in ("t.tally", "w.tally")]
+    if texts[0] != texts[1]:
+        raise RuntimeError(f"{name}: the sample profile depends on pre-inlining")
     iruse = build(p, tally, d, "iruse", ["-fprofile-use=ir.profdata", "-Wno-backend-plugin"])
     tuse = build(p, tally, d, "tuse", ["--tally-use=t.tally"], "tally")
     want = run([plain, *test], d, env, check=False)
@@ -85,7 +94,7 @@ def measure(name, tally, work):
     menv = dict(env, TALLY_PROFILE=os.path.join(d, "x.tally"),
                 LLVM_PROFILE_FILE=os.path.join(d, "x.profraw"))
     return {k: instructions(b, test, d, menv)
-            for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen),
+            for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen), ("whole", whole),
                          ("iruse", iruse), ("tuse", tuse)]}
 
 
@@ -103,9 +112,9 @@ def main():
             results = dict(zip(names, ex.map(lambda n: measure(n, tally, work), names)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("| program | -O2 | IR PGO training | tally --tally-pgo training | IR PGO | tally PGO "
-          "| tally's gain / IR PGO's |")
-    print("|---|---|---|---|---|---|---|")
+    print("| program | -O2 | IR PGO training | tally --tally-pgo training | without pre-inlining "
+          "| tally's training overhead / IR PGO's | IR PGO | tally PGO | tally's gain / IR PGO's |")
+    print("|---|---|---|---|---|---|---|---|---|")
     logs = {"ir": [], "t": []}
     for n in names:
         r = results[n]
@@ -114,10 +123,12 @@ def main():
         share = f"{t_gain / ir_gain:.2f}" if ir_gain > 0 else "n/a (IR PGO gains nothing)"
         logs["ir"].append(math.log(ratio["iruse"]))
         logs["t"].append(math.log(ratio["tuse"]))
+        cost = (ratio["tgen"] - 1) / (ratio["irgen"] - 1)
         print(f"| {n} | {r['plain']} | ×{ratio['irgen']:.3f} | ×{ratio['tgen']:.3f} "
+              f"| ×{ratio['whole']:.3f} | {cost:.2f} "
               f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} |")
     gm = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
-    print(f"| geomean | | | | ×{gm['ir']:.3f} | ×{gm['t']:.3f} | |")
+    print(f"| geomean | | | | | | ×{gm['ir']:.3f} | ×{gm['t']:.3f} | |")
     return 0
 
 

@@ -49,7 +49,11 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// 12: [`SourceMeta::probes`], [`ModuleMeta::probe_descs`] and
 /// [`ModuleMeta::probes_before_optimization`] (clang's pseudo-probes, for sample profiles:
 /// `probes`).
-pub const META_VERSION: u32 = 12;
+/// 13: the same encoding, with what `probes` say in a `--tally-pgo` build: a probe after a call
+/// that may end the frame starts a block (its count is how often the calls returned), and small
+/// callees are inlined before instrumenting (a probe an inlined copy lacks ran 0 times in it).
+/// Version 12's profiles counted such a probe as its block's entries.
+pub const META_VERSION: u32 = 13;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {

@@ -219,6 +219,9 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     if opts.pgo {
         module::add_pseudo_probes(&module).map_err(Error::Parse)?;
         module::localize::localize_inline_copies(module.as_mut_ptr());
+        if opts.pgo_inline {
+            module::pre_inline::pre_inline(&module).map_err(Error::Parse)?;
+        }
     }
     redirect::redirect_libc_calls(module.as_mut_ptr());
     let mode = modes::of(opts.mode);

@@ -293,6 +293,18 @@ pub struct Options {
         )
     )]
     pub pgo: bool,
+    /// `--tally-pgo`: inline small callees into their callers before instrumenting
+    /// (`module::pre_inline`), as clang's IR PGO pre-inlines before it instruments, so
+    /// the spanning tree derives their counts. `--tally-pgo-inline=off` instruments every
+    /// function as written (the profile is the same; tests compare the two).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "tally-pgo-inline", value_name = "on|off", num_args = 0..=1,
+            require_equals = true, default_value = "on", default_missing_value = "on",
+            action = clap::ArgAction::Set, value_parser = on_off(), hide = true,
+            help = "--tally-pgo: inline small callees before instrumenting")
+    )]
+    pub pgo_inline: bool,
 }
 
 /// Parses `witness` or `bits` (`--tally-trace`), and the hidden `paths`.
@@ -420,6 +432,7 @@ impl Default for Options {
             ipath_cuts: IpathCuts::Hot,
             profile_dir: None,
             pgo: false,
+            pgo_inline: true,
         }
     }
 }

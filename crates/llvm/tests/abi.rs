@@ -70,6 +70,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             ipath_cuts: tally_llvm::IpathCuts::Hot,
             profile_dir: None,
             pgo: false,
+            pgo_inline: true,
         },
     )
     .unwrap_or_else(|e| panic!("{mode:?}: {e}"))

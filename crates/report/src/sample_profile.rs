@@ -32,9 +32,11 @@ struct Instance {
     ran: bool,
     /// For an out-of-line copy (the function's own body, scope `s0`): its exact entry count.
     entries: Option<u64>,
-    /// Probes of the instance whose count is not known (they follow a call that ended the
-    /// frame).
-    uncounted: Vec<u32>,
+    /// Instrumented before optimization (`--tally-pgo`): only the inliner copied the function
+    /// (`tally_llvm`'s pre-inlining), and a probe missing from the copy is one of a block the
+    /// inliner left out because the call's arguments make it unreachable: it ran 0 times in
+    /// this copy.
+    whole: bool,
 }
 
 /// One function's instances, and its checksum.
@@ -45,9 +47,10 @@ struct Owner {
 }
 
 impl Owner {
-    /// The exact counts: a probe's sum is exact when every instance that ran holds a copy of it
-    /// (an instance without one lost it to optimization, and its executions went uncounted);
-    /// the others are left for the loader to infer. Also the number left out.
+    /// The exact counts: a probe's sum is exact when every instance that ran holds a counted
+    /// copy of it or is [`Instance::whole`] without one (an optimized instance without one lost
+    /// it to optimization, and its executions went uncounted); the others are left for the
+    /// loader to infer. Also the number left out.
     fn exact(&self) -> (BTreeMap<u32, u64>, usize) {
         let mut sums: BTreeMap<u32, u64> = BTreeMap::new();
         for i in &self.instances {
@@ -55,15 +58,12 @@ impl Owner {
                 let e = sums.entry(id).or_insert(0);
                 *e = e.saturating_add(c);
             }
-            for &id in &i.uncounted {
-                sums.entry(id).or_insert(0);
-            }
         }
         let before = sums.len();
         sums.retain(|id, _| {
             self.instances
                 .iter()
-                .all(|i| !i.ran || i.probes.contains_key(id))
+                .all(|i| !i.ran || i.whole || i.probes.contains_key(id))
         });
         let lost = before - sums.len();
         (sums, lost)
@@ -102,7 +102,7 @@ pub struct SampleProfile {
     /// Functions in it that ran.
     pub executed: usize,
     /// Probes left out because a copy of them that ran has no exact count: optimization removed
-    /// it, or it follows, in its block, a call that ended the frame (the loader infers their
+    /// it in a module whose probes were added after optimization (the loader infers their
     /// counts).
     pub lost_probes: usize,
     /// Functions whose head count is a lower bound: an inlined copy that ran lost its entry
@@ -129,27 +129,12 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
         let descs = &f.source.tables.probe_descs;
         // (owner GUID, scope) -> index in the owner's instances, for this function.
         let mut here: HashMap<(u64, u32), usize> = HashMap::new();
-        // Per block: times a call in it ended the frame (`None`: not known).
-        let mut left: HashMap<u32, Option<u64>> = HashMap::new();
-        for e in f.edges.iter().filter(|e| e.kind == "early-exit") {
-            if let Some(b) = e.from {
-                left.insert(b, e.count);
-            }
-        }
         for (b, list) in probes.iter().enumerate() {
             let count = f.blocks.get(b).and_then(|bc| bc.count);
-            // A block's count is how often it was entered: its first probe's count (the probe
-            // pass puts a block's probe at its start). A later probe (of a block merged into
-            // this one) may follow calls; tally's lowering starts a vertex at a probe after a
-            // call that may end the frame, but in a profile of a build made before it, such a
-            // probe ran fewer times when one of those calls ended the frame: its copy here has
-            // no exact count then, and the probe is left to the loader.
-            let after_exits = f
-                .blocks
-                .get(b)
-                .and_then(|bc| left.get(&bc.id))
-                .is_some_and(|&n| n != Some(0));
-            for (k, at) in list.iter().enumerate() {
+            // Every probe of a block runs as often as the block is entered: a later probe (of
+            // a block merged into this one, or of an inlined callee) follows no call that may
+            // end the frame, where tally's lowering starts a new block (`META_VERSION` 13).
+            for at in list {
                 any = true;
                 let Some(d) = descs.get(at.desc as usize) else {
                     continue;
@@ -175,16 +160,13 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
                     let own = at.scope.0 == 0 && f.name == owner.name;
                     owner.instances.push(Instance {
                         entries: own.then_some(f.entry_count),
+                        whole: f.source.tables.probes_before_optimization,
                         ..Instance::default()
                     });
                     owner.instances.len() - 1
                 });
                 let inst = &mut owner.instances[i];
                 match count.filter(|_| f.inconsistent.is_none()) {
-                    Some(c) if k > 0 && after_exits => {
-                        inst.uncounted.push(at.id);
-                        inst.ran |= c > 0;
-                    }
                     Some(c) => {
                         let e = inst.probes.entry(at.id).or_insert(0);
                         *e = e.saturating_add(c);

@@ -121,8 +121,7 @@ fn sample_profile(a: &Args, r: &tally_report::Report, stopped: &[(u32, String)])
     write_out(a.output.as_ref(), &bytes)?;
     eprintln!(
         "tally: sample profile of {} functions ({} ran; {} probes left to the loader's \
-         inference: a copy that ran was removed by optimization or follows a call that left its \
-         function){}",
+         inference: optimization removed a copy that ran){}",
         p.functions,
         p.executed,
         p.lost_probes,

@@ -8,6 +8,7 @@
 //! their initializers are filled field by field, by name.
 
 pub(crate) mod localize;
+pub(crate) mod pre_inline;
 pub(crate) mod redirect;
 
 use crate::emit::{cname, Globals};
@@ -804,7 +805,7 @@ pub(crate) fn add_pseudo_probes(module: &inkwell::module::Module) -> Result<(), 
 }
 
 /// Runs an LLVM pass pipeline (`opt -passes=` syntax) over the module.
-fn run_passes(module: &inkwell::module::Module, passes: &str) -> Result<(), String> {
+pub(super) fn run_passes(module: &inkwell::module::Module, passes: &str) -> Result<(), String> {
     use inkwell::passes::PassBuilderOptions;
     use inkwell::targets::{
         CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
