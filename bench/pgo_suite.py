@@ -12,11 +12,15 @@ copies of it inlining made); every build then runs the test input (twice that si
 different generated data) under callgrind, which counts instructions exactly where times on
 this shared machine drift. Each optimized build must print what the plain build prints.
 
-    python3 bench/pgo_suite.py [--programs lua,zlib] [--tally PATH] [--jobs 2]
+    python3 bench/pgo_suite.py [--programs lua,zlib] [--tally PATH] [--jobs 2] [--rounds 21]
 
 Prints a Markdown table: instructions of the test run per build, ratios to plain -O2, the
 training build's overhead as a fraction of IR PGO's, and tally's gain as a fraction of IR
-PGO's (1.0: the same gain).
+PGO's (1.0: the same gain). Then a table of wall-clock times of the test run of plain, IR PGO
+and tally PGO: after every build is done, --rounds interleaved rounds, one at a time, each
+running every program's three builds once in an order rotated by one each round; the median per
+build and its ratio to plain's median (only ratios within one run mean anything on a shared
+machine).
 """
 import argparse
 import concurrent.futures
@@ -26,7 +30,9 @@ import re
 import shutil
 import subprocess
 import sys
+import statistics
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tallybench.common import ROOT, log  # noqa: E402
@@ -93,9 +99,24 @@ def measure(name, tally, work):
     log(f"{name}: callgrind")
     menv = dict(env, TALLY_PROFILE=os.path.join(d, "x.tally"),
                 LLVM_PROFILE_FILE=os.path.join(d, "x.profraw"))
-    return {k: instructions(b, test, d, menv)
-            for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen), ("whole", whole),
-                         ("iruse", iruse), ("tuse", tuse)]}
+    counts = {k: instructions(b, test, d, menv)
+              for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen), ("whole", whole),
+                           ("iruse", iruse), ("tuse", tuse)]}
+    return counts, {"plain": plain, "iruse": iruse, "tuse": tuse, "test": test, "env": env, "d": d}
+
+
+def times(runs, rounds):
+    """Wall-clock seconds of each final build's test run, `rounds` interleaved rounds."""
+    jobs = [(n, k) for n in runs for k in ("plain", "iruse", "tuse")]
+    out = {j: [] for j in jobs}
+    for r in range(rounds):
+        order = jobs[r % len(jobs):] + jobs[:r % len(jobs)]
+        for n, k in order:
+            x = runs[n]
+            t = time.perf_counter()
+            run([x[k], *x["test"]], x["d"], x["env"], check=False)
+            out[(n, k)].append(time.perf_counter() - t)
+    return {j: statistics.median(v) for j, v in out.items()}
 
 
 def main():
@@ -103,13 +124,17 @@ def main():
     ap.add_argument("--programs", default=",".join(PROGRAMS))
     ap.add_argument("--tally", default=os.path.join(ROOT, "target", "release", "tally"))
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=21)
     a = ap.parse_args()
     tally = os.path.realpath(a.tally)
     work = tempfile.mkdtemp(prefix="tally-pgo-suite-")
     names = a.programs.split(",")
     try:
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-            results = dict(zip(names, ex.map(lambda n: measure(n, tally, work), names)))
+            done = dict(zip(names, ex.map(lambda n: measure(n, tally, work), names)))
+        results = {n: c for n, (c, _) in done.items()}
+        log(f"{a.rounds} rounds of times")
+        secs = times({n: r for n, (_, r) in done.items()}, a.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("| program | -O2 | IR PGO training | tally --tally-pgo training | without pre-inlining "
@@ -129,6 +154,23 @@ def main():
               f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} |")
     gm = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
     print(f"| geomean | | | | | | ×{gm['ir']:.3f} | ×{gm['t']:.3f} | |")
+    print()
+    print(f"Wall-clock seconds of the test run, median of {a.rounds} interleaved rounds, ratio to "
+          "plain's median:")
+    print()
+    print("| program | -O2 | IR PGO | tally PGO | tally's gain / IR PGO's |")
+    print("|---|---|---|---|---|")
+    tlogs = {"ir": [], "t": []}
+    for n in names:
+        p = secs[(n, "plain")]
+        ir, t = secs[(n, "iruse")] / p, secs[(n, "tuse")] / p
+        tlogs["ir"].append(math.log(ir))
+        tlogs["t"].append(math.log(t))
+        share = f"{(1 - t) / (1 - ir):.2f}" if ir < 1 else "n/a (IR PGO gains nothing)"
+        print(f"| {n} | {p:.3f} | {secs[(n, 'iruse')]:.3f} (×{ir:.3f}) "
+              f"| {secs[(n, 'tuse')]:.3f} (×{t:.3f}) | {share} |")
+    tg = {k: math.exp(sum(v) / len(v)) for k, v in tlogs.items()}
+    print(f"| geomean | | ×{tg['ir']:.3f} | ×{tg['t']:.3f} | |")
     return 0
 
 

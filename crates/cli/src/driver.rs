@@ -116,16 +116,23 @@ fn settings(cxx: bool, cl: &CommandLine) -> Result<Settings> {
     if let Some(dir) = s.opts.profile_dir.take() {
         s.opts.profile_dir = Some(absolute_profile_dir(dir)?);
     }
+    // `--tally-NAME[=...]` was given.
+    let given = |name: &str| {
+        cl.tally_opts
+            .iter()
+            .any(|o| o.split('=').next() == Some(name))
+    };
     // As gcc does for -fprofile-arcs: a -pthread command builds for threads, so its counters
     // are atomic unless --tally-atomic says otherwise. A non-atomic build that
     // runs threads anyway (glibc 2.34+ needs no -pthread) is flagged by the runtime.
-    if pthread(cl)
-        && !cl
-            .tally_opts
-            .iter()
-            .any(|o| o.split('=').next() == Some("atomic"))
-    {
+    if pthread(cl) && !given("atomic") {
         s.opts.atomic = true;
+    }
+    // A training build is optimized after it is instrumented, and counters promoted before
+    // optimization cost it more than they save (LLVM's LICM promotes what it can): off unless
+    // asked for (docs/pgo.md: bzip2's training run x1.316 with, x1.093 without).
+    if s.opts.pgo && !given("promote") && !given("no-promote") {
+        s.opts.promote = false;
     }
     s.clang = find_clang(cxx);
     Ok(s)
@@ -846,6 +853,14 @@ mod tests {
         // The last word wins, as clang's own options do.
         let s = parse(&["--tally-no-promote", "--tally-promote"]).unwrap();
         assert!(s.opts.promote);
+        // Off by default in a training build, unless asked for.
+        assert!(!parse(&["--tally-pgo"]).unwrap().opts.promote);
+        assert!(
+            parse(&["--tally-pgo", "--tally-promote"])
+                .unwrap()
+                .opts
+                .promote
+        );
     }
 
     /// `-pthread` turns atomic increments on unless `--tally-atomic` says otherwise.

@@ -99,7 +99,8 @@ pub struct Options {
     /// Keep the counters of innermost call-free loops in registers, stored at the loop exits
     /// ([`promote`](mod@promote)); `edge` and `vertex` modes and path mode's edge-counter
     /// functions, not with `atomic`. The driver turns it on by default
-    /// (`--tally-promote=off` turns it off).
+    /// (`--tally-promote=off` turns it off), except in a `--tally-pgo` training build, which is
+    /// optimized after it is instrumented (LLVM's LICM promotes counters there).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-promote", value_name = "on|off", num_args = 0..=1,
@@ -107,7 +108,7 @@ pub struct Options {
             action = clap::ArgAction::Set,
             value_parser = on_off(),
             help = "Keep the counters of innermost call-free loops in registers, stored at the \
-                    loop exits (not with --tally-atomic)")
+                    loop exits (not with --tally-atomic; off by default with --tally-pgo)")
     )]
     pub promote: bool,
     /// Counter promotion: only counters incremented on a cycle of the loop of at most this
