@@ -438,9 +438,9 @@ fn assert_checked(what: &str, prof: &Path) {
 /// after clang's optimizer ran on both (a function with a frame record is kept from inlining:
 /// docs/pgo.md), and every head count of its sample profile is the function's entry count in
 /// an `edges-naive` build without pre-inlining. For the C programs that build's sample profile
-/// is the same text. (Not for C++: inlined there, the library's header templates run in the program or in libstdc++
-/// depending on the optimizer's choices, which the two builds' instrumentation changes; heads
-/// are compared for the program's own functions.)
+/// is the same text. (Not for C++: inlined there, the library's header templates run in the
+/// program or in libstdc++ depending on the optimizer's choices, which the two builds'
+/// instrumentation changes; heads are compared for the program's own functions.)
 #[test]
 fn training_builds_are_exact_on_the_early_termination_programs() {
     for (src, status) in early_programs() {
