@@ -115,18 +115,9 @@ impl Profile {
         {
             return Ok(None);
         }
-        let mut by_hash: std::collections::HashMap<u64, Vec<usize>> =
-            std::collections::HashMap::with_capacity(self.modules.len());
-        for (i, m) in self.modules.iter().enumerate().rev() {
-            by_hash.entry(m.hash).or_default().push(i);
-        }
-        let mut at = Vec::with_capacity(raw.modules.len());
-        for r in &raw.modules {
-            match by_hash.get_mut(&r.hash).and_then(|v| v.pop()) {
-                Some(i) if self.modules[i].meta_blob.as_slice() == r.blob => at.push(i),
-                _ => return Ok(None),
-            }
-        }
+        let Some(at) = self.module_indices(&raw) else {
+            return Ok(None);
+        };
         let mut paths = Vec::with_capacity(raw.modules.len());
         for (r, &i) in raw.modules.iter().zip(&at) {
             let m = &self.modules[i];
@@ -150,6 +141,59 @@ impl Profile {
         self.signal = self.signal.or(raw.signal);
         self.program = self.program.combined(&raw.program);
         Ok(Some(at))
+    }
+
+    /// The index here of each module record of `raw`, matched by hash and metadata byte for
+    /// byte (the k-th record of a hash in `raw` to the k-th module of that hash here); `None`
+    /// when one has no match.
+    fn module_indices(&self, raw: &super::read::RawProfile<'_>) -> Option<Vec<usize>> {
+        let mut by_hash: std::collections::HashMap<u64, Vec<usize>> =
+            std::collections::HashMap::with_capacity(self.modules.len());
+        for (i, m) in self.modules.iter().enumerate().rev() {
+            by_hash.entry(m.hash).or_default().push(i);
+        }
+        let mut at = Vec::with_capacity(raw.modules.len());
+        for r in &raw.modules {
+            match by_hash.get_mut(&r.hash).and_then(|v| v.pop()) {
+                Some(i) if self.modules[i].meta_blob.as_slice() == r.blob => at.push(i),
+                _ => return None,
+            }
+        }
+        Some(at)
+    }
+
+    /// Replaces this profile's run (counters, path entries, pid, program and flags) with the
+    /// profile `bytes` when that one holds exactly this profile's modules (the same number of
+    /// module records, each matched by hash and metadata byte for byte), without decoding its
+    /// metadata: what `tally export` pays per run of a build it has met. `Ok(false)` (and
+    /// `self` unchanged) when the modules differ; a corrupt profile is an error, as
+    /// [`Profile::read`] finds it, and leaves `self` unchanged too.
+    pub fn load_same_build(&mut self, bytes: &[u8]) -> Result<bool, ProfileError> {
+        let raw = parse(bytes)?;
+        if raw.modules.len() != self.modules.len() {
+            return Ok(false);
+        }
+        let Some(at) = self.module_indices(&raw) else {
+            return Ok(false);
+        };
+        let mut paths = Vec::with_capacity(raw.modules.len());
+        for (r, &i) in raw.modules.iter().zip(&at) {
+            let m = &self.modules[i];
+            r.check_sum(&m.meta)?;
+            paths.push(decode_path_entries(r.index, r.paths, &m.meta)?);
+        }
+        for ((r, p), &i) in raw.modules.iter().zip(paths).zip(&at) {
+            let m = &mut self.modules[i];
+            m.counters.clear();
+            m.counters.extend(le_words(r.counters));
+            m.paths = p;
+        }
+        self.pid = raw.pid;
+        self.program = raw.program;
+        self.unfinished = raw.unfinished;
+        self.raced = raw.raced;
+        self.signal = raw.signal;
+        Ok(true)
     }
 
     /// Takes the same-run oracle modules (`--tally-oracle`, [`ModuleMeta::oracle_for`]) out

@@ -116,3 +116,24 @@ fn adding_refuses_overflow_corruption_and_other_builds_unchanged() {
     );
     assert!(named_sum.program.is_unknown());
 }
+
+/// `load_same_build` puts another run of the same modules in place of this one (counts, path
+/// entries, pid, flags), in any module order; a run with fewer modules, or a corrupt one,
+/// leaves the profile as it was.
+#[test]
+fn loading_a_run_of_the_same_build_replaces_the_counts() {
+    let mut p = sample();
+    let mut other = second_run();
+    other.raced = true;
+    let want = other.clone();
+    other.modules.reverse();
+    assert!(p.load_same_build(&other.write()).unwrap());
+    assert_eq!(p, want);
+    let before = p.clone();
+    let mut fewer = second_run();
+    fewer.modules.remove(0);
+    assert!(!p.load_same_build(&fewer.write()).unwrap());
+    let bytes = sample().write();
+    assert!(p.load_same_build(&bytes[..bytes.len() - 1]).is_err());
+    assert_eq!(p, before);
+}
