@@ -313,16 +313,190 @@ fn line_key(r: &LineRun) -> LineKey {
 }
 
 /// One function's graph as the model needs it.
-struct Graph<'a> {
+struct Graph {
     blocks: Vec<Option<u64>>,
     /// (from, to, count) by edge id; `None` ends are EXIT.
     edges: Vec<(Option<usize>, Option<usize>, Option<u64>)>,
     /// Incoming edge ids per block.
     preds: Vec<Vec<usize>>,
-    lines: &'a [Vec<LineRun>],
+    /// The line runs of each block, the definition's line first in the entry block.
+    lines: Vec<Vec<LineRun>>,
 }
 
-impl Graph<'_> {
+/// A term of a line's count ([`line_terms`]): the count of a block times a number, or of an
+/// edge. A line's count is the sum of its terms, which makes it linear in the function's
+/// block and edge counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Term {
+    /// `times` the count of block `block`.
+    Block {
+        /// Block id.
+        block: u32,
+        /// Stretches of the line's code in the block that follow other code.
+        times: u64,
+    },
+    /// The count of edge `edge`.
+    Edge(u32),
+}
+
+/// The sum of `terms` over a function's counts (`None` when one of them is undetermined).
+pub fn eval(terms: &[Term], f: &FunctionReport) -> Option<u64> {
+    let mut total = Some(0);
+    for t in terms {
+        let c = match *t {
+            Term::Block { block, times } => f
+                .blocks
+                .get(block as usize)
+                .and_then(|b| b.count)
+                .map(|c| c.saturating_mul(times)),
+            Term::Edge(e) => f.edges.get(e as usize).and_then(|e| e.count),
+        };
+        add(&mut total, c);
+        total?;
+    }
+    total
+}
+
+/// How each line of a function's code counts, as [`model`] counts it: per (file, line), the
+/// terms of its count. Depends on the graph and the metadata only, so a caller that counts the
+/// lines of many runs of one build ([`crate::dataset`]) computes it once per function and
+/// [`eval`]s it per run. Lines without a file are left out, as in the model.
+pub fn line_terms(f: &FunctionReport) -> Vec<(String, u32, Vec<Term>)> {
+    let Some((g, called_at)) = Graph::of(f) else {
+        return Vec::new();
+    };
+    let files = &f.source.tables.files;
+    g.line_terms(&called_at)
+        .into_iter()
+        .filter_map(|((file, line), terms)| {
+            let path = file.and_then(|i| files.get(i as usize).cloned())?;
+            Some((path, line, terms))
+        })
+        .collect()
+}
+
+impl Graph {
+    /// The graph of a function with source metadata that fits it, and the call sites of the
+    /// inline scopes enclosing each scope; `None` when its metadata has no lines for it.
+    fn of(f: &FunctionReport) -> Option<(Graph, Vec<Vec<LineKey>>)> {
+        let src = &f.source;
+        let meta = &*src.meta;
+        if meta.lines.is_empty() || meta.lines.len() != f.blocks.len() || meta.scopes.is_empty() {
+            return None;
+        }
+        let n = f.blocks.len();
+        let mut preds = vec![Vec::new(); n];
+        let mut edges = Vec::with_capacity(f.edges.len());
+        for (i, e) in f.edges.iter().enumerate() {
+            let to = e.to.map(|t| t as usize).filter(|&t| t < n);
+            let from = e.from.map(|t| t as usize).filter(|&t| t < n);
+            if let Some(t) = to {
+                preds[t].push(i);
+            }
+            edges.push((from, to, e.count));
+        }
+        // The definition's line belongs to the entry block, as in gcov: it counts the calls.
+        let mut block_lines = meta.lines.clone();
+        let own = meta.scopes[0]
+            .func
+            .and_then(|i| src.tables.fns.get(i.index()));
+        if let Some(sf) = own.filter(|sf| sf.loc.line > 0) {
+            let def = LineRun {
+                loc: sf.loc,
+                scope: tally_format::ScopeIdx(0),
+            };
+            if block_lines[0].first().map(line_key) != Some(line_key(&def)) {
+                block_lines[0].insert(0, def);
+            }
+        }
+        // The call sites of the inline scopes enclosing each scope.
+        let mut called_at: Vec<Vec<LineKey>> = Vec::with_capacity(meta.scopes.len());
+        for (i, sc) in meta.scopes.iter().enumerate() {
+            let mut c = if i == 0 {
+                Vec::new()
+            } else {
+                called_at
+                    .get(sc.parent.index())
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            if i > 0 {
+                if c.len() >= MAX_INLINE_DEPTH {
+                    c.remove(0);
+                }
+                c.push((sc.call.file.map(|f| f.0), sc.call.line));
+            }
+            called_at.push(c);
+        }
+        let g = Graph {
+            blocks: f.blocks.iter().map(|b| b.count).collect(),
+            edges,
+            preds,
+            lines: block_lines,
+        };
+        Some((g, called_at))
+    }
+
+    /// The terms of each line's count (the module doc's rules).
+    fn line_terms(&self, called_at: &[Vec<LineKey>]) -> BTreeMap<LineKey, Vec<Term>> {
+        let back = self.retreating();
+        let mut terms: BTreeMap<LineKey, Vec<Term>> = BTreeMap::new();
+        let mut arcs: BTreeMap<LineKey, Vec<(usize, usize, usize)>> = BTreeMap::new();
+        // The lines a run holds code of: its own, and those of the calls it was inlined from
+        // (code inlined from a call on a line is part of that line's execution).
+        let keys_of = |r: &LineRun| {
+            let mut k = vec![line_key(r)];
+            if let Some(c) = called_at.get(r.scope.index()) {
+                k.extend(c.iter().copied());
+            }
+            k
+        };
+        for (b, runs) in self.lines.iter().enumerate() {
+            for (k, found) in stretches(runs, &keys_of) {
+                let part = |r: &LineRun| keys_of(r).contains(&k);
+                self.enter(
+                    b,
+                    found,
+                    &part,
+                    terms.entry(k).or_default(),
+                    arcs.entry(k).or_default(),
+                );
+            }
+        }
+        // A loop of the line's own code (not of a function inlined from it) enters it again
+        // each iteration.
+        let holds = |b: usize, k: LineKey| self.lines[b].iter().any(|r| line_key(r) == k);
+        for (k, cont) in &arcs {
+            if !cont.iter().any(|&(_, _, e)| back[e]) {
+                continue;
+            }
+            let comp = components(cont);
+            for &(u, b, e) in cont {
+                if back[e] && holds(b, *k) && comp.get(&u) == comp.get(&b) {
+                    if let Some(t) = terms.get_mut(k) {
+                        t.push(Term::Edge(e as u32));
+                    }
+                }
+            }
+        }
+        terms
+    }
+
+    /// The sum of `terms` over this graph's counts.
+    fn eval(&self, terms: &[Term]) -> Option<u64> {
+        let mut total = Some(0);
+        for t in terms {
+            let c = match *t {
+                Term::Block { block, times } => {
+                    self.blocks[block as usize].map(|c| c.saturating_mul(times))
+                }
+                Term::Edge(e) => self.edges[e as usize].2,
+            };
+            add(&mut total, c);
+        }
+        total
+    }
+
     /// Edges that go back to a block on the depth-first search stack (from `n0`).
     fn retreating(&self) -> Vec<bool> {
         let n = self.blocks.len();
@@ -375,7 +549,7 @@ impl Graph<'_> {
     }
 
     /// Entries into some code (a line with the code inlined from it, or an inline scope)
-    /// in block `b`, given what [`stretches`] found there: the block's count for each of the
+    /// in block `b`, as terms, given what [`stretches`] found there: the block's count for each of the
     /// `restarts` stretches that follow other code (two copies of a line in one unrolled
     /// block count twice), and, when a stretch starts the block, the count of each incoming
     /// edge from a block that does not end in `part` code. Continuation edges (from a block
@@ -385,17 +559,20 @@ impl Graph<'_> {
         b: usize,
         (restarts, starts): (u64, bool),
         part: &dyn Fn(&LineRun) -> bool,
-        total: &mut Option<u64>,
+        terms: &mut Vec<Term>,
         continuations: &mut Vec<(usize, usize, usize)>,
     ) {
         if restarts > 0 {
-            add(total, self.blocks[b].map(|c| c.saturating_mul(restarts)));
+            terms.push(Term::Block {
+                block: b as u32,
+                times: restarts,
+            });
         }
         if starts {
             for &e in &self.preds[b] {
                 match self.edges[e].0 {
                     Some(u) if self.ends_in(u, part) => continuations.push((u, b, e)),
-                    _ => add(total, self.edges[e].2),
+                    _ => terms.push(Term::Edge(e as u32)),
                 }
             }
         }
@@ -492,105 +669,16 @@ fn components(arcs: &[(usize, usize, usize)]) -> HashMap<usize, usize> {
 
 impl Builder {
     fn function(&mut self, f: &FunctionReport) {
+        let Some((g, called_at)) = Graph::of(f) else {
+            return;
+        };
         let src = &f.source;
         let meta = &*src.meta;
-        if meta.lines.is_empty() || meta.lines.len() != f.blocks.len() || meta.scopes.is_empty() {
-            return;
-        }
         let files = &src.tables.files;
         let file_name = |i: Option<u32>| i.and_then(|i| files.get(i as usize).cloned());
-        let n = f.blocks.len();
-        let mut preds = vec![Vec::new(); n];
-        let mut edges = Vec::with_capacity(f.edges.len());
-        for (i, e) in f.edges.iter().enumerate() {
-            let to = e.to.map(|t| t as usize).filter(|&t| t < n);
-            let from = e.from.map(|t| t as usize).filter(|&t| t < n);
-            if let Some(t) = to {
-                preds[t].push(i);
-            }
-            edges.push((from, to, e.count));
-        }
-        // The definition's line belongs to the entry block, as in gcov: it counts the calls.
-        let mut block_lines = meta.lines.clone();
-        let own = meta.scopes[0]
-            .func
-            .and_then(|i| src.tables.fns.get(i.index()));
-        if let Some(sf) = own.filter(|sf| sf.loc.line > 0) {
-            let def = LineRun {
-                loc: sf.loc,
-                scope: tally_format::ScopeIdx(0),
-            };
-            if block_lines[0].first().map(line_key) != Some(line_key(&def)) {
-                block_lines[0].insert(0, def);
-            }
-        }
-        let g = Graph {
-            blocks: f.blocks.iter().map(|b| b.count).collect(),
-            edges,
-            preds,
-            lines: &block_lines,
-        };
-        let back = g.retreating();
 
-        // Lines. The call sites of the inline scopes enclosing each scope.
-        let mut called_at: Vec<Vec<LineKey>> = Vec::with_capacity(meta.scopes.len());
-        for (i, sc) in meta.scopes.iter().enumerate() {
-            let mut c = if i == 0 {
-                Vec::new()
-            } else {
-                called_at
-                    .get(sc.parent.index())
-                    .cloned()
-                    .unwrap_or_default()
-            };
-            if i > 0 {
-                if c.len() >= MAX_INLINE_DEPTH {
-                    c.remove(0);
-                }
-                c.push((sc.call.file.map(|f| f.0), sc.call.line));
-            }
-            called_at.push(c);
-        }
-        let mut counts: BTreeMap<LineKey, Option<u64>> = BTreeMap::new();
-        let mut arcs: BTreeMap<LineKey, Vec<(usize, usize, usize)>> = BTreeMap::new();
-        // The lines a run holds code of: its own, and those of the calls it was inlined from
-        // (code inlined from a call on a line is part of that line's execution).
-        let keys_of = |r: &LineRun| {
-            let mut k = vec![line_key(r)];
-            if let Some(c) = called_at.get(r.scope.index()) {
-                k.extend(c.iter().copied());
-            }
-            k
-        };
-        for (b, runs) in block_lines.iter().enumerate() {
-            for (k, found) in stretches(runs, &keys_of) {
-                let part = |r: &LineRun| keys_of(r).contains(&k);
-                g.enter(
-                    b,
-                    found,
-                    &part,
-                    counts.entry(k).or_insert(Some(0)),
-                    arcs.entry(k).or_default(),
-                );
-            }
-        }
-        // A loop of the line's own code (not of a function inlined from it) enters it again
-        // each iteration.
-        let holds = |b: usize, k: LineKey| block_lines[b].iter().any(|r| line_key(r) == k);
-        for (k, cont) in &arcs {
-            if !cont.iter().any(|&(_, _, e)| back[e]) {
-                continue;
-            }
-            let comp = components(cont);
-            for &(u, b, e) in cont {
-                if back[e] && holds(b, *k) && comp.get(&u) == comp.get(&b) {
-                    if let Some(t) = counts.get_mut(k) {
-                        add(t, g.edges[e].2);
-                    }
-                }
-            }
-        }
-        for ((file, line), count) in counts {
+        // Lines.
+        for ((file, line), terms) in g.line_terms(&called_at) {
             let Some(path) = file_name(file) else {
                 continue;
             };
@@ -604,7 +692,7 @@ impl Builder {
                     count: Some(0),
                     branches: Vec::new(),
                 });
-            add(&mut l.count, count);
+            add(&mut l.count, g.eval(&terms));
         }
 
         // Branches.
@@ -659,7 +747,7 @@ impl Builder {
             add(&mut func.count, calls);
         }
         // Entries into each inline scope (its code and the code inlined into it).
-        let mut totals: Vec<Option<Option<u64>>> = vec![None; scopes.len()];
+        let mut totals: Vec<Option<Vec<Term>>> = vec![None; scopes.len()];
         let mut cont = Vec::new();
         let scopes_of = |r: &LineRun| chains.get(r.scope.index()).cloned().unwrap_or_default();
         for (b, runs) in meta.lines.iter().enumerate() {
@@ -667,12 +755,13 @@ impl Builder {
                 if s == 0 {
                     continue;
                 }
-                let total = totals[s].get_or_insert(Some(0));
-                g.enter(b, found, &|r| within(r, s), total, &mut cont);
+                let terms = totals[s].get_or_insert_with(Vec::new);
+                g.enter(b, found, &|r| within(r, s), terms, &mut cont);
             }
         }
-        for (s, total) in totals.into_iter().enumerate().skip(1) {
-            let Some(total) = total else { continue };
+        for (s, terms) in totals.into_iter().enumerate().skip(1) {
+            let Some(terms) = terms else { continue };
+            let total = g.eval(&terms);
             if let Some(func) = self.source_fn(src, scopes[s].func.map(|x| x.index())) {
                 func.inlined += 1;
                 add(&mut func.count, total);
@@ -680,7 +769,7 @@ impl Builder {
         }
         // The lines of each source function: those of the code of its scopes.
         let mut own: BTreeSet<(usize, Option<u32>, u32)> = BTreeSet::new();
-        for r in block_lines.iter().flatten() {
+        for r in g.lines.iter().flatten() {
             if let Some(sf) = scopes.get(r.scope.index()).and_then(|s| s.func) {
                 own.insert((sf.index(), r.loc.file.map(|f| f.0), r.loc.line));
             }
