@@ -4,6 +4,7 @@
 pub mod check;
 pub mod common;
 pub mod diff;
+pub mod export;
 pub mod html;
 pub mod merge;
 pub mod paths;

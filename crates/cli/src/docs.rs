@@ -78,6 +78,33 @@ mod usage_md {
     }
 }
 
+/// docs/dataset.md's schema section is generated from the dataset's table specs
+/// (`tally_report::dataset::schema`); `TALLY_BLESS_DOCS=1 cargo test -p tally --bin tally
+/// dataset_md` rewrites it.
+#[test]
+fn dataset_md_shows_the_schema() {
+    const BEGIN: &str = "<!-- BEGIN GENERATED SCHEMA -->\n";
+    const END: &str = "<!-- END GENERATED SCHEMA -->\n";
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/dataset.md");
+    let page = std::fs::read_to_string(path).expect("docs/dataset.md");
+    let (Some(a), Some(b)) = (page.find(BEGIN), page.find(END)) else {
+        panic!("docs/dataset.md lacks the markers {BEGIN:?} and {END:?}");
+    };
+    let want = tally_report::dataset::schema::markdown();
+    if page[a + BEGIN.len()..b] == want {
+        return;
+    }
+    if std::env::var_os("TALLY_BLESS_DOCS").is_some_and(|v| v == "1") {
+        let page = format!("{}{want}{}", &page[..a + BEGIN.len()], &page[b..]);
+        std::fs::write(path, page).expect("write docs/dataset.md");
+        return;
+    }
+    panic!(
+        "docs/dataset.md's schema differs from tally_report::dataset::schema; run \
+         `TALLY_BLESS_DOCS=1 cargo test -p tally --bin tally dataset_md` to regenerate it"
+    );
+}
+
 /// Every relative link (`[text](path)`, `[text](path#anchor)`) in README.md, ARCHITECTURE.md,
 /// bench/README.md and docs/**/*.md names a file or directory that exists. Code spans and
 /// fenced blocks are skipped; anchors are not checked.

@@ -96,6 +96,10 @@ enum Cmd {
     /// Add profiles of the same build into one; with --by-program, a directory of profiles of
     /// many programs into one profile per program.
     Merge(cmd::merge::Args),
+    /// Profiles of many runs and builds as an open Parquet dataset (Hive-partitioned by build)
+    /// that DuckDB, Spark and other engines query; docs/dataset.md has the schema and the SQL.
+    /// Exporting a profile already in the dataset adds nothing.
+    Export(cmd::export::Args),
     /// Print the C header of the runtime API (tally_write_profile, ...).
     Header,
     /// Create compiler entry points named like clang in DIR (clang-19, clang++-19, cc, c++:
@@ -123,6 +127,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Html(a) => cmd::html::run(a),
         Cmd::Placements(a) => cmd::placements::run(a),
         Cmd::Merge(a) => cmd::merge::run(a),
+        Cmd::Export(a) => cmd::export::run(a),
         Cmd::Header => cmd::common::write_out(None, tally_runtime::HEADER.as_bytes()).map(done),
         Cmd::Links { dir } => links::create(&dir).map(done),
     };

@@ -14,12 +14,14 @@
 //! [`EdgeCount`], [`ReportError`], ...); [`analyze()`] does the arithmetic, [`Sum`] adds profiles
 //! of one program and [`merge`] those of many per program; [`render`] prints text and JSON. [`source`] turns the
 //! counts into line, branch and function counts, which [`show`] prints as annotated
-//! source and a per-line report, and [`lcov`] and [`cobertura`] export; [`html`] renders the static site of `tally html`.
+//! source and a per-line report, and [`lcov`] and [`cobertura`] export; [`html`] renders the static site of `tally html`; [`dataset`] writes
+//! the Parquet dataset of `tally export`.
 #![deny(missing_docs)]
 
 mod analyze;
 pub mod check;
 pub mod cobertura;
+pub mod dataset;
 pub mod diff;
 pub mod html;
 pub mod ipaths;

@@ -115,3 +115,22 @@ pub fn function_filter(function: Option<&str>) -> Result<Option<regex_lite::Rege
         .map(|re| regex_lite::Regex::new(re).with_context(|| format!("--function {re}")))
         .transpose()
 }
+
+/// The files `inputs` name: each file, and the `*.tally` files of each directory (sorted).
+pub fn profile_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for i in inputs {
+        if std::fs::metadata(i).is_ok_and(|m| m.is_dir()) {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(i)
+                .with_context(|| format!("cannot read directory {}", i.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "tally"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(i.clone());
+        }
+    }
+    Ok(files)
+}

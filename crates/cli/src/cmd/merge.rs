@@ -2,7 +2,7 @@
 //! profiles of many programs into one profile per program (`tally_report::merge`); this file
 //! finds the inputs, shows progress, writes the outputs and says what was done.
 
-use super::common::write_out;
+use super::common::{profile_files, write_out};
 use super::read::read_profiles;
 use crate::exit::Exit;
 use crate::progress;
@@ -41,28 +41,9 @@ pub fn run(a: Args) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// The files `inputs` name: each file, and the `*.tally` files of each directory (sorted).
-fn merge_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for i in inputs {
-        if std::fs::metadata(i).is_ok_and(|m| m.is_dir()) {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(i)
-                .with_context(|| format!("cannot read directory {}", i.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "tally"))
-                .collect();
-            found.sort();
-            files.extend(found);
-        } else {
-            files.push(i.clone());
-        }
-    }
-    Ok(files)
-}
-
 /// `tally merge --by-program -o DIR INPUTS...`: one merged profile per program.
 fn by_program(dir: &Path, inputs: &[PathBuf]) -> Result<Exit> {
-    let files = merge_inputs(inputs)?;
+    let files = profile_files(inputs)?;
     let progress = progress::Progress::new("merging", files.len(), "profiles");
     let mut merge = ByProgram::new();
     let mut programs = 0;

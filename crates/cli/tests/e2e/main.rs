@@ -18,6 +18,7 @@ mod cmake;
 mod compile;
 mod continuous;
 mod crash;
+mod dataset;
 mod diff;
 mod driver;
 mod early;

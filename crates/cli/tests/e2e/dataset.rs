@@ -1,0 +1,282 @@
+//! `tally export` (docs/dataset.md): the Parquet dataset of many runs, read by DuckDB (the
+//! PyPI package that `scripts/setup.sh` installs in `target/pyenv`), must give exactly the
+//! counts `tally merge` + `tally report --format json --lines` give for the same profiles
+//! (`dataset_check.py` compares every block, edge, entry, line and path count and the answers
+//! of the document's questions): on the demo program in every counting mode, all in one dataset
+//! of several builds, and on SQLite. Exporting a profile again adds nothing; a corrupt or
+//! foreign file among the inputs is named in one line and the rest is exported.
+
+use crate::support::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The Python that has DuckDB (made by `scripts/setup.sh`).
+fn python() -> PathBuf {
+    let p = repo().join("target/pyenv/bin/python3");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup.sh (it installs DuckDB from PyPI for these tests)",
+        p.display()
+    );
+    p
+}
+
+/// `tally ARGS` in `dir`.
+fn tally_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(tally())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// Merges `profiles`, reports on the sum, and runs `dataset_check.py` on the build of
+/// `program` in `dataset`, which must hold exactly those runs with `labels`; returns the
+/// checker's line.
+fn check(dataset: &Path, program: &Path, profiles: &[PathBuf], labels: &str) -> String {
+    let dir = dataset.parent().unwrap();
+    let stem = program.file_name().unwrap().to_str().unwrap();
+    let merged = dir.join(format!("{stem}.merged.tally"));
+    let mut args = vec![
+        "merge".to_string(),
+        "-o".into(),
+        merged.display().to_string(),
+    ];
+    args.extend(profiles.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    tally_ok(dir, &args);
+    let json = dir.join(format!("{stem}.json"));
+    let out = tally_ok(
+        dir,
+        &[
+            "report",
+            "--format",
+            "json",
+            "--lines",
+            merged.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(&json, out).unwrap();
+    let mut paths = Vec::new();
+    if report_mode(&json) == "path" {
+        let p = dir.join(format!("{stem}.paths.json"));
+        let out = tally_ok(
+            dir,
+            &["paths", "--format", "json", merged.to_str().unwrap()],
+        );
+        std::fs::write(&p, out).unwrap();
+        paths.push(p);
+    }
+    let o = Command::new(python())
+        .arg(repo().join("crates/cli/tests/e2e/dataset_check.py"))
+        .arg(dataset)
+        .arg(program.canonicalize().unwrap())
+        .arg(profiles.len().to_string())
+        .arg(&json)
+        .arg(labels)
+        .args(&paths)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{}: the dataset differs from tally merge + report:\n{said}{}",
+        program.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    said.trim().to_string()
+}
+
+/// The one mode of a report.
+fn report_mode(json: &Path) -> String {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    v["modes"][0].as_str().unwrap_or_default().to_string()
+}
+
+/// Runs the demo program `bin` on `input` (its standard input), profile to `profile`.
+fn run_demo(bin: &Path, input: &Path, profile: &Path) {
+    let o = Command::new(bin)
+        .stdin(std::fs::File::open(input).unwrap())
+        .stdout(Stdio::null())
+        .env("TALLY_PROFILE", profile)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}: {o:?}", bin.display());
+}
+
+/// The counting modes (every mode whose profile holds counts).
+const COUNTING: [&str; 9] = [
+    "edge",
+    "edges-naive",
+    "blocks-naive",
+    "vertex",
+    "path",
+    "events",
+    "events-naive",
+    "ipath",
+    "ipath-piecewise",
+];
+
+#[test]
+fn the_dataset_gives_merges_counts_in_every_counting_mode() {
+    let dir = scratch("dataset-modes");
+    let src = repo().join("testdata/demo/wordfreq.c");
+    let text = std::fs::read_to_string(repo().join("testdata/demo/input.txt")).unwrap();
+    let inputs = [dir.join("whole.txt"), dir.join("part.txt")];
+    std::fs::write(&inputs[0], &text).unwrap();
+    std::fs::write(
+        &inputs[1],
+        text.lines().take(25).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    let mut programs = Vec::new();
+    for mode in COUNTING {
+        let bin = dir.join(format!("wordfreq-{mode}"));
+        build(
+            Variant::Tally(mode),
+            false,
+            &["-O2", "-g", src.to_str().unwrap()],
+            &bin,
+            &dir,
+        );
+        let mut profiles = Vec::new();
+        for (i, input) in inputs.iter().enumerate() {
+            let p = dir.join(format!("{mode}-{i}.tally"));
+            run_demo(&bin, input, &p);
+            profiles.push(p);
+        }
+        all.extend(profiles.iter().map(|p| p.display().to_string()));
+        programs.push((bin, profiles));
+    }
+    let dataset = dir.join("ds");
+    let mut args = vec![
+        "export",
+        "-o",
+        "ds",
+        "--label",
+        "suite=demo",
+        "--label",
+        "shard=1",
+    ];
+    args.extend(all.iter().map(String::as_str));
+    let o = tally_in(&dir, &args);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "ds: 18 run(s) exported, 0 already there; 9 new build(s), 9 part(s) written\n"
+    );
+    for (bin, profiles) in &programs {
+        let said = check(&dataset, bin, profiles, "shard=1,suite=demo");
+        eprintln!("{}: {said}", bin.display());
+    }
+}
+
+/// What a dataset holds: every file with its size and modification time.
+fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                todo.push(e.path());
+            } else {
+                out.push((e.path(), m.len(), m.modified().unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
+    let dir = scratch("dataset-again");
+    let src = repo().join("testdata/demo/wordfreq.c");
+    let bin = dir.join("wordfreq");
+    build(
+        Variant::Tally("edge"),
+        false,
+        &["-O2", "-g", src.to_str().unwrap()],
+        &bin,
+        &dir,
+    );
+    let input = repo().join("testdata/demo/input.txt");
+    let runs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("r{i}.tally"))).collect();
+    for r in &runs {
+        run_demo(&bin, &input, r);
+    }
+    let o = tally_in(&dir, &["export", "-o", "ds", "r0.tally", "r1.tally"]);
+    assert!(o.status.success(), "{o:?}");
+    let before = listing(&dir.join("ds"));
+    // The same profiles again (one of them twice): nothing is added, no file is touched.
+    let o = tally_in(
+        &dir,
+        &["export", "-o", "ds", "r0.tally", "r1.tally", "r1.tally"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "ds: 0 run(s) exported, 3 already there; 0 new build(s), 0 part(s) written\n"
+    );
+    assert_eq!(before, listing(&dir.join("ds")));
+    // A truncated profile and a file that is no profile, among new and known ones.
+    let bytes = std::fs::read(&runs[2]).unwrap();
+    std::fs::write(dir.join("cut.tally"), &bytes[..bytes.len() / 2]).unwrap();
+    std::fs::write(dir.join("notes.tally"), "not a profile\n").unwrap();
+    let o = tally_in(
+        &dir,
+        &[
+            "export",
+            "-o",
+            "ds",
+            "cut.tally",
+            "r0.tally",
+            "notes.tally",
+            "r2.tally",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].starts_with("tally: skipping cut.tally: "), "{err}");
+    assert!(
+        lines[1].starts_with("tally: skipping notes.tally: "),
+        "{err}"
+    );
+    assert_eq!(
+        lines[2],
+        "tally: 2 of 4 profile(s) could not be exported (listed above); the rest is exported"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "ds: 1 run(s) exported, 1 already there; 0 new build(s), 1 part(s) written\n"
+    );
+    check(&dir.join("ds"), &bin, &runs, "");
+}
+
+#[test]
+fn sqlite_runs_export_exactly() {
+    let dir = scratch("dataset-sqlite");
+    let args = sqlite_args(&[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let bin = dir.join("sqlite");
+    build(Variant::Tally("edge"), false, &args, &bin, &dir);
+    let mut profiles = Vec::new();
+    for size in ["1", "3"] {
+        let p = dir.join(format!("sqlite-{size}.tally"));
+        let o = run(&bin, &[size], &dir, &p);
+        assert!(o.status.success(), "{o:?}");
+        profiles.push(p);
+    }
+    let mut args = vec!["export".to_string(), "-o".into(), "ds".into()];
+    args.extend(profiles.iter().map(|p| p.display().to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = tally_in(&dir, &args);
+    assert!(o.status.success(), "{o:?}");
+    let said = check(&dir.join("ds"), &bin, &profiles, "");
+    eprintln!("sqlite: {said}");
+}

@@ -1,0 +1,508 @@
+//! [`Exporter`]: profiles in, Parquet parts out. Each profile's build is found by its module
+//! hashes; the first profile of a build is decoded in full and kept as the build's template
+//! (its graphs built once), later ones only replace the template's counters
+//! ([`Profile::load_same_build`]) before the counts are derived by [`analyze`] exactly as
+//! `tally report` derives them. Rows gather per build in a part that is written when it holds
+//! [`RUNS_PER_PART`] runs (or [`ROWS_PER_PART`] rows) and at the end, so memory is bounded by
+//! the builds met, not by the number of profiles.
+
+use super::schema::{self, TableSpec};
+use super::table::{Table, Value};
+use super::{run_id, DatasetError};
+use crate::{analyze, source, FunctionReport, Inputs, Report};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use tally_format::profile::{BuildId, Profile, MAX_PROFILE_BYTES};
+
+/// Runs per part file.
+pub const RUNS_PER_PART: usize = 1000;
+/// Rows (of all the fact tables of a part) at which a part is written early.
+pub const ROWS_PER_PART: usize = 4_000_000;
+
+/// What happened to one input profile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exported as run `run` of build `build`.
+    Exported {
+        /// The run id.
+        run: String,
+        /// The build key.
+        build: String,
+    },
+    /// The dataset already holds this run (the same profile bytes): nothing was added.
+    Present {
+        /// The run id.
+        run: String,
+    },
+}
+
+/// What an export did, for its summary line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Runs exported.
+    pub runs: usize,
+    /// Profiles skipped because the dataset held them already.
+    pub present: usize,
+    /// Builds met for the first time (their dimension tables written).
+    pub new_builds: usize,
+    /// Part files written (per fact table, `runs` counted once per part).
+    pub parts: usize,
+}
+
+/// A build being exported.
+struct Build {
+    key: String,
+    /// The build's first profile, its counters replaced by each run's.
+    template: Profile,
+    /// The graphs of its functions, by (module index, function index) with oracles taken out.
+    cfgs: HashMap<(usize, usize), tally_graph::Cfg>,
+    /// `functions.function` by (module, name, graph hash).
+    ids: HashMap<(String, String, u64), u32>,
+    /// The terms of the line counts of each function (by `functions.function`), lines as
+    /// indices into `files`: counted per run without building the source model.
+    line_terms: Vec<Vec<(u32, u32, Vec<source::Term>)>>,
+    /// The source files of `line_terms`.
+    files: Vec<String>,
+    /// Runs already in the dataset (or in this export).
+    known: HashSet<String>,
+    /// The part being filled.
+    part: Part,
+}
+
+/// The fact rows of runs not yet written.
+struct Part {
+    tables: Vec<Table>,
+    runs: Vec<String>,
+}
+
+impl Part {
+    fn new() -> Part {
+        Part {
+            tables: schema::FACTS.iter().map(|t| Table::new(t)).collect(),
+            runs: Vec::new(),
+        }
+    }
+
+    fn table(&mut self, spec: &TableSpec) -> &mut Table {
+        let i = schema::FACTS
+            .iter()
+            .position(|t| t.name == spec.name)
+            .expect("a fact table");
+        &mut self.tables[i]
+    }
+
+    fn rows(&self) -> usize {
+        self.tables.iter().map(Table::rows).sum()
+    }
+}
+
+/// Profiles exported into one dataset directory.
+pub struct Exporter {
+    dir: PathBuf,
+    labels: Vec<(String, String)>,
+    builds: HashMap<String, Build>,
+    /// The build of the last profile: runs of one build usually come together.
+    last: Option<String>,
+    summary: Summary,
+}
+
+impl Exporter {
+    /// An export into `dir` (created if missing), every run labelled with `labels`.
+    pub fn new(dir: &Path, labels: Vec<(String, String)>) -> Exporter {
+        Exporter {
+            dir: dir.to_path_buf(),
+            labels,
+            builds: HashMap::new(),
+            last: None,
+            summary: Summary::default(),
+        }
+    }
+
+    /// Exports the profile file `path`; on error nothing of it is exported (the dataset is
+    /// unchanged unless a part had to be written).
+    pub fn add_file(&mut self, path: &Path) -> Result<Outcome, DatasetError> {
+        let bytes = Profile::file_bytes(path, MAX_PROFILE_BYTES)?;
+        self.add_bytes(&path.display().to_string(), &bytes)
+    }
+
+    /// Exports one profile's bytes; `source` names it in the `runs` table.
+    pub fn add_bytes(&mut self, source: &str, bytes: &[u8]) -> Result<Outcome, DatasetError> {
+        let run = run_id(bytes);
+        let key = self.load(bytes)?;
+        let build = self.builds.get_mut(&key).expect("loaded");
+        if !build.known.insert(run.clone()) {
+            self.summary.present += 1;
+            return Ok(Outcome::Present { run });
+        }
+        let oracles = build.template.take_oracles();
+        let analysed = {
+            let inputs = Inputs {
+                counted: Default::default(),
+                cfgs: build.cfgs.iter().map(|(&k, c)| (k, c)).collect(),
+            };
+            analyze(&build.template, &inputs)
+        };
+        build.template.modules.extend(oracles);
+        let report = match analysed {
+            Ok(r) => r,
+            Err(e) => {
+                build.known.remove(&run);
+                return Err(e.into());
+            }
+        };
+        add_run(build, &run, source, &self.labels, &report);
+        self.summary.runs += 1;
+        if build.part.runs.len() >= RUNS_PER_PART || build.part.rows() >= ROWS_PER_PART {
+            let key = build.key.clone();
+            self.flush(&key)?;
+        }
+        Ok(Outcome::Exported { run, build: key })
+    }
+
+    /// Writes every part still held and says what was done.
+    pub fn finish(mut self) -> Result<Summary, DatasetError> {
+        let mut keys: Vec<String> = self.builds.keys().cloned().collect();
+        keys.sort();
+        for k in keys {
+            self.flush(&k)?;
+        }
+        Ok(self.summary)
+    }
+
+    /// Puts the profile `bytes` into its build's template (meeting the build if it is new)
+    /// and returns the build's key.
+    fn load(&mut self, bytes: &[u8]) -> Result<String, DatasetError> {
+        if let Some(k) = &self.last {
+            let b = self.builds.get_mut(k).expect("known build");
+            if b.template.load_same_build(bytes)? {
+                return Ok(k.clone());
+            }
+        }
+        let profile = Profile::read(bytes)?;
+        let key = build_key(&profile);
+        if let Some(b) = self.builds.get_mut(&key) {
+            // Another build came in between: decoded in full, then loaded as a known one.
+            if !b.template.load_same_build(bytes)? {
+                return Err(DatasetError::Inconsistent(format!(
+                    "profile of build {key} whose modules are not the build's"
+                )));
+            }
+        } else {
+            self.meet(key.clone(), profile)?;
+        }
+        self.last = Some(key.clone());
+        Ok(key)
+    }
+
+    /// A build seen for the first time: its graphs, its function numbers, the runs the
+    /// dataset has of it, and its dimension tables (unless an earlier export wrote them).
+    fn meet(&mut self, key: String, template: Profile) -> Result<(), DatasetError> {
+        let mut reportable = template.clone();
+        reportable.take_oracles();
+        let mut cfgs = HashMap::new();
+        for (mi, m) in reportable.modules.iter().enumerate() {
+            for (fi, f) in m.meta.functions.iter().enumerate() {
+                if let Ok(c) = f.cfg() {
+                    cfgs.insert((mi, fi), c);
+                }
+            }
+        }
+        let report = {
+            let inputs = Inputs {
+                counted: Default::default(),
+                cfgs: cfgs.iter().map(|(&k, c)| (k, c)).collect(),
+            };
+            analyze(&reportable, &inputs)?
+        };
+        let mut order: Vec<&FunctionReport> = report.functions.iter().collect();
+        order.sort_by(|a, b| {
+            (&a.module, &a.name, a.cfg_hash).cmp(&(&b.module, &b.name, b.cfg_hash))
+        });
+        let ids: HashMap<(String, String, u64), u32> = order
+            .iter()
+            .enumerate()
+            .map(|(i, f)| ((f.module.clone(), f.name.clone(), f.cfg_hash), i as u32))
+            .collect();
+        let mut files: Vec<String> = Vec::new();
+        let mut file_ids: HashMap<String, u32> = HashMap::new();
+        let line_terms = order
+            .iter()
+            .map(|f| {
+                source::line_terms(f)
+                    .into_iter()
+                    .map(|(file, line, terms)| {
+                        let id = *file_ids.entry(file).or_insert_with_key(|k| {
+                            files.push(k.clone());
+                            files.len() as u32 - 1
+                        });
+                        (id, line, terms)
+                    })
+                    .collect()
+            })
+            .collect();
+        let known = super::read::runs_of(&self.dir, &key)?;
+        let marker = self.dir.join("builds").join(format!("build={key}"));
+        if !marker.join("build.parquet").exists() {
+            write_dimensions(&self.dir, &key, &report, &order)?;
+            self.summary.new_builds += 1;
+        }
+        self.builds.insert(
+            key.clone(),
+            Build {
+                key,
+                template,
+                cfgs,
+                ids,
+                line_terms,
+                files,
+                known,
+                part: Part::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Writes the part of build `key` if it holds runs: the fact tables, `runs` last (a
+    /// run is in the dataset once its `runs` row is; an export that stopped before that left
+    /// fact files that the next export of the same runs overwrites, since a part's name is
+    /// the hash of its runs).
+    fn flush(&mut self, key: &str) -> Result<(), DatasetError> {
+        let b = self.builds.get_mut(key).expect("known build");
+        if b.part.runs.is_empty() {
+            return Ok(());
+        }
+        let mut ids = b.part.runs.clone();
+        ids.sort();
+        let name = format!("part-{}.parquet", run_id(ids.join(",").as_bytes()));
+        // Every table gets its file, empty or not: a table with no file cannot be opened.
+        for (spec, table) in schema::FACTS.iter().zip(&mut b.part.tables) {
+            let path = self
+                .dir
+                .join(spec.name)
+                .join(format!("build={key}"))
+                .join(&name);
+            table.write(&path)?;
+            self.summary.parts += usize::from(spec.name == schema::RUNS.name);
+        }
+        b.part.runs.clear();
+        Ok(())
+    }
+}
+
+/// The key of a profile's build: a hash of its program's build id and its module hashes
+/// (the same executable at another path is the same build; a run that loaded other
+/// libraries is another).
+pub fn build_key(p: &Profile) -> String {
+    let mut h = tally_graph::hash::Fnv64::new();
+    h.write(p.program.build_id.kind().as_bytes());
+    h.write(p.program.build_id.hex().as_bytes());
+    let mut hashes: Vec<u64> = p
+        .modules
+        .iter()
+        .filter(|m| m.meta.oracle_for.is_none())
+        .map(|m| m.hash)
+        .collect();
+    hashes.sort_unstable();
+    for x in hashes {
+        h.write_u64(x);
+    }
+    format!("{:016x}", h.finish())
+}
+
+/// The rows of one run.
+fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], r: &Report) {
+    let run_v = Value::Str(Some(run));
+    for f in &r.functions {
+        let Some(&id) = b.ids.get(&(f.module.clone(), f.name.clone(), f.cfg_hash)) else {
+            continue;
+        };
+        let fid = Value::U32(Some(id));
+        if let Some(why) = &f.inconsistent {
+            b.part
+                .table(&schema::INEXACT)
+                .push(&[run_v, fid, Value::Str(Some(why))]);
+            continue;
+        }
+        let events = f.events.as_ref();
+        let entries = f.entries_known().then_some(f.entry_count);
+        let executions = f.blocks_known().then_some(f.block_executions);
+        let inclusive = events.map(|e| e.inclusive);
+        let lost = f.paths.as_ref().map(|p| p.lost);
+        let ran = [entries, executions, inclusive, lost]
+            .iter()
+            .any(|c| c.is_some_and(|c| c > 0));
+        if ran {
+            b.part.table(&schema::FUNCTION_COUNTS).push(&[
+                run_v,
+                fid,
+                Value::U64(entries),
+                Value::U64(executions),
+                Value::U64(inclusive),
+                Value::U64(events.map(|e| e.exclusive)),
+                Value::U64(lost),
+            ]);
+        }
+        for blk in &f.blocks {
+            if let Some(c @ 1..) = blk.count {
+                b.part.table(&schema::BLOCK_COUNTS).push(&[
+                    run_v,
+                    fid,
+                    Value::U32(Some(blk.id)),
+                    Value::U64(Some(c)),
+                ]);
+            }
+        }
+        for e in &f.edges {
+            if let Some(c @ 1..) = e.count {
+                b.part.table(&schema::EDGE_COUNTS).push(&[
+                    run_v,
+                    fid,
+                    Value::U32(Some(e.id)),
+                    Value::U64(Some(c)),
+                ]);
+            }
+        }
+        if let Some(p) = &f.paths {
+            for &(n, c) in &p.counts {
+                if c > 0 {
+                    let n = n.to_string();
+                    b.part.table(&schema::PATH_COUNTS).push(&[
+                        run_v,
+                        fid,
+                        Value::Str(Some(&n)),
+                        Value::U64(Some(c)),
+                    ]);
+                }
+            }
+        }
+    }
+    let mut lines: Vec<((&str, u32), u64)> = line_counts(b, r)
+        .into_iter()
+        .filter_map(|((file, line), c)| Some(((b.files[file as usize].as_str(), line), c?)))
+        .filter(|&(_, c)| c > 0)
+        .collect();
+    lines.sort_unstable();
+    for ((file, line), c) in lines {
+        b.part.table(&schema::LINE_COUNTS).push(&[
+            run_v,
+            Value::Str(Some(file)),
+            Value::U32(Some(line)),
+            Value::U64(Some(c)),
+        ]);
+    }
+    let program = r.program.path_lossy();
+    let inexact = r.inconsistent().count() as u32;
+    b.part.table(&schema::RUNS).push(&[
+        run_v,
+        Value::Str(Some(&program)),
+        Value::U64(Some(b.template.pid)),
+        Value::Bool(r.unfinished),
+        Value::Bool(r.raced),
+        Value::U32(r.signal),
+        Value::U32(Some(inexact)),
+        Value::Str(Some(source)),
+        Value::Map(labels),
+    ]);
+    b.part.runs.push(run.to_string());
+}
+
+/// The line counts of a run, as `tally report --lines` counts them (`source::model`), from
+/// the build's line terms: a line's count is a sum of block and edge counts, so a function
+/// whose counts are all zero adds nothing and is skipped; one with a count the mode leaves
+/// undetermined makes the lines it adds to undetermined (`None`).
+fn line_counts(b: &Build, r: &Report) -> HashMap<(u32, u32), Option<u64>> {
+    let mut out: HashMap<(u32, u32), Option<u64>> = HashMap::new();
+    for f in &r.functions {
+        let counts = f.blocks.iter().map(|b| b.count);
+        let mut counts = counts.chain(f.edges.iter().map(|e| e.count));
+        if f.inconsistent.is_none() && counts.all(|c| c == Some(0)) {
+            continue;
+        }
+        let Some(&id) = b.ids.get(&(f.module.clone(), f.name.clone(), f.cfg_hash)) else {
+            continue;
+        };
+        for (file, line, terms) in &b.line_terms[id as usize] {
+            let total = out.entry((*file, *line)).or_insert(Some(0));
+            let c = source::eval(terms, f);
+            *total = match (*total, c) {
+                (Some(x), Some(y)) => Some(x.saturating_add(y)),
+                _ => None,
+            };
+        }
+    }
+    out
+}
+
+/// The dimension tables of a build, `builds` last (its file marks the build as written).
+fn write_dimensions(
+    dir: &Path,
+    key: &str,
+    r: &Report,
+    order: &[&FunctionReport],
+) -> Result<(), DatasetError> {
+    let at = |t: &TableSpec, file: &str| dir.join(t.name).join(format!("build={key}")).join(file);
+    let mut functions = Table::new(&schema::FUNCTIONS);
+    let mut blocks = Table::new(&schema::BLOCKS);
+    let mut edges = Table::new(&schema::EDGES);
+    for (i, f) in order.iter().enumerate() {
+        let fid = Value::U32(Some(i as u32));
+        let mode = f.mode.name();
+        functions.push(&[
+            fid,
+            Value::Str(Some(&f.name)),
+            Value::Str(Some(&f.demangled)),
+            Value::Str(Some(&f.module)),
+            Value::Str(f.file.as_deref()),
+            Value::U32(Some(f.line)),
+            Value::Str(Some(mode)),
+            Value::U64(Some(f.cfg_hash)),
+            Value::U32(Some(f.blocks.len() as u32)),
+            Value::U32(Some(f.edges.len() as u32)),
+        ]);
+        for blk in &f.blocks {
+            blocks.push(&[
+                fid,
+                Value::U32(Some(blk.id)),
+                Value::Str(blk.file.as_deref()),
+                Value::U32(Some(blk.line)),
+            ]);
+        }
+        for e in &f.edges {
+            edges.push(&[
+                fid,
+                Value::U32(Some(e.id)),
+                Value::U32(e.from),
+                Value::U32(e.to),
+                Value::Str(Some(e.kind)),
+            ]);
+        }
+    }
+    let mut lines = Table::new(&schema::LINES);
+    for (file, fc) in &source::model(r).files {
+        for &line in fc.lines.keys() {
+            lines.push(&[Value::Str(Some(file)), Value::U32(Some(line))]);
+        }
+    }
+    functions.write(&at(&schema::FUNCTIONS, "functions.parquet"))?;
+    blocks.write(&at(&schema::BLOCKS, "blocks.parquet"))?;
+    edges.write(&at(&schema::EDGES, "edges.parquet"))?;
+    lines.write(&at(&schema::LINES, "lines.parquet"))?;
+    let mut builds = Table::new(&schema::BUILDS);
+    let modes: Vec<&str> = r.modes.iter().map(|m| m.name()).collect();
+    let modes = modes.join(",");
+    let program = r.program.path_lossy();
+    let id = match &r.program.build_id {
+        BuildId::None => None,
+        other => Some(other.hex()),
+    };
+    builds.push(&[
+        Value::U32(Some(schema::SCHEMA_VERSION)),
+        Value::Str(Some(&program)),
+        Value::Str(id.as_deref()),
+        Value::Str(Some(r.program.build_id.kind())),
+        Value::Str(Some(&modes)),
+        Value::U32(Some(r.modules.len() as u32)),
+        Value::U32(Some(order.len() as u32)),
+    ]);
+    builds.write(&at(&schema::BUILDS, "build.parquet"))
+}

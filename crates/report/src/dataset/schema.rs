@@ -1,0 +1,310 @@
+//! The dataset's tables and columns: one [`TableSpec`] per table, the single source of the
+//! schema that [`super::table::Table`] builds and docs/dataset.md describes
+//! ([`markdown`], compared with the document by a test).
+
+/// Version of the schema, in the `builds` table; raised when a column changes meaning or goes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A column's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Parquet INT32 (unsigned), DuckDB `UINTEGER`.
+    U32,
+    /// Parquet INT64 (unsigned), DuckDB `UBIGINT`.
+    U64,
+    /// UTF-8 string, DuckDB `VARCHAR`.
+    Str,
+    /// DuckDB `BOOLEAN`.
+    Bool,
+    /// A map of string keys to string values, DuckDB `MAP(VARCHAR, VARCHAR)`.
+    Labels,
+}
+
+/// One column.
+#[derive(Debug)]
+pub struct ColumnSpec {
+    /// Its name.
+    pub name: &'static str,
+    /// Its type.
+    pub kind: Kind,
+    /// May it be NULL?
+    pub nullable: bool,
+    /// What it holds.
+    pub doc: &'static str,
+}
+
+/// One table.
+#[derive(Debug)]
+pub struct TableSpec {
+    /// Its directory under the dataset's root.
+    pub name: &'static str,
+    /// What a row is.
+    pub doc: &'static str,
+    /// Its columns (besides `build`, the Hive partition every table has).
+    pub columns: &'static [ColumnSpec],
+}
+
+const fn col(name: &'static str, kind: Kind, doc: &'static str) -> ColumnSpec {
+    ColumnSpec {
+        name,
+        kind,
+        nullable: false,
+        doc,
+    }
+}
+
+const fn opt(name: &'static str, kind: Kind, doc: &'static str) -> ColumnSpec {
+    ColumnSpec {
+        name,
+        kind,
+        nullable: true,
+        doc,
+    }
+}
+
+const RUN: ColumnSpec = col("run", Kind::Str, "the run (`runs.run`)");
+const FUNCTION: ColumnSpec = col(
+    "function",
+    Kind::U32,
+    "the function (`functions.function` of the same build)",
+);
+
+/// A build: the modules (object files) a run held, identified by their hashes and the
+/// program's build id.
+pub const BUILDS: TableSpec = TableSpec {
+    name: "builds",
+    doc: "one row per build (written once, by the first export that meets it)",
+    columns: &[
+        col("schema", Kind::U32, "the dataset schema version"),
+        col(
+            "program",
+            Kind::Str,
+            "the executable's path in the first profile exported of the build",
+        ),
+        opt(
+            "build_id",
+            Kind::Str,
+            "the program's build id in hex (GNU build-id note, or the hash of its module hashes)",
+        ),
+        col("build_id_kind", Kind::Str, "`gnu`, `modules` or `none`"),
+        col(
+            "modes",
+            Kind::Str,
+            "the counting modes of its modules, comma-separated",
+        ),
+        col("modules", Kind::U32, "instrumented modules"),
+        col("functions", Kind::U32, "rows of `functions`"),
+    ],
+};
+
+/// A function of a build.
+pub const FUNCTIONS: TableSpec = TableSpec {
+    name: "functions",
+    doc: "one row per instrumented function of the build (linkonce copies of one function are one row)",
+    columns: &[
+        col("function", Kind::U32, "its number in the build (by module, name and graph hash)"),
+        col("name", Kind::Str, "linkage name"),
+        col("demangled", Kind::Str, "demangled name (the linkage name for C)"),
+        col("module", Kind::Str, "source file of its module"),
+        opt("file", Kind::Str, "source file of its definition"),
+        col("line", Kind::U32, "line of its definition (0: unknown)"),
+        col("mode", Kind::Str, "counting mode of its module"),
+        col("cfg_hash", Kind::U64, "hash of its control-flow graph"),
+        col("blocks", Kind::U32, "rows of `blocks`"),
+        col("edges", Kind::U32, "rows of `edges`"),
+    ],
+};
+
+/// A block of a function.
+pub const BLOCKS: TableSpec = TableSpec {
+    name: "blocks",
+    doc: "one row per block of each function (the block ids of `tally report`)",
+    columns: &[
+        FUNCTION,
+        col("block", Kind::U32, "block id"),
+        opt(
+            "file",
+            Kind::Str,
+            "source file of its first located instruction",
+        ),
+        col("line", Kind::U32, "its line (0: unknown)"),
+    ],
+};
+
+/// An edge of a function.
+pub const EDGES: TableSpec = TableSpec {
+    name: "edges",
+    doc: "one row per edge of each function's graph (the edge ids of `tally report`)",
+    columns: &[
+        FUNCTION,
+        col("edge", Kind::U32, "edge id"),
+        opt(
+            "src",
+            Kind::U32,
+            "source block (NULL: the function's EXIT vertex)",
+        ),
+        opt("dst", Kind::U32, "target block (NULL: EXIT)"),
+        col(
+            "kind",
+            Kind::Str,
+            "`entry`, `flow`, `return`, `early-exit` or `reentry`",
+        ),
+    ],
+};
+
+/// A source line with code.
+pub const LINES: TableSpec = TableSpec {
+    name: "lines",
+    doc: "one row per source line that has code in the build (the lines of `tally report --lines`)",
+    columns: &[
+        col("file", Kind::Str, "source file"),
+        col("line", Kind::U32, "line number"),
+    ],
+};
+
+/// A run: one exported profile.
+pub const RUNS: TableSpec = TableSpec {
+    name: "runs",
+    doc: "one row per exported profile",
+    columns: &[
+        col("run", Kind::Str, "the run's id: a hash of the profile file's bytes (the same profile exported twice is one run)"),
+        col("program", Kind::Str, "the executable's path as the profile names it"),
+        col("pid", Kind::U64, "process id (0 for a merged profile)"),
+        col("unfinished", Kind::Bool, "a continuous-mode profile of a process that did not exit"),
+        col("raced", Kind::Bool, "code without atomic increments ran in a multi-threaded process: counts may have lost updates"),
+        opt("signal", Kind::U32, "the fatal signal at which the profile was written"),
+        col("inexact", Kind::U32, "functions whose counts could not be recovered (rows of `inexact`)"),
+        col("source", Kind::Str, "the profile file, as given to `tally export`"),
+        col("labels", Kind::Labels, "`--label KEY=VALUE` of the export"),
+    ],
+};
+
+/// Calls and work of a function in a run.
+pub const FUNCTION_COUNTS: TableSpec = TableSpec {
+    name: "function_counts",
+    doc: "per run, each function that ran (a count or event total above zero)",
+    columns: &[
+        RUN,
+        FUNCTION,
+        opt("entries", Kind::U64, "calls (`tally report`'s entry count; NULL where the mode leaves it undetermined: `events`)"),
+        opt("executions", Kind::U64, "block executions (the sum of its block counts; NULL where the mode leaves some undetermined)"),
+        opt("inclusive_events", Kind::U64, "events mode: events of its completed activations, callees included"),
+        opt("exclusive_events", Kind::U64, "events mode: the same without the events of its completed calls"),
+        opt("paths_lost", Kind::U64, "path mode: path increments the runtime lost for lack of memory (its `path_counts` are then a lower bound)"),
+    ],
+};
+
+/// Block counts.
+pub const BLOCK_COUNTS: TableSpec = TableSpec {
+    name: "block_counts",
+    doc: "per run, each block that ran, with its exact count (zero counts are omitted)",
+    columns: &[
+        RUN,
+        FUNCTION,
+        col("block", Kind::U32, "block id"),
+        col("count", Kind::U64, "times the block ran"),
+    ],
+};
+
+/// Edge counts.
+pub const EDGE_COUNTS: TableSpec = TableSpec {
+    name: "edge_counts",
+    doc: "per run, each edge taken, with its exact count (zero counts are omitted)",
+    columns: &[
+        RUN,
+        FUNCTION,
+        col("edge", Kind::U32, "edge id"),
+        col("count", Kind::U64, "times the edge was taken"),
+    ],
+};
+
+/// Line counts.
+pub const LINE_COUNTS: TableSpec = TableSpec {
+    name: "line_counts",
+    doc: "per run, each line that ran, with its count as `tally report --lines` gives it (zero counts are omitted)",
+    columns: &[
+        RUN,
+        col("file", Kind::Str, "source file"),
+        col("line", Kind::U32, "line number"),
+        col("count", Kind::U64, "times control entered the line"),
+    ],
+};
+
+/// Path counts.
+pub const PATH_COUNTS: TableSpec = TableSpec {
+    name: "path_counts",
+    doc: "path modes: per run, each executed path of each function and its count",
+    columns: &[
+        RUN,
+        FUNCTION,
+        col(
+            "path",
+            Kind::Str,
+            "the path's number (decimal: numbers can exceed 64 bits)",
+        ),
+        col("count", Kind::U64, "times it ran"),
+    ],
+};
+
+/// Functions whose counts a run could not determine.
+pub const INEXACT: TableSpec = TableSpec {
+    name: "inexact",
+    doc: "per run, each function whose counts could not be recovered; it has no count rows in that run",
+    columns: &[
+        RUN,
+        FUNCTION,
+        col("why", Kind::Str, "`tally report`'s reason"),
+    ],
+};
+
+/// The tables written once per build.
+pub const DIMENSIONS: [&TableSpec; 5] = [&BUILDS, &FUNCTIONS, &BLOCKS, &EDGES, &LINES];
+
+/// The tables written per part (a batch of runs), `runs` last.
+pub const FACTS: [&TableSpec; 7] = [
+    &FUNCTION_COUNTS,
+    &BLOCK_COUNTS,
+    &EDGE_COUNTS,
+    &LINE_COUNTS,
+    &PATH_COUNTS,
+    &INEXACT,
+    &RUNS,
+];
+
+fn kind_sql(k: Kind) -> &'static str {
+    match k {
+        Kind::U32 => "UINTEGER",
+        Kind::U64 => "UBIGINT",
+        Kind::Str => "VARCHAR",
+        Kind::Bool => "BOOLEAN",
+        Kind::Labels => "MAP(VARCHAR, VARCHAR)",
+    }
+}
+
+/// The schema as the Markdown section of docs/dataset.md between its schema markers.
+pub fn markdown() -> String {
+    let mut out = format!("Schema version {SCHEMA_VERSION}.\n");
+    for t in DIMENSIONS.iter().chain(FACTS.iter()) {
+        let mut doc = t.doc.chars();
+        let first = doc
+            .next()
+            .map(|c| c.to_ascii_uppercase())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\n### `{}`\n\n{first}{}.\n\n| column | type | |\n|---|---|---|\n",
+            t.name,
+            doc.as_str()
+        ));
+        out.push_str("| `build` | VARCHAR | the build (the Hive partition `build=...`) |\n");
+        for c in t.columns {
+            let null = if c.nullable { ", NULL" } else { "" };
+            out.push_str(&format!(
+                "| `{}` | {}{null} | {} |\n",
+                c.name,
+                kind_sql(c.kind),
+                c.doc
+            ));
+        }
+    }
+    out
+}
