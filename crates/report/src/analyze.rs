@@ -31,11 +31,19 @@ pub struct Inputs<'a> {
     /// The graphs of some functions already built from their metadata (by `(module index,
     /// function index)`), which are then not built again.
     pub cfgs: HashMap<(usize, usize), &'a tally_graph::Cfg>,
+    /// Only these functions (by `(module index, function index)`) are reported, when given:
+    /// the dataset export leaves out functions whose counters are all zero, whose counts are
+    /// all zero (`crate::dataset`).
+    pub only: Option<std::collections::HashSet<(usize, usize)>>,
 }
 
 /// Computes exact counts for every function of a profile.
 pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportError> {
-    let Inputs { counted, cfgs } = inputs;
+    let Inputs {
+        counted,
+        cfgs,
+        only,
+    } = inputs;
     let mut functions: Vec<FunctionReport> = Vec::new();
     // (name, cfg hash) -> index in `functions`, for merging linkonce copies.
     let mut linkonce: HashMap<(String, u64), usize> = HashMap::new();
@@ -71,6 +79,9 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
         }
         ipaths.append(&mut group.ipaths);
         for (fi, f) in meta.functions.iter().enumerate() {
+            if only.as_ref().is_some_and(|o| !o.contains(&(mi, fi))) {
+                continue;
+            }
             let cfg = match cfgs.get(&(mi, fi)) {
                 Some(&c) => std::borrow::Cow::Borrowed(c),
                 None => std::borrow::Cow::Owned(f.cfg().map_err(|e| ReportError::Meta {

@@ -219,7 +219,15 @@ pub fn report(
             .zip(&p.funcs)
             .map(|(&at, t)| (at, &t.input.cfg))
             .collect();
-    let r = crate::analyze(profile, &crate::Inputs { counted, cfgs }).map_err(|e| e.to_string())?;
+    let r = crate::analyze(
+        profile,
+        &crate::Inputs {
+            counted,
+            cfgs,
+            only: None,
+        },
+    )
+    .map_err(|e| e.to_string())?;
     Ok((r, stopped))
 }
 
