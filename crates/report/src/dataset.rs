@@ -15,11 +15,12 @@
 //! [`export`] derives the rows from profiles, [`read`] reads back what the dataset holds.
 
 pub mod export;
-mod read;
+pub mod read;
 pub mod schema;
 pub mod table;
 
 pub use export::{Exporter, Outcome, Summary};
+pub use read::{build_profile, locate};
 use std::path::Path;
 use tally_format::profile::ProfileError;
 use thiserror::Error;

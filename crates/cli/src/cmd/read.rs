@@ -1,5 +1,6 @@
 //! Reading the inputs of the report commands: profiles (several of one program added up,
-//! [`tally_report::Sum`]), trace files, and the report of a profile or of a witness trace.
+//! [`tally_report::Sum`]; a build of a `tally export` dataset reads as the merged profile of
+//! its runs), trace files, and the report of a profile or of a witness trace.
 
 use crate::progress;
 use anyhow::{Context as _, Result};
@@ -13,6 +14,18 @@ pub fn read_trace(t: &std::path::Path) -> Result<Vec<u8>> {
         anyhow::bail!("{}: not a regular file", t.display());
     }
     std::fs::read(t).with_context(|| format!("{}", t.display()))
+}
+
+/// The merged profile of a build of a `tally export` dataset, when `p` names one (the
+/// dataset's directory when it holds one build, or `DIR/TABLE/build=KEY`).
+fn read_dataset(p: &std::path::Path) -> Result<Option<Profile>> {
+    let name = || p.display().to_string();
+    let Some((dir, key)) = tally_report::dataset::locate(p).with_context(name)? else {
+        return Ok(None);
+    };
+    Ok(Some(
+        tally_report::dataset::build_profile(&dir, &key).with_context(name)?,
+    ))
 }
 
 /// Reads one profile; errors name the file.
@@ -48,10 +61,19 @@ pub fn read_profiles(paths: &[PathBuf]) -> Result<Profile> {
     let (first, rest) = paths.split_first().expect("clap requires one profile");
     let first_name = first.display().to_string();
     let progress = progress::Progress::new("reading", paths.len(), "profiles");
-    let mut sum = tally_report::Sum::new(&first_name, read_profile(first, None)?);
+    let first_profile = match read_dataset(first)? {
+        Some(p) => p,
+        None => read_profile(first, None)?,
+    };
+    let mut sum = tally_report::Sum::new(&first_name, first_profile);
     progress.step();
     for p in rest {
         let name = p.display().to_string();
+        if let Some(other) = read_dataset(p)? {
+            sum.add(&name, &other)?;
+            progress.step();
+            continue;
+        }
         let bytes = Profile::file_bytes(p, tally_format::profile::MAX_PROFILE_BYTES)?;
         let added = sum
             .add_bytes(&name, &bytes)

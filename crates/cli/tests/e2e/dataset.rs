@@ -84,6 +84,39 @@ fn check(dataset: &Path, program: &Path, profiles: &[PathBuf], labels: &str) -> 
         program.display(),
         String::from_utf8_lossy(&o.stderr)
     );
+    // The build read back as a profile is the merged profile, byte for byte, and reports the
+    // same (`tally report` on the dataset is `tally merge` + `report`).
+    let key = said
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':');
+    let build = dataset.join("runs").join(format!("build={key}"));
+    let back = dir.join(format!("{stem}.back.tally"));
+    tally_ok(
+        dir,
+        &[
+            "merge",
+            "-o",
+            back.to_str().unwrap(),
+            build.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        std::fs::read(&back).unwrap() == std::fs::read(&merged).unwrap(),
+        "{}: the dataset's build {key} read back is not the merged profile",
+        program.display()
+    );
+    let without_name = |p: &Path| {
+        let out = tally_ok(
+            dir,
+            &["report", "--format", "json", "--lines", p.to_str().unwrap()],
+        );
+        let mut v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        v.as_object_mut().unwrap().remove("profile");
+        v
+    };
+    assert_eq!(without_name(&build), without_name(&merged));
     said.trim().to_string()
 }
 
@@ -170,6 +203,15 @@ fn the_dataset_gives_merges_counts_in_every_counting_mode() {
         let said = check(&dataset, bin, profiles, "shard=1,suite=demo");
         eprintln!("{}: {said}", bin.display());
     }
+    // A dataset of several builds names the one to read.
+    let o = tally_in(&dir, &["report", "ds"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.lines().count() == 1
+            && err.contains("ds holds 9 builds; name one as ds/runs/build=KEY"),
+        "{err}"
+    );
 }
 
 /// What a dataset holds: every file with its size and modification time.

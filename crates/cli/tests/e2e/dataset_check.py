@@ -9,7 +9,8 @@ the merged profile of a path-mode build, REPORT_JSON `tally report --format json
 profile of exactly those runs. Every count the report gives (blocks, edges, entries, block
 executions, lines, paths, inexact functions) must be the dataset's sum over the runs; so must
 the answers of the two questions of docs/dataset.md ("lines never run", "hottest functions").
-Prints one line with the number of values compared; exits 1 naming the first differences.
+Prints one line with the build's key and the number of values compared; exits 1 naming the
+first differences.
 """
 
 import json
@@ -206,4 +207,4 @@ same(
 if errors:
     print("\n".join(errors))
     sys.exit(1)
-print(f"dataset check: {compared} values compared, all equal")
+print(f"build {build}: {compared} values compared, all equal")

@@ -12,7 +12,7 @@ use super::{run_id, DatasetError};
 use crate::{analyze, source, FunctionReport, Inputs, Report};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use tally_format::profile::{BuildId, Profile, MAX_PROFILE_BYTES};
+use tally_format::profile::{BuildId, PathEntryKind, Profile, ProfileModule, MAX_PROFILE_BYTES};
 
 /// Runs per part file.
 pub const RUNS_PER_PART: usize = 1000;
@@ -139,9 +139,13 @@ impl Exporter {
             let inputs = Inputs {
                 counted: Default::default(),
                 cfgs: build.cfgs.iter().map(|(&k, c)| (k, c)).collect(),
+                only: Some(counting(&build.template)),
             };
             analyze(&build.template, &inputs)
         };
+        if analysed.is_ok() {
+            add_raw(&mut build.part, &run, &build.template.modules);
+        }
         build.template.modules.extend(oracles);
         let report = match analysed {
             Ok(r) => r,
@@ -211,6 +215,7 @@ impl Exporter {
             let inputs = Inputs {
                 counted: Default::default(),
                 cfgs: cfgs.iter().map(|(&k, c)| (k, c)).collect(),
+                only: None,
             };
             analyze(&reportable, &inputs)?
         };
@@ -243,7 +248,7 @@ impl Exporter {
         let known = super::read::runs_of(&self.dir, &key)?;
         let marker = self.dir.join("builds").join(format!("build={key}"));
         if !marker.join("build.parquet").exists() {
-            write_dimensions(&self.dir, &key, &report, &order)?;
+            write_dimensions(&self.dir, &key, &report, &order, &reportable.modules)?;
             self.summary.new_builds += 1;
         }
         self.builds.insert(
@@ -307,6 +312,57 @@ pub fn build_key(p: &Profile) -> String {
         h.write_u64(x);
     }
     format!("{:016x}", h.finish())
+}
+
+/// The functions of a profile that may count anything: those with a counter or a path entry
+/// that is not zero, and those with no counters of their own (their counts come from their
+/// module's, as in the interprocedural modes). A function whose counters are all zero has all
+/// its counts zero (they are a linear function of its counters: Ball & Larus 1994 §3.3), so
+/// the rows it would give are all left out anyway.
+fn counting(p: &Profile) -> HashSet<(usize, usize)> {
+    let mut out = HashSet::new();
+    for (mi, m) in p.modules.iter().enumerate() {
+        for (fi, f) in m.meta.functions.iter().enumerate() {
+            let base = f.counter_base.index();
+            let vals = m.counters.get(base..base + f.counters.len());
+            if f.counters.is_empty() || vals.is_none_or(|v| v.iter().any(|&c| c != 0)) {
+                out.insert((mi, fi));
+            }
+        }
+        for e in &m.paths {
+            out.insert((mi, e.function as usize));
+        }
+    }
+    out
+}
+
+/// The counters and path entries of one run as its profile holds them (modules numbered as
+/// in the `modules` table), zero counters left out.
+fn add_raw(part: &mut Part, run: &str, modules: &[ProfileModule]) {
+    let run_v = Value::Str(Some(run));
+    for (mi, m) in modules.iter().enumerate() {
+        let module = Value::U32(Some(mi as u32));
+        for (ci, &v) in m.counters.iter().enumerate() {
+            if v != 0 {
+                part.table(&schema::COUNTERS).push(&[
+                    run_v,
+                    module,
+                    Value::U32(Some(ci as u32)),
+                    Value::U64(Some(v)),
+                ]);
+            }
+        }
+        for e in &m.paths {
+            part.table(&schema::PATH_ENTRIES).push(&[
+                run_v,
+                module,
+                Value::U32(Some(e.function)),
+                Value::Bool(e.kind == PathEntryKind::Lost),
+                Value::U64(Some(e.path)),
+                Value::U64(Some(e.count)),
+            ]);
+        }
+    }
 }
 
 /// The rows of one run.
@@ -439,8 +495,21 @@ fn write_dimensions(
     key: &str,
     r: &Report,
     order: &[&FunctionReport],
+    modules: &[ProfileModule],
 ) -> Result<(), DatasetError> {
     let at = |t: &TableSpec, file: &str| dir.join(t.name).join(format!("build={key}")).join(file);
+    let mut table = Table::new(&schema::MODULES);
+    for (i, m) in modules.iter().enumerate() {
+        table.push(&[
+            Value::U32(Some(i as u32)),
+            Value::U64(Some(m.hash)),
+            Value::Str(Some(&m.meta.source)),
+            Value::Str(Some(m.meta.mode.name())),
+            Value::U32(Some(m.counters.len() as u32)),
+            Value::Bytes(&m.meta_blob),
+        ]);
+    }
+    table.write(&at(&schema::MODULES, "modules.parquet"))?;
     let mut functions = Table::new(&schema::FUNCTIONS);
     let mut blocks = Table::new(&schema::BLOCKS);
     let mut edges = Table::new(&schema::EDGES);

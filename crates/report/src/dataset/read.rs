@@ -1,48 +1,300 @@
-//! Reading back what a dataset holds: the runs of a build (so that an export skips them).
+//! Reading back what a dataset holds: the runs of a build (so that an export skips them), and
+//! the merged profile of all the runs of a build ([`build_profile`]), which every report
+//! command reads as it reads a `.tally` file.
 
+use super::schema::{self, TableSpec};
 use super::DatasetError;
-use arrow_array::{Array, StringArray};
+use arrow_array::{
+    Array, BinaryArray, BooleanArray, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use tally_format::profile::{
+    add_path_entries, BuildId, PathEntry, PathEntryKind, Profile, ProfileModule, Program,
+};
+
+/// The Parquet files of `table` of build `key`, sorted by name (none when there are none).
+fn files(dir: &Path, table: &TableSpec, key: &str) -> Result<Vec<PathBuf>, DatasetError> {
+    let at = dir.join(table.name).join(format!("build={key}"));
+    let entries = match std::fs::read_dir(&at) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(DatasetError::io(&at, e)),
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        let path = e.map_err(|e| DatasetError::io(&at, e))?.path();
+        if path.extension().is_some_and(|x| x == "parquet") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Calls `f` on each record batch of the file `path`, with only `columns` read.
+fn batches(
+    path: &Path,
+    columns: &[&str],
+    mut f: impl FnMut(&Batch<'_>) -> Result<(), DatasetError>,
+) -> Result<(), DatasetError> {
+    let bad = |message: String| DatasetError::Parquet {
+        path: path.display().to_string(),
+        message,
+    };
+    let file = std::fs::File::open(path).map_err(|e| DatasetError::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(e.to_string()))?;
+    let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
+    let reader = builder
+        .with_projection(mask)
+        .build()
+        .map_err(|e| bad(e.to_string()))?;
+    for batch in reader {
+        let batch = batch.map_err(|e| bad(e.to_string()))?;
+        f(&Batch { batch, path })?;
+    }
+    Ok(())
+}
+
+/// A record batch of a file, with typed access to its columns.
+struct Batch<'a> {
+    batch: RecordBatch,
+    path: &'a Path,
+}
+
+impl Batch<'_> {
+    fn rows(&self) -> usize {
+        self.batch.num_rows()
+    }
+
+    fn column<T: 'static>(&self, name: &str) -> Result<&T, DatasetError> {
+        self.batch
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<T>())
+            .ok_or_else(|| DatasetError::Parquet {
+                path: self.path.display().to_string(),
+                message: format!("no column {name} of the dataset's type"),
+            })
+    }
+
+    fn bad(&self, message: String) -> DatasetError {
+        DatasetError::Parquet {
+            path: self.path.display().to_string(),
+            message,
+        }
+    }
+}
 
 /// The run ids in `DIR/runs/build=KEY/*.parquet` (none when the directory does not exist).
 pub(super) fn runs_of(dir: &Path, key: &str) -> Result<HashSet<String>, DatasetError> {
-    let at = dir
-        .join(super::schema::RUNS.name)
-        .join(format!("build={key}"));
     let mut out = HashSet::new();
-    let entries = match std::fs::read_dir(&at) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(DatasetError::io(&at, e)),
-    };
-    for e in entries {
-        let path = e.map_err(|e| DatasetError::io(&at, e))?.path();
-        if path.extension().is_none_or(|x| x != "parquet") {
-            continue;
-        }
-        let bad = |message: String| DatasetError::Parquet {
-            path: path.display().to_string(),
-            message,
-        };
-        let file = std::fs::File::open(&path).map_err(|e| DatasetError::io(&path, e))?;
-        let builder =
-            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(e.to_string()))?;
-        let mask = ProjectionMask::columns(builder.parquet_schema(), ["run"]);
-        let reader = builder
-            .with_projection(mask)
-            .build()
-            .map_err(|e| bad(e.to_string()))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| bad(e.to_string()))?;
-            let col = batch
-                .column_by_name("run")
-                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-                .ok_or_else(|| bad("no run column of strings".into()))?;
+    for path in files(dir, &schema::RUNS, key)? {
+        batches(&path, &["run"], |b| {
+            let col: &StringArray = b.column("run")?;
             out.extend((0..col.len()).map(|i| col.value(i).to_string()));
-        }
+            Ok(())
+        })?;
     }
     Ok(out)
+}
+
+/// The dataset and build a path names: `DIR/TABLE/build=KEY` (any table's directory of the
+/// build), or `DIR` itself when it holds one build. `Ok(None)` when the path is no dataset.
+pub fn locate(path: &Path) -> Result<Option<(PathBuf, String)>, DatasetError> {
+    if !path.is_dir() {
+        return Ok(None);
+    }
+    if let Some(key) = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("build="))
+    {
+        let dir = path
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."));
+        if dir.join(schema::BUILDS.name).is_dir() {
+            return Ok(Some((dir.to_path_buf(), key.to_string())));
+        }
+        return Ok(None);
+    }
+    let builds = path.join(schema::BUILDS.name);
+    if !builds.is_dir() {
+        return Ok(None);
+    }
+    let mut keys = Vec::new();
+    for e in std::fs::read_dir(&builds).map_err(|e| DatasetError::io(&builds, e))? {
+        let e = e.map_err(|e| DatasetError::io(&builds, e))?;
+        if let Some(k) = e
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix("build="))
+        {
+            keys.push(k.to_string());
+        }
+    }
+    keys.sort();
+    match keys.as_slice() {
+        [one] => Ok(Some((path.to_path_buf(), one.clone()))),
+        _ => Err(DatasetError::Inconsistent(format!(
+            "{} holds {} builds; name one as {}/runs/build=KEY (KEY: {})",
+            path.display(),
+            keys.len(),
+            path.display(),
+            keys.join(", ")
+        ))),
+    }
+}
+
+/// The merged profile of every run of build `key` of the dataset `dir`: the modules' metadata
+/// from `modules`, their counters and path entries added up over the parts that have their
+/// `runs` file (a part whose export stopped before it counts no run), the flags of the runs
+/// combined. What `tally merge` of the same profiles gives, pid 0.
+pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
+    let missing = || DatasetError::Inconsistent(format!("{}: no build {key}", dir.display()));
+    let mut modules: Vec<Option<ProfileModule>> = Vec::new();
+    for path in files(dir, &schema::MODULES, key)? {
+        batches(&path, &["module", "meta"], |b| {
+            let index: &UInt32Array = b.column("module")?;
+            let meta: &BinaryArray = b.column("meta")?;
+            for i in 0..b.rows() {
+                let m = index.value(i) as usize;
+                if m > 1 << 20 {
+                    return Err(b.bad(format!("module number {m} out of range")));
+                }
+                let blob = meta.value(i).to_vec();
+                let decoded = tally_format::ModuleMeta::decode(&blob)
+                    .map_err(|e| b.bad(format!("module {m}: {e}")))?;
+                let counters = vec![0; decoded.num_counters as usize];
+                let pm = ProfileModule::from_blob(m, blob, counters)?;
+                if modules.len() <= m {
+                    modules.resize_with(m + 1, || None);
+                }
+                modules[m] = Some(pm);
+            }
+            Ok(())
+        })?;
+    }
+    let mut modules: Vec<ProfileModule> = modules
+        .into_iter()
+        .collect::<Option<_>>()
+        .filter(|m: &Vec<ProfileModule>| !m.is_empty())
+        .ok_or_else(missing)?;
+    let mut program = Program::default();
+    for path in files(dir, &schema::BUILDS, key)? {
+        batches(&path, &["program", "build_id", "build_id_kind"], |b| {
+            let p: &StringArray = b.column("program")?;
+            let id: &StringArray = b.column("build_id")?;
+            let kind: &StringArray = b.column("build_id_kind")?;
+            if b.rows() > 0 {
+                program.path = p.value(0).as_bytes().to_vec();
+                let hex = if id.is_null(0) { "" } else { id.value(0) };
+                program.build_id = build_id(kind.value(0), hex)
+                    .ok_or_else(|| b.bad(format!("bad build id {hex:?}")))?;
+            }
+            Ok(())
+        })?;
+    }
+    let mut profile = Profile {
+        pid: 0,
+        program,
+        modules: Vec::new(),
+        unfinished: false,
+        raced: false,
+        signal: None,
+    };
+    let mut paths: Vec<Vec<PathEntry>> = vec![Vec::new(); modules.len()];
+    for runs in files(dir, &schema::RUNS, key)? {
+        let part = runs.file_name().expect("a file");
+        batches(&runs, &["unfinished", "raced", "signal"], |b| {
+            let unfinished: &BooleanArray = b.column("unfinished")?;
+            let raced: &BooleanArray = b.column("raced")?;
+            let signal: &UInt32Array = b.column("signal")?;
+            for i in 0..b.rows() {
+                profile.unfinished |= unfinished.value(i);
+                profile.raced |= raced.value(i);
+                if profile.signal.is_none() && !signal.is_null(i) {
+                    profile.signal = Some(signal.value(i));
+                }
+            }
+            Ok(())
+        })?;
+        let counters = dir
+            .join(schema::COUNTERS.name)
+            .join(format!("build={key}"))
+            .join(part);
+        batches(&counters, &["module", "counter", "value"], |b| {
+            let module: &UInt32Array = b.column("module")?;
+            let counter: &UInt32Array = b.column("counter")?;
+            let value: &UInt64Array = b.column("value")?;
+            for i in 0..b.rows() {
+                let (m, c) = (module.value(i) as usize, counter.value(i) as usize);
+                let slot = modules
+                    .get_mut(m)
+                    .and_then(|pm| pm.counters.get_mut(c))
+                    .ok_or_else(|| b.bad(format!("counter {c} of module {m} out of range")))?;
+                *slot = slot
+                    .checked_add(value.value(i))
+                    .ok_or_else(|| b.bad("counter overflow while adding runs".into()))?;
+            }
+            Ok(())
+        })?;
+        let entries = dir
+            .join(schema::PATH_ENTRIES.name)
+            .join(format!("build={key}"))
+            .join(part);
+        batches(
+            &entries,
+            &["module", "function", "lost", "path", "count"],
+            |b| {
+                let module: &UInt32Array = b.column("module")?;
+                let function: &UInt32Array = b.column("function")?;
+                let lost: &BooleanArray = b.column("lost")?;
+                let path: &UInt64Array = b.column("path")?;
+                let count: &UInt64Array = b.column("count")?;
+                for i in 0..b.rows() {
+                    let m = module.value(i) as usize;
+                    let list = paths
+                        .get_mut(m)
+                        .ok_or_else(|| b.bad(format!("path entry of module {m} out of range")))?;
+                    list.push(PathEntry {
+                        function: function.value(i),
+                        kind: if lost.value(i) {
+                            PathEntryKind::Lost
+                        } else {
+                            PathEntryKind::Count
+                        },
+                        path: path.value(i),
+                        count: count.value(i),
+                    });
+                }
+                Ok(())
+            },
+        )?;
+    }
+    for (m, entries) in modules.iter_mut().zip(paths) {
+        if !entries.is_empty() {
+            m.paths = add_path_entries(&[], &entries).ok_or_else(|| {
+                DatasetError::Inconsistent("path count overflow while adding runs".into())
+            })?;
+        }
+    }
+    profile.modules = modules;
+    Ok(profile)
+}
+
+/// A build id from the `builds` table's kind and hex.
+fn build_id(kind: &str, hex: &str) -> Option<BuildId> {
+    match kind {
+        "none" => Some(BuildId::None),
+        "modules" => u64::from_str_radix(hex, 16).ok().map(BuildId::Modules),
+        "gnu" if hex.len() & 1 == 0 && hex.is_ascii() => (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+            .collect::<Option<Vec<u8>>>()
+            .map(BuildId::Gnu),
+        _ => None,
+    }
 }

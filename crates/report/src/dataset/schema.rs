@@ -16,6 +16,8 @@ pub enum Kind {
     Str,
     /// DuckDB `BOOLEAN`.
     Bool,
+    /// Bytes, DuckDB `BLOB`.
+    Bytes,
     /// A map of string keys to string values, DuckDB `MAP(VARCHAR, VARCHAR)`.
     Labels,
 }
@@ -94,6 +96,21 @@ pub const BUILDS: TableSpec = TableSpec {
         ),
         col("modules", Kind::U32, "instrumented modules"),
         col("functions", Kind::U32, "rows of `functions`"),
+    ],
+};
+
+/// An instrumented module of a build, with its metadata: with [`COUNTERS`] and
+/// [`PATH_ENTRIES`], what rebuilds the merged profile of any runs of the build.
+pub const MODULES: TableSpec = TableSpec {
+    name: "modules",
+    doc: "one row per instrumented module (object file) of the build, with the metadata its profiles carry",
+    columns: &[
+        col("module", Kind::U32, "its number in the build"),
+        col("hash", Kind::U64, "the hash of its metadata"),
+        col("source", Kind::Str, "its source file"),
+        col("mode", Kind::Str, "its counting mode"),
+        col("counters", Kind::U32, "its number of counters"),
+        col("meta", Kind::Bytes, "its metadata, as the profile holds it (docs/design/profile.md)"),
     ],
 };
 
@@ -246,6 +263,36 @@ pub const PATH_COUNTS: TableSpec = TableSpec {
     ],
 };
 
+/// Counter values.
+pub const COUNTERS: TableSpec = TableSpec {
+    name: "counters",
+    doc: "per run, each counter of each module that is not zero, as the profile holds it: what `tally report DIR/runs/build=KEY` adds up",
+    columns: &[
+        RUN,
+        col("module", Kind::U32, "the module (`modules.module`)"),
+        col("counter", Kind::U32, "the counter's index in the module"),
+        col("value", Kind::U64, "its value"),
+    ],
+};
+
+/// Hashed path counts as the profile holds them.
+pub const PATH_ENTRIES: TableSpec = TableSpec {
+    name: "path_entries",
+    doc: "path mode: per run, each entry of the runtime's path hash table, as the profile holds it",
+    columns: &[
+        RUN,
+        col("module", Kind::U32, "the module (`modules.module`)"),
+        col("function", Kind::U32, "the function's index in the module"),
+        col(
+            "lost",
+            Kind::Bool,
+            "an entry of lost increments (`path` is then 0)",
+        ),
+        col("path", Kind::U64, "the path number"),
+        col("count", Kind::U64, "its count"),
+    ],
+};
+
 /// Functions whose counts a run could not determine.
 pub const INEXACT: TableSpec = TableSpec {
     name: "inexact",
@@ -258,16 +305,18 @@ pub const INEXACT: TableSpec = TableSpec {
 };
 
 /// The tables written once per build.
-pub const DIMENSIONS: [&TableSpec; 5] = [&BUILDS, &FUNCTIONS, &BLOCKS, &EDGES, &LINES];
+pub const DIMENSIONS: [&TableSpec; 6] = [&BUILDS, &MODULES, &FUNCTIONS, &BLOCKS, &EDGES, &LINES];
 
 /// The tables written per part (a batch of runs), `runs` last.
-pub const FACTS: [&TableSpec; 7] = [
+pub const FACTS: [&TableSpec; 9] = [
     &FUNCTION_COUNTS,
     &BLOCK_COUNTS,
     &EDGE_COUNTS,
     &LINE_COUNTS,
     &PATH_COUNTS,
     &INEXACT,
+    &COUNTERS,
+    &PATH_ENTRIES,
     &RUNS,
 ];
 
@@ -277,6 +326,7 @@ fn kind_sql(k: Kind) -> &'static str {
         Kind::U64 => "UBIGINT",
         Kind::Str => "VARCHAR",
         Kind::Bool => "BOOLEAN",
+        Kind::Bytes => "BLOB",
         Kind::Labels => "MAP(VARCHAR, VARCHAR)",
     }
 }

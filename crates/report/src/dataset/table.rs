@@ -6,7 +6,7 @@
 use super::schema::{Kind, TableSpec};
 use super::DatasetError;
 use arrow_array::builder::{
-    BooleanBuilder, MapBuilder, StringBuilder, UInt32Builder, UInt64Builder,
+    BinaryBuilder, BooleanBuilder, MapBuilder, StringBuilder, UInt32Builder, UInt64Builder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema};
@@ -22,6 +22,7 @@ enum Column {
     U64(UInt64Builder),
     Str(StringBuilder),
     Bool(BooleanBuilder),
+    Bytes(BinaryBuilder),
     Map(Box<MapBuilder<StringBuilder, StringBuilder>>),
 }
 
@@ -36,6 +37,8 @@ pub enum Value<'a> {
     Str(Option<&'a str>),
     /// A boolean column.
     Bool(bool),
+    /// A binary column.
+    Bytes(&'a [u8]),
     /// A map of strings.
     Map(&'a [(String, String)]),
 }
@@ -58,6 +61,7 @@ impl Table {
                 Kind::U64 => Column::U64(UInt64Builder::new()),
                 Kind::Str => Column::Str(StringBuilder::new()),
                 Kind::Bool => Column::Bool(BooleanBuilder::new()),
+                Kind::Bytes => Column::Bytes(BinaryBuilder::new()),
                 Kind::Labels => Column::Map(Box::new(MapBuilder::new(
                     None,
                     StringBuilder::new(),
@@ -87,6 +91,7 @@ impl Table {
                 (Column::U64(b), Value::U64(x)) => b.append_option(x),
                 (Column::Str(b), Value::Str(x)) => b.append_option(x),
                 (Column::Bool(b), Value::Bool(x)) => b.append_value(x),
+                (Column::Bytes(b), Value::Bytes(x)) => b.append_value(x),
                 (Column::Map(b), Value::Map(kv)) => {
                     for (k, v) in kv {
                         b.keys().append_value(k);
@@ -112,6 +117,7 @@ impl Table {
                     Column::U64(b) => Arc::new(b.finish()),
                     Column::Str(b) => Arc::new(b.finish()),
                     Column::Bool(b) => Arc::new(b.finish()),
+                    Column::Bytes(b) => Arc::new(b.finish()),
                     Column::Map(b) => Arc::new(b.finish()),
                 }
             })
