@@ -18,7 +18,8 @@ pub enum Format {
 /// The arguments of `placements` and `check`: profiles, a format, an output file.
 #[derive(clap::Args)]
 pub struct ProfilesArgs {
-    /// Profiles (several are added; they must come from the same build).
+    /// Profiles (several are added; they must come from the same build); a build of a `tally
+    /// export` dataset (DIR/runs/build=KEY) reads as the merged profile of its runs.
     #[arg(required = true)]
     pub profiles: Vec<PathBuf>,
     /// Output format.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// `tally diff`'s arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The first profile (A).
+    /// The first profile (A; or a build of a `tally export` dataset: DIR/runs/build=KEY).
     pub a: PathBuf,
     /// The second profile (B).
     pub b: PathBuf,

@@ -13,7 +13,8 @@ pub struct Args {
     /// Output directory (created if missing; pages already there are replaced).
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Profiles (several are added; they must come from the same build).
+    /// Profiles (several are added; they must come from the same build); a build of a `tally
+    /// export` dataset (DIR/runs/build=KEY) reads as the merged profile of its runs.
     #[arg(required = true)]
     pub profiles: Vec<PathBuf>,
     /// A witness trace (`--tally-mode=trace`) of the run that wrote the profile: the site

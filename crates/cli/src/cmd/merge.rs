@@ -21,7 +21,8 @@ pub struct Args {
     /// listed and make the exit status 2, the rest is still merged.
     #[arg(long)]
     pub by_program: bool,
-    /// Profiles to add (with --by-program also directories: their *.tally files).
+    /// Profiles to add (with --by-program also directories: their *.tally files); a build of a
+    /// `tally export` dataset (DIR/runs/build=KEY) adds the runs it holds.
     #[arg(required = true)]
     pub profiles: Vec<PathBuf>,
 }

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 /// `tally paths`'s arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Profiles (several are added; they must come from the same build).
+    /// Profiles (several are added; they must come from the same build); a build of a `tally
+    /// export` dataset (DIR/runs/build=KEY) reads as the merged profile of its runs.
     #[arg(required = true)]
     pub profiles: Vec<PathBuf>,
     /// Output format.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// `tally show`'s arguments.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The profile.
+    /// The profile (or a build of a `tally export` dataset: DIR/runs/build=KEY).
     #[arg(required = true)]
     pub profile: PathBuf,
     /// Source files to show (a path, or its last components); when none are given, every file
