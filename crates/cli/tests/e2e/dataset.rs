@@ -58,7 +58,7 @@ fn check(dataset: &Path, program: &Path, profiles: &[PathBuf], labels: &str) -> 
     );
     std::fs::write(&json, out).unwrap();
     let mut paths = Vec::new();
-    if report_mode(&json) == "path" {
+    if ["path", "ipath", "ipath-piecewise"].contains(&report_mode(&json).as_str()) {
         let p = dir.join(format!("{stem}.paths.json"));
         let out = tally_ok(
             dir,

@@ -5,7 +5,7 @@ usage: dataset_check.py DATASET PROGRAM RUNS REPORT_JSON LABELS [PATHS_JSON]
 DATASET is the dataset directory, PROGRAM the path of a program whose runs it holds (of one
 build), RUNS the number of runs the dataset must hold of that build, LABELS the labels every
 one of them must have (`k=v,...`, sorted by key), PATHS_JSON `tally paths --format json` of
-the merged profile of a path-mode build, REPORT_JSON `tally report --format json --lines` of the merged
+the merged profile of a build in a path mode (`path`, `ipath`, `ipath-piecewise`), REPORT_JSON `tally report --format json --lines` of the merged
 profile of exactly those runs. Every count the report gives (blocks, edges, entries, block
 executions, lines, paths, inexact functions) must be the dataset's sum over the runs; so must
 the answers of the two questions of docs/dataset.md ("lines never run", "hottest functions").
@@ -132,6 +132,23 @@ for f in report["functions"]:
     same(f"{name} exclusive events", ev.get("exclusive"), xe)
 
 if paths_report is not None:
+    ipaths = {
+        (m, mode, p): c
+        for m, mode, p, c in rows(
+            "SELECT module, mode, path, sum(count)::UBIGINT FROM ipath_counts WHERE build = ? GROUP BY ALL",
+            build,
+        )
+    }
+    for s in paths_report.get("interprocedural", []):
+        mode = {"context": "ipath", "piecewise": "ipath-piecewise"}[s["mode"]]
+        same(
+            f"{s['module']} {mode} executed paths",
+            s["executed_paths"],
+            sum(1 for (m, md, _) in ipaths if (m, md) == (s["module"], mode)),
+        )
+        for p in s["paths"]:
+            key = (s["module"], mode, p["number"])
+            same(f"{s['module']} {mode} path {p['number']}", p["count"], ipaths.get(key, 0))
     for f in paths_report["functions"]:
         fid = ids.get((f["module"], f["name"], int(f["cfg_hash"], 16)))
         name = f["name"]
@@ -171,9 +188,9 @@ same("lines with code, set", True, expected_code == code)
 got_never = set(
     rows(
         """SELECT l.file, l.line FROM lines l
-           WHERE l.build = ? AND NOT EXISTS (
-             SELECT 1 FROM line_counts c
-             WHERE c.build = l.build AND c.file = l.file AND c.line = l.line)""",
+           ANTI JOIN (SELECT DISTINCT file, line FROM line_counts WHERE build = ?) c USING (file, line)
+           WHERE l.build = ?""",
+        build,
         build,
     )
 ) if "line_counts" in tables else code

@@ -17,7 +17,7 @@ use tally_format::profile::{BuildId, PathEntryKind, Profile, ProfileModule, MAX_
 /// Runs per part file.
 pub const RUNS_PER_PART: usize = 1000;
 /// Rows (of all the fact tables of a part) at which a part is written early.
-pub const ROWS_PER_PART: usize = 4_000_000;
+pub const ROWS_PER_PART: usize = 1_000_000;
 
 /// What happened to one input profile.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -383,7 +383,11 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
         let entries = f.entries_known().then_some(f.entry_count);
         let executions = f.blocks_known().then_some(f.block_executions);
         let inclusive = events.map(|e| e.inclusive);
-        let lost = f.paths.as_ref().map(|p| p.lost);
+        let lost = f
+            .paths
+            .as_ref()
+            .filter(|_| f.mode == tally_format::Mode::Path)
+            .map(|p| p.lost);
         let ran = [entries, executions, inclusive, lost]
             .iter()
             .any(|c| c.is_some_and(|c| c > 0));
@@ -418,7 +422,8 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
                 ]);
             }
         }
-        if let Some(p) = &f.paths {
+        // Path mode's own paths (an interprocedural mode's module sets are `r.ipaths`).
+        if let Some(p) = f.paths.as_ref().filter(|_| f.mode == tally_format::Mode::Path) {
             for &(n, c) in &p.counts {
                 if c > 0 {
                     let n = n.to_string();
@@ -445,6 +450,18 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
             Value::U32(Some(line)),
             Value::U64(Some(c)),
         ]);
+    }
+    for p in &r.ipaths {
+        if p.count > 0 {
+            let n = p.number.to_string();
+            b.part.table(&schema::IPATH_COUNTS).push(&[
+                run_v,
+                Value::Str(Some(&p.module)),
+                Value::Str(Some(p.mode.name())),
+                Value::Str(Some(&n)),
+                Value::U64(Some(p.count)),
+            ]);
+        }
     }
     let program = r.program.path_lossy();
     let inexact = r.inconsistent().count() as u32;

@@ -263,6 +263,19 @@ pub const PATH_COUNTS: TableSpec = TableSpec {
     ],
 };
 
+/// Interprocedural path counts.
+pub const IPATH_COUNTS: TableSpec = TableSpec {
+    name: "ipath_counts",
+    doc: "modes `ipath` and `ipath-piecewise`: per run, each executed interprocedural path of each module's set and its count (`tally paths` shows its steps)",
+    columns: &[
+        RUN,
+        col("module", Kind::Str, "the source file of the module whose set numbers the path"),
+        col("mode", Kind::Str, "`ipath` or `ipath-piecewise`"),
+        col("path", Kind::Str, "the path's number in the set (decimal)"),
+        col("count", Kind::U64, "times it ran"),
+    ],
+};
+
 /// Counter values.
 pub const COUNTERS: TableSpec = TableSpec {
     name: "counters",
@@ -308,12 +321,13 @@ pub const INEXACT: TableSpec = TableSpec {
 pub const DIMENSIONS: [&TableSpec; 6] = [&BUILDS, &MODULES, &FUNCTIONS, &BLOCKS, &EDGES, &LINES];
 
 /// The tables written per part (a batch of runs), `runs` last.
-pub const FACTS: [&TableSpec; 9] = [
+pub const FACTS: [&TableSpec; 10] = [
     &FUNCTION_COUNTS,
     &BLOCK_COUNTS,
     &EDGE_COUNTS,
     &LINE_COUNTS,
     &PATH_COUNTS,
+    &IPATH_COUNTS,
     &INEXACT,
     &COUNTERS,
     &PATH_ENTRIES,
