@@ -188,8 +188,9 @@ same("lines with code, set", True, expected_code == code)
 got_never = set(
     rows(
         """SELECT l.file, l.line FROM lines l
-           ANTI JOIN (SELECT DISTINCT file, line FROM line_counts WHERE build = ?) c USING (file, line)
-           WHERE l.build = ?""",
+           LEFT JOIN (SELECT DISTINCT file, line FROM line_counts WHERE build = ?) c
+             ON l.file = c.file AND l.line = c.line
+           WHERE l.build = ? AND c.file IS NULL""",
         build,
         build,
     )

@@ -423,7 +423,11 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
             }
         }
         // Path mode's own paths (an interprocedural mode's module sets are `r.ipaths`).
-        if let Some(p) = f.paths.as_ref().filter(|_| f.mode == tally_format::Mode::Path) {
+        if let Some(p) = f
+            .paths
+            .as_ref()
+            .filter(|_| f.mode == tally_format::Mode::Path)
+        {
             for &(n, c) in &p.counts {
                 if c > 0 {
                     let n = n.to_string();
