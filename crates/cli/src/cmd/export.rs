@@ -37,6 +37,9 @@ pub fn run(a: Args) -> Result<Exit> {
     let mut labels = a.labels;
     labels.sort();
     labels.dedup_by(|x, y| x.0 == y.0);
+    if a.output.exists() && !a.output.is_dir() {
+        anyhow::bail!("{}: not a directory", a.output.display());
+    }
     let files = profile_files(&a.profiles)?;
     let progress = progress::Progress::new("exporting", files.len(), "profiles");
     let mut export = Exporter::new(&a.output, labels);

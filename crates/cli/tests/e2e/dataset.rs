@@ -264,6 +264,14 @@ fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
         "ds: 0 run(s) exported, 3 already there; 0 new build(s), 0 part(s) written\n"
     );
     assert_eq!(before, listing(&dir.join("ds")));
+    // An output that is not a directory is refused before anything is read.
+    std::fs::write(dir.join("afile"), "x").unwrap();
+    let o = tally_in(&dir, &["export", "-o", "afile", "r0.tally"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "tally: error: afile: not a directory\n"
+    );
     // A truncated profile and a file that is no profile, among new and known ones.
     let bytes = std::fs::read(&runs[2]).unwrap();
     std::fs::write(dir.join("cut.tally"), &bytes[..bytes.len() / 2]).unwrap();

@@ -153,7 +153,7 @@ pub fn locate(path: &Path) -> Result<Option<(PathBuf, String)>, DatasetError> {
 /// `runs` file (a part whose export stopped before it counts no run), the flags of the runs
 /// combined. What `tally merge` of the same profiles gives, pid 0.
 pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
-    let missing = || DatasetError::Inconsistent(format!("{}: no build {key}", dir.display()));
+    let missing = || DatasetError::Inconsistent(format!("no build {key} in the dataset"));
     let mut modules: Vec<Option<ProfileModule>> = Vec::new();
     for path in files(dir, &schema::MODULES, key)? {
         batches(&path, &["module", "meta"], |b| {
