@@ -118,12 +118,7 @@ impl Profile {
         let Some(at) = self.module_indices(&raw) else {
             return Ok(None);
         };
-        let mut paths = Vec::with_capacity(raw.modules.len());
-        for (r, &i) in raw.modules.iter().zip(&at) {
-            let m = &self.modules[i];
-            r.check_sum(&m.meta)?;
-            paths.push(decode_path_entries(r.index, r.paths, &m.meta)?);
-        }
+        let paths = self.checked_paths(&raw, &at)?;
         // Every sum is checked before any is stored: an overflow leaves `self` unchanged.
         let mut sums = Vec::with_capacity(paths.len());
         for ((r, p), &i) in raw.modules.iter().zip(&paths).zip(&at) {
@@ -162,6 +157,22 @@ impl Profile {
         Some(at)
     }
 
+    /// Checks each module record of `raw` against the metadata of its module here (`at`, from
+    /// [`Profile::module_indices`]) and decodes its path entries.
+    fn checked_paths(
+        &self,
+        raw: &super::read::RawProfile<'_>,
+        at: &[usize],
+    ) -> Result<Vec<Vec<PathEntry>>, ProfileError> {
+        let mut paths = Vec::with_capacity(raw.modules.len());
+        for (r, &i) in raw.modules.iter().zip(at) {
+            let m = &self.modules[i];
+            r.check_sum(&m.meta)?;
+            paths.push(decode_path_entries(r.index, r.paths, &m.meta)?);
+        }
+        Ok(paths)
+    }
+
     /// Replaces this profile's run (counters, path entries, pid, program and flags) with the
     /// profile `bytes` when that one holds exactly this profile's modules (the same number of
     /// module records, each matched by hash and metadata byte for byte), without decoding its
@@ -176,12 +187,7 @@ impl Profile {
         let Some(at) = self.module_indices(&raw) else {
             return Ok(false);
         };
-        let mut paths = Vec::with_capacity(raw.modules.len());
-        for (r, &i) in raw.modules.iter().zip(&at) {
-            let m = &self.modules[i];
-            r.check_sum(&m.meta)?;
-            paths.push(decode_path_entries(r.index, r.paths, &m.meta)?);
-        }
+        let paths = self.checked_paths(&raw, &at)?;
         for ((r, p), &i) in raw.modules.iter().zip(paths).zip(&at) {
             let m = &mut self.modules[i];
             m.counters.clear();
