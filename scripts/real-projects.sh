@@ -22,6 +22,8 @@
 #
 # Usage: scripts/real-projects.sh [--projects sed,expat,tinyxml2] [--jobs N]
 #   also: --projects libuv,redis,cpython (not in the default list: an hour or more on 2 cores)
+#   --meta shared: the tally builds' runs write TALLY_META=shared profiles (metadata once per build in
+#   <dir>/*.tallymeta), so every comparison reads those.
 #   --reuse: keep the build trees of an earlier run whose build succeeded (target/real-projects/<p>/
 #   <variant>.built), and only rerun their test suites (with fresh profile directories).
 # Work directory: target/real-projects/ (sources, builds, logs, profiles, results.md).
@@ -36,6 +38,7 @@ PROJECTS=sed,expat,tinyxml2
 JOBS=2
 FLAGS="-O2 -g"
 REUSE=
+META=
 while [ $# -gt 0 ]; do
   case $1 in
     --projects) PROJECTS=$2; shift 2 ;;
@@ -43,6 +46,8 @@ while [ $# -gt 0 ]; do
     --jobs) JOBS=$2; shift 2 ;;
     --jobs=*) JOBS=${1#*=}; shift ;;
     --reuse) REUSE=1; shift ;;
+    --meta) META=$2; shift 2 ;;
+    --meta=*) META=${1#*=}; shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "real-projects.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -572,11 +577,12 @@ run_project() {
         # (CPython's test_subprocess test_user runs a child as another user) writes its profile too.
         mkdir -p "$out/$v.profiles" && chmod 1777 "$out/$v.profiles"
         export TALLY_PROFILE="$out/$v.profiles/%p.tally"
+        [ -n "$META" ] && export TALLY_META=$META
       fi
       [ $v = trace ] && export TALLY_TRACE="$out/$v.profiles/%p.trace"
       (cd "$dir" && "${p}_check") >"$out/$v.check.log" 2>&1
       rc=$?
-      unset TALLY_PROFILE TALLY_TRACE
+      unset TALLY_PROFILE TALLY_TRACE TALLY_META
       echo "$v: test suite exit status $rc; $(test_summary "$out/$v.check.log")" >>"$det"
     done
     unset TALLY_MODE TALLY_ORACLE
@@ -650,6 +656,7 @@ for p in ${PROJECTS//,/ }; do
   rows+=("$p")
 done
 {
+  [ -n "$META" ] && echo "The tally builds' runs wrote TALLY_META=$META profiles." && echo
   echo "| project | build system | configure identical? | test results identical? | edge == edges-naive over the suite (oracle builds: == the same-run oracle)? | time |"
   echo "|---|---|---|---|---|---|"
   for p in "${rows[@]}"; do cat "$WORK/results/$p.row"; done

@@ -104,6 +104,31 @@ pub const TRAILER_MAGIC: &[u8; 8] = b"TALLYEND";
 /// The container version the runtime and `tally merge` write (`TALLY_PROFILE_VERSION`):
 /// 3 added the per-module counter checksum, 4 the program record after the header.
 pub const PROFILE_VERSION: u32 = 4;
+/// The container version of a profile whose module records may name their metadata instead of
+/// holding it (`TALLY_PROFILE_VERSION_SHARED`): what the runtime writes under
+/// `TALLY_META=shared`, version 4 plus [`REF_MAGIC`] records. Profiles without such records are
+/// still written as [`PROFILE_VERSION`].
+pub const PROFILE_VERSION_SHARED: u32 = 5;
+/// Magic bytes of a module record that names its metadata instead of holding it
+/// (`TALLY_REF_MAGIC`, version 5): the same 40-byte header as [`MODULE_MAGIC`]'s (magic, module
+/// hash, metadata length, counter count, path entry count), no metadata, then the counters
+/// sparse (groups of [`SPARSE_GROUP`]: a u64 mask whose bit `i` says counter `i` of the group is
+/// not zero, then those counters), the path entries and the checksum of both as stored. The
+/// metadata is the file `<module hash as 16 hex digits>`[`META_FILE_SUFFIX`] in the profile's
+/// directory.
+pub const REF_MAGIC: &[u8; 8] = b"TALLYREF";
+/// Counters per mask word of a [`REF_MAGIC`] record (`TALLY_SPARSE_GROUP`).
+pub const SPARSE_GROUP: u64 = 64;
+/// Magic bytes of a metadata file (`TALLY_META_FILE_MAGIC`): `"TALLYMTA"  u32 version (=1)
+/// u32 0  u64 module_hash  u64 meta_len`, then the metadata blob; the file is named after the
+/// hash and the blob's FNV-1a 64 is that hash.
+pub const META_FILE_MAGIC: &[u8; 8] = b"TALLYMTA";
+/// Version of the metadata file (`TALLY_META_FILE_VERSION`).
+pub const META_FILE_VERSION: u32 = 1;
+/// Bytes of a metadata file before the blob (`TALLY_META_FILE_HEADER_LEN`).
+pub const META_FILE_HEADER_LEN: u64 = 32;
+/// What follows the hash in a metadata file's name.
+pub const META_FILE_SUFFIX: &str = ".tallymeta";
 /// The previous container version, without the program record; still read (the program is
 /// then unknown).
 pub const PROFILE_VERSION_NO_PROGRAM: u32 = 3;
@@ -621,6 +646,15 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_MODULE_MAGIC", magic_word(MODULE_MAGIC)),
     u("TALLY_TRAILER_MAGIC", magic_word(TRAILER_MAGIC)),
     u("TALLY_PROFILE_VERSION", PROFILE_VERSION as u64),
+    u(
+        "TALLY_PROFILE_VERSION_SHARED",
+        PROFILE_VERSION_SHARED as u64,
+    ),
+    u("TALLY_REF_MAGIC", magic_word(REF_MAGIC)),
+    u("TALLY_SPARSE_GROUP", SPARSE_GROUP),
+    u("TALLY_META_FILE_MAGIC", magic_word(META_FILE_MAGIC)),
+    u("TALLY_META_FILE_VERSION", META_FILE_VERSION as u64),
+    u("TALLY_META_FILE_HEADER_LEN", META_FILE_HEADER_LEN),
     u("TALLY_PROFILE_FLAGS", PROFILE_FLAGS as u64),
     u("TALLY_PROFILE_CONTINUOUS", PROFILE_CONTINUOUS as u64),
     u("TALLY_PROFILE_RACED", PROFILE_RACED as u64),

@@ -31,6 +31,11 @@
 //! the program record (read with an unknown [`Program`]), version 2 without the checksum
 //! either; both are still read.
 //!
+//! Version 5 (`TALLY_META=shared`, [`PROFILE_VERSION_SHARED`]) adds module records that name
+//! their metadata instead of holding it ([`crate::abi::REF_MAGIC`]: the same header, no
+//! metadata, the counters sparse); the metadata is the file `<module hash>`[`META_FILE_SUFFIX`]
+//! in the profile's directory ([`meta_dir`]), which [`Profile::read_at`] reads and checks.
+//!
 //! The program record names the program that wrote the profile ([`Program`]): the path of its
 //! executable and a build id (the GNU build-id note of the executable, else a hash of the
 //! module hashes, [`Profile::modules_build_id`]).
@@ -60,6 +65,7 @@ use crate::abi::{
     PROFILE_SIGNAL_MASK, PROFILE_SIGNAL_SHIFT, PROFILE_VERSION_NO_CHECKSUM,
     PROFILE_VERSION_NO_PROGRAM, PROGRAM_HEADER_LEN, PROGRAM_PATH_MAX, TRAILER_LEN,
 };
+pub use crate::abi::{META_FILE_SUFFIX, PROFILE_VERSION_SHARED};
 use crate::meta::{MetaError, ModuleMeta};
 
 pub use crate::abi::{MODULE_MAGIC, PROFILE_MAGIC, PROFILE_VERSION, TRAILER_MAGIC};
@@ -255,10 +261,12 @@ pub const MAX_PROFILE_BYTES: u64 = 4 << 30;
 
 mod error;
 mod read;
+mod shared;
 mod sum;
 mod write;
 
 pub use error::{ProfileError, Truncation};
+pub use shared::meta_dir;
 pub use sum::{add_path_entries, Added};
 
 impl Profile {

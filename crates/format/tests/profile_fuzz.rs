@@ -318,3 +318,87 @@ proptest! {
         prop_assert!(truncated);
     }
 }
+
+/// `p` as the runtime writes it under `TALLY_META=shared` (container version 5): each module a
+/// `TALLYREF` record with its counters sparse and its metadata in `dir/<hash>.tallymeta`.
+fn shared(p: &Profile, dir: &std::path::Path) -> Vec<u8> {
+    let inline = p.write();
+    // The header and program record are the inline profile's, the version aside.
+    let head = abi::HEADER_LEN + abi::PROGRAM_HEADER_LEN + (13usize + 20).next_multiple_of(8);
+    let mut b = inline[..head].to_vec();
+    b[8..12].copy_from_slice(&abi::PROFILE_VERSION_SHARED.to_le_bytes());
+    for m in &p.modules {
+        let mut file = abi::META_FILE_MAGIC.to_vec();
+        for w in [
+            u64::from(abi::META_FILE_VERSION),
+            m.hash,
+            m.meta_blob.len() as u64,
+        ] {
+            file.extend_from_slice(&w.to_le_bytes());
+        }
+        file.extend_from_slice(&m.meta_blob);
+        std::fs::write(dir.join(format!("{:016x}.tallymeta", m.hash)), file).unwrap();
+        b.extend_from_slice(abi::REF_MAGIC);
+        for w in [m.hash, m.meta_blob.len() as u64, m.counters.len() as u64, 0] {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        let start = b.len();
+        for g in m.counters.chunks(abi::SPARSE_GROUP as usize) {
+            let mask = g
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c != 0)
+                .fold(0u64, |m, (i, _)| m | 1 << i);
+            b.extend_from_slice(&mask.to_le_bytes());
+            for &c in g.iter().filter(|&&c| c != 0) {
+                b.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+        let sum = tally_graph::hash::fnv64(&b[start..]);
+        b.extend_from_slice(&sum.to_le_bytes());
+    }
+    b.extend_from_slice(abi::TRAILER_MAGIC);
+    let total = b.len() as u64 + 8;
+    b.extend_from_slice(&total.to_le_bytes());
+    b
+}
+
+/// A profile whose first module has 90 counters (two sparse groups, the second partial).
+fn valid_many(counters: &[u64], pid: u64) -> Profile {
+    let mut p = valid(counters, pid);
+    p.modules.insert(0, module("many.c", 30, counters));
+    p
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+
+    /// A `TALLY_META=shared` profile reads back, with its metadata files, as the profile.
+    #[test]
+    fn shared_profiles_roundtrip(
+        counters in prop::collection::vec(prop_oneof![Just(0u64), any::<u64>()], 0..90),
+        pid in any::<u64>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = valid_many(&counters, pid);
+        let bytes = shared(&p, dir.path());
+        prop_assert_eq!(Profile::read_at(&bytes, Some(dir.path())).unwrap(), p);
+    }
+
+    /// Mutated `TALLY_META=shared` profiles never panic: read, or refused in one line.
+    #[test]
+    fn mutated_shared_profiles_never_panic(
+        counters in prop::collection::vec(prop_oneof![Just(0u64), any::<u64>()], 0..90),
+        muts in prop::collection::vec(mutation(), 1..5),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = shared(&valid_many(&counters, 5), dir.path());
+        for m in &muts {
+            apply(&mut bytes, m);
+        }
+        if let Err(e) = Profile::read_at(&bytes, Some(dir.path())) {
+            let s = e.to_string();
+            prop_assert!(!s.is_empty() && !s.contains('\n'));
+        }
+    }
+}

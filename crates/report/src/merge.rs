@@ -134,7 +134,8 @@ impl ByProgram {
                 return Ok(());
             }
         }
-        let p = Profile::read(&bytes).map_err(unreadable)?;
+        let dir = tally_format::profile::meta_dir(path);
+        let p = Profile::read_at(&bytes, Some(dir)).map_err(unreadable)?;
         let mut hashes: Vec<u64> = p.modules.iter().map(|m| m.hash).collect();
         hashes.sort_unstable();
         let key = (program_key(&p.program), p.program.clone(), hashes);

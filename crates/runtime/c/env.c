@@ -82,6 +82,7 @@ void read_env(void) {
         env_copy(&env.continuous, "TALLY_CONTINUOUS");
         env_copy(&env.trace_ring, "TALLY_TRACE_RING");
         env_copy(&env.trace_compress, "TALLY_TRACE_COMPRESS");
+        env_copy(&env.meta, "TALLY_META");
         /* Like the environment, ignored in an AT_SECURE process: it writes only the default
          * file of its current directory (secure_target_ok). */
         (void)dl_iterate_phdr(profile_dir_cb, 0);

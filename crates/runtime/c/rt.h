@@ -200,6 +200,7 @@ struct tally_env {
     struct env_value continuous; /* TALLY_CONTINUOUS */
     struct env_value trace_ring; /* TALLY_TRACE_RING (wring.c) */
     struct env_value trace_compress; /* TALLY_TRACE_COMPRESS (wtrace/coder.c) */
+    struct env_value meta;           /* TALLY_META (write.c: "shared") */
     /* Not the environment: the directory baked in by `tally cc --tally-profile-dir=DIR` (the
      * first TALLY_NOTE_PROFILE_DIR note of the first loaded object that has one), the default
      * place of the profile and the trace when TALLY_PROFILE / TALLY_TRACE are unset. */

@@ -20,6 +20,12 @@ static struct {
     char path[PATH_CAP];
     char tmp[PATH_CAP + 64];
     char line[PATH_CAP + 256];
+    /* TALLY_META=shared: the records of live modules name their metadata files
+     * (meta_file), which go in the profile's directory, out.path's first dir_len bytes. */
+    int shared;
+    size_t dir_len;
+    char meta_path[PATH_CAP + 32];
+    char meta_tmp[PATH_CAP + 96];
     unsigned char *mem; /* when set, the bytes go here (mem_cap bytes) instead of to fd */
     uint64_t mem_len, mem_cap;
 } out;
@@ -227,14 +233,19 @@ static void out_path_entries(const struct tally_module *m, uint64_t limit) {
     }
 }
 
-static void out_module(const struct tally_module *m) {
-    static const unsigned char zeros[8];
-    uint64_t entries = path_entries(m);
-    out_u64(TALLY_MODULE_MAGIC);
+/* A module record's header: magic, hash, metadata length, counter and path entry counts. */
+static void out_module_head(uint64_t magic, const struct tally_module *m, uint64_t entries) {
+    out_u64(magic);
     out_u64(m->hash);
     out_u64(m->meta_len);
     out_u64(m->num_counters);
     out_u64(entries);
+}
+
+static void out_module(const struct tally_module *m) {
+    static const unsigned char zeros[8];
+    uint64_t entries = path_entries(m);
+    out_module_head(TALLY_MODULE_MAGIC, m, entries);
     out_bytes(m->meta, m->meta_len);
     out_bytes(zeros, (8 - (m->meta_len & 7)) & 7);
     if (m->num_counters > UINT64_MAX / 8) {
@@ -247,6 +258,39 @@ static void out_module(const struct tally_module *m) {
     } else {
         for (uint64_t i = 0; i < m->num_counters && !out.err; i++)
             out_u64(m->counters[i]);
+    }
+    out_path_entries(m, entries);
+    out_checksum_end();
+}
+
+/* The TALLYREF record of `m` (TALLY_META=shared, tally.h): out_module's record without the
+ * metadata, which meta_file put next to the profile, and with the counters sparse: per group
+ * of TALLY_SPARSE_GROUP, a mask of the non-zero ones, then those. Each counter is loaded once,
+ * so the mask and the values written agree while other threads keep counting. Most counters
+ * of a run are zero (SQLite's tests: 78%), so this is a fraction of the dense array. */
+static void out_module_ref(const struct tally_module *m) {
+    uint64_t entries = path_entries(m);
+    out_module_head(TALLY_REF_MAGIC, m, entries);
+    out_checksum_begin();
+    for (uint64_t g = 0; g < m->num_counters && !out.err; g += TALLY_SPARSE_GROUP) {
+        /* The group as written: its mask, then its non-zero counters; one out_bytes. */
+        uint64_t w[1 + TALLY_SPARSE_GROUP], mask = 0, k = m->num_counters - g, n = 1;
+        if (k > TALLY_SPARSE_GROUP)
+            k = TALLY_SPARSE_GROUP;
+        for (uint64_t i = 0; i < k; i++) {
+            uint64_t v = __atomic_load_n(&m->counters[g + i], __ATOMIC_RELAXED);
+            if (v) {
+                mask |= 1ull << i;
+                w[n++] = v;
+            }
+        }
+        w[0] = mask;
+        if (!TALLY_BIG_ENDIAN) {
+            out_bytes(w, n * 8);
+        } else {
+            for (uint64_t i = 0; i < n; i++)
+                out_u64(w[i]);
+        }
     }
     out_path_entries(m, entries);
     out_checksum_end();
@@ -684,6 +728,60 @@ static void out_twins(const struct rec_it *after, struct rec r) {
     out_checksum_end();
 }
 
+/* Makes sure the metadata of `m` is in "<profile's directory>/<hash, 16 hex digits>.tallymeta"
+ * (TALLY_META=shared; its layout in tally.h), for a TALLYREF record to name. A file of that
+ * name that is a regular file (not a symbolic link) of the effective user, of the right size,
+ * is taken as it is (the reader checks its hash); a missing one is written through a new
+ * temporary file (open_target) renamed into place, so concurrent processes of one build each
+ * write a whole file and the last rename wins. Returns 1 when the record may name the file, 0
+ * when it must hold the metadata itself: the name is taken by anything else, or the file
+ * could not be written. Async-signal-safe (lstat, open, write, rename). */
+static int meta_file(const struct tally_module *m) {
+    static const char hex[] = "0123456789abcdef";
+    static const char suffix[] = ".tallymeta";
+    char name[16 + sizeof suffix];
+    for (int i = 0; i < 16; i++)
+        name[i] = hex[(m->hash >> (60 - 4 * i)) & 15];
+    memcpy(name + 16, suffix, sizeof suffix);
+    if (out.dir_len >= sizeof out.meta_path || m->meta_len > SIZE_MAX / 2)
+        return 0;
+    memcpy(out.meta_path, out.path, out.dir_len);
+    size_t n = put_str(out.meta_path, out.dir_len, sizeof out.meta_path, name);
+    if (n + 1 >= sizeof out.meta_path)
+        return 0;
+    out.meta_path[n] = 0;
+    uint64_t want = TALLY_META_FILE_HEADER_LEN + m->meta_len;
+    struct stat st;
+    if (lstat(out.meta_path, &st) == 0)
+        return S_ISREG(st.st_mode) && st.st_uid == geteuid() && (uint64_t)st.st_size == want;
+    if (errno != ENOENT)
+        return 0;
+    int err;
+    const char *why;
+    int fd = open_target(out.meta_path, out.meta_tmp, sizeof out.meta_tmp, &err, &why);
+    if (fd < 0)
+        return 0;
+    if (!out.meta_tmp[0]) { /* it appeared as a FIFO or a device meanwhile */
+        (void)close(fd);
+        return 0;
+    }
+    unsigned char h[TALLY_META_FILE_HEADER_LEN];
+    uint64_t words[4] = {TALLY_META_FILE_MAGIC, TALLY_META_FILE_VERSION, m->hash, m->meta_len};
+    for (int w = 0; w < 4; w++)
+        for (int b = 0; b < 8; b++)
+            h[8 * w + b] = (unsigned char)(words[w] >> (8 * b));
+    err = write_all(fd, h, sizeof h);
+    if (!err)
+        err = write_all(fd, m->meta, (size_t)m->meta_len);
+    if (close(fd) != 0 && !err && errno != EINTR)
+        err = errno;
+    if (!err && rename(out.meta_tmp, out.meta_path) != 0)
+        err = errno;
+    if (err)
+        (void)unlink(out.meta_tmp);
+    return !err;
+}
+
 /* The profile record of `m` (as out_module writes it) in a new mapping, or NULL when out of
  * memory. The caller holds the registry lock (which also guards `out`). */
 struct dead_module *snapshot_module(const struct tally_module *m) {
@@ -888,10 +986,16 @@ void write_profile_locked(void) {
         report_failure(out.path, err);
         return;
     }
+    /* TALLY_META=shared: only for a new file of its own (not merged, not a FIFO or device). */
+    out.shared = !merge && out.tmp[0] && env.meta.set && strcmp(env.meta.v, "shared") == 0;
+    if (out.shared) {
+        const char *slash = strrchr(out.path, '/');
+        out.dir_len = slash ? (size_t)(slash - out.path) + 1 : 0;
+    }
     out_begin(fd);
 
     out_u64(TALLY_PROFILE_MAGIC);
-    out_u32(TALLY_PROFILE_VERSION);
+    out_u32(out.shared ? TALLY_PROFILE_VERSION_SHARED : TALLY_PROFILE_VERSION);
     out_u32(profile_flags(r));
     out_u64(count);
     out_u64((uint64_t)getpid());
@@ -930,6 +1034,8 @@ void write_profile_locked(void) {
             continue;
         if (has_twin_after(&best_after, best))
             out_twins(&best_after, best);
+        else if (best.m && out.shared && meta_file(best.m))
+            out_module_ref(best.m);
         else if (best.m)
             out_module(best.m);
         else

@@ -31,7 +31,7 @@ fn read_dataset(p: &std::path::Path) -> Result<Option<Profile>> {
 /// Reads one profile; errors name the file.
 pub fn read_profile(p: &std::path::Path, bytes: Option<&[u8]>) -> Result<Profile> {
     let read = match bytes {
-        Some(b) => Profile::read(b),
+        Some(b) => Profile::read_at(b, Some(tally_format::profile::meta_dir(p))),
         None => Profile::read_file(p),
     };
     match read {

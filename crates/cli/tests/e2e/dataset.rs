@@ -137,31 +137,11 @@ fn run_demo(bin: &Path, input: &Path, profile: &Path) {
     assert!(o.status.success(), "{}: {o:?}", bin.display());
 }
 
-/// The counting modes (every mode whose profile holds counts).
-const COUNTING: [&str; 9] = [
-    "edge",
-    "edges-naive",
-    "blocks-naive",
-    "vertex",
-    "path",
-    "events",
-    "events-naive",
-    "ipath",
-    "ipath-piecewise",
-];
-
 #[test]
 fn the_dataset_gives_merges_counts_in_every_counting_mode() {
     let dir = scratch("dataset-modes");
     let src = repo().join("testdata/demo/wordfreq.c");
-    let text = std::fs::read_to_string(repo().join("testdata/demo/input.txt")).unwrap();
-    let inputs = [dir.join("whole.txt"), dir.join("part.txt")];
-    std::fs::write(&inputs[0], &text).unwrap();
-    std::fs::write(
-        &inputs[1],
-        text.lines().take(25).collect::<Vec<_>>().join("\n"),
-    )
-    .unwrap();
+    let inputs = demo_inputs(&dir);
     let mut all = Vec::new();
     let mut programs = Vec::new();
     for mode in COUNTING {

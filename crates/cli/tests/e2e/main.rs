@@ -46,6 +46,7 @@ mod report_text;
 mod safety;
 mod sese_exits;
 mod shapes;
+mod shared_meta;
 mod shlib;
 mod source_lines;
 mod stress;

@@ -21,7 +21,7 @@ pub enum ProfileError {
     BadMagic,
     /// A container version this build cannot read.
     #[error(
-        "profile container version {found} is not supported (this tally reads versions {PROFILE_VERSION_NO_CHECKSUM} to {PROFILE_VERSION})"
+        "profile container version {found} is not supported (this tally reads versions {PROFILE_VERSION_NO_CHECKSUM} to {PROFILE_VERSION_SHARED})"
     )]
     Version {
         /// The version found.
@@ -115,6 +115,30 @@ pub enum ProfileError {
         extra: usize,
         /// Where the profile proper ends.
         end: usize,
+    },
+    /// A sparse counter group (a [`crate::abi::REF_MAGIC`] record) whose mask has bits past
+    /// the record's counters.
+    #[error("corrupt profile: module record #{index} has a bad sparse counter mask")]
+    BadSparse {
+        /// The module record.
+        index: usize,
+    },
+    /// A record names its metadata file (`TALLY_META=shared`), but the profile was given as
+    /// bytes, without the directory it came from.
+    #[error("module record #{index} keeps its metadata in {hash:016x}{META_FILE_SUFFIX} next to the profile (TALLY_META=shared); read the profile from its file")]
+    MetaNotFound {
+        /// The module record.
+        index: usize,
+        /// Its module hash.
+        hash: u64,
+    },
+    /// The metadata file a record names is missing, unreadable or not that module's.
+    #[error("cannot read the metadata file {} the profile needs (TALLY_META=shared keeps it next to the profile): {why}", path.display())]
+    MetaFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
     },
     /// The path names something other than a regular file (a directory, a FIFO, a device such
     /// as /dev/zero): readers never read those, so they never block or read without end.

@@ -1,7 +1,10 @@
 //! Reading a profile: the bounds-checked parse of the container (magics, version, lengths,
 //! hashes, checksums, trailer) and the file checks before a byte is read.
 
+use super::shared::{read_meta_file, read_sparse};
 use super::*;
+use crate::abi::REF_MAGIC;
+use std::borrow::Cow;
 
 pub(super) fn file_kind(m: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
@@ -23,12 +26,12 @@ pub(super) fn file_kind(m: &std::fs::Metadata) -> &'static str {
 
 /// A bounds-checked cursor over the input.
 pub(super) struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+    pub(super) bytes: &'a [u8],
+    pub(super) pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, what: &'static str, n: u64) -> Result<&'a [u8], ProfileError> {
+    pub(super) fn take(&mut self, what: &'static str, n: u64) -> Result<&'a [u8], ProfileError> {
         let at = self.pos;
         let past_end = || {
             ProfileError::Truncated(Truncation::PastEnd {
@@ -45,12 +48,12 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
-    fn u32(&mut self, what: &'static str) -> Result<u32, ProfileError> {
+    pub(super) fn u32(&mut self, what: &'static str) -> Result<u32, ProfileError> {
         let b = self.take(what, 4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn u64(&mut self, what: &'static str) -> Result<u64, ProfileError> {
+    pub(super) fn u64(&mut self, what: &'static str) -> Result<u64, ProfileError> {
         let b = self.take(what, 8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
@@ -124,14 +127,38 @@ pub(super) fn pad8(len: u64) -> Option<u64> {
 pub(super) struct RawModule<'a> {
     pub(super) index: usize,
     pub(super) hash: u64,
-    pub(super) blob: &'a [u8],
-    pub(super) counters: &'a [u8],
+    /// The metadata; `None` for a record that names its metadata file ([`REF_MAGIC`]).
+    pub(super) blob: Option<&'a [u8]>,
+    pub(super) meta_len: u64,
+    /// The counters as little-endian words (a sparse record's made dense).
+    pub(super) counters: Cow<'a, [u8]>,
     pub(super) paths: &'a [u8],
     /// `(stored, computed)` when the counter checksum does not match.
     pub(super) bad_checksum: Option<(u64, u64)>,
 }
 
 impl RawModule<'_> {
+    /// Whether this record is of the module whose metadata is `blob` (its hash already
+    /// matched): the same bytes, or, for a record naming its metadata file, the same length.
+    pub(super) fn same_meta(&self, blob: &[u8]) -> bool {
+        match self.blob {
+            Some(b) => b == blob,
+            None => self.meta_len == blob.len() as u64,
+        }
+    }
+
+    /// The metadata blob: the record's own, else the file it names in `dir`.
+    pub(super) fn resolve(&self, dir: Option<&Path>) -> Result<Vec<u8>, ProfileError> {
+        match (self.blob, dir) {
+            (Some(b), _) => Ok(b.to_vec()),
+            (None, None) => Err(ProfileError::MetaNotFound {
+                index: self.index,
+                hash: self.hash,
+            }),
+            (None, Some(dir)) => read_meta_file(dir, self.hash, self.meta_len),
+        }
+    }
+
     pub(super) fn check_sum(&self, meta: &ModuleMeta) -> Result<(), ProfileError> {
         match self.bad_checksum {
             None => Ok(()),
@@ -169,7 +196,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
     r.take("the header", HEADER_LEN as u64)?;
     r.pos = PROFILE_MAGIC.len();
     let version = r.u32("the container version")?;
-    if !(PROFILE_VERSION_NO_CHECKSUM..=PROFILE_VERSION).contains(&version) {
+    if !(PROFILE_VERSION_NO_CHECKSUM..=PROFILE_VERSION_SHARED).contains(&version) {
         return Err(ProfileError::Version { found: version });
     }
     let checksummed = version >= PROFILE_VERSION_NO_PROGRAM;
@@ -207,18 +234,28 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
         }
         let offset = r.pos;
         let magic = r.take("a module record", MODULE_MAGIC.len() as u64)?;
-        if magic != MODULE_MAGIC {
+        let by_ref = version >= PROFILE_VERSION_SHARED && magic == REF_MAGIC;
+        if magic != MODULE_MAGIC && !by_ref {
             return Err(ProfileError::BadModuleMagic { index, offset });
         }
         let stored = r.u64("the module hash")?;
         let meta_len = r.u64("the metadata length")?;
         let num_counters = r.u64("the counter count")?;
         let num_paths = r.u64("the path entry count")?;
-        let blob = r.take("the module metadata", meta_len)?;
-        let padded = pad8(meta_len).unwrap_or(u64::MAX);
-        r.take("the metadata padding", padded - meta_len)?;
-        let counter_bytes = num_counters.saturating_mul(8);
-        let counters = r.take("the module counters", counter_bytes)?;
+        let (blob, counters_at) = if by_ref {
+            (None, r.pos)
+        } else {
+            let blob = r.take("the module metadata", meta_len)?;
+            let padded = pad8(meta_len).unwrap_or(u64::MAX);
+            r.take("the metadata padding", padded - meta_len)?;
+            (Some(blob), r.pos)
+        };
+        let counters = if by_ref {
+            Cow::Owned(read_sparse(&mut r, index, num_counters)?)
+        } else {
+            Cow::Borrowed(r.take("the module counters", num_counters.saturating_mul(8))?)
+        };
+        let stored_counters = &bytes[counters_at..r.pos];
         let paths = r.take(
             "the path entries",
             num_paths.saturating_mul(PATH_ENTRY_LEN as u64),
@@ -228,23 +265,26 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
         } else {
             None
         };
-        let computed = fnv64(blob);
-        if computed != stored {
-            return Err(ProfileError::HashMismatch {
-                index,
-                stored,
-                computed,
-            });
+        if let Some(blob) = blob {
+            let computed = fnv64(blob);
+            if computed != stored {
+                return Err(ProfileError::HashMismatch {
+                    index,
+                    stored,
+                    computed,
+                });
+            }
         }
         // Compared by the caller, after the metadata decodes (the error names its source).
         let bad_checksum = checksum
             .filter(|_| !unfinished)
-            .map(|stored| (stored, counter_checksum(counters, paths)))
+            .map(|stored| (stored, counter_checksum(stored_counters, paths)))
             .filter(|(stored, computed)| stored != computed);
         modules.push(RawModule {
             index,
             hash: stored,
             blob,
+            meta_len,
             counters,
             paths,
             bad_checksum,
@@ -328,13 +368,20 @@ pub(super) fn decode_path_entries(
 }
 
 impl Profile {
-    /// Parses and checks a profile.
+    /// Parses and checks a profile that holds all its metadata (a record naming its metadata
+    /// file is an error: see [`Profile::read_at`]).
     pub fn read(bytes: &[u8]) -> Result<Profile, ProfileError> {
+        Profile::read_at(bytes, None)
+    }
+
+    /// Parses and checks a profile read from a file in `dir`, where the metadata files its
+    /// records name are (`TALLY_META=shared`, [`meta_dir`]).
+    pub fn read_at(bytes: &[u8], dir: Option<&Path>) -> Result<Profile, ProfileError> {
         let raw = parse(bytes)?;
         let mut modules = Vec::with_capacity(raw.modules.len());
         for m in raw.modules {
-            let counters = le_words(m.counters).collect();
-            let mut module = ProfileModule::from_blob(m.index, m.blob.to_vec(), counters)?;
+            let counters = le_words(&m.counters).collect();
+            let mut module = ProfileModule::from_blob(m.index, m.resolve(dir)?, counters)?;
             m.check_sum(&module.meta)?;
             module.paths = decode_path_entries(m.index, m.paths, &module.meta)?;
             modules.push(module);
@@ -359,7 +406,8 @@ impl Profile {
     /// [`Profile::read_file`] with another bound than [`MAX_PROFILE_BYTES`] (the tests use a
     /// small one: a file over 4 GiB cannot be made where `ulimit -f` forbids it).
     pub fn read_file_bounded(path: impl AsRef<Path>, max: u64) -> Result<Profile, ProfileError> {
-        Profile::read(&Profile::file_bytes(path, max)?)
+        let path = path.as_ref();
+        Profile::read_at(&Profile::file_bytes(path, max)?, Some(meta_dir(path)))
     }
 
     /// The bytes of a profile file, read as [`Profile::read_file_bounded`] reads them (only a

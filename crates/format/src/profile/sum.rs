@@ -124,7 +124,7 @@ impl Profile {
         for ((r, p), &i) in raw.modules.iter().zip(&paths).zip(&at) {
             sums.push(
                 self.modules[i]
-                    .summed(le_words(r.counters), p)
+                    .summed(le_words(&r.counters), p)
                     .ok_or(ProfileError::Overflow { index: r.index })?,
             );
         }
@@ -150,7 +150,7 @@ impl Profile {
         let mut at = Vec::with_capacity(raw.modules.len());
         for r in &raw.modules {
             match by_hash.get_mut(&r.hash).and_then(|v| v.pop()) {
-                Some(i) if self.modules[i].meta_blob.as_slice() == r.blob => at.push(i),
+                Some(i) if r.same_meta(&self.modules[i].meta_blob) => at.push(i),
                 _ => return None,
             }
         }
@@ -191,7 +191,7 @@ impl Profile {
         for ((r, p), &i) in raw.modules.iter().zip(paths).zip(&at) {
             let m = &mut self.modules[i];
             m.counters.clear();
-            m.counters.extend(le_words(r.counters));
+            m.counters.extend(le_words(&r.counters));
             m.paths = p;
         }
         self.pid = raw.pid;

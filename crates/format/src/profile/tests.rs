@@ -155,7 +155,24 @@ fn version() {
     b[8..12].copy_from_slice(&7u32.to_le_bytes());
     assert_eq!(
         err(&b),
-        "profile container version 7 is not supported (this tally reads versions 2 to 4)"
+        "profile container version 7 is not supported (this tally reads versions 2 to 5)"
+    );
+}
+
+/// A record naming its metadata file (`TALLYREF`) exists from version 5 on: in a version-4
+/// profile it is a bad module record.
+#[test]
+fn ref_records_need_version_5() {
+    let mut b = sample().write();
+    let at = b
+        .windows(8)
+        .position(|w| w == crate::abi::MODULE_MAGIC)
+        .unwrap();
+    b[at..at + 8].copy_from_slice(crate::abi::REF_MAGIC);
+    assert!(
+        err(&b).starts_with("corrupt profile: module record #0 at byte"),
+        "{}",
+        err(&b)
     );
 }
 

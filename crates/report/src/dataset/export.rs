@@ -122,13 +122,20 @@ impl Exporter {
     /// unchanged unless a part had to be written).
     pub fn add_file(&mut self, path: &Path) -> Result<Outcome, DatasetError> {
         let bytes = Profile::file_bytes(path, MAX_PROFILE_BYTES)?;
-        self.add_bytes(&path.display().to_string(), &bytes)
+        let dir = tally_format::profile::meta_dir(path);
+        self.add_bytes(&path.display().to_string(), &bytes, Some(dir))
     }
 
-    /// Exports one profile's bytes; `source` names it in the `runs` table.
-    pub fn add_bytes(&mut self, source: &str, bytes: &[u8]) -> Result<Outcome, DatasetError> {
+    /// Exports one profile's bytes; `source` names it in the `runs` table, `dir` is where the
+    /// metadata files its records may name are (`TALLY_META=shared`).
+    pub fn add_bytes(
+        &mut self,
+        source: &str,
+        bytes: &[u8],
+        dir: Option<&Path>,
+    ) -> Result<Outcome, DatasetError> {
         let run = run_id(bytes);
-        let key = self.load(bytes)?;
+        let key = self.load(bytes, dir)?;
         let build = self.builds.get_mut(&key).expect("loaded");
         if !build.known.insert(run.clone()) {
             self.summary.present += 1;
@@ -175,14 +182,14 @@ impl Exporter {
 
     /// Puts the profile `bytes` into its build's template (meeting the build if it is new)
     /// and returns the build's key.
-    fn load(&mut self, bytes: &[u8]) -> Result<String, DatasetError> {
+    fn load(&mut self, bytes: &[u8], dir: Option<&Path>) -> Result<String, DatasetError> {
         if let Some(k) = &self.last {
             let b = self.builds.get_mut(k).expect("known build");
             if b.template.load_same_build(bytes)? {
                 return Ok(k.clone());
             }
         }
-        let profile = Profile::read(bytes)?;
+        let profile = Profile::read_at(bytes, dir)?;
         let key = build_key(&profile);
         if let Some(b) = self.builds.get_mut(&key) {
             // Another build came in between: decoded in full, then loaded as a known one.

@@ -11,6 +11,7 @@ mod frames;
 mod linking;
 mod paths;
 mod profile;
+mod shared;
 
 use common::{counters_of, prelude, Env, Module, CXX};
 

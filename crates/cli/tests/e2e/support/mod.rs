@@ -804,3 +804,30 @@ pub fn check_placements(what: &str, profile: &Path) {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     check_orderings(what, &v, block_sum(profile));
 }
+
+/// The counting modes (every mode whose profile holds counts).
+pub const COUNTING: [&str; 9] = [
+    "edge",
+    "edges-naive",
+    "blocks-naive",
+    "vertex",
+    "path",
+    "events",
+    "events-naive",
+    "ipath",
+    "ipath-piecewise",
+];
+
+/// Two inputs of the demo program (`testdata/demo/wordfreq.c`) written into `dir`: its whole
+/// bundled text, and its first 25 lines.
+pub fn demo_inputs(dir: &Path) -> [PathBuf; 2] {
+    let text = std::fs::read_to_string(repo().join("testdata/demo/input.txt")).unwrap();
+    let inputs = [dir.join("whole.txt"), dir.join("part.txt")];
+    std::fs::write(&inputs[0], &text).unwrap();
+    std::fs::write(
+        &inputs[1],
+        text.lines().take(25).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+    inputs
+}

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""How small `TALLY_META=shared` makes a run's profile, and what reading, merging and exporting
+such profiles cost next to self-contained ones ("Profiles as data", point 4: a CPython test
+process's profile <= 1 MB, reading and merging no slower).
+
+SQLite (the amalgamation from the cargo registry with testdata/sqlite/driver.c, `-O2 -g`, edge
+mode) runs --runs times (sizes 1..4), each run twice: once writing a self-contained profile,
+once with TALLY_META=shared into another directory. Measured, each the median of --reps
+interleaved repetitions: bytes per run; `tally merge` of all the runs, `tally report` of one,
+`tally export` of all; the instructions the program's exit spends writing its profile
+(callgrind, a size-1 run, the whole program's count minus a TALLY_PROFILE=off run's). With
+--cpython DIR (a CPython tree built with `CC="tally cc"`, e.g. by scripts/real-projects.sh), the
+same for the processes of `./python -m test -j1 test_json test_re`.
+
+    bench/profile_size.py                          writes docs/profile-size.md
+    bench/profile_size.py --runs 50 --reps 1 --out target/bench/profile-size.md
+    TALLY=/path/to/tally bench/profile_size.py --cpython /tmp/cpy/python3.11-3.11.2
+"""
+import argparse
+import datetime
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORK = os.path.join(ROOT, "target", "bench", "profile-size")
+FLAGS = ["-O2", "-g", "-DSQLITE_THREADSAFE=0", "-DSQLITE_OMIT_LOAD_EXTENSION"]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"bench/profile_size: {' '.join(cmd[:6])} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    return r
+
+
+def tally_binary():
+    if os.environ.get("TALLY"):
+        return os.path.abspath(os.environ["TALLY"])
+    log("bench/profile_size: cargo build --release -p tally")
+    if subprocess.run(["cargo", "build", "--release", "-p", "tally"], cwd=ROOT).returncode:
+        sys.exit("bench/profile_size: cargo build failed")
+    return os.path.join(ROOT, "target", "release", "tally")
+
+
+def timed(cmd, cwd):
+    """CPU seconds (user + system) of one run of cmd, output discarded. `tally report` exits
+    3 to 6 when it flags counts (a CPython process is raced: threads, no atomics)."""
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(cwd)
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        try:
+            os.execvp(cmd[0], cmd)
+        finally:
+            os._exit(127)
+    _, status, ru = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) not in (0, 3, 4, 5, 6):
+        sys.exit(f"bench/profile_size: {' '.join(cmd[:4])} ... failed")
+    return ru.ru_utime + ru.ru_stime
+
+
+def files(d, suffix):
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(suffix))
+
+
+def total(paths):
+    return sum(os.path.getsize(p) for p in paths)
+
+
+def instructions(exe, args, env):
+    """Instructions callgrind counts for one run."""
+    out = os.path.join(WORK, "cg.out")
+    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", exe, *args],
+                       capture_output=True, text=True, env=dict(os.environ, **env))
+    m = re.search(r"Collected : (\d+)", r.stderr)
+    if not m:
+        sys.exit(f"bench/profile_size: callgrind said:\n{r.stderr[-1500:]}")
+    return int(m.group(1))
+
+
+def compare(tally, name, inline_dir, shared_dir, reps, merge_args, report_one):
+    """Rows comparing inline and shared profiles of the same runs."""
+    inline, shared = files(inline_dir, ".tally"), files(shared_dir, ".tally")
+    metas = files(shared_dir, ".tallymeta")
+    n = len(inline)
+    rows = [
+        f"| {name}: bytes per run, mean | {total(inline) / n:,.0f} | {total(shared) / len(shared):,.0f} |",
+        f"| {name}: bytes per run, largest | {max(map(os.path.getsize, inline)):,} | "
+        f"{max(map(os.path.getsize, shared)):,} |",
+        f"| {name}: all {n} runs, with the `.tallymeta` files ({len(metas)}) | {total(inline):,} | "
+        f"{total(shared) + total(metas):,} |",
+    ]
+    cases = {
+        f"`tally merge` of the {n} runs (s)": lambda d, fs: [tally, "merge", *merge_args(d, fs)],
+        "`tally report` of one run (s)": lambda d, fs: [tally, "report", report_one(fs)],
+        f"`tally export` of the {n} runs (s)": lambda d, fs: [tally, "export", "-o",
+                                                             os.path.join(WORK, "ds"), *fs],
+    }
+    times = {k: ([], []) for k in cases}
+    for rep in range(reps):
+        for k, cmd in cases.items():
+            for i, (d, fs) in enumerate([(inline_dir, inline), (shared_dir, shared)]):
+                shutil.rmtree(os.path.join(WORK, "ds"), ignore_errors=True)
+                times[k][i].append(timed(cmd(d, fs), WORK))
+    for k, (a, b) in times.items():
+        rows.append(f"| {name}: {k} | {statistics.median(a):.3f} | {statistics.median(b):.3f} |")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--cpython", help="a CPython build tree made with tally cc")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "profile-size.md"))
+    a = ap.parse_args()
+    os.makedirs(WORK, exist_ok=True)
+    tally = tally_binary()
+    src = run([os.path.join(ROOT, "testdata", "locate.sh"), "sqlite"]).stdout.strip()
+    sqlite = os.path.join(WORK, "sqlite")
+    log("bench/profile_size: building SQLite with tally cc (a minute)")
+    run([tally, "cc", *FLAGS, f"-I{src}", os.path.join(src, "sqlite3.c"),
+         os.path.join(ROOT, "testdata", "sqlite", "driver.c"), "-lm", "-o", sqlite])
+    dirs = {k: os.path.join(WORK, k) for k in ("inline", "shared")}
+    for d in dirs.values():
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    log(f"bench/profile_size: {a.runs} SQLite runs, inline and shared")
+    for i in range(a.runs):
+        size = str(1 + i % 4)
+        run([sqlite, size], env=dict(os.environ, TALLY_PROFILE=os.path.join(dirs["inline"], f"r{i:05}.tally")))
+        run([sqlite, size], env=dict(os.environ, TALLY_META="shared",
+                                     TALLY_PROFILE=os.path.join(dirs["shared"], f"r{i:05}.tally")))
+    rows = compare(tally, "SQLite", dirs["inline"], dirs["shared"], a.reps,
+                   lambda d, fs: ["-o", os.path.join(WORK, "m.tally"), *fs], lambda fs: fs[0])
+    # Writing at exit: the whole run's instructions, minus a run that writes nothing (a copy
+    # built with -gdwarf-4: Debian's valgrind 3.19 cannot read clang-19's DWARF 5).
+    cg = os.path.join(WORK, "sqlite-cg")
+    run([tally, "cc", *[f if f != "-g" else "-gdwarf-4" for f in FLAGS], f"-I{src}",
+         os.path.join(src, "sqlite3.c"), os.path.join(ROOT, "testdata", "sqlite", "driver.c"), "-lm", "-o", cg])
+    cg_dir = os.path.join(WORK, "cg")
+    shutil.rmtree(cg_dir, ignore_errors=True)
+    os.makedirs(cg_dir)
+    run([cg, "1"], env=dict(os.environ, TALLY_META="shared", TALLY_PROFILE=os.path.join(cg_dir, "first.tally")))
+    off = instructions(cg, ["1"], {"TALLY_PROFILE": "off"})
+    inl = instructions(cg, ["1"], {"TALLY_PROFILE": os.path.join(cg_dir, "inline.tally")})
+    # Its .tallymeta files exist: what every run after the first pays.
+    sh = instructions(cg, ["1"], {"TALLY_META": "shared", "TALLY_PROFILE": os.path.join(cg_dir, "cg.tally")})
+    rows.append(f"| SQLite: instructions writing the profile at exit (callgrind) | {inl - off:,} | {sh - off:,} |")
+    if a.cpython:
+        tree = os.path.abspath(a.cpython)
+        cdirs = {k: os.path.join(WORK, f"cpython-{k}") for k in ("inline", "shared")}
+        for k, d in cdirs.items():
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            log(f"bench/profile_size: CPython's test_json and test_re, {k}")
+            env = dict(os.environ, TALLY_PROFILE=os.path.join(d, "%p.tally"))
+            if k == "shared":
+                env["TALLY_META"] = "shared"
+            subprocess.run(["./python", "-m", "test", "-j1", "test_json", "test_re"], cwd=tree, env=env,
+                           capture_output=True, check=True)
+        rows += compare(tally, "CPython", cdirs["inline"], cdirs["shared"], a.reps,
+                        lambda d, fs: ["--by-program", "-o", os.path.join(WORK, "m"), d],
+                        lambda fs: max(fs, key=os.path.getsize))
+    commit = run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT).stdout.strip()
+    if run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT).stdout.strip():
+        commit += " with uncommitted changes"
+    lines = [
+        "# Profile size: self-contained and `TALLY_META=shared`",
+        "",
+        f"Generated by `bench/profile_size.py` (runs {a.runs}, reps {a.reps}) on {datetime.date.today()}, "
+        f"tally at {commit}, {platform.machine()} with {os.cpu_count()} cores (shared: times are CPU "
+        "seconds, the median of interleaved repetitions).",
+        "",
+        "The same runs, each written twice: self-contained (the default) and with `TALLY_META=shared`, "
+        "where each module's metadata is written once per build into `<hash>.tallymeta` next to the "
+        "profiles and a run's profile holds only its non-zero counters "
+        "([design/profile.md](design/profile.md)). SQLite: `testdata/sqlite/driver.c`, sizes 1..4, "
+        "`tally cc -O2 -g`, edge mode."
+        + (" CPython: every process of `./python -m test -j1 test_json test_re` in a tree built with "
+           "`CC=\"tally cc\"` (edge mode), merged with `tally merge --by-program`; the inline and shared "
+           "runs are two runs of the suite, not the same processes." if a.cpython else ""),
+        "",
+        "| measure | self-contained | `TALLY_META=shared` |",
+        "|---|---|---|",
+        *rows,
+        "",
+        "Every report on a shared profile is the report on the self-contained one of the same run: "
+        "`cargo test --release -p tally --test e2e -- shared_meta` merges the same runs written both ways "
+        "(the demo program in the 9 counting modes, and SQLite) into the same bytes, and the dataset "
+        "`tally export` makes of the shared ones reads back as those bytes too.",
+        "",
+    ]
+    with open(a.out, "w") as f:
+        f.write("\n".join(lines))
+    log(f"bench/profile_size: wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
