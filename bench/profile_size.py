@@ -127,6 +127,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "profile-size.md"))
     a = ap.parse_args()
     os.makedirs(WORK, exist_ok=True)
+    # Taken first: the tree the measured binary was built from (when it was built here).
+    commit = run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT).stdout.strip()
+    if run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT).stdout.strip():
+        commit += " with uncommitted changes"
     tally = tally_binary()
     src = run([os.path.join(ROOT, "testdata", "locate.sh"), "sqlite"]).stdout.strip()
     sqlite = os.path.join(WORK, "sqlite")
@@ -174,9 +178,6 @@ def main():
         rows += compare(tally, "CPython", cdirs["inline"], cdirs["shared"], a.reps,
                         lambda d, fs: ["--by-program", "-o", os.path.join(WORK, "m"), d],
                         lambda fs: max(fs, key=os.path.getsize))
-    commit = run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT).stdout.strip()
-    if run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT).stdout.strip():
-        commit += " with uncommitted changes"
     lines = [
         "# Profile size: self-contained and `TALLY_META=shared`",
         "",

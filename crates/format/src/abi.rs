@@ -101,16 +101,18 @@ pub const PROFILE_MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MODULE_MAGIC: &[u8; 8] = b"TALLYMOD";
 /// Magic bytes at the start of the trailer (`TALLY_TRAILER_MAGIC`).
 pub const TRAILER_MAGIC: &[u8; 8] = b"TALLYEND";
-/// The container version the runtime and `tally merge` write (`TALLY_PROFILE_VERSION`):
-/// 3 added the per-module counter checksum, 4 the program record after the header.
+/// The container version of merged profiles (`TALLY_PROFILE_VERSION`: the runtime's `%m`
+/// merge, `tally merge`, a [`crate::profile::Profile`] without a run): 3 added the per-module
+/// counter checksum, 4 the program record after the header.
 pub const PROFILE_VERSION: u32 = 4;
-/// The container version of a profile whose module records may name their metadata instead of
-/// holding it (`TALLY_PROFILE_VERSION_SHARED`): what the runtime writes under
-/// `TALLY_META=shared`, version 4 plus [`REF_MAGIC`] records. Profiles without such records are
-/// still written as [`PROFILE_VERSION`].
-pub const PROFILE_VERSION_SHARED: u32 = 5;
+/// The container version of one run's profile (`TALLY_PROFILE_VERSION_RUN`): version 4 plus,
+/// after the program record, the run record (when and where the run was, how it ended, its
+/// `TALLY_LABELS`: [`RUN_HEADER_LEN`]), and module records that may name their metadata instead
+/// of holding it ([`REF_MAGIC`], `TALLY_META=shared`). The runtime writes it for a profile file
+/// of its own; merged profiles (`%m`, `tally merge` of several runs) are [`PROFILE_VERSION`].
+pub const PROFILE_VERSION_RUN: u32 = 5;
 /// Magic bytes of a module record that names its metadata instead of holding it
-/// (`TALLY_REF_MAGIC`, version 5): the same 40-byte header as [`MODULE_MAGIC`]'s (magic, module
+/// (`TALLY_REF_MAGIC`, version 5, `TALLY_META=shared`): the same 40-byte header as [`MODULE_MAGIC`]'s (magic, module
 /// hash, metadata length, counter count, path entry count), no metadata, then the counters
 /// sparse (groups of [`SPARSE_GROUP`]: a u64 mask whose bit `i` says counter `i` of the group is
 /// not zero, then those counters), the path entries and the checksum of both as stored. The
@@ -129,6 +131,24 @@ pub const META_FILE_VERSION: u32 = 1;
 pub const META_FILE_HEADER_LEN: u64 = 32;
 /// What follows the hash in a metadata file's name.
 pub const META_FILE_SUFFIX: &str = ".tallymeta";
+/// Bytes of the run record before its strings (version 5): `u64 start_ns`, `u64 end_ns`
+/// (wall-clock nanoseconds since the Unix epoch at the runtime's start and at the write),
+/// `u32 status_kind` ([`RUN_STATUS_UNKNOWN`] or [`RUN_STATUS_EXITED`]), `i32 status` (the
+/// status given to `exit`/`_exit`, or returned by `main`), `u32 host_len`, `u32 labels_len`; then
+/// the host name (`uname`'s nodename) and `TALLY_LABELS` (`k=v,...` as given), zero-padded to a
+/// multiple of 8.
+pub const RUN_HEADER_LEN: usize = 32;
+/// The run's exit status is not known: it ended by a signal, wrote before an `exec`, or called
+/// `tally_write_profile()` (`TALLY_RUN_STATUS_UNKNOWN`).
+pub const RUN_STATUS_UNKNOWN: u32 = 0;
+/// The run called `exit` or `_exit` (or returned from `main`) with the status in the record
+/// (`TALLY_RUN_STATUS_EXITED`).
+pub const RUN_STATUS_EXITED: u32 = 1;
+/// The longest host name a run record holds (`TALLY_RUN_HOST_MAX`).
+pub const RUN_HOST_MAX: u64 = 256;
+/// The longest `TALLY_LABELS` a run record holds (`TALLY_RUN_LABELS_MAX`; a longer value is
+/// written as empty).
+pub const RUN_LABELS_MAX: u64 = 4096;
 /// The previous container version, without the program record; still read (the program is
 /// then unknown).
 pub const PROFILE_VERSION_NO_PROGRAM: u32 = 3;
@@ -646,11 +666,12 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_MODULE_MAGIC", magic_word(MODULE_MAGIC)),
     u("TALLY_TRAILER_MAGIC", magic_word(TRAILER_MAGIC)),
     u("TALLY_PROFILE_VERSION", PROFILE_VERSION as u64),
-    u(
-        "TALLY_PROFILE_VERSION_SHARED",
-        PROFILE_VERSION_SHARED as u64,
-    ),
+    u("TALLY_PROFILE_VERSION_RUN", PROFILE_VERSION_RUN as u64),
     u("TALLY_REF_MAGIC", magic_word(REF_MAGIC)),
+    u("TALLY_RUN_STATUS_UNKNOWN", RUN_STATUS_UNKNOWN as u64),
+    u("TALLY_RUN_STATUS_EXITED", RUN_STATUS_EXITED as u64),
+    u("TALLY_RUN_HOST_MAX", RUN_HOST_MAX),
+    u("TALLY_RUN_LABELS_MAX", RUN_LABELS_MAX),
     u("TALLY_SPARSE_GROUP", SPARSE_GROUP),
     u("TALLY_META_FILE_MAGIC", magic_word(META_FILE_MAGIC)),
     u("TALLY_META_FILE_VERSION", META_FILE_VERSION as u64),

@@ -4,9 +4,11 @@
 //! All integers are little-endian:
 //!
 //! ```text
-//! header   "TALLYPRF"  u32 container_version (=4)  u32 flags (=0)  u64 module_count  u64 pid
+//! header   "TALLYPRF"  u32 container_version (5: one run; 4: merged)  u32 flags  u64 module_count  u64 pid
 //! program  u64 path_len  u32 build_id_kind  u32 build_id_len
 //!          path bytes, build id bytes, zero-padded to a multiple of 8
+//! run      (version 5) u64 start_ns  u64 end_ns  u32 status_kind  i32 status  u32 host_len
+//!          u32 labels_len  host bytes, labels bytes, zero-padded to a multiple of 8
 //! module*  "TALLYMOD"  u64 module_hash  u64 meta_len  u64 num_counters  u64 num_path_entries
 //!          meta bytes, zero-padded to a multiple of 8
 //!          num_counters x u64 counters
@@ -31,8 +33,8 @@
 //! the program record (read with an unknown [`Program`]), version 2 without the checksum
 //! either; both are still read.
 //!
-//! Version 5 (`TALLY_META=shared`, [`PROFILE_VERSION_SHARED`]) adds module records that name
-//! their metadata instead of holding it ([`crate::abi::REF_MAGIC`]: the same header, no
+//! Version 5 ([`PROFILE_VERSION_RUN`], one run's profile) adds the run record ([`Run`]) and, under
+//! `TALLY_META=shared`, module records that name their metadata instead of holding it ([`crate::abi::REF_MAGIC`]: the same header, no
 //! metadata, the counters sparse); the metadata is the file `<module hash>`[`META_FILE_SUFFIX`]
 //! in the profile's directory ([`meta_dir`]), which [`Profile::read_at`] reads and checks.
 //!
@@ -65,7 +67,10 @@ use crate::abi::{
     PROFILE_SIGNAL_MASK, PROFILE_SIGNAL_SHIFT, PROFILE_VERSION_NO_CHECKSUM,
     PROFILE_VERSION_NO_PROGRAM, PROGRAM_HEADER_LEN, PROGRAM_PATH_MAX, TRAILER_LEN,
 };
-pub use crate::abi::{META_FILE_SUFFIX, PROFILE_VERSION_SHARED};
+pub use crate::abi::{META_FILE_SUFFIX, PROFILE_VERSION_RUN};
+use crate::abi::{
+    RUN_HEADER_LEN, RUN_HOST_MAX, RUN_LABELS_MAX, RUN_STATUS_EXITED, RUN_STATUS_UNKNOWN,
+};
 use crate::meta::{MetaError, ModuleMeta};
 
 pub use crate::abi::{MODULE_MAGIC, PROFILE_MAGIC, PROFILE_VERSION, TRAILER_MAGIC};
@@ -90,6 +95,43 @@ pub struct Profile {
     /// Written by the fatal-signal handler for this signal (header flag [`PROFILE_SIGNALED`]):
     /// functions active at that moment, in any thread, may have inexact counts.
     pub signal: Option<u32>,
+    /// The run that wrote it (the run record of container version 5); `None` for a merged
+    /// profile (a sum of runs) and for older versions.
+    pub run: Option<Run>,
+}
+
+/// When and where one run was, how it ended and the labels it was given: the container's run
+/// record (version 5, [`crate::abi::RUN_HEADER_LEN`]).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Run {
+    /// Wall-clock nanoseconds since the Unix epoch when the runtime started (the first
+    /// registration of an instrumented module, before `main`; a fork child's is its parent's,
+    /// whose work before the fork its counts hold).
+    pub start_ns: u64,
+    /// ... and when the profile was written.
+    pub end_ns: u64,
+    /// The status given to `exit`/`_exit` (or returned by `main`); `None` when the run ended
+    /// otherwise (a signal: [`Profile::signal`]) or wrote before an `exec`.
+    pub exit_status: Option<i32>,
+    /// The host's name (`uname`'s nodename).
+    pub host: Vec<u8>,
+    /// `TALLY_LABELS` as the run was given it (`k=v,...`), empty if unset.
+    pub labels: Vec<u8>,
+}
+
+impl Run {
+    /// The labels as `(key, value)` pairs: `TALLY_LABELS` split at commas, each item at its
+    /// first `=` (an item without one is a key with an empty value; empty items are skipped).
+    pub fn label_pairs(&self) -> Vec<(String, String)> {
+        String::from_utf8_lossy(&self.labels)
+            .split(',')
+            .filter(|i| !i.is_empty())
+            .map(|i| match i.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (i.to_string(), String::new()),
+            })
+            .collect()
+    }
 }
 
 /// The program that wrote a profile: the container's program record.

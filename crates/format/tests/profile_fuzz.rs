@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 use tally_format::abi;
-use tally_format::profile::{BuildId, Profile, ProfileError, ProfileModule, Program};
+use tally_format::profile::{BuildId, Profile, ProfileError, ProfileModule, Program, Run};
 use tally_format::{
     BlockIdx, CounterIdx, EdgeIdx, FileIdx, FunctionMeta, FunctionModeMeta, IpathFunction,
     IpathMeta, Linkage, Loc, Mode, ModuleMeta, ModuleModeMeta, PathMeta, PathStorage, Probe,
@@ -178,7 +178,27 @@ fn valid(counters: &[u64], pid: u64) -> Profile {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     }
+}
+
+/// Run records (container version 5) of every shape: any times and status, host names and
+/// labels of every length up to their bounds.
+fn run() -> impl Strategy<Value = Run> {
+    (
+        any::<u64>(),
+        any::<u64>(),
+        prop::option::of(any::<i32>()),
+        prop::collection::vec(any::<u8>(), 0..=abi::RUN_HOST_MAX as usize),
+        prop::collection::vec(any::<u8>(), 0..40),
+    )
+        .prop_map(|(start_ns, end_ns, exit_status, host, labels)| Run {
+            start_ns,
+            end_ns,
+            exit_status,
+            host,
+            labels,
+        })
 }
 
 #[derive(Debug, Clone)]
@@ -244,9 +264,10 @@ proptest! {
     fn mutated_profiles_never_panic(
         counters in prop::collection::vec(any::<u64>(), 0..8),
         pid in any::<u64>(),
+        run in prop::option::of(run()),
         muts in prop::collection::vec(mutation(), 1..5),
     ) {
-        let mut bytes = valid(&counters, pid).write();
+        let mut bytes = Profile { run, ..valid(&counters, pid) }.write();
         for m in &muts {
             apply(&mut bytes, m);
         }
@@ -304,8 +325,9 @@ proptest! {
     fn valid_profiles_roundtrip(
         counters in prop::collection::vec(any::<u64>(), 0..8),
         pid in any::<u64>(),
+        run in prop::option::of(run()),
     ) {
-        let p = valid(&counters, pid);
+        let p = Profile { run, ..valid(&counters, pid) };
         let bytes = p.write();
         prop_assert_eq!(Profile::read(&bytes).unwrap(), p);
     }
@@ -319,14 +341,18 @@ proptest! {
     }
 }
 
-/// `p` as the runtime writes it under `TALLY_META=shared` (container version 5): each module a
-/// `TALLYREF` record with its counters sparse and its metadata in `dir/<hash>.tallymeta`.
+/// `p` (a run's profile, with a run record without strings) as the runtime writes it under
+/// `TALLY_META=shared` (container version 5): each module a `TALLYREF` record with its counters
+/// sparse and its metadata in `dir/<hash>.tallymeta`.
 fn shared(p: &Profile, dir: &std::path::Path) -> Vec<u8> {
     let inline = p.write();
-    // The header and program record are the inline profile's, the version aside.
-    let head = abi::HEADER_LEN + abi::PROGRAM_HEADER_LEN + (13usize + 20).next_multiple_of(8);
+    // The header, program record and run record are the inline profile's.
+    let head = abi::HEADER_LEN
+        + abi::PROGRAM_HEADER_LEN
+        + (13usize + 20).next_multiple_of(8)
+        + abi::RUN_HEADER_LEN;
     let mut b = inline[..head].to_vec();
-    b[8..12].copy_from_slice(&abi::PROFILE_VERSION_SHARED.to_le_bytes());
+    assert_eq!(b[8..12], abi::PROFILE_VERSION_RUN.to_le_bytes());
     for m in &p.modules {
         let mut file = abi::META_FILE_MAGIC.to_vec();
         for w in [
@@ -367,6 +393,12 @@ fn shared(p: &Profile, dir: &std::path::Path) -> Vec<u8> {
 fn valid_many(counters: &[u64], pid: u64) -> Profile {
     let mut p = valid(counters, pid);
     p.modules.insert(0, module("many.c", 30, counters));
+    p.run = Some(Run {
+        start_ns: 1,
+        end_ns: 2,
+        exit_status: Some(0),
+        ..Run::default()
+    });
     p
 }
 

@@ -172,6 +172,7 @@ impl Sum {
         self.profile.unfinished |= p.unfinished;
         self.profile.raced |= p.raced;
         self.profile.signal = self.profile.signal.or(p.signal);
+        self.profile.run = None; // a sum of runs
         self.profile.program = self.profile.program.combined(&p.program);
         self.inputs += 1;
         Ok(())
@@ -241,6 +242,7 @@ mod tests {
             unfinished: false,
             raced: false,
             signal: None,
+            run: None,
         }
     }
 

@@ -58,6 +58,7 @@ fn report(meta: ModuleMeta, counters: Vec<u64>) -> Result<(), String> {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     }
     .write();
     let p = Profile::read(&bytes).map_err(|e| e.to_string())?;

@@ -47,6 +47,18 @@ static void read_program(void) {
     prog.path_len = n > 0 && (size_t)n < sizeof prog.path ? (uint64_t)n : 0;
     prog.id_len = 0;
     (void)dl_iterate_phdr(build_id_cb, 0);
+    struct timespec ts = {0, 0};
+    (void)clock_gettime(CLOCK_REALTIME, &ts);
+    prog.start_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    struct utsname u;
+    prog.host_len = 0;
+    if (uname(&u) == 0) {
+        size_t len = strnlen(u.nodename, sizeof u.nodename);
+        if (len <= sizeof prog.host) {
+            memcpy(prog.host, u.nodename, len);
+            prog.host_len = (uint32_t)len;
+        }
+    }
 }
 
 /* The baked-in profile directory (abi::NOTE_PROFILE_DIR): a descriptor that is a
@@ -83,6 +95,7 @@ void read_env(void) {
         env_copy(&env.trace_ring, "TALLY_TRACE_RING");
         env_copy(&env.trace_compress, "TALLY_TRACE_COMPRESS");
         env_copy(&env.meta, "TALLY_META");
+        env_copy(&env.labels, "TALLY_LABELS");
         /* Like the environment, ignored in an AT_SECURE process: it writes only the default
          * file of its current directory (secure_target_ok). */
         (void)dl_iterate_phdr(profile_dir_cb, 0);

@@ -67,6 +67,14 @@ void exit_handler(void) {
     release_threads();
 }
 
+/* The owner's exit handler (on_exit: the status for the run record), then exit_handler. */
+void exit_status_handler(int status, void *arg) {
+    (void)arg;
+    if (own_process()) /* not a vfork child: its memory is its parent's */
+        run_exit_status(status);
+    exit_handler();
+}
+
 int own_process(void) {
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
     return !r || r->pid == 0 || r->pid == getpid();
@@ -78,11 +86,15 @@ int own_process(void) {
  * flushing. In the child of a vfork (the usual `vfork(); exec...(); _exit(127);`) nothing is
  * written: the child runs on its parent's memory, whose profile the parent writes. */
 void __tally__exit(int status) {
+    if (own_process()) /* not a vfork child: its memory is its parent's */
+        run_exit_status(status);
     exit_handler();
     _exit(status);
 }
 
 void __tally__Exit(int status) {
+    if (own_process()) /* not a vfork child: its memory is its parent's */
+        run_exit_status(status);
     exit_handler();
     _Exit(status);
 }

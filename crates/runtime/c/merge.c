@@ -26,8 +26,10 @@
  * (hash, metadata length, counters) at each position; counters are
  * added (modulo 2^64: see exec.c for counters below 0), path entries with equal (function,
  * kind, path) summed, sorted, zero sums dropped; pid 0; the program path kept when both name
- * the same one, else empty. After a merged write the process's counters are zeroed, so a later
- * write (tally_write_profile, a failed exec, exit) adds only what came after.
+ * the same one, else empty; a version-5 file (one run's profile put at the path) merges too,
+ * without its run record: the sum is version 4. After a merged write the process's counters
+ * are zeroed, so a later write (tally_write_profile, a failed exec, exit) adds only what came
+ * after.
  *
  * No malloc: files are read into anonymous mappings.
  */
@@ -208,7 +210,10 @@ static const char *parse(const struct buf *b, struct prof *p) {
     struct cur c = {b->p, b->len, 0, 0};
     if (get64(&c) != TALLY_PROFILE_MAGIC)
         return "it is not a tally profile";
-    if (get32(&c) != TALLY_PROFILE_VERSION)
+    /* Version 4, what this merge writes, or 5: one run's profile (its run record is skipped,
+     * the sum is version 4; a TALLYREF record is not a module record here). */
+    uint32_t version = get32(&c);
+    if (version != TALLY_PROFILE_VERSION && version != TALLY_PROFILE_VERSION_RUN)
         return "it is a profile of another container version";
     p->flags = get32(&c);
     if (p->flags & ~(uint32_t)(TALLY_PROFILE_RACED | TALLY_PROFILE_SIGNALED |
@@ -226,6 +231,15 @@ static const char *parse(const struct buf *b, struct prof *p) {
     (void)take(&c, (8 - ((p->path_len + p->id_len) & 7)) & 7);
     if (c.bad)
         return "it is corrupt or truncated (program record)";
+    if (version == TALLY_PROFILE_VERSION_RUN) {
+        (void)take(&c, 24); /* start_ns, end_ns, status_kind, status */
+        uint64_t host = get32(&c), labels = get32(&c);
+        if (c.bad || host > TALLY_RUN_HOST_MAX || labels > TALLY_RUN_LABELS_MAX)
+            return "it is corrupt or truncated (run record)";
+        (void)take(&c, host + labels + ((8 - ((host + labels) & 7)) & 7));
+        if (c.bad)
+            return "it is corrupt or truncated (run record)";
+    }
     p->mods = c;
     p->sorted = 1;
     uint64_t prev = 0;

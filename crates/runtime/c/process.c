@@ -161,7 +161,7 @@ struct tally_registry *join_registry(void) {
         /* The owner's object must stay until exit: its code writes the profile. */
         if (js.self_seen && js.self_name[0] && dlopen)
             (void)dlopen(js.self_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
-        (void)atexit(exit_handler);
+        (void)on_exit(exit_status_handler, 0);
         (void)at_quick_exit(exit_handler);
         signals_init();
         (void)pthread_atfork(fork_prepare, 0, fork_child);

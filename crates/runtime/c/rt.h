@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <sys/single_threaded.h> /* __libc_single_threaded: glibc 2.32+ */
 #include <sys/syscall.h>
+#include <sys/utsname.h> /* uname: the run record's host */
 #include <time.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -94,6 +95,8 @@
 #define write_self tally__write_self
 #define exit_handler tally__exit_handler
 #define own_process tally__own_process
+#define exit_status_handler tally__exit_status_handler
+#define run_exit_status tally__run_exit_status
 #define trace_finish tally__trace_finish
 #define trace_forked tally__trace_forked
 #define trace_open_file tally__trace_open_file
@@ -201,6 +204,7 @@ struct tally_env {
     struct env_value trace_ring; /* TALLY_TRACE_RING (wring.c) */
     struct env_value trace_compress; /* TALLY_TRACE_COMPRESS (wtrace/coder.c) */
     struct env_value meta;           /* TALLY_META (write.c: "shared") */
+    struct env_value labels;         /* TALLY_LABELS (write.c: the run record) */
     /* Not the environment: the directory baked in by `tally cc --tally-profile-dir=DIR` (the
      * first TALLY_NOTE_PROFILE_DIR note of the first loaded object that has one), the default
      * place of the profile and the trace when TALLY_PROFILE / TALLY_TRACE are unset. */
@@ -218,6 +222,10 @@ struct tally_prog {
     uint32_t id_len; /* bytes of the GNU build id, 0 if none */
     char path[TALLY_PROGRAM_PATH_MAX];
     unsigned char id[TALLY_BUILD_ID_MAX];
+    /* For the run record (version 5): CLOCK_REALTIME in nanoseconds and uname's nodename. */
+    uint64_t start_ns;
+    uint32_t host_len;
+    char host[TALLY_RUN_HOST_MAX];
 };
 extern struct tally_prog prog;
 
@@ -369,6 +377,9 @@ void cut_others(uintptr_t f);
 #define OPEN_REFUSED (-1)
 
 int write_all(int fd, const void *p, size_t n);
+/* The status the process is exiting with (exit, _exit, return from main), for the run record
+ * of the profile written next. */
+void run_exit_status(int status);
 int build_path_for(char *dst, size_t cap, const struct env_value *ev, const char *suffix,
                    const char *sig, int *merge);
 void report_line(char *line, size_t cap, const char *what, const char *path, const char *reason);
@@ -409,6 +420,7 @@ void settle_self(uintptr_t above, int charge);
 void settle_and_write(uintptr_t above, int charge);
 void write_self(void);
 void exit_handler(void);
+void exit_status_handler(int status, void *arg);
 /* 0 in the child of a vfork (see struct tally_registry's pid), else 1. */
 int own_process(void);
 

@@ -925,6 +925,38 @@ static void out_program(const struct tally_instance *live, const struct dead_mod
     out_bytes(zeros, (8 - ((prog.path_len + len) & 7)) & 7);
 }
 
+/* How the process is ending, for the run record: unknown (a signal, an exec, an explicit
+ * tally_write_profile()) until exit or _exit says (run_exit_status). */
+static uint32_t run_status_kind = TALLY_RUN_STATUS_UNKNOWN;
+static int run_status;
+
+void run_exit_status(int status) {
+    run_status = status;
+    run_status_kind = TALLY_RUN_STATUS_EXITED;
+}
+
+/* The run record (version 5, tally.h): start and end time, exit status, host, TALLY_LABELS. */
+static void out_run(void) {
+    static const unsigned char zeros[8];
+    struct timespec ts = {0, 0};
+    (void)clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t labels = 0;
+    if (env.labels.set && !env.labels.too_long)
+        labels = strnlen(env.labels.v, sizeof env.labels.v);
+    if (labels > TALLY_RUN_LABELS_MAX)
+        labels = 0;
+    uint64_t host = prog.host_len <= TALLY_RUN_HOST_MAX ? prog.host_len : 0;
+    out_u64(prog.start_ns);
+    out_u64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+    out_u32(run_status_kind);
+    out_u32(run_status_kind == TALLY_RUN_STATUS_EXITED ? (uint32_t)run_status : 0);
+    out_u32((uint32_t)host);
+    out_u32((uint32_t)labels);
+    out_bytes(prog.host, host);
+    out_bytes(env.labels.v, labels);
+    out_bytes(zeros, (8 - ((host + labels) & 7)) & 7);
+}
+
 /* The header flags of the profile written now: TALLY_PROFILE_RACED when code built without
  * atomic increments ran in a process that went multi-threaded (glibc sets
  * __libc_single_threaded to 0 when any thread is created, by anyone, and never back: the
@@ -995,11 +1027,15 @@ void write_profile_locked(void) {
     out_begin(fd);
 
     out_u64(TALLY_PROFILE_MAGIC);
-    out_u32(out.shared ? TALLY_PROFILE_VERSION_SHARED : TALLY_PROFILE_VERSION);
+    /* One run's profile is version 5 (the run record, TALLYREF records); what the %m merge
+     * reads is the version 4 it writes (merge.c). */
+    out_u32(merge ? TALLY_PROFILE_VERSION : TALLY_PROFILE_VERSION_RUN);
     out_u32(profile_flags(r));
     out_u64(count);
     out_u64((uint64_t)getpid());
     out_program(live, dead, count);
+    if (!merge)
+        out_run();
     /* Records in ascending module hash (list order among equal hashes), whatever the order the
      * images registered or were closed in, which depends on how the process ends (atexit
      * order at exit(), load order at _exit or a signal): profiles of one program list their

@@ -326,15 +326,23 @@ void __tally_events_check(const char *where, int64_t query_inc);
 #define TALLY_TRAILER_MAGIC 0x444E45594C4C4154ull /* "TALLYEND" */
 #define TALLY_PROFILE_VERSION 4u
 #define TALLY_PROFILE_FLAGS 0u
-/* TALLY_META=shared: version 5, whose module records may be "TALLYREF" records instead: the
- * same header (magic, hash, meta_len, num_counters, num_path_entries), no metadata, the
- * counters sparse (per group of TALLY_SPARSE_GROUP: a u64 mask of the non-zero ones, then
- * those), the path entries, the checksum of both as written. The metadata is in the file
+/* Version 5: one run's profile (merged ones stay version 4). After the program record, the
+ * run record: u64 start_ns, u64 end_ns (CLOCK_REALTIME at the runtime's start and at the
+ * write), u32 status_kind (TALLY_RUN_STATUS_*), i32 status, u32 host_len, u32 labels_len, the
+ * host name (uname's nodename), TALLY_LABELS as given, zero padding to a multiple of 8.
+ * Under TALLY_META=shared module records may be "TALLYREF" records instead: the same header
+ * (magic, hash, meta_len, num_counters, num_path_entries), no metadata, the counters sparse
+ * (per group of TALLY_SPARSE_GROUP: a u64 mask of the non-zero ones, then those), the path
+ * entries, the checksum of both as written. The metadata is in the file
  * "<hash as 16 hex digits>.tallymeta" next to the profile: "TALLYMTA", u32 version, u32 0,
  * u64 hash, u64 meta_len (TALLY_META_FILE_HEADER_LEN bytes), then the blob. */
-#define TALLY_PROFILE_VERSION_SHARED 5u
+#define TALLY_PROFILE_VERSION_RUN 5u
 #define TALLY_REF_MAGIC 0x464552594C4C4154ull /* "TALLYREF" */
 #define TALLY_SPARSE_GROUP 64u
+#define TALLY_RUN_STATUS_UNKNOWN 0u
+#define TALLY_RUN_STATUS_EXITED 1u
+#define TALLY_RUN_HOST_MAX 256u
+#define TALLY_RUN_LABELS_MAX 4096u
 #define TALLY_META_FILE_MAGIC 0x41544D594C4C4154ull /* "TALLYMTA" */
 #define TALLY_META_FILE_VERSION 1u
 #define TALLY_META_FILE_HEADER_LEN 32u

@@ -172,14 +172,21 @@ fn special_files_are_refused_at_once() {
     }
 }
 
-/// Where the module records of a version-4 profile start: after the header and the program
-/// record (`u64 path_len, u32 kind, u32 id_len`, path, id, padding).
+/// Where the module records of a version-4 or 5 profile start: after the header, the program
+/// record (`u64 path_len, u32 kind, u32 id_len`, path, id, padding) and, in version 5, the run
+/// record (`u64 start, u64 end, u32 kind, i32 status, u32 host_len, u32 labels_len`, strings,
+/// padding).
 fn modules_at(bytes: &[u8]) -> usize {
     use tally_format::abi;
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
     let h = abi::HEADER_LEN;
     let path = u64::from_le_bytes(bytes[h..h + 8].try_into().unwrap()) as usize;
-    let id = u32::from_le_bytes(bytes[h + 12..h + 16].try_into().unwrap()) as usize;
-    h + abi::PROGRAM_HEADER_LEN + (path + id).next_multiple_of(8)
+    let id = u32_at(h + 12);
+    let run = h + abi::PROGRAM_HEADER_LEN + (path + id).next_multiple_of(8);
+    if u32_at(8) < abi::PROFILE_VERSION_RUN as usize {
+        return run;
+    }
+    run + abi::RUN_HEADER_LEN + (u32_at(run + 24) + u32_at(run + 28)).next_multiple_of(8)
 }
 
 /// A damaged counter is refused (container version 3 checksums each module's counts), not

@@ -213,9 +213,8 @@ fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
     out
 }
 
-#[test]
-fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
-    let dir = scratch("dataset-again");
+/// The demo program built in `edge` mode as `dir/wordfreq`.
+fn edge_demo(dir: &Path) -> PathBuf {
     let src = repo().join("testdata/demo/wordfreq.c");
     let bin = dir.join("wordfreq");
     build(
@@ -223,8 +222,63 @@ fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
         false,
         &["-O2", "-g", src.to_str().unwrap()],
         &bin,
-        &dir,
+        dir,
     );
+    bin
+}
+
+/// The `runs` table says when and where each run was, how it ended, and its labels: those of
+/// `TALLY_LABELS` at run time and `--label` at export (which wins for a key in both).
+#[test]
+fn runs_say_when_where_how_and_their_labels() {
+    let dir = scratch("dataset-runs");
+    let bin = edge_demo(&dir);
+    let input = repo().join("testdata/demo/input.txt");
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    for (i, labels) in ["test=t1,shard=2", ""].iter().enumerate() {
+        let o = Command::new(&bin)
+            .stdin(std::fs::File::open(&input).unwrap())
+            .stdout(Stdio::null())
+            .env("TALLY_PROFILE", dir.join(format!("r{i}.tally")))
+            .env("TALLY_LABELS", labels)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+    }
+    let o = tally_in(
+        &dir,
+        &[
+            "export", "-o", "ds", "--label", "shard=9", "r0.tally", "r1.tally",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let q = "import duckdb, sys; print(duckdb.connect().execute(\"SELECT source, exit_status, host, \
+             map_entries(labels), start_ns >= ? AND start_ns <= end_ns FROM read_parquet(?, \
+             hive_partitioning = true) ORDER BY source\", [int(sys.argv[1]), sys.argv[2]]).fetchall())";
+    let o = Command::new(python())
+        .args(["-c", q, &before.to_string(), "ds/runs/*/*.parquet"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!(
+            "[('r0.tally', 0, '{host}', [{{'key': 'shard', 'value': '9'}}, {{'key': 'test', 'value': 't1'}}], True), \
+             ('r1.tally', 0, '{host}', [{{'key': 'shard', 'value': '9'}}], True)]"
+        )
+    );
+}
+
+#[test]
+fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
+    let dir = scratch("dataset-again");
+    let bin = edge_demo(&dir);
     let input = repo().join("testdata/demo/input.txt");
     let runs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("r{i}.tally"))).collect();
     for r in &runs {

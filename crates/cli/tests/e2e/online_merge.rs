@@ -115,13 +115,7 @@ fn fifty_merge_exactly(mode: &'static str) {
         Edges::All,
     );
     assert!(nf >= 2 && executed >= 20, "{mode}: too little compared");
-    let main = merged["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "main")
-        .unwrap();
-    assert_eq!(main["entry_count"].as_u64(), Some(RUNS as u64));
+    assert_eq!(main_entries(&merged), Some(RUNS as u64));
 }
 
 #[test]
@@ -213,13 +207,16 @@ fn refuses_other_builds_corrupt_files_and_symlinks() {
     std::fs::write(&target, &good).unwrap();
     assert_eq!(run_once(&bin, &target.with_file_name("x.%m")), "");
     let twice = report_json(&target);
-    let main = twice["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == "main")
-        .unwrap();
-    assert_eq!(main["entry_count"].as_u64(), Some(2));
+    assert_eq!(main_entries(&twice), Some(2));
+
+    // One run's profile (version 5, with its run record) at the path merges too, into a
+    // version-4 sum.
+    std::fs::copy(&single, &target).unwrap();
+    assert_eq!(run_once(&bin, &target.with_file_name("x.%m")), "");
+    let sum = std::fs::read(&target).unwrap();
+    assert_eq!(sum[8..12], 4u32.to_le_bytes());
+    let two = report_json(&target);
+    assert_eq!(main_entries(&two), Some(2));
 
     // A symbolic link at the path, to a profile of the same build: not followed, not replaced.
     let victim = dir.join("victim.tally");
@@ -239,4 +236,13 @@ fn refuses_other_builds_corrupt_files_and_symlinks() {
         1,
         "nothing else written"
     );
+}
+
+/// `main`'s entry count in a `tally report --format json`.
+fn main_entries(report: &serde_json::Value) -> Option<u64> {
+    report["functions"]
+        .as_array()?
+        .iter()
+        .find(|f| f["name"] == "main")?["entry_count"]
+        .as_u64()
 }

@@ -21,12 +21,15 @@ pub enum ProfileError {
     BadMagic,
     /// A container version this build cannot read.
     #[error(
-        "profile container version {found} is not supported (this tally reads versions {PROFILE_VERSION_NO_CHECKSUM} to {PROFILE_VERSION_SHARED})"
+        "profile container version {found} is not supported (this tally reads versions {PROFILE_VERSION_NO_CHECKSUM} to {PROFILE_VERSION_RUN})"
     )]
     Version {
         /// The version found.
         found: u32,
     },
+    /// A run record with an unknown status kind, over-long strings or non-zero padding.
+    #[error("corrupt profile: bad run record ({0})")]
+    BadRun(&'static str),
     /// A program record with an unknown build id kind or a length over its bound.
     #[error("corrupt profile: bad program record ({0})")]
     BadProgram(&'static str),

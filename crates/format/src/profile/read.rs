@@ -101,6 +101,41 @@ pub(super) fn read_program(r: &mut Reader<'_>) -> Result<Program, ProfileError> 
     Ok(Program { path, build_id })
 }
 
+/// The run record (version 5).
+pub(super) fn read_run(r: &mut Reader<'_>) -> Result<Run, ProfileError> {
+    let start_ns = r.u64("the run's start time")?;
+    let end_ns = r.u64("the run's end time")?;
+    let kind = r.u32("the run's status kind")?;
+    let status = r.u32("the run's exit status")? as i32;
+    let host_len = r.u32("the host name length")?;
+    let labels_len = r.u32("the labels length")?;
+    let exit_status = match (kind, status) {
+        (RUN_STATUS_EXITED, s) => Some(s),
+        (RUN_STATUS_UNKNOWN, 0) => None,
+        _ => return Err(ProfileError::BadRun("bad exit status kind")),
+    };
+    if u64::from(host_len) > RUN_HOST_MAX || u64::from(labels_len) > RUN_LABELS_MAX {
+        return Err(ProfileError::BadRun("host name or labels too long"));
+    }
+    let host = r.take("the host name", u64::from(host_len))?.to_vec();
+    let labels = r.take("the labels", u64::from(labels_len))?.to_vec();
+    let strings = u64::from(host_len) + u64::from(labels_len);
+    let padded = pad8(strings).unwrap_or(u64::MAX);
+    if r.take("the run record padding", padded - strings)?
+        .iter()
+        .any(|&b| b != 0)
+    {
+        return Err(ProfileError::BadRun("non-zero padding"));
+    }
+    Ok(Run {
+        start_ns,
+        end_ns,
+        exit_status,
+        host,
+        labels,
+    })
+}
+
 /// Skips the padding records before a module record of a continuous profile.
 pub(super) fn skip_padding(r: &mut Reader<'_>) -> Result<(), ProfileError> {
     while r.bytes.get(r.pos..r.pos.saturating_add(8)) == Some(&PAD_MAGIC[..]) {
@@ -180,6 +215,7 @@ pub(super) struct RawProfile<'a> {
     pub(super) unfinished: bool,
     pub(super) raced: bool,
     pub(super) signal: Option<u32>,
+    pub(super) run: Option<Run>,
 }
 
 /// Checks everything about a profile but its metadata and path entries: magics, version,
@@ -196,7 +232,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
     r.take("the header", HEADER_LEN as u64)?;
     r.pos = PROFILE_MAGIC.len();
     let version = r.u32("the container version")?;
-    if !(PROFILE_VERSION_NO_CHECKSUM..=PROFILE_VERSION_SHARED).contains(&version) {
+    if !(PROFILE_VERSION_NO_CHECKSUM..=PROFILE_VERSION_RUN).contains(&version) {
         return Err(ProfileError::Version { found: version });
     }
     let checksummed = version >= PROFILE_VERSION_NO_PROGRAM;
@@ -220,6 +256,11 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
     } else {
         Program::default()
     };
+    let run = if version >= PROFILE_VERSION_RUN {
+        Some(read_run(&mut r)?)
+    } else {
+        None
+    };
 
     // Each module takes at least MODULE_HEADER_LEN bytes: never reserve more than fits.
     let fits = (bytes.len() - r.pos) / MODULE_HEADER_LEN;
@@ -234,7 +275,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
         }
         let offset = r.pos;
         let magic = r.take("a module record", MODULE_MAGIC.len() as u64)?;
-        let by_ref = version >= PROFILE_VERSION_SHARED && magic == REF_MAGIC;
+        let by_ref = version >= PROFILE_VERSION_RUN && magic == REF_MAGIC;
         if magic != MODULE_MAGIC && !by_ref {
             return Err(ProfileError::BadModuleMagic { index, offset });
         }
@@ -321,6 +362,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
         unfinished,
         raced,
         signal,
+        run,
     })
 }
 
@@ -393,6 +435,7 @@ impl Profile {
             unfinished: raw.unfinished,
             raced: raw.raced,
             signal: raw.signal,
+            run: raw.run,
         })
     }
 

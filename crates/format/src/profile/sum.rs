@@ -135,6 +135,7 @@ impl Profile {
         self.raced |= raw.raced;
         self.signal = self.signal.or(raw.signal);
         self.program = self.program.combined(&raw.program);
+        self.run = None; // a sum of runs
         Ok(Some(at))
     }
 
@@ -173,7 +174,7 @@ impl Profile {
         Ok(paths)
     }
 
-    /// Replaces this profile's run (counters, path entries, pid, program and flags) with the
+    /// Replaces this profile's run (counters, path entries, pid, program, flags and run record) with the
     /// profile `bytes` when that one holds exactly this profile's modules (the same number of
     /// module records, each matched by hash and metadata byte for byte), without decoding its
     /// metadata: what `tally export` pays per run of a build it has met. `Ok(false)` (and
@@ -199,6 +200,7 @@ impl Profile {
         self.unfinished = raw.unfinished;
         self.raced = raw.raced;
         self.signal = raw.signal;
+        self.run = raw.run;
         Ok(true)
     }
 

@@ -63,6 +63,7 @@ fn sample() -> Profile {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     }
 }
 
@@ -96,6 +97,7 @@ fn layout() {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     };
     let b = p.write();
     assert_eq!(&b[0..8], b"TALLYPRF");
@@ -244,6 +246,7 @@ fn truncated_counters_message() {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     }
     .write();
     let cut = b.len() - 16 - 8 - 4;
@@ -362,6 +365,7 @@ fn metadata_does_not_decode() {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     };
     assert_eq!(
         err(&p.write()),
@@ -384,6 +388,7 @@ fn metadata_does_not_decode() {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     };
     assert_eq!(
         err(&p.write()),
@@ -402,6 +407,7 @@ fn counter_count() {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     };
     assert_eq!(
         err(&p.write()),
@@ -488,4 +494,51 @@ fn every_message_is_one_line() {
             assert!(!s.contains('\n') && !s.is_empty(), "{s:?}");
         }
     }
+}
+
+/// The run record (version 5) round-trips, and a bad one is refused in one line.
+#[test]
+fn run_records() {
+    let run = Run {
+        start_ns: 1_700_000_000_000_000_000,
+        end_ns: 1_700_000_001_000_000_000,
+        exit_status: Some(-1),
+        host: b"builder".to_vec(),
+        labels: b"suite=a,shard".to_vec(),
+    };
+    let p = Profile {
+        run: Some(run.clone()),
+        ..sample()
+    };
+    let b = p.write();
+    assert_eq!(b[8..12], PROFILE_VERSION_RUN.to_le_bytes());
+    assert_eq!(Profile::read(&b).unwrap(), p);
+    assert_eq!(
+        run.label_pairs(),
+        vec![
+            ("suite".into(), "a".into()),
+            ("shard".into(), String::new())
+        ]
+    );
+    // The record starts after the header and the (empty) program record.
+    let at = HEADER_LEN + PROGRAM_HEADER_LEN;
+    let bad = |off: usize, v: u32| {
+        let mut c = b.clone();
+        c[at + off..at + off + 4].copy_from_slice(&v.to_le_bytes());
+        err(&c)
+    };
+    assert_eq!(
+        bad(16, 7),
+        "corrupt profile: bad run record (bad exit status kind)"
+    );
+    assert_eq!(
+        bad(24, 300),
+        "corrupt profile: bad run record (host name or labels too long)"
+    );
+    let mut c = b.clone();
+    c[at + RUN_HEADER_LEN + 7 + 13] = 1; // the padding after "builder" and the labels
+    assert_eq!(
+        err(&c),
+        "corrupt profile: bad run record (non-zero padding)"
+    );
 }

@@ -21,8 +21,9 @@ impl Profile {
         flags
     }
 
-    /// Serializes in exactly the layout the runtime writes (the current version, with
-    /// checksums). Each module is written with its `hash` and `meta_blob` as they are.
+    /// Serializes in exactly the layout the runtime writes: version 5 with the run record for
+    /// a profile of one run, version 4 for a merged one (every record holding its metadata).
+    /// Each module is written with its `hash` and `meta_blob` as they are.
     pub fn write(&self) -> Vec<u8> {
         let body: usize = self
             .modules
@@ -44,7 +45,11 @@ impl Profile {
         let program = PROGRAM_HEADER_LEN + (path.len() + id.len()).next_multiple_of(8);
         let mut out = Vec::with_capacity(HEADER_LEN + program + body + TRAILER_LEN);
         out.extend_from_slice(PROFILE_MAGIC);
-        out.extend_from_slice(&PROFILE_VERSION.to_le_bytes());
+        let version = match self.run {
+            Some(_) => PROFILE_VERSION_RUN,
+            None => PROFILE_VERSION,
+        };
+        out.extend_from_slice(&version.to_le_bytes());
         let flags = self.header_flags();
         out.extend_from_slice(&flags.to_le_bytes());
         out.extend_from_slice(&(self.modules.len() as u64).to_le_bytes());
@@ -55,6 +60,23 @@ impl Profile {
         out.extend_from_slice(path);
         out.extend_from_slice(&id);
         out.resize(out.len().next_multiple_of(8), 0);
+        if let Some(run) = &self.run {
+            let (kind, status) = match run.exit_status {
+                Some(s) => (RUN_STATUS_EXITED, s as u32),
+                None => (RUN_STATUS_UNKNOWN, 0),
+            };
+            let at = out.len();
+            for w in [run.start_ns, run.end_ns] {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+            for w in [kind, status, run.host.len() as u32, run.labels.len() as u32] {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+            debug_assert_eq!(out.len() - at, RUN_HEADER_LEN);
+            out.extend_from_slice(&run.host);
+            out.extend_from_slice(&run.labels);
+            out.resize(out.len().next_multiple_of(8), 0);
+        }
         for m in &self.modules {
             out.extend_from_slice(MODULE_MAGIC);
             out.extend_from_slice(&m.hash.to_le_bytes());

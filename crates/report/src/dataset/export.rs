@@ -476,6 +476,12 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
     }
     let program = r.program.path_lossy();
     let inexact = r.inconsistent().count() as u32;
+    let run_rec = b.template.run.as_ref();
+    let host = run_rec.map(|x| String::from_utf8_lossy(&x.host).into_owned());
+    let mut all_labels = run_rec.map(|x| x.label_pairs()).unwrap_or_default();
+    all_labels.retain(|(k, _)| !labels.iter().any(|(l, _)| l == k));
+    all_labels.extend(labels.iter().cloned());
+    all_labels.sort();
     b.part.table(&schema::RUNS).push(&[
         run_v,
         Value::Str(Some(&program)),
@@ -483,9 +489,13 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
         Value::Bool(r.unfinished),
         Value::Bool(r.raced),
         Value::U32(r.signal),
+        Value::U32(run_rec.and_then(|x| x.exit_status).map(|s| s as u32 & 0xff)),
+        Value::U64(run_rec.map(|x| x.start_ns)),
+        Value::U64(run_rec.map(|x| x.end_ns)),
+        Value::Str(host.as_deref()),
         Value::U32(Some(inexact)),
         Value::Str(Some(source)),
-        Value::Map(labels),
+        Value::Map(&all_labels),
     ]);
     b.part.runs.push(run.to_string());
 }

@@ -204,6 +204,7 @@ pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     };
     let mut paths: Vec<Vec<PathEntry>> = vec![Vec::new(); modules.len()];
     for runs in files(dir, &schema::RUNS, key)? {

@@ -3,7 +3,7 @@
 //! ([`markdown`], compared with the document by a test).
 
 /// Version of the schema, in the `builds` table; raised when a column changes meaning or goes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A column's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,9 +190,13 @@ pub const RUNS: TableSpec = TableSpec {
         col("unfinished", Kind::Bool, "a continuous-mode profile of a process that did not exit"),
         col("raced", Kind::Bool, "code without atomic increments ran in a multi-threaded process: counts may have lost updates"),
         opt("signal", Kind::U32, "the fatal signal at which the profile was written"),
+        opt("exit_status", Kind::U32, "the exit status as the parent sees it (the low 8 bits of what `exit`/`_exit` got or `main` returned); NULL when it ended otherwise (a signal, an `exec`) or for a merged profile"),
+        opt("start_ns", Kind::U64, "when the run started: nanoseconds since the Unix epoch (`make_timestamp(start_ns // 1000)` in DuckDB); NULL for a merged profile or one written before container version 5"),
+        opt("end_ns", Kind::U64, "when it wrote the profile, the same way"),
+        opt("host", Kind::Str, "the host it ran on (`uname -n`)"),
         col("inexact", Kind::U32, "functions whose counts could not be recovered (rows of `inexact`)"),
         col("source", Kind::Str, "the profile file, as given to `tally export`"),
-        col("labels", Kind::Labels, "`--label KEY=VALUE` of the export"),
+        col("labels", Kind::Labels, "`TALLY_LABELS=k=v,...` of the run and `--label KEY=VALUE` of the export (which wins for a key in both)"),
     ],
 };
 

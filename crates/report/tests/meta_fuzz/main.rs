@@ -147,6 +147,7 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
             unfinished: false,
             raced: false,
             signal: None,
+            run: None,
         }
         .write();
     }
@@ -185,6 +186,7 @@ fn case(seed: u64) -> (Vec<u8>, bool) {
             unfinished: false,
             raced: false,
             signal: None,
+            run: None,
         }
         .write(),
         mutated,
@@ -313,6 +315,7 @@ fn a_different_numbering_is_refused() {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     }
     .write();
     let p = Profile::read(&bytes).unwrap();
@@ -333,6 +336,7 @@ fn a_different_numbering_is_refused() {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     };
     tally_report::analyze(&p, &tally_report::Inputs::default()).unwrap();
 }
@@ -366,6 +370,7 @@ fn generated_trace_and_ipath_metadata_is_valid() {
                 unfinished: false,
                 raced: false,
                 signal: None,
+                run: None,
             };
             let p = Profile::read(&p.write()).expect("reads back");
             if let Err(e) = tally_report::analyze(&p, &tally_report::Inputs::default()) {

@@ -11,6 +11,7 @@ mod frames;
 mod linking;
 mod paths;
 mod profile;
+mod run_record;
 mod shared;
 
 use common::{counters_of, prelude, Env, Module, CXX};

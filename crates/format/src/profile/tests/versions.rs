@@ -95,6 +95,7 @@ fn a_flipped_path_entry_is_refused() {
         unfinished: false,
         raced: false,
         signal: None,
+        run: None,
     };
     let b = p.write();
     assert_eq!(Profile::read(&b).unwrap(), p);
