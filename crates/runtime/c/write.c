@@ -263,39 +263,6 @@ static void out_module(const struct tally_module *m) {
     out_checksum_end();
 }
 
-/* The TALLYREF record of `m` (TALLY_META=shared, tally.h): out_module's record without the
- * metadata, which meta_file put next to the profile, and with the counters sparse: per group
- * of TALLY_SPARSE_GROUP, a mask of the non-zero ones, then those. Each counter is loaded once,
- * so the mask and the values written agree while other threads keep counting. Most counters
- * of a run are zero (SQLite's tests: 78%), so this is a fraction of the dense array. */
-static void out_module_ref(const struct tally_module *m) {
-    uint64_t entries = path_entries(m);
-    out_module_head(TALLY_REF_MAGIC, m, entries);
-    out_checksum_begin();
-    for (uint64_t g = 0; g < m->num_counters && !out.err; g += TALLY_SPARSE_GROUP) {
-        /* The group as written: its mask, then its non-zero counters; one out_bytes. */
-        uint64_t w[1 + TALLY_SPARSE_GROUP], mask = 0, k = m->num_counters - g, n = 1;
-        if (k > TALLY_SPARSE_GROUP)
-            k = TALLY_SPARSE_GROUP;
-        for (uint64_t i = 0; i < k; i++) {
-            uint64_t v = __atomic_load_n(&m->counters[g + i], __ATOMIC_RELAXED);
-            if (v) {
-                mask |= 1ull << i;
-                w[n++] = v;
-            }
-        }
-        w[0] = mask;
-        if (!TALLY_BIG_ENDIAN) {
-            out_bytes(w, n * 8);
-        } else {
-            for (uint64_t i = 0; i < n; i++)
-                out_u64(w[i]);
-        }
-    }
-    out_path_entries(m, entries);
-    out_checksum_end();
-}
-
 /* Appends `pattern` to dst at n with %p (the pid) and %% expanded, %m (when `sig` is given:
  * then *merge is set) to `sig`, %c (continuous mode) to nothing. Returns the new length, or
  * cap when it did not fit. */
@@ -728,32 +695,41 @@ static void out_twins(const struct rec_it *after, struct rec r) {
     out_checksum_end();
 }
 
-/* Makes sure the metadata of `m` is in "<profile's directory>/<hash, 16 hex digits>.tallymeta"
- * (TALLY_META=shared; its layout in tally.h), for a TALLYREF record to name. A file of that
- * name that is a regular file (not a symbolic link) of the effective user, of the right size,
- * is taken as it is (the reader checks its hash); a missing one is written through a new
- * temporary file (open_target) renamed into place, so concurrent processes of one build each
- * write a whole file and the last rename wins. Returns 1 when the record may name the file, 0
- * when it must hold the metadata itself: the name is taken by anything else, or the file
- * could not be written. Async-signal-safe (lstat, open, write, rename). */
-static int meta_file(const struct tally_module *m) {
+/* A record's metadata: in the live module, or after the header of a dlclosed one's record. */
+static const void *rec_meta(struct rec r) {
+    return r.m ? (const void *)r.m->meta : (const void *)((const unsigned char *)(r.d + 1) + 40);
+}
+
+/* Makes sure the metadata of record `r` is in "<profile's directory>/<hash, 16 hex
+ * digits>.tallymeta" (TALLY_META=shared; its layout in tally.h), for a TALLYREF record to
+ * name. A file of that name that is a regular file (not a symbolic link) of the effective user
+ * or root, of the right size, is taken as it is (the reader checks its hash); a missing one is
+ * written through a new temporary file (open_target) renamed into place, so concurrent
+ * processes of one build each write a whole file and the last rename wins. Returns 1 when the
+ * record may name the file, 0 when it must hold the metadata itself: the name is taken by
+ * anything else, or the file could not be written. Async-signal-safe (lstat, open, write,
+ * rename). */
+static int meta_file(struct rec r) {
     static const char hex[] = "0123456789abcdef";
     static const char suffix[] = ".tallymeta";
+    uint64_t h[5];
+    rec_head(r, h);
     char name[16 + sizeof suffix];
     for (int i = 0; i < 16; i++)
-        name[i] = hex[(m->hash >> (60 - 4 * i)) & 15];
+        name[i] = hex[(h[1] >> (60 - 4 * i)) & 15];
     memcpy(name + 16, suffix, sizeof suffix);
-    if (out.dir_len >= sizeof out.meta_path || m->meta_len > SIZE_MAX / 2)
+    if (out.dir_len >= sizeof out.meta_path || h[2] > SIZE_MAX / 2)
         return 0;
     memcpy(out.meta_path, out.path, out.dir_len);
     size_t n = put_str(out.meta_path, out.dir_len, sizeof out.meta_path, name);
     if (n + 1 >= sizeof out.meta_path)
         return 0;
     out.meta_path[n] = 0;
-    uint64_t want = TALLY_META_FILE_HEADER_LEN + m->meta_len;
+    uint64_t want = TALLY_META_FILE_HEADER_LEN + h[2];
     struct stat st;
     if (lstat(out.meta_path, &st) == 0)
-        return S_ISREG(st.st_mode) && st.st_uid == geteuid() && (uint64_t)st.st_size == want;
+        return S_ISREG(st.st_mode) && (st.st_uid == geteuid() || st.st_uid == 0) &&
+               (uint64_t)st.st_size == want;
     if (errno != ENOENT)
         return 0;
     int err;
@@ -765,14 +741,14 @@ static int meta_file(const struct tally_module *m) {
         (void)close(fd);
         return 0;
     }
-    unsigned char h[TALLY_META_FILE_HEADER_LEN];
-    uint64_t words[4] = {TALLY_META_FILE_MAGIC, TALLY_META_FILE_VERSION, m->hash, m->meta_len};
+    unsigned char head[TALLY_META_FILE_HEADER_LEN];
+    uint64_t words[4] = {TALLY_META_FILE_MAGIC, TALLY_META_FILE_VERSION, h[1], h[2]};
     for (int w = 0; w < 4; w++)
         for (int b = 0; b < 8; b++)
-            h[8 * w + b] = (unsigned char)(words[w] >> (8 * b));
-    err = write_all(fd, h, sizeof h);
+            head[8 * w + b] = (unsigned char)(words[w] >> (8 * b));
+    err = write_all(fd, head, sizeof head);
     if (!err)
-        err = write_all(fd, m->meta, (size_t)m->meta_len);
+        err = write_all(fd, rec_meta(r), (size_t)h[2]);
     if (close(fd) != 0 && !err && errno != EINTR)
         err = errno;
     if (!err && rename(out.meta_tmp, out.meta_path) != 0)
@@ -780,6 +756,57 @@ static int meta_file(const struct tally_module *m) {
     if (err)
         (void)unlink(out.meta_tmp);
     return !err;
+}
+
+/* The TALLYREF record of `r` (TALLY_META=shared, tally.h): out_module's record without the
+ * metadata, which meta_file put next to the profile, and with the counters sparse: per group
+ * of TALLY_SPARSE_GROUP, a mask of the non-zero ones, then those. Each counter is loaded once,
+ * so the mask and the values written agree while other threads keep counting. Most counters
+ * of a run are zero (SQLite's tests: 78%), so this is a fraction of the dense array. A
+ * dlclosed module's record (and every module's at an exit whose destructors ran first) is
+ * rewritten from its saved copy, its path entries as saved. */
+static void out_module_ref(struct rec r) {
+    uint64_t h[5];
+    rec_head(r, h);
+    uint64_t entries = r.m ? path_entries(r.m) : h[4];
+    /* A saved record's counters, after its header and padded metadata (little-endian). */
+    const unsigned char *saved =
+        r.m ? 0 : (const unsigned char *)(r.d + 1) + 40 + h[2] + ((8 - (h[2] & 7)) & 7);
+    out_u64(TALLY_REF_MAGIC);
+    out_u64(h[1]);
+    out_u64(h[2]);
+    out_u64(h[3]);
+    out_u64(entries);
+    out_checksum_begin();
+    for (uint64_t g = 0; g < h[3] && !out.err; g += TALLY_SPARSE_GROUP) {
+        /* The group as written: its mask, then its non-zero counters; one out_bytes. */
+        uint64_t w[1 + TALLY_SPARSE_GROUP], mask = 0, k = h[3] - g, n = 1;
+        if (k > TALLY_SPARSE_GROUP)
+            k = TALLY_SPARSE_GROUP;
+        for (uint64_t i = 0; i < k; i++) {
+            uint64_t v;
+            if (saved)
+                memcpy(&v, saved + 8 * (g + i), 8);
+            else
+                v = __atomic_load_n(&r.m->counters[g + i], __ATOMIC_RELAXED);
+            if (v) {
+                mask |= 1ull << i;
+                w[n++] = v;
+            }
+        }
+        w[0] = mask;
+        if (!TALLY_BIG_ENDIAN) {
+            out_bytes(w, n * 8);
+        } else {
+            for (uint64_t i = 0; i < n; i++)
+                out_u64(w[i]);
+        }
+    }
+    if (r.m)
+        out_path_entries(r.m, entries);
+    else
+        out_bytes(saved + 8 * h[3], entries * 24);
+    out_checksum_end();
 }
 
 /* The profile record of `m` (as out_module writes it) in a new mapping, or NULL when out of
@@ -1070,8 +1097,8 @@ void write_profile_locked(void) {
             continue;
         if (has_twin_after(&best_after, best))
             out_twins(&best_after, best);
-        else if (best.m && out.shared && meta_file(best.m))
-            out_module_ref(best.m);
+        else if (out.shared && meta_file(best))
+            out_module_ref(best);
         else if (best.m)
             out_module(best.m);
         else

@@ -60,6 +60,13 @@ fn same_runs(
         inline.push(p);
         let s = shared_dir.join(format!("{name}-{i}.tally"));
         run_to(bin, args, input.as_deref(), &s, true);
+        // Every record names its metadata file (a live module's, and the saved record of a
+        // module whose image's destructors ran before the profile was written).
+        let bytes = std::fs::read(&s).unwrap();
+        assert!(
+            !bytes.windows(8).any(|w| w == b"TALLYMOD"),
+            "{name}: a record holds its metadata"
+        );
         shared.push(s);
     }
     let want = merged(dir, &format!("{name}.inline.tally"), &inline);
@@ -134,4 +141,41 @@ fn shared_metadata_sqlite_runs_are_a_small_fraction_and_exact() {
     eprintln!("sqlite: inline {inline} bytes, shared {shared} bytes");
     // Measured: 2.2 MB inline, 79 kB shared per run (docs/profile-size.md).
     assert!(shared * 10 < inline, "{shared} vs {inline}");
+}
+
+/// A program and a shared library, both built with `tally cc`: at exit the library's
+/// destructors save the modules' records before the profile is written, and those records
+/// name their metadata files too.
+#[test]
+fn shared_metadata_of_a_program_and_its_shared_library() {
+    let dir = scratch("shared-meta-shlib");
+    std::fs::write(
+        dir.join("lib.c"),
+        "int step(int x) { return x % 2 ? 3 * x + 1 : x / 2; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("main.c"),
+        "#include <stdio.h>\nint step(int);\nint main(int argc, char **argv) {\n  \
+         (void)argv;\n  int n = 0, x = 7 * argc;\n  while (x != 1) { x = step(x); n++; }\n  \
+         printf(\"%d\\n\", n);\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let cc = |args: &[&str]| {
+        let o = Command::new(tally())
+            .arg("cc")
+            .args(args)
+            .current_dir(&dir)
+            .env("TALLY_MODE", "edge")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    cc(&["-O2", "-fPIC", "-shared", "lib.c", "-o", "libstep.so"]);
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    cc(&["-O2", "main.c", "-L.", "-lstep", &rpath, "-o", "collatz"]);
+    let runs = vec![(vec!["a"], None), (vec!["a", "b", "c"], None)];
+    let (inline, shared) = same_runs(&dir, "shlib", &runs, &dir.join("collatz"));
+    eprintln!("shlib: inline {inline} bytes, shared {shared} bytes");
+    assert!(shared < inline, "{shared} >= {inline}");
 }
