@@ -35,6 +35,10 @@ pub struct Inputs<'a> {
     /// the dataset export leaves out functions whose counters are all zero, whose counts are
     /// all zero (`crate::dataset`).
     pub only: Option<std::collections::HashSet<(usize, usize)>>,
+    /// Counts only: the reports leave out what names and places them (`demangled` is the
+    /// name, the function and its blocks have no file, `source` is empty), which the dataset export takes from
+    /// its build's first profile instead of from every run.
+    pub lean: bool,
 }
 
 /// Computes exact counts for every function of a profile.
@@ -43,6 +47,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
         counted,
         cfgs,
         only,
+        lean,
     } = inputs;
     let mut functions: Vec<FunctionReport> = Vec::new();
     // (name, cfg hash) -> index in `functions`, for merging linkonce copies.
@@ -56,7 +61,11 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
     let mut ipaths = Vec::new();
     for (mi, m) in profile.modules.iter().enumerate() {
         let meta = &m.meta;
-        let tables = source::Tables::of(meta);
+        let tables = if *lean {
+            source::Tables::default()
+        } else {
+            source::Tables::of(meta)
+        };
         if !modes.contains(&meta.mode) {
             modes.push(meta.mode);
         }
@@ -170,7 +179,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                     BlockCount {
                         id: n.index() as u32,
                         count: solved.blocks[n],
-                        file: loc_file(meta, l),
+                        file: if *lean { None } else { loc_file(meta, l) },
                         line: l.line,
                     }
                 })
@@ -187,8 +196,12 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                 .collect();
             let mut r = FunctionReport {
                 name: f.name.clone(),
-                demangled: demangle(&f.name),
-                file: loc_file(meta, &f.loc),
+                demangled: if *lean {
+                    f.name.clone()
+                } else {
+                    demangle(&f.name)
+                },
+                file: if *lean { None } else { loc_file(meta, &f.loc) },
                 line: f.loc.line,
                 module: meta.source.clone(),
                 mode: meta.mode,
@@ -202,7 +215,11 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                 paths,
                 events,
                 inconsistent,
-                source: source::FunctionSource::new(&tables, &f.source),
+                source: if *lean {
+                    source::FunctionSource::default()
+                } else {
+                    source::FunctionSource::new(&tables, &f.source)
+                },
             };
             finish(&mut r);
             if f.linkage == Linkage::Linkonce {

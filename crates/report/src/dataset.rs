@@ -61,6 +61,10 @@ pub enum DatasetError {
     /// Something the exporter cannot reconcile.
     #[error("{0}")]
     Inconsistent(String),
+    /// A part could not be written: the export stops (the part's runs are not in the
+    /// dataset; exporting the same profiles again adds them).
+    #[error("writing the dataset failed: {0}")]
+    Write(Box<DatasetError>),
 }
 
 impl From<ProfileError> for DatasetError {

@@ -47,6 +47,10 @@ pub fn run(a: Args) -> Result<Exit> {
     for f in &files {
         progress.step();
         if let Err(why) = export.add_file(f) {
+            if let tally_report::dataset::DatasetError::Write(_) = why {
+                drop(progress);
+                return Err(why.into());
+            }
             progress.println(&format!("tally: skipping {}: {why}", f.display()));
             failed += 1;
         }

@@ -358,6 +358,52 @@ fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
     check(&dir.join("ds"), &bin, &runs, "");
 }
 
+/// A part that cannot be written (written by a thread of its own while the next runs are
+/// analysed) stops the export with one line and exit status 2; its runs are not in the
+/// dataset, and exporting the same profiles again, once the cause is gone, adds them.
+#[test]
+fn a_part_that_cannot_be_written_stops_the_export() {
+    let dir = scratch("dataset-unwritable");
+    let bin = edge_demo(&dir);
+    let input = repo().join("testdata/demo/input.txt");
+    let runs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("r{i}.tally"))).collect();
+    for r in &runs {
+        run_demo(&bin, &input, r);
+    }
+    let o = tally_in(&dir, &["export", "-o", "ds", "r0.tally"]);
+    assert!(o.status.success(), "{o:?}");
+    // A file where the build's directory of edge counts should be.
+    let edges = dir.join("ds/edge_counts");
+    let build_dir = std::fs::read_dir(&edges)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::rename(&build_dir, dir.join("saved")).unwrap();
+    std::fs::write(&build_dir, "in the way\n").unwrap();
+    let o = tally_in(&dir, &["export", "-o", "ds", "r1.tally", "r2.tally"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("tally: error: writing the dataset failed: ")
+            && err.contains("edge_counts"),
+        "{err}"
+    );
+    std::fs::remove_file(&build_dir).unwrap();
+    std::fs::rename(dir.join("saved"), &build_dir).unwrap();
+    // "0 already there": the stopped export's runs are not in the dataset; their part (the
+    // same runs, the same name) replaces the files it left.
+    let o = tally_in(&dir, &["export", "-o", "ds", "r1.tally", "r2.tally"]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "ds: 2 run(s) exported, 0 already there; 0 new build(s), 1 part(s) written\n"
+    );
+    check(&dir.join("ds"), &bin, &runs, "");
+}
+
 #[test]
 fn sqlite_runs_export_exactly() {
     let dir = scratch("dataset-sqlite");

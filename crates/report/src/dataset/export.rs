@@ -4,10 +4,11 @@
 //! ([`Profile::load_same_build`]) before the counts are derived by [`analyze`] exactly as
 //! `tally report` derives them. Rows gather per build in a part that is written when it holds
 //! [`RUNS_PER_PART`] runs (or [`ROWS_PER_PART`] rows) and at the end, so memory is bounded by
-//! the builds met, not by the number of profiles.
+//! the builds met, not by the number of profiles. A thread of its own ([`Writer`]) encodes
+//! and writes the parts while the next runs are analysed.
 
 use super::schema::{self, TableSpec};
-use super::table::{Table, Value};
+use super::table::{Rows, Table, Value};
 use super::{run_id, DatasetError};
 use crate::{analyze, source, FunctionReport, Inputs, Report};
 use std::collections::{HashMap, HashSet};
@@ -56,17 +57,40 @@ struct Build {
     template: Profile,
     /// The graphs of its functions, by (module index, function index) with oracles taken out.
     cfgs: HashMap<(usize, usize), tally_graph::Cfg>,
-    /// `functions.function` by (module, name, graph hash).
-    ids: HashMap<(String, String, u64), u32>,
+    /// `functions.function` by module, name and graph hash.
+    ids: FunctionIds,
     /// The terms of the line counts of each function (by `functions.function`), lines as
-    /// indices into `files`: counted per run without building the source model.
-    line_terms: Vec<Vec<(u32, u32, Vec<source::Term>)>>,
-    /// The source files of `line_terms`.
-    files: Vec<String>,
+    /// indices into `lines`: counted per run without building the source model.
+    line_terms: Vec<Vec<(u32, Vec<source::Term>)>>,
+    /// The (file, line) of each line index, in the order of `line_counts` rows (by file name,
+    /// then line).
+    lines: Vec<(String, u32)>,
     /// Runs already in the dataset (or in this export).
     known: HashSet<String>,
     /// The part being filled.
     part: Part,
+}
+
+/// `functions.function` of a function report: by module, then name, then graph hash (two
+/// levels of maps, so that a run's reports are looked up without building keys).
+#[derive(Default)]
+struct FunctionIds(HashMap<String, HashMap<String, Vec<(u64, u32)>>>);
+
+impl FunctionIds {
+    fn insert(&mut self, f: &FunctionReport, id: u32) {
+        let by_name = self.0.entry(f.module.clone()).or_default();
+        by_name
+            .entry(f.name.clone())
+            .or_default()
+            .push((f.cfg_hash, id));
+    }
+
+    fn get(&self, f: &FunctionReport) -> Option<u32> {
+        let ids = self.0.get(&f.module)?.get(&f.name)?;
+        ids.iter()
+            .find(|&&(h, _)| h == f.cfg_hash)
+            .map(|&(_, id)| id)
+    }
 }
 
 /// The fact rows of runs not yet written.
@@ -104,6 +128,72 @@ pub struct Exporter {
     /// The build of the last profile: runs of one build usually come together.
     last: Option<String>,
     summary: Summary,
+    /// Writes the parts, while the next runs are analysed.
+    writer: Writer,
+}
+
+/// The files of a part, in the order they are to be written (`runs` last).
+type Job = Vec<(PathBuf, Rows)>;
+
+/// A thread that writes parts in the order they are given, so that encoding Parquet (about
+/// a third of an export's work) overlaps with deriving the next runs' counts. At most one
+/// part waits for it, which keeps memory bounded. After a failed write it writes nothing
+/// more: the part's `runs` file is not written, so its runs are not in the dataset.
+struct Writer {
+    jobs: Option<std::sync::mpsc::SyncSender<Job>>,
+    thread: Option<std::thread::JoinHandle<Result<(), DatasetError>>>,
+}
+
+impl Writer {
+    fn new() -> Writer {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(1);
+        let thread = std::thread::spawn(move || -> Result<(), DatasetError> {
+            for job in rx {
+                for (path, rows) in job {
+                    rows.write(&path)?;
+                }
+            }
+            Ok(())
+        });
+        Writer {
+            jobs: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Hands a part over; an error is that of an earlier part's write (the writer stopped).
+    fn send(&mut self, job: Job) -> Result<(), DatasetError> {
+        let sent = self.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            self.wait()?;
+            Err(DatasetError::Inconsistent(
+                "the dataset's writer has stopped".into(),
+            ))
+        }
+    }
+
+    /// Waits for every part handed over to be written; a failure is [`DatasetError::Write`].
+    fn wait(&mut self) -> Result<(), DatasetError> {
+        self.jobs = None;
+        match self.thread.take().map(|t| t.join()) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(e))) => Err(DatasetError::Write(Box::new(e))),
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for Writer {
+    /// An export dropped without [`Exporter::finish`] still ends its writes (whole files
+    /// or none) before it goes.
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Exporter {
@@ -115,6 +205,7 @@ impl Exporter {
             builds: HashMap::new(),
             last: None,
             summary: Summary::default(),
+            writer: Writer::new(),
         }
     }
 
@@ -147,6 +238,7 @@ impl Exporter {
                 counted: Default::default(),
                 cfgs: build.cfgs.iter().map(|(&k, c)| (k, c)).collect(),
                 only: Some(counting(&build.template)),
+                lean: true,
             };
             analyze(&build.template, &inputs)
         };
@@ -177,6 +269,7 @@ impl Exporter {
         for k in keys {
             self.flush(&k)?;
         }
+        self.writer.wait()?;
         Ok(self.summary)
     }
 
@@ -222,7 +315,7 @@ impl Exporter {
             let inputs = Inputs {
                 counted: Default::default(),
                 cfgs: cfgs.iter().map(|(&k, c)| (k, c)).collect(),
-                only: None,
+                ..Default::default()
             };
             analyze(&reportable, &inputs)?
         };
@@ -230,28 +323,33 @@ impl Exporter {
         order.sort_by(|a, b| {
             (&a.module, &a.name, a.cfg_hash).cmp(&(&b.module, &b.name, b.cfg_hash))
         });
-        let ids: HashMap<(String, String, u64), u32> = order
+        let mut ids = FunctionIds::default();
+        for (i, f) in order.iter().enumerate() {
+            ids.insert(f, i as u32);
+        }
+        let terms: Vec<Vec<(String, u32, Vec<source::Term>)>> =
+            order.iter().map(|f| source::line_terms(f)).collect();
+        let mut lines: Vec<(String, u32)> = terms
+            .iter()
+            .flatten()
+            .map(|(file, line, _)| (file.clone(), *line))
+            .collect();
+        lines.sort_unstable();
+        lines.dedup();
+        let index: HashMap<(&str, u32), u32> = lines
             .iter()
             .enumerate()
-            .map(|(i, f)| ((f.module.clone(), f.name.clone(), f.cfg_hash), i as u32))
+            .map(|(i, (file, line))| ((file.as_str(), *line), i as u32))
             .collect();
-        let mut files: Vec<String> = Vec::new();
-        let mut file_ids: HashMap<String, u32> = HashMap::new();
-        let line_terms = order
-            .iter()
-            .map(|f| {
-                source::line_terms(f)
-                    .into_iter()
-                    .map(|(file, line, terms)| {
-                        let id = *file_ids.entry(file).or_insert_with_key(|k| {
-                            files.push(k.clone());
-                            files.len() as u32 - 1
-                        });
-                        (id, line, terms)
-                    })
+        let line_terms = terms
+            .into_iter()
+            .map(|fl| {
+                fl.into_iter()
+                    .map(|(file, line, t)| (index[&(file.as_str(), line)], t))
                     .collect()
             })
             .collect();
+        drop(index);
         let known = super::read::runs_of(&self.dir, &key)?;
         let marker = self.dir.join("builds").join(format!("build={key}"));
         if !marker.join("build.parquet").exists() {
@@ -266,7 +364,7 @@ impl Exporter {
                 cfgs,
                 ids,
                 line_terms,
-                files,
+                lines,
                 known,
                 part: Part::new(),
             },
@@ -287,17 +385,18 @@ impl Exporter {
         ids.sort();
         let name = format!("part-{}.parquet", run_id(ids.join(",").as_bytes()));
         // Every table gets its file, empty or not: a table with no file cannot be opened.
+        let mut job = Job::new();
         for (spec, table) in schema::FACTS.iter().zip(&mut b.part.tables) {
             let path = self
                 .dir
                 .join(spec.name)
                 .join(format!("build={key}"))
                 .join(&name);
-            table.write(&path)?;
+            job.push((path, table.take()?));
             self.summary.parts += usize::from(spec.name == schema::RUNS.name);
         }
         b.part.runs.clear();
-        Ok(())
+        self.writer.send(job)
     }
 }
 
@@ -375,8 +474,9 @@ fn add_raw(part: &mut Part, run: &str, modules: &[ProfileModule]) {
 /// The rows of one run.
 fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], r: &Report) {
     let run_v = Value::Str(Some(run));
-    for f in &r.functions {
-        let Some(&id) = b.ids.get(&(f.module.clone(), f.name.clone(), f.cfg_hash)) else {
+    let ids: Vec<Option<u32>> = r.functions.iter().map(|f| b.ids.get(f)).collect();
+    for (f, id) in r.functions.iter().zip(&ids) {
+        let Some(id) = *id else {
             continue;
         };
         let fid = Value::U32(Some(id));
@@ -448,19 +548,16 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
             }
         }
     }
-    let mut lines: Vec<((&str, u32), u64)> = line_counts(b, r)
-        .into_iter()
-        .filter_map(|((file, line), c)| Some(((b.files[file as usize].as_str(), line), c?)))
-        .filter(|&(_, c)| c > 0)
-        .collect();
-    lines.sort_unstable();
-    for ((file, line), c) in lines {
-        b.part.table(&schema::LINE_COUNTS).push(&[
-            run_v,
-            Value::Str(Some(file)),
-            Value::U32(Some(line)),
-            Value::U64(Some(c)),
-        ]);
+    for (i, c) in line_counts(b, r, &ids).into_iter().enumerate() {
+        if let Some(c @ 1..) = c {
+            let (file, line) = &b.lines[i];
+            b.part.table(&schema::LINE_COUNTS).push(&[
+                run_v,
+                Value::Str(Some(file)),
+                Value::U32(Some(*line)),
+                Value::U64(Some(c)),
+            ]);
+        }
     }
     for p in &r.ipaths {
         if p.count > 0 {
@@ -500,23 +597,24 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
     b.part.runs.push(run.to_string());
 }
 
-/// The line counts of a run, as `tally report --lines` counts them (`source::model`), from
-/// the build's line terms: a line's count is a sum of block and edge counts, so a function
-/// whose counts are all zero adds nothing and is skipped; one with a count the mode leaves
-/// undetermined makes the lines it adds to undetermined (`None`).
-fn line_counts(b: &Build, r: &Report) -> HashMap<(u32, u32), Option<u64>> {
-    let mut out: HashMap<(u32, u32), Option<u64>> = HashMap::new();
-    for f in &r.functions {
+/// The line counts of a run (by index into the build's `lines`), as `tally report --lines`
+/// counts them (`source::model`), from the build's line terms: a line's count is a sum of block
+/// and edge counts, so a function whose counts are all zero adds nothing and is skipped; one
+/// with a count the mode leaves undetermined makes the lines it adds to undetermined (`None`).
+/// `ids` are the functions' `functions.function`.
+fn line_counts(b: &Build, r: &Report, ids: &[Option<u32>]) -> Vec<Option<u64>> {
+    let mut out: Vec<Option<u64>> = vec![Some(0); b.lines.len()];
+    for (f, id) in r.functions.iter().zip(ids) {
         let counts = f.blocks.iter().map(|b| b.count);
         let mut counts = counts.chain(f.edges.iter().map(|e| e.count));
         if f.inconsistent.is_none() && counts.all(|c| c == Some(0)) {
             continue;
         }
-        let Some(&id) = b.ids.get(&(f.module.clone(), f.name.clone(), f.cfg_hash)) else {
+        let Some(id) = *id else {
             continue;
         };
-        for (file, line, terms) in &b.line_terms[id as usize] {
-            let total = out.entry((*file, *line)).or_insert(Some(0));
+        for (line, terms) in &b.line_terms[id as usize] {
+            let total = &mut out[*line as usize];
             let c = source::eval(terms, f);
             *total = match (*total, c) {
                 (Some(x), Some(y)) => Some(x.saturating_add(y)),

@@ -6,9 +6,11 @@
 use super::schema::{Kind, TableSpec};
 use super::DatasetError;
 use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, MapBuilder, StringBuilder, UInt32Builder, UInt64Builder,
+    ArrayBuilder, BinaryBuilder, BooleanBuilder, MapBuilder, StringBuilder, UInt32Builder,
+    UInt64Builder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::types::UInt32Type;
+use arrow_array::{ArrayRef, DictionaryArray, RecordBatch};
 use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -24,6 +26,14 @@ enum Column {
     Bool(BooleanBuilder),
     Bytes(BinaryBuilder),
     Map(Box<MapBuilder<StringBuilder, StringBuilder>>),
+    /// A string column whose rows come in stretches of the same value (a fact table's `run`):
+    /// each value stored once, the rows hold its index (an Arrow dictionary; Parquet stores
+    /// the column as the same dictionary-encoded strings either way).
+    Keyed {
+        keys: UInt32Builder,
+        values: StringBuilder,
+        last: Option<String>,
+    },
 }
 
 /// One value of a row, in the column's kind (`None`: NULL).
@@ -53,10 +63,20 @@ pub struct Table {
 impl Table {
     /// An empty table of `spec`.
     pub fn new(spec: &'static TableSpec) -> Table {
+        // Fact tables' runs, and the files of line counts (sorted by file within a run).
+        let keyed = |name: &str| {
+            (spec.name != super::schema::RUNS.name && name == "run")
+                || (spec.name == super::schema::LINE_COUNTS.name && name == "file")
+        };
         let columns = spec
             .columns
             .iter()
             .map(|c| match c.kind {
+                Kind::Str if keyed(c.name) && !c.nullable => Column::Keyed {
+                    keys: UInt32Builder::new(),
+                    values: StringBuilder::new(),
+                    last: None,
+                },
                 Kind::U32 => Column::U32(UInt32Builder::new()),
                 Kind::U64 => Column::U64(UInt64Builder::new()),
                 Kind::Str => Column::Str(StringBuilder::new()),
@@ -90,6 +110,13 @@ impl Table {
                 (Column::U32(b), Value::U32(x)) => b.append_option(x),
                 (Column::U64(b), Value::U64(x)) => b.append_option(x),
                 (Column::Str(b), Value::Str(x)) => b.append_option(x),
+                (Column::Keyed { keys, values, last }, Value::Str(Some(x))) => {
+                    if last.as_deref() != Some(x) {
+                        values.append_value(x);
+                        *last = Some(x.to_string());
+                    }
+                    keys.append_value(values.len() as u32 - 1);
+                }
                 (Column::Bool(b), Value::Bool(x)) => b.append_value(x),
                 (Column::Bytes(b), Value::Bytes(x)) => b.append_value(x),
                 (Column::Map(b), Value::Map(kv)) => {
@@ -119,6 +146,17 @@ impl Table {
                     Column::Bool(b) => Arc::new(b.finish()),
                     Column::Bytes(b) => Arc::new(b.finish()),
                     Column::Map(b) => Arc::new(b.finish()),
+                    Column::Keyed { keys, values, last } => {
+                        *last = None;
+                        // Cannot fail: every key indexes a value appended before it.
+                        Arc::new(
+                            DictionaryArray::<UInt32Type>::try_new(
+                                keys.finish(),
+                                Arc::new(values.finish()),
+                            )
+                            .expect("keys index their values"),
+                        )
+                    }
                 }
             })
             .collect();
@@ -141,7 +179,24 @@ impl Table {
     /// Writes the rows (even none) to the Parquet file `path` (through a temporary file
     /// beside it, renamed into place) and empties the table.
     pub fn write(&mut self, path: &Path) -> Result<(), DatasetError> {
-        let batch = self.take_batch()?;
+        self.take()?.write(path)
+    }
+
+    /// The rows, to be written later (by another thread: [`Rows::write`]), leaving the table
+    /// empty.
+    pub fn take(&mut self) -> Result<Rows, DatasetError> {
+        Ok(Rows(self.take_batch()?))
+    }
+}
+
+/// The rows taken from a table, ready to be written.
+pub struct Rows(RecordBatch);
+
+impl Rows {
+    /// Writes the rows (even none) to the Parquet file `path`, through a temporary file
+    /// beside it renamed into place.
+    pub fn write(self, path: &Path) -> Result<(), DatasetError> {
+        let batch = self.0;
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| DatasetError::io(dir, e))?;
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("part");

@@ -224,7 +224,7 @@ pub fn report(
         &crate::Inputs {
             counted,
             cfgs,
-            only: None,
+            ..Default::default()
         },
     )
     .map_err(|e| e.to_string())?;
