@@ -135,6 +135,7 @@ shutil.rmtree(out, ignore_errors=True)
 os.makedirs(out)
 con = duckdb.connect()
 con.execute("SET threads = 1")
+con.execute("SET enable_progress_bar = false")
 rows, times = 0, []
 for rep in range(3):
     total = 0.0

@@ -161,6 +161,23 @@ if paths_report is not None:
         )
         for p in f["paths"]:
             same(f"{name} path {p['number']}", p["count"], paths.get((fid, p["number"]), 0))
+    # Each executed path spelled out once per build, as `tally paths` spells it.
+    if "paths" in tables:
+        spelled = {}
+        for fid, number, blocks, start, end in rows(
+            "SELECT function, path, blocks, start, \"end\" FROM paths WHERE build = ?", build
+        ):
+            same(f"path {number} of function {fid} once", None, spelled.get((fid, number)))
+            spelled[(fid, number)] = (list(blocks), start, end)
+        for f in paths_report["functions"]:
+            fid = ids.get((f["module"], f["name"], int(f["cfg_hash"], 16)))
+            for p in f["paths"]:
+                same(
+                    f"{f['name']} path {p['number']} spelled",
+                    (p["blocks"], p["start"], p["end"]),
+                    spelled.get((fid, p["number"])),
+                )
+        same("paths spelled", sum(len(f["paths"]) for f in paths_report["functions"]), len(spelled))
 
 lines = {
     (fl, l): c

@@ -67,6 +67,8 @@ struct Build {
     lines: Vec<(String, u32)>,
     /// Runs already in the dataset (or in this export).
     known: HashSet<String>,
+    /// Paths (function, number) already in the `paths` table (or in a part of this export).
+    paths: HashSet<(u32, u128)>,
     /// The part being filled.
     part: Part,
 }
@@ -351,6 +353,7 @@ impl Exporter {
             .collect();
         drop(index);
         let known = super::read::runs_of(&self.dir, &key)?;
+        let paths = super::read::paths_of(&self.dir, &key)?;
         let marker = self.dir.join("builds").join(format!("build={key}"));
         if !marker.join("build.parquet").exists() {
             write_dimensions(&self.dir, &key, &report, &order, &reportable.modules)?;
@@ -366,6 +369,7 @@ impl Exporter {
                 line_terms,
                 lines,
                 known,
+                paths,
                 part: Part::new(),
             },
         );
@@ -543,6 +547,18 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
                         fid,
                         Value::Str(Some(&n)),
                         Value::U64(Some(c)),
+                    ]);
+                }
+            }
+            for row in &p.rows {
+                if row.count > 0 && b.paths.insert((id, row.number)) {
+                    let n = row.number.to_string();
+                    b.part.table(&schema::PATHS).push(&[
+                        fid,
+                        Value::Str(Some(&n)),
+                        Value::U32List(&row.blocks),
+                        Value::Str(Some(row.start)),
+                        Value::Str(Some(row.end)),
                     ]);
                 }
             }

@@ -100,6 +100,31 @@ pub(super) fn runs_of(dir: &Path, key: &str) -> Result<HashSet<String>, DatasetE
     Ok(out)
 }
 
+/// The paths in `DIR/paths/build=KEY/*.parquet` as (function, number), from the parts whose
+/// runs are in the dataset (a part left by an export that stopped before its `runs` file is
+/// written again, paths included, when its runs are exported).
+pub(super) fn paths_of(dir: &Path, key: &str) -> Result<HashSet<(u32, u128)>, DatasetError> {
+    let mut out = HashSet::new();
+    let runs = dir.join(schema::RUNS.name).join(format!("build={key}"));
+    for path in files(dir, &schema::PATHS, key)? {
+        if !path.file_name().is_some_and(|n| runs.join(n).exists()) {
+            continue;
+        }
+        batches(&path, &["function", "path"], |b| {
+            let function: &UInt32Array = b.column("function")?;
+            let number: &StringArray = b.column("path")?;
+            for i in 0..b.rows() {
+                let n = number.value(i).parse().map_err(|_| {
+                    b.bad(format!("path number {:?} is not a number", number.value(i)))
+                })?;
+                out.insert((function.value(i), n));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
 /// The dataset and build a path names: `DIR/TABLE/build=KEY` (any table's directory of the
 /// build), or `DIR` itself when it holds one build. `Ok(None)` when the path is no dataset.
 pub fn locate(path: &Path) -> Result<Option<(PathBuf, String)>, DatasetError> {

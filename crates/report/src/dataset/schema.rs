@@ -3,7 +3,7 @@
 //! ([`markdown`], compared with the document by a test).
 
 /// Version of the schema, in the `builds` table; raised when a column changes meaning or goes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// A column's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +20,8 @@ pub enum Kind {
     Bytes,
     /// A map of string keys to string values, DuckDB `MAP(VARCHAR, VARCHAR)`.
     Labels,
+    /// A list of unsigned 32-bit integers, DuckDB `UINTEGER[]`.
+    U32List,
 }
 
 /// One column.
@@ -267,6 +269,19 @@ pub const PATH_COUNTS: TableSpec = TableSpec {
     ],
 };
 
+/// The executed paths spelled out.
+pub const PATHS: TableSpec = TableSpec {
+    name: "paths",
+    doc: "path mode: each path of a function that some run of the build took, once per build, spelled out as `tally paths` shows it (written with the part of the first run that took it; join `path_counts` on `function` and `path`)",
+    columns: &[
+        FUNCTION,
+        col("path", Kind::Str, "the path's number (as in `path_counts`)"),
+        col("blocks", Kind::U32List, "its blocks in order (`blocks.block`)"),
+        col("start", Kind::Str, "how it starts: `entry`, `back-edge`, `reentry` or `cut`"),
+        col("end", Kind::Str, "how it ends: `return`, `early-exit`, `back-edge` or `cut`"),
+    ],
+};
+
 /// Interprocedural path counts.
 pub const IPATH_COUNTS: TableSpec = TableSpec {
     name: "ipath_counts",
@@ -325,12 +340,13 @@ pub const INEXACT: TableSpec = TableSpec {
 pub const DIMENSIONS: [&TableSpec; 6] = [&BUILDS, &MODULES, &FUNCTIONS, &BLOCKS, &EDGES, &LINES];
 
 /// The tables written per part (a batch of runs), `runs` last.
-pub const FACTS: [&TableSpec; 10] = [
+pub const FACTS: [&TableSpec; 11] = [
     &FUNCTION_COUNTS,
     &BLOCK_COUNTS,
     &EDGE_COUNTS,
     &LINE_COUNTS,
     &PATH_COUNTS,
+    &PATHS,
     &IPATH_COUNTS,
     &INEXACT,
     &COUNTERS,
@@ -346,6 +362,7 @@ fn kind_sql(k: Kind) -> &'static str {
         Kind::Bool => "BOOLEAN",
         Kind::Bytes => "BLOB",
         Kind::Labels => "MAP(VARCHAR, VARCHAR)",
+        Kind::U32List => "UINTEGER[]",
     }
 }
 

@@ -6,8 +6,8 @@
 use super::schema::{Kind, TableSpec};
 use super::DatasetError;
 use arrow_array::builder::{
-    ArrayBuilder, BinaryBuilder, BooleanBuilder, MapBuilder, StringBuilder, UInt32Builder,
-    UInt64Builder,
+    ArrayBuilder, BinaryBuilder, BooleanBuilder, ListBuilder, MapBuilder, StringBuilder,
+    UInt32Builder, UInt64Builder,
 };
 use arrow_array::types::UInt32Type;
 use arrow_array::{ArrayRef, DictionaryArray, RecordBatch};
@@ -26,6 +26,7 @@ enum Column {
     Bool(BooleanBuilder),
     Bytes(BinaryBuilder),
     Map(Box<MapBuilder<StringBuilder, StringBuilder>>),
+    U32List(ListBuilder<UInt32Builder>),
     /// A string column whose rows come in stretches of the same value (a fact table's `run`):
     /// each value stored once, the rows hold its index (an Arrow dictionary; Parquet stores
     /// the column as the same dictionary-encoded strings either way).
@@ -51,6 +52,8 @@ pub enum Value<'a> {
     Bytes(&'a [u8]),
     /// A map of strings.
     Map(&'a [(String, String)]),
+    /// A list of `u32`.
+    U32List(&'a [u32]),
 }
 
 /// Rows of one table.
@@ -82,6 +85,7 @@ impl Table {
                 Kind::Str => Column::Str(StringBuilder::new()),
                 Kind::Bool => Column::Bool(BooleanBuilder::new()),
                 Kind::Bytes => Column::Bytes(BinaryBuilder::new()),
+                Kind::U32List => Column::U32List(ListBuilder::new(UInt32Builder::new())),
                 Kind::Labels => Column::Map(Box::new(MapBuilder::new(
                     None,
                     StringBuilder::new(),
@@ -119,6 +123,10 @@ impl Table {
                 }
                 (Column::Bool(b), Value::Bool(x)) => b.append_value(x),
                 (Column::Bytes(b), Value::Bytes(x)) => b.append_value(x),
+                (Column::U32List(b), Value::U32List(x)) => {
+                    b.values().append_slice(x);
+                    b.append(true);
+                }
                 (Column::Map(b), Value::Map(kv)) => {
                     for (k, v) in kv {
                         b.keys().append_value(k);
@@ -145,6 +153,7 @@ impl Table {
                     Column::Str(b) => Arc::new(b.finish()),
                     Column::Bool(b) => Arc::new(b.finish()),
                     Column::Bytes(b) => Arc::new(b.finish()),
+                    Column::U32List(b) => Arc::new(b.finish()),
                     Column::Map(b) => Arc::new(b.finish()),
                     Column::Keyed { keys, values, last } => {
                         *last = None;
