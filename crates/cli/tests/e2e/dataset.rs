@@ -227,6 +227,75 @@ fn edge_demo(dir: &Path) -> PathBuf {
     bin
 }
 
+/// The demo built in `edge` mode and run `n` times: `dir/r0.tally`, ...
+fn demo_runs(dir: &Path, n: usize) -> (PathBuf, Vec<PathBuf>) {
+    let bin = edge_demo(dir);
+    let input = repo().join("testdata/demo/input.txt");
+    let runs: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("r{i}.tally"))).collect();
+    for r in &runs {
+        run_demo(&bin, &input, r);
+    }
+    (bin, runs)
+}
+
+/// The `blocks` table gives each block's inline stack: at -O2 the demo's `hash_word` and
+/// `is_word_char` are inlined into their callers, and the stacks name them with the lines of
+/// their calls in the source (found here by reading the source).
+#[test]
+fn blocks_carry_their_inline_stacks() {
+    let dir = scratch("dataset-inline");
+    let (_, runs) = demo_runs(&dir, 1);
+    let o = tally_in(&dir, &["export", "-o", "ds", runs[0].to_str().unwrap()]);
+    assert!(o.status.success(), "{o:?}");
+    let src = std::fs::read_to_string(repo().join("testdata/demo/wordfreq.c")).unwrap();
+    let calls = |name: &str| -> Vec<u32> {
+        let call = format!("{name}(");
+        src.lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains(&call) && !l.starts_with("static "))
+            .map(|(i, _)| i as u32 + 1)
+            .collect()
+    };
+    let q = r#"
+import duckdb, json, sys
+rows = duckdb.connect().execute(
+    "SELECT inlined, inlined_at, inlined_at_file FROM read_parquet(?)",
+    [sys.argv[1] + "/blocks/*/*.parquet"]).fetchall()
+print(json.dumps(rows))
+"#;
+    let o = Command::new(python())
+        .args(["-c", q, dir.join("ds").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let rows: Vec<(Vec<String>, Vec<u32>, Vec<String>)> =
+        serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        rows.iter().any(|r| r.0.is_empty()),
+        "blocks of their own code"
+    );
+    for name in ["hash_word", "is_word_char"] {
+        let lines = calls(name);
+        assert!(!lines.is_empty(), "{name} is called in the source");
+        let mut seen = 0;
+        for (names, at, files) in &rows {
+            assert_eq!((names.len(), at.len()), (files.len(), files.len()));
+            for (i, n) in names.iter().enumerate() {
+                if n == name {
+                    assert!(
+                        lines.contains(&at[i]),
+                        "{name} inlined at {}: {lines:?}",
+                        at[i]
+                    );
+                    assert!(files[i].ends_with("wordfreq.c"), "{}", files[i]);
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen > 0, "no block inlined from {name}: {rows:?}");
+    }
+}
+
 /// The `runs` table says when and where each run was, how it ended, and its labels: those of
 /// `TALLY_LABELS` at run time and `--label` at export (which wins for a key in both).
 #[test]
@@ -278,12 +347,7 @@ fn runs_say_when_where_how_and_their_labels() {
 #[test]
 fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
     let dir = scratch("dataset-again");
-    let bin = edge_demo(&dir);
-    let input = repo().join("testdata/demo/input.txt");
-    let runs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("r{i}.tally"))).collect();
-    for r in &runs {
-        run_demo(&bin, &input, r);
-    }
+    let (bin, runs) = demo_runs(&dir, 3);
     let o = tally_in(&dir, &["export", "-o", "ds", "r0.tally", "r1.tally"]);
     assert!(o.status.success(), "{o:?}");
     let before = listing(&dir.join("ds"));
@@ -364,12 +428,7 @@ fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
 #[test]
 fn a_part_that_cannot_be_written_stops_the_export() {
     let dir = scratch("dataset-unwritable");
-    let bin = edge_demo(&dir);
-    let input = repo().join("testdata/demo/input.txt");
-    let runs: Vec<PathBuf> = (0..3).map(|i| dir.join(format!("r{i}.tally"))).collect();
-    for r in &runs {
-        run_demo(&bin, &input, r);
-    }
+    let (bin, runs) = demo_runs(&dir, 3);
     let o = tally_in(&dir, &["export", "-o", "ds", "r0.tally"]);
     assert!(o.status.success(), "{o:?}");
     // A file where the build's directory of edge counts should be.

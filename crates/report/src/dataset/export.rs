@@ -641,6 +641,37 @@ fn line_counts(b: &Build, r: &Report, ids: &[Option<u32>]) -> Vec<Option<u64>> {
     out
 }
 
+/// The inline stack of block `block`'s first line (the instruction `blocks.line` names): the
+/// source functions of its inline scope and the scopes enclosing it, innermost first, up to
+/// the function's own body (`s0`, left out), with the line and file of each inlined call.
+fn inline_stack(
+    src: &source::FunctionSource,
+    block: usize,
+) -> (Vec<String>, Vec<u32>, Vec<String>) {
+    let (mut names, mut lines, mut files) = (Vec::new(), Vec::new(), Vec::new());
+    let scopes = &src.meta.scopes;
+    let Some(first) = src.meta.lines.get(block).and_then(|l| l.first()) else {
+        return (names, lines, files);
+    };
+    let mut scope = first.scope.index();
+    // Parents lie below their scope (`ScopeMeta::parent`), so the walk ends; bounded anyway.
+    while scope != 0 && names.len() < scopes.len() {
+        let Some(s) = scopes.get(scope) else {
+            break;
+        };
+        let name = s
+            .func
+            .and_then(|i| src.tables.fns.get(i.index()))
+            .map_or("?", |f| f.name.as_str());
+        names.push(name.to_string());
+        lines.push(s.call.line);
+        let file = s.call.file.and_then(|i| src.tables.files.get(i.index()));
+        files.push(file.cloned().unwrap_or_default());
+        scope = s.parent.index();
+    }
+    (names, lines, files)
+}
+
 /// The dimension tables of a build, `builds` last (its file marks the build as written).
 fn write_dimensions(
     dir: &Path,
@@ -681,11 +712,15 @@ fn write_dimensions(
             Value::U32(Some(f.edges.len() as u32)),
         ]);
         for blk in &f.blocks {
+            let (names, lines, files) = inline_stack(&f.source, blk.id as usize);
             blocks.push(&[
                 fid,
                 Value::U32(Some(blk.id)),
                 Value::Str(blk.file.as_deref()),
                 Value::U32(Some(blk.line)),
+                Value::StrList(&names),
+                Value::U32List(&lines),
+                Value::StrList(&files),
             ]);
         }
         for e in &f.edges {

@@ -22,6 +22,8 @@ pub enum Kind {
     Labels,
     /// A list of unsigned 32-bit integers, DuckDB `UINTEGER[]`.
     U32List,
+    /// A list of strings, DuckDB `VARCHAR[]`.
+    StrList,
 }
 
 /// One column.
@@ -147,6 +149,21 @@ pub const BLOCKS: TableSpec = TableSpec {
             "source file of its first located instruction",
         ),
         col("line", Kind::U32, "its line (0: unknown)"),
+        col(
+            "inlined",
+            Kind::StrList,
+            "the inline stack of that instruction: the source functions whose inlined code it is, innermost first (empty: the function's own code)",
+        ),
+        col(
+            "inlined_at",
+            Kind::U32List,
+            "the line of each of their calls (0: unknown)",
+        ),
+        col(
+            "inlined_at_file",
+            Kind::StrList,
+            "the file of each of their calls (empty: unknown)",
+        ),
     ],
 };
 
@@ -363,6 +380,7 @@ fn kind_sql(k: Kind) -> &'static str {
         Kind::Bytes => "BLOB",
         Kind::Labels => "MAP(VARCHAR, VARCHAR)",
         Kind::U32List => "UINTEGER[]",
+        Kind::StrList => "VARCHAR[]",
     }
 }
 

@@ -27,6 +27,7 @@ enum Column {
     Bytes(BinaryBuilder),
     Map(Box<MapBuilder<StringBuilder, StringBuilder>>),
     U32List(ListBuilder<UInt32Builder>),
+    StrList(ListBuilder<StringBuilder>),
     /// A string column whose rows come in stretches of the same value (a fact table's `run`):
     /// each value stored once, the rows hold its index (an Arrow dictionary; Parquet stores
     /// the column as the same dictionary-encoded strings either way).
@@ -54,6 +55,8 @@ pub enum Value<'a> {
     Map(&'a [(String, String)]),
     /// A list of `u32`.
     U32List(&'a [u32]),
+    /// A list of strings.
+    StrList(&'a [String]),
 }
 
 /// Rows of one table.
@@ -86,6 +89,7 @@ impl Table {
                 Kind::Bool => Column::Bool(BooleanBuilder::new()),
                 Kind::Bytes => Column::Bytes(BinaryBuilder::new()),
                 Kind::U32List => Column::U32List(ListBuilder::new(UInt32Builder::new())),
+                Kind::StrList => Column::StrList(ListBuilder::new(StringBuilder::new())),
                 Kind::Labels => Column::Map(Box::new(MapBuilder::new(
                     None,
                     StringBuilder::new(),
@@ -127,6 +131,12 @@ impl Table {
                     b.values().append_slice(x);
                     b.append(true);
                 }
+                (Column::StrList(b), Value::StrList(x)) => {
+                    for v in x {
+                        b.values().append_value(v);
+                    }
+                    b.append(true);
+                }
                 (Column::Map(b), Value::Map(kv)) => {
                     for (k, v) in kv {
                         b.keys().append_value(k);
@@ -154,6 +164,7 @@ impl Table {
                     Column::Bool(b) => Arc::new(b.finish()),
                     Column::Bytes(b) => Arc::new(b.finish()),
                     Column::U32List(b) => Arc::new(b.finish()),
+                    Column::StrList(b) => Arc::new(b.finish()),
                     Column::Map(b) => Arc::new(b.finish()),
                     Column::Keyed { keys, values, last } => {
                         *last = None;
