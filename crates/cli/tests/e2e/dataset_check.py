@@ -149,6 +149,37 @@ if paths_report is not None:
         for p in s["paths"]:
             key = (s["module"], mode, p["number"])
             same(f"{s['module']} {mode} path {p['number']}", p["count"], ipaths.get(key, 0))
+    # Each executed interprocedural path spelled out once per build, as `tally paths` spells it.
+    if "ipaths" in tables:
+        spelled = {}
+        for row in rows(
+            "SELECT module, mode, path, start, \"end\", context_steps, step_kinds, step_functions,"
+            " step_blocks, step_callees, step_matched FROM ipaths WHERE build = ?",
+            build,
+        ):
+            same(f"ipath {row[:3]} once", None, spelled.get(row[:3]))
+            spelled[row[:3]] = tuple(list(x) if isinstance(x, list) else x for x in row[3:])
+        listed = 0
+        for s in paths_report.get("interprocedural", []):
+            mode = {"context": "ipath", "piecewise": "ipath-piecewise"}[s["mode"]]
+            for p in s["paths"]:
+                listed += 1
+                st = p["steps"]
+                same(
+                    f"{s['module']} {mode} path {p['number']} spelled",
+                    (
+                        p["start"],
+                        p["end"],
+                        p["context_steps"],
+                        [x["kind"] for x in st],
+                        [x.get("function", "") for x in st],
+                        [x.get("block", 0) for x in st],
+                        [x.get("callee") or "" for x in st],
+                        [x.get("matched", False) for x in st],
+                    ),
+                    spelled.get((s["module"], mode, p["number"])),
+                )
+        same("ipaths spelled", listed, len(spelled))
     for f in paths_report["functions"]:
         fid = ids.get((f["module"], f["name"], int(f["cfg_hash"], 16)))
         name = f["name"]

@@ -69,6 +69,8 @@ struct Build {
     known: HashSet<String>,
     /// Paths (function, number) already in the `paths` table (or in a part of this export).
     paths: HashSet<(u32, u128)>,
+    /// Interprocedural paths (module, mode, number) already in the `ipaths` table.
+    ipaths: HashSet<(String, String, String)>,
     /// The part being filled.
     part: Part,
 }
@@ -354,6 +356,7 @@ impl Exporter {
         drop(index);
         let known = super::read::runs_of(&self.dir, &key)?;
         let paths = super::read::paths_of(&self.dir, &key)?;
+        let ipaths = super::read::ipaths_of(&self.dir, &key)?;
         let marker = self.dir.join("builds").join(format!("build={key}"));
         if !marker.join("build.parquet").exists() {
             write_dimensions(&self.dir, &key, &report, &order, &reportable.modules)?;
@@ -370,6 +373,7 @@ impl Exporter {
                 lines,
                 known,
                 paths,
+                ipaths,
                 part: Part::new(),
             },
         );
@@ -585,6 +589,11 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
                 Value::Str(Some(&n)),
                 Value::U64(Some(p.count)),
             ]);
+            let key = (p.module.clone(), p.mode.name().to_string(), n);
+            if !b.ipaths.contains(&key) {
+                add_ipath(&mut b.part, p, &key.2);
+                b.ipaths.insert(key);
+            }
         }
     }
     let program = r.program.path_lossy();
@@ -611,6 +620,68 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
         Value::Map(&all_labels),
     ]);
     b.part.runs.push(run.to_string());
+}
+
+/// The row of `ipaths` spelling out path `p` (number `n`).
+fn add_ipath(part: &mut Part, p: &crate::IpathPath, n: &str) {
+    use crate::IpathPathStep as S;
+    let len = p.steps.len();
+    let (mut kinds, mut functions, mut callees) = (
+        Vec::with_capacity(len),
+        Vec::with_capacity(len),
+        Vec::with_capacity(len),
+    );
+    let (mut blocks, mut matched) = (Vec::with_capacity(len), Vec::with_capacity(len));
+    for s in &p.steps {
+        let (kind, function, block, callee, m) = match s {
+            S::Block {
+                function, block, ..
+            } => ("block", function.as_str(), *block, None, false),
+            S::Call { call, matched } => (
+                "call",
+                call.caller.as_str(),
+                call.block,
+                call.callee.as_deref(),
+                *matched,
+            ),
+            S::Return { call, matched } => (
+                "return",
+                call.caller.as_str(),
+                call.block,
+                call.callee.as_deref(),
+                *matched,
+            ),
+            S::Summary(call) => (
+                "summary",
+                call.caller.as_str(),
+                call.block,
+                call.callee.as_deref(),
+                false,
+            ),
+            S::Restart => ("restart", "", 0, None, false),
+            S::Reentry => ("reentry", "", 0, None, false),
+            S::Cut => ("cut", "", 0, None, false),
+            S::EarlyExit => ("early-exit", "", 0, None, false),
+        };
+        kinds.push(kind.to_string());
+        functions.push(function.to_string());
+        blocks.push(block);
+        callees.push(callee.unwrap_or_default().to_string());
+        matched.push(m);
+    }
+    part.table(&schema::IPATHS).push(&[
+        Value::Str(Some(&p.module)),
+        Value::Str(Some(p.mode.name())),
+        Value::Str(Some(n)),
+        Value::Str(Some(p.start)),
+        Value::Str(Some(p.end)),
+        Value::U32(Some(p.context as u32)),
+        Value::StrList(&kinds),
+        Value::StrList(&functions),
+        Value::U32List(&blocks),
+        Value::StrList(&callees),
+        Value::BoolList(&matched),
+    ]);
 }
 
 /// The line counts of a run (by index into the build's `lines`), as `tally report --lines`

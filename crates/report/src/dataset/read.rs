@@ -100,16 +100,21 @@ pub(super) fn runs_of(dir: &Path, key: &str) -> Result<HashSet<String>, DatasetE
     Ok(out)
 }
 
+/// The part files of `table` for build `key` whose runs are in the dataset (a `runs` file of
+/// the same name exists).
+fn parts_with_runs(dir: &Path, table: &TableSpec, key: &str) -> Result<Vec<PathBuf>, DatasetError> {
+    let runs = dir.join(schema::RUNS.name).join(format!("build={key}"));
+    let mut out = files(dir, table, key)?;
+    out.retain(|p| p.file_name().is_some_and(|n| runs.join(n).exists()));
+    Ok(out)
+}
+
 /// The paths in `DIR/paths/build=KEY/*.parquet` as (function, number), from the parts whose
 /// runs are in the dataset (a part left by an export that stopped before its `runs` file is
 /// written again, paths included, when its runs are exported).
 pub(super) fn paths_of(dir: &Path, key: &str) -> Result<HashSet<(u32, u128)>, DatasetError> {
     let mut out = HashSet::new();
-    let runs = dir.join(schema::RUNS.name).join(format!("build={key}"));
-    for path in files(dir, &schema::PATHS, key)? {
-        if !path.file_name().is_some_and(|n| runs.join(n).exists()) {
-            continue;
-        }
+    for path in parts_with_runs(dir, &schema::PATHS, key)? {
         batches(&path, &["function", "path"], |b| {
             let function: &UInt32Array = b.column("function")?;
             let number: &StringArray = b.column("path")?;
@@ -118,6 +123,31 @@ pub(super) fn paths_of(dir: &Path, key: &str) -> Result<HashSet<(u32, u128)>, Da
                     b.bad(format!("path number {:?} is not a number", number.value(i)))
                 })?;
                 out.insert((function.value(i), n));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(out)
+}
+
+/// The interprocedural paths in `DIR/ipaths/build=KEY/*.parquet` as (module, mode, number),
+/// from the parts whose runs are in the dataset (as [`paths_of`]).
+pub(super) fn ipaths_of(
+    dir: &Path,
+    key: &str,
+) -> Result<HashSet<(String, String, String)>, DatasetError> {
+    let mut out = HashSet::new();
+    for path in parts_with_runs(dir, &schema::IPATHS, key)? {
+        batches(&path, &["module", "mode", "path"], |b| {
+            let module: &StringArray = b.column("module")?;
+            let mode: &StringArray = b.column("mode")?;
+            let number: &StringArray = b.column("path")?;
+            for i in 0..b.rows() {
+                out.insert((
+                    module.value(i).to_string(),
+                    mode.value(i).to_string(),
+                    number.value(i).to_string(),
+                ));
             }
             Ok(())
         })?;

@@ -24,6 +24,8 @@ pub enum Kind {
     U32List,
     /// A list of strings, DuckDB `VARCHAR[]`.
     StrList,
+    /// A list of booleans, DuckDB `BOOLEAN[]`.
+    BoolList,
 }
 
 /// One column.
@@ -312,6 +314,25 @@ pub const IPATH_COUNTS: TableSpec = TableSpec {
     ],
 };
 
+/// The executed interprocedural paths spelled out.
+pub const IPATHS: TableSpec = TableSpec {
+    name: "ipaths",
+    doc: "modes `ipath` and `ipath-piecewise`: each interprocedural path that some run of the build took, once per build, its steps as `tally paths` spells them (parallel lists, one element per step; written with the part of the first run that took it; join `ipath_counts` on `module`, `mode` and `path`)",
+    columns: &[
+        col("module", Kind::Str, "the source file of the module whose set numbers the path"),
+        col("mode", Kind::Str, "`ipath` or `ipath-piecewise`"),
+        col("path", Kind::Str, "the path's number in the set (as in `ipath_counts`)"),
+        col("start", Kind::Str, "how it starts: `entry`, `back-edge`, `cut` or `reentry`"),
+        col("end", Kind::Str, "how it ends: `return`, `back-edge`, `cut` or `early-exit`"),
+        col("context_steps", Kind::U32, "the leading steps that are its calling context (they ran with an earlier path)"),
+        col("step_kinds", Kind::StrList, "each step's kind: `block`, `call`, `return`, `summary`, `restart`, `reentry`, `cut` or `early-exit`"),
+        col("step_functions", Kind::StrList, "the function (symbol) of a block; the caller of a call, return or summary; empty for the markers"),
+        col("step_blocks", Kind::U32List, "the block (`blocks.block`); the caller's block holding the call; 0 for the markers"),
+        col("step_callees", Kind::StrList, "the callee of a call, return or summary (empty: unknown, or another kind)"),
+        col("step_matched", Kind::BoolList, "a call the path also returns from, a return whose call the path took (false for other kinds)"),
+    ],
+};
+
 /// Counter values.
 pub const COUNTERS: TableSpec = TableSpec {
     name: "counters",
@@ -357,7 +378,7 @@ pub const INEXACT: TableSpec = TableSpec {
 pub const DIMENSIONS: [&TableSpec; 6] = [&BUILDS, &MODULES, &FUNCTIONS, &BLOCKS, &EDGES, &LINES];
 
 /// The tables written per part (a batch of runs), `runs` last.
-pub const FACTS: [&TableSpec; 11] = [
+pub const FACTS: [&TableSpec; 12] = [
     &FUNCTION_COUNTS,
     &BLOCK_COUNTS,
     &EDGE_COUNTS,
@@ -365,6 +386,7 @@ pub const FACTS: [&TableSpec; 11] = [
     &PATH_COUNTS,
     &PATHS,
     &IPATH_COUNTS,
+    &IPATHS,
     &INEXACT,
     &COUNTERS,
     &PATH_ENTRIES,
@@ -381,6 +403,7 @@ fn kind_sql(k: Kind) -> &'static str {
         Kind::Labels => "MAP(VARCHAR, VARCHAR)",
         Kind::U32List => "UINTEGER[]",
         Kind::StrList => "VARCHAR[]",
+        Kind::BoolList => "BOOLEAN[]",
     }
 }
 

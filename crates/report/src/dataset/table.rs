@@ -28,6 +28,7 @@ enum Column {
     Map(Box<MapBuilder<StringBuilder, StringBuilder>>),
     U32List(ListBuilder<UInt32Builder>),
     StrList(ListBuilder<StringBuilder>),
+    BoolList(ListBuilder<BooleanBuilder>),
     /// A string column whose rows come in stretches of the same value (a fact table's `run`):
     /// each value stored once, the rows hold its index (an Arrow dictionary; Parquet stores
     /// the column as the same dictionary-encoded strings either way).
@@ -57,6 +58,8 @@ pub enum Value<'a> {
     U32List(&'a [u32]),
     /// A list of strings.
     StrList(&'a [String]),
+    /// A list of booleans.
+    BoolList(&'a [bool]),
 }
 
 /// Rows of one table.
@@ -90,6 +93,7 @@ impl Table {
                 Kind::Bytes => Column::Bytes(BinaryBuilder::new()),
                 Kind::U32List => Column::U32List(ListBuilder::new(UInt32Builder::new())),
                 Kind::StrList => Column::StrList(ListBuilder::new(StringBuilder::new())),
+                Kind::BoolList => Column::BoolList(ListBuilder::new(BooleanBuilder::new())),
                 Kind::Labels => Column::Map(Box::new(MapBuilder::new(
                     None,
                     StringBuilder::new(),
@@ -131,6 +135,10 @@ impl Table {
                     b.values().append_slice(x);
                     b.append(true);
                 }
+                (Column::BoolList(b), Value::BoolList(x)) => {
+                    b.values().append_slice(x);
+                    b.append(true);
+                }
                 (Column::StrList(b), Value::StrList(x)) => {
                     for v in x {
                         b.values().append_value(v);
@@ -165,6 +173,7 @@ impl Table {
                     Column::Bytes(b) => Arc::new(b.finish()),
                     Column::U32List(b) => Arc::new(b.finish()),
                     Column::StrList(b) => Arc::new(b.finish()),
+                    Column::BoolList(b) => Arc::new(b.finish()),
                     Column::Map(b) => Arc::new(b.finish()),
                     Column::Keyed { keys, values, last } => {
                         *last = None;
