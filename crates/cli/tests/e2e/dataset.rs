@@ -296,6 +296,50 @@ print(json.dumps(rows))
     }
 }
 
+/// A build made with `--tally-oracle` keeps its same-run oracle modules in the dataset: the
+/// build read back is the merged profile byte for byte, oracle counters included, and `tally
+/// check` on it says what it says on the runs' profiles.
+#[test]
+fn an_oracle_build_is_checked_from_the_dataset() {
+    let dir = scratch("dataset-oracle");
+    let src = repo().join("testdata/demo/wordfreq.c");
+    let bin = dir.join("wordfreq");
+    build(
+        Variant::Tally("edge"),
+        false,
+        &["--tally-oracle", "-O2", "-g", src.to_str().unwrap()],
+        &bin,
+        &dir,
+    );
+    let input = repo().join("testdata/demo/input.txt");
+    for i in 0..2 {
+        run_demo(&bin, &input, &dir.join(format!("r{i}.tally")));
+    }
+    tally_ok(&dir, &["export", "-o", "ds", "r0.tally", "r1.tally"]);
+    tally_ok(&dir, &["merge", "-o", "runs.tally", "r0.tally", "r1.tally"]);
+    tally_ok(&dir, &["merge", "-o", "back.tally", "ds"]);
+    let same = std::fs::read(dir.join("runs.tally")).unwrap()
+        == std::fs::read(dir.join("back.tally")).unwrap();
+    assert!(same, "the build read back is not the merged profile");
+    let on_runs = tally_in(&dir, &["check", "r0.tally", "r1.tally"]);
+    let on_dataset = tally_in(&dir, &["check", "ds"]);
+    assert!(on_runs.status.success(), "{on_runs:?}");
+    assert!(on_dataset.status.success(), "{on_dataset:?}");
+    let said = |o: &Output| {
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        // "NAME: N functions compared ...": the same but for the name of the input.
+        out.split_once(": ")
+            .map(|(_, rest)| rest.to_string())
+            .unwrap_or(out)
+    };
+    assert_eq!(said(&on_runs), said(&on_dataset));
+    assert!(
+        said(&on_dataset).contains(" 0 differ"),
+        "{}",
+        said(&on_dataset)
+    );
+}
+
 /// The `runs` table says when and where each run was, how it ended, and its labels: those of
 /// `TALLY_LABELS` at run time and `--label` at export (which wins for a key in both).
 #[test]

@@ -236,6 +236,13 @@ impl Exporter {
             self.summary.present += 1;
             return Ok(Outcome::Present { run });
         }
+        // The same-run oracle modules (`--tally-oracle`) are left out of the counts and put
+        // back where they were: the `modules` table and the counters keep the profile's order,
+        // so that a build read back is its runs' merged profile, oracles included.
+        let at: Vec<usize> = (build.template.modules.iter().enumerate())
+            .filter(|(_, m)| m.meta.oracle_for.is_some())
+            .map(|(i, _)| i)
+            .collect();
         let oracles = build.template.take_oracles();
         let analysed = {
             let inputs = Inputs {
@@ -246,10 +253,12 @@ impl Exporter {
             };
             analyze(&build.template, &inputs)
         };
+        for (i, m) in at.into_iter().zip(oracles) {
+            build.template.modules.insert(i, m);
+        }
         if analysed.is_ok() {
             add_raw(&mut build.part, &run, &build.template.modules);
         }
-        build.template.modules.extend(oracles);
         let report = match analysed {
             Ok(r) => r,
             Err(e) => {
@@ -359,7 +368,7 @@ impl Exporter {
         let ipaths = super::read::ipaths_of(&self.dir, &key)?;
         let marker = self.dir.join("builds").join(format!("build={key}"));
         if !marker.join("build.parquet").exists() {
-            write_dimensions(&self.dir, &key, &report, &order, &reportable.modules)?;
+            write_dimensions(&self.dir, &key, &report, &order, &template.modules)?;
             self.summary.new_builds += 1;
         }
         self.builds.insert(

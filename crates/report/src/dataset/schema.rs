@@ -109,7 +109,7 @@ pub const BUILDS: TableSpec = TableSpec {
 /// [`PATH_ENTRIES`], what rebuilds the merged profile of any runs of the build.
 pub const MODULES: TableSpec = TableSpec {
     name: "modules",
-    doc: "one row per instrumented module (object file) of the build, with the metadata its profiles carry",
+    doc: "one row per instrumented module (object file) of the build, with the metadata its profiles carry; a build made with `--tally-oracle` lists its same-run oracle modules too (mode `edges-naive`), so that `tally check` reads the build back",
     columns: &[
         col("module", Kind::U32, "its number in the build"),
         col("hash", Kind::U64, "the hash of its metadata"),
