@@ -1,6 +1,7 @@
-//! Builds `shim/freq.cpp`, `shim/scev.cpp` and `shim/globals.cpp`, the pieces of LLVM's C++ API
-//! tally uses (its static block and edge frequency estimate, ScalarEvolution's trip counts, a
-//! global's `dso_local`: the C API lacks them), against the headers of the LLVM that
+//! Builds `shim/freq.cpp`, `shim/scev.cpp`, `shim/globals.cpp` and `shim/debuginfo.cpp`, the
+//! pieces of LLVM's C++ API tally uses (its static block and edge frequency estimate,
+//! ScalarEvolution's trip counts, a global's `dso_local`, a location's discriminator: the C
+//! API lacks them), against the headers of the LLVM that
 //! llvm-sys links (`LLVM_SYS_191_PREFIX`).
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,6 +10,7 @@ fn main() {
     println!("cargo:rerun-if-changed=shim/freq.cpp");
     println!("cargo:rerun-if-changed=shim/scev.cpp");
     println!("cargo:rerun-if-changed=shim/globals.cpp");
+    println!("cargo:rerun-if-changed=shim/debuginfo.cpp");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
     let config = std::env::var_os("LLVM_SYS_191_PREFIX")
@@ -29,6 +31,7 @@ fn main() {
         .file("shim/freq.cpp")
         .file("shim/scev.cpp")
         .file("shim/globals.cpp")
+        .file("shim/debuginfo.cpp")
         .flag("-isystem")
         .flag(include.trim())
         .std("c++17")

@@ -53,7 +53,9 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// that may end the frame starts a block (its count is how often the calls returned), and small
 /// callees are inlined before instrumenting (a probe an inlined copy lacks ran 0 times in it).
 /// Version 12's profiles counted such a probe as its block's entries.
-pub const META_VERSION: u32 = 13;
+/// 14: [`ScopeMeta::call_probe`], the call-site probe of an inlined call (nested records of the
+/// sample profile).
+pub const META_VERSION: u32 = 14;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -370,6 +372,10 @@ pub struct ScopeMeta {
     pub parent: ScopeIdx,
     /// Where the call was inlined (line 0 for `s0`).
     pub call: Loc,
+    /// The inlined call's pseudo-probe id in the parent scope's function (a build with
+    /// `-fpseudo-probe-for-profiling`: the probe id the discriminator of the `inlinedAt`
+    /// location holds, `meta::probes`); 0 for `s0` and without probes.
+    pub call_probe: u32,
 }
 
 /// A run of consecutive instructions of a block with the same line and scope.

@@ -6,14 +6,16 @@
 //! - [`Scev`] (`shim/scev.cpp`): ScalarEvolution's trip counts and affine recurrences (SESE
 //!   counters, `counters::sese`);
 //! - [`copy_dso_local`] (`shim/globals.cpp`): a global's `dso_local` (trace mode's second
-//!   entries).
+//!   entries);
+//! - [`call_probe`] (`shim/debuginfo.cpp`): the call-site probe id a debug location's
+//!   discriminator holds (the call sites of inline scopes, `ir::lines`).
 //!
 //! Every handle passed in is a [`Val`] or [`Bb`] of the module being instrumented, alive for
 //! the whole `instrument` call (`crate::ir`'s module doc); the analyses' handles are owned by
 //! their wrapper and freed on drop.
 
 use crate::ir::{Bb, Val};
-use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMValueRef};
+use llvm_sys::prelude::{LLVMBasicBlockRef, LLVMMetadataRef, LLVMValueRef};
 use std::ffi::c_void;
 
 extern "C" {
@@ -36,6 +38,8 @@ extern "C" {
     fn tally_scev_free(h: *mut c_void);
 
     fn tally_copy_dso_local(from: LLVMValueRef, to: LLVMValueRef);
+
+    fn tally_call_probe(loc: LLVMMetadataRef) -> u32;
 }
 
 /// LLVM's frequency analyses of one function (`shim/freq.cpp`), freed on drop.
@@ -120,4 +124,13 @@ pub(crate) fn copy_dso_local(from: Val, to: Val) {
     // SAFETY: both are live global values of the module (module doc); the shim only sets a
     // flag on `to`.
     unsafe { tally_copy_dso_local(from.0, to.0) }
+}
+
+/// The id of the call-site pseudo-probe whose data the discriminator of `DILocation` `loc`
+/// holds; 0 when it holds none (no probe, a block probe's, or not a location),
+/// `shim/debuginfo.cpp`.
+pub(crate) fn call_probe(loc: LLVMMetadataRef) -> u32 {
+    // SAFETY: `loc` is live metadata of the module being instrumented (module doc); the shim
+    // only reads it, and checks its kind.
+    unsafe { tally_call_probe(loc) }
 }

@@ -865,6 +865,7 @@ mod tests {
                     func: Some(SourceFnIdx(0)),
                     parent: ScopeIdx(0),
                     call: Loc::default(),
+                    call_probe: 0,
                 },
                 ScopeMeta {
                     func: Some(SourceFnIdx(1)),
@@ -873,6 +874,7 @@ mod tests {
                         file: Some(FileIdx(0)),
                         line: 5,
                     },
+                    call_probe: 0,
                 },
             ],
             lines,
@@ -1013,6 +1015,7 @@ mod tests {
                     file: Some(FileIdx(0)),
                     line: 5,
                 },
+                call_probe: 0,
             });
         }
         meta.lines[1] = (0..N).map(|i| run(10 + i % 7, i)).collect();

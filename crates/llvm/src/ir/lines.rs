@@ -132,6 +132,12 @@ fn subprogram_of(ctx: LLVMContextRef, mut scope: LLVMMetadataRef) -> Option<LLVM
     None
 }
 
+/// The pseudo-probe id of the call at location `at` (an `inlinedAt` location): the probe pass
+/// packs it into the location's discriminator (`crate::shim::call_probe`); 0 when there is none.
+fn call_probe(at: LLVMMetadataRef) -> u32 {
+    crate::shim::call_probe(at)
+}
+
 /// Builds the scopes of one function as its instructions name them.
 struct Scopes<'t> {
     ctx: LLVMContextRef,
@@ -139,6 +145,8 @@ struct Scopes<'t> {
     scopes: Vec<ScopeMeta>,
     /// `inlinedAt` location (by address) -> scope.
     index: HashMap<usize, u32>,
+    /// Call location (by address) -> the scope of a callee without debug info inlined there.
+    nodebug: HashMap<usize, u32>,
 }
 
 impl Scopes<'_> {
@@ -169,11 +177,37 @@ impl Scopes<'_> {
                 func,
                 parent: ScopeIdx(parent),
                 call,
+                call_probe: call_probe(at),
             });
             self.index.insert(at as usize, i);
             parent = i;
         }
         ScopeIdx(parent)
+    }
+
+    /// The scope of a pseudo-probe's location, if it has one. A callee without debug info
+    /// (`__attribute__((nodebug))`, as the SSE intrinsics of `<emmintrin.h>`) inlined at a
+    /// call gives its probes the call's location, whose discriminator names the call's probe:
+    /// they get a scope of their own under the call's (no function, that call probe).
+    fn probe_scope(&mut self, v: Val) -> Option<ScopeIdx> {
+        let dl = v.debug_loc()?;
+        let outer = self.scope_of(v)?;
+        let id = call_probe(dl);
+        if id == 0 {
+            return Some(outer);
+        }
+        if let Some(&i) = self.nodebug.get(&(dl as usize)) {
+            return Some(ScopeIdx(i));
+        }
+        let i = self.scopes.len() as u32;
+        self.scopes.push(ScopeMeta {
+            func: None,
+            parent: outer,
+            call: self.tables.loc(&ir::location_pos(dl)),
+            call_probe: id,
+        });
+        self.nodebug.insert(dl as usize, i);
+        Some(ScopeIdx(i))
     }
 
     /// The scope of an instruction's location, if it has one (lines 0 included).
@@ -234,8 +268,10 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
             func: Some(own),
             parent: ScopeIdx(0),
             call: Loc::default(),
+            call_probe: 0,
         }],
         index: HashMap::new(),
+        nodebug: HashMap::new(),
     };
     let mut lines = Vec::with_capacity(l.nodes.len());
     let mut probes = Vec::with_capacity(l.nodes.len());
@@ -245,7 +281,7 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
         for &v in &n.instrs {
             if let Some(mut p) = s.tables.probes.probe(v) {
                 // The probe's inline instance: the scope of its location (s0 without one).
-                p.scope = s.scope_of(v).unwrap_or_default();
+                p.scope = s.probe_scope(v).unwrap_or_default();
                 block_probes.push(p);
             }
             if ir::is_not_code(v) {

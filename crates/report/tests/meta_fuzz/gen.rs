@@ -363,6 +363,7 @@ pub(crate) fn source_meta(rng: &mut Rng, cfg: &Cfg) -> SourceMeta {
                 file: Some(FileIdx(0)),
                 line: if i == 0 { 0 } else { 1 + rng.below(40) as u32 },
             },
+            call_probe: if i == 0 { 0 } else { rng.below(8) as u32 },
         })
         .collect();
     let lines = cfg
