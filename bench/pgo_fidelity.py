@@ -16,7 +16,9 @@ Per program, both trained once on the same input (the program's `reduced` size):
 Then every source is compiled (`-c -o /dev/null`) twice, and the IR dumps are parsed as they
 stream (SQLite's are hundreds of MB):
 
-  (a) `tally cc --tally-use=train.tally ... -mllvm -print-after=sample-profile`
+  (a) `tally cc --tally-use=train.tally --tally-use-flat ... -mllvm -print-after=sample-profile`
+      (the flat profile: the one whose records these checks read; the nested one, merged back
+      by the loader, gives the same entry counts: crates/cli/tests/e2e/pgo_fidelity.rs)
   (b) `clang-19 ... -fprofile-use=ir.profdata -mllvm -print-after=pgo-instr-use`
 
 1. Entry counts: the `!{!"function_entry_count", i64 N}` of each `define`. For every function
@@ -277,7 +279,8 @@ def measure(name, tally, work, jobs):
     use = f"--tally-use={train}"
 
     def loader(src):
-        return dump_of([tally, "cc", use] + flags + ["-c", "-o", "/dev/null", "-mllvm",
+        return dump_of([tally, "cc", use, "--tally-use-flat"] + flags + ["-c", "-o", "/dev/null",
+                        "-mllvm",
                         "-print-after=sample-profile", src], d, probes,
                        f"{name}: tally cc --tally-use {os.path.basename(src)}")
 

@@ -3,10 +3,11 @@
 program of the benchmark suite (testdata/bench/*/BUILD), all in one run (docs/pgo.md has the
 results; bench/pgo.sh measures more variants on Lua and SQLite alone).
 
-Per program, at -O2, six builds: plain clang; IR PGO's training build (-fprofile-generate) and
-its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo), the same
-without pre-inlining (--tally-pgo-inline=off), and tally's optimized build (tally cc
---tally-use). The training builds run the training input (the program's reduced size), and
+Per program, at -O2, seven builds: plain clang; IR PGO's training build (-fprofile-generate)
+and its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo), the
+same without pre-inlining (--tally-pgo-inline=off), and tally's optimized build (tally cc
+--tally-use: the nested sample profile), and the same from the flat profile
+(--tally-use-flat). The training builds run the training input (the program's reduced size), and
 tally's two must give the same sample profile (a probe's count does not depend on which
 copies of it inlining made); every build then runs the test input (twice that size: more and
 different generated data) under callgrind, which counts instructions exactly where times on
@@ -83,16 +84,23 @@ def measure(name, tally, work):
     whole = build(p, tally, d, "whole", ["--tally-pgo", "--tally-pgo-inline=off"], "tally")
     run([irgen, *train], d, dict(env, LLVM_PROFILE_FILE=os.path.join(d, "ir.profraw")))
     run(["llvm-profdata-19", "merge", "-o", "ir.profdata", "ir.profraw"], d)
-    run([tgen, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "t.tally")))
-    run([whole, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "w.tally")))
-    texts = [run([tally, "report", "--export", "sample-profile", f], d).stdout
-             for f in ("t.tally", "w.tally")]
-    if texts[0] != texts[1]:
+    # A program may take other paths from run to run (mimalloc seeds its randomness from the
+    # OS): a difference is retried before it counts against pre-inlining.
+    for attempt in range(3):
+        run([tgen, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "t.tally")))
+        run([whole, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "w.tally")))
+        texts = [run([tally, "report", "--export", "sample-profile", f], d).stdout
+                 for f in ("t.tally", "w.tally")]
+        if texts[0] == texts[1]:
+            break
+        log(f"{name}: the two training runs' profiles differ (attempt {attempt + 1})")
+    else:
         raise RuntimeError(f"{name}: the sample profile depends on pre-inlining")
     iruse = build(p, tally, d, "iruse", ["-fprofile-use=ir.profdata", "-Wno-backend-plugin"])
     tuse = build(p, tally, d, "tuse", ["--tally-use=t.tally"], "tally")
+    tflat = build(p, tally, d, "tflat", ["--tally-use=t.tally", "--tally-use-flat"], "tally")
     want = run([plain, *test], d, env, check=False)
-    for b in (iruse, tuse):
+    for b in (iruse, tuse, tflat):
         got = run([b, *test], d, env, check=False)
         if (got.returncode, got.stdout) != (want.returncode, want.stdout):
             raise RuntimeError(f"{name}: {os.path.basename(b)} prints otherwise than plain")
@@ -101,7 +109,7 @@ def measure(name, tally, work):
                 LLVM_PROFILE_FILE=os.path.join(d, "x.profraw"))
     counts = {k: instructions(b, test, d, menv)
               for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen), ("whole", whole),
-                           ("iruse", iruse), ("tuse", tuse)]}
+                           ("iruse", iruse), ("tuse", tuse), ("tflat", tflat)]}
     return counts, {"plain": plain, "iruse": iruse, "tuse": tuse, "test": test, "env": env, "d": d}
 
 
@@ -138,9 +146,10 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("| program | -O2 | IR PGO training | tally --tally-pgo training | without pre-inlining "
-          "| tally's training overhead / IR PGO's | IR PGO | tally PGO | tally's gain / IR PGO's |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    logs = {"ir": [], "t": []}
+          "| tally's training overhead / IR PGO's | IR PGO | tally PGO | tally's gain / IR PGO's "
+          "| tally PGO, flat profile |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    logs = {"ir": [], "t": [], "f": []}
     for n in names:
         r = results[n]
         ratio = {k: r[k] / r["plain"] for k in r}
@@ -148,12 +157,14 @@ def main():
         share = f"{t_gain / ir_gain:.2f}" if ir_gain > 0 else "n/a (IR PGO gains nothing)"
         logs["ir"].append(math.log(ratio["iruse"]))
         logs["t"].append(math.log(ratio["tuse"]))
+        logs["f"].append(math.log(ratio["tflat"]))
         cost = (ratio["tgen"] - 1) / (ratio["irgen"] - 1)
         print(f"| {n} | {r['plain']} | ×{ratio['irgen']:.3f} | ×{ratio['tgen']:.3f} "
               f"| ×{ratio['whole']:.3f} | {cost:.2f} "
-              f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} |")
+              f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} "
+              f"| ×{ratio['tflat']:.3f} |")
     gm = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
-    print(f"| geomean | | | | | | ×{gm['ir']:.3f} | ×{gm['t']:.3f} | |")
+    print(f"| geomean | | | | | | ×{gm['ir']:.3f} | ×{gm['t']:.3f} | | ×{gm['f']:.3f} |")
     print()
     print(f"Wall-clock seconds of the test run, median of {a.rounds} interleaved rounds, ratio to "
           "plain's median:")

@@ -42,6 +42,10 @@ struct Settings {
     /// from the sample profile `tally report --export sample-profile` wrote (docs/pgo.md)
     #[arg(long = "tally-use", value_name = "PROFILE")]
     use_profile: Option<PathBuf>,
+    /// With --tally-use of a .tally profile: a flat sample profile (one record per function,
+    /// its inline instances summed) instead of a nested one; for measurements (docs/pgo.md)
+    #[arg(long = "tally-use-flat", hide = true)]
+    use_flat: bool,
     /// Print the commands run and instrumentation statistics per file
     #[arg(long = "tally-verbose", env = "TALLY_VERBOSE", value_parser = FalseyValueParser::new())]
     verbose: bool,
@@ -643,7 +647,7 @@ pub fn main(cxx: bool, argv: &[OsString]) -> Result<i32> {
         let tmp = tempdir()?;
         let compiles = cl.words.iter().any(|w| w.source_lang().is_some());
         let sample = match compiles {
-            true => crate::pgo::sample_file(profile, tmp.path())?,
+            true => crate::pgo::sample_file(profile, tmp.path(), !s.use_flat)?,
             false => None,
         };
         return crate::pgo::run(&s.clang, passthrough_args(), sample.as_deref(), s.verbose);

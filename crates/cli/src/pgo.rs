@@ -2,7 +2,8 @@
 //! compiled by clang as it stands, without instrumentation, plus clang's sample-profile flags
 //! (`-fprofile-sample-use`, `-fpseudo-probe-for-profiling`, `-fprofile-sample-accurate`,
 //! `-fsample-profile-use-profi`) and a sample profile made of tally's exact counts
-//! (tally-report's `sample_profile`). PROFILE is a `.tally` profile (one run, or several
+//! (tally-report's `sample_profile`: nested, each inline instance of the training build a record
+//! of its own, unless `--tally-use-flat`). PROFILE is a `.tally` profile (one run, or several
 //! merged by `tally merge`) of a `tally cc --tally-pgo` build, or a sample profile `tally
 //! report --export sample-profile` wrote.
 //!
@@ -20,7 +21,7 @@ use std::process::{Command, Stdio};
 /// The sample profile to hand clang: PROFILE itself when it is one, else the one made of the
 /// `.tally` profile, written under `tmp`. `None` when it has no function (clang refuses an
 /// empty profile; the build then goes on without one).
-pub(crate) fn sample_file(profile: &Path, tmp: &Path) -> Result<Option<PathBuf>> {
+pub(crate) fn sample_file(profile: &Path, tmp: &Path, nested: bool) -> Result<Option<PathBuf>> {
     let shown = || format!("--tally-use={}", profile.display());
     let mut head = [0u8; 16];
     let n = std::fs::File::open(profile)
@@ -47,7 +48,7 @@ pub(crate) fn sample_file(profile: &Path, tmp: &Path) -> Result<Option<PathBuf>>
         return Ok(None);
     }
     let out = tmp.join("tally-use.prof");
-    std::fs::write(&out, p.text(true)).with_context(shown)?;
+    std::fs::write(&out, p.text(true, nested && p.nested)).with_context(shown)?;
     Ok(Some(out))
 }
 
@@ -56,13 +57,16 @@ pub(crate) fn sample_file(profile: &Path, tmp: &Path) -> Result<Option<PathBuf>>
 /// record, so the loader takes them as cold, and a function the list does not name (code added
 /// since the training run) as new. `llvm-profdata merge --sample --extbinary
 /// --prof-sym-list` writes it ($TALLY_LLVM_PROFDATA, else `llvm-profdata-19` on PATH).
-pub(crate) fn extbinary(p: &tally_report::sample_profile::SampleProfile) -> Result<Vec<u8>> {
+pub(crate) fn extbinary(
+    p: &tally_report::sample_profile::SampleProfile,
+    nested: bool,
+) -> Result<Vec<u8>> {
     let tool = std::env::var_os("TALLY_LLVM_PROFDATA").unwrap_or_else(|| "llvm-profdata-19".into());
     let dir = crate::driver::tempdir()?;
     let text = dir.path().join("profile.txt");
     let syms = dir.path().join("symbols.txt");
     let out = dir.path().join("profile.extbinary");
-    std::fs::write(&text, p.text(false)).context("cannot write a temporary file")?;
+    std::fs::write(&text, p.text(false, nested)).context("cannot write a temporary file")?;
     std::fs::write(&syms, p.symbols()).context("cannot write a temporary file")?;
     let mut list = OsString::from("--prof-sym-list=");
     list.push(&syms);

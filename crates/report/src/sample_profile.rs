@@ -5,9 +5,21 @@
 //! block holds (`tally_format::meta::probes`). Probe `id` of function `F` stands for one block
 //! of `F`'s graph before optimization, so its exact count is the sum, over every copy of the
 //! probe (unrolled, duplicated or inlined into any function of any module), of the exact count
-//! of the block holding the copy. The profile is flat: each function's record holds the counts
-//! of all its probes wherever its code ran, as IR instrumentation PGO counts a function before
-//! inlining; the head count is the count of probe 1, the entry block's.
+//! of the block holding the copy. The head count is the count of probe 1, the entry block's.
+//!
+//! Two shapes. *Flat* (`text(_, false)`): each function's record holds the counts of all its
+//! probes wherever its code ran, as IR instrumentation PGO counts a function before inlining.
+//! *Nested* (`text(_, true)`, [`Context`]): a function's record holds its out-of-line copy's
+//! counts, and each copy of a callee inlined at one of its call sites is a record of its own,
+//! indented under the call-site probe (` id: callee:total`), as AutoFDO writes the inline
+//! instances of a sampled binary (Chen et al., CGO 2016, §3). A `--tally-pgo` build inlines
+//! small callees before it counts (`tally_llvm`'s pre-inlining), so it knows the counts of
+//! each inline instance: the loader can inline the same calls and weigh every copy with its
+//! own counts (IR PGO's pre-inliner gives its optimized build the same), and merges a nested
+//! record it does not inline back into the callee's own, so the nested profile loses nothing.
+//! Each scope's call-site probe is `ScopeMeta::call_probe`. Only a profile whose every module
+//! counted before optimization is nested: elsewhere optimization copied and dropped probes,
+//! and only the flat sums can say which counts are exact.
 //!
 //! The text format is the one `llvm/include/llvm/ProfileData/SampleProfReader.h` documents, with
 //! probe ids where line offsets would be (`llvm/test/Transforms/SampleProfile/Inputs/
@@ -22,6 +34,7 @@
 use crate::Report;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use tally_format::ScopeMeta;
 
 /// The copies of one function's probes in one inline instance (an out-of-line copy, or one
 /// inlined call): probe id -> summed count.
@@ -84,6 +97,100 @@ impl Owner {
     }
 }
 
+/// One function's counts in one calling context: its out-of-line copies (a top-level record),
+/// or its copies inlined at one call site of its caller's context (a nested record).
+#[derive(Default)]
+struct Context {
+    /// Probe id -> count.
+    probes: BTreeMap<u32, u64>,
+    /// The callees inlined here: (call-site probe id, callee GUID) -> their counts there.
+    calls: BTreeMap<(u32, u64), Context>,
+}
+
+impl Context {
+    /// The context a path of (call-site probe, callee GUID) steps leads to, made on first use.
+    fn at(&mut self, path: &[(u32, u64)]) -> &mut Context {
+        path.iter()
+            .fold(self, |c, &step| c.calls.entry(step).or_default())
+    }
+
+    /// Drops the nested records of `guids` (wherever they are).
+    fn drop_calls(&mut self, guids: &BTreeMap<u64, (String, String)>) {
+        self.calls.retain(|(_, g), _| !guids.contains_key(g));
+        for c in self.calls.values_mut() {
+            c.drop_calls(guids);
+        }
+    }
+
+    /// Its count with those of the callees inlined in it, as LLVM's `FunctionSamples` totals
+    /// them.
+    fn total(&self) -> u64 {
+        let own = self.probes.values().fold(0u64, |a, &c| a.saturating_add(c));
+        self.calls
+            .values()
+            .fold(own, |a, c| a.saturating_add(c.total()))
+    }
+
+    /// Writes the probes and nested records at `depth` (the record's own line is written by
+    /// the caller).
+    fn write(
+        &self,
+        text: &mut String,
+        depth: usize,
+        checksum: u64,
+        names: &HashMap<u64, (String, u64)>,
+    ) {
+        let pad = " ".repeat(depth);
+        for (id, c) in &self.probes {
+            let _ = writeln!(text, "{pad}{id}: {c}");
+        }
+        for (&(probe, guid), callee) in &self.calls {
+            let total = callee.total();
+            let Some((name, sum)) = names.get(&guid).filter(|_| total > 0) else {
+                continue;
+            };
+            let _ = writeln!(text, "{pad}{probe}: {name}:{total}");
+            callee.write(text, depth + 1, *sum, names);
+        }
+        let _ = writeln!(text, "{pad}!CFGChecksum: {checksum}");
+    }
+}
+
+/// Where the copy of a probe of function `guid` in inline scope `s` goes in a nested profile:
+/// the root record's GUID and the (call-site probe, callee GUID) steps from it down to the copy.
+/// The chain of scopes is followed outwards as far as each step can be named: a scope whose
+/// call has no probe id (SimplifyCFG merged two calls' locations), or a callee without debug
+/// info (its probes have no location, or the call's), ends it there, and the copy is counted as
+/// if that scope's function had run out of line: the flat profile's sum, for that context.
+/// `guids[s]`: the GUID of scope `s`'s function, from the probes in it. Also whether the chain
+/// was followed to the function's own body.
+fn place(
+    scopes: &[ScopeMeta],
+    guids: &[Option<u64>],
+    s: usize,
+    guid: u64,
+) -> (u64, Vec<(u32, u64)>, bool) {
+    let mut path = Vec::new();
+    let (mut cur, mut cur_guid) = (s, guid);
+    if guids.get(s).copied().flatten() == Some(guid) {
+        while cur != 0 {
+            let Some(scope) = scopes.get(cur) else { break };
+            let parent = scope.parent.0 as usize;
+            let Some(parent_guid) = guids.get(parent).copied().flatten() else {
+                break;
+            };
+            if scope.call_probe == 0 || parent >= cur {
+                break;
+            }
+            path.push((scope.call_probe, cur_guid));
+            (cur, cur_guid) = (parent, parent_guid);
+        }
+    }
+    path.reverse();
+    let whole = cur == 0 && guids.first().copied().flatten() == Some(cur_guid);
+    (cur_guid, path, whole)
+}
+
 /// One function's record.
 struct Record {
     name: String,
@@ -92,11 +199,20 @@ struct Record {
     probes: BTreeMap<u32, u64>,
     checksum: u64,
     ran: bool,
+    /// Its nested record (a nested profile only): its out-of-line counts and inline instances.
+    nested: Option<Context>,
 }
 
 /// A sample profile and what was left out of it.
 pub struct SampleProfile {
     records: Vec<Record>,
+    /// GUID -> name and checksum, for the nested records.
+    names: HashMap<u64, (String, u64)>,
+    /// Every module counted before optimization: the nested shape is available ([`SampleProfile::text`]).
+    pub nested: bool,
+    /// Copies of probes in an inline instance that ran and whose call site cannot be named
+    /// (`place`): the nested shape counts them in their function's own record.
+    pub unplaced: usize,
     /// Functions in it.
     pub functions: usize,
     /// Functions in it that ran.
@@ -123,10 +239,30 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
     // GUID -> its instances; GUIDs whose counts cannot be exact, and why.
     let mut owners: HashMap<u64, Owner> = HashMap::new();
     let mut unknown: BTreeMap<u64, (String, String)> = BTreeMap::new();
+    // Root GUID -> its nested record; `None` once a module counted after optimization.
+    let mut nested: Option<HashMap<u64, Context>> = Some(HashMap::new());
+    let mut unplaced = 0;
     let mut any = false;
     for f in &r.functions {
         let probes = &f.source.meta.probes;
         let descs = &f.source.tables.probe_descs;
+        // The GUID of each inline scope's function: that of the probes in it; `s0`'s is the
+        // function's own (a callee without debug info leaves probes there too).
+        let scopes = &f.source.meta.scopes;
+        let mut scope_guids: Vec<Option<u64>> = vec![None; scopes.len().max(1)];
+        scope_guids[0] = descs.iter().find(|d| d.name == f.name).map(|d| d.guid);
+        for at in probes.iter().flatten() {
+            let (Some(d), Some(g)) = (
+                descs.get(at.desc as usize),
+                scope_guids.get_mut(at.scope.0 as usize),
+            ) else {
+                continue;
+            };
+            g.get_or_insert(d.guid);
+        }
+        if !f.source.tables.probes_before_optimization && !probes.is_empty() {
+            nested = None;
+        }
         // (owner GUID, scope) -> index in the owner's instances, for this function.
         let mut here: HashMap<(u64, u32), usize> = HashMap::new();
         for (b, list) in probes.iter().enumerate() {
@@ -171,6 +307,14 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
                         let e = inst.probes.entry(at.id).or_insert(0);
                         *e = e.saturating_add(c);
                         inst.ran |= c > 0;
+                        if let Some(roots) = nested.as_mut() {
+                            let s = at.scope.0 as usize;
+                            let (root, path, whole) = place(scopes, &scope_guids, s, d.guid);
+                            unplaced += usize::from(!whole && c > 0);
+                            let e = roots.entry(root).or_default().at(&path);
+                            let e = e.probes.entry(at.id).or_insert(0);
+                            *e = e.saturating_add(c);
+                        }
                     }
                     None => {
                         let why = format!("the counts of {} are not known", f.name);
@@ -197,11 +341,21 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
         owners.remove(guid);
         left_out.push(format!("{name}: {why}"));
     }
-    let mut sorted: Vec<Owner> = owners.into_values().collect();
-    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(roots) = nested.as_mut() {
+        for c in roots.values_mut() {
+            c.drop_calls(&unknown);
+        }
+    }
+    let names: HashMap<u64, (String, u64)> = owners
+        .iter()
+        .map(|(&g, o)| (g, (o.name.clone(), o.checksum)))
+        .collect();
+    let is_nested = nested.is_some();
+    let mut sorted: Vec<(u64, Owner)> = owners.into_iter().collect();
+    sorted.sort_by(|a, b| a.1.name.cmp(&b.1.name));
     let mut records = Vec::with_capacity(sorted.len());
     let (mut executed, mut lost_probes, mut inexact_heads) = (0, 0, Vec::new());
-    for owner in sorted {
+    for (guid, owner) in sorted {
         let (probes, lost) = owner.exact();
         lost_probes += lost;
         let total = probes.values().fold(0u64, |a, &c| a.saturating_add(c));
@@ -218,11 +372,17 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
             probes,
             checksum: owner.checksum,
             ran,
+            nested: nested
+                .as_mut()
+                .map(|roots| roots.remove(&guid).unwrap_or_default()),
         });
     }
     Some(SampleProfile {
         functions: records.len(),
         records,
+        names,
+        nested: is_nested,
+        unplaced,
         executed,
         lost_probes,
         inexact_heads,
@@ -233,10 +393,18 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
 
 impl SampleProfile {
     /// The profile in LLVM's text format; `never_run`: with the functions that never ran, as
-    /// records of zero counts (the text format has no symbol list to name them).
-    pub fn text(&self, never_run: bool) -> String {
+    /// records of zero counts (the text format has no symbol list to name them); `nested`: with
+    /// the inline instances as nested records (module doc) when [`SampleProfile::nested`],
+    /// flat otherwise.
+    pub fn text(&self, never_run: bool, nested: bool) -> String {
         let mut text = String::new();
         for r in self.records.iter().filter(|r| never_run || r.ran) {
+            if let Some(c) = r.nested.as_ref().filter(|_| nested) {
+                let head = c.probes.get(&1).copied().unwrap_or(0);
+                let _ = writeln!(text, "{}:{}:{}", r.name, c.total(), head);
+                c.write(&mut text, 1, r.checksum, &self.names);
+                continue;
+            }
             let _ = writeln!(text, "{}:{}:{}", r.name, r.total, r.head);
             for (id, c) in &r.probes {
                 let _ = writeln!(text, " {id}: {c}");

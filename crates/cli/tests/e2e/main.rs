@@ -39,6 +39,7 @@ mod oracle;
 mod paths;
 mod pgo;
 mod pgo_fidelity;
+mod pgo_nested;
 mod placements;
 mod profile_dir;
 mod realcode;

@@ -96,6 +96,32 @@ pub(crate) fn entry_counts(dump: &str) -> BTreeMap<String, u64> {
     out
 }
 
+/// The entry count the loader attached to each function (an IR dump, `dump`) is its head count
+/// in `heads`, or that plus the loader's `+1`, in more than 500 functions not in `early`.
+pub(crate) fn assert_heads_attached(
+    what: &str,
+    dump: &str,
+    heads: &BTreeMap<String, (u64, u64)>,
+    early: &[String],
+) {
+    let attached = entry_counts(dump);
+    let mut equal = 0;
+    for (name, &(_, head)) in heads {
+        let Some(&got) = attached.get(name) else {
+            continue;
+        };
+        if early.contains(name) {
+            continue;
+        }
+        assert!(
+            got == head || got == head + 1,
+            "{name}{what}: the loader attached entry count {got}, the profile says {head}"
+        );
+        equal += 1;
+    }
+    assert!(equal > 500, "{equal} entry counts compared");
+}
+
 /// Functions an early exit left (`early-exit` edges that ran), from the JSON report.
 pub(crate) fn left_early(report: &Value) -> Vec<String> {
     report["functions"]
@@ -199,23 +225,8 @@ fn exact_counts_train_clangs_sample_profile_loader() {
         !err.contains("profile records"),
         "the loader left records unused"
     );
-    let attached = entry_counts(&err);
     let early = left_early(&report);
-    let mut equal = 0;
-    for (name, &(_, head)) in &h {
-        let Some(&got) = attached.get(name) else {
-            continue;
-        };
-        if early.contains(name) {
-            continue;
-        }
-        assert!(
-            got == head || got == head + 1,
-            "{name}: the loader attached entry count {got}, the profile says {head}"
-        );
-        equal += 1;
-    }
-    assert!(equal > 500, "{equal} entry counts compared");
+    assert_heads_attached("", &err, &h, &early);
 
     // Block weights: every two-way branch whose successors can be matched with their probes
     // (each has the branch as its only predecessor) is weighed with exactly their counts, in
@@ -248,6 +259,7 @@ fn exact_counts_train_clangs_sample_profile_loader() {
          __builtin_expect's weights; {never_ran} never ran"
     );
     assert!(weighed > 300, "{weighed} branch weights compared");
+    crate::pgo_nested::check_lua(&dir, &prof, &text, &report_json(&prof), &early);
     let script = repo().join("testdata/lua/small.lua");
     let rebuilt = Command::new(dir.join("lua-pgo"))
         .arg(&script)
@@ -367,25 +379,36 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// `tally cc ARGS` in `dir`, which must succeed; what it said on stderr.
+pub(crate) fn tally_cc(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new(tally())
+        .arg("cc")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Writes `source` to `dir/NAME.c`, trains it with `--tally-pgo -O2` on `1000`: the profile,
+/// and the numbers the program printed.
+pub(crate) fn train_small(dir: &Path, name: &str, source: &str) -> (PathBuf, String, Vec<u64>) {
+    let src = format!("{name}.c");
+    std::fs::write(dir.join(&src), source).unwrap();
+    tally_cc(dir, &["--tally-pgo", "-O2", &src, "-o", "train"]);
+    let prof = dir.join("train.tally");
+    let o = run(&dir.join("train"), &["1000"], dir, &prof);
+    let out = String::from_utf8(o.stdout).unwrap();
+    let n = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    (prof, out, n)
+}
+
 #[test]
 fn the_loop_gives_a_programs_own_counts_to_its_branches() {
     let dir = scratch("pgo-classify");
-    std::fs::write(dir.join("classify.c"), CLASSIFY).unwrap();
-    let cc = |args: &[&str]| {
-        let o = Command::new(tally())
-            .arg("cc")
-            .args(args)
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stderr).into_owned()
-    };
-    cc(&["--tally-pgo", "-O2", "classify.c", "-o", "train"]);
-    let prof = dir.join("train.tally");
-    let o = run(&dir.join("train"), &["1000"], &dir, &prof);
-    let out = String::from_utf8(o.stdout).unwrap();
-    let n: Vec<u64> = out.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    let cc = |args: &[&str]| tally_cc(&dir, args);
+    let (prof, out, n) = train_small(&dir, "classify", CLASSIFY);
     let (calls, tens, odd) = (n[0], n[1], n[2]);
     let (text, _) = export(&dir, &prof);
     let (name, &(_, head)) = heads(&text)

@@ -6,7 +6,9 @@
 //!   --tally-pgo` and once with clang's IR PGO (`-fprofile-generate`, with atomic counter
 //!   updates, which threads need, and without the pre-inliner, which would count a function
 //!   inlined there into its caller), on the same input. The entry count the loader attaches to
-//!   each function (`tally cc --tally-use`) equals the one `-fprofile-use` attaches, up to the
+//!   each function (`tally cc --tally-use`, from the flat profile and from the nested one with
+//!   the loader's inlining off, which merges every inline instance's record into its callee's)
+//!   equals the one `-fprofile-use` attaches, up to the
 //!   loader's `+1`, in every function that ran and no `exit` or `longjmp` left early: there the
 //!   two loaders' flow inference parts from the exact count, each in its own way.
 //! - A training build without `-g` places probes as the rebuild does (which tracks locations
@@ -124,36 +126,45 @@ fn the_loaders_entry_counts_are_ir_pgos_on_the_test_programs() {
             "{name}: the sample profile depends on pre-inlining"
         );
         let early = left_early(&report_json(&profiles[1]));
-        let dump = ok(
-            Command::new(tally())
-                .arg("cc")
-                .arg(format!("--tally-use={}", prof.display()))
-                .args(flags)
-                .args(["-c", "-o", "/dev/null"])
-                .args(["-mllvm", "-print-after=sample-profile"])
-                .arg(src),
-            &dir,
-        );
-        let loader = entry_counts(&dump);
-        for (f, &want) in ir.iter().filter(|(_, &c)| c > 0) {
-            if early.contains(f) {
-                early_skipped += 1;
-                continue;
-            }
-            let got = loader.get(f).copied();
-            assert!(
-                got == Some(want) || got == Some(want + 1),
-                "{name}: {f}: the sample loader attached {got:?} from tally's profile, \
-                 -fprofile-use {want} from IR PGO's"
+        // The flat profile, and the nested one with the loader's inlining off: it then merges
+        // each inline instance's record into its callee's, and attaches whole-function entry
+        // counts, as IR PGO does without its pre-inliner.
+        for variant in [
+            &["--tally-use-flat"][..],
+            &["-mllvm", "-disable-sample-loader-inlining"][..],
+        ] {
+            let dump = ok(
+                Command::new(tally())
+                    .arg("cc")
+                    .arg(format!("--tally-use={}", prof.display()))
+                    .args(variant)
+                    .args(flags)
+                    .args(["-c", "-o", "/dev/null"])
+                    .args(["-mllvm", "-print-after=sample-profile"])
+                    .arg(src),
+                &dir,
             );
-            compared += 1;
+            let loader = entry_counts(&dump);
+            for (f, &want) in ir.iter().filter(|(_, &c)| c > 0) {
+                if early.contains(f) {
+                    early_skipped += 1;
+                    continue;
+                }
+                let got = loader.get(f).copied();
+                assert!(
+                    got == Some(want) || got == Some(want + 1),
+                    "{name} {variant:?}: {f}: the sample loader attached {got:?} from tally's \
+                     profile, -fprofile-use {want} from IR PGO's"
+                );
+                compared += 1;
+            }
         }
     }
     eprintln!(
-        "fidelity: {compared} entry counts equal IR PGO's; {early_skipped} functions left \
-         early not compared; no IR PGO profile from {no_ir:?}"
+        "fidelity: {compared} entry counts (flat and nested profiles) equal IR PGO's; \
+         {early_skipped} comparisons of functions left early skipped; no IR PGO profile from {no_ir:?}"
     );
-    assert!(compared >= 25, "only {compared} entry counts compared");
+    assert!(compared >= 50, "only {compared} entry counts compared");
     assert!(no_ir.len() <= 1, "no IR PGO profile from {no_ir:?}");
 }
 

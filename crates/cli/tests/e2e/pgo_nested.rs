@@ -1,0 +1,257 @@
+//! Nested sample profiles (`tally report --export sample-profile --nested`, what `tally cc
+//! --tally-use` hands clang; docs/pgo.md): each callee the training build's pre-inlining
+//! inlined is a record of its own under its call-site probe.
+//!
+//! - On a small program that counts its own branch outcomes per call site, the loader inlines
+//!   both calls of a small function and weighs each copy's branches with that call site's
+//!   counts, where the flat profile gives both copies the sum.
+//! - On Lua ([`check_lua`], from `pgo::exact_counts_train_clangs_sample_profile_loader`'s
+//!   training run): summing every record of each function gives the flat profile exactly; each
+//!   top-level head is the entry count of the function's own out-of-line body; with the loader's
+//!   inlining off (it then merges every nested record back into its callee), the entry counts it
+//!   attaches are the flat profile's heads; with it on, it inlines more than 100 call sites to
+//!   match their records and the program prints what it printed.
+
+use crate::pgo::{assert_heads_attached, heads, tally_cc, train_small};
+use crate::support::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// Every function's probe counts summed over all its records, top-level and nested, of a text
+/// sample profile: `name -> probe id -> count`.
+fn flatten(text: &str) -> BTreeMap<String, BTreeMap<u32, u64>> {
+    let mut out: BTreeMap<String, BTreeMap<u32, u64>> = BTreeMap::new();
+    // The record open at each depth.
+    let mut stack: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let depth = l.len() - l.trim_start().len();
+        let l = l.trim_start();
+        if depth == 0 {
+            let name = l.rsplitn(3, ':').nth(2).unwrap().to_string();
+            out.entry(name.clone()).or_default();
+            stack = vec![name];
+            continue;
+        }
+        if l.starts_with('!') {
+            continue;
+        }
+        let (id, rest) = l.split_once(": ").unwrap();
+        let id: u32 = id.parse().unwrap();
+        stack.truncate(depth);
+        match rest.parse::<u64>() {
+            Ok(c) => {
+                let f = out.entry(stack[depth - 1].clone()).or_default();
+                *f.entry(id).or_default() += c;
+            }
+            Err(_) => {
+                let (callee, _total) = rest.rsplit_once(':').unwrap();
+                stack.push(callee.to_string());
+            }
+        }
+    }
+    out.retain(|_, probes| {
+        probes.retain(|_, c| *c > 0);
+        !probes.is_empty()
+    });
+    out
+}
+
+/// `tally report --export sample-profile --nested`.
+fn export_nested(dir: &Path, prof: &Path) -> String {
+    let o = Command::new(tally())
+        .args(["report", "--export", "sample-profile", "--nested"])
+        .arg(prof)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The nested checks on Lua's training profile `prof` (pre-inlined `edge` build), whose flat
+/// profile is `flat` and JSON report `report`; `early`: the functions an early exit left.
+pub(crate) fn check_lua(dir: &Path, prof: &Path, flat: &str, report: &Value, early: &[String]) {
+    let nested = export_nested(dir, prof);
+    let inlined = nested
+        .lines()
+        .filter(|l| l.starts_with(' ') && !l.trim_start().starts_with('!'))
+        .filter(|l| {
+            l.split_once(": ")
+                .is_some_and(|(_, r)| r.parse::<u64>().is_err())
+        })
+        .count();
+    assert!(inlined > 100, "{inlined} nested records");
+    assert_eq!(
+        flatten(&nested),
+        flatten(flat),
+        "the nested profile's records do not add up to the flat profile"
+    );
+    // Top-level heads: the out-of-line body's entries.
+    let own: BTreeMap<&str, u64> = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let n = f["name"].as_str().unwrap();
+            (n, f["entry_count"].as_u64().unwrap())
+        })
+        .collect();
+    let mut checked = 0;
+    for (name, &(_, head)) in &heads(&nested) {
+        if let Some(&e) = own.get(name.as_str()) {
+            assert_eq!(
+                head, e,
+                "{name}: top-level head against the out-of-line entries"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 500, "{checked} heads checked");
+
+    let rebuild = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "cc".to_string(),
+            format!("--tally-use={}", prof.display()),
+            "-mllvm".into(),
+            "-print-after=sample-profile".into(),
+        ];
+        args.extend(extra.iter().map(|e| e.to_string()));
+        args.extend(lua_args(&["-O2"]));
+        args.extend(["-o".into(), out.into()]);
+        let o = Command::new(tally())
+            .args(&args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            o.status.success(),
+            "{}",
+            &err[err.len().saturating_sub(2000)..]
+        );
+        err
+    };
+    // Inlining off: every nested record merged back, so the loader attaches the flat heads.
+    let err = rebuild(&["-mllvm", "-disable-sample-loader-inlining"], "lua-merged");
+    assert_heads_attached(" (merged back)", &err, &heads(flat), early);
+    // Inlining on: the loader inlines the instances it finds hot, as the training build did,
+    // and the rebuilt program prints what the trained one printed. (It merges the others into
+    // their callee's record, which `-sample-profile-check-record-coverage` does not see: it
+    // counts them as records left unused.)
+    let err = rebuild(
+        &[
+            "-Rpass=sample-profile-inline",
+            "-mllvm",
+            "-sample-profile-check-record-coverage=100",
+        ],
+        "lua-nested",
+    );
+    let replayed = err.matches("to match profiling context").count();
+    let partly = err.matches("available profile records").count();
+    eprintln!(
+        "pgo nested: the loader inlined {replayed} call sites to match their records; \
+         {partly} functions had records it did not apply"
+    );
+    assert!(
+        replayed > 100,
+        "{replayed} call sites inlined by the loader"
+    );
+    let script = repo().join("testdata/lua/small.lua");
+    let run = |exe: &str| {
+        Command::new(dir.join(exe))
+            .arg(&script)
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .stdout
+    };
+    assert_eq!(run("lua-nested"), run("lua-merged"));
+}
+
+/// A small function inlined at two call sites whose branches go opposite ways; the program
+/// counts each call site's outcomes and prints them.
+const CONTEXTS: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+static unsigned long low[2], high[2];
+static int clamp(int site, int x, int lo, int hi) {
+    if (x < lo) {
+        low[site]++;
+        return lo;
+    }
+    if (x > hi) {
+        high[site]++;
+        return hi;
+    }
+    return x;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 1000;
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        s += clamp(0, i % 100, 10, 90);
+        s += clamp(1, i % 100, 90, 95);
+    }
+    printf("%d %lu %lu %lu %lu %ld\n", n, low[0], high[0], low[1], high[1], s);
+    return 0;
+}
+"#;
+
+#[test]
+fn nested_records_give_each_inlined_copy_its_own_counts() {
+    let dir = scratch("pgo-nested");
+    let cc = |args: &[&str]| tally_cc(&dir, args);
+    let (prof, out, c) = train_small(&dir, "contexts", CONTEXTS);
+    let (n, low, high) = (c[0], [c[1], c[3]], [c[2], c[4]]);
+    let nested = export_nested(&dir, &prof);
+    let sites = nested
+        .lines()
+        .filter(|l| l.starts_with(' ') && l.contains(": _ZL5clamp"))
+        .count();
+    assert_eq!(sites, 2, "both calls nested:\n{nested}");
+    // Each inlined copy's branches, as the loader weighs them: (x < lo) taken `low` times of
+    // n, then (x > hi) `high` times of the rest.
+    let weights = |site: usize| {
+        [
+            (low[site], n - low[site]),
+            (high[site], n - low[site] - high[site]),
+        ]
+    };
+    let w = |(t, f): (u64, u64)| format!("!{{!\"branch_weights\", i32 {t}, i32 {f}}}");
+    let dump = |flat: bool| {
+        let mut args = vec!["--tally-use=train.tally", "-O2", "contexts.c", "-o"];
+        args.push(if flat { "flat" } else { "fast" });
+        if flat {
+            args.push("--tally-use-flat");
+        }
+        args.extend([
+            "-mllvm",
+            "-print-after=sample-profile",
+            "-mllvm",
+            "-print-module-scope",
+        ]);
+        cc(&args)
+    };
+    let nested_dump = dump(false);
+    for site in 0..2 {
+        for pair in weights(site) {
+            assert!(
+                nested_dump.contains(&w(pair)),
+                "call site {site}: no {} in the loader's output",
+                w(pair)
+            );
+        }
+    }
+    // The flat profile gives both copies the sums: neither call site's own outcomes.
+    let flat_dump = dump(true);
+    let sum = (low[0] + low[1], 2 * n - low[0] - low[1]);
+    assert!(
+        flat_dump.contains(&w(sum)),
+        "no {} in the flat build",
+        w(sum)
+    );
+    assert!(!flat_dump.contains(&w(weights(0)[0])));
+    let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
+    assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
+}
