@@ -8,7 +8,7 @@ the 8 real programs of the suite (docs/pgo-fidelity.md has the results and how t
 Per program, both trained once on the same input (the program's `reduced` size):
 
   tally     `tally cc --tally-pgo -O2 -g` -> train.tally; `tally report --export
-            sample-profile` (name:total:head, probe counts) and `--format json` (early exits).
+            sample-profile --flat` (name:total:head, probe counts) and `--format json` (early exits).
   IR PGO    at its most exact: `clang-19 -O2 -g -funique-internal-linkage-names -mllvm
             -disable-preinline -fprofile-generate -fprofile-update=atomic`, run with
             LLVM_PROFILE_FILE, `llvm-profdata-19 merge` -> ir.profdata.
@@ -267,7 +267,7 @@ def measure(name, tally, work, jobs):
     if not os.path.exists(raw):
         raise Failure(f"{name}: the IR PGO training run wrote no profile")
     run([PROFDATA, "merge", "-o", "ir.profdata", raw], d, None, f"{name}: llvm-profdata merge")
-    text = run([tally, "report", "--export", "sample-profile", train], d, None,
+    text = run([tally, "report", "--export", "sample-profile", "--flat", train], d, None,
                f"{name}: tally report --export")
     with open(os.path.join(d, "train.prof"), "w") as f:
         f.write(text)

@@ -89,7 +89,7 @@ def measure(name, tally, work):
     for attempt in range(3):
         run([tgen, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "t.tally")))
         run([whole, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "w.tally")))
-        texts = [run([tally, "report", "--export", "sample-profile", f], d).stdout
+        texts = [run([tally, "report", "--export", "sample-profile", "--flat", f], d).stdout
                  for f in ("t.tally", "w.tally")]
         if texts[0] == texts[1]:
             break

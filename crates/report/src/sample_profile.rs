@@ -7,7 +7,7 @@
 //! probe (unrolled, duplicated or inlined into any function of any module), of the exact count
 //! of the block holding the copy. The head count is the count of probe 1, the entry block's.
 //!
-//! Two shapes. *Flat* (`text(_, false)`): each function's record holds the counts of all its
+//! Two shapes. *Flat* (`text(_, false)`, `tally report --flat`): each function's record holds the counts of all its
 //! probes wherever its code ran, as IR instrumentation PGO counts a function before inlining.
 //! *Nested* (`text(_, true)`, [`Context`]): a function's record holds its out-of-line copy's
 //! counts, and each copy of a callee inlined at one of its call sites is a record of its own,

@@ -49,11 +49,12 @@ pub struct Args {
     /// --extbinary`, or $TALLY_LLVM_PROFDATA).
     #[arg(long)]
     pub extbinary: bool,
-    /// With `--export sample-profile`: write every inline instance of a `--tally-pgo` build
-    /// (a callee its pre-inlining inlined) as a record of its own, nested under its call site,
-    /// instead of summing it into the callee's one flat record (docs/pgo.md).
+    /// With `--export sample-profile`: one flat record per function, its inline instances
+    /// summed into it, instead of a nested profile where each inline instance of a
+    /// `--tally-pgo` build (a callee its pre-inlining inlined) is a record of its own under its
+    /// call site (docs/pgo.md).
     #[arg(long)]
-    pub nested: bool,
+    pub flat: bool,
     /// A witness trace (`--tally-mode=trace`) of the run that wrote the profile: the counts are
     /// those of its regenerated execution, as an `edge` profile would give them.
     #[arg(long, value_name = "FILE")]
@@ -78,8 +79,8 @@ pub fn run(a: Args) -> Result<Exit> {
     if let Some(Export::SampleProfile) = a.export {
         return sample_profile(&a, &r, &stopped);
     }
-    if a.extbinary || a.nested {
-        anyhow::bail!("--extbinary and --nested go with --export sample-profile");
+    if a.extbinary || a.flat {
+        anyhow::bail!("--extbinary and --flat go with --export sample-profile");
     }
     let model = (a.lines || a.export.is_some()).then(|| tally_report::source::model(&r));
     let out = match (a.export, a.format, &model) {
@@ -120,15 +121,10 @@ fn sample_profile(a: &Args, r: &tally_report::Report, stopped: &[(u32, String)])
              `tally cc --tally-pgo`"
         );
     };
-    if a.nested && !p.nested {
-        anyhow::bail!(
-            "--nested needs a profile of a `tally cc --tally-pgo` build with debug locations, \
-             whose every inline instance names its call site"
-        );
-    }
+    let nested = !a.flat;
     let bytes = match a.extbinary {
-        true => crate::pgo::extbinary(&p, a.nested)?,
-        false => p.text(true, a.nested).into_bytes(),
+        true => crate::pgo::extbinary(&p, nested)?,
+        false => p.text(true, nested).into_bytes(),
     };
     write_out(a.output.as_ref(), &bytes)?;
     eprintln!(
@@ -146,7 +142,7 @@ fn sample_profile(a: &Args, r: &tally_report::Report, stopped: &[(u32, String)])
             )
         }
     );
-    if a.nested && p.unplaced > 0 {
+    if nested && p.nested && p.unplaced > 0 {
         eprintln!(
             "tally: {} probe copies in inline instances whose call site has no probe id (merged \
              calls, callees without debug info) are counted in their function's own record",

@@ -49,10 +49,10 @@ fn train(dir: &Path, mode: &'static str, flags: &[&str]) -> (PathBuf, Vec<u8>) {
     (prof, o.stdout)
 }
 
-/// `tally report --export sample-profile`: the profile and what tally said.
+/// `tally report --export sample-profile --flat`: the profile and what tally said.
 pub(crate) fn export(dir: &Path, prof: &Path) -> (String, String) {
     let o = Command::new(tally())
-        .args(["report", "--export", "sample-profile"])
+        .args(["report", "--export", "sample-profile", "--flat"])
         .arg(prof)
         .current_dir(dir)
         .output()
@@ -591,6 +591,7 @@ fn an_extbinary_profile_names_never_run_functions_in_its_symbol_list() {
             "report",
             "--export",
             "sample-profile",
+            "--flat",
             "--extbinary",
             "-o",
             "w.extbinary",

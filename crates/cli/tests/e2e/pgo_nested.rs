@@ -1,5 +1,5 @@
-//! Nested sample profiles (`tally report --export sample-profile --nested`, what `tally cc
-//! --tally-use` hands clang; docs/pgo.md): each callee the training build's pre-inlining
+//! Nested sample profiles (`tally report --export sample-profile` without `--flat`, what `tally
+//! cc --tally-use` hands clang; docs/pgo.md): each callee the training build's pre-inlining
 //! inlined is a record of its own under its call-site probe.
 //!
 //! - On a small program that counts its own branch outcomes per call site, the loader inlines
@@ -58,10 +58,10 @@ fn flatten(text: &str) -> BTreeMap<String, BTreeMap<u32, u64>> {
     out
 }
 
-/// `tally report --export sample-profile --nested`.
+/// `tally report --export sample-profile` (nested).
 fn export_nested(dir: &Path, prof: &Path) -> String {
     let o = Command::new(tally())
-        .args(["report", "--export", "sample-profile", "--nested"])
+        .args(["report", "--export", "sample-profile"])
         .arg(prof)
         .current_dir(dir)
         .output()
