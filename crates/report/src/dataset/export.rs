@@ -69,8 +69,8 @@ struct Build {
     known: HashSet<String>,
     /// Paths (function, number) already in the `paths` table (or in a part of this export).
     paths: HashSet<(u32, u128)>,
-    /// Interprocedural paths (module, mode, number) already in the `ipaths` table.
-    ipaths: HashSet<(String, String, String)>,
+    /// Interprocedural paths already in the `ipaths` table: module -> (mode, number).
+    ipaths: super::read::IpathKeys,
     /// The part being filled.
     part: Part,
 }
@@ -598,10 +598,11 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
                 Value::Str(Some(&n)),
                 Value::U64(Some(p.count)),
             ]);
-            let key = (p.module.clone(), p.mode.name().to_string(), n);
-            if !b.ipaths.contains(&key) {
-                add_ipath(&mut b.part, p, &key.2);
-                b.ipaths.insert(key);
+            let known = b.ipaths.get(&p.module);
+            if !known.is_some_and(|k| k.contains(&(p.mode, p.number))) {
+                add_ipath(&mut b.part, p, &n);
+                let set = b.ipaths.entry(p.module.clone()).or_default();
+                set.insert((p.mode, p.number));
             }
         }
     }

@@ -9,11 +9,12 @@ use arrow_array::{
 };
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use tally_format::profile::{
     add_path_entries, BuildId, PathEntry, PathEntryKind, Profile, ProfileModule, Program,
 };
+use tally_format::Mode;
 
 /// The Parquet files of `table` of build `key`, sorted by name (none when there are none).
 fn files(dir: &Path, table: &TableSpec, key: &str) -> Result<Vec<PathBuf>, DatasetError> {
@@ -132,22 +133,26 @@ pub(super) fn paths_of(dir: &Path, key: &str) -> Result<HashSet<(u32, u128)>, Da
 
 /// The interprocedural paths in `DIR/ipaths/build=KEY/*.parquet` as (module, mode, number),
 /// from the parts whose runs are in the dataset (as [`paths_of`]).
-pub(super) fn ipaths_of(
-    dir: &Path,
-    key: &str,
-) -> Result<HashSet<(String, String, String)>, DatasetError> {
-    let mut out = HashSet::new();
+/// The interprocedural paths of a build's `ipaths` table: module -> (mode, path number), so
+/// that a run's paths are looked up without building strings.
+pub(super) type IpathKeys = HashMap<String, HashSet<(Mode, u128)>>;
+
+pub(super) fn ipaths_of(dir: &Path, key: &str) -> Result<IpathKeys, DatasetError> {
+    let mut out = IpathKeys::new();
     for path in parts_with_runs(dir, &schema::IPATHS, key)? {
         batches(&path, &["module", "mode", "path"], |b| {
             let module: &StringArray = b.column("module")?;
             let mode: &StringArray = b.column("mode")?;
             let number: &StringArray = b.column("path")?;
             for i in 0..b.rows() {
-                out.insert((
-                    module.value(i).to_string(),
-                    mode.value(i).to_string(),
-                    number.value(i).to_string(),
-                ));
+                // A row this tally cannot read names no path it writes: left to be written
+                // again rather than refused.
+                let (Some(m), Ok(n)) = (Mode::from_name(mode.value(i)), number.value(i).parse())
+                else {
+                    continue;
+                };
+                let set = out.entry(module.value(i).to_string()).or_default();
+                set.insert((m, n));
             }
             Ok(())
         })?;
