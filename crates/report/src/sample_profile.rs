@@ -424,3 +424,84 @@ impl SampleProfile {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tally_format::{Loc, ScopeIdx};
+
+    /// A scope inlined at call-site probe `call_probe` of scope `parent`.
+    fn scope(parent: u32, call_probe: u32) -> ScopeMeta {
+        ScopeMeta {
+            func: None,
+            parent: ScopeIdx(parent),
+            call: Loc::default(),
+            call_probe,
+        }
+    }
+
+    /// `s0` (GUID 10) <- s1 (GUID 20, at probe 3) <- s2 (GUID 30, at probe 7 of s1), and s3
+    /// (GUID 40) inlined at a call without a probe id, s4 (GUID 50, at probe 2 of s3).
+    fn scopes() -> (Vec<ScopeMeta>, Vec<Option<u64>>) {
+        let s = vec![
+            scope(0, 0),
+            scope(0, 3),
+            scope(1, 7),
+            scope(0, 0),
+            scope(3, 2),
+        ];
+        let g = vec![Some(10), Some(20), Some(30), Some(40), Some(50)];
+        (s, g)
+    }
+
+    #[test]
+    fn a_copy_is_placed_under_its_chain_of_call_sites() {
+        let (s, g) = scopes();
+        assert_eq!(place(&s, &g, 0, 10), (10, vec![], true));
+        assert_eq!(place(&s, &g, 1, 20), (10, vec![(3, 20)], true));
+        assert_eq!(place(&s, &g, 2, 30), (10, vec![(3, 20), (7, 30)], true));
+    }
+
+    #[test]
+    fn a_chain_ends_at_a_call_site_that_cannot_be_named() {
+        let (s, g) = scopes();
+        // s3's call has no probe id: its copy counts as its function's own.
+        assert_eq!(place(&s, &g, 3, 40), (40, vec![], false));
+        // s4 stays nested under s3's function, whose copy is then taken as out of line.
+        assert_eq!(place(&s, &g, 4, 50), (40, vec![(2, 50)], false));
+        // A probe of another function than its scope's (a callee without debug info left it
+        // without a location): its function's own record.
+        assert_eq!(place(&s, &g, 0, 99), (99, vec![], false));
+        assert_eq!(place(&s, &g, 2, 99), (99, vec![], false));
+        // A scope whose function is unknown ends the chain below it.
+        let mut g = g;
+        g[1] = None;
+        assert_eq!(place(&s, &g, 2, 30), (30, vec![], false));
+    }
+
+    #[test]
+    fn totals_include_the_inlined_callees() {
+        let mut root = Context::default();
+        root.probes.insert(1, 5);
+        root.at(&[(3, 20)]).probes.insert(1, 4);
+        root.at(&[(3, 20), (7, 30)]).probes.insert(2, 2);
+        root.at(&[(4, 20)]).probes.insert(1, 1);
+        assert_eq!(root.total(), 12);
+        assert_eq!(root.calls.len(), 2);
+        let names: HashMap<u64, (String, u64)> = [(20, ("g".into(), 2)), (30, ("h".into(), 3))]
+            .into_iter()
+            .collect();
+        let mut text = String::new();
+        root.write(&mut text, 1, 1, &names);
+        assert_eq!(
+            text,
+            " 1: 5\n 3: g:6\n  1: 4\n  7: h:2\n   2: 2\n   !CFGChecksum: 3\n  !CFGChecksum: 2\n \
+             4: g:1\n  1: 1\n  !CFGChecksum: 2\n !CFGChecksum: 1\n"
+        );
+        // A callee whose records are dropped (its counts cannot be exact) goes everywhere.
+        let unknown: BTreeMap<u64, (String, String)> =
+            [(30, (String::new(), String::new()))].into_iter().collect();
+        root.drop_calls(&unknown);
+        assert_eq!(root.total(), 10);
+    }
+}
