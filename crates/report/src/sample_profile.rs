@@ -34,7 +34,8 @@
 use crate::Report;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use tally_format::ScopeMeta;
+use std::sync::Arc;
+use tally_format::{ProbeDesc, ScopeMeta};
 
 /// The copies of one function's probes in one inline instance (an out-of-line copy, or one
 /// inlined call): probe id -> summed count.
@@ -243,6 +244,8 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
     let mut nested: Option<HashMap<u64, Context>> = Some(HashMap::new());
     let mut unplaced = 0;
     let mut any = false;
+    // Per module (its shared descriptor table): function name -> its own GUID, built once.
+    let mut own_guids: HashMap<*const Vec<ProbeDesc>, HashMap<&str, u64>> = HashMap::new();
     for f in &r.functions {
         let probes = &f.source.meta.probes;
         let descs = &f.source.tables.probe_descs;
@@ -250,7 +253,17 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
         // function's own (a callee without debug info leaves probes there too).
         let scopes = &f.source.meta.scopes;
         let mut scope_guids: Vec<Option<u64>> = vec![None; scopes.len().max(1)];
-        scope_guids[0] = descs.iter().find(|d| d.name == f.name).map(|d| d.guid);
+        scope_guids[0] = own_guids
+            .entry(Arc::as_ptr(descs))
+            .or_insert_with(|| {
+                let mut m = HashMap::new();
+                for d in descs.iter() {
+                    m.entry(d.name.as_str()).or_insert(d.guid); // the first, as a scan finds
+                }
+                m
+            })
+            .get(f.name.as_str())
+            .copied();
         for at in probes.iter().flatten() {
             let (Some(d), Some(g)) = (
                 descs.get(at.desc as usize),
