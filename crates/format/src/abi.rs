@@ -44,6 +44,11 @@ pub const MODULE_FLAG_PAGED: u32 = 2;
 /// counters or path tables makes the runtime flag the profile [`PROFILE_RACED`] when the
 /// process went multi-threaded.
 pub const MODULE_FLAG_ATOMIC: u32 = 4;
+/// `struct tally_module.flags`: every count is an edge counter whose difference between two
+/// moments is what happened in between (`edge` and `edges-naive` modes, and the same-run
+/// oracle), so a snapshot may write the counters and zero them (`TALLY_MODULE_DIFFABLE`,
+/// `runtime/c/snapshot.c`). A process takes snapshots only when every module has it.
+pub const MODULE_FLAG_DIFFABLE: u32 = 8;
 
 /// `struct tally_frame.site` meaning "no early-exit counter" (`TALLY_NO_SITE`, a null pointer).
 pub const NO_SITE: u64 = 0;
@@ -144,6 +149,9 @@ pub const RUN_STATUS_UNKNOWN: u32 = 0;
 /// The run called `exit` or `_exit` (or returned from `main`) with the status in the record
 /// (`TALLY_RUN_STATUS_EXITED`).
 pub const RUN_STATUS_EXITED: u32 = 1;
+/// The run is still going: the profile is one of its snapshots (`TALLY_RUN_STATUS_SNAPSHOT`,
+/// `runtime/c/snapshot.c`), whose number (1, 2, ...) is the record's status.
+pub const RUN_STATUS_SNAPSHOT: u32 = 2;
 /// The longest host name a run record holds (`TALLY_RUN_HOST_MAX`).
 pub const RUN_HOST_MAX: u64 = 256;
 /// The longest `TALLY_LABELS` a run record holds (`TALLY_RUN_LABELS_MAX`; a longer value is
@@ -184,7 +192,13 @@ pub const PROFILE_SIGNAL_SHIFT: u32 = 8;
 pub const PROFILE_SIGNAL_MASK: u32 = 0xff << PROFILE_SIGNAL_SHIFT;
 /// Every header flag bit this version reads.
 pub const PROFILE_KNOWN_FLAGS: u32 =
-    PROFILE_CONTINUOUS | PROFILE_RACED | PROFILE_SIGNALED | PROFILE_SIGNAL_MASK;
+    PROFILE_CONTINUOUS | PROFILE_RACED | PROFILE_SIGNALED | PROFILE_SIGNAL_MASK | PROFILE_DELTA;
+/// Header flag (`TALLY_PROFILE_DELTA`): the counts since the process's previous snapshot
+/// (`runtime/c/snapshot.c`), the difference of two "as if the process ended here" profiles:
+/// early-exit counters hold the change in the number of frames waiting at their call (two's
+/// complement when negative); every other count is what happened in between. A process that
+/// took snapshots writes every part so, its last one (at its end) too.
+pub const PROFILE_DELTA: u32 = 8;
 /// Magic bytes of a padding record (`TALLY_PAD_MAGIC`), allowed only in a continuous profile,
 /// before a module record: `"TALLYPAD"  u64 length` (of the whole padding record, at least 16,
 /// a multiple of 8), then zeros. The runtime uses them to put each module's counters at a
@@ -654,6 +668,7 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_MODULE_EVENTS", MODULE_FLAG_EVENTS as u64),
     u("TALLY_MODULE_PAGED", MODULE_FLAG_PAGED as u64),
     u("TALLY_MODULE_ATOMIC", MODULE_FLAG_ATOMIC as u64),
+    u("TALLY_MODULE_DIFFABLE", MODULE_FLAG_DIFFABLE as u64),
     u("TALLY_SITE_PATH_TAG", SITE_PATH_TAG),
     u("TALLY_PATH_HASH_MUL", PATH_HASH_MULTIPLIER),
     u("TALLY_PATH_HOME_BITS", PATH_HOME_BITS as u64),
@@ -670,6 +685,7 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_REF_MAGIC", magic_word(REF_MAGIC)),
     u("TALLY_RUN_STATUS_UNKNOWN", RUN_STATUS_UNKNOWN as u64),
     u("TALLY_RUN_STATUS_EXITED", RUN_STATUS_EXITED as u64),
+    u("TALLY_RUN_STATUS_SNAPSHOT", RUN_STATUS_SNAPSHOT as u64),
     u("TALLY_RUN_HOST_MAX", RUN_HOST_MAX),
     u("TALLY_RUN_LABELS_MAX", RUN_LABELS_MAX),
     u("TALLY_SPARSE_GROUP", SPARSE_GROUP),
@@ -682,6 +698,7 @@ pub const DEFINES: &[Define] = &[
     u("TALLY_PROFILE_SIGNALED", PROFILE_SIGNALED as u64),
     u("TALLY_PROFILE_SIGNAL_SHIFT", PROFILE_SIGNAL_SHIFT as u64),
     u("TALLY_PROFILE_SIGNAL_MASK", PROFILE_SIGNAL_MASK as u64),
+    u("TALLY_PROFILE_DELTA", PROFILE_DELTA as u64),
     u("TALLY_PAD_MAGIC", magic_word(PAD_MAGIC)),
     u("TALLY_COUNTER_ALIGN", COUNTER_ALIGN),
     u("TALLY_PROGRAM_PATH_MAX", PROGRAM_PATH_MAX),

@@ -63,13 +63,14 @@ use thiserror::Error;
 use crate::abi::{
     BUILD_ID_GNU, BUILD_ID_MAX, BUILD_ID_MODULES, BUILD_ID_NONE, CHECKSUM_LEN, HEADER_LEN,
     MODULE_HEADER_LEN, PAD_MAGIC, PATH_ENTRY_COUNT, PATH_ENTRY_LEN, PATH_ENTRY_LOST,
-    PROFILE_CONTINUOUS, PROFILE_FLAGS, PROFILE_KNOWN_FLAGS, PROFILE_RACED, PROFILE_SIGNALED,
-    PROFILE_SIGNAL_MASK, PROFILE_SIGNAL_SHIFT, PROFILE_VERSION_NO_CHECKSUM,
+    PROFILE_CONTINUOUS, PROFILE_DELTA, PROFILE_FLAGS, PROFILE_KNOWN_FLAGS, PROFILE_RACED,
+    PROFILE_SIGNALED, PROFILE_SIGNAL_MASK, PROFILE_SIGNAL_SHIFT, PROFILE_VERSION_NO_CHECKSUM,
     PROFILE_VERSION_NO_PROGRAM, PROGRAM_HEADER_LEN, PROGRAM_PATH_MAX, TRAILER_LEN,
 };
 pub use crate::abi::{META_FILE_SUFFIX, PROFILE_VERSION_RUN};
 use crate::abi::{
-    RUN_HEADER_LEN, RUN_HOST_MAX, RUN_LABELS_MAX, RUN_STATUS_EXITED, RUN_STATUS_UNKNOWN,
+    RUN_HEADER_LEN, RUN_HOST_MAX, RUN_LABELS_MAX, RUN_STATUS_EXITED, RUN_STATUS_SNAPSHOT,
+    RUN_STATUS_UNKNOWN,
 };
 use crate::meta::{MetaError, ModuleMeta};
 
@@ -95,6 +96,10 @@ pub struct Profile {
     /// Written by the fatal-signal handler for this signal (header flag [`PROFILE_SIGNALED`]):
     /// functions active at that moment, in any thread, may have inexact counts.
     pub signal: Option<u32>,
+    /// Counts since a snapshot of the process (header flag [`PROFILE_DELTA`]): early-exit
+    /// counters hold the change in frames waiting at their call (two's complement when
+    /// negative), and sums of such profiles wrap.
+    pub delta: bool,
     /// The run that wrote it (the run record of container version 5); `None` for a merged
     /// profile (a sum of runs) and for older versions.
     pub run: Option<Run>,
@@ -111,8 +116,11 @@ pub struct Run {
     /// ... and when the profile was written.
     pub end_ns: u64,
     /// The status given to `exit`/`_exit` (or returned by `main`); `None` when the run ended
-    /// otherwise (a signal: [`Profile::signal`]) or wrote before an `exec`.
+    /// otherwise (a signal: [`Profile::signal`]) or wrote before an `exec`, or goes on.
     pub exit_status: Option<i32>,
+    /// The run goes on: this is its snapshot number `n` (1, 2, ...), the counts since
+    /// snapshot `n - 1` (since the start for 1; [`crate::abi::RUN_STATUS_SNAPSHOT`]).
+    pub snapshot: Option<u32>,
     /// The host's name (`uname`'s nodename).
     pub host: Vec<u8>,
     /// `TALLY_LABELS` as the run was given it (`k=v,...`), empty if unset.

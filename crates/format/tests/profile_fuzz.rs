@@ -163,6 +163,7 @@ fn ipath_module() -> ProfileModule {
 
 fn valid(counters: &[u64], pid: u64) -> Profile {
     Profile {
+        delta: false,
         pid,
         program: Program {
             path: b"/usr/bin/prog".to_vec(),
@@ -193,6 +194,7 @@ fn run() -> impl Strategy<Value = Run> {
         prop::collection::vec(any::<u8>(), 0..40),
     )
         .prop_map(|(start_ns, end_ns, exit_status, host, labels)| Run {
+            snapshot: None,
             start_ns,
             end_ns,
             exit_status,

@@ -124,6 +124,8 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                 }
                 None => match counted.get(&(mi, fi)).and_then(|c| rc.counted(cfg, c)) {
                     Some(s) => Ok(s),
+                    // A part of a process that took snapshots: signed early exits.
+                    None if profile.delta => modes::delta::solve(meta.mode, cfg, f, vals),
                     None => rc.solve(cfg, f, vals, paths.as_ref()),
                 },
             };
@@ -252,6 +254,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
         unfinished: profile.unfinished,
         raced: profile.raced,
         signal: profile.signal,
+        delta: profile.delta,
         ipaths,
     })
 }

@@ -261,6 +261,10 @@ pub struct Report {
     /// at that moment, in any thread, may have inexact counts (docs/design/processes.md, "Fatal
     /// signals and threads at exit").
     pub signal: Option<u32>,
+    /// The counts since a snapshot of a process that goes on (the profile's `delta` flag,
+    /// docs/design/processes.md, "Snapshots"): exact, but its early exits are changes in the
+    /// number of waiting frames, reported unknown (`modes::delta`).
+    pub delta: bool,
     /// Interprocedural paths (modes `ipath`, `ipath-piecewise`), per module in path-number
     /// order.
     pub ipaths: Vec<IpathPath>,

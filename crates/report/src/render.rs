@@ -241,6 +241,12 @@ pub fn text(r: &Report, title: &str, o: &TextOptions) -> String {
             crate::signal_name(sig)
         );
     }
+    if r.delta {
+        let _ = writeln!(
+            s,
+            "SNAPSHOT PART: the counts since a snapshot of a process that went on (or of several): early exits are changes in waiting frames, shown unknown\n"
+        );
+    }
     if r.raced {
         let _ = writeln!(
             s,
@@ -406,6 +412,9 @@ struct JsonReport<'a> {
     /// The fatal signal at which the profile was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     signal: Option<u32>,
+    /// Counts since a snapshot: early exits unknown.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    delta: bool,
     functions: Vec<JsonFunction<'a>>,
     skipped: Vec<JsonSkipped<'a>>,
     /// `--lines`: the source-level model (`files`, `source_functions`).
@@ -524,6 +533,7 @@ fn json_with<'a>(
         unfinished: r.unfinished,
         raced: r.raced,
         signal: r.signal,
+        delta: r.delta,
         functions: r
             .functions
             .iter()

@@ -936,6 +936,7 @@ mod tests {
             unfinished: false,
             raced: false,
             signal: None,
+            delta: false,
             ipaths: Vec::new(),
         }
     }

@@ -143,8 +143,12 @@ impl Sum {
             match by_hash.get_mut(&b.hash).and_then(|v| v.pop()) {
                 Some(i) => {
                     let mut a = self.profile.modules[i].clone();
-                    a.add(b.counters.iter().copied(), &b.paths)
-                        .ok_or(ReportError::Overflow)?;
+                    a.add(
+                        b.counters.iter().copied(),
+                        &b.paths,
+                        self.profile.delta || p.delta,
+                    )
+                    .ok_or(ReportError::Overflow)?;
                     at.push(Some(i));
                     sums.push(a);
                 }
@@ -172,6 +176,7 @@ impl Sum {
         self.profile.unfinished |= p.unfinished;
         self.profile.raced |= p.raced;
         self.profile.signal = self.profile.signal.or(p.signal);
+        self.profile.delta |= p.delta;
         self.profile.run = None; // a sum of runs
         self.profile.program = self.profile.program.combined(&p.program);
         self.inputs += 1;
@@ -233,6 +238,7 @@ mod tests {
 
     fn profile(path: &str, id: BuildId, modules: Vec<ProfileModule>) -> Profile {
         Profile {
+            delta: false,
             pid: 1,
             program: Program {
                 path: path.as_bytes().to_vec(),

@@ -52,6 +52,7 @@ fn events_module(patch: impl FnOnce(&mut serde_json::Value)) -> ModuleMeta {
 /// and renders it every way the CLI does. Returns the first error, as the CLI would print it.
 fn report(meta: ModuleMeta, counters: Vec<u64>) -> Result<(), String> {
     let bytes = Profile {
+        delta: false,
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule::new(meta, counters)],

@@ -51,6 +51,9 @@ extern "C" {
  * (--tally-atomic, or -pthread). Without it, a module with counters or path tables in a process
  * that ran a second thread gets its profile flagged TALLY_PROFILE_RACED. */
 #define TALLY_MODULE_ATOMIC 4u
+/* Every count is an edge counter (edge, edges-naive, the oracle): a snapshot may write its
+ * counters and zero them (snapshot.c). */
+#define TALLY_MODULE_DIFFABLE 8u
 
 /* A struct tally_frame.site with this bit set points at a struct tally_path_site. */
 #define TALLY_SITE_PATH_TAG 1u
@@ -58,7 +61,7 @@ extern "C" {
 /* One per instrumented module (translation unit); emitted by the instrumenter. */
 struct tally_module {
     uint32_t abi_version;      /* TALLY_ABI_VERSION */
-    uint32_t flags;            /* TALLY_MODULE_EVENTS | TALLY_MODULE_PAGED | TALLY_MODULE_ATOMIC */
+    uint32_t flags;            /* TALLY_MODULE_EVENTS | _PAGED | _ATOMIC | _DIFFABLE */
     uint64_t hash;             /* FNV-1a 64 of the metadata blob */
     const uint8_t *meta;       /* metadata blob (tally-format meta) */
     uint64_t meta_len;
@@ -341,6 +344,8 @@ void __tally_events_check(const char *where, int64_t query_inc);
 #define TALLY_SPARSE_GROUP 64u
 #define TALLY_RUN_STATUS_UNKNOWN 0u
 #define TALLY_RUN_STATUS_EXITED 1u
+/* The run goes on: the profile is its snapshot number `status` (snapshot.c). */
+#define TALLY_RUN_STATUS_SNAPSHOT 2u
 #define TALLY_RUN_HOST_MAX 256u
 #define TALLY_RUN_LABELS_MAX 4096u
 #define TALLY_META_FILE_MAGIC 0x41544D594C4C4154ull /* "TALLYMTA" */
@@ -361,6 +366,9 @@ void __tally_events_check(const char *where, int64_t query_inc);
 #define TALLY_PROFILE_SIGNALED 4u
 #define TALLY_PROFILE_SIGNAL_SHIFT 8u
 #define TALLY_PROFILE_SIGNAL_MASK 0xff00u
+/* Header flag: the counts since the process's previous snapshot (snapshot.c); early-exit
+ * counters hold the change in frames waiting at their call, two's complement when negative. */
+#define TALLY_PROFILE_DELTA 8u
 #define TALLY_PAD_MAGIC 0x444150594C4C4154ull /* "TALLYPAD" */
 /* Alignment of every module's counter array; its size is a multiple of it too. */
 #define TALLY_COUNTER_ALIGN 4096u

@@ -34,7 +34,7 @@ pub enum ProfileError {
     #[error("corrupt profile: bad program record ({0})")]
     BadProgram(&'static str),
     /// Header flags this build does not know (version 1 defines none).
-    #[error("profile flags {found:#x} are not supported (this tally reads flags {PROFILE_CONTINUOUS} (unfinished), {PROFILE_RACED} (raced), {PROFILE_SIGNALED} (fatal signal, its number in {PROFILE_SIGNAL_MASK:#x}))")]
+    #[error("profile flags {found:#x} are not supported (this tally reads flags {PROFILE_CONTINUOUS} (unfinished), {PROFILE_RACED} (raced), {PROFILE_SIGNALED} (fatal signal, its number in {PROFILE_SIGNAL_MASK:#x}), {PROFILE_DELTA} (a snapshot's part))")]
     Flags {
         /// The flags found.
         found: u32,

@@ -109,9 +109,10 @@ pub(super) fn read_run(r: &mut Reader<'_>) -> Result<Run, ProfileError> {
     let status = r.u32("the run's exit status")? as i32;
     let host_len = r.u32("the host name length")?;
     let labels_len = r.u32("the labels length")?;
-    let exit_status = match (kind, status) {
-        (RUN_STATUS_EXITED, s) => Some(s),
-        (RUN_STATUS_UNKNOWN, 0) => None,
+    let (exit_status, snapshot) = match (kind, status) {
+        (RUN_STATUS_EXITED, s) => (Some(s), None),
+        (RUN_STATUS_UNKNOWN, 0) => (None, None),
+        (RUN_STATUS_SNAPSHOT, n) if n > 0 => (None, Some(n as u32)),
         _ => return Err(ProfileError::BadRun("bad exit status kind")),
     };
     if u64::from(host_len) > RUN_HOST_MAX || u64::from(labels_len) > RUN_LABELS_MAX {
@@ -131,6 +132,7 @@ pub(super) fn read_run(r: &mut Reader<'_>) -> Result<Run, ProfileError> {
         start_ns,
         end_ns,
         exit_status,
+        snapshot,
         host,
         labels,
     })
@@ -215,6 +217,7 @@ pub(super) struct RawProfile<'a> {
     pub(super) unfinished: bool,
     pub(super) raced: bool,
     pub(super) signal: Option<u32>,
+    pub(super) delta: bool,
     pub(super) run: Option<Run>,
 }
 
@@ -248,6 +251,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
     }
     let unfinished = flags & PROFILE_CONTINUOUS != 0;
     let raced = flags & PROFILE_RACED != 0;
+    let delta = flags & PROFILE_DELTA != 0;
     let signal = signaled.then_some(signal);
     let module_count = r.u64("the module count")?;
     let pid = r.u64("the pid")?;
@@ -362,6 +366,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<RawProfile<'_>, ProfileError> {
         unfinished,
         raced,
         signal,
+        delta,
         run,
     })
 }
@@ -435,6 +440,7 @@ impl Profile {
             unfinished: raw.unfinished,
             raced: raw.raced,
             signal: raw.signal,
+            delta: raw.delta,
             run: raw.run,
         })
     }

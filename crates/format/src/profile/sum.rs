@@ -31,13 +31,16 @@ pub fn add_path_entries(a: &[PathEntry], b: &[PathEntry]) -> Option<Vec<PathEntr
 
 impl ProfileModule {
     /// Adds another run's counters and path entries of the same module to this one's; `None`
-    /// (and `self` unchanged) if a sum overflows 64 bits.
+    /// (and `self` unchanged) if a sum overflows 64 bits. With `wrap` (either is a part of a
+    /// process that took snapshots, [`Profile::delta`]) counters add modulo 2^64: early-exit
+    /// counters of parts hold signed changes in two's complement.
     pub fn add(
         &mut self,
         counters: impl IntoIterator<Item = u64>,
         paths: &[PathEntry],
+        wrap: bool,
     ) -> Option<()> {
-        let sum = self.summed(counters, paths)?;
+        let sum = self.summed(counters, paths, wrap)?;
         self.set_sum(sum);
         Some(())
     }
@@ -47,12 +50,16 @@ impl ProfileModule {
         &self,
         counters: impl IntoIterator<Item = u64>,
         paths: &[PathEntry],
+        wrap: bool,
     ) -> Option<(Vec<u64>, Option<Vec<PathEntry>>)> {
         let sums = self
             .counters
             .iter()
             .zip(counters)
-            .map(|(a, b)| a.checked_add(b))
+            .map(|(a, b)| match wrap {
+                true => Some(a.wrapping_add(b)),
+                false => a.checked_add(b),
+            })
             .collect::<Option<Vec<u64>>>()?;
         let paths = if paths.is_empty() && self.paths.is_empty() {
             None
@@ -124,7 +131,7 @@ impl Profile {
         for ((r, p), &i) in raw.modules.iter().zip(&paths).zip(&at) {
             sums.push(
                 self.modules[i]
-                    .summed(le_words(&r.counters), p)
+                    .summed(le_words(&r.counters), p, self.delta || raw.delta)
                     .ok_or(ProfileError::Overflow { index: r.index })?,
             );
         }
@@ -134,6 +141,7 @@ impl Profile {
         self.unfinished |= raw.unfinished;
         self.raced |= raw.raced;
         self.signal = self.signal.or(raw.signal);
+        self.delta |= raw.delta;
         self.program = self.program.combined(&raw.program);
         self.run = None; // a sum of runs
         Ok(Some(at))
@@ -200,6 +208,7 @@ impl Profile {
         self.unfinished = raw.unfinished;
         self.raced = raw.raced;
         self.signal = raw.signal;
+        self.delta = raw.delta;
         self.run = raw.run;
         Ok(true)
     }

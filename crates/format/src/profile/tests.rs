@@ -53,6 +53,7 @@ fn meta_with_function() -> ModuleMeta {
 
 fn sample() -> Profile {
     Profile {
+        delta: false,
         pid: 4242,
         program: Default::default(),
         modules: vec![
@@ -91,6 +92,7 @@ fn layout() {
     let m = meta("a.c", 2);
     let blob = m.encode();
     let p = Profile {
+        delta: false,
         pid: 9,
         program: Default::default(),
         modules: vec![ProfileModule::new(m, vec![5, 6])],
@@ -181,16 +183,46 @@ fn ref_records_need_version_5() {
 #[test]
 fn flags() {
     let mut b = sample().write();
-    b[12] = 8;
+    b[12] = 0x10;
     assert_eq!(
         err(&b),
-        "profile flags 0x8 are not supported (this tally reads flags 1 (unfinished), 2 (raced), 4 (fatal signal, its number in 0xff00))"
+        "profile flags 0x10 are not supported (this tally reads flags 1 (unfinished), 2 (raced), 4 (fatal signal, its number in 0xff00), 8 (a snapshot's part))"
     );
     // A signal number needs its flag, and the flag a number.
     for bad in [0x0b00u32, PROFILE_SIGNALED] {
         b[12..16].copy_from_slice(&bad.to_le_bytes());
         assert!(err(&b).contains("are not supported"), "{bad:#x}");
     }
+}
+
+/// Parts of a process that took snapshots (the delta flag) add modulo 2^64: an early exit's
+/// change of -1 (two's complement) and a later +3 make 2; other sums still refuse to overflow.
+#[test]
+fn parts_add_with_wrapping() {
+    let mut part = sample();
+    part.delta = true;
+    for m in &mut part.modules {
+        m.counters.fill(u64::MAX); // -1
+    }
+    let mut later = sample();
+    later.delta = true;
+    for m in &mut later.modules {
+        m.counters.fill(3);
+    }
+    assert_eq!(
+        part.add_same_build(&later.write(), true).unwrap(),
+        Added::Added
+    );
+    assert!(part
+        .modules
+        .iter()
+        .all(|m| m.counters.iter().all(|&c| c == 2)));
+    assert!(part.delta);
+    let mut whole = sample();
+    for m in &mut whole.modules {
+        m.counters.fill(u64::MAX);
+    }
+    assert!(whole.add_same_build(&sample().write(), true).is_err());
 }
 
 /// The raced and fatal-signal flags read back as written, alone, together, with the
@@ -240,6 +272,7 @@ fn truncated_everywhere() {
 #[test]
 fn truncated_counters_message() {
     let b = Profile {
+        delta: false,
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule::new(meta("a.c", 2), vec![5, 6])],
@@ -353,6 +386,7 @@ fn metadata_does_not_decode() {
     let mut blob = b"TALLYMD\0".to_vec();
     blob.extend_from_slice(&future.to_le_bytes());
     let p = Profile {
+        delta: false,
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule {
@@ -376,6 +410,7 @@ fn metadata_does_not_decode() {
     );
     let blob = b"garbage!".to_vec();
     let p = Profile {
+        delta: false,
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule {
@@ -401,6 +436,7 @@ fn counter_count() {
     let mut m = ProfileModule::new(meta("a.c", 3), vec![1, 2, 3]);
     m.counters.push(4);
     let p = Profile {
+        delta: false,
         pid: 1,
         program: Default::default(),
         modules: vec![m],
@@ -500,6 +536,7 @@ fn every_message_is_one_line() {
 #[test]
 fn run_records() {
     let run = Run {
+        snapshot: None,
         start_ns: 1_700_000_000_000_000_000,
         end_ns: 1_700_000_001_000_000_000,
         exit_status: Some(-1),
@@ -529,6 +566,24 @@ fn run_records() {
     };
     assert_eq!(
         bad(16, 7),
+        "corrupt profile: bad run record (bad exit status kind)"
+    );
+    // A snapshot's part: its number is the status; number 0 is not one.
+    let part = Profile {
+        delta: true,
+        run: Some(Run {
+            snapshot: Some(3),
+            exit_status: None,
+            ..run.clone()
+        }),
+        ..sample()
+    };
+    let pb = part.write();
+    assert_eq!(Profile::read(&pb).unwrap(), part);
+    let mut zero = pb.clone();
+    zero[at + 20..at + 24].copy_from_slice(&0u32.to_le_bytes());
+    assert_eq!(
+        err(&zero),
         "corrupt profile: bad run record (bad exit status kind)"
     );
     assert_eq!(

@@ -14,6 +14,9 @@ impl Profile {
         if self.raced {
             flags |= PROFILE_RACED;
         }
+        if self.delta {
+            flags |= PROFILE_DELTA;
+        }
         if let Some(sig) = self.signal {
             let max = PROFILE_SIGNAL_MASK >> PROFILE_SIGNAL_SHIFT;
             flags |= PROFILE_SIGNALED | (sig.clamp(1, max) << PROFILE_SIGNAL_SHIFT);
@@ -61,9 +64,10 @@ impl Profile {
         out.extend_from_slice(&id);
         out.resize(out.len().next_multiple_of(8), 0);
         if let Some(run) = &self.run {
-            let (kind, status) = match run.exit_status {
-                Some(s) => (RUN_STATUS_EXITED, s as u32),
-                None => (RUN_STATUS_UNKNOWN, 0),
+            let (kind, status) = match (run.snapshot, run.exit_status) {
+                (Some(n), _) => (RUN_STATUS_SNAPSHOT, n),
+                (None, Some(s)) => (RUN_STATUS_EXITED, s as u32),
+                (None, None) => (RUN_STATUS_UNKNOWN, 0),
             };
             let at = out.len();
             for w in [run.start_ns, run.end_ns] {

@@ -264,18 +264,21 @@ pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
         unfinished: false,
         raced: false,
         signal: None,
+        delta: false,
         run: None,
     };
     let mut paths: Vec<Vec<PathEntry>> = vec![Vec::new(); modules.len()];
     for runs in files(dir, &schema::RUNS, key)? {
         let part = runs.file_name().expect("a file");
-        batches(&runs, &["unfinished", "raced", "signal"], |b| {
+        batches(&runs, &["unfinished", "raced", "signal", "delta"], |b| {
             let unfinished: &BooleanArray = b.column("unfinished")?;
             let raced: &BooleanArray = b.column("raced")?;
             let signal: &UInt32Array = b.column("signal")?;
+            let delta: &BooleanArray = b.column("delta")?;
             for i in 0..b.rows() {
                 profile.unfinished |= unfinished.value(i);
                 profile.raced |= raced.value(i);
+                profile.delta |= delta.value(i);
                 if profile.signal.is_none() && !signal.is_null(i) {
                     profile.signal = Some(signal.value(i));
                 }
@@ -296,9 +299,13 @@ pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
                     .get_mut(m)
                     .and_then(|pm| pm.counters.get_mut(c))
                     .ok_or_else(|| b.bad(format!("counter {c} of module {m} out of range")))?;
-                *slot = slot
-                    .checked_add(value.value(i))
-                    .ok_or_else(|| b.bad("counter overflow while adding runs".into()))?;
+                *slot = match profile.delta {
+                    // Parts of processes that took snapshots: early exits in two's complement.
+                    true => slot.wrapping_add(value.value(i)),
+                    false => slot
+                        .checked_add(value.value(i))
+                        .ok_or_else(|| b.bad("counter overflow while adding runs".into()))?,
+                };
             }
             Ok(())
         })?;

@@ -2,8 +2,9 @@
 //! schema that [`super::table::Table`] builds and docs/dataset.md describes
 //! ([`markdown`], compared with the document by a test).
 
-/// Version of the schema, in the `builds` table; raised when a column changes meaning or goes.
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version of the schema, in the `builds` table; raised when a column comes, goes or changes
+/// meaning (4: `runs.delta` and `runs.snapshot`).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// A column's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,6 +212,8 @@ pub const RUNS: TableSpec = TableSpec {
         col("unfinished", Kind::Bool, "a continuous-mode profile of a process that did not exit"),
         col("raced", Kind::Bool, "code without atomic increments ran in a multi-threaded process: counts may have lost updates"),
         opt("signal", Kind::U32, "the fatal signal at which the profile was written"),
+        col("delta", Kind::Bool, "a part of a process that took snapshots (`TALLY_SNAPSHOT_*`): its counts are those since the previous snapshot (since the start for snapshot 1), and the parts of a process add up to its profile; early exits are changes in waiting frames, so `edge_counts` has no early-exit rows for it, and its `counters` of early exits are two's complement (sums wrap)"),
+        opt("snapshot", Kind::U32, "the part's snapshot number (1, 2, ...; `start_ns` is the previous snapshot's time); NULL for a profile written at an end"),
         opt("exit_status", Kind::U32, "the exit status as the parent sees it (the low 8 bits of what `exit`/`_exit` got or `main` returned); NULL when it ended otherwise (a signal, an `exec`) or for a merged profile"),
         opt("start_ns", Kind::U64, "when the run started: nanoseconds since the Unix epoch (`make_timestamp(start_ns // 1000)` in DuckDB); NULL for a merged profile or one written before container version 5"),
         opt("end_ns", Kind::U64, "when it wrote the profile, the same way"),

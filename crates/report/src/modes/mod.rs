@@ -6,6 +6,7 @@
 //! reconstruction (ARCHITECTURE.md, "Adding a mode"); `analyze` never names a mode.
 
 mod blocks;
+pub(crate) mod delta;
 mod edge;
 mod events;
 pub(crate) mod ipath;

@@ -141,6 +141,7 @@ fn pipeline(bytes: &[u8]) -> Result<Outcome, String> {
         tally_report::placements::text(&s, "t", &r.program);
         tally_report::placements::json(&s, "t", &r.program);
         Profile {
+            delta: false,
             pid: 0,
             program: Default::default(),
             modules: p.modules.clone(),
@@ -180,6 +181,7 @@ fn case(seed: u64) -> (Vec<u8>, bool) {
     }
     (
         Profile {
+            delta: false,
             pid: seed,
             program: Default::default(),
             modules,
@@ -309,6 +311,7 @@ fn a_different_numbering_is_refused() {
         probes_before_optimization: false,
     };
     let bytes = Profile {
+        delta: false,
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule::new(meta.clone(), vec![0; total as usize])],
@@ -330,6 +333,7 @@ fn a_different_numbering_is_refused() {
     let mut good = meta;
     good.functions[0].paths_mut().unwrap().numbering = numbered.fingerprint();
     let p = Profile {
+        delta: false,
         pid: 1,
         program: Default::default(),
         modules: vec![ProfileModule::new(good, vec![0; total as usize])],
@@ -364,6 +368,7 @@ fn generated_trace_and_ipath_metadata_is_valid() {
             modules += 1;
             sets += usize::from(m.meta.ipath().is_some());
             let p = Profile {
+                delta: false,
                 pid: 1,
                 program: Default::default(),
                 modules: vec![m],

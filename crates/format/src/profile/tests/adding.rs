@@ -28,7 +28,7 @@ fn adding_a_run_of_the_same_build_adds_every_count() {
     // What adding the decoded profiles module by module gives.
     let mut expected = sample();
     for (a, b) in expected.modules.iter_mut().zip(&other.modules) {
-        a.add(b.counters.iter().copied(), &b.paths).unwrap();
+        a.add(b.counters.iter().copied(), &b.paths, false).unwrap();
     }
     assert_eq!(sum.modules, expected.modules);
     assert_eq!(sum.modules[0].counters, vec![11, 22, u64::MAX]);

@@ -89,6 +89,7 @@ fn a_flipped_path_entry_is_refused() {
         count: 5,
     });
     let p = Profile {
+        delta: false,
         pid: 1,
         program: Default::default(),
         modules: vec![m],
@@ -197,8 +198,8 @@ fn bad_continuous_profiles_are_refused() {
     old[12..16].copy_from_slice(&PROFILE_CONTINUOUS.to_le_bytes());
     assert!(err(&old).contains("flags 0x1 are not supported"));
     let mut other = p.write();
-    other[12..16].copy_from_slice(&8u32.to_le_bytes());
-    assert!(err(&other).contains("flags 0x8 are not supported"));
+    other[12..16].copy_from_slice(&0x10u32.to_le_bytes());
+    assert!(err(&other).contains("flags 0x10 are not supported"));
     let mut old = write_v3(&p);
     old[12..16].copy_from_slice(&PROFILE_RACED.to_le_bytes());
     assert!(err(&old).contains("flags 0x2 are not supported"));
