@@ -584,6 +584,13 @@ fn finish(
         tally_format::abi::MODULE_FLAG_ATOMIC
     } else {
         0
+    } | if matches!(
+        meta.mode,
+        tally_format::Mode::Edge | tally_format::Mode::EdgesNaive
+    ) {
+        tally_format::abi::MODULE_FLAG_DIFFABLE
+    } else {
+        0
     };
     module::emit_registration(
         globals,
@@ -602,7 +609,8 @@ fn finish(
             tally_graph::hash::fnv64(&blob),
             u64::from(om.num_counters),
             0,
-            flags & !tally_format::abi::MODULE_FLAG_EVENTS,
+            (flags & !tally_format::abi::MODULE_FLAG_EVENTS)
+                | tally_format::abi::MODULE_FLAG_DIFFABLE,
         );
     }
     if let Some(dir) = &opts.profile_dir {

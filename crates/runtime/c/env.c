@@ -96,6 +96,8 @@ void read_env(void) {
         env_copy(&env.trace_compress, "TALLY_TRACE_COMPRESS");
         env_copy(&env.meta, "TALLY_META");
         env_copy(&env.labels, "TALLY_LABELS");
+        env_copy(&env.snap_interval, "TALLY_SNAPSHOT_INTERVAL");
+        env_copy(&env.snap_signal, "TALLY_SNAPSHOT_SIGNAL");
         /* Like the environment, ignored in an AT_SECURE process: it writes only the default
          * file of its current directory (secure_target_ok). */
         (void)dl_iterate_phdr(profile_dir_cb, 0);

@@ -182,6 +182,17 @@ int walk(struct tally_frame *r, uintptr_t above, const struct tally_frame *end,
     }
 }
 
+/* struct tally_instance's snap_charge (snapshot.c): this thread's records in this image charged
+ * (dir 1) or taken back (dir -1), as at the end but the list left as it is. From a signal
+ * handler: the thread-local is found the async-signal-safe way. */
+void snap_charge_self(int dir) {
+    struct tally_frame **top = top_slot_soft();
+    if (!top)
+        return;
+    struct walker w = {0, 0, 0};
+    walk(*top, 0, 0, &w, dir);
+}
+
 /* The common part of __tally_unwound (lj = 0) and __tally_longjmp_landed (lj = 1, ret != 0).
  * `top` is the list head at entry, or NULL when the records above `f` must not be read. */
 /* This copy's part of a landing in another image (a landing pad or a longjmp target whose

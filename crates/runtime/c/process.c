@@ -43,7 +43,7 @@ char reg_lock;
 HIDDEN struct tally_instance tally__self = {
     TALLY_INSTANCE_MAGIC, TALLY_ABI_VERSION, sizeof(struct tally_instance), 0, 0, &reg_head,
     settle_self, reset_self, write_self, cut_self, exec_charge_self, owner_sigaction,
-    &wtrace_ops};
+    &wtrace_ops, snap_charge_self, 0, {0}, {0}};
 
 /* The note: name "tally", type TALLY_NOTE_TYPE, descriptor an 8-byte offset from the
  * descriptor to tally__self (resolved by the static linker: no dynamic relocation). */
@@ -133,6 +133,7 @@ static void fork_child(void) {
     if (r)
         r->pid = getpid();
     trace_forked();
+    snapshots_forked();
 }
 
 /* Joins (or creates) the process registry. Called under reg_lock at this copy's first
@@ -153,6 +154,10 @@ struct tally_registry *join_registry(void) {
         r->pid = getpid();
         owner = 1;
     }
+    /* This image's code, for snapshots (threads.c): found here, before the registry's lock,
+     * since dl_iterate_phdr takes the loader's. */
+    tally__self.text_n = image_ranges((uintptr_t)&join_registry, tally__self.text_lo,
+                                      tally__self.text_hi, 8);
     spin_lock(&r->lock, 0);
     enter_live_locked(r);
     spin_unlock(&r->lock);
@@ -163,6 +168,7 @@ struct tally_registry *join_registry(void) {
             (void)dlopen(js.self_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
         (void)on_exit(exit_status_handler, 0);
         (void)at_quick_exit(exit_handler);
+        snapshots_init();
         signals_init();
         (void)pthread_atfork(fork_prepare, 0, fork_child);
     }

@@ -143,6 +143,13 @@
 #define owner_sigaction tally__owner_sigaction
 #define stop_threads tally__stop_threads
 #define release_threads tally__release_threads
+#define stop_snapshot_threads tally__stop_snapshot_threads
+#define release_snapshot_threads tally__release_snapshot_threads
+#define inside_counted_code tally__inside_counted_code
+#define snap_charge_self tally__snap_charge_self
+#define snapshots_init tally__snapshots_init
+#define snapshots_forked tally__snapshots_forked
+#define snap tally__snap
 #define cont_register tally__cont_register
 #define cont_unregister tally__cont_unregister
 #define cont_final_path tally__cont_final_path
@@ -205,6 +212,8 @@ struct tally_env {
     struct env_value trace_compress; /* TALLY_TRACE_COMPRESS (wtrace/coder.c) */
     struct env_value meta;           /* TALLY_META (write.c: "shared") */
     struct env_value labels;         /* TALLY_LABELS (write.c: the run record) */
+    struct env_value snap_interval;  /* TALLY_SNAPSHOT_INTERVAL (snapshot.c) */
+    struct env_value snap_signal;    /* TALLY_SNAPSHOT_SIGNAL (snapshot.c) */
     /* Not the environment: the directory baked in by `tally cc --tally-profile-dir=DIR` (the
      * first TALLY_NOTE_PROFILE_DIR note of the first loaded object that has one), the default
      * place of the profile and the trace when TALLY_PROFILE / TALLY_TRACE are unset. */
@@ -245,7 +254,7 @@ extern char reg_lock;
 #define TALLY_INSTANCE_MAGIC 0x534e49594c4c4154ull /* "TALLYINS" */
 /* The layout of struct tally_registry is shared by the copies of one process: change the magic
  * whenever it changes (a copy that finds no registry of its own layout keeps its own). */
-#define TALLY_REGISTRY_MAGIC 0x3447525943524154ull /* "TARCYRG4" */
+#define TALLY_REGISTRY_MAGIC 0x3547525943524154ull /* "TARCYRG5" */
 #define TALLY_NOTE_TYPE 0x7461u                    /* in notes named "tally" */
 
 struct tally_registry;
@@ -274,6 +283,13 @@ struct tally_instance {
     /* The trace's writer (wtrace/, trace_naive.c): the owner's serves every copy ("One trace per
      * process" in wtrace/home.c). */
     const struct tally_trace_ops *trace;
+    /* Snapshots (snapshot.c): this thread's frame records in this image charged (dir 1) or
+     * taken back (dir -1), the list left as it is; async-signal-safe. */
+    void (*snap_charge)(int dir);
+    /* This image's executable segments (image_ranges at joining; 0: unknown): code there is
+     * instrumented code or this copy of the runtime. */
+    int text_n;
+    uintptr_t text_lo[8], text_hi[8];
 };
 
 /* A module whose object was dlclosed: its profile record, as the profile holds it. */
@@ -392,7 +408,7 @@ int open_target(const char *path, char *tmp, size_t tmpcap, int *err, const char
 int secure_target_ok(void);
 extern const char secure_refusal[];
 struct dead_module *snapshot_module(const struct tally_module *m);
-void write_profile_locked(void);
+int write_profile_locked(void);
 void out_begin(int fd);
 void out_bytes(const void *p, uint64_t len);
 void out_u32(uint32_t v);
@@ -440,6 +456,44 @@ void stop_threads(void);
 void release_threads(void);
 /* Whether `k` is the runtime's own handler that stops threads at the end. */
 int is_stop_handler(const struct sigaction *k);
+/* A snapshot's stop: 1 when every other thread charged its frames (keeping them) outside
+ * counted code, 0 when not (release_snapshot_threads still follows), -1 when the end is under
+ * way. */
+int stop_snapshot_threads(void);
+void release_snapshot_threads(void);
+/* Whether `pc` is in the code of an image with a live copy of the runtime (or unknown). */
+int inside_counted_code(uintptr_t pc);
+
+/* The interrupted instruction's address (a handler's `uc`), or 0 when unknown. */
+static inline uintptr_t interrupted_pc(void *uc) {
+    if (!uc)
+        return 0;
+#if defined(__x86_64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.pc;
+#else
+    return 0;
+#endif
+}
+
+/* ---- snapshot.c: snapshots of a long-running process ---------------------------------------- */
+
+/* The owner's snapshot state, which the writer reads. */
+struct tally_snap {
+    uint64_t seq;     /* snapshots written */
+    uint64_t writing; /* while a snapshot is written: its number (seq + 1); else 0 */
+    uint64_t from_ns; /* when the counts in the counters start: the last snapshot (0: the start) */
+    uint64_t now_ns;  /* the time of the snapshot being written */
+    int signal;       /* TALLY_SNAPSHOT_SIGNAL's number, or 0: signals_init leaves it alone */
+};
+extern struct tally_snap snap;
+/* At the owner's first registration, before signals_init: reads TALLY_SNAPSHOT_SIGNAL and
+ * TALLY_SNAPSHOT_INTERVAL and sets up what they ask for. */
+void snapshots_init(void);
+/* In a fork child: no snapshots (timers are not inherited). */
+void snapshots_forked(void);
+void snap_charge_self(int dir);
 
 /* ---- continuous.c: counters mapped from the profile file ---------------------------------- */
 

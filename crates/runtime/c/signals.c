@@ -96,19 +96,6 @@ static void find_image_once(void) {
     __atomic_store_n(&image_n, n, __ATOMIC_RELEASE);
 }
 
-/* The interrupted instruction's address (`uc`), or 0 when unknown. */
-static uintptr_t interrupted_pc(void *uc) {
-    if (!uc)
-        return 0;
-#if defined(__x86_64__)
-    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    return (uintptr_t)((ucontext_t *)uc)->uc_mcontext.pc;
-#else
-    return 0;
-#endif
-}
-
 /* Whether `pc` is in this image or in another whose traced code hands its trace calls to this
  * copy (also when that is not known). */
 static int inside_image(uintptr_t pc) {
@@ -149,6 +136,8 @@ void signals_init(void) {
         int sig = fatal_signals[i];
         struct sigaction k;
         if (sig <= 0 || sig >= NSIGS || sigaction(sig, 0, &k) != 0)
+            continue;
+        if (sig == snap.signal) /* TALLY_SNAPSHOT_SIGNAL: snapshot.c's */
             continue;
         managed[sig] = 1;
         if (k.sa_handler != SIG_DFL) /* SIG_IGN or a handler (sa_sigaction shares the field) */

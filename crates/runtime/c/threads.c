@@ -15,6 +15,11 @@
  * read, that does not answer in time, or that cannot be listed (no /proc; past 4096 threads)
  * stays uncharged: its functions are then inconsistent in the report.
  *
+ * A snapshot (snapshot.c) stops the threads the same way, but each charges its records without
+ * emptying its list, says whether it was interrupted in counted code (an image with a runtime
+ * copy: inside_counted_code), and takes its charges back once the snapshot is written; a
+ * thread that blocks the signal or does not answer makes the snapshot wait for a later try.
+ *
  * Everything here is async-signal-safe (it runs in the fatal-signal handler): getdents64 on a
  * descriptor, tgkill, nanosleep, atomics.
  */
@@ -22,33 +27,82 @@
 
 enum { IDLE, STOPPING, HOLDING, WRITTEN };
 
-/* IDLE until the end; STOPPING while threads charge; HOLDING while the profile is written;
- * WRITTEN. */
+/* IDLE until the end (or a snapshot); STOPPING while threads charge; HOLDING while the profile
+ * is written; WRITTEN. */
 static int phase;
 static int acks;           /* threads that charged their frames */
 static char charge_lock;   /* one thread charges at a time (the increments are plain) */
+/* A snapshot's stop (snapshot.c), not the end: threads charge without emptying their lists,
+ * say whether they were stopped in an image's code, and take their charges back at WRITTEN. */
+static int snapping;
+static int caught;         /* a stopped thread was running code of an image with a runtime */
+static int undone;         /* threads that took their charges back */
+
+#define MAX_THREADS 4096
+
+static long tids[MAX_THREADS];
+static uint64_t masks[MAX_THREADS];
+static char answered[MAX_THREADS]; /* tids[i] charged in this stop (a second signal is late) */
 
 static void pause_1ms(void) {
     struct timespec ts = {0, 1000000};
     (void)nanosleep(&ts, 0);
 }
 
+/* Whether `pc` is in the code of an image with a live copy of the runtime: instrumented code
+ * or the runtime itself, where a frame may be between calls or a count half-stored. Unknown
+ * counts as inside. */
+int inside_counted_code(uintptr_t pc) {
+    struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    if (!pc)
+        return 1;
+    for (const struct tally_instance *in = r ? r->live : &tally__self; in; in = in->next) {
+        if (in->text_n <= 0)
+            return 1;
+        for (int i = 0; i < in->text_n && i < 8; i++)
+            if (pc >= in->text_lo[i] && pc < in->text_hi[i])
+                return 1;
+    }
+    return 0;
+}
+
+/* This thread's index in tids[], or -1. */
+static int my_index(void) {
+    long self = syscall(SYS_gettid);
+    for (int i = 0; i < MAX_THREADS && tids[i]; i++)
+        if (tids[i] == self)
+            return i;
+    return -1;
+}
+
 /* Runs on each other thread. */
 static void on_stop(int sig, siginfo_t *info, void *uc) {
     (void)sig;
-    (void)uc;
     int saved_errno = errno;
     if (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) != STOPPING || info->si_pid != getpid()) {
         errno = saved_errno;
         return; /* late (the profile is written) or not sent by the runtime */
     }
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
+    int snap = __atomic_load_n(&snapping, __ATOMIC_ACQUIRE), charged = 0;
+    int me = snap ? my_index() : -1;
+    if (snap && (me < 0 || answered[me])) {
+        errno = saved_errno;
+        return; /* not listed, or a second signal of this stop */
+    }
     if (!spin_lock(&charge_lock, 1)) {
         errno = saved_errno;
         return;
     }
     if (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == STOPPING) {
-        if (r) {
+        if (snap) {
+            answered[me] = 1;
+            if (inside_counted_code(interrupted_pc(uc)))
+                __atomic_store_n(&caught, 1, __ATOMIC_RELEASE);
+            for (struct tally_instance *in = r ? r->live : &tally__self; in; in = in->next)
+                in->snap_charge(1);
+            charged = 1;
+        } else if (r) {
             for (struct tally_instance *in = r->live; in; in = in->next)
                 in->cut(UINTPTR_MAX);
         } else {
@@ -60,6 +114,13 @@ static void on_stop(int sig, siginfo_t *info, void *uc) {
     /* Held until the profile is written (bounded: 10 s), so nothing it does after is counted. */
     for (int i = 0; i < 10000 && __atomic_load_n(&phase, __ATOMIC_ACQUIRE) != WRITTEN; i++)
         pause_1ms();
+    if (charged) { /* a snapshot's: the frames go on */
+        spin_lock(&charge_lock, 0);
+        for (struct tally_instance *in = r ? r->live : &tally__self; in; in = in->next)
+            in->snap_charge(-1);
+        __atomic_add_fetch(&undone, 1, __ATOMIC_ACQ_REL);
+        spin_unlock(&charge_lock);
+    }
     errno = saved_errno;
 }
 
@@ -70,11 +131,6 @@ struct dirent64_head {
     unsigned char type;
     char name[];
 };
-
-#define MAX_THREADS 4096
-
-static long tids[MAX_THREADS];
-static uint64_t masks[MAX_THREADS];
 
 /* The thread's blocked signals (SigBlk: in /proc/self/task/<tid>/status); all of them when
  * it cannot be read. */
@@ -182,17 +238,9 @@ static int list_threads(long self) {
     return count;
 }
 
-/* Before the ending thread settles: every other thread charges its frames and waits. */
-void stop_threads(void) {
-    long self = syscall(SYS_gettid);
-    int count = list_threads(self);
-    if (!count)
-        return;
-    for (int i = 0; i < count; i++)
-        masks[i] = blocked_of(tids[i]);
-    int stop_sig = pick_signal(count);
-    if (!stop_sig)
-        return;
+/* Sends `stop_sig` to each of the `count` listed threads that does not block it, waits (2 s at
+ * most) for their answers, and lets late answers charge nothing; returns how many were sent it. */
+static int send_and_hold(int count, int stop_sig) {
     pid_t pid = getpid();
     int sent = 0;
     __atomic_store_n(&phase, STOPPING, __ATOMIC_RELEASE);
@@ -202,16 +250,77 @@ void stop_threads(void) {
         if (syscall(SYS_tgkill, (long)pid, tids[i], (long)stop_sig) == 0)
             sent++;
     }
-    /* Bounded: 2 s for every thread to answer. */
     for (int i = 0; i < 2000 && __atomic_load_n(&acks, __ATOMIC_ACQUIRE) < sent; i++)
         pause_1ms();
-    /* Late answers charge nothing from here on. */
     spin_lock(&charge_lock, 1);
     __atomic_store_n(&phase, HOLDING, __ATOMIC_RELEASE);
     spin_unlock(&charge_lock);
+    return sent;
+}
+
+/* Taken by the end for good, by a snapshot for its stop: one stop at a time. */
+static char stop_lock;
+
+/* Before the ending thread settles: every other thread charges its frames and waits. */
+void stop_threads(void) {
+    (void)spin_lock(&stop_lock, 1); /* a snapshot's stop ends within seconds */
+    long self = syscall(SYS_gettid);
+    int count = list_threads(self);
+    if (!count)
+        return;
+    for (int i = 0; i < count; i++)
+        masks[i] = blocked_of(tids[i]);
+    int stop_sig = pick_signal(count);
+    if (!stop_sig)
+        return;
+    (void)send_and_hold(count, stop_sig);
 }
 
 /* After the profile is written: the other threads go on. */
 void release_threads(void) {
     __atomic_store_n(&phase, WRITTEN, __ATOMIC_RELEASE);
+}
+
+/* A snapshot's stop (snapshot.c): every other thread charges its frames as at the end, keeping
+ * its list, and waits. Returns 1 when every thread did, none of them stopped in counted code
+ * (where a frame may be between calls); 0 otherwise, and then also when the stop could not
+ * start at all (the end is under way: release_snapshot_threads is not called then, -1). */
+int stop_snapshot_threads(void) {
+    if (__atomic_test_and_set(&stop_lock, __ATOMIC_ACQUIRE))
+        return -1;
+    long self = syscall(SYS_gettid);
+    int count = list_threads(self);
+    if (count < MAX_THREADS)
+        tids[count] = 0;
+    memset(answered, 0, sizeof answered);
+    __atomic_store_n(&acks, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&undone, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&caught, 0, __ATOMIC_RELEASE);
+    if (!count)
+        return 1;
+    if (count >= MAX_THREADS)
+        return 0;
+    for (int i = 0; i < count; i++)
+        masks[i] = blocked_of(tids[i]);
+    int stop_sig = pick_signal(count);
+    if (!stop_sig)
+        return 0;
+    for (int i = 0; i < count; i++)
+        if ((masks[i] >> (stop_sig - 1)) & 1)
+            return 0; /* a thread that cannot be stopped */
+    __atomic_store_n(&snapping, 1, __ATOMIC_RELEASE);
+    int sent = send_and_hold(count, stop_sig);
+    return sent == count && __atomic_load_n(&acks, __ATOMIC_ACQUIRE) == count &&
+           !__atomic_load_n(&caught, __ATOMIC_ACQUIRE);
+}
+
+/* After a snapshot (written or not): the stopped threads take their charges back and go on. */
+void release_snapshot_threads(void) {
+    int charged = __atomic_load_n(&acks, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&phase, WRITTEN, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2000 && __atomic_load_n(&undone, __ATOMIC_ACQUIRE) < charged; i++)
+        pause_1ms();
+    __atomic_store_n(&snapping, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&phase, IDLE, __ATOMIC_RELEASE);
+    __atomic_clear(&stop_lock, __ATOMIC_RELEASE);
 }

@@ -973,10 +973,18 @@ static void out_run(void) {
     if (labels > TALLY_RUN_LABELS_MAX)
         labels = 0;
     uint64_t host = prog.host_len <= TALLY_RUN_HOST_MAX ? prog.host_len : 0;
-    out_u64(prog.start_ns);
-    out_u64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
-    out_u32(run_status_kind);
-    out_u32(run_status_kind == TALLY_RUN_STATUS_EXITED ? (uint32_t)run_status : 0);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t part = __atomic_load_n(&snap.writing, __ATOMIC_ACQUIRE);
+    /* After a snapshot, a part starts at the last one (snapshot.c). */
+    out_u64(snap.from_ns ? snap.from_ns : prog.start_ns);
+    out_u64(part ? snap.now_ns : now);
+    if (part) {
+        out_u32(TALLY_RUN_STATUS_SNAPSHOT);
+        out_u32((uint32_t)part);
+    } else {
+        out_u32(run_status_kind);
+        out_u32(run_status_kind == TALLY_RUN_STATUS_EXITED ? (uint32_t)run_status : 0);
+    }
     out_u32((uint32_t)host);
     out_u32((uint32_t)labels);
     out_bytes(prog.host, host);
@@ -999,13 +1007,35 @@ static uint32_t profile_flags(const struct tally_registry *r) {
     int sig = __atomic_load_n(&r->fatal_signal, __ATOMIC_RELAXED);
     if (sig > 0 && (uint32_t)sig <= (TALLY_PROFILE_SIGNAL_MASK >> TALLY_PROFILE_SIGNAL_SHIFT))
         flags |= TALLY_PROFILE_SIGNALED | ((uint32_t)sig << TALLY_PROFILE_SIGNAL_SHIFT);
+    if (snap.seq || __atomic_load_n(&snap.writing, __ATOMIC_ACQUIRE))
+        flags |= TALLY_PROFILE_DELTA; /* a part of a process that takes snapshots */
     return flags;
+}
+
+/* A snapshot's path (snapshot.c): ".s<N>" before the profile path's ".tally", or after it
+ * when it has none. Returns 0 or ENAMETOOLONG. */
+static int snapshot_path(uint64_t part) {
+    static const char ext[] = ".tally";
+    char tail[sizeof ext];
+    size_t n = strnlen(out.path, sizeof out.path), e = sizeof ext - 1;
+    int has_ext = n > e && strcmp(out.path + n - e, ext) == 0;
+    if (has_ext)
+        n -= e;
+    tail[0] = 0;
+    if (has_ext)
+        memcpy(tail, ext, sizeof ext);
+    out.path[n] = 0;
+    n = put_str(out.path, n, sizeof out.path, ".s");
+    n = put_u64(out.path, n, sizeof out.path, part);
+    n = put_str(out.path, n, sizeof out.path, tail);
+    return n + 1 >= sizeof out.path ? ENAMETOOLONG : 0;
 }
 
 /* Writes the profile of the process: the modules of every live copy of the runtime and those
  * of objects dlclosed earlier, in ascending module hash. The caller holds the registry lock (or could not get it) and
- * preserves errno. */
-void write_profile_locked(void) {
+ * preserves errno. Returns 0 when it was written; else it was reported (EXDEV: a snapshot of
+ * a merged profile, which cannot be). */
+int write_profile_locked(void) {
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
     struct tally_instance self_only = tally__self;
     self_only.next = 0;
@@ -1023,27 +1053,35 @@ void write_profile_locked(void) {
     program_signature(live, dead, count, sig);
     int err = build_path(sig, &merge);
     if (err == 1)
-        return;
-    if (!err && !merge) /* continuous mode: replace the very file the counters were mapped from */
+        return 1;
+    uint64_t part = __atomic_load_n(&snap.writing, __ATOMIC_ACQUIRE);
+    if (!err && part && merge) {
+        profile_report(out.line, sizeof out.line, "no snapshots of", out.path,
+                       "a merged profile (%m) holds no parts; name one per process (%p)");
+        return EXDEV;
+    }
+    if (!err && part)
+        err = snapshot_path(part);
+    if (!err && !merge && !part) /* continuous mode: replace the very file the counters were mapped from */
         (void)cont_final_path(out.path, sizeof out.path);
     if (err) {
         report_failure(out.path, err);
-        return;
+        return err;
     }
     if (!secure_target_ok()) {
         profile_report(out.line, sizeof out.line, "not writing profile", out.path, secure_refusal);
-        return;
+        return EPERM;
     }
     const char *why;
     int fd = merge ? merge_open_target(out.path, out.tmp, sizeof out.tmp, &err, &why)
                    : open_target(out.path, out.tmp, sizeof out.tmp, &err, &why);
     if (fd == OPEN_REFUSED) {
         profile_report(out.line, sizeof out.line, "not writing profile", out.path, why);
-        return;
+        return EPERM;
     }
     if (fd < 0) {
         report_failure(out.path, err);
-        return;
+        return err ? err : EIO;
     }
     /* TALLY_META=shared: only for a new file of its own (not merged, not a FIFO or device). */
     out.shared = !merge && out.tmp[0] && env.meta.set && strcmp(env.meta.v, "shared") == 0;
@@ -1112,7 +1150,7 @@ void write_profile_locked(void) {
         err = errno;
     if (merge && out.tmp[0] && !err) {
         merge_commit(out.path, out.tmp); /* reports its own failures */
-        return;
+        return 0;
     }
     if (out.tmp[0]) {
         if (!err && rename(out.tmp, out.path) != 0)
@@ -1122,4 +1160,5 @@ void write_profile_locked(void) {
     }
     if (err)
         report_failure(out.path, err);
+    return err;
 }

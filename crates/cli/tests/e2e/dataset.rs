@@ -340,6 +340,40 @@ fn an_oracle_build_is_checked_from_the_dataset() {
     );
 }
 
+/// The parts of a long-running process (snapshots, `runs.delta`) are runs of their own whose
+/// counts DuckDB adds up exactly as `tally merge` + `report` do (early exits, changes in
+/// waiting frames, have no rows in either), and the build read back is their merged profile.
+#[test]
+fn snapshot_parts_export_exactly() {
+    let dir = scratch("dataset-snapshots");
+    let src = repo().join("testdata/threads/server.c");
+    let bin = dir.join("server");
+    build(
+        Variant::Tally("edge"),
+        false,
+        &["-O2", "-g", "-pthread", src.to_str().unwrap()],
+        &bin,
+        &dir,
+    );
+    let o = Command::new(&bin)
+        .arg("3")
+        .current_dir(&dir)
+        .env("TALLY_PROFILE", dir.join("srv.tally"))
+        .env("TALLY_SNAPSHOT_SIGNAL", "WINCH")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let parts: Vec<PathBuf> = ["srv.s1.tally", "srv.s2.tally", "srv.s3.tally", "srv.tally"]
+        .iter()
+        .map(|f| dir.join(f))
+        .collect();
+    let mut args = vec!["export", "-o", "ds"];
+    args.extend(parts.iter().map(|p| p.to_str().unwrap()));
+    tally_ok(&dir, &args);
+    let said = check(&dir.join("ds"), &bin, &parts, "");
+    eprintln!("{said}");
+}
+
 /// The `runs` table says when and where each run was, how it ended, and its labels: those of
 /// `TALLY_LABELS` at run time and `--label` at export (which wins for a key in both).
 #[test]

@@ -33,6 +33,7 @@ mod ipath_json;
 mod ipath_oracle;
 mod ipath_threads;
 mod ipaths;
+mod long_running;
 mod merge;
 mod online_merge;
 mod oracle;
