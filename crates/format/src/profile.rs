@@ -310,12 +310,14 @@ impl ProfileModule {
 pub const MAX_PROFILE_BYTES: u64 = 4 << 30;
 
 mod error;
+mod parts;
 mod read;
 mod shared;
 mod sum;
 mod write;
 
 pub use error::{ProfileError, Truncation};
+pub use parts::{whole_processes, Part};
 pub use shared::meta_dir;
 pub use sum::{add_path_entries, Added};
 

@@ -3,7 +3,7 @@
 
 use crate::ReportError;
 use std::collections::{HashMap, HashSet};
-use tally_format::profile::{BuildId, Profile, ProfileError};
+use tally_format::profile::{whole_processes, BuildId, Part, Profile, ProfileError};
 
 /// Adds the counters of `others` into a copy of `first`, refusing profiles of another build
 /// ([`Sum`] says how they are matched).
@@ -36,6 +36,10 @@ pub struct Sum {
     sources: HashMap<String, Vec<(u64, String)>>,
     /// Source files some input held two modules of.
     together: HashSet<String>,
+    /// The inputs that are parts of processes that took snapshots ([`Profile::part`]), and
+    /// whether an input had the delta flag without being one part (a sum of parts).
+    parts: Vec<Part>,
+    partial: bool,
 }
 
 impl Sum {
@@ -47,10 +51,22 @@ impl Sum {
             inputs: 1,
             sources: HashMap::new(),
             together: HashSet::new(),
+            parts: Vec::new(),
+            partial: false,
         };
+        let part = s.profile.part();
+        s.note_part(s.profile.delta, part);
         let all: Vec<usize> = (0..s.profile.modules.len()).collect();
         s.note(name, &all);
         s
+    }
+
+    /// Records which part of a process an input is, if it is one (`delta`: its flag).
+    fn note_part(&mut self, delta: bool, part: Option<Part>) {
+        match part {
+            Some(p) => self.parts.push(p),
+            None => self.partial |= delta,
+        }
     }
 
     /// Records that input `name` held the sum's modules `at`.
@@ -87,8 +103,17 @@ impl Sum {
     /// not (nothing added: read it in full and [`Sum::add`] it).
     #[allow(clippy::result_large_err)] // the reader's own error, as `Profile::read` returns it
     pub fn add_bytes(&mut self, name: &str, bytes: &[u8]) -> Result<bool, ProfileError> {
+        let delta = bytes.get(12..16).is_some_and(|f| {
+            u32::from_le_bytes(f.try_into().expect("4 bytes")) & tally_format::abi::PROFILE_DELTA
+                != 0
+        });
+        let part = match delta {
+            true => Profile::part_of(bytes)?,
+            false => None,
+        };
         match self.profile.add_known_modules(bytes, false)? {
             Some(at) => {
+                self.note_part(delta, part);
                 self.note(name, &at);
                 self.inputs += 1;
                 Ok(true)
@@ -173,6 +198,7 @@ impl Sum {
             }
         }
         self.note(name, &noted);
+        self.note_part(p.delta, p.part());
         self.profile.unfinished |= p.unfinished;
         self.profile.raced |= p.raced;
         self.profile.signal = self.profile.signal.or(p.signal);
@@ -199,6 +225,10 @@ impl Sum {
                 other: seen[1].1.clone(),
                 detail: format!("module {src} differs, and no profile holds both of its builds"),
             });
+        }
+        // Every part of whole processes: the sum is their profiles, early exits counts again.
+        if self.profile.delta && !self.partial && whole_processes(&self.parts) {
+            self.profile.delta = false;
         }
         if self.inputs > 1 {
             self.profile.modules.sort_by_key(|m| m.hash);

@@ -137,6 +137,13 @@ fn only(report: &Value, keep: &[&str]) -> Value {
     r
 }
 
+/// The profile's delta flag: a part, or a sum of parts that are not whole processes.
+fn is_delta(profile: &Path) -> bool {
+    tally_format::profile::Profile::read_file(profile)
+        .expect("a profile")
+        .delta
+}
+
 fn merge(dir: &Path, inputs: &[PathBuf], out: &str) -> PathBuf {
     let out = dir.join(out);
     let mut args = vec!["merge".to_string(), "-o".into(), out.display().to_string()];
@@ -224,9 +231,12 @@ fn signal_parts(how: &str) {
         }
     }
 
-    // The parts add up to the process: equal to a run without snapshots, early exits aside
-    // (known in the whole run, changes in the sum of parts).
+    // The parts add up to the process: every part of it merged is its profile (early exits
+    // counts again), equal to a run without snapshots; a merge that lacks a part is not.
     let sum = merge(&dir, &edge_parts, "edge-sum.tally");
+    assert!(!is_delta(&sum), "the sum of every part is not whole");
+    let some = merge(&dir, &edge_parts[1..], "edge-some.tally");
+    assert!(is_delta(&some), "a sum without part 1 is whole");
     let whole = run_with(&edge, &[&phases], &dir, "whole", &[]);
     assert!(whole.status.success());
     let whole = dir.join("whole.tally");
@@ -236,14 +246,7 @@ fn signal_parts(how: &str) {
     assert_eq!(entries(&s, "nested"), (PHASES + 1) * (PHASES + 2) / 2 - 1);
     let keep = ["job", "nested"];
     let (s, w) = (only(&s, &keep), only(&w, &keep));
-    assert_same_counts(
-        "sum of parts",
-        "sum",
-        &s,
-        "whole run",
-        &w,
-        Edges::DeterminedInFirst,
-    );
+    assert_same_counts("sum of parts", "sum", &s, "whole run", &w, Edges::All);
     assert_oracle_equal("sum of parts", &sum);
 
     // The text report says what a part is.
@@ -276,20 +279,14 @@ fn snapshots_on_a_timer_are_exact_and_add_up() {
         assert_oracle_equal(&format!("timed part {}", k + 1), p);
     }
     let sum = merge(&dir, &ps, "tick-sum.tally");
+    assert!(!is_delta(&sum), "the sum of every part is not whole");
     assert!(run_with(&edge, &args, &dir, "untimed", &[])
         .status
         .success());
     let (s, w) = (report_json(&sum), report_json(&dir.join("untimed.tally")));
     assert_eq!(entries(&s, "job"), 4 * 8 * 9 / 2);
     let (s, w) = (only(&s, &["job", "nested"]), only(&w, &["job", "nested"]));
-    assert_same_counts(
-        "timed parts",
-        "sum",
-        &s,
-        "whole run",
-        &w,
-        Edges::DeterminedInFirst,
-    );
+    assert_same_counts("timed parts", "sum", &s, "whole run", &w, Edges::All);
     eprintln!("{} parts", ps.len());
 }
 
