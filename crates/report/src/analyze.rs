@@ -4,6 +4,7 @@
 //! [`analyze`] is the one entry point; [`Inputs`] carries counts measured elsewhere (a witness
 //! trace) and graphs already built.
 
+mod delta;
 mod paths;
 
 use crate::modes::{self, ReportSolveError, Solved};
@@ -125,7 +126,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                 None => match counted.get(&(mi, fi)).and_then(|c| rc.counted(cfg, c)) {
                     Some(s) => Ok(s),
                     // A part of a process that took snapshots: signed early exits.
-                    None if profile.delta => modes::delta::solve(meta.mode, cfg, f, vals),
+                    None if profile.delta => delta::solve(meta.mode, cfg, f, vals),
                     None => rc.solve(cfg, f, vals, paths.as_ref()),
                 },
             };

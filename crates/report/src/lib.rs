@@ -263,7 +263,7 @@ pub struct Report {
     pub signal: Option<u32>,
     /// The counts since a snapshot of a process that goes on (the profile's `delta` flag,
     /// docs/design/processes.md, "Snapshots"): exact, but its early exits are changes in the
-    /// number of waiting frames, reported unknown (`modes::delta`).
+    /// number of waiting frames, reported unknown (`analyze::delta`).
     pub delta: bool,
     /// Interprocedural paths (modes `ipath`, `ipath-piecewise`), per module in path-number
     /// order.

@@ -146,6 +146,7 @@
 #define stop_snapshot_threads tally__stop_snapshot_threads
 #define release_snapshot_threads tally__release_snapshot_threads
 #define inside_counted_code tally__inside_counted_code
+#define stopped_in_syscall tally__stopped_in_syscall
 #define snap_charge_self tally__snap_charge_self
 #define snapshots_init tally__snapshots_init
 #define snapshots_forked tally__snapshots_forked
@@ -463,6 +464,9 @@ int stop_snapshot_threads(void);
 void release_snapshot_threads(void);
 /* Whether `pc` is in the code of an image with a live copy of the runtime (or unknown). */
 int inside_counted_code(uintptr_t pc);
+/* Whether the thread handling this signal was stopped blocked in a system call (or sent the
+ * signal to itself), so that every instrumented frame of it is at a call. */
+int stopped_in_syscall(const siginfo_t *info, void *uc);
 
 /* The interrupted instruction's address (a handler's `uc`), or 0 when unknown. */
 static inline uintptr_t interrupted_pc(void *uc) {

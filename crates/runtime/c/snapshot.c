@@ -16,9 +16,9 @@
  * counters, take the charges back: the counters then hold minus the charges, and the next part
  * is exactly the difference.
  *
- * A snapshot is taken only where it can be exact: no thread may be stopped in counted code (an
- * image with a runtime: a frame may be between calls, a count half-stored), and every thread
- * must answer. Otherwise it is tried again soon (1 ms, doubling up to the interval); the counts
+ * A snapshot is taken only where it can be exact: every thread must be stopped blocked in a
+ * system call (threads.c stopped_in_syscall: then each of its frames is at a call; one running
+ * code, instrumented or not, may have a frame between two counted points), and answer. Otherwise it is tried again soon (1 ms, doubling up to the interval); the counts
  * stay in the counters for the next part. A part that cannot be written (reported in one line)
  * ends the snapshots: the counts go to the end's profile. The timer is a POSIX timer on a real-time signal the
  * program leaves at SIG_DFL; its handler takes the snapshot on the thread it interrupts.
@@ -111,7 +111,9 @@ static void arm(int ok) {
             backoff_ns = cap;
         ns = backoff_ns;
         if (++failures == 100)
-            snap_report("snapshot deferred", "100 tries found a thread running counted code");
+            snap_report("snapshot deferred",
+                        "100 tries found a thread running (a snapshot waits until every thread is "
+                        "blocked in a system call)");
     }
     if (!ns)
         return;
@@ -155,8 +157,8 @@ static int write_part_locked(struct tally_registry *r) {
     return 1;
 }
 
-/* Takes a snapshot on this thread, interrupted at `pc`. */
-static void take(uintptr_t pc) {
+/* Takes a snapshot on this thread, stopped where `info` and `uc` say. */
+static void take(const siginfo_t *info, void *uc) {
     struct tally_registry *r = __atomic_load_n(&tally__self.registry, __ATOMIC_ACQUIRE);
     if (!r || off || !own_process() || __atomic_load_n(&r->exit_done, __ATOMIC_ACQUIRE))
         return;
@@ -164,7 +166,8 @@ static void take(uintptr_t pc) {
         return; /* another thread is taking one (it arms the timer) */
     int ok = 0;
     /* The registry lock is only tried: this handler may have interrupted its holder. */
-    if (!inside_counted_code(pc) && !__atomic_test_and_set(&r->lock, __ATOMIC_ACQUIRE)) {
+    int here = !inside_counted_code(interrupted_pc(uc)) && stopped_in_syscall(info, uc);
+    if (here && !__atomic_test_and_set(&r->lock, __ATOMIC_ACQUIRE)) {
         if (!supported_locked(r)) {
             off = 1;
             snap_report("no snapshots", "they need edge counters (modes edge and edges-naive, "
@@ -190,9 +193,8 @@ static void take(uintptr_t pc) {
 
 static void on_snapshot(int sig, siginfo_t *info, void *uc) {
     (void)sig;
-    (void)info;
     int saved_errno = errno;
-    take(interrupted_pc(uc));
+    take(info, uc);
     errno = saved_errno;
 }
 

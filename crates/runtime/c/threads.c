@@ -66,6 +66,67 @@ int inside_counted_code(uintptr_t pc) {
     return 0;
 }
 
+/* Whether a thread was stopped, by the signal now handled (`info`, `uc`), where each of its
+ * instrumented frames is at a call: blocked in a system call. A thread running user code --
+ * instrumented or not: memcpy, or malloc, which instrumented code calls as a function that
+ * always returns, so with no early exit where the frame could be charged -- may have a frame
+ * between two counted points. Blocked means: the kernel interrupted the call for this signal,
+ * to restart it after the handler (the instruction at pc is the system call, its number in
+ * the register again: one of the calls that wait) or to return EINTR from it (the system call
+ * just before pc). Also the thread that sent itself the signal (raise, kill: the system call
+ * just before pc). Not told apart: a call that waits inside one that always returns (malloc
+ * waiting for its lock), docs/design/processes.md "Snapshots". x86-64 and AArch64; elsewhere
+ * never. */
+int stopped_in_syscall(const siginfo_t *info, void *uc) {
+    uintptr_t pc = interrupted_pc(uc);
+    if (!pc)
+        return 0;
+#if defined(__x86_64__)
+    const mcontext_t *mc = &((ucontext_t *)uc)->uc_mcontext;
+    long ret = (long)mc->gregs[REG_RAX];
+    const unsigned char *at = (const unsigned char *)pc;
+    int at_sys = at[0] == 0x0f && at[1] == 0x05;
+    int after_sys = (pc & 4095) >= 2 && at[-2] == 0x0f && at[-1] == 0x05;
+#elif defined(__aarch64__)
+    const mcontext_t *mc = &((ucontext_t *)uc)->uc_mcontext;
+    long ret = (long)mc->regs[0];
+    long nr = (long)mc->regs[8];
+    const uint32_t *at = (const uint32_t *)pc;
+    int at_sys = (pc & 3) == 0 && at[0] == 0xd4000001u;
+    int after_sys = (pc & 3) == 0 && (pc & 4095) >= 4 && at[-1] == 0xd4000001u;
+#else
+    (void)info;
+    return 0;
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+    if (after_sys && ret == -EINTR)
+        return 1;
+    if (after_sys && info && info->si_pid == getpid() &&
+        (info->si_code == SI_TKILL || info->si_code == SI_USER))
+        return 1;
+    if (!at_sys)
+        return 0;
+#if defined(__x86_64__)
+    long nr = ret; /* restarting: the kernel put the call's number back */
+#endif
+    static const long waits[] = {
+        SYS_read, SYS_write, SYS_readv, SYS_writev, SYS_pread64, SYS_pwrite64, SYS_futex,
+        SYS_nanosleep, SYS_clock_nanosleep, SYS_restart_syscall, SYS_connect, SYS_accept,
+        SYS_accept4, SYS_sendto, SYS_recvfrom, SYS_sendmsg, SYS_recvmsg, SYS_recvmmsg,
+        SYS_sendmmsg, SYS_wait4, SYS_waitid, SYS_fcntl, SYS_flock, SYS_rt_sigtimedwait,
+        SYS_rt_sigsuspend, SYS_pselect6, SYS_ppoll, SYS_epoll_pwait, SYS_semtimedop, SYS_msgrcv,
+        SYS_msgsnd, SYS_openat,
+#ifdef SYS_poll
+        SYS_poll, SYS_select, SYS_pause, SYS_epoll_wait,
+#endif
+    };
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++)
+        if (nr == waits[i])
+            return 1;
+    return 0;
+#endif
+}
+
 /* This thread's index in tids[], or -1. */
 static int my_index(void) {
     long self = syscall(SYS_gettid);
@@ -97,7 +158,7 @@ static void on_stop(int sig, siginfo_t *info, void *uc) {
     if (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == STOPPING) {
         if (snap) {
             answered[me] = 1;
-            if (inside_counted_code(interrupted_pc(uc)))
+            if (inside_counted_code(interrupted_pc(uc)) || !stopped_in_syscall(info, uc))
                 __atomic_store_n(&caught, 1, __ATOMIC_RELEASE);
             for (struct tally_instance *in = r ? r->live : &tally__self; in; in = in->next)
                 in->snap_charge(1);

@@ -12,7 +12,8 @@ use parquet::arrow::ProjectionMask;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use tally_format::profile::{
-    add_path_entries, BuildId, PathEntry, PathEntryKind, Profile, ProfileModule, Program,
+    add_path_entries, whole_processes, BuildId, Part, PathEntry, PathEntryKind, Profile,
+    ProfileModule, Program,
 };
 use tally_format::Mode;
 
@@ -268,17 +269,49 @@ pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
         run: None,
     };
     let mut paths: Vec<Vec<PathEntry>> = vec![Vec::new(); modules.len()];
+    // Runs that are parts of processes that took snapshots, and whether one had no run record.
+    let (mut parts, mut partial) = (Vec::new(), false);
+    let cols = [
+        "unfinished",
+        "raced",
+        "signal",
+        "delta",
+        "pid",
+        "host",
+        "snapshot",
+        "start_ns",
+        "end_ns",
+    ];
     for runs in files(dir, &schema::RUNS, key)? {
         let part = runs.file_name().expect("a file");
-        batches(&runs, &["unfinished", "raced", "signal", "delta"], |b| {
+        batches(&runs, &cols, |b| {
             let unfinished: &BooleanArray = b.column("unfinished")?;
             let raced: &BooleanArray = b.column("raced")?;
             let signal: &UInt32Array = b.column("signal")?;
             let delta: &BooleanArray = b.column("delta")?;
+            let pid: &UInt64Array = b.column("pid")?;
+            let host: &StringArray = b.column("host")?;
+            let snapshot: &UInt32Array = b.column("snapshot")?;
+            let start: &UInt64Array = b.column("start_ns")?;
+            let end: &UInt64Array = b.column("end_ns")?;
             for i in 0..b.rows() {
                 profile.unfinished |= unfinished.value(i);
                 profile.raced |= raced.value(i);
                 profile.delta |= delta.value(i);
+                if delta.value(i) {
+                    if start.is_null(i) || end.is_null(i) || host.is_null(i) {
+                        partial = true; // a sum of parts, exported
+                    } else {
+                        parts.push(Part {
+                            pid: pid.value(i),
+                            host: host.value(i).as_bytes().to_vec(),
+                            program: profile.program.clone(),
+                            snapshot: (!snapshot.is_null(i)).then(|| snapshot.value(i)),
+                            start_ns: start.value(i),
+                            end_ns: end.value(i),
+                        });
+                    }
+                }
                 if profile.signal.is_none() && !signal.is_null(i) {
                     profile.signal = Some(signal.value(i));
                 }
@@ -350,6 +383,10 @@ pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
         }
     }
     profile.modules = modules;
+    // Every part of whole processes: their profiles, early exits counts again (as `tally merge`).
+    if profile.delta && !partial && whole_processes(&parts) {
+        profile.delta = false;
+    }
     Ok(profile)
 }
 

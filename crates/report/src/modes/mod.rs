@@ -6,7 +6,6 @@
 //! reconstruction (ARCHITECTURE.md, "Adding a mode"); `analyze` never names a mode.
 
 mod blocks;
-pub(crate) mod delta;
 mod edge;
 mod events;
 pub(crate) mod ipath;

@@ -10,7 +10,7 @@
 //!
 //! [`Profile::delta`]: tally_format::profile::Profile::delta
 
-use super::{ReportSolveError, Solved};
+use crate::modes::{ReportSolveError, Solved};
 use tally_format::{FunctionMeta, Mode, Probe};
 use tally_graph::propagate::{self, FlowError};
 use tally_graph::{Cfg, EdgeKind, IdVec};
