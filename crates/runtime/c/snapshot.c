@@ -18,12 +18,17 @@
  *
  * A snapshot is taken only where it can be exact: every thread must be stopped blocked in a
  * system call (threads.c stopped_in_syscall: then each of its frames is at a call; one running
- * code, instrumented or not, may have a frame between two counted points), and answer. Otherwise it is tried again soon (1 ms, doubling up to the interval); the counts
- * stay in the counters for the next part. A part that cannot be written (reported in one line)
- * ends the snapshots: the counts go to the end's profile. The timer is a POSIX timer on a real-time signal the
- * program leaves at SIG_DFL; its handler takes the snapshot on the thread it interrupts.
- * Not supported (one line, no snapshots): modes whose counts are not plain counters (path
- * tables, events), continuous mode and merged profiles (%m).
+ * code, instrumented or not, may have a frame between two counted points), and answer. The
+ * thread the signal interrupted is looked at first: the others are stopped only when it is
+ * blocked (a running thread signalled is handled at its next system call, where it may wait).
+ * A try that fails is repeated every millisecond, after 100 tries every 10 ms; the counts stay
+ * in the counters for the next part. A part that cannot be written (reported in one line)
+ * ends the snapshots: the counts go to the end's profile. The timer is a POSIX timer on a
+ * real-time signal the program leaves at SIG_DFL; its handler takes the snapshot on the thread
+ * it interrupts.
+ *
+ * Not supported (one line, no snapshots): modules not TALLY_MODULE_DIFFABLE (modes other than
+ * edge and edges-naive), continuous mode and merged profiles (%m).
  */
 #include "rt.h"
 
@@ -94,8 +99,8 @@ static uint64_t parse_interval(const char *s) {
     return sec * 1000000000ull + frac;
 }
 
-/* Arms the timer for the next try: the interval after a snapshot, a short wait (doubling)
- * after a try that could not be exact. */
+/* Arms the timer for the next try: the interval after a snapshot, a short wait after a try
+ * that could not be exact. */
 static void arm(int ok) {
     if (!have_timer)
         return;
@@ -105,12 +110,11 @@ static void arm(int ok) {
         failures = 0;
         ns = interval_ns;
     } else {
-        uint64_t cap = interval_ns ? interval_ns : 1000000000ull;
-        backoff_ns = backoff_ns ? backoff_ns * 2 : 1000000;
-        if (backoff_ns > cap)
-            backoff_ns = cap;
+        /* Every millisecond for the first 100 tries, then every 10 ms (at most the interval). */
+        uint64_t cap = interval_ns && interval_ns < 10000000 ? interval_ns : 10000000;
+        backoff_ns = ++failures <= 100 ? 1000000 : cap;
         ns = backoff_ns;
-        if (++failures == 100)
+        if (failures == 100)
             snap_report("snapshot deferred",
                         "100 tries found a thread running (a snapshot waits until every thread is "
                         "blocked in a system call)");
