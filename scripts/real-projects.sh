@@ -24,6 +24,9 @@
 #   also: --projects libuv,redis,cpython (not in the default list: an hour or more on 2 cores)
 #   --meta shared: the tally builds' runs write TALLY_META=shared profiles (metadata once per build in
 #   <dir>/*.tallymeta), so every comparison reads those.
+#   --snapshots SECONDS: every process of the tally builds' test suites takes a snapshot every
+#   SECONDS (TALLY_SNAPSHOT_INTERVAL); with oracle builds, every part (<pid>.sN.tally and the last,
+#   <pid>.tally) is also checked against the same-run oracle on its own, besides the merged sums.
 #   --reuse: keep the build trees of an earlier run whose build succeeded (target/real-projects/<p>/
 #   <variant>.built), and only rerun their test suites (with fresh profile directories).
 # Work directory: target/real-projects/ (sources, builds, logs, profiles, results.md).
@@ -39,6 +42,7 @@ JOBS=2
 FLAGS="-O2 -g"
 REUSE=
 META=
+SNAPSHOTS=
 while [ $# -gt 0 ]; do
   case $1 in
     --projects) PROJECTS=$2; shift 2 ;;
@@ -48,6 +52,8 @@ while [ $# -gt 0 ]; do
     --reuse) REUSE=1; shift ;;
     --meta) META=$2; shift 2 ;;
     --meta=*) META=${1#*=}; shift ;;
+    --snapshots) SNAPSHOTS=$2; shift 2 ;;
+    --snapshots=*) SNAPSHOTS=${1#*=}; shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "real-projects.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -533,7 +539,29 @@ except Exception: print(0, 0, 0)' "$f.check.json")
     fi
   done
   local what="$n programs, $fns functions and $edges edge counts compared, $flagged flagged"
-  if [ $n = 0 ]; then echo "NO (no merged profile)"; elif [ $bad = 0 ]; then echo "yes ($what)"; else echo "NO ($bad programs differ; $what)"; fi
+  local parts_bad=0 line
+  if [ -n "$SNAPSHOTS" ]; then
+    line=$(check_parts "$out" "$det")
+    parts_bad=$(echo "$line" | sed -E 's/.* ([0-9]+) differ$/\1/')
+    what="$what; $line"
+  fi
+  if [ $n = 0 ]; then echo "NO (no merged profile)"; elif [ $bad = 0 ] && [ "$parts_bad" = 0 ]; then echo "yes ($what)"; else echo "NO ($bad programs differ; $what)"; fi
+}
+
+# --snapshots: `tally check` on every profile of $1/oracle.profiles, each part of a process on its
+# own; prints "P parts of Q processes checked each on its own, B differ" (details to $2).
+check_parts() { # out det
+  local out=$1 det=$2 f parts=0 procs=0 bad=0
+  for f in "$out"/oracle.profiles/*.tally; do
+    [ -f "$f" ] || continue
+    parts=$((parts + 1))
+    case $f in *.s[0-9]*.tally) ;; *) procs=$((procs + 1)) ;; esac
+    if ! tally check "$f" >"$f.check.txt" 2>&1; then
+      bad=$((bad + 1))
+      { echo "tally check $(basename "$f"):"; head -5 "$f.check.txt"; } >>"$det"
+    fi
+  done
+  echo "$parts parts of $procs processes checked each on its own, $bad differ"
 }
 
 # Writes $WORK/results/<p>.row (a markdown table row) and <p>.txt (details). Returns 0 if all checks pass.
@@ -578,11 +606,12 @@ run_project() {
         mkdir -p "$out/$v.profiles" && chmod 1777 "$out/$v.profiles"
         export TALLY_PROFILE="$out/$v.profiles/%p.tally"
         [ -n "$META" ] && export TALLY_META=$META
+        [ -n "$SNAPSHOTS" ] && export TALLY_SNAPSHOT_INTERVAL=$SNAPSHOTS
       fi
       [ $v = trace ] && export TALLY_TRACE="$out/$v.profiles/%p.trace"
       (cd "$dir" && "${p}_check") >"$out/$v.check.log" 2>&1
       rc=$?
-      unset TALLY_PROFILE TALLY_TRACE TALLY_META
+      unset TALLY_PROFILE TALLY_TRACE TALLY_META TALLY_SNAPSHOT_INTERVAL
       echo "$v: test suite exit status $rc; $(test_summary "$out/$v.check.log")" >>"$det"
     done
     unset TALLY_MODE TALLY_ORACLE
@@ -657,6 +686,7 @@ for p in ${PROJECTS//,/ }; do
 done
 {
   [ -n "$META" ] && echo "The tally builds' runs wrote TALLY_META=$META profiles." && echo
+  [ -n "$SNAPSHOTS" ] && echo "Every process of the tally builds' test suites took a snapshot every $SNAPSHOTS s (TALLY_SNAPSHOT_INTERVAL)." && echo
   echo "| project | build system | configure identical? | test results identical? | edge == edges-naive over the suite (oracle builds: == the same-run oracle)? | time |"
   echo "|---|---|---|---|---|---|"
   for p in "${rows[@]}"; do cat "$WORK/results/$p.row"; done
