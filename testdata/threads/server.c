@@ -6,14 +6,17 @@
  * are done and every worker is parked in pthread_cond_wait again: then no thread is in
  * instrumented code (each worker is inside the libc call, main holds the lock), and main calls
  * nested(p), whose innermost call raises SIGWINCH (ignored by default; TALLY_SNAPSHOT_SIGNAL=WINCH
- * takes a snapshot there, with p + 1 frames of nested and main waiting at their calls). So the
- * snapshot points are deterministic, and so are the counts: phase p runs job() 4p times and
- * nested() p + 1 times. With SLEEP_MS, main sleeps that long after each phase (for
+ * takes a snapshot there, with p + 1 frames of nested and main waiting at their calls). A
+ * worker may still be on its way into the kernel's wait then, and the snapshot is taken a
+ * moment later: with AWAIT_PARTS set, await_part() waits, in nested(0), for the part's file
+ * (TALLY_PROFILE with .sN before .tally). So the snapshot points are
+ * deterministic, and so are the counts: phase p runs job() 4p times and nested() p + 1 times. With SLEEP_MS, main sleeps that long after each phase (for
  * TALLY_SNAPSHOT_INTERVAL). Prints the sum of the jobs' results. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,12 +56,28 @@ static void *worker(void *arg) {
     return 0;
 }
 
+/* With AWAIT_PARTS set: waits (10 s at most) until snapshot `n`'s file exists. */
+__attribute__((noinline)) static void await_part(int n) {
+    const char *profile = getenv("TALLY_PROFILE");
+    if (!getenv("AWAIT_PARTS") || !profile || strlen(profile) < 6 ||
+        strlen(profile) > 4000)
+        return;
+    char path[4100];
+    snprintf(path, sizeof path, "%.*s.s%d.tally", (int)(strlen(profile) - 6), profile, n);
+    for (int i = 0; i < 10000 && access(path, F_OK) != 0; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, 0);
+    }
+}
+
+static int part;
 static int nested(int depth);
 static int (*volatile recurse)(int) = nested; /* a real recursion: no loop made of it */
 
 __attribute__((noinline)) static int nested(int depth) {
     if (depth == 0) {
         raise(SIGWINCH);
+        await_part(++part);
         return 1;
     }
     return recurse(depth - 1) + 1;

@@ -73,8 +73,10 @@ int inside_counted_code(uintptr_t pc) {
  * between two counted points. Blocked means: the kernel interrupted the call for this signal,
  * to restart it after the handler (the instruction at pc is the system call, its number in
  * the register again: one of the calls that wait) or to return EINTR from it (the system call
- * just before pc). Also the thread that sent itself the signal (raise, kill: the system call
- * just before pc). Not told apart: a call that waits inside one that always returns (malloc
+ * just before pc). With `info`, also a thread that sent itself the signal (raise, kill: the
+ * system call just before pc; a running thread signalled by another is handled there too, at
+ * the end of whatever system call it made next, so the stopped threads pass no `info`). Not
+ * told apart: a call that waits inside one that always returns (malloc
  * waiting for its lock), docs/design/processes.md "Snapshots". x86-64 and AArch64; elsewhere
  * never. */
 int stopped_in_syscall(const siginfo_t *info, void *uc) {
@@ -158,7 +160,8 @@ static void on_stop(int sig, siginfo_t *info, void *uc) {
     if (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) == STOPPING) {
         if (snap) {
             answered[me] = 1;
-            if (inside_counted_code(interrupted_pc(uc)) || !stopped_in_syscall(info, uc))
+            /* (Not `info`: this signal comes from the snapshot, not from the thread itself.) */
+            if (inside_counted_code(interrupted_pc(uc)) || !stopped_in_syscall(0, uc))
                 __atomic_store_n(&caught, 1, __ATOMIC_RELEASE);
             for (struct tally_instance *in = r ? r->live : &tally__self; in; in = in->next)
                 in->snap_charge(1);

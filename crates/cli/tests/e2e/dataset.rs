@@ -360,6 +360,7 @@ fn snapshot_parts_export_exactly() {
         .current_dir(&dir)
         .env("TALLY_PROFILE", dir.join("srv.tally"))
         .env("TALLY_SNAPSHOT_SIGNAL", "WINCH")
+        .env("AWAIT_PARTS", "1")
         .output()
         .unwrap();
     assert!(o.status.success(), "{o:?}");

@@ -167,7 +167,8 @@ fn signal_parts(how: &str) {
     let dir = scratch(&format!("snap-signal-{how}"));
     const PHASES: u64 = 4;
     let phases = PHASES.to_string();
-    let snap = [("TALLY_SNAPSHOT_SIGNAL", "WINCH")];
+    // AWAIT_PARTS: the program waits for each part's file after raising the signal.
+    let snap = [("TALLY_SNAPSHOT_SIGNAL", "WINCH"), ("AWAIT_PARTS", "1")];
     let plain = dir.join("server-plain");
     build(
         Variant::Plain,
