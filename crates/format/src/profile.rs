@@ -319,7 +319,7 @@ mod write;
 pub use error::{ProfileError, Truncation};
 pub use parts::{whole_processes, Part};
 pub use shared::meta_dir;
-pub use sum::{add_path_entries, Added};
+pub use sum::{add_path_entries, Added, Known};
 
 impl Profile {
     /// The build id of a program without a GNU build-id note ([`BuildId::Modules`]): FNV-1a 64

@@ -103,18 +103,10 @@ impl Sum {
     /// not (nothing added: read it in full and [`Sum::add`] it).
     #[allow(clippy::result_large_err)] // the reader's own error, as `Profile::read` returns it
     pub fn add_bytes(&mut self, name: &str, bytes: &[u8]) -> Result<bool, ProfileError> {
-        let delta = bytes.get(12..16).is_some_and(|f| {
-            u32::from_le_bytes(f.try_into().expect("4 bytes")) & tally_format::abi::PROFILE_DELTA
-                != 0
-        });
-        let part = match delta {
-            true => Profile::part_of(bytes)?,
-            false => None,
-        };
         match self.profile.add_known_modules(bytes, false)? {
-            Some(at) => {
-                self.note_part(delta, part);
-                self.note(name, &at);
+            Some(known) => {
+                self.note_part(known.delta, known.part);
+                self.note(name, &known.at);
                 self.inputs += 1;
                 Ok(true)
             }

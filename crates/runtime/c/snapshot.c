@@ -38,7 +38,6 @@ static int tick_sig;          /* the timer's signal, 0 if none */
 static timer_t timer;
 static int have_timer;
 static uint64_t interval_ns;  /* 0: on the signal only */
-static uint64_t backoff_ns;   /* the wait before the next try after a failed one */
 static unsigned failures;     /* tries in a row that could not be exact */
 static int off;               /* set once snapshots cannot be taken */
 static char taking;           /* one snapshot at a time */
@@ -106,14 +105,12 @@ static void arm(int ok) {
         return;
     uint64_t ns;
     if (ok) {
-        backoff_ns = 0;
         failures = 0;
         ns = interval_ns;
     } else {
         /* Every millisecond for the first 100 tries, then every 10 ms (at most the interval). */
         uint64_t cap = interval_ns && interval_ns < 10000000 ? interval_ns : 10000000;
-        backoff_ns = ++failures <= 100 ? 1000000 : cap;
-        ns = backoff_ns;
+        ns = ++failures <= 100 ? 1000000 : cap;
         if (failures == 100)
             snap_report("snapshot deferred",
                         "100 tries found a thread running (a snapshot waits until every thread is "
@@ -259,7 +256,6 @@ void snapshots_init(void) {
     }
     if (!have_timer && interval_ns)
         snap_report("no periodic snapshots", "no timer could be made");
-    backoff_ns = 0;
     arm(1);
     errno = saved_errno;
 }

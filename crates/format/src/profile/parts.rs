@@ -40,19 +40,21 @@ impl Profile {
 
     /// [`Profile::part`] of a profile file's `bytes`, without decoding its metadata.
     pub fn part_of(bytes: &[u8]) -> Result<Option<Part>, ProfileError> {
-        let raw = parse(bytes)?;
-        let Some(run) = raw.run.filter(|_| raw.delta) else {
-            return Ok(None);
-        };
-        Ok(Some(Part {
-            pid: raw.pid,
-            host: run.host,
-            program: raw.program,
-            snapshot: run.snapshot,
-            start_ns: run.start_ns,
-            end_ns: run.end_ns,
-        }))
+        Ok(part_of_raw(&parse(bytes)?))
     }
+}
+
+/// [`Profile::part`] of a parsed profile file.
+pub(super) fn part_of_raw(raw: &super::read::RawProfile<'_>) -> Option<Part> {
+    let run = raw.run.as_ref().filter(|_| raw.delta)?;
+    Some(Part {
+        pid: raw.pid,
+        host: run.host.clone(),
+        program: raw.program.clone(),
+        snapshot: run.snapshot,
+        start_ns: run.start_ns,
+        end_ns: run.end_ns,
+    })
 }
 
 /// Whether `parts` are whole processes: each process (pid, host, program) with snapshots 1 to

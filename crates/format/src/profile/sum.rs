@@ -77,6 +77,17 @@ impl ProfileModule {
     }
 }
 
+/// What [`Profile::add_known_modules`] added.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Known {
+    /// The index (in the sum's modules) of each module record of the added profile.
+    pub at: Vec<usize>,
+    /// The added profile was a part of a process that took snapshots ([`Profile::delta`]).
+    pub delta: bool,
+    /// Which part, when it names one ([`Profile::part`]).
+    pub part: Option<super::Part>,
+}
+
 /// What [`Profile::add_same_build`] did.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Added {
@@ -107,14 +118,14 @@ impl Profile {
         })
     }
 
-    /// [`Profile::add_same_build`], returning the indices (in `self.modules`) of the modules
-    /// the other profile held, or `None` for [`Added::OtherBuild`]. The k-th record of a
-    /// module hash in `bytes` is added to the k-th record of that hash here.
+    /// [`Profile::add_same_build`], returning what it added ([`Known`]), or `None` for
+    /// [`Added::OtherBuild`]. The k-th record of a module hash in `bytes` is added to the k-th
+    /// record of that hash here.
     pub fn add_known_modules(
         &mut self,
         bytes: &[u8],
         same_program: bool,
-    ) -> Result<Option<Vec<usize>>, ProfileError> {
+    ) -> Result<Option<Known>, ProfileError> {
         let raw = parse(bytes)?;
         if (same_program && raw.program != self.program)
             || !raw.program.may_combine(&self.program)
@@ -144,7 +155,11 @@ impl Profile {
         self.delta |= raw.delta;
         self.program = self.program.combined(&raw.program);
         self.run = None; // a sum of runs
-        Ok(Some(at))
+        Ok(Some(Known {
+            at,
+            delta: raw.delta,
+            part: super::parts::part_of_raw(&raw),
+        }))
     }
 
     /// The index here of each module record of `raw`, matched by hash and metadata byte for

@@ -47,8 +47,11 @@ fn adding_matches_modules_by_hash() {
     let mut other = second_run();
     other.modules.reverse();
     other.modules.remove(0); // empty.c
-    let at = sum.add_known_modules(&other.write(), false).unwrap();
-    assert_eq!(at, Some(vec![1, 0]));
+    let known = sum.add_known_modules(&other.write(), false).unwrap();
+    assert_eq!(
+        known.map(|k| (k.at, k.delta, k.part)),
+        Some((vec![1, 0], false, None))
+    );
     assert_eq!(sum.modules[0].counters, vec![11, 22, u64::MAX]);
     assert_eq!(sum.modules[1].counters, vec![10]);
     assert_eq!(sum.modules.len(), 3);
