@@ -3,15 +3,17 @@
 program of the benchmark suite (testdata/bench/*/BUILD), all in one run (docs/pgo.md has the
 results; bench/pgo.sh measures more variants on Lua and SQLite alone).
 
-Per program, at -O2, seven builds: plain clang; IR PGO's training build (-fprofile-generate)
+Per program, at -O2, eight builds: plain clang; IR PGO's training build (-fprofile-generate)
 and its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo), the
 same without pre-inlining (--tally-pgo-inline=off), and tally's optimized build (tally cc
---tally-use: the nested sample profile), and the same from the flat profile
-(--tally-use-flat). The training builds run the training input (the program's reduced size), and
-tally's two must give the same sample profile (a probe's count does not depend on which
-copies of it inlining made); every build then runs the test input (twice that size: more and
-different generated data) under callgrind, which counts instructions exactly where times on
-this shared machine drift. Each optimized build must print what the plain build prints.
+--tally-use: the nested sample profile); tally's training build with call targets
+(--tally-pgo-targets) and the optimized build from its profile. The training builds run the
+training input (the program's reduced size), and tally's first two must give the same sample
+profile (a probe's count, or a call target's, does not depend on which copies of it inlining
+made; the pre-inlined build may lack the targets of indirect calls its inliner made direct);
+every build then runs the test input (twice that size: more and different generated
+data) under callgrind, which counts instructions exactly where times on this shared machine
+drift. Each optimized build must print what the plain build prints.
 
     python3 bench/pgo_suite.py [--programs lua,zlib] [--tally PATH] [--jobs 2] [--rounds 21]
 
@@ -69,8 +71,31 @@ def instructions(prog, args, cwd, env):
     return int(m.group(1))
 
 
+def split_targets(text):
+    """A flat text sample profile without its call-target lines, and those lines (each with its
+    record's name)."""
+    rest, targets, record = [], set(), None
+    for line in text.decode().splitlines():
+        if not line.startswith(" "):
+            record = line.rsplit(":", 2)[0]
+        elif len(line.split()) > 2 and not line.lstrip().startswith("!"):
+            targets.add((record, line))
+            continue
+        rest.append(line)
+    return rest, targets
+
+
+def same_counts(pre_inlined, whole):
+    """The two training builds' profiles agree: the same probes and counts, and every call
+    target line of the pre-inlined build is the whole build's. (The inliner turns some indirect
+    calls into direct ones, where a caller's constant argument is the callee: those are
+    counted in the whole build only.)"""
+    (a, ta), (b, tb) = split_targets(pre_inlined), split_targets(whole)
+    return a == b and ta <= tb
+
+
 def measure(name, tally, work):
-    """The five builds of one program and the instructions of their test runs."""
+    """The eight builds of one program and the instructions of their test runs."""
     p = parse_build(name)
     d = os.path.join(work, name)
     os.makedirs(d)
@@ -82,6 +107,8 @@ def measure(name, tally, work):
     irgen = build(p, tally, d, "irgen", ["-fprofile-generate"])
     tgen = build(p, tally, d, "tgen", ["--tally-pgo"], "tally")
     whole = build(p, tally, d, "whole", ["--tally-pgo", "--tally-pgo-inline=off"], "tally")
+    tgt = build(p, tally, d, "tgt", ["--tally-pgo", "--tally-pgo-targets"], "tally")
+    run([tgt, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "g.tally")))
     run([irgen, *train], d, dict(env, LLVM_PROFILE_FILE=os.path.join(d, "ir.profraw")))
     run(["llvm-profdata-19", "merge", "-o", "ir.profdata", "ir.profraw"], d)
     # A program may take other paths from run to run (mimalloc seeds its randomness from the
@@ -91,16 +118,16 @@ def measure(name, tally, work):
         run([whole, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "w.tally")))
         texts = [run([tally, "report", "--export", "sample-profile", "--flat", f], d).stdout
                  for f in ("t.tally", "w.tally")]
-        if texts[0] == texts[1]:
+        if same_counts(*texts):
             break
         log(f"{name}: the two training runs' profiles differ (attempt {attempt + 1})")
     else:
         raise RuntimeError(f"{name}: the sample profile depends on pre-inlining")
     iruse = build(p, tally, d, "iruse", ["-fprofile-use=ir.profdata", "-Wno-backend-plugin"])
     tuse = build(p, tally, d, "tuse", ["--tally-use=t.tally"], "tally")
-    tflat = build(p, tally, d, "tflat", ["--tally-use=t.tally", "--tally-use-flat"], "tally")
+    guse = build(p, tally, d, "guse", ["--tally-use=g.tally"], "tally")
     want = run([plain, *test], d, env, check=False)
-    for b in (iruse, tuse, tflat):
+    for b in (iruse, tuse, guse):
         got = run([b, *test], d, env, check=False)
         if (got.returncode, got.stdout) != (want.returncode, want.stdout):
             raise RuntimeError(f"{name}: {os.path.basename(b)} prints otherwise than plain")
@@ -109,7 +136,7 @@ def measure(name, tally, work):
                 LLVM_PROFILE_FILE=os.path.join(d, "x.profraw"))
     counts = {k: instructions(b, test, d, menv)
               for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen), ("whole", whole),
-                           ("iruse", iruse), ("tuse", tuse), ("tflat", tflat)]}
+                           ("tgt", tgt), ("iruse", iruse), ("tuse", tuse), ("guse", guse)]}
     return counts, {"plain": plain, "iruse": iruse, "tuse": tuse, "test": test, "env": env, "d": d}
 
 
@@ -147,9 +174,9 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     print("| program | -O2 | IR PGO training | tally --tally-pgo training | without pre-inlining "
           "| tally's training overhead / IR PGO's | IR PGO | tally PGO | tally's gain / IR PGO's "
-          "| tally PGO, flat profile |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    logs = {"ir": [], "t": [], "f": []}
+          "| training with call targets | tally PGO with call targets |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    logs = {"ir": [], "t": [], "n": [], "irg": [], "tg": [], "ng": []}
     for n in names:
         r = results[n]
         ratio = {k: r[k] / r["plain"] for k in r}
@@ -157,14 +184,17 @@ def main():
         share = f"{t_gain / ir_gain:.2f}" if ir_gain > 0 else "n/a (IR PGO gains nothing)"
         logs["ir"].append(math.log(ratio["iruse"]))
         logs["t"].append(math.log(ratio["tuse"]))
-        logs["f"].append(math.log(ratio["tflat"]))
+        logs["n"].append(math.log(ratio["guse"]))
+        for k, b in (("irg", "irgen"), ("tg", "tgen"), ("ng", "tgt")):
+            logs[k].append(math.log(ratio[b]))
         cost = (ratio["tgen"] - 1) / (ratio["irgen"] - 1)
         print(f"| {n} | {r['plain']} | ×{ratio['irgen']:.3f} | ×{ratio['tgen']:.3f} "
               f"| ×{ratio['whole']:.3f} | {cost:.2f} "
               f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} "
-              f"| ×{ratio['tflat']:.3f} |")
+              f"| ×{ratio['tgt']:.3f} | ×{ratio['guse']:.3f} |")
     gm = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
-    print(f"| geomean | | | | | | ×{gm['ir']:.3f} | ×{gm['t']:.3f} | | ×{gm['f']:.3f} |")
+    print(f"| geomean | | ×{gm['irg']:.3f} | ×{gm['tg']:.3f} | | | ×{gm['ir']:.3f} "
+          f"| ×{gm['t']:.3f} | | ×{gm['ng']:.3f} | ×{gm['n']:.3f} |")
     print()
     print(f"Wall-clock seconds of the test run, median of {a.rounds} interleaved rounds, ratio to "
           "plain's median:")

@@ -26,7 +26,7 @@ mod probes;
 mod tests;
 mod wire;
 
-pub use probes::{ProbeAt, ProbeDesc};
+pub use probes::{CallTargets, ProbeAt, ProbeDesc};
 
 pub use crate::validate::{InvalidMeta, Problem};
 
@@ -55,7 +55,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// Version 12's profiles counted such a probe as its block's entries.
 /// 14: [`ScopeMeta::call_probe`], the call-site probe of an inlined call (nested records of the
 /// sample profile).
-pub const META_VERSION: u32 = 14;
+/// 15: [`SourceMeta::call_targets`], the targets of indirect calls in a `--tally-pgo` build.
+pub const META_VERSION: u32 = 15;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -415,6 +416,10 @@ pub struct SourceMeta {
     /// (a build with `-fpseudo-probe-for-profiling`; [`probes`]).
     #[serde(default)]
     pub probes: Vec<Vec<ProbeAt>>,
+    /// The indirect calls of a `--tally-pgo` build whose targets are counted, in block and
+    /// instruction order ([`CallTargets`]; empty elsewhere).
+    #[serde(default)]
+    pub call_targets: Vec<CallTargets>,
 }
 
 /// One function of a module. Serialized through its wire layout (`meta::wire`).

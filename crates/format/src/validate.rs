@@ -34,6 +34,10 @@
 //!   source function in the module's table and call location in the file table; every line
 //!   run's scope a scope, its line not 0 and its file listed; every branch with at least two
 //!   outcome edges that exist, all leaving one block, its scope a scope and its file listed;
+//! - pseudo-probes: one list per block (or none), each probe naming a descriptor of the module,
+//!   an id from 1 and a scope of the function; each indirect call with counted targets
+//!   (`--tally-pgo-targets`) in a block of the function, with a probe id from 1, a scope of the
+//!   function and at least one target, its counters inside the counter array;
 //! - interprocedural path arrays: each in a function of the module without probes of its own,
 //!   inside the counter array (and in the overlap check), its paths below the set's total;
 //! - the module: `event_kind` present exactly in events modules, an interprocedural path set
@@ -822,6 +826,37 @@ fn probes(m: &ModuleMeta, f: &FunctionMeta) -> Result<(), Problem> {
             if at.scope.index() >= f.source.scopes.len().max(1) {
                 return bad(format!("block n{b} names scope {}", at.scope));
             }
+        }
+    }
+    call_targets(m, f)
+}
+
+/// Checks a function's indirect calls with counted targets (`crate::meta::CallTargets`): each
+/// in a block of the function, with a probe id from 1, a scope of the function and at least one
+/// target, counted inside the module's counter array.
+fn call_targets(m: &ModuleMeta, f: &FunctionMeta) -> Result<(), Problem> {
+    let bad = |why: String| Err(Problem::Probes { why });
+    for (i, t) in f.source.call_targets.iter().enumerate() {
+        if t.block >= f.num_blocks {
+            return bad(format!(
+                "call #{i} is in block n{} of {}",
+                t.block, f.num_blocks
+            ));
+        }
+        if t.probe == 0 {
+            return bad(format!("call #{i} has probe id 0"));
+        }
+        if t.scope.index() >= f.source.scopes.len().max(1) {
+            return bad(format!("call #{i} names scope {}", t.scope));
+        }
+        let end = u64::from(t.counter.0) + t.targets.len() as u64;
+        if t.targets.is_empty() || end > u64::from(m.num_counters) {
+            return bad(format!(
+                "call #{i} counts {} targets from counter {} of {}",
+                t.targets.len(),
+                t.counter.0,
+                m.num_counters
+            ));
         }
     }
     Ok(())

@@ -27,7 +27,7 @@
 //! | [`emit`] | the emission toolkit: globals and the builder (`emit/mod.rs`), sites of edges (`sites`), edge splitting and tags (`surgery`), frame records (`frame`) |
 //! | [`counters`] | counter placement (`place`), plans (`plan`) and their application (`apply`), SESE counters (`sese`), promotion (`promote`) |
 //! | [`modes`] | one file or folder per mode, on the layers above |
-//! | [`module`] | module assembly: the counter array, metadata, descriptor and constructor (`module/mod.rs`), redirected libc calls (`redirect`) |
+//! | [`module`] | module assembly: the counter array, metadata, descriptor and constructor (`module/mod.rs`), redirected libc calls (`redirect`); `--tally-pgo`'s pre-inlining (`pre_inline`), header copies made the module's own (`localize`) and counted targets of indirect calls (`call_targets`) |
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -57,9 +57,10 @@ use inkwell::memory_buffer::MemoryBuffer;
 use ir::Val;
 use llvm_sys::core as c;
 use llvm_sys::LLVMLinkage;
+use module::call_targets;
 use tally_format::{
-    CounterIdx, FunctionMeta, FunctionModeMeta, Linkage, ModeParts, ModuleMeta, ModuleModeMeta,
-    PathStorage, SkippedFunction,
+    CounterIdx, FunctionMeta, FunctionModeMeta, Linkage, Mode, ModeParts, ModuleMeta,
+    ModuleModeMeta, PathStorage, SkippedFunction, SourceMeta,
 };
 use thiserror::Error;
 
@@ -230,6 +231,12 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     // Source lines are read from the IR as lowered, before any instrumentation changes it.
     let mut files = lines::Tables::default();
     files.probes = ir::probes::Descs::of(module.as_mut_ptr());
+    files.indirect_calls = opts.pgo
+        && opts.pgo_targets
+        && matches!(
+            opts.mode,
+            Mode::Edge | Mode::EdgesNaive | Mode::BlocksNaive | Mode::Vertex
+        );
     let mut work = lower_and_plan(&module, mode, opts, &mut stats, &mut skipped, &mut files);
     // Interprocedural modes plan the module as a whole.
     let funcs: Vec<_> = work.iter().map(|w| (w.func, &w.lowered)).collect();
@@ -243,9 +250,22 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         ip_failure = mp.failure;
     }
 
+    // `--tally-pgo`: the indirect calls whose targets are counted, after every function's own
+    // counters.
+    let sites: Vec<Vec<call_targets::Site>> = if files.indirect_calls {
+        let candidates = call_targets::Candidates::of(module.as_mut_ptr());
+        work.iter()
+            .map(|w| candidates.sites(&lines::indirect_calls(&w.lowered)))
+            .collect()
+    } else {
+        work.iter().map(|_| Vec::new()).collect()
+    };
+    let target_counters: usize = sites.iter().flatten().map(|s| s.targets.len()).sum();
+
     // The counter array and path tables are sized before any code is emitted.
     let reserved = opts.mode.reserved_counters();
-    let total = reserved + work.iter().map(|w| w.plan.num_counters()).sum::<usize>();
+    let own = reserved + work.iter().map(|w| w.plan.num_counters()).sum::<usize>();
+    let total = own + target_counters;
     let tables: usize = work.iter().map(|w| w.plan.num_tables()).sum();
     let globals = module::make_globals(
         context.raw(),
@@ -309,6 +329,11 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         }
         base += w.plan.num_counters();
         table += w.plan.num_tables();
+    }
+    let mut next = own as u64;
+    for ((w, f), sites) in work.iter().zip(&mut functions).zip(&sites) {
+        call_targets::record(&mut f.source.call_targets, sites, next);
+        next += call_targets::emit(&globals, w.func, sites, next);
     }
     mode.after_emit(&globals);
     if let Some(why) = ip_failure {
@@ -422,6 +447,11 @@ impl Oracle {
             counter_base: CounterIdx(self.bases[index] as u32),
             counters: plan.counters.iter().map(|(p, _)| *p).collect(),
             mode_meta: FunctionModeMeta::Counters,
+            // The targets of indirect calls are counted in the mode's counter array only.
+            source: SourceMeta {
+                call_targets: Vec::new(),
+                ..mode.source.clone()
+            },
             ..mode.clone()
         });
     }

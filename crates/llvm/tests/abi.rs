@@ -71,6 +71,7 @@ fn instrument(bc: &[u8], mode: Mode) -> Vec<u8> {
             profile_dir: None,
             pgo: false,
             pgo_inline: true,
+            pgo_targets: true,
         },
     )
     .unwrap_or_else(|e| panic!("{mode:?}: {e}"))

@@ -164,6 +164,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                             r.module = meta.source.clone();
                         }
                         add_into(r, &solved);
+                        add_targets(&mut r.call_targets, &call_targets(f, &m.counters));
                         if r.inconsistent.is_none() {
                             r.inconsistent = inconsistent;
                         }
@@ -223,6 +224,7 @@ pub fn analyze(profile: &Profile, inputs: &Inputs<'_>) -> Result<Report, ReportE
                 } else {
                     source::FunctionSource::new(&tables, &f.source)
                 },
+                call_targets: call_targets(f, &m.counters),
             };
             finish(&mut r);
             if f.linkage == Linkage::Linkonce {
@@ -285,6 +287,30 @@ fn add_into(r: &mut FunctionReport, s: &Solved) {
         };
     }
     finish(r);
+}
+
+/// The counts of the candidate targets of each indirect call of `f` (`--tally-pgo`), from its
+/// module's counters (in range: validated with the metadata).
+fn call_targets(f: &tally_format::FunctionMeta, counters: &[u64]) -> Vec<Vec<u64>> {
+    f.source
+        .call_targets
+        .iter()
+        .map(|t| {
+            let base = t.counter.index();
+            counters
+                .get(base..base + t.targets.len())
+                .map_or_else(|| vec![0; t.targets.len()], <[u64]>::to_vec)
+        })
+        .collect()
+}
+
+/// Adds another copy's target counts (copies of one linkonce function share their metadata).
+fn add_targets(into: &mut [Vec<u64>], other: &[Vec<u64>]) {
+    for (a, b) in into.iter_mut().zip(other) {
+        for (x, y) in a.iter_mut().zip(b) {
+            *x = x.saturating_add(*y);
+        }
+    }
 }
 
 fn finish(r: &mut FunctionReport) {

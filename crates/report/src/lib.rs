@@ -150,6 +150,9 @@ pub struct FunctionReport {
     /// The function's source lines, inline scopes and branches as its metadata records them
     /// (read by [`source::model`]).
     pub source: source::FunctionSource,
+    /// `--tally-pgo`: per indirect call of its metadata (`SourceMeta::call_targets`), how
+    /// often it called each of its candidate targets.
+    pub call_targets: Vec<Vec<u64>>,
 }
 
 impl FunctionReport {

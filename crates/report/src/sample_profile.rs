@@ -53,11 +53,46 @@ struct Instance {
     whole: bool,
 }
 
+/// The exact count of an indirect call (its call-site probe) and of each of its targets that
+/// it called (`--tally-pgo`: `tally_format::CallTargets`), summed over the call's copies.
+#[derive(Default)]
+struct CallLine {
+    count: u64,
+    targets: BTreeMap<String, u64>,
+}
+
+impl CallLine {
+    fn add(&mut self, count: u64, targets: &[(&str, u64)]) {
+        self.count = self.count.saturating_add(count);
+        for &(name, c) in targets {
+            let e = self.targets.entry(name.to_string()).or_insert(0);
+            *e = e.saturating_add(c);
+        }
+    }
+
+    /// ` id: count name:count ...`, the targets by descending count (as LLVM writes them).
+    fn write(&self, text: &mut String, pad: &str, id: u32) {
+        let mut t: Vec<(&String, &u64)> = self.targets.iter().filter(|t| *t.1 > 0).collect();
+        t.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let _ = write!(text, "{pad}{id}: {}", self.count);
+        for (name, c) in t {
+            let _ = write!(text, " {name}:{c}");
+        }
+        text.push('\n');
+    }
+
+    fn called(&self) -> bool {
+        self.targets.values().any(|&c| c > 0)
+    }
+}
+
 /// One function's instances, and its checksum.
 struct Owner {
     name: String,
     checksum: u64,
     instances: Vec<Instance>,
+    /// Its indirect calls with counted targets, by call-site probe id.
+    calls: BTreeMap<u32, CallLine>,
 }
 
 impl Owner {
@@ -106,6 +141,8 @@ struct Context {
     probes: BTreeMap<u32, u64>,
     /// The callees inlined here: (call-site probe id, callee GUID) -> their counts there.
     calls: BTreeMap<(u32, u64), Context>,
+    /// Its indirect calls with counted targets, by call-site probe id.
+    targets: BTreeMap<u32, CallLine>,
 }
 
 impl Context {
@@ -144,6 +181,9 @@ impl Context {
         let pad = " ".repeat(depth);
         for (id, c) in &self.probes {
             let _ = writeln!(text, "{pad}{id}: {c}");
+        }
+        for (&id, line) in self.targets.iter().filter(|(_, l)| l.called()) {
+            line.write(text, &pad, id);
         }
         for (&(probe, guid), callee) in &self.calls {
             let total = callee.total();
@@ -198,6 +238,7 @@ struct Record {
     total: u64,
     head: u64,
     probes: BTreeMap<u32, u64>,
+    calls: BTreeMap<u32, CallLine>,
     checksum: u64,
     ran: bool,
     /// Its nested record (a nested profile only): its out-of-line counts and inline instances.
@@ -298,6 +339,7 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
                     name: d.name.clone(),
                     checksum: d.checksum,
                     instances: Vec::new(),
+                    calls: BTreeMap::new(),
                 });
                 if owner.checksum != d.checksum {
                     let why = "its copies have different checksums".to_string();
@@ -336,6 +378,31 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
                             .or_insert_with(|| (owner.name.clone(), why));
                     }
                 }
+            }
+        }
+        // The targets of its indirect calls, under the call-site probe of the function whose
+        // scope holds the call.
+        for (t, counts) in f.source.meta.call_targets.iter().zip(&f.call_targets) {
+            let count = f.blocks.get(t.block as usize).and_then(|b| b.count);
+            let (Some(count), Some(Some(guid))) = (
+                count.filter(|_| f.inconsistent.is_none()),
+                scope_guids.get(t.scope.0 as usize).copied(),
+            ) else {
+                continue;
+            };
+            let targets: Vec<(&str, u64)> = t
+                .targets
+                .iter()
+                .map(String::as_str)
+                .zip(counts.iter().copied())
+                .collect();
+            if let Some(owner) = owners.get_mut(&guid) {
+                owner.calls.entry(t.probe).or_default().add(count, &targets);
+            }
+            if let Some(roots) = nested.as_mut() {
+                let (root, path, _) = place(scopes, &scope_guids, t.scope.0 as usize, guid);
+                let c = roots.entry(root).or_default().at(&path);
+                c.targets.entry(t.probe).or_default().add(count, &targets);
             }
         }
     }
@@ -383,6 +450,7 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
             total,
             head,
             probes,
+            calls: owner.calls,
             checksum: owner.checksum,
             ran,
             nested: nested
@@ -421,6 +489,9 @@ impl SampleProfile {
             let _ = writeln!(text, "{}:{}:{}", r.name, r.total, r.head);
             for (id, c) in &r.probes {
                 let _ = writeln!(text, " {id}: {c}");
+            }
+            for (&id, line) in r.calls.iter().filter(|(_, l)| l.called()) {
+                line.write(&mut text, " ", id);
             }
             let _ = writeln!(text, " !CFGChecksum: {}", r.checksum);
         }

@@ -880,6 +880,7 @@ mod tests {
             lines,
             branches: vec![],
             probes: vec![],
+            call_targets: vec![],
         };
         let tables = Tables {
             files: Arc::new(vec!["/t.c".into()]),
@@ -922,6 +923,7 @@ mod tests {
             events: None,
             inconsistent: None,
             source: FunctionSource::new(&tables, &meta),
+            call_targets: vec![],
         };
         Report {
             program: Default::default(),

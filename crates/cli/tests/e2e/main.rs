@@ -41,6 +41,7 @@ mod paths;
 mod pgo;
 mod pgo_fidelity;
 mod pgo_nested;
+mod pgo_targets;
 mod placements;
 mod profile_dir;
 mod realcode;

@@ -391,12 +391,19 @@ pub(crate) fn tally_cc(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Writes `source` to `dir/NAME.c`, trains it with `--tally-pgo -O2` on `1000`: the profile,
+/// Writes `source` to `dir/NAME.c`, trains it with `--tally-pgo -O2 FLAGS` on `1000`: the profile,
 /// and the numbers the program printed.
-pub(crate) fn train_small(dir: &Path, name: &str, source: &str) -> (PathBuf, String, Vec<u64>) {
+pub(crate) fn train_small(
+    dir: &Path,
+    name: &str,
+    source: &str,
+    flags: &[&str],
+) -> (PathBuf, String, Vec<u64>) {
     let src = format!("{name}.c");
     std::fs::write(dir.join(&src), source).unwrap();
-    tally_cc(dir, &["--tally-pgo", "-O2", &src, "-o", "train"]);
+    let mut args = vec!["--tally-pgo", "-O2", &src, "-o", "train"];
+    args.extend(flags);
+    tally_cc(dir, &args);
     let prof = dir.join("train.tally");
     let o = run(&dir.join("train"), &["1000"], dir, &prof);
     let out = String::from_utf8(o.stdout).unwrap();
@@ -408,7 +415,7 @@ pub(crate) fn train_small(dir: &Path, name: &str, source: &str) -> (PathBuf, Str
 fn the_loop_gives_a_programs_own_counts_to_its_branches() {
     let dir = scratch("pgo-classify");
     let cc = |args: &[&str]| tally_cc(&dir, args);
-    let (prof, out, n) = train_small(&dir, "classify", CLASSIFY);
+    let (prof, out, n) = train_small(&dir, "classify", CLASSIFY, &[]);
     let (calls, tens, odd) = (n[0], n[1], n[2]);
     let (text, _) = export(&dir, &prof);
     let (name, &(_, head)) = heads(&text)

@@ -216,6 +216,8 @@ pub(crate) fn weighed_branches(dump: &str, profile: &str) -> Vec<Weighed> {
         if let Some(rest) = l.strip_prefix(' ') {
             if let Some((id, c)) = rest.split_once(": ").filter(|_| !rest.starts_with('!')) {
                 let e = counts.entry(cur).or_default();
+                // (An indirect call's line goes on with its targets.)
+                let c = c.split(' ').next().unwrap();
                 e.insert(id.parse().unwrap(), c.parse().unwrap());
             }
         } else {

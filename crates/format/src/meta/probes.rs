@@ -10,6 +10,11 @@
 //! its id, of the exact count of the optimized block holding the call: this module records
 //! which probe calls each optimized block holds ([`SourceMeta::probes`](super::SourceMeta))
 //! and the module's descriptors ([`ProbeDesc`]).
+//!
+//! A `--tally-pgo` training build also counts where its indirect calls go ([`CallTargets`]):
+//! what clang's IR PGO learns by value profiling (`__llvm_profile_instrument_target`) and its
+//! indirect-call promotion uses. The sample profile gives them as the call-site probe's targets
+//! (` id: count name:count ...`).
 
 use serde::{Deserialize, Serialize};
 
@@ -40,4 +45,23 @@ pub struct ProbeAt {
     pub id: u32,
     /// The inline scope of the call's location (`s0` without debug info).
     pub scope: super::ScopeIdx,
+}
+
+/// An indirect call of a `--tally-pgo` training build and the functions of its module it may
+/// call: those whose address is taken and whose type is the call's. Counter `counter + i` of
+/// the module counts the calls that went to `targets[i]`, exactly; a call to any other function
+/// (one of another module, or called through a pointer of another type) is in no counter, and
+/// the call's block count less the targets' sum is how many went elsewhere.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct CallTargets {
+    /// The block holding the call: its count is the number of calls.
+    pub block: u32,
+    /// The call's own pseudo-probe id (an indirect-call probe of the function of `scope`).
+    pub probe: u32,
+    /// The inline scope of the call's location (`s0` without debug info).
+    pub scope: super::ScopeIdx,
+    /// The module counter counting the calls of `targets[0]`; the others follow.
+    pub counter: super::CounterIdx,
+    /// The candidate functions, by name (at least one).
+    pub targets: Vec<String>,
 }

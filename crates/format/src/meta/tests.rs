@@ -399,3 +399,38 @@ fn bad_trace_plans_are_refused_in_one_line() {
     );
     assert!(refusal(&m).ends_with("trace in a edge module"));
 }
+
+#[test]
+fn call_targets_round_trip_and_bad_ones_are_refused_in_one_line() {
+    let mut f = function(FunctionModeMeta::Counters);
+    f.source.call_targets = vec![CallTargets {
+        block: 3,
+        probe: 7,
+        scope: ScopeIdx(0),
+        counter: CounterIdx(1),
+        targets: vec!["g".into(), "h".into()],
+    }];
+    let mut m = module(Mode::Edge, vec![f]);
+    m.num_counters = 3;
+    assert_eq!(ModuleMeta::decode(&m.encode()).expect("valid"), m);
+    type Edit = fn(&mut CallTargets);
+    let cases: [(Edit, &str); 5] = [
+        (|t| t.block = 4, "call #0 is in block n4 of 4"),
+        (|t| t.probe = 0, "call #0 has probe id 0"),
+        (|t| t.scope = ScopeIdx(1), "call #0 names scope s1"),
+        (
+            |t| t.counter = CounterIdx(2),
+            "call #0 counts 2 targets from counter 2 of 3",
+        ),
+        (
+            |t| t.targets.clear(),
+            "call #0 counts 0 targets from counter 1 of 3",
+        ),
+    ];
+    for (edit, why) in cases {
+        let mut bad = m.clone();
+        edit(&mut bad.functions[0].source.call_targets[0]);
+        let e = refusal(&bad);
+        assert!(e.ends_with(&format!("pseudo-probes: {why}")), "{e}");
+    }
+}

@@ -16,8 +16,8 @@ use llvm_sys::prelude::{LLVMContextRef, LLVMMetadataRef, LLVMValueRef};
 use llvm_sys::LLVMOpcode;
 use std::collections::HashMap;
 use tally_format::{
-    BranchMeta, EdgeIdx, FileIdx, LineRun, Loc, ProbeAt, ScopeIdx, ScopeMeta, SourceFn,
-    SourceFnIdx, SourceMeta,
+    BranchMeta, CallTargets, CounterIdx, EdgeIdx, FileIdx, LineRun, Loc, ProbeAt, ScopeIdx,
+    ScopeMeta, SourceFn, SourceFnIdx, SourceMeta,
 };
 
 /// The module's file and source-function tables, shared by its functions.
@@ -30,6 +30,9 @@ pub(crate) struct Tables {
     fn_index: HashMap<usize, u32>,
     /// The module's pseudo-probe descriptors (`crate::ir::probes`).
     pub probes: crate::ir::probes::Descs,
+    /// Record the indirect calls whose targets a `--tally-pgo` build counts
+    /// ([`SourceMeta::call_targets`], filled in by `module::call_targets`).
+    pub indirect_calls: bool,
 }
 
 impl Tables {
@@ -273,6 +276,18 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
         index: HashMap::new(),
         nodebug: HashMap::new(),
     };
+    let mut call_targets = Vec::new();
+    if s.tables.indirect_calls {
+        for (block, call, probe) in indirect_calls(l) {
+            call_targets.push(CallTargets {
+                block,
+                probe,
+                scope: s.scope_of(call).unwrap_or_default(),
+                counter: CounterIdx(0),
+                targets: Vec::new(),
+            });
+        }
+    }
     let mut lines = Vec::with_capacity(l.nodes.len());
     let mut probes = Vec::with_capacity(l.nodes.len());
     for n in &l.nodes {
@@ -328,7 +343,27 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
         lines,
         branches,
         probes: nonempty(probes),
+        call_targets,
     }
+}
+
+/// The indirect calls of a lowered function that carry a call-site probe (a build with
+/// `-fpseudo-probe-for-profiling` and debug info), in block and instruction order: (block, the
+/// call, its probe id).
+pub(crate) fn indirect_calls(l: &Lowered) -> Vec<(u32, Val, u32)> {
+    let mut out = Vec::new();
+    for (b, n) in l.nodes.iter().enumerate() {
+        for &v in &n.instrs {
+            if !crate::ir::probes::is_indirect_call(v) {
+                continue;
+            }
+            let probe = v.debug_loc().map_or(0, call_probe);
+            if probe != 0 {
+                out.push((b as u32, v, probe));
+            }
+        }
+    }
+    out
 }
 
 /// Per-block probe lists, or none at all when no block holds a probe.

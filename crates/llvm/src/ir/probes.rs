@@ -137,3 +137,15 @@ pub(crate) fn is_probe(v: Val) -> bool {
         && v.called_function()
             .is_some_and(|f| f.name() == "llvm.pseudoprobe")
 }
+
+/// `v` is a call or invoke through a pointer: its callee is neither a function, nor inline
+/// assembly, nor any other constant (an alias).
+pub(crate) fn is_indirect_call(v: Val) -> bool {
+    if !matches!(v.opcode(), LLVMOpcode::LLVMCall | LLVMOpcode::LLVMInvoke) {
+        return false;
+    }
+    let callee = v.called_value();
+    // SAFETY: `callee` is null or a live value of the module (`crate::ir`'s module doc); the
+    // call only reads it.
+    !callee.is_null() && !v.calls_inline_asm() && unsafe { c::LLVMIsAConstant(callee.0) }.is_null()
+}

@@ -7,6 +7,7 @@
 //! `struct tally_path_table` and `struct tally_frame` are built from its field lists, and
 //! their initializers are filled field by field, by name.
 
+pub(crate) mod call_targets;
 pub(crate) mod localize;
 pub(crate) mod pre_inline;
 pub(crate) mod redirect;

@@ -420,6 +420,7 @@ pub(crate) fn source_meta(rng: &mut Rng, cfg: &Cfg) -> SourceMeta {
         lines,
         branches,
         probes,
+        call_targets: vec![],
     }
 }
 
@@ -502,6 +503,22 @@ pub(crate) fn build_module(
                 });
             }
         }
+    }
+    // Indirect calls with counted targets (`--tally-pgo`), after every function's counters.
+    for f in &mut functions {
+        if !rng.percent(30) {
+            continue;
+        }
+        let k = 1 + rng.below(3);
+        f.source.call_targets.push(CallTargets {
+            block: rng.below(f.num_blocks as usize) as u32,
+            probe: 1 + rng.below(6) as u32,
+            scope: ScopeIdx(rng.below(f.source.scopes.len().max(1)) as u32),
+            counter: CounterIdx(base),
+            targets: (0..k).map(|i| format!("t{i}")).collect(),
+        });
+        values.extend((0..k).map(|_| wild_count(rng)));
+        base += k as u32;
     }
     let meta = ModuleMeta {
         source: source.into(),
