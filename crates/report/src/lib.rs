@@ -40,7 +40,7 @@ pub mod trace;
 pub mod trace_naive;
 
 pub use analyze::{analyze, Counted, Inputs};
-pub use sum::{combine, Sum};
+pub use sum::{combine, Parts, Sum};
 use tally_format::Mode;
 use thiserror::Error;
 

@@ -3,7 +3,7 @@
 //! adds each group up; [`FileNames`] names the merged profiles. Reading, printing and writing
 //! stay with the caller.
 
-use crate::{combine, ReportError, Sum};
+use crate::{combine, Parts, ReportError, Sum};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use tally_format::profile::{BuildId, Profile, ProfileError, Program, MAX_PROFILE_BYTES};
@@ -95,8 +95,8 @@ pub enum ProgramSum {
 /// are summed as they come; the sets of modules of one program when [`finish`](Self::finish)ed.
 #[derive(Default)]
 pub struct ByProgram {
-    /// (merged profile, inputs, first input's name) per group.
-    groups: BTreeMap<Key, (Profile, usize, String)>,
+    /// (merged profile, inputs, first input's name, the parts of processes it holds) per group.
+    groups: BTreeMap<Key, (Profile, usize, String, Parts)>,
     /// The group the last profile went to: runs of one program usually come together, and
     /// adding to it needs no metadata decoding (`add_known_modules`).
     last: Option<Key>,
@@ -123,13 +123,10 @@ impl ByProgram {
             error: Box::new(error),
         };
         let bytes = Profile::file_bytes(path, MAX_PROFILE_BYTES).map_err(unreadable)?;
-        if let Some((sum, n, _)) = self.last.as_ref().and_then(|k| self.groups.get_mut(k)) {
+        if let Some((sum, n, _, parts)) = self.last.as_ref().and_then(|k| self.groups.get_mut(k)) {
             // Same program record; its modules all in the group's (matched by hash).
-            if sum
-                .add_known_modules(&bytes, true)
-                .map_err(unreadable)?
-                .is_some()
-            {
+            if let Some(known) = sum.add_known_modules(&bytes, true).map_err(unreadable)? {
+                parts.note(known.delta, known.part);
                 *n += 1;
                 return Ok(());
             }
@@ -145,12 +142,14 @@ impl ByProgram {
                 if !self.groups.keys().any(|k| k.0 == key.0) {
                     self.programs += 1;
                 }
+                let parts = Parts::of(&p);
                 let mut p = p;
                 p.pid = 0;
-                self.groups.insert(key, (p, 1, name));
+                self.groups.insert(key, (p, 1, name, parts));
             }
-            Some((sum, n, _)) => {
+            Some((sum, n, _, parts)) => {
                 *sum = combine(("merged", sum), &[(&name, &p)])?;
+                parts.note(p.delta, p.part());
                 *n += 1;
             }
         }
@@ -160,7 +159,8 @@ impl ByProgram {
     /// Per program (in the order of their keys): the sum of its sets of modules, or one
     /// profile per set when that sum is refused. Each is summed as the iterator comes to it.
     pub fn finish(self) -> impl Iterator<Item = ProgramSum> {
-        let mut programs: BTreeMap<ProgramKey, Vec<(Profile, usize, String)>> = BTreeMap::new();
+        let mut programs: BTreeMap<ProgramKey, Vec<(Profile, usize, String, Parts)>> =
+            BTreeMap::new();
         for ((k, _, _), g) in self.groups {
             programs.entry(k).or_default().push(g);
         }
@@ -168,12 +168,17 @@ impl ByProgram {
             let total: usize = sets.iter().map(|s| s.1).sum();
             let mut sum = Sum::new(&sets[0].2, sets[0].0.clone());
             let mut res = Ok(());
-            for (p, _, name) in &sets[1..] {
+            let mut parts = sets[0].3.clone();
+            for (p, _, name, more) in &sets[1..] {
                 res = sum.add(name, p);
                 if res.is_err() {
                     break;
                 }
+                parts.extend(more);
             }
+            // The groups noted the parts of processes as they summed them: every part of whole
+            // processes makes the sum their profiles (a group's sum alone names no part).
+            sum.set_parts(parts);
             let path = sets[0].0.program.path.clone();
             match res.and_then(|()| sum.finish()) {
                 Ok(profile) => ProgramSum::One(Merged {
@@ -185,10 +190,13 @@ impl ByProgram {
                     why,
                     sets: sets
                         .into_iter()
-                        .map(|(profile, inputs, _)| Merged {
-                            path: profile.program.path.clone(),
-                            profile,
-                            inputs,
+                        .map(|(mut profile, inputs, _, parts)| {
+                            profile.delta &= !parts.whole();
+                            Merged {
+                                path: profile.program.path.clone(),
+                                profile,
+                                inputs,
+                            }
                         })
                         .collect(),
                 },

@@ -36,10 +36,46 @@ pub struct Sum {
     sources: HashMap<String, Vec<(u64, String)>>,
     /// Source files some input held two modules of.
     together: HashSet<String>,
-    /// The inputs that are parts of processes that took snapshots ([`Profile::part`]), and
-    /// whether an input had the delta flag without being one part (a sum of parts).
+    /// The inputs that are parts of processes that took snapshots.
+    parts: Parts,
+}
+
+/// Which parts of processes that took snapshots a sum holds ([`Profile::part`]), and whether
+/// an input had the delta flag without being one part (a sum of parts, whose parts are not
+/// known).
+#[derive(Clone, Debug, Default)]
+pub struct Parts {
     parts: Vec<Part>,
     partial: bool,
+}
+
+impl Parts {
+    /// Notes one input: `delta`, its flag, and the part it names.
+    pub fn note(&mut self, delta: bool, part: Option<Part>) {
+        match part {
+            Some(p) => self.parts.push(p),
+            None => self.partial |= delta,
+        }
+    }
+
+    /// The parts of one profile read in full.
+    pub fn of(p: &Profile) -> Parts {
+        let mut parts = Parts::default();
+        parts.note(p.delta, p.part());
+        parts
+    }
+
+    /// Adds the parts of another sum.
+    pub fn extend(&mut self, other: &Parts) {
+        self.parts.extend(other.parts.iter().cloned());
+        self.partial |= other.partial;
+    }
+
+    /// The sum of the inputs is the sum of whole processes (`whole_processes`): their
+    /// profiles, early exits counts again, not changes.
+    pub fn whole(&self) -> bool {
+        !self.partial && whole_processes(&self.parts)
+    }
 }
 
 impl Sum {
@@ -51,22 +87,18 @@ impl Sum {
             inputs: 1,
             sources: HashMap::new(),
             together: HashSet::new(),
-            parts: Vec::new(),
-            partial: false,
+            parts: Parts::default(),
         };
-        let part = s.profile.part();
-        s.note_part(s.profile.delta, part);
+        s.parts = Parts::of(&s.profile);
         let all: Vec<usize> = (0..s.profile.modules.len()).collect();
         s.note(name, &all);
         s
     }
 
-    /// Records which part of a process an input is, if it is one (`delta`: its flag).
-    fn note_part(&mut self, delta: bool, part: Option<Part>) {
-        match part {
-            Some(p) => self.parts.push(p),
-            None => self.partial |= delta,
-        }
+    /// Takes `parts` as the parts its inputs hold, for a sum of sums whose parts were noted
+    /// as they were summed (`tally merge --by-program`, [`crate::merge::ByProgram`]).
+    pub fn set_parts(&mut self, parts: Parts) {
+        self.parts = parts;
     }
 
     /// Records that input `name` held the sum's modules `at`.
@@ -105,7 +137,7 @@ impl Sum {
     pub fn add_bytes(&mut self, name: &str, bytes: &[u8]) -> Result<bool, ProfileError> {
         match self.profile.add_known_modules(bytes, false)? {
             Some(known) => {
-                self.note_part(known.delta, known.part);
+                self.parts.note(known.delta, known.part);
                 self.note(name, &known.at);
                 self.inputs += 1;
                 Ok(true)
@@ -190,7 +222,7 @@ impl Sum {
             }
         }
         self.note(name, &noted);
-        self.note_part(p.delta, p.part());
+        self.parts.note(p.delta, p.part());
         self.profile.unfinished |= p.unfinished;
         self.profile.raced |= p.raced;
         self.profile.signal = self.profile.signal.or(p.signal);
@@ -219,7 +251,7 @@ impl Sum {
             });
         }
         // Every part of whole processes: the sum is their profiles, early exits counts again.
-        if self.profile.delta && !self.partial && whole_processes(&self.parts) {
+        if self.profile.delta && self.parts.whole() {
             self.profile.delta = false;
         }
         if self.inputs > 1 {

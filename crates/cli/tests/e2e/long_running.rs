@@ -144,13 +144,36 @@ fn is_delta(profile: &Path) -> bool {
         .delta
 }
 
+/// `tally merge FLAGS -o OUT INPUTS` in `dir`.
+fn tally_merge(dir: &Path, flags: &[&str], inputs: &[PathBuf], out: &Path) {
+    let inputs = inputs.iter().map(|p| p.display().to_string());
+    let args: Vec<String> = ["merge"]
+        .iter()
+        .chain(flags)
+        .map(|a| a.to_string())
+        .chain(["-o".to_string(), out.display().to_string()])
+        .chain(inputs)
+        .collect();
+    tally_ok(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
 fn merge(dir: &Path, inputs: &[PathBuf], out: &str) -> PathBuf {
     let out = dir.join(out);
-    let mut args = vec!["merge".to_string(), "-o".into(), out.display().to_string()];
-    args.extend(inputs.iter().map(|p| p.display().to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    tally_ok(dir, &args);
+    tally_merge(dir, &[], inputs, &out);
     out
+}
+
+/// `tally merge --by-program -o DIR/OUT INPUTS`: the one profile it wrote.
+fn merge_by_program(dir: &Path, inputs: &[PathBuf], out: &str) -> PathBuf {
+    let out = dir.join(out);
+    let _ = std::fs::remove_dir_all(&out);
+    tally_merge(dir, &["--by-program"], inputs, &out);
+    let files: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files.into_iter().next().unwrap()
 }
 
 /// Early exits of frames waiting at a snapshot derived (the default for these functions) and
@@ -238,6 +261,14 @@ fn signal_parts(how: &str) {
     assert!(!is_delta(&sum), "the sum of every part is not whole");
     let some = merge(&dir, &edge_parts[1..], "edge-some.tally");
     assert!(is_delta(&some), "a sum without part 1 is whole");
+    // The same per program: the parts summed as they come are still known.
+    let by = merge_by_program(&dir, &edge_parts, "by-program");
+    assert!(
+        !is_delta(&by),
+        "--by-program: the sum of every part is not whole"
+    );
+    let by = merge_by_program(&dir, &edge_parts[1..], "by-program-some");
+    assert!(is_delta(&by), "--by-program: a sum without part 1 is whole");
     let whole = run_with(&edge, &[&phases], &dir, "whole", &[]);
     assert!(whole.status.success());
     let whole = dir.join("whole.tally");
