@@ -22,6 +22,7 @@ use llvm_sys::core as c;
 use llvm_sys::prelude::{LLVMModuleRef, LLVMTypeRef, LLVMValueRef};
 use llvm_sys::{LLVMAtomicOrdering, LLVMIntPredicate, LLVMLinkage};
 use std::collections::HashMap;
+use std::rc::Rc;
 use tally_format::{CallTargets, CounterIdx};
 
 /// At most this many candidates per call (the first, in module order); calls to others are
@@ -31,12 +32,12 @@ pub(crate) const MAX_TARGETS: usize = 512;
 /// An indirect call and its candidate targets (possibly none).
 pub(crate) struct Site {
     pub call: Val,
-    pub targets: Vec<LLVMValueRef>,
+    pub targets: Rc<[LLVMValueRef]>,
 }
 
 /// The module's candidate targets, by function type.
 pub(crate) struct Candidates {
-    by_type: HashMap<usize, Vec<LLVMValueRef>>,
+    by_type: HashMap<usize, Rc<[LLVMValueRef]>>,
 }
 
 impl Candidates {
@@ -61,7 +62,9 @@ impl Candidates {
                 list.push(f);
             }
         }
-        Candidates { by_type }
+        Candidates {
+            by_type: by_type.into_iter().map(|(t, l)| (t, l.into())).collect(),
+        }
     }
 
     /// The sites of `calls` (`crate::ir::lines::indirect_calls`), in their order.
@@ -78,7 +81,7 @@ impl Candidates {
                         .by_type
                         .get(&(ty as usize))
                         .cloned()
-                        .unwrap_or_default(),
+                        .unwrap_or_else(|| Rc::from([])),
                 }
             })
             .collect()
@@ -121,8 +124,9 @@ pub(crate) fn record(meta: &mut Vec<CallTargets>, sites: &[Site], base: u64) {
 /// `base` on, in candidate order. The number of counters used.
 pub(crate) fn emit(g: &Globals, func: Val, sites: &[Site], base: u64) -> u64 {
     let mut next = base;
+    let mut helper = None;
     for s in sites.iter().filter(|s| !s.targets.is_empty()) {
-        let helper = count_fn(g);
+        let helper = *helper.get_or_insert_with(|| count_fn(g));
         let table = private_constant(g, "__tally_call_targets", const_array(g.ptrt, &s.targets));
         let hint = add_global(
             g.module,

@@ -4,6 +4,7 @@
 
 use super::schema::{self, TableSpec};
 use super::DatasetError;
+use crate::Parts;
 use arrow_array::{
     Array, BinaryArray, BooleanArray, RecordBatch, StringArray, UInt32Array, UInt64Array,
 };
@@ -12,8 +13,7 @@ use parquet::arrow::ProjectionMask;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use tally_format::profile::{
-    add_path_entries, whole_processes, BuildId, Part, PathEntry, PathEntryKind, Profile,
-    ProfileModule, Program,
+    add_path_entries, BuildId, Part, PathEntry, PathEntryKind, Profile, ProfileModule, Program,
 };
 use tally_format::Mode;
 
@@ -269,8 +269,8 @@ pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
         run: None,
     };
     let mut paths: Vec<Vec<PathEntry>> = vec![Vec::new(); modules.len()];
-    // Runs that are parts of processes that took snapshots, and whether one had no run record.
-    let (mut parts, mut partial) = (Vec::new(), false);
+    // Runs that are parts of processes that took snapshots (an exported sum of parts names none).
+    let mut parts = Parts::default();
     let cols = [
         "unfinished",
         "raced",
@@ -298,20 +298,17 @@ pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
                 profile.unfinished |= unfinished.value(i);
                 profile.raced |= raced.value(i);
                 profile.delta |= delta.value(i);
-                if delta.value(i) {
-                    if start.is_null(i) || end.is_null(i) || host.is_null(i) {
-                        partial = true; // a sum of parts, exported
-                    } else {
-                        parts.push(Part {
-                            pid: pid.value(i),
-                            host: host.value(i).as_bytes().to_vec(),
-                            program: profile.program.clone(),
-                            snapshot: (!snapshot.is_null(i)).then(|| snapshot.value(i)),
-                            start_ns: start.value(i),
-                            end_ns: end.value(i),
-                        });
-                    }
-                }
+                let named = (delta.value(i)
+                    && !(start.is_null(i) || end.is_null(i) || host.is_null(i)))
+                .then(|| Part {
+                    pid: pid.value(i),
+                    host: host.value(i).as_bytes().to_vec(),
+                    program: profile.program.clone(),
+                    snapshot: (!snapshot.is_null(i)).then(|| snapshot.value(i)),
+                    start_ns: start.value(i),
+                    end_ns: end.value(i),
+                });
+                parts.note(delta.value(i), named);
                 if profile.signal.is_none() && !signal.is_null(i) {
                     profile.signal = Some(signal.value(i));
                 }
@@ -384,7 +381,7 @@ pub fn build_profile(dir: &Path, key: &str) -> Result<Profile, DatasetError> {
     }
     profile.modules = modules;
     // Every part of whole processes: their profiles, early exits counts again (as `tally merge`).
-    if profile.delta && !partial && whole_processes(&parts) {
+    if profile.delta && parts.whole() {
         profile.delta = false;
     }
     Ok(profile)
