@@ -89,7 +89,7 @@ fn parts(dir: &Path, name: &str) -> Vec<PathBuf> {
 }
 
 /// `tally check` passes on `profile` with every compared function equal.
-fn assert_oracle_equal(what: &str, profile: &Path) {
+pub(crate) fn assert_oracle_equal(what: &str, profile: &Path) {
     let o = Command::new(tally())
         .args(["check", "--format", "json"])
         .arg(profile)
@@ -107,7 +107,7 @@ fn assert_oracle_equal(what: &str, profile: &Path) {
 }
 
 /// The entry count of the function named `name` in a report (0 when not listed).
-fn entries(report: &Value, name: &str) -> u64 {
+pub(crate) fn entries(report: &Value, name: &str) -> u64 {
     report["functions"]
         .as_array()
         .unwrap()
@@ -118,7 +118,7 @@ fn entries(report: &Value, name: &str) -> u64 {
 }
 
 /// The header flag, and the run record's snapshot number, start and end.
-fn header(profile: &Path) -> (bool, Option<u32>, u64, u64) {
+pub(crate) fn header(profile: &Path) -> (bool, Option<u32>, u64, u64) {
     let p = tally_format::profile::Profile::read_file(profile).expect("a profile");
     let run = p.run.expect("a run record");
     (p.delta, run.snapshot, run.start_ns, run.end_ns)
@@ -127,7 +127,7 @@ fn header(profile: &Path) -> (bool, Option<u32>, u64, u64) {
 /// The report with only the functions named `keep`: those whose counts do not depend on how
 /// the threads were scheduled (the workers' and main's waits for one another do, and main's
 /// sleeps: one a snapshot's signal cut short is resumed in one more pass of its loop).
-fn only(report: &Value, keep: &[&str]) -> Value {
+pub(crate) fn only(report: &Value, keep: &[&str]) -> Value {
     let mut r = report.clone();
     r["functions"]
         .as_array_mut()
@@ -138,7 +138,7 @@ fn only(report: &Value, keep: &[&str]) -> Value {
 }
 
 /// The profile's delta flag: a part, or a sum of parts that are not whole processes.
-fn is_delta(profile: &Path) -> bool {
+pub(crate) fn is_delta(profile: &Path) -> bool {
     tally_format::profile::Profile::read_file(profile)
         .expect("a profile")
         .delta
@@ -157,7 +157,7 @@ fn tally_merge(dir: &Path, flags: &[&str], inputs: &[PathBuf], out: &Path) {
     tally_ok(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
-fn merge(dir: &Path, inputs: &[PathBuf], out: &str) -> PathBuf {
+pub(crate) fn merge(dir: &Path, inputs: &[PathBuf], out: &str) -> PathBuf {
     let out = dir.join(out);
     tally_merge(dir, &[], inputs, &out);
     out

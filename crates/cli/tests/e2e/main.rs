@@ -51,6 +51,7 @@ mod sese_exits;
 mod shapes;
 mod shared_meta;
 mod shlib;
+mod snapshot_lifecycle;
 mod source_lines;
 mod stress;
 mod threads;
