@@ -117,6 +117,7 @@ for name, q in queries.items():
     for _ in range(reps):
         t = time.perf_counter()
         con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
         for table in os.listdir(ds):
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{ds}/{table}/*/*.parquet', hive_partitioning = true)")
         rows = con.execute(q, {"build": build} if "$build" in q else {}).fetchall()
@@ -128,7 +129,7 @@ print(json.dumps(out))
 
 FLOOR = r"""
 import duckdb, json, os, shutil, sys, time
-ds, build, out = sys.argv[1], sys.argv[2], sys.argv[3]
+ds, build, out, most = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 facts = ["function_counts", "block_counts", "edge_counts", "line_counts", "path_counts",
          "ipath_counts", "inexact", "counters", "path_entries", "runs"]
 shutil.rmtree(out, ignore_errors=True)
@@ -136,12 +137,13 @@ os.makedirs(out)
 con = duckdb.connect()
 con.execute("SET threads = 1")
 con.execute("SET enable_progress_bar = false")
+con.execute(f"CREATE TABLE sample AS SELECT run FROM read_parquet('{ds}/runs/build={build}/*.parquet') ORDER BY run LIMIT {most}")
 rows, times = 0, []
 for rep in range(3):
     total = 0.0
     for t in facts:
         src = f"{ds}/{t}/build={build}/*.parquet"
-        con.execute(f"CREATE OR REPLACE TABLE m AS SELECT * FROM read_parquet('{src}')")
+        con.execute(f"CREATE OR REPLACE TABLE m AS SELECT * FROM read_parquet('{src}') WHERE run IN (SELECT run FROM sample)")
         n = con.execute("SELECT count(*) FROM m").fetchall()[0][0]
         if rep == 0:
             rows += n
@@ -149,9 +151,21 @@ for rep in range(3):
         con.execute(f"COPY m TO '{out}/{t}.parquet' (FORMAT parquet, COMPRESSION snappy)")
         total += time.perf_counter() - start
     times.append(total)
-runs = con.execute(f"SELECT count(*) FROM read_parquet('{ds}/runs/build={build}/*.parquet')").fetchall()[0][0]
+runs = con.execute("SELECT count(*) FROM sample").fetchall()[0][0]
 print(json.dumps({"rows": rows, "runs": runs, "seconds": sorted(times)[1]}))
 """
+
+
+def reusable(a):
+    """Whether target/bench/dataset holds the builds and runs of these sizes."""
+    def count(d, prefix=""):
+        d = os.path.join(WORK, d)
+        return len([f for f in os.listdir(d) if f.startswith(prefix)]) if os.path.isdir(d) else -1
+    return (os.path.exists(os.path.join(WORK, "sqlite"))
+            and count("runs", "sqlite-") == a.runs
+            and count("runs", "other") == a.other * a.other_runs
+            and count("runs-shared", "sqlite-") == a.runs
+            and count("profraw") == a.runs)
 
 
 def main():
@@ -161,6 +175,8 @@ def main():
     ap.add_argument("--other-runs", type=int, default=100, help="runs of each other build (default 100)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "dataset-bench.md"))
+    ap.add_argument("--reuse-runs", action="store_true",
+                    help="keep the builds and runs an earlier run of the same sizes left in target/bench/dataset")
     a = ap.parse_args()
     if not os.path.exists(PYTHON):
         sys.exit("bench/dataset: target/pyenv is missing: run scripts/setup.sh (it installs DuckDB)")
@@ -170,36 +186,38 @@ def main():
     driver = os.path.join(ROOT, "testdata", "sqlite", "driver.c")
     sqlite = os.path.join(WORK, "sqlite")
     pgo = os.path.join(WORK, "sqlite-irpgo")
-    log("bench/dataset: building SQLite with tally cc and with clang -fprofile-generate (minutes)")
-    run([tally, "cc", *FLAGS, f"-I{src}", os.path.join(src, "sqlite3.c"), driver, "-lm", "-o", sqlite])
-    run(["clang-19", "-fprofile-generate", *FLAGS, f"-I{src}", os.path.join(src, "sqlite3.c"), driver,
-         "-lm", "-o", pgo])
-
     runs = os.path.join(WORK, "runs")
     shared = os.path.join(WORK, "runs-shared")
     raws = os.path.join(WORK, "profraw")
-    others = os.path.join(WORK, "others")
-    for d in (runs, shared, raws, others):
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-    log(f"bench/dataset: {a.runs} runs of each SQLite build")
-    for i in range(a.runs):
-        size_arg = str(1 + i % 4)
-        run([sqlite, size_arg], env=dict(os.environ, TALLY_PROFILE=os.path.join(runs, f"sqlite-{i:05}.tally")))
-        run([sqlite, size_arg], env=dict(os.environ, TALLY_META="shared",
-                                         TALLY_PROFILE=os.path.join(shared, f"sqlite-{i:05}.tally")))
-        run([pgo, size_arg], env=dict(os.environ, LLVM_PROFILE_FILE=os.path.join(raws, f"sqlite-{i:05}.profraw")))
-    demo = os.path.join(ROOT, "testdata", "demo")
-    for b in range(a.other):
-        c = os.path.join(others, f"wordfreq{b}.c")
-        shutil.copy(os.path.join(demo, "wordfreq.c"), c)
-        exe = os.path.join(others, f"wordfreq{b}")
-        run([tally, "cc", "-O2", "-g", c, "-o", exe])
-        text = open(os.path.join(demo, "input.txt")).read().splitlines()
-        for i in range(a.other_runs):
-            inp = "\n".join(text[: 10 + (i * 7) % len(text)])
-            subprocess.run([exe], input=inp, text=True, capture_output=True, check=True,
-                           env=dict(os.environ, TALLY_PROFILE=os.path.join(runs, f"other{b}-{i:04}.tally")))
+    if a.reuse_runs and reusable(a):
+        log("bench/dataset: reusing the runs in target/bench/dataset")
+    else:
+        log("bench/dataset: building SQLite with tally cc and with clang -fprofile-generate (minutes)")
+        run([tally, "cc", *FLAGS, f"-I{src}", os.path.join(src, "sqlite3.c"), driver, "-lm", "-o", sqlite])
+        run(["clang-19", "-fprofile-generate", *FLAGS, f"-I{src}", os.path.join(src, "sqlite3.c"), driver,
+             "-lm", "-o", pgo])
+        others = os.path.join(WORK, "others")
+        for d in (runs, shared, raws, others):
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+        log(f"bench/dataset: {a.runs} runs of each SQLite build")
+        for i in range(a.runs):
+            size_arg = str(1 + i % 4)
+            run([sqlite, size_arg], env=dict(os.environ, TALLY_PROFILE=os.path.join(runs, f"sqlite-{i:05}.tally")))
+            run([sqlite, size_arg], env=dict(os.environ, TALLY_META="shared",
+                                             TALLY_PROFILE=os.path.join(shared, f"sqlite-{i:05}.tally")))
+            run([pgo, size_arg], env=dict(os.environ, LLVM_PROFILE_FILE=os.path.join(raws, f"sqlite-{i:05}.profraw")))
+        demo = os.path.join(ROOT, "testdata", "demo")
+        for b in range(a.other):
+            c = os.path.join(others, f"wordfreq{b}.c")
+            shutil.copy(os.path.join(demo, "wordfreq.c"), c)
+            exe = os.path.join(others, f"wordfreq{b}")
+            run([tally, "cc", "-O2", "-g", c, "-o", exe])
+            text = open(os.path.join(demo, "input.txt")).read().splitlines()
+            for i in range(a.other_runs):
+                inp = "\n".join(text[: 10 + (i * 7) % len(text)])
+                subprocess.run([exe], input=inp, text=True, capture_output=True, check=True,
+                               env=dict(os.environ, TALLY_PROFILE=os.path.join(runs, f"other{b}-{i:04}.tally")))
     sqlite_runs = sorted(os.path.join(runs, f) for f in os.listdir(runs) if f.startswith("sqlite-"))
     all_runs = sorted(os.path.join(runs, f) for f in os.listdir(runs))
     raw_files = sorted(os.path.join(raws, f) for f in os.listdir(raws))
@@ -221,11 +239,10 @@ def main():
     for rep in range(a.reps):
         log(f"bench/dataset: repetition {rep + 1}/{a.reps}")
         for name, cmd, _ in cases:
-            shutil.rmtree(ds, ignore_errors=True)
+            if cmd[1] == "export":
+                shutil.rmtree(ds, ignore_errors=True)
             results[name].append(timed(cmd, WORK))
-    # The dataset the queries read: everything.
-    shutil.rmtree(ds, ignore_errors=True)
-    run([tally, "export", "-o", ds, runs])
+    # The dataset the queries read: everything (the last export case's).
     sizes = {"tally": size(all_runs), "dataset": size([ds]), "profraw": size(raw_files), "shared": size([shared]),
              "sqlite tally": size(sqlite_runs)}
 
@@ -236,7 +253,7 @@ def main():
     duck = run([PYTHON, "-c", "import duckdb, sys; print(duckdb.connect().execute(\"SELECT DISTINCT build FROM read_parquet(?, hive_partitioning = true) WHERE program = ?\", [sys.argv[1], sys.argv[2]]).fetchall()[0][0])",
                 os.path.join(ds, "runs", "*", "*.parquet"), os.path.realpath(sqlite)])
     build = duck.stdout.strip()
-    floor = json.loads(run([PYTHON, "-c", FLOOR, ds, build, os.path.join(WORK, "floor")]).stdout)
+    floor = json.loads(run([PYTHON, "-c", FLOOR, ds, build, os.path.join(WORK, "floor"), "1000"]).stdout)
     got = json.loads(run([PYTHON, "-c", DUCK, ds, build, str(a.reps), json.dumps(QUERIES)]).stdout)
     never = sorted([f["path"], l["line"]] for f in report["files"] for l in f["lines"] if l["count"] == 0)
     same_never = sorted(map(list, got["lines never run"]["rows"])) == never
@@ -272,7 +289,7 @@ def main():
     per_run = floor["rows"] / floor["runs"]
     lines += [
         "",
-        f"The Parquet floor: SQLite's runs hold {floor['rows']:,} fact rows ({per_run:,.0f} per run: "
+        f"The Parquet floor: {floor['runs']:,} of SQLite's runs hold {floor['rows']:,} fact rows ({per_run:,.0f} per run: "
         f"every non-zero counter, block, edge and line count). DuckDB, one thread, writes those rows "
         f"from memory as Parquet (snappy) in {floor['seconds']:.2f} s (median of 3): "
         f"**{floor['runs'] / floor['seconds']:.0f} runs per second** for the encoding alone, where "
@@ -299,7 +316,8 @@ def main():
         "Targets: export >= 1,000 profiles/s, memory independent of the number of profiles (compare the "
         "peak of half the runs with all of them), dataset <= 20% of the profiles, each question < 1 s.",
         "",
-        "Regenerate: `bench/dataset.py` (builds SQLite twice, then the runs; about 15 minutes with the "
+        "Regenerate: `bench/dataset.py` (builds SQLite twice, then the runs; `--reuse-runs` keeps those of an "
+        "earlier run of the same sizes; about 15 minutes with the "
         "defaults).",
     ]
     with open(a.out, "w") as f:
