@@ -93,17 +93,17 @@ def size(paths):
 QUERIES = {
     "lines never run": """
         SELECT l.file, l.line FROM lines l
-        LEFT JOIN (SELECT DISTINCT file, line FROM line_counts WHERE build = $build) c
+        LEFT JOIN (SELECT DISTINCT file, line FROM line_totals WHERE build = $build) c
           ON l.file = c.file AND l.line = c.line
         WHERE l.build = $build AND c.file IS NULL
         ORDER BY l.file, l.line""",
     "hottest functions per build": """
         SELECT build, name, executions FROM (
-          SELECT c.build, f.name, sum(c.executions) AS executions,
-                 row_number() OVER (PARTITION BY c.build ORDER BY sum(c.executions) DESC, f.name) AS rank
-          FROM function_counts c JOIN functions f USING (build, function)
-          WHERE c.executions IS NOT NULL
-          GROUP BY c.build, f.function, f.name)
+          SELECT t.build, f.name, sum(t.executions) AS executions,
+                 row_number() OVER (PARTITION BY t.build ORDER BY sum(t.executions) DESC, f.name) AS rank
+          FROM function_totals t JOIN functions f USING (build, function)
+          WHERE t.executions IS NOT NULL
+          GROUP BY t.build, f.function, f.name)
         WHERE rank <= 10 ORDER BY build, rank""",
 }
 

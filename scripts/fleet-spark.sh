@@ -49,16 +49,16 @@ for t in tables:
 QUERIES = {
     "lines never run": f"""
         SELECT l.file, l.line FROM lines l
-        LEFT JOIN (SELECT DISTINCT file, line FROM line_counts WHERE build = '{build}') c
+        LEFT JOIN (SELECT DISTINCT file, line FROM line_totals WHERE build = '{build}') c
           ON l.file = c.file AND l.line = c.line
         WHERE l.build = '{build}' AND c.file IS NULL""",
     "hottest functions per build": """
         SELECT build, name, executions FROM (
-          SELECT c.build, f.name, sum(c.executions) AS executions,
-                 row_number() OVER (PARTITION BY c.build ORDER BY sum(c.executions) DESC, f.name) AS rank
-          FROM function_counts c JOIN functions f ON c.build = f.build AND c.function = f.function
-          WHERE c.executions IS NOT NULL
-          GROUP BY c.build, f.function, f.name)
+          SELECT t.build, f.name, sum(t.executions) AS executions,
+                 row_number() OVER (PARTITION BY t.build ORDER BY sum(t.executions) DESC, f.name) AS rank
+          FROM function_totals t JOIN functions f ON t.build = f.build AND t.function = f.function
+          WHERE t.executions IS NOT NULL
+          GROUP BY t.build, f.function, f.name)
         WHERE rank <= 10""",
     "runs and block executions per build": """
         SELECT r.build, count(DISTINCT r.run), sum(c.executions)

@@ -8,13 +8,16 @@
 //!
 //! Layout: `DIR/TABLE/build=KEY/FILE.parquet`, Hive-partitioned by build. The dimension tables
 //! ([`schema::DIMENSIONS`]) are written once per build; the fact tables ([`schema::FACTS`])
-//! get one file per part (a batch of runs), `runs` last. Exporting more profiles adds files
-//! and rewrites none; a profile whose run id is in the dataset already is skipped.
+//! get one file per part (a batch of runs), `runs` last; a part's totals tables hold the sums
+//! of its runs' line and function counts. Exporting more profiles adds files and rewrites
+//! none; a profile whose run id is in the dataset already is skipped.
 //!
 //! [`schema`] is the one description of the tables, [`table`] turns rows into Parquet files,
-//! [`export`] derives the rows from profiles, [`read`] reads back what the dataset holds.
+//! [`export`] derives the rows from profiles, `part` gathers a part's rows and totals,
+//! [`read`] reads back what the dataset holds.
 
 pub mod export;
+mod part;
 pub mod read;
 pub mod schema;
 pub mod table;

@@ -42,7 +42,7 @@ pub fn run(a: Args) -> Result<Exit> {
     }
     let files = profile_files(&a.profiles)?;
     let progress = progress::Progress::new("exporting", files.len(), "profiles");
-    let mut export = Exporter::new(&a.output, labels);
+    let mut export = Exporter::new(&a.output, labels)?;
     let mut failed = 0usize;
     for f in &files {
         progress.step();

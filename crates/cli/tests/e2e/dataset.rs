@@ -499,6 +499,33 @@ fn exporting_again_adds_nothing_and_bad_inputs_are_named() {
         .path();
     std::fs::copy(&part, counters.join("part-orphan.parquet")).unwrap();
     check(&dir.join("ds"), &bin, &runs, "");
+    // A dataset written with another schema is refused in one line, before anything is read:
+    // its parts and the new ones would not read as one table.
+    let build = dir
+        .join("ds/builds")
+        .join(format!("build={key}/build.parquet"));
+    let o = Command::new(python())
+        .arg("-c")
+        .arg(
+            "import duckdb, sys; duckdb.sql(f\"COPY (SELECT * REPLACE (4::UINTEGER AS schema) \
+             FROM read_parquet('{sys.argv[1]}')) TO '{sys.argv[1]}.old' (FORMAT parquet)\")",
+        )
+        .arg(&build)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    std::fs::rename(build.with_extension("parquet.old"), &build).unwrap();
+    let before = listing(&dir.join("ds"));
+    let o = tally_in(&dir, &["export", "-o", "ds", "cut.tally", "r0.tally"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "tally: error: ds: build {key} was exported with dataset schema 4, \
+             this tally writes schema 5: export into a new directory\n"
+        )
+    );
+    assert_eq!(before, listing(&dir.join("ds")));
 }
 
 /// A part that cannot be written (written by a thread of its own while the next runs are

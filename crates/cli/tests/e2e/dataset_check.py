@@ -7,8 +7,8 @@ build), RUNS the number of runs the dataset must hold of that build, LABELS the 
 one of them must have (`k=v,...`, sorted by key), PATHS_JSON `tally paths --format json` of
 the merged profile of a build in a path mode (`path`, `ipath`, `ipath-piecewise`), REPORT_JSON `tally report --format json --lines` of the merged
 profile of exactly those runs. Every count the report gives (blocks, edges, entries, block
-executions, lines, paths, inexact functions) must be the dataset's sum over the runs; so must
-the answers of the two questions of docs/dataset.md ("lines never run", "hottest functions").
+executions, lines, paths, inexact functions) must be the dataset's sum over the runs; the
+totals tables must hold, part by part, the sums of their runs' rows; so must the answers of the two questions of docs/dataset.md ("lines never run", "hottest functions").
 Prints one line with the build's key and the number of values compared; exits 1 naming the
 first differences.
 """
@@ -232,11 +232,48 @@ for fl in report.get("files", []):
 same("lines with code", len(expected_code), len(code))
 same("lines with code, set", True, expected_code == code)
 
+
+
+def per_part(table, key, sums):
+    """Rows of `table` of the build summed per part (its file's name) over `key`, as
+    {(part, *key): (sums..., rows)}."""
+    glob = os.path.join(dataset, table, f"build={build}", "*.parquet")
+    return {
+        tuple(r[: len(key) + 1]): tuple(r[len(key) + 1 :])
+        for r in rows(
+            f"""SELECT regexp_extract(filename, 'part-([0-9a-f]+)[.]parquet$', 1), {", ".join(key)},
+                       {", ".join(f"sum({x})::UBIGINT" for x in sums)}, count(*)::UINTEGER
+                FROM read_parquet('{glob}', filename = true) GROUP BY ALL"""
+        )
+    }
+
+
+def totals(table, key, sums):
+    glob = os.path.join(dataset, table, f"build={build}", "*.parquet")
+    cols = ", ".join(["part", *key, *sums, "runs"])
+    return {
+        tuple(r[: len(key) + 1]): tuple(r[len(key) + 1 :])
+        for r in rows(f"SELECT {cols} FROM read_parquet('{glob}')")
+    }
+
+
+# The totals tables hold, part by part, the sums of the rows of the part's runs.
+for table, key, summed in (
+    ("line", ["file", "line"], ["count"]),
+    ("function", ["function"], ["entries", "executions"]),
+):
+    if f"{table}_counts" in tables:
+        expected = per_part(f"{table}_counts", key, summed)
+        got = totals(f"{table}_totals", key, summed)
+        same(f"{table}_totals rows", len(expected), len(got))
+        for k in sorted(expected.keys() | got.keys(), key=repr):
+            same(f"{table}_totals {k}", expected.get(k), got.get(k))
+
 # The questions of docs/dataset.md, as written there.
 got_never = set(
     rows(
         """SELECT l.file, l.line FROM lines l
-           LEFT JOIN (SELECT DISTINCT file, line FROM line_counts WHERE build = ?) c
+           LEFT JOIN (SELECT DISTINCT file, line FROM line_totals WHERE build = ?) c
              ON l.file = c.file AND l.line = c.line
            WHERE l.build = ? AND c.file IS NULL""",
         build,
@@ -252,9 +289,9 @@ unknown = {
 same("lines never run", sorted(never), sorted(got_never - unknown))
 
 hottest = rows(
-    """SELECT f.name, sum(c.executions)::UBIGINT AS executions
-       FROM function_counts c JOIN functions f USING (build, function)
-       WHERE c.build = ? AND c.executions > 0
+    """SELECT f.name, sum(t.executions)::UBIGINT AS executions
+       FROM function_totals t JOIN functions f USING (build, function)
+       WHERE t.build = ? AND t.executions > 0
        GROUP BY f.name, f.function ORDER BY executions DESC, f.name LIMIT 10""",
     build,
 )

@@ -7,6 +7,7 @@
 //! the builds met, not by the number of profiles. A thread of its own ([`Writer`]) encodes
 //! and writes the parts while the next runs are analysed.
 
+use super::part::Part;
 use super::schema::{self, TableSpec};
 use super::table::{Rows, Table, Value};
 use super::{run_id, DatasetError};
@@ -97,33 +98,6 @@ impl FunctionIds {
     }
 }
 
-/// The fact rows of runs not yet written.
-struct Part {
-    tables: Vec<Table>,
-    runs: Vec<String>,
-}
-
-impl Part {
-    fn new() -> Part {
-        Part {
-            tables: schema::FACTS.iter().map(|t| Table::new(t)).collect(),
-            runs: Vec::new(),
-        }
-    }
-
-    fn table(&mut self, spec: &TableSpec) -> &mut Table {
-        let i = schema::FACTS
-            .iter()
-            .position(|t| t.name == spec.name)
-            .expect("a fact table");
-        &mut self.tables[i]
-    }
-
-    fn rows(&self) -> usize {
-        self.tables.iter().map(Table::rows).sum()
-    }
-}
-
 /// Profiles exported into one dataset directory.
 pub struct Exporter {
     dir: PathBuf,
@@ -201,16 +175,18 @@ impl Drop for Writer {
 }
 
 impl Exporter {
-    /// An export into `dir` (created if missing), every run labelled with `labels`.
-    pub fn new(dir: &Path, labels: Vec<(String, String)>) -> Exporter {
-        Exporter {
+    /// An export into `dir` (created if missing), every run labelled with `labels`; an
+    /// error when `dir` holds a dataset of another schema ([`super::read::check_schema`]).
+    pub fn new(dir: &Path, labels: Vec<(String, String)>) -> Result<Exporter, DatasetError> {
+        super::read::check_schema(dir)?;
+        Ok(Exporter {
             dir: dir.to_path_buf(),
             labels,
             builds: HashMap::new(),
             last: None,
             summary: Summary::default(),
             writer: Writer::new(),
-        }
+        })
     }
 
     /// Exports the profile file `path`; on error nothing of it is exported (the dataset is
@@ -256,9 +232,6 @@ impl Exporter {
         for (i, m) in at.into_iter().zip(oracles) {
             build.template.modules.insert(i, m);
         }
-        if analysed.is_ok() {
-            add_raw(&mut build.part, &run, &build.template.modules);
-        }
         let report = match analysed {
             Ok(r) => r,
             Err(e) => {
@@ -266,7 +239,18 @@ impl Exporter {
                 return Err(e.into());
             }
         };
-        add_run(build, &run, source, &self.labels, &report);
+        let ids: Vec<Option<u32>> = report.functions.iter().map(|f| build.ids.get(f)).collect();
+        let lines = line_counts(build, &report, &ids);
+        let ran: Vec<_> = (report.functions.iter().zip(&ids))
+            .filter_map(|(f, id)| Some((id.as_ref()?, function_row(f)?)))
+            .map(|(&id, row)| (id, row.entries, row.executions))
+            .collect();
+        if build.part.overflows(&lines, &ran) {
+            self.flush(&key)?;
+        }
+        let build = self.builds.get_mut(&key).expect("loaded");
+        add_raw(&mut build.part, &run, &build.template.modules);
+        add_run(build, &run, source, &self.labels, &report, &ids, &lines);
         self.summary.runs += 1;
         if build.part.runs.len() >= RUNS_PER_PART || build.part.rows() >= ROWS_PER_PART {
             let key = build.key.clone();
@@ -363,6 +347,7 @@ impl Exporter {
             })
             .collect();
         drop(index);
+        let part = Part::new(lines.len(), order.len());
         let known = super::read::runs_of(&self.dir, &key)?;
         let paths = super::read::paths_of(&self.dir, &key)?;
         let ipaths = super::read::ipaths_of(&self.dir, &key)?;
@@ -383,7 +368,7 @@ impl Exporter {
                 known,
                 paths,
                 ipaths,
-                part: Part::new(),
+                part,
             },
         );
         Ok(())
@@ -400,7 +385,9 @@ impl Exporter {
         }
         let mut ids = b.part.runs.clone();
         ids.sort();
-        let name = format!("part-{}.parquet", run_id(ids.join(",").as_bytes()));
+        let hash = run_id(ids.join(",").as_bytes());
+        let name = format!("part-{hash}.parquet");
+        b.part.add_totals(&hash, &b.lines);
         // Every table gets its file, empty or not: a table with no file cannot be opened.
         let mut job = Job::new();
         for (spec, table) in schema::FACTS.iter().zip(&mut b.part.tables) {
@@ -488,11 +475,52 @@ fn add_raw(part: &mut Part, run: &str, modules: &[ProfileModule]) {
     }
 }
 
-/// The rows of one run.
-fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], r: &Report) {
+/// A function's row of `function_counts` in a run: `None` when it did not run (no count or
+/// event total above zero) or its counts could not be recovered.
+#[derive(Clone, Copy)]
+struct FunctionRow {
+    entries: Option<u64>,
+    executions: Option<u64>,
+    inclusive: Option<u64>,
+    exclusive: Option<u64>,
+    lost: Option<u64>,
+}
+
+fn function_row(f: &FunctionReport) -> Option<FunctionRow> {
+    if f.inconsistent.is_some() {
+        return None;
+    }
+    let events = f.events.as_ref();
+    let row = FunctionRow {
+        entries: f.entries_known().then_some(f.entry_count),
+        executions: f.blocks_known().then_some(f.block_executions),
+        inclusive: events.map(|e| e.inclusive),
+        exclusive: events.map(|e| e.exclusive),
+        lost: (f.paths.as_ref())
+            .filter(|_| f.mode == tally_format::Mode::Path)
+            .map(|p| p.lost),
+    };
+    let counts = [row.entries, row.executions, row.inclusive, row.lost];
+    counts
+        .iter()
+        .any(|c| c.is_some_and(|c| c > 0))
+        .then_some(row)
+}
+
+/// The rows of one run: its functions' ids (`functions.function`) and its line counts (by
+/// line index) are given. Its counts are added to the part's totals, which
+/// [`Part::overflows`] checked.
+fn add_run(
+    b: &mut Build,
+    run: &str,
+    source: &str,
+    labels: &[(String, String)],
+    r: &Report,
+    ids: &[Option<u32>],
+    lines: &[Option<u64>],
+) {
     let run_v = Value::Str(Some(run));
-    let ids: Vec<Option<u32>> = r.functions.iter().map(|f| b.ids.get(f)).collect();
-    for (f, id) in r.functions.iter().zip(&ids) {
+    for (f, id) in r.functions.iter().zip(ids) {
         let Some(id) = *id else {
             continue;
         };
@@ -503,28 +531,17 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
                 .push(&[run_v, fid, Value::Str(Some(why))]);
             continue;
         }
-        let events = f.events.as_ref();
-        let entries = f.entries_known().then_some(f.entry_count);
-        let executions = f.blocks_known().then_some(f.block_executions);
-        let inclusive = events.map(|e| e.inclusive);
-        let lost = f
-            .paths
-            .as_ref()
-            .filter(|_| f.mode == tally_format::Mode::Path)
-            .map(|p| p.lost);
-        let ran = [entries, executions, inclusive, lost]
-            .iter()
-            .any(|c| c.is_some_and(|c| c > 0));
-        if ran {
+        if let Some(row) = function_row(f) {
             b.part.table(&schema::FUNCTION_COUNTS).push(&[
                 run_v,
                 fid,
-                Value::U64(entries),
-                Value::U64(executions),
-                Value::U64(inclusive),
-                Value::U64(events.map(|e| e.exclusive)),
-                Value::U64(lost),
+                Value::U64(row.entries),
+                Value::U64(row.executions),
+                Value::U64(row.inclusive),
+                Value::U64(row.exclusive),
+                Value::U64(row.lost),
             ]);
+            b.part.count_function(id, row.entries, row.executions);
         }
         for blk in &f.blocks {
             if let Some(c @ 1..) = blk.count {
@@ -577,8 +594,9 @@ fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], 
             }
         }
     }
-    for (i, c) in line_counts(b, r, &ids).into_iter().enumerate() {
+    for (i, &c) in lines.iter().enumerate() {
         if let Some(c @ 1..) = c {
+            b.part.count_line(i, c);
             let (file, line) = &b.lines[i];
             b.part.table(&schema::LINE_COUNTS).push(&[
                 run_v,

@@ -161,6 +161,43 @@ pub(super) fn ipaths_of(dir: &Path, key: &str) -> Result<IpathKeys, DatasetError
     Ok(out)
 }
 
+/// Checks that every build the dataset `dir` holds was written with this schema: parts of
+/// two schemas in one dataset would not read as one table (and the tables a newer schema adds
+/// would miss the older parts' runs).
+pub fn check_schema(dir: &Path) -> Result<(), DatasetError> {
+    let builds = dir.join(schema::BUILDS.name);
+    let entries = match std::fs::read_dir(&builds) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(DatasetError::io(&builds, e)),
+    };
+    for e in entries {
+        let e = e.map_err(|e| DatasetError::io(&builds, e))?;
+        let Some(key) = e
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix("build="))
+            .map(String::from)
+        else {
+            continue;
+        };
+        for path in files(dir, &schema::BUILDS, &key)? {
+            batches(&path, &["schema"], |b| {
+                let v: &UInt32Array = b.column("schema")?;
+                match (0..b.rows()).map(|i| v.value(i)).find(|&v| v != schema::SCHEMA_VERSION) {
+                    None => Ok(()),
+                    Some(old) => Err(DatasetError::Inconsistent(format!(
+                        "{}: build {key} was exported with dataset schema {old}, this tally writes schema {}: export into a new directory",
+                        dir.display(),
+                        schema::SCHEMA_VERSION
+                    ))),
+                }
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// The dataset and build a path names: `DIR/TABLE/build=KEY` (any table's directory of the
 /// build), or `DIR` itself when it holds one build. `Ok(None)` when the path is no dataset.
 pub fn locate(path: &Path) -> Result<Option<(PathBuf, String)>, DatasetError> {

@@ -3,8 +3,8 @@
 //! ([`markdown`], compared with the document by a test).
 
 /// Version of the schema, in the `builds` table; raised when a column comes, goes or changes
-/// meaning (4: `runs.delta` and `runs.snapshot`).
-pub const SCHEMA_VERSION: u32 = 4;
+/// meaning (4: `runs.delta` and `runs.snapshot`; 5: `line_totals` and `function_totals`).
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// A column's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,6 +275,38 @@ pub const LINE_COUNTS: TableSpec = TableSpec {
     ],
 };
 
+const PART: ColumnSpec = col(
+    "part",
+    Kind::Str,
+    "the part: `HASH` of its files' name `part-HASH.parquet` (the same in every fact table of the build; its runs are those of `runs/build=KEY/part-HASH.parquet`)",
+);
+
+/// Line counts summed over a part's runs.
+pub const LINE_TOTALS: TableSpec = TableSpec {
+    name: "line_totals",
+    doc: "per part (the runs exported together in one file of `runs`), each line that ran in one of its runs, with the sum of its `line_counts` rows there: what a question about all the runs of a build reads instead of `line_counts` (a few rows per line, not one per run)",
+    columns: &[
+        PART,
+        col("file", Kind::Str, "source file"),
+        col("line", Kind::U32, "line number"),
+        col("count", Kind::U64, "the sum of its `line_counts.count` over the part's runs"),
+        col("runs", Kind::U32, "the part's runs in which it ran (its rows of `line_counts`)"),
+    ],
+};
+
+/// Function counts summed over a part's runs.
+pub const FUNCTION_TOTALS: TableSpec = TableSpec {
+    name: "function_totals",
+    doc: "per part, each function that ran in one of its runs, with the sums of its `function_counts` rows there",
+    columns: &[
+        PART,
+        FUNCTION,
+        opt("entries", Kind::U64, "the sum of its `function_counts.entries` over the part's runs (NULL where the mode leaves them undetermined)"),
+        opt("executions", Kind::U64, "the sum of its `function_counts.executions` (NULL likewise)"),
+        col("runs", Kind::U32, "the part's runs in which it ran (its rows of `function_counts`)"),
+    ],
+};
+
 /// Path counts.
 pub const PATH_COUNTS: TableSpec = TableSpec {
     name: "path_counts",
@@ -381,11 +413,13 @@ pub const INEXACT: TableSpec = TableSpec {
 pub const DIMENSIONS: [&TableSpec; 6] = [&BUILDS, &MODULES, &FUNCTIONS, &BLOCKS, &EDGES, &LINES];
 
 /// The tables written per part (a batch of runs), `runs` last.
-pub const FACTS: [&TableSpec; 12] = [
+pub const FACTS: [&TableSpec; 14] = [
     &FUNCTION_COUNTS,
+    &FUNCTION_TOTALS,
     &BLOCK_COUNTS,
     &EDGE_COUNTS,
     &LINE_COUNTS,
+    &LINE_TOTALS,
     &PATH_COUNTS,
     &PATHS,
     &IPATH_COUNTS,

@@ -72,10 +72,17 @@ pub struct Table {
 impl Table {
     /// An empty table of `spec`.
     pub fn new(spec: &'static TableSpec) -> Table {
-        // Fact tables' runs, and the files of line counts (sorted by file within a run).
+        // Fact tables' runs and parts, and the files of line counts and totals (sorted by
+        // file within a run or part).
         let keyed = |name: &str| {
             (spec.name != super::schema::RUNS.name && name == "run")
-                || (spec.name == super::schema::LINE_COUNTS.name && name == "file")
+                || name == "part"
+                || ([
+                    super::schema::LINE_COUNTS.name,
+                    super::schema::LINE_TOTALS.name,
+                ]
+                .contains(&spec.name)
+                    && name == "file")
         };
         let columns = spec
             .columns
