@@ -25,58 +25,19 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, "target", "bench", "dataset")
 FLAGS = ["-O2", "-g", "-DSQLITE_THREADSAFE=0", "-DSQLITE_OMIT_LOAD_EXTENSION"]
 PYTHON = os.path.join(ROOT, "target", "pyenv", "bin", "python3")
+# Each question is asked at least this many times (they are quick; one time says little).
+QUERY_REPS = 5
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tallybench.script import Script  # noqa: E402
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if r.returncode != 0:
-        sys.exit(f"bench/dataset: {' '.join(cmd[:6])} failed ({r.returncode}):\n{r.stderr[-2000:]}")
-    return r
-
-
-def tally_binary():
-    if os.environ.get("TALLY"):
-        return os.path.abspath(os.environ["TALLY"])
-    log("bench/dataset: cargo build --release -p tally")
-    env = dict(os.environ, LLVM_SYS_191_PREFIX=os.environ.get("LLVM_SYS_191_PREFIX", "/usr/lib/llvm-19"))
-    if subprocess.run(["cargo", "build", "--release", "-p", "tally"], cwd=ROOT, env=env).returncode:
-        sys.exit("bench/dataset: cargo build failed")
-    snap = os.path.join(WORK, "tally")
-    if os.path.exists(snap):
-        os.unlink(snap)
-    os.link(os.path.join(ROOT, "target", "release", "tally"), snap)
-    return snap
-
-
-def timed(cmd, cwd):
-    """Wall seconds, CPU seconds and peak RSS (MiB) of one run of cmd (output discarded)."""
-    t0 = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        os.chdir(cwd)
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        try:
-            os.execvp(cmd[0], cmd)
-        finally:
-            os._exit(127)
-    _, status, ru = os.wait4(pid, 0)
-    wall = time.perf_counter() - t0
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"bench/dataset: {' '.join(cmd[:4])} ... exited {code}")
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+S = Script("bench/dataset", WORK)
+log, run, timed = S.log, S.run, S.timed
 
 
 def size(paths):
@@ -181,7 +142,7 @@ def main():
     if not os.path.exists(PYTHON):
         sys.exit("bench/dataset: target/pyenv is missing: run scripts/setup.sh (it installs DuckDB)")
     os.makedirs(WORK, exist_ok=True)
-    tally = tally_binary()
+    tally = S.tally_binary(keep=True)
     src = run([os.path.join(ROOT, "testdata", "locate.sh"), "sqlite"]).stdout.strip()
     driver = os.path.join(ROOT, "testdata", "sqlite", "driver.c")
     sqlite = os.path.join(WORK, "sqlite")
@@ -254,7 +215,8 @@ def main():
                 os.path.join(ds, "runs", "*", "*.parquet"), os.path.realpath(sqlite)])
     build = duck.stdout.strip()
     floor = json.loads(run([PYTHON, "-c", FLOOR, ds, build, os.path.join(WORK, "floor"), "1000"]).stdout)
-    got = json.loads(run([PYTHON, "-c", DUCK, ds, build, str(a.reps), json.dumps(QUERIES)]).stdout)
+    query_reps = max(a.reps, QUERY_REPS)
+    got = json.loads(run([PYTHON, "-c", DUCK, ds, build, str(query_reps), json.dumps(QUERIES)]).stdout)
     never = sorted([f["path"], l["line"]] for f in report["files"] for l in f["lines"] if l["count"] == 0)
     same_never = sorted(map(list, got["lines never run"]["rows"])) == never
     ran = [f for f in report["functions"] if (f["block_executions"] or 0) > 0]
@@ -302,7 +264,8 @@ def main():
         f"(**{100 * ratio:.1f}%**; target <= 20%), the `.profraw` files {sizes['profraw'] / 1e6:.0f} MB; "
         f"the SQLite runs written with `TALLY_META=shared` {sizes['shared'] / 1e6:.1f} MB with their metadata files.",
         "",
-        f"DuckDB {builds} builds, SQLite's build `{build}` (each time includes connecting and opening the views):",
+        f"DuckDB {builds} builds, SQLite's build `{build}` (each time includes connecting and opening the views; "
+        f"median of {query_reps}):",
         "",
         "| question | time, median (s) | worst (s) | rows | equal to `tally merge` + `report` |",
         "|---|---|---|---|---|",

@@ -25,50 +25,16 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, "target", "bench", "profile-size")
 FLAGS = ["-O2", "-g", "-DSQLITE_THREADSAFE=0", "-DSQLITE_OMIT_LOAD_EXTENSION"]
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tallybench.script import Script  # noqa: E402
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if r.returncode != 0:
-        sys.exit(f"bench/profile_size: {' '.join(cmd[:6])} failed ({r.returncode}):\n{r.stderr[-2000:]}")
-    return r
-
-
-def tally_binary():
-    if os.environ.get("TALLY"):
-        return os.path.abspath(os.environ["TALLY"])
-    log("bench/profile_size: cargo build --release -p tally")
-    if subprocess.run(["cargo", "build", "--release", "-p", "tally"], cwd=ROOT).returncode:
-        sys.exit("bench/profile_size: cargo build failed")
-    return os.path.join(ROOT, "target", "release", "tally")
-
-
-def timed(cmd, cwd):
-    """CPU seconds (user + system) of one run of cmd, output discarded. `tally report` exits
-    3 to 6 when it flags counts (a CPython process is raced: threads, no atomics)."""
-    pid = os.fork()
-    if pid == 0:
-        os.chdir(cwd)
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        try:
-            os.execvp(cmd[0], cmd)
-        finally:
-            os._exit(127)
-    _, status, ru = os.wait4(pid, 0)
-    if os.waitstatus_to_exitcode(status) not in (0, 3, 4, 5, 6):
-        sys.exit(f"bench/profile_size: {' '.join(cmd[:4])} ... failed")
-    return ru.ru_utime + ru.ru_stime
+S = Script("bench/profile_size", WORK)
+log, run, timed = S.log, S.run, S.timed
 
 
 def files(d, suffix):
@@ -113,7 +79,8 @@ def compare(tally, name, inline_dir, shared_dir, reps, merge_args, report_one):
         for k, cmd in cases.items():
             for i, (d, fs) in enumerate([(inline_dir, inline), (shared_dir, shared)]):
                 shutil.rmtree(os.path.join(WORK, "ds"), ignore_errors=True)
-                times[k][i].append(timed(cmd(d, fs), WORK))
+                # `tally report` exits 3 to 6 when it flags counts (a CPython process is raced).
+                times[k][i].append(timed(cmd(d, fs), WORK, ok=(0, 3, 4, 5, 6))[1])
     for k, (a, b) in times.items():
         rows.append(f"| {name}: {k} | {statistics.median(a):.3f} | {statistics.median(b):.3f} |")
     return rows
@@ -131,7 +98,7 @@ def main():
     commit = run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT).stdout.strip()
     if run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT).stdout.strip():
         commit += " with uncommitted changes"
-    tally = tally_binary()
+    tally = S.tally_binary(keep=False)
     src = run([os.path.join(ROOT, "testdata", "locate.sh"), "sqlite"]).stdout.strip()
     sqlite = os.path.join(WORK, "sqlite")
     log("bench/profile_size: building SQLite with tally cc (a minute)")

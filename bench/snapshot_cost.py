@@ -31,29 +31,11 @@ WORK = os.path.join(ROOT, "target", "bench", "snapshot")
 FLAGS = ["-O2", "-gdwarf-4", "-DSQLITE_THREADSAFE=0", "-DSQLITE_OMIT_LOAD_EXTENSION"]
 VARIANTS = ["ignored", "snapshot", "shared"]
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tallybench.script import Script  # noqa: E402
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if r.returncode != 0:
-        sys.exit(f"bench/snapshot_cost: {' '.join(cmd[:6])} failed ({r.returncode}):\n{r.stderr[-2000:]}")
-    return r
-
-
-def tally_binary():
-    if os.environ.get("TALLY"):
-        return os.path.abspath(os.environ["TALLY"])
-    env = dict(os.environ, LLVM_SYS_191_PREFIX=os.environ.get("LLVM_SYS_191_PREFIX", "/usr/lib/llvm-19"))
-    if subprocess.run(["cargo", "build", "--release", "-p", "tally"], cwd=ROOT, env=env).returncode:
-        sys.exit("bench/snapshot_cost: cargo build failed")
-    snap = os.path.join(WORK, "tally")
-    if os.path.exists(snap):
-        os.unlink(snap)
-    os.link(os.path.join(ROOT, "target", "release", "tally"), snap)
-    return snap
+S = Script("bench/snapshot_cost", WORK)
+log, run = S.log, S.run
 
 
 def build(tally):
@@ -128,7 +110,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "snapshot-cost.md"))
     a = ap.parse_args()
     os.makedirs(WORK, exist_ok=True)
-    tally = tally_binary()
+    tally = S.tally_binary(keep=True)
     log("bench/snapshot_cost: building SQLite with tally cc (a minute)")
     exe = build(tally)
     times = {v: [] for v in VARIANTS}
@@ -145,7 +127,6 @@ def main():
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
-    base_wall = statistics.median(w for w, _ in times["ignored"])
     base_cpu = statistics.median(c for _, c in times["ignored"])
     lines = [
         "# The cost of one snapshot",
