@@ -251,10 +251,10 @@ def per_part(table, key, sums):
 def totals(table, key, sums):
     glob = os.path.join(dataset, table, f"build={build}", "*.parquet")
     cols = ", ".join(["part", *key, *sums, "runs"])
-    return {
-        tuple(r[: len(key) + 1]): tuple(r[len(key) + 1 :])
-        for r in rows(f"SELECT {cols} FROM read_parquet('{glob}')")
-    }
+    got = rows(f"SELECT {cols} FROM read_parquet('{glob}')")
+    out = {tuple(r[: len(key) + 1]): tuple(r[len(key) + 1 :]) for r in got}
+    same(f"{table} rows, each (part, {', '.join(key)}) once", len(got), len(out))
+    return out
 
 
 # The totals tables hold, part by part, the sums of the rows of the part's runs.

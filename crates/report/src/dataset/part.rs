@@ -23,6 +23,8 @@ struct FunctionTotal {
     entries: Option<u64>,
     executions: Option<u64>,
     runs: u32,
+    /// A sum passed 64 bits: both are written NULL.
+    wrapped: bool,
 }
 
 /// The index of `spec` in [`schema::FACTS`].
@@ -60,9 +62,17 @@ impl Part {
     ) -> bool {
         let line = (self.lines.iter().zip(lines))
             .any(|(&(t, _), &c)| c.is_some_and(|c| t.checked_add(c).is_none()));
+        // One id may come twice in a run (two modules built from one source file).
+        let mut after: std::collections::HashMap<u32, FunctionTotal> = Default::default();
         line || functions.iter().any(|&(id, e, x)| {
-            let t = self.functions[id as usize];
-            sum(t.entries, e).is_err() || sum(t.executions, x).is_err()
+            let t = after.entry(id).or_insert(self.functions[id as usize]);
+            match (sum(t.entries, e), sum(t.executions, x)) {
+                (Ok(e), Ok(x)) => {
+                    (t.entries, t.executions) = (e, x);
+                    false
+                }
+                _ => true,
+            }
         })
     }
 
@@ -81,8 +91,11 @@ impl Part {
         executions: Option<u64>,
     ) {
         let t = &mut self.functions[id as usize];
-        t.entries = sum(t.entries, entries).expect("checked by Part::overflows");
-        t.executions = sum(t.executions, executions).expect("checked by Part::overflows");
+        // Checked by `Part::overflows`, but for one run alone past 64 bits (an id twice in a
+        // run): that total is NULL for the rest of the part, never a wrong number.
+        t.wrapped |= sum(t.entries, entries).is_err() || sum(t.executions, executions).is_err();
+        t.entries = sum(t.entries, entries).unwrap_or(None);
+        t.executions = sum(t.executions, executions).unwrap_or(None);
         t.runs += 1;
     }
 
@@ -113,8 +126,8 @@ impl Part {
                 table.push(&[
                     part_v,
                     Value::U32(Some(id as u32)),
-                    Value::U64(t.entries),
-                    Value::U64(t.executions),
+                    Value::U64(t.entries.filter(|_| !t.wrapped)),
+                    Value::U64(t.executions.filter(|_| !t.wrapped)),
                     Value::U32(Some(t.runs)),
                 ]);
             }
@@ -146,11 +159,14 @@ mod tests {
             entries: Some(u64::MAX),
             executions: None,
             runs: 1,
+            wrapped: false,
         };
         assert!(!part.overflows(&[Some(1), Some(u64::MAX)], &[(0, Some(u64::MAX), None)]));
         assert!(part.overflows(&[Some(2), None], &[]));
         assert!(part.overflows(&[None, None], &[(1, Some(1), None)]));
         assert!(!part.overflows(&[None, None], &[(1, None, Some(u64::MAX))]));
+        let twice = [(0, Some(u64::MAX), None), (0, Some(1), None)];
+        assert!(part.overflows(&[None, None], &twice));
         part.add_totals("p", &[("a.c".into(), 1), ("a.c".into(), 2)]);
         assert_eq!(part.table(&schema::LINE_TOTALS).rows(), 1);
         assert_eq!(part.table(&schema::FUNCTION_TOTALS).rows(), 1);
@@ -158,6 +174,19 @@ mod tests {
             &[Some(u64::MAX), Some(u64::MAX)],
             &[(1, Some(u64::MAX), None)]
         ));
+    }
+
+    /// Past 64 bits within one run (an id twice), a total is NULL, never wrapped.
+    #[test]
+    fn a_total_past_64_bits_in_one_run_is_null() {
+        let mut part = Part::new(0, 1);
+        part.count_function(0, Some(u64::MAX), Some(1));
+        part.count_function(0, Some(1), Some(1));
+        assert!(part.functions[0].wrapped);
+        assert_eq!(part.functions[0].runs, 2);
+        part.add_totals("p", &[]);
+        assert_eq!(part.table(&schema::FUNCTION_TOTALS).rows(), 1);
+        assert!(!part.functions[0].wrapped, "a new part starts afresh");
     }
 
     #[test]

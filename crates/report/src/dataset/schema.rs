@@ -297,11 +297,11 @@ pub const LINE_TOTALS: TableSpec = TableSpec {
 /// Function counts summed over a part's runs.
 pub const FUNCTION_TOTALS: TableSpec = TableSpec {
     name: "function_totals",
-    doc: "per part, each function that ran in one of its runs, with the sums of its `function_counts` rows there",
+    doc: "per part, each function that ran in one of its runs, with the sums of the `entries` and `executions` of its `function_counts` rows there (events and lost path increments: `function_counts`)",
     columns: &[
         PART,
         FUNCTION,
-        opt("entries", Kind::U64, "the sum of its `function_counts.entries` over the part's runs (NULL where the mode leaves them undetermined)"),
+        opt("entries", Kind::U64, "the sum of its `function_counts.entries` over the part's runs, NULLs left out as SQL's `SUM` leaves them (NULL where the mode leaves them undetermined, or where one run's rows of it pass 2^64 - 1)"),
         opt("executions", Kind::U64, "the sum of its `function_counts.executions` (NULL likewise)"),
         col("runs", Kind::U32, "the part's runs in which it ran (its rows of `function_counts`)"),
     ],
