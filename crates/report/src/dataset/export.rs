@@ -241,16 +241,22 @@ impl Exporter {
         };
         let ids: Vec<Option<u32>> = report.functions.iter().map(|f| build.ids.get(f)).collect();
         let lines = line_counts(build, &report, &ids);
-        let ran: Vec<_> = (report.functions.iter().zip(&ids))
-            .filter_map(|(f, id)| Some((id.as_ref()?, function_row(f)?)))
-            .map(|(&id, row)| (id, row.entries, row.executions))
-            .collect();
-        if build.part.overflows(&lines, &ran) {
+        let rows: Vec<Option<FunctionRow>> = report.functions.iter().map(function_row).collect();
+        let ran = (ids.iter().zip(&rows))
+            .filter_map(|(&id, row)| Some((id?, row.as_ref()?)))
+            .map(|(id, row)| (id, row.entries, row.executions));
+        if build.part.overflows(&lines, ran) {
             self.flush(&key)?;
         }
         let build = self.builds.get_mut(&key).expect("loaded");
         add_raw(&mut build.part, &run, &build.template.modules);
-        add_run(build, &run, source, &self.labels, &report, &ids, &lines);
+        let run_rows = RunRows {
+            report: &report,
+            ids: &ids,
+            functions: &rows,
+            lines: &lines,
+        };
+        add_run(build, &run, source, &self.labels, &run_rows);
         self.summary.runs += 1;
         if build.part.runs.len() >= RUNS_PER_PART || build.part.rows() >= ROWS_PER_PART {
             let key = build.key.clone();
@@ -507,20 +513,26 @@ fn function_row(f: &FunctionReport) -> Option<FunctionRow> {
         .then_some(row)
 }
 
-/// The rows of one run: its functions' ids (`functions.function`) and its line counts (by
-/// line index) are given. Its counts are added to the part's totals, which
-/// [`Part::overflows`] checked.
-fn add_run(
-    b: &mut Build,
-    run: &str,
-    source: &str,
-    labels: &[(String, String)],
-    r: &Report,
-    ids: &[Option<u32>],
-    lines: &[Option<u64>],
-) {
+/// One run's report and what was computed from it before [`add_run`]: by function, its id
+/// (`functions.function`) and its row of `function_counts`; by line index, its count.
+struct RunRows<'a> {
+    report: &'a Report,
+    ids: &'a [Option<u32>],
+    functions: &'a [Option<FunctionRow>],
+    lines: &'a [Option<u64>],
+}
+
+/// The rows of one run. Its counts are added to the part's totals, which [`Part::overflows`]
+/// checked.
+fn add_run(b: &mut Build, run: &str, source: &str, labels: &[(String, String)], rows: &RunRows) {
+    let RunRows {
+        report: r,
+        ids,
+        functions,
+        lines,
+    } = *rows;
     let run_v = Value::Str(Some(run));
-    for (f, id) in r.functions.iter().zip(ids) {
+    for ((f, id), row) in r.functions.iter().zip(ids).zip(functions) {
         let Some(id) = *id else {
             continue;
         };
@@ -531,7 +543,7 @@ fn add_run(
                 .push(&[run_v, fid, Value::Str(Some(why))]);
             continue;
         }
-        if let Some(row) = function_row(f) {
+        if let Some(row) = *row {
             b.part.table(&schema::FUNCTION_COUNTS).push(&[
                 run_v,
                 fid,

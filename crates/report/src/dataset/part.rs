@@ -5,6 +5,7 @@
 
 use super::schema::{self, TableSpec};
 use super::table::{Table, Value};
+use std::collections::HashMap;
 
 /// The fact rows of runs not yet written.
 pub(super) struct Part {
@@ -15,6 +16,9 @@ pub(super) struct Part {
     lines: Vec<(u64, u32)>,
     /// `function_totals` so far: by `functions.function`.
     functions: Vec<FunctionTotal>,
+    /// [`Part::overflows`]'s totals after the run, for the ids the run has (kept to reuse its
+    /// memory from run to run).
+    after: HashMap<u32, FunctionTotal>,
 }
 
 /// A function's row of `function_totals` being summed (SQL's `SUM`: NULLs left out).
@@ -49,6 +53,7 @@ impl Part {
             runs: Vec::new(),
             lines: vec![(0, 0); lines],
             functions: vec![FunctionTotal::default(); functions],
+            after: HashMap::new(),
         }
     }
 
@@ -56,16 +61,21 @@ impl Part {
     /// executions) take a total past 64 bits? Then the part is written first: the totals of
     /// a new part start at zero, and one run's counts fit.
     pub(super) fn overflows(
-        &self,
+        &mut self,
         lines: &[Option<u64>],
-        functions: &[(u32, Option<u64>, Option<u64>)],
+        mut functions: impl Iterator<Item = (u32, Option<u64>, Option<u64>)>,
     ) -> bool {
         let line = (self.lines.iter().zip(lines))
             .any(|(&(t, _), &c)| c.is_some_and(|c| t.checked_add(c).is_none()));
         // One id may come twice in a run (two modules built from one source file).
-        let mut after: std::collections::HashMap<u32, FunctionTotal> = Default::default();
-        line || functions.iter().any(|&(id, e, x)| {
-            let t = after.entry(id).or_insert(self.functions[id as usize]);
+        let Part {
+            after,
+            functions: totals,
+            ..
+        } = self;
+        after.clear();
+        line || functions.any(|(id, e, x)| {
+            let t = after.entry(id).or_insert(totals[id as usize]);
             match (sum(t.entries, e), sum(t.executions, x)) {
                 (Ok(e), Ok(x)) => {
                     (t.entries, t.executions) = (e, x);
@@ -161,18 +171,21 @@ mod tests {
             runs: 1,
             wrapped: false,
         };
-        assert!(!part.overflows(&[Some(1), Some(u64::MAX)], &[(0, Some(u64::MAX), None)]));
-        assert!(part.overflows(&[Some(2), None], &[]));
-        assert!(part.overflows(&[None, None], &[(1, Some(1), None)]));
-        assert!(!part.overflows(&[None, None], &[(1, None, Some(u64::MAX))]));
+        assert!(!part.overflows(
+            &[Some(1), Some(u64::MAX)],
+            [(0, Some(u64::MAX), None)].into_iter()
+        ));
+        assert!(part.overflows(&[Some(2), None], std::iter::empty()));
+        assert!(part.overflows(&[None, None], [(1, Some(1), None)].into_iter()));
+        assert!(!part.overflows(&[None, None], [(1, None, Some(u64::MAX))].into_iter()));
         let twice = [(0, Some(u64::MAX), None), (0, Some(1), None)];
-        assert!(part.overflows(&[None, None], &twice));
+        assert!(part.overflows(&[None, None], twice.into_iter()));
         part.add_totals("p", &[("a.c".into(), 1), ("a.c".into(), 2)]);
         assert_eq!(part.table(&schema::LINE_TOTALS).rows(), 1);
         assert_eq!(part.table(&schema::FUNCTION_TOTALS).rows(), 1);
         assert!(!part.overflows(
             &[Some(u64::MAX), Some(u64::MAX)],
-            &[(1, Some(u64::MAX), None)]
+            [(1, Some(u64::MAX), None)].into_iter()
         ));
     }
 
