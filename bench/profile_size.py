@@ -45,19 +45,24 @@ def total(paths):
     return sum(os.path.getsize(p) for p in paths)
 
 
-def instructions(exe, args, env):
-    """Instructions callgrind counts for one run."""
+def instructions(exe, args, env, ok=(0,)):
+    """Instructions callgrind counts for one run (which must exit with a status in ok)."""
     out = os.path.join(WORK, "cg.out")
     r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", exe, *args],
-                       capture_output=True, text=True, env=dict(os.environ, **env))
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, **env))
     m = re.search(r"Collected : (\d+)", r.stderr)
-    if not m:
+    if not m or r.returncode not in ok:
         sys.exit(f"bench/profile_size: callgrind said:\n{r.stderr[-1500:]}")
     return int(m.group(1))
 
 
-def compare(tally, name, inline_dir, shared_dir, reps, merge_args, report_one):
-    """Rows comparing inline and shared profiles of the same runs."""
+def compare(tally, name, inline_dir, shared_dir, reps, merge_args, report_set):
+    """Rows comparing inline and shared profiles of the same runs. `report_set(files)` picks the
+    runs `tally report` reads one by one: the same runs must be picked from both sets (SQLite:
+    the first run, written both ways; CPython: every process, since the two runs of the suite
+    have different pids and the largest profile of one need not be the same process as the
+    largest of the other)."""
     inline, shared = files(inline_dir, ".tally"), files(shared_dir, ".tally")
     metas = files(shared_dir, ".tallymeta")
     n = len(inline)
@@ -68,21 +73,28 @@ def compare(tally, name, inline_dir, shared_dir, reps, merge_args, report_one):
         f"| {name}: all {n} runs, with the `.tallymeta` files ({len(metas)}) | {total(inline):,} | "
         f"{total(shared) + total(metas):,} |",
     ]
+    sets = [(inline_dir, inline), (shared_dir, shared)]
+    picked = [report_set(fs) for _, fs in sets]
+    what = "one run" if len(picked[0]) == 1 else f"each of the {len(picked[0])} runs, summed"
+    # `tally report` exits 3 to 6 when it flags counts (a CPython process is raced).
+    reported = (0, 3, 4, 5, 6)
     cases = {
-        f"`tally merge` of the {n} runs (s)": lambda d, fs: [tally, "merge", *merge_args(d, fs)],
-        "`tally report` of one run (s)": lambda d, fs: [tally, "report", report_one(fs)],
-        f"`tally export` of the {n} runs (s)": lambda d, fs: [tally, "export", "-o",
-                                                             os.path.join(WORK, "ds"), *fs],
+        f"`tally merge` of the {n} runs (s)": lambda i, d, fs: [[tally, "merge", *merge_args(d, fs)]],
+        f"`tally report` of {what} (s)": lambda i, d, fs: [[tally, "report", f] for f in picked[i]],
+        f"`tally export` of the {n} runs (s)": lambda i, d, fs: [[tally, "export", "-o",
+                                                                 os.path.join(WORK, "ds"), *fs]],
     }
     times = {k: ([], []) for k in cases}
     for rep in range(reps):
-        for k, cmd in cases.items():
-            for i, (d, fs) in enumerate([(inline_dir, inline), (shared_dir, shared)]):
+        for k, cmds in cases.items():
+            for i, (d, fs) in enumerate(sets):
                 shutil.rmtree(os.path.join(WORK, "ds"), ignore_errors=True)
-                # `tally report` exits 3 to 6 when it flags counts (a CPython process is raced).
-                times[k][i].append(timed(cmd(d, fs), WORK, ok=(0, 3, 4, 5, 6))[1])
+                times[k][i].append(sum(timed(c, WORK, ok=reported)[1] for c in cmds(i, d, fs)))
     for k, (a, b) in times.items():
         rows.append(f"| {name}: {k} | {statistics.median(a):.3f} | {statistics.median(b):.3f} |")
+    # The same reports' instructions (callgrind): what the times above say, without the noise.
+    counts = [sum(instructions(tally, ["report", f], {}, ok=reported) for f in fs) for fs in picked]
+    rows.append(f"| {name}: `tally report` of {what} (instructions, callgrind) | {counts[0]:,} | {counts[1]:,} |")
     return rows
 
 
@@ -115,7 +127,7 @@ def main():
         run([sqlite, size], env=dict(os.environ, TALLY_META="shared",
                                      TALLY_PROFILE=os.path.join(dirs["shared"], f"r{i:05}.tally")))
     rows = compare(tally, "SQLite", dirs["inline"], dirs["shared"], a.reps,
-                   lambda d, fs: ["-o", os.path.join(WORK, "m.tally"), *fs], lambda fs: fs[0])
+                   lambda d, fs: ["-o", os.path.join(WORK, "m.tally"), *fs], lambda fs: fs[:1])
     # Writing at exit: the whole run's instructions, minus a run that writes nothing (a copy
     # built with -gdwarf-4: Debian's valgrind 3.19 cannot read clang-19's DWARF 5).
     cg = os.path.join(WORK, "sqlite-cg")
@@ -144,7 +156,7 @@ def main():
                            capture_output=True, check=True)
         rows += compare(tally, "CPython", cdirs["inline"], cdirs["shared"], a.reps,
                         lambda d, fs: ["--by-program", "-o", os.path.join(WORK, "m"), d],
-                        lambda fs: max(fs, key=os.path.getsize))
+                        lambda fs: fs)
     lines = [
         "# Profile size: self-contained and `TALLY_META=shared`",
         "",
