@@ -65,8 +65,13 @@ impl CallLine {
     fn add(&mut self, count: u64, targets: &[(&str, u64)]) {
         self.count = self.count.saturating_add(count);
         for &(name, c) in targets {
-            let e = self.targets.entry(name.to_string()).or_insert(0);
-            *e = e.saturating_add(c);
+            // A name is allocated once per call line, not once per copy of the call.
+            match self.targets.get_mut(name) {
+                Some(e) => *e = e.saturating_add(c),
+                None => {
+                    self.targets.insert(name.to_string(), c);
+                }
+            }
         }
     }
 
