@@ -238,6 +238,57 @@ fn demo_runs(dir: &Path, n: usize) -> (PathBuf, Vec<PathBuf>) {
     (bin, runs)
 }
 
+/// `tally show`, `diff` and `html` take a build of the dataset where a merged profile would do,
+/// and say of it what they say of the merged profile of the same runs (the HTML site names its
+/// input in its title, nothing else differs).
+#[test]
+fn show_diff_and_html_read_a_build_of_the_dataset() {
+    let dir = scratch("dataset-views");
+    let (_, runs) = demo_runs(&dir, 3);
+    let names: Vec<&str> = runs.iter().map(|r| r.to_str().unwrap()).collect();
+    let o = tally_in(&dir, &[&["export", "-o", "ds"], &names[..]].concat());
+    assert!(o.status.success(), "{o:?}");
+    tally_ok(&dir, &[&["merge", "-o", "m.tally"], &names[..]].concat());
+    let builds: Vec<PathBuf> = std::fs::read_dir(dir.join("ds/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(builds.len(), 1, "{builds:?}");
+    let build = builds[0].strip_prefix(&dir).unwrap().to_str().unwrap();
+    assert_eq!(
+        tally_ok(&dir, &["show", build]),
+        tally_ok(&dir, &["show", "m.tally"]),
+        "tally show of the build is not that of the merged profile"
+    );
+    let said = String::from_utf8(tally_ok(&dir, &["diff", "m.tally", build])).unwrap();
+    assert!(said.contains("every count the same"), "{said}");
+    // One run is not the three: the comparison can fail.
+    let o = tally_in(&dir, &["diff", names[0], build]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(!said.contains("every count the same"), "{said}");
+    tally_ok(&dir, &["html", "--output", "h-merged", "m.tally"]);
+    tally_ok(&dir, &["html", "--output", "h-build", build]);
+    let (a, b) = (
+        listing(&dir.join("h-merged")),
+        listing(&dir.join("h-build")),
+    );
+    assert_eq!(a.len(), b.len(), "the two sites have other files");
+    assert!(a.len() > 1, "{a:?}");
+    for ((fa, _, _), (fb, _, _)) in a.iter().zip(&b) {
+        assert_eq!(fa.file_name(), fb.file_name());
+        let (ta, tb) = (
+            std::fs::read_to_string(fa).unwrap(),
+            std::fs::read_to_string(fb).unwrap(),
+        );
+        assert_eq!(
+            ta.replace("tally: m.tally<", &format!("tally: {build}<")),
+            tb,
+            "{} differs",
+            fa.display()
+        );
+    }
+}
+
 /// The `blocks` table gives each block's inline stack: at -O2 the demo's `hash_word` and
 /// `is_word_char` are inlined into their callers, and the stacks name them with the lines of
 /// their calls in the source (found here by reading the source).
