@@ -17,6 +17,14 @@
 //! each inline instance: the loader can inline the same calls and weigh every copy with its
 //! own counts (IR PGO's pre-inliner gives its optimized build the same), and merges a nested
 //! record it does not inline back into the callee's own, so the nested profile loses nothing.
+//! Each nested record says ` !Attributes: 2` (`ContextShouldBeInlined`, as llvm-profgen's
+//! CSSPGO pre-inliner marks its decisions): such a profile turns on the loader's
+//! `-sample-profile-use-preinliner`, and it inlines every call the training build inlined,
+//! whatever its count, where it otherwise inlines only the hot ones and the very small
+//! (docs/pgo.md measures both). So every record is applied where it is (the coverage check,
+//! `-sample-profile-check-record-coverage`, counts a record merged into its callee as unused),
+//! and the rebuild inlines what the training build inlined, as IR PGO's pre-inliner repeats
+//! its decisions in its optimized build.
 //! Each scope's call-site probe is `ScopeMeta::call_probe`. Only a profile whose every module
 //! counted before optimization is nested: elsewhere optimization copied and dropped probes,
 //! and only the flat sums can say which counts are exact.
@@ -36,6 +44,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::Arc;
 use tally_format::{ProbeDesc, ScopeMeta};
+
+/// LLVM's `ContextShouldBeInlined` (`llvm/include/llvm/ProfileData/SampleProf.h`,
+/// `ContextAttributeMask`), on every nested record: the training build inlined this call, so the
+/// loader inlines it again (module doc).
+const SHOULD_BE_INLINED: u32 = 2;
 
 /// The copies of one function's probes in one inline instance (an out-of-line copy, or one
 /// inlined call): probe id -> summed count.
@@ -199,6 +212,9 @@ impl Context {
             callee.write(text, depth + 1, *sum, names);
         }
         let _ = writeln!(text, "{pad}!CFGChecksum: {checksum}");
+        if depth > 1 {
+            let _ = writeln!(text, "{pad}!Attributes: {SHOULD_BE_INLINED}");
+        }
     }
 }
 
@@ -584,8 +600,9 @@ mod tests {
         root.write(&mut text, 1, 1, &names);
         assert_eq!(
             text,
-            " 1: 5\n 3: g:6\n  1: 4\n  7: h:2\n   2: 2\n   !CFGChecksum: 3\n  !CFGChecksum: 2\n \
-             4: g:1\n  1: 1\n  !CFGChecksum: 2\n !CFGChecksum: 1\n"
+            " 1: 5\n 3: g:6\n  1: 4\n  7: h:2\n   2: 2\n   !CFGChecksum: 3\n   !Attributes: 2\n  \
+             !CFGChecksum: 2\n  !Attributes: 2\n 4: g:1\n  1: 1\n  !CFGChecksum: 2\n  \
+             !Attributes: 2\n !CFGChecksum: 1\n"
         );
         // A callee whose records are dropped (its counts cannot be exact) goes everywhere.
         let unknown: BTreeMap<u64, (String, String)> =

@@ -10,7 +10,8 @@
 //!   top-level head is the entry count of the function's own out-of-line body; with the loader's
 //!   inlining off (it then merges every nested record back into its callee), the entry counts it
 //!   attaches are the flat profile's heads; with it on, it inlines more than 100 call sites to
-//!   match their records and the program prints what it printed.
+//!   match their records, applies every record (the coverage check is silent) and the program
+//!   prints what it printed.
 
 use crate::pgo::{assert_heads_attached, heads, tally_cc, train_small};
 use crate::support::*;
@@ -137,10 +138,11 @@ pub(crate) fn check_lua(dir: &Path, prof: &Path, flat: &str, report: &Value, ear
     // Inlining off: every nested record merged back, so the loader attaches the flat heads.
     let err = rebuild(&["-mllvm", "-disable-sample-loader-inlining"], "lua-merged");
     assert_heads_attached(" (merged back)", &err, &heads(flat), early);
-    // Inlining on: the loader inlines the instances it finds hot, as the training build did,
-    // and the rebuilt program prints what the trained one printed. (It merges the others into
-    // their callee's record, which `-sample-profile-check-record-coverage` does not see: it
-    // counts them as records left unused.)
+    // Inlining on: every nested record says the training build inlined its call
+    // (`!Attributes: 2`), so the loader inlines each of them again and applies every record
+    // (`-sample-profile-check-record-coverage=100` is silent; without the attribute it merged
+    // the records of the calls it found too cold into their callees, and counted them unused in
+    // 51 functions), and the rebuilt program prints what the trained one printed.
     let err = rebuild(
         &[
             "-Rpass=sample-profile-inline",
@@ -159,6 +161,13 @@ pub(crate) fn check_lua(dir: &Path, prof: &Path, flat: &str, report: &Value, ear
         replayed > 100,
         "{replayed} call sites inlined by the loader"
     );
+    assert_eq!(partly, 0, "records left unused:\n{}", {
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("available profile records"))
+            .collect();
+        lines.join("\n")
+    });
     let script = repo().join("testdata/lua/small.lua");
     let run = |exe: &str| {
         Command::new(dir.join(exe))
