@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tallybench.common import ROOT, log  # noqa: E402
+from tallybench.common import ROOT, callgrind, log  # noqa: E402
 from tallybench.programs import parse_build, program_args  # noqa: E402
 
 FLAGS = ["-O2", "-gdwarf-4"]
@@ -145,9 +145,7 @@ def main():
             want = want if want is not None else out
             if out != want:
                 raise RuntimeError(f"{label} prints otherwise than plain")
-            g = run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                     os.path.join(d, exe), *test], d)
-            n = int(re.search(rb"Collected : (\d+)", g.stderr).group(1))
+            n = callgrind([os.path.join(d, exe), *test], d)
             size = os.path.getsize(os.path.join(d, exe))
             rows.append((label, n, promoted, size))
         base = rows[0][1]

@@ -20,7 +20,6 @@ import argparse
 import datetime
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -31,6 +30,7 @@ WORK = os.path.join(ROOT, "target", "bench", "profile-size")
 FLAGS = ["-O2", "-g", "-DSQLITE_THREADSAFE=0", "-DSQLITE_OMIT_LOAD_EXTENSION"]
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tallybench.common import callgrind  # noqa: E402
 from tallybench.script import Script  # noqa: E402
 
 S = Script("bench/profile_size", WORK)
@@ -47,14 +47,10 @@ def total(paths):
 
 def instructions(exe, args, env, ok=(0,)):
     """Instructions callgrind counts for one run (which must exit with a status in ok)."""
-    out = os.path.join(WORK, "cg.out")
-    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", exe, *args],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                       env=dict(os.environ, **env))
-    m = re.search(r"Collected : (\d+)", r.stderr)
-    if not m or r.returncode not in ok:
-        sys.exit(f"bench/profile_size: callgrind said:\n{r.stderr[-1500:]}")
-    return int(m.group(1))
+    try:
+        return callgrind([exe, *args], env=dict(os.environ, **env), ok=ok)
+    except RuntimeError as e:
+        sys.exit(f"bench/profile_size: {e}")
 
 
 def compare(tally, name, inline_dir, shared_dir, reps, merge_args, report_set):

@@ -10,9 +10,11 @@ measurement), plus the naive modes for reference. Reports:
   - how many functions keep a frame record.
 Writes docs/shadow-stack.md.   usage: bench/shadow_cost.py [REPS]
 """
-import os, re, statistics, subprocess, sys, tempfile, time, json
+import os, re, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from tallybench.common import callgrind  # noqa: E402
 REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 
 
@@ -73,11 +75,10 @@ for prog, p in PROGRAMS.items():
     # instructions (deterministic)
     ir = {}
     for name, (b, _) in bins.items():
-        cg = os.path.join(work, "cg.out")
-        r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", b] + p["small"],
-                           capture_output=True, text=True, env=env, cwd=work)
-        m = re.search(r"Collected : (\d+)", r.stderr)
-        ir[name] = int(m.group(1)) if m else None
+        try:
+            ir[name] = callgrind([b] + p["small"], cwd=work, env=env)
+        except RuntimeError:
+            ir[name] = None
     # wall time, interleaved
     times = {name: [] for name in bins}
     for _ in range(REPS):

@@ -29,6 +29,27 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
+def callgrind_total(stderr):
+    """The instructions callgrind's summary line ("Collected : N") reports in a run's stderr
+    (text or bytes), or None."""
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode(errors="replace")
+    m = re.search(r"Collected : (\d+)", stderr)
+    return int(m.group(1)) if m else None
+
+
+def callgrind(cmd, cwd=None, env=None, ok=(0,)):
+    """Instructions callgrind counts in one run of cmd, its output discarded. RuntimeError when
+    the run exits with a status not in ok or callgrind reports no total."""
+    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                       cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    n = callgrind_total(r.stderr)
+    if n is None or r.returncode not in ok:
+        tail = r.stderr.decode(errors="replace")[-1500:]
+        raise RuntimeError(f"callgrind {' '.join(map(str, cmd))[:200]} (exit {r.returncode}):\n{tail}")
+    return n
+
+
 def short(msg, n=400):
     """An error message for the report: one line, registry and repository prefixes dropped."""
     msg = re.sub(r"/\S*?/registry/src/[^/]+/", "", " ".join(msg.split())).replace(ROOT + "/", "")

@@ -2,11 +2,10 @@
 instructions under callgrind on the reduced input."""
 import json
 import os
-import re
 import shutil
 import statistics
 
-from .common import loadavg, log, sh, short
+from .common import callgrind_total, loadavg, log, sh, short
 from .variants import IPATH_FLAG, ORACLE, REDUCED_TIMED, RUN_ENV, TRACES, VAR, WITNESS_TRACES
 from .programs import program_args
 from .runs import run
@@ -176,14 +175,14 @@ def callgrind_runs(ctx, args, specs, measured, builds, results):
             if v in TRACES:
                 trace_stats(ctx.tally, pr, v, e, scratch)
             shutil.rmtree(scratch, ignore_errors=True)
-            m = re.search(r"Collected : (\d+)", err)
+            n = callgrind_total(err)
             if v == "clang":
                 ref = (code, out)
-            if m and (code, out) == ref and code == 0:
-                e["instructions"] = int(m.group(1))
+            if n is not None and (code, out) == ref and code == 0:
+                e["instructions"] = n
             else:
                 ok = False
-                why = ("output under callgrind differs from plain clang's" if m and code == 0 else
+                why = ("output under callgrind differs from plain clang's" if n is not None and code == 0 else
                        f"callgrind failed (exit {code}): " + (err.strip().splitlines() or [""])[-1][:200])
                 e["note"] = (e.get("note", "") + " " + why).strip()
                 log(f"bench: {name} {v}: {why}")

@@ -212,7 +212,7 @@ def render_paths(res, progs, add):
             f"{ratio_of_ovh(P.get('ratio'), E.get('ratio'))} | {fmt_pct(P.get('instr_ratio'))} | {fmt_pct(E.get('instr_ratio'))} | "
             f"{ratio_of_ovh(P.get('instr_ratio'), E.get('instr_ratio'))} | " + " | ".join(figs) +
             f" | {'' if ipi is None else format(ipi, '.1f')} |")
-    g, gp, ge = res["geomean"], res["geomean"].get(PATH, {}), res["geomean"].get(TARGET_MODE, {})
+    gp, ge = res["geomean"].get(PATH, {}), res["geomean"].get(TARGET_MODE, {})
     if gp.get("ratio") or gp.get("instr_ratio"):
         add(f"| **geomean** | | {bold(fmt_pct(gp.get('ratio')))} | {bold(fmt_pct(ge.get('ratio')))} | "
             f"{bold(ratio_of_ovh(gp.get('ratio'), ge.get('ratio')))} | "
