@@ -3,17 +3,21 @@
 program of the benchmark suite (testdata/bench/*/BUILD), all in one run (docs/pgo.md has the
 results; bench/pgo.sh measures more variants on Lua and SQLite alone).
 
-Per program, at -O2, eight builds: plain clang; IR PGO's training build (-fprofile-generate)
+Per program, at -O2, ten builds: plain clang; IR PGO's training build (-fprofile-generate)
 and its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo), the
 same without pre-inlining (--tally-pgo-inline=off), and tally's optimized build (tally cc
---tally-use: the nested sample profile); tally's training build with call targets
-(--tally-pgo-targets) and the optimized build from its profile. The training builds run the
-training input (the program's reduced size), and tally's first two must give the same sample
-profile (a probe's count, or a call target's, does not depend on which copies of it inlining
-made; the pre-inlined build may lack the targets of indirect calls its inliner made direct);
-every build then runs the test input (twice that size: more and different generated
-data) under callgrind, which counts instructions exactly where times on this shared machine
-drift. Each optimized build must print what the plain build prints.
+--tally-use: the nested sample profile), also from that profile without its `!Attributes: 2`
+lines (the loader then inlines by its own rules instead of again where the training build
+did), both with the loader's coverage check on (the records it did not apply are counted),
+and with the probes deleted once the loader has used them (-mllvm
+-sample-profile-remove-probe; they otherwise stay in the optimized code); tally's training
+build with call targets (--tally-pgo-targets) and the optimized build from its profile. The
+training builds run the training input (the program's reduced size), and tally's first two
+must give the same sample profile (a probe's count, or a call target's, does not depend on
+which copies of it inlining made; the pre-inlined build may lack the targets of indirect
+calls its inliner made direct); every build then runs the test input (twice that size: more
+and different generated data) under callgrind, which counts instructions exactly where times
+on this shared machine drift. Each optimized build must print what the plain build prints.
 
     python3 bench/pgo_suite.py [--programs lua,zlib] [--tally PATH] [--jobs 2] [--rounds 21]
 
@@ -38,12 +42,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tallybench.common import ROOT, log  # noqa: E402
+from tallybench.common import ROOT, callgrind, log  # noqa: E402
 from tallybench.programs import parse_build, program_args  # noqa: E402
 
 PROGRAMS = ["lua", "sqlite", "zlib", "bzip2", "zstd", "xz", "mimalloc", "pcre2"]
 # Debian's valgrind reads DWARF 4, not clang-19's default 5.
 FLAGS = ["-O2", "-gdwarf-4"]
+# The loader warns about each function whose profile records it did not all apply.
+COVERAGE = ["-mllvm", "-sample-profile-check-record-coverage=100"]
 
 
 def run(cmd, cwd, env=None, check=True):
@@ -57,18 +63,19 @@ def build(p, tally, d, name, extra, compiler="clang"):
     """Compiles and links program `p` in `d` as `name`."""
     cc = [tally, "cc"] if compiler == "tally" else ["clang-19"]
     cmd = cc + extra + FLAGS + p["cflags"] + p["sources"] + p["ldflags"] + ["-o", name]
-    run(cmd, d)
+    r = run(cmd, d)
+    with open(os.path.join(d, name + ".stderr"), "wb") as f:
+        f.write(r.stderr)
     return os.path.join(d, name)
 
 
-def instructions(prog, args, cwd, env):
-    """Instructions callgrind counts in one run of `prog`."""
-    r = run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", prog, *args],
-            cwd, env)
-    m = re.search(rb"Collected : (\d+)", r.stderr)
-    if not m:
-        raise RuntimeError(f"{prog}: no callgrind total")
-    return int(m.group(1))
+def unapplied(d, name):
+    """The records of the sample profile that the loader did not apply in build `name`, and in
+    how many functions, from its coverage check's warnings ("N of M available profile records
+    (P%) were applied")."""
+    with open(os.path.join(d, name + ".stderr"), "rb") as f:
+        found = re.findall(rb"(\d+) of (\d+) available profile records", f.read())
+    return sum(int(m) - int(n) for n, m in found), len(found)
 
 
 def split_targets(text):
@@ -155,19 +162,32 @@ def measure(name, tally, work):
                 out.write(text)
         raise RuntimeError(f"{name}: the sample profile depends on pre-inlining (both in {kept})")
     iruse = build(p, tally, d, "iruse", ["-fprofile-use=ir.profdata", "-Wno-backend-plugin"])
-    tuse = build(p, tally, d, "tuse", ["--tally-use=t.tally"], "tally")
+    tuse = build(p, tally, d, "tuse", ["--tally-use=t.tally", *COVERAGE], "tally")
+    # The same profile without its `!Attributes: 2` lines (each nested record's "the training
+    # build inlined this call"): the loader then inlines by its own rules.
+    text = run([tally, "report", "--export", "sample-profile", "t.tally"], d).stdout
+    with open(os.path.join(d, "own.prof"), "wb") as f:
+        f.write(b"".join(l for l in text.splitlines(keepends=True)
+                         if not l.lstrip().startswith(b"!Attributes:")))
+    own = build(p, tally, d, "own", ["--tally-use=own.prof", *COVERAGE], "tally")
+    # With the probes deleted once the loader has used them (they stay in the optimized code
+    # otherwise, where they hold blocks apart that the optimizer would merge or fold).
+    kept = build(p, tally, d, "kept", ["--tally-use=t.tally", "-mllvm",
+                                       "-sample-profile-remove-probe"], "tally")
     guse = build(p, tally, d, "guse", ["--tally-use=g.tally"], "tally")
     want = run([plain, *test], d, env, check=False)
-    for b in (iruse, tuse, guse):
+    for b in (iruse, tuse, own, kept, guse):
         got = run([b, *test], d, env, check=False)
         if (got.returncode, got.stdout) != (want.returncode, want.stdout):
             raise RuntimeError(f"{name}: {os.path.basename(b)} prints otherwise than plain")
     log(f"{name}: callgrind")
     menv = dict(env, TALLY_PROFILE=os.path.join(d, "x.tally"),
                 LLVM_PROFILE_FILE=os.path.join(d, "x.profraw"))
-    counts = {k: instructions(b, test, d, menv)
+    counts = {k: callgrind([b, *test], d, menv)
               for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen), ("whole", whole),
-                           ("tgt", tgt), ("iruse", iruse), ("tuse", tuse), ("guse", guse)]}
+                           ("tgt", tgt), ("iruse", iruse), ("tuse", tuse), ("own", own),
+                           ("kept", kept), ("guse", guse)]}
+    counts["unapplied"] = {k: unapplied(d, k) for k in ("tuse", "own")}
     return counts, {"plain": plain, "iruse": iruse, "tuse": tuse, "test": test, "env": env, "d": d}
 
 
@@ -205,27 +225,37 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     print("| program | -O2 | IR PGO training | tally --tally-pgo training | without pre-inlining "
           "| tally's training overhead / IR PGO's | IR PGO | tally PGO | tally's gain / IR PGO's "
+          "| records not applied | loader's own inlining | its gain / IR PGO's | records not applied "
+          "| probes deleted after the loader | its gain / IR PGO's "
           "| training with call targets | tally PGO with call targets |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    logs = {"ir": [], "t": [], "n": [], "irg": [], "tg": [], "ng": []}
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    logs = {"ir": [], "t": [], "o": [], "k": [], "n": [], "irg": [], "tg": [], "ng": []}
     for n in names:
-        r = results[n]
+        r = dict(results[n])
+        left = {k: f"{x} in {f} functions" if x else "0" for k, (x, f) in r.pop("unapplied").items()}
         ratio = {k: r[k] / r["plain"] for k in r}
-        ir_gain, t_gain = 1 - ratio["iruse"], 1 - ratio["tuse"]
-        share = f"{t_gain / ir_gain:.2f}" if ir_gain > 0 else "n/a (IR PGO gains nothing)"
+        ir_gain = 1 - ratio["iruse"]
+        share, own_share, kept_share = (f"{(1 - ratio[k]) / ir_gain:.2f}" if ir_gain > 0 else
+                                        "n/a (IR PGO gains nothing)"
+                                        for k in ("tuse", "own", "kept"))
         logs["ir"].append(math.log(ratio["iruse"]))
         logs["t"].append(math.log(ratio["tuse"]))
+        logs["o"].append(math.log(ratio["own"]))
+        logs["k"].append(math.log(ratio["kept"]))
         logs["n"].append(math.log(ratio["guse"]))
         for k, b in (("irg", "irgen"), ("tg", "tgen"), ("ng", "tgt")):
             logs[k].append(math.log(ratio[b]))
         cost = (ratio["tgen"] - 1) / (ratio["irgen"] - 1)
         print(f"| {n} | {r['plain']} | ×{ratio['irgen']:.3f} | ×{ratio['tgen']:.3f} "
               f"| ×{ratio['whole']:.3f} | {cost:.2f} "
-              f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} "
+              f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} | {left['tuse']} "
+              f"| ×{ratio['own']:.3f} | {own_share} | {left['own']} "
+              f"| ×{ratio['kept']:.3f} | {kept_share} "
               f"| ×{ratio['tgt']:.3f} | ×{ratio['guse']:.3f} |")
     gm = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
     print(f"| geomean | | ×{gm['irg']:.3f} | ×{gm['tg']:.3f} | | | ×{gm['ir']:.3f} "
-          f"| ×{gm['t']:.3f} | | ×{gm['ng']:.3f} | ×{gm['n']:.3f} |")
+          f"| ×{gm['t']:.3f} | | | ×{gm['o']:.3f} | | | ×{gm['k']:.3f} | | ×{gm['ng']:.3f} "
+          f"| ×{gm['n']:.3f} |")
     print()
     print(f"Wall-clock seconds of the test run, median of {a.rounds} interleaved rounds, ratio to "
           "plain's median:")
