@@ -39,6 +39,7 @@ mod online_merge;
 mod oracle;
 mod paths;
 mod pgo;
+mod pgo_builds;
 mod pgo_fidelity;
 mod pgo_nested;
 mod pgo_targets;
