@@ -21,10 +21,10 @@
 //! CSSPGO pre-inliner marks its decisions): such a profile turns on the loader's
 //! `-sample-profile-use-preinliner`, and it inlines every call the training build inlined,
 //! whatever its count, where it otherwise inlines only the hot ones and the very small
-//! (docs/pgo.md measures both). So every record is applied where it is (the coverage check,
-//! `-sample-profile-check-record-coverage`, counts a record merged into its callee as unused),
-//! and the rebuild inlines what the training build inlined, as IR PGO's pre-inliner repeats
-//! its decisions in its optimized build.
+//! (docs/pgo.md measures both). So the loader applies each record where it stands (its
+//! coverage check, `-sample-profile-check-record-coverage`, counts a record merged into its
+//! callee as not applied), and the rebuild inlines what the training build inlined, as IR
+//! PGO's pre-inliner repeats its decisions in its optimized build.
 //! Each scope's call-site probe is `ScopeMeta::call_probe`. Only a profile whose every module
 //! counted before optimization is nested: elsewhere optimization copied and dropped probes,
 //! and only the flat sums can say which counts are exact.
