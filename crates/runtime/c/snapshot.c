@@ -21,9 +21,10 @@
  * code, instrumented or not, may have a frame between two counted points), and answer. The
  * thread the signal interrupted is looked at first: the others are stopped only when it is
  * blocked (a running thread signalled is handled at its next system call, where it may wait).
- * A try that fails is repeated every millisecond, after 100 tries every 10 ms; the counts stay
- * in the counters for the next part. A part that cannot be written (reported in one line)
- * ends the snapshots: the counts go to the end's profile. The timer is a POSIX timer on a
+ * A try that fails is repeated about every millisecond, after 100 tries every 10 ms (one
+ * stderr line once a second of tries failed); the counts stay in the counters for the next
+ * part. A part that cannot be written (reported in one line) ends the snapshots: the counts
+ * go to the end's profile. The timer is a POSIX timer on a
  * real-time signal the program leaves at SIG_DFL; its handler takes the snapshot on the thread
  * it interrupts.
  *
@@ -98,23 +99,42 @@ static uint64_t parse_interval(const char *s) {
     return sec * 1000000000ull + frac;
 }
 
+/* Monotonic time in nanoseconds. */
+static uint64_t now_mono_ns(void) {
+    struct timespec ts = {0, 0};
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* Arms the timer for the next try: the interval after a snapshot, a short wait after a try
  * that could not be exact. */
 static void arm(int ok) {
+    static uint64_t deferred_since; /* when the first of the failed tries in a row was */
+    static int told;                /* whether this deferral was reported */
     if (!have_timer)
         return;
     uint64_t ns;
     if (ok) {
         failures = 0;
+        told = 0;
         ns = interval_ns;
     } else {
-        /* Every millisecond for the first 100 tries, then every 10 ms (at most the interval). */
+        uint64_t now = now_mono_ns();
+        if (!failures++)
+            deferred_since = now;
+        /* About every millisecond for the first 100 tries, then every 10 ms (at most the
+         * interval), each wait drawn from [w/2, 3w/2): a thread that sleeps as often as the
+         * tries come (a loop around a 1 ms nanosleep) would otherwise be found awake, between
+         * its sleep's end and its next one, by every try (seen on a loaded machine). */
         uint64_t cap = interval_ns && interval_ns < 10000000 ? interval_ns : 10000000;
-        ns = ++failures <= 100 ? 1000000 : cap;
-        if (failures == 100)
+        uint64_t w = failures <= 100 ? 1000000 : cap;
+        ns = w / 2 + (uint64_t)((failures * 2654435761u) % 1024u) * w / 1024;
+        if (!told && now - deferred_since >= 1000000000ull) {
+            told = 1;
             snap_report("snapshot deferred",
-                        "100 tries found a thread running (a snapshot waits until every thread is "
-                        "blocked in a system call)");
+                        "tries for a second found a thread running (a snapshot waits until "
+                        "every thread is blocked in a system call)");
+        }
     }
     if (!ns)
         return;

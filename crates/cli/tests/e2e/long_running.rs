@@ -6,7 +6,8 @@
 //! edge and block), against the program's own counts (job() 4p times and nested() p + 1 times
 //! in phase p) in an `edge` and an `edges-naive` build, and the sum of the parts against the
 //! program's totals and a run without snapshots (the functions whose counts do not depend on
-//! thread scheduling: job() and nested()). Then snapshots on a timer, and the one-line refusals.
+//! thread scheduling: job() and nested()). Then snapshots on a timer, a snapshot that waits
+//! for a thread to stop computing (`testdata/threads/busy.c`), and the one-line refusals.
 
 use crate::support::*;
 use serde_json::Value;
@@ -320,6 +321,52 @@ fn snapshots_on_a_timer_are_exact_and_add_up() {
     let (s, w) = (only(&s, &["job", "nested"]), only(&w, &["job", "nested"]));
     assert_same_counts("timed parts", "sum", &s, "whole run", &w, Edges::All);
     eprintln!("{} parts", ps.len());
+}
+
+/// A snapshot asked for while a thread computes waits: the runtime tries again until every
+/// thread waits in a system call, says so in one stderr line once a second of tries failed,
+/// and the part it then takes is exact and holds all the computing before it.
+#[test]
+fn a_snapshot_waits_for_a_running_thread_and_says_so_once() {
+    let dir = scratch("snap-busy");
+    let bin = dir.join("busy");
+    let o = Command::new(tally())
+        .args(["cc", "--tally-oracle", "-O2", "-g", "-pthread"])
+        .arg(repo().join("testdata/threads/busy.c"))
+        .arg("-o")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got = run_with(
+        &bin,
+        &["1500"],
+        &dir,
+        "busy",
+        &[("TALLY_SNAPSHOT_SIGNAL", "WINCH")],
+    );
+    let err = String::from_utf8_lossy(&got.stderr);
+    assert_eq!(got.status.code(), Some(0), "{err}");
+    assert_eq!(got.stdout, b"done\n");
+    assert!(
+        err.lines().count() == 1 && err.starts_with("tally: snapshot deferred: "),
+        "{err}"
+    );
+    let ps = parts(&dir, "busy");
+    assert_eq!(ps.len(), 2, "{ps:?}");
+    for (k, p) in ps.iter().enumerate() {
+        assert_oracle_equal(&format!("part {}", k + 1), p);
+    }
+    let (_, number, start, end) = header(&ps[0]);
+    assert_eq!(number, Some(1));
+    assert!(
+        end - start >= 1_400_000_000,
+        "taken {} ms after the start, before the worker was done",
+        (end - start) / 1_000_000
+    );
+    let (first, last) = (report_json(&ps[0]), report_json(&ps[1]));
+    assert!(entries(&first, "step") > 0);
+    assert_eq!(entries(&last, "step"), 0, "computing after the snapshot");
 }
 
 /// What cannot be taken is said in one line, and the process runs and writes its profile as
