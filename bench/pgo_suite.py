@@ -3,15 +3,18 @@
 program of the benchmark suite (testdata/bench/*/BUILD), all in one run (docs/pgo.md has the
 results; bench/pgo.sh measures more variants on Lua and SQLite alone).
 
-Per program, at -O2, ten builds: plain clang; IR PGO's training build (-fprofile-generate)
-and its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo), the
-same without pre-inlining (--tally-pgo-inline=off), and tally's optimized build (tally cc
---tally-use: the nested sample profile), also from that profile without its `!Attributes: 2`
-lines (the loader then inlines by its own rules instead of again where the training build
-did), both with the loader's coverage check on (the records it did not apply are counted),
-and with the probes deleted once the loader has used them (-mllvm
--sample-profile-remove-probe; they otherwise stay in the optimized code); tally's training
-build with call targets (--tally-pgo-targets) and the optimized build from its profile. The
+Per program, at -O2, eleven builds: plain clang; IR PGO's training build (-fprofile-generate)
+and its optimized build (-fprofile-use); tally's training build (tally cc --tally-pgo, call
+targets counted), the same without pre-inlining (--tally-pgo-inline=off), and tally's
+optimized build (tally cc --tally-use: the nested sample profile, the inliner's cost-benefit
+analysis on), also from that profile without its `!Attributes: 2` lines (the loader then
+inlines by its own rules instead of again where the training build did), both with the
+loader's coverage check on (the records it did not apply are counted), with the probes
+deleted once the loader has used them (-mllvm -sample-profile-remove-probe; they otherwise
+stay in the optimized code), and with the cost-benefit analysis off (-mllvm
+-inline-enable-cost-benefit-analysis=false, LLVM's default for sample profiles); tally's
+training build without call targets (--tally-pgo-targets=off) and the optimized build from its
+profile. The
 training builds run the training input (the program's reduced size), and tally's first two
 must give the same sample profile (a probe's count, or a call target's, does not depend on
 which copies of it inlining made; the pre-inlined build may lack the targets of indirect
@@ -128,7 +131,7 @@ def same_counts(pre_inlined, whole):
 
 
 def measure(name, tally, work):
-    """The eight builds of one program and the instructions of their test runs."""
+    """The builds of one program and the instructions of their test runs."""
     p = parse_build(name)
     d = os.path.join(work, name)
     os.makedirs(d)
@@ -140,7 +143,7 @@ def measure(name, tally, work):
     irgen = build(p, tally, d, "irgen", ["-fprofile-generate"])
     tgen = build(p, tally, d, "tgen", ["--tally-pgo"], "tally")
     whole = build(p, tally, d, "whole", ["--tally-pgo", "--tally-pgo-inline=off"], "tally")
-    tgt = build(p, tally, d, "tgt", ["--tally-pgo", "--tally-pgo-targets"], "tally")
+    tgt = build(p, tally, d, "tgt", ["--tally-pgo", "--tally-pgo-targets=off"], "tally")
     run([tgt, *train], d, dict(env, TALLY_PROFILE=os.path.join(d, "g.tally")))
     run([irgen, *train], d, dict(env, LLVM_PROFILE_FILE=os.path.join(d, "ir.profraw")))
     run(["llvm-profdata-19", "merge", "-o", "ir.profdata", "ir.profraw"], d)
@@ -175,8 +178,10 @@ def measure(name, tally, work):
     kept = build(p, tally, d, "kept", ["--tally-use=t.tally", "-mllvm",
                                        "-sample-profile-remove-probe"], "tally")
     guse = build(p, tally, d, "guse", ["--tally-use=g.tally"], "tally")
+    nocb = build(p, tally, d, "nocb", ["--tally-use=t.tally", "-mllvm",
+                                       "-inline-enable-cost-benefit-analysis=false"], "tally")
     want = run([plain, *test], d, env, check=False)
-    for b in (iruse, tuse, own, kept, guse):
+    for b in (iruse, tuse, own, kept, guse, nocb):
         got = run([b, *test], d, env, check=False)
         if (got.returncode, got.stdout) != (want.returncode, want.stdout):
             raise RuntimeError(f"{name}: {os.path.basename(b)} prints otherwise than plain")
@@ -186,7 +191,7 @@ def measure(name, tally, work):
     counts = {k: callgrind([b, *test], d, menv)
               for k, b in [("plain", plain), ("irgen", irgen), ("tgen", tgen), ("whole", whole),
                            ("tgt", tgt), ("iruse", iruse), ("tuse", tuse), ("own", own),
-                           ("kept", kept), ("guse", guse)]}
+                           ("kept", kept), ("guse", guse), ("nocb", nocb)]}
     counts["unapplied"] = {k: unapplied(d, k) for k in ("tuse", "own")}
     return counts, {"plain": plain, "iruse": iruse, "tuse": tuse, "test": test, "env": env, "d": d}
 
@@ -227,22 +232,24 @@ def main():
           "| tally's training overhead / IR PGO's | IR PGO | tally PGO | tally's gain / IR PGO's "
           "| records not applied | loader's own inlining | its gain / IR PGO's | records not applied "
           "| probes deleted after the loader | its gain / IR PGO's "
-          "| training with call targets | tally PGO with call targets |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    logs = {"ir": [], "t": [], "o": [], "k": [], "n": [], "irg": [], "tg": [], "ng": []}
+          "| training without call targets | tally PGO without call targets | its gain / IR PGO's "
+          "| without the cost-benefit analysis | its gain / IR PGO's |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    logs = {"ir": [], "t": [], "o": [], "k": [], "n": [], "irg": [], "tg": [], "ng": [], "c": []}
     for n in names:
         r = dict(results[n])
         left = {k: f"{x} in {f} functions" if x else "0" for k, (x, f) in r.pop("unapplied").items()}
         ratio = {k: r[k] / r["plain"] for k in r}
         ir_gain = 1 - ratio["iruse"]
-        share, own_share, kept_share = (f"{(1 - ratio[k]) / ir_gain:.2f}" if ir_gain > 0 else
-                                        "n/a (IR PGO gains nothing)"
-                                        for k in ("tuse", "own", "kept"))
+        share, own_share, kept_share, g_share, c_share = (
+            f"{(1 - ratio[k]) / ir_gain:.2f}" if ir_gain > 0 else "n/a (IR PGO gains nothing)"
+            for k in ("tuse", "own", "kept", "guse", "nocb"))
         logs["ir"].append(math.log(ratio["iruse"]))
         logs["t"].append(math.log(ratio["tuse"]))
         logs["o"].append(math.log(ratio["own"]))
         logs["k"].append(math.log(ratio["kept"]))
         logs["n"].append(math.log(ratio["guse"]))
+        logs["c"].append(math.log(ratio["nocb"]))
         for k, b in (("irg", "irgen"), ("tg", "tgen"), ("ng", "tgt")):
             logs[k].append(math.log(ratio[b]))
         cost = (ratio["tgen"] - 1) / (ratio["irgen"] - 1)
@@ -251,11 +258,12 @@ def main():
               f"| ×{ratio['iruse']:.3f} | ×{ratio['tuse']:.3f} | {share} | {left['tuse']} "
               f"| ×{ratio['own']:.3f} | {own_share} | {left['own']} "
               f"| ×{ratio['kept']:.3f} | {kept_share} "
-              f"| ×{ratio['tgt']:.3f} | ×{ratio['guse']:.3f} |")
+              f"| ×{ratio['tgt']:.3f} | ×{ratio['guse']:.3f} | {g_share} "
+              f"| ×{ratio['nocb']:.3f} | {c_share} |")
     gm = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
     print(f"| geomean | | ×{gm['irg']:.3f} | ×{gm['tg']:.3f} | | | ×{gm['ir']:.3f} "
           f"| ×{gm['t']:.3f} | | | ×{gm['o']:.3f} | | | ×{gm['k']:.3f} | | ×{gm['ng']:.3f} "
-          f"| ×{gm['n']:.3f} |")
+          f"| ×{gm['n']:.3f} | | ×{gm['c']:.3f} | |")
     print()
     print(f"Wall-clock seconds of the test run, median of {a.rounds} interleaved rounds, ratio to "
           "plain's median:")

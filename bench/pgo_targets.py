@@ -11,8 +11,10 @@ SQLite, against clang's IR PGO, which learns the same by value profiling.
    received), so that a difference can be told from an error.
 2. What they gain: the rebuild from the same training profile with its call targets, without
    them (the lines' targets dropped), and with them but with promotion off (`-mllvm
-   -disable-icp`), plus plain -O2, each run on the test input under callgrind, and the
-   promotions each makes (`-Rpass=pgo-icall-prom`), IR PGO's included.
+   -disable-icp`), each also with the inliner's cost-benefit analysis off (`-mllvm
+   -inline-enable-cost-benefit-analysis=false`: `tally cc --tally-use` turns it on), plus
+   plain -O2 and IR PGO (with the analysis, its default, and without), each run on the test
+   input under callgrind, and the promotions each makes (`-Rpass=pgo-icall-prom`).
 
     python3 bench/pgo_targets.py [--tally PATH]
 
@@ -126,13 +128,20 @@ def main():
             text = f.read()
         with open(os.path.join(d, "none.prof"), "w") as f:
             f.write(without_targets(text))
+        cb_off = ["-mllvm", "-inline-enable-cost-benefit-analysis=false"]
         builds = {
             "plain -O2": (["clang-19"], []),
             "IR PGO": (["clang-19"], ["-fprofile-use=ir.profdata", "-Wno-backend-plugin"]),
+            "IR PGO, cost-benefit analysis off": (["clang-19"], ["-fprofile-use=ir.profdata",
+                                                                 "-Wno-backend-plugin", *cb_off]),
             "tally PGO without call targets": ([tally, "cc"], ["--tally-use=none.prof"]),
             "tally PGO with call targets": ([tally, "cc"], ["--tally-use=t.prof"]),
             "with call targets, promotion off": ([tally, "cc"], ["--tally-use=t.prof", "-mllvm",
                                                                  "-disable-icp"]),
+            "without call targets, cost-benefit analysis off": (
+                [tally, "cc"], ["--tally-use=none.prof", *cb_off]),
+            "with call targets, cost-benefit analysis off": (
+                [tally, "cc"], ["--tally-use=t.prof", *cb_off]),
         }
         rows = []
         want = None

@@ -1,11 +1,12 @@
 //! `tally cc --tally-use=PROFILE`: the rebuild of profile-guided optimization. The command is
 //! compiled by clang as it stands, without instrumentation, plus clang's sample-profile flags
 //! (`-fprofile-sample-use`, `-fpseudo-probe-for-profiling`, `-fprofile-sample-accurate`,
-//! `-fsample-profile-use-profi`) and a sample profile made of tally's exact counts
-//! (tally-report's `sample_profile`: nested, each inline instance of the training build a record
-//! of its own, unless `--tally-use-flat`). PROFILE is a `.tally` profile (one run, or several
-//! merged by `tally merge`) of a `tally cc --tally-pgo` build, or a sample profile `tally
-//! report --export sample-profile` wrote.
+//! `-fsample-profile-use-profi`), the inliner's cost-benefit analysis, which LLVM otherwise
+//! keeps for instrumentation profiles (`-mllvm -inline-enable-cost-benefit-analysis`), and a
+//! sample profile made of tally's exact counts (tally-report's `sample_profile`: nested, each
+//! inline instance of the training build a record of its own, unless `--tally-use-flat`).
+//! PROFILE is a `.tally` profile (one run, or several merged by `tally merge`) of a `tally cc
+//! --tally-pgo` build, or a sample profile `tally report --export sample-profile` wrote.
 //!
 //! A stale profile (other sources, other flags) never breaks the build: clang ignores every
 //! function whose checksum differs, and tally says in one line how many matched, from the
@@ -136,6 +137,9 @@ impl Staleness {
     }
 }
 
+/// The inliner's option that turns its cost-benefit analysis on for any profile.
+const COST_BENEFIT: &str = "-inline-enable-cost-benefit-analysis";
+
 /// Runs clang on `args` with the sample profile `sample` (given when the command compiles
 /// sources and the profile has functions), then says how many functions the profile matched.
 pub(crate) fn run(
@@ -160,6 +164,16 @@ pub(crate) fn run(
         "-mllvm".into(),
         "-report-profile-staleness".into(),
     ]);
+    // The inliner's cost-benefit analysis, which LLVM runs only on instrumentation profiles
+    // (exact counts, as tally's are): on the suite it is what brings SQLite's rebuild to IR
+    // PGO's (docs/pgo.md, "Measurements"). Unless the command sets it (an option given twice is
+    // an error).
+    if !args
+        .iter()
+        .any(|a| a.to_string_lossy().starts_with(COST_BENEFIT))
+    {
+        args.extend(["-mllvm".into(), COST_BENEFIT.into()]);
+    }
     if verbose {
         let line: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
         eprintln!("tally: {} {}", clang.display(), line.join(" "));

@@ -308,16 +308,16 @@ pub struct Options {
     pub pgo_inline: bool,
     /// `--tally-pgo-targets`: count where each indirect call goes, among the functions of its
     /// module it could call (`module::call_targets`), for the sample profile's call targets,
-    /// which clang's indirect-call promotion uses. Off by default: it costs SQLite's training
-    /// run 11% more instructions, and the promotion it leads to made SQLite's rebuild slower
-    /// (docs/pgo.md).
+    /// which clang's indirect-call promotion uses. On by default: with the inliner's
+    /// cost-benefit analysis (`--tally-use` turns it on) the promotion brings SQLite's rebuild
+    /// to IR PGO's; it costs SQLite's training run about 10% more instructions (docs/pgo.md).
     #[cfg_attr(
         feature = "clap",
         arg(long = "tally-pgo-targets", value_name = "on|off", num_args = 0..=1,
-            require_equals = true, default_value = "off", default_missing_value = "on",
+            require_equals = true, default_value = "on", default_missing_value = "on",
             action = clap::ArgAction::Set, value_parser = on_off(),
             help = "--tally-pgo: count the targets of indirect calls, for clang's indirect-call \
-                    promotion (docs/pgo.md: it did not pay on SQLite)")
+                    promotion")
     )]
     pub pgo_targets: bool,
 }
@@ -448,7 +448,7 @@ impl Default for Options {
             profile_dir: None,
             pgo: false,
             pgo_inline: true,
-            pgo_targets: false,
+            pgo_targets: true,
         }
     }
 }

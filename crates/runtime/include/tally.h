@@ -144,6 +144,13 @@ void __tally_register(struct tally_module *m);
  * Optional: modules that live until exit need not call it. */
 void __tally_unregister(struct tally_module *m);
 
+/* --tally-pgo call targets (tally-llvm's module/call_targets.rs): the index of `callee` among
+ * the k candidates of an indirect call (the first, if two share an address), or -1. Called
+ * when the candidate the call took last time is not the callee. From 16 candidates on, through
+ * a hash of them built on first use and kept at *index (null until then; one per call). */
+int32_t __tally_call_target_find(const void *const *candidates, uint32_t k, const void *callee,
+                                 void **index);
+
 /* Trace mode (the oracle of path profiles): a new activation of function `function` of the module
  * whose counter array is `module_counters`; returns the activation's id. */
 uint64_t __tally_trace_enter(const uint64_t *module_counters, uint32_t function);

@@ -495,6 +495,32 @@ fn the_loop_gives_a_programs_own_counts_to_its_branches() {
     }
     let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
     assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
+    // The inliner's cost-benefit analysis is turned on, unless the command sets it (LLVM
+    // refuses an option given twice).
+    const CB: &str = "-inline-enable-cost-benefit-analysis";
+    for (own, want) in [
+        (None, CB),
+        (Some("=false"), "-inline-enable-cost-benefit-analysis=false"),
+    ] {
+        let mut args = vec![
+            "--tally-verbose",
+            "--tally-use=train.tally",
+            "-O2",
+            "classify.c",
+        ];
+        let mine = own.map(|v| format!("{CB}{v}"));
+        if let Some(m) = &mine {
+            args.extend(["-mllvm", m]);
+        }
+        args.extend(["-o", "fast2"]);
+        let err = cc(&args);
+        let line = err
+            .lines()
+            .find(|l| l.contains("-fprofile-sample-use="))
+            .unwrap_or_else(|| panic!("no clang line: {err}"));
+        let given: Vec<&str> = line.split(' ').filter(|w| w.starts_with(CB)).collect();
+        assert_eq!(given, [want], "{line}");
+    }
 }
 
 /// `tally check` of a profile with a same-run oracle: every function compared, all equal.

@@ -11,11 +11,14 @@
 //! module's counter array, so the counts are merged, summed and subtracted as every other
 //! counter is (`tally merge`, snapshots). Before the call, `tally.call_target` (inlined)
 //! compares the callee with the candidate that matched last time (a per-site hint) and
-//! increments its counter; on a miss, `tally.call_target.scan` (not inlined) looks through the
-//! array. A call to a function that is not a candidate is counted by no target: the block's
-//! count less the targets' sum.
+//! increments its counter; on a miss, `tally.call_target.scan` (not inlined) asks the runtime
+//! (`__tally_call_target_find`, `runtime/c/targets.c`: a hash of the candidates' addresses,
+//! built on first use, when there are many). A call to a function that is not a candidate is
+//! counted by no target: the block's count less the targets' sum.
 
-use crate::emit::build::{self, add_global, const_array, const_int, private_constant};
+use crate::emit::build::{
+    self, add_global, const_array, const_int, const_null, const_struct_in, private_constant,
+};
 use crate::emit::{define_inline_helper, inline_helper, Emitter, Globals};
 use crate::ir::{self, Bb, Val};
 use llvm_sys::core as c;
@@ -128,10 +131,12 @@ pub(crate) fn emit(g: &Globals, func: Val, sites: &[Site], base: u64) -> u64 {
     for s in sites.iter().filter(|s| !s.targets.is_empty()) {
         let helper = *helper.get_or_insert_with(|| count_fn(g));
         let table = private_constant(g, "__tally_call_targets", const_array(g.ptrt, &s.targets));
+        // `{ i32 hint, ptr index }`: the hint at the address the inlined code loads, and the
+        // runtime's hash of the candidates beside it (one argument fewer at every call).
         let hint = add_global(
             g.module,
             "__tally_call_hint",
-            const_int(g.i32t, 0, false),
+            const_struct_in(g.ctx, &[const_int(g.i32t, 0, false), const_null(g.ptrt)]),
             LLVMLinkage::LLVMInternalLinkage,
             false,
         );
@@ -149,9 +154,15 @@ pub(crate) fn emit(g: &Globals, func: Val, sites: &[Site], base: u64) -> u64 {
     next - base
 }
 
-/// `void (ptr counters, ptr candidates, i32 k, ptr hint, ptr callee)`.
+/// `void (ptr counters, ptr candidates, i32 k, ptr hint, ptr callee)`: `hint` points to the
+/// call's `{ i32 hint, ptr index }` (`index`: the runtime's hash of its candidates).
 fn helper_type(g: &Globals) -> LLVMTypeRef {
     build::function_type(g.voidt, &[g.ptrt, g.ptrt, g.i32t, g.ptrt, g.ptrt])
+}
+
+/// The call's `{ i32 hint, ptr index }`.
+fn hint_type(g: &Globals) -> LLVMTypeRef {
+    build::struct_type(g, &[g.i32t, g.ptrt])
 }
 
 /// `internal void tally.call_target(counters, candidates, k, hint, callee)`, always inlined:
@@ -183,8 +194,8 @@ fn count_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
 }
 
 /// `internal void tally.call_target.scan(counters, candidates, k, hint, callee)`, never
-/// inlined: the first `i < k` with `candidates[i] == callee` becomes the hint, and
-/// `counters[i]++`; nothing when there is none.
+/// inlined: `i = __tally_call_target_find(candidates, k, callee, &hint.index)`, the callee's place
+/// among the candidates; unless it is none (-1), `i` becomes the hint and `counters[i]++`.
 fn scan_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
     let ty = helper_type(g);
     let (f, entry) = inline_helper(g, "tally.call_target.scan", ty);
@@ -192,34 +203,24 @@ fn scan_fn(g: &Globals) -> (LLVMValueRef, LLVMTypeRef) {
     let Some(entry) = entry else {
         return (f, ty);
     };
+    let find_ty = build::function_type(g.i32t, &[g.ptrt, g.i32t, g.ptrt, g.ptrt]);
+    let find = build::declare_function(g.module, "__tally_call_target_find", find_ty);
     let fv = Val(f);
     let p = |i| build::param(f, i);
     let (counters, table, k, hint, callee) = (p(0), p(1), p(2), p(3), p(4));
     let em = Emitter::new(g, fv);
-    let (head, body, next, found, done) = (
-        build::append_block(g, fv, "head"),
-        build::append_block(g, fv, "body"),
-        build::append_block(g, fv, "next"),
+    let (found, done) = (
         build::append_block(g, fv, "found"),
         build::append_block(g, fv, "done"),
     );
     em.position_at_end(Bb(entry));
-    em.br(head);
-    em.position_at_end(head);
-    let i = em.phi(g.i32t);
-    let end = em.icmp(LLVMIntPredicate::LLVMIntUGE, i.0, k);
-    em.cond_br(end, done, body);
-    em.position_at_end(body);
-    let ix = em.zext(i.0, g.i64t);
-    let cand = em.load(g.ptrt, em.inbounds_gep(g.ptrt, table, &[ix]));
-    let same = em.icmp(LLVMIntPredicate::LLVMIntEQ, cand, callee);
-    em.cond_br(same, found, next);
-    em.position_at_end(next);
-    let i1 = em.add(i.0, em.i32c(1));
-    em.br(head);
-    build::add_incomings(i, &[em.i32c(0), i1], &[Bb(entry), next]);
+    let index = em.struct_gep(hint_type(g), hint, 1);
+    let i = em.call_plain((find, find_ty), &[table, k, callee, index]);
+    let none = em.icmp(LLVMIntPredicate::LLVMIntSLT, i, em.i32c(0));
+    em.cond_br(none, done, found);
     em.position_at_end(found);
-    atomic_store(&em, i.0, hint);
+    atomic_store(&em, i, hint);
+    let ix = em.zext(i, g.i64t);
     em.add_to(em.inbounds_gep(g.i64t, counters, &[ix]), em.i64c(1));
     em.ret_void();
     em.position_at_end(done);
