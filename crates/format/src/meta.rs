@@ -56,7 +56,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// 14: [`ScopeMeta::call_probe`], the call-site probe of an inlined call (nested records of the
 /// sample profile).
 /// 15: [`SourceMeta::call_targets`], the targets of indirect calls in a `--tally-pgo` build.
-pub const META_VERSION: u32 = 15;
+/// 16: [`ScopeMeta::top_level`], inline instances the rebuild's loader will not inline again.
+pub const META_VERSION: u32 = 16;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -377,6 +378,10 @@ pub struct ScopeMeta {
     /// `-fpseudo-probe-for-profiling`: the probe id the discriminator of the `inlinedAt`
     /// location holds, `meta::probes`); 0 for `s0` and without probes.
     pub call_probe: u32,
+    /// A `--tally-pgo` build inlined this call where the rebuild's sample-profile loader will
+    /// not (`tally_llvm`'s `module::reinline`): a nested sample profile counts this instance in
+    /// its function's own record, as the loader would merge it, not under the call site.
+    pub top_level: bool,
 }
 
 /// A run of consecutive instructions of a block with the same line and scope.

@@ -27,7 +27,7 @@
 //! | [`emit`] | the emission toolkit: globals and the builder (`emit/mod.rs`), sites of edges (`sites`), edge splitting and tags (`surgery`), frame records (`frame`) |
 //! | [`counters`] | counter placement (`place`), plans (`plan`) and their application (`apply`), SESE counters (`sese`), promotion (`promote`) |
 //! | [`modes`] | one file or folder per mode, on the layers above |
-//! | [`module`] | module assembly: the counter array, metadata, descriptor and constructor (`module/mod.rs`), redirected libc calls (`redirect`); `--tally-pgo`'s pre-inlining (`pre_inline`), header copies made the module's own (`localize`) and counted targets of indirect calls (`call_targets`) |
+//! | [`module`] | module assembly: the counter array, metadata, descriptor and constructor (`module/mod.rs`), redirected libc calls (`redirect`); `--tally-pgo`'s pre-inlining (`pre_inline`) and the instances the rebuild will not inline again (`reinline`), header copies made the module's own (`localize`) and counted targets of indirect calls (`call_targets`) |
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -217,10 +217,12 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let module = context
         .create_module_from_ir(buf)
         .map_err(|e| Error::Parse(e.to_string()))?;
+    let mut refusals = None;
     if opts.pgo {
         module::add_pseudo_probes(&module).map_err(Error::Parse)?;
         module::localize::localize_inline_copies(module.as_mut_ptr());
         if opts.pgo_inline {
+            refusals = Some(module::reinline::Refusals::of(module.as_mut_ptr()));
             module::pre_inline::pre_inline(&module).map_err(Error::Parse)?;
         }
     }
@@ -231,6 +233,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     // Source lines are read from the IR as lowered, before any instrumentation changes it.
     let mut files = lines::Tables::default();
     files.probes = ir::probes::Descs::of(module.as_mut_ptr());
+    files.refusals = refusals;
     files.indirect_calls = opts.pgo
         && opts.pgo_targets
         && matches!(

@@ -224,8 +224,10 @@ impl Context {
 /// call has no probe id (SimplifyCFG merged two calls' locations), or a callee without debug
 /// info (its probes have no location, or the call's), ends it there, and the copy is counted as
 /// if that scope's function had run out of line: the flat profile's sum, for that context.
-/// `guids[s]`: the GUID of scope `s`'s function, from the probes in it. Also whether the chain
-/// was followed to the function's own body.
+/// So does a scope the rebuild's loader will not inline ([`ScopeMeta::top_level`]): the loader
+/// would merge its record into its function's own. `guids[s]`: the GUID of scope `s`'s
+/// function, from the probes in it. Also whether the chain was followed as far as it is meant
+/// to go: to the function's own body or to such a scope.
 fn place(
     scopes: &[ScopeMeta],
     guids: &[Option<u64>],
@@ -234,9 +236,14 @@ fn place(
 ) -> (u64, Vec<(u32, u64)>, bool) {
     let mut path = Vec::new();
     let (mut cur, mut cur_guid) = (s, guid);
+    let mut apart = false;
     if guids.get(s).copied().flatten() == Some(guid) {
         while cur != 0 {
             let Some(scope) = scopes.get(cur) else { break };
+            if scope.top_level {
+                apart = true;
+                break;
+            }
             let parent = scope.parent.0 as usize;
             let Some(parent_guid) = guids.get(parent).copied().flatten() else {
                 break;
@@ -249,7 +256,7 @@ fn place(
         }
     }
     path.reverse();
-    let whole = cur == 0 && guids.first().copied().flatten() == Some(cur_guid);
+    let whole = apart || (cur == 0 && guids.first().copied().flatten() == Some(cur_guid));
     (cur_guid, path, whole)
 }
 
@@ -542,6 +549,7 @@ mod tests {
             parent: ScopeIdx(parent),
             call: Loc::default(),
             call_probe,
+            top_level: false,
         }
     }
 
@@ -582,6 +590,21 @@ mod tests {
         let mut g = g;
         g[1] = None;
         assert_eq!(place(&s, &g, 2, 30), (30, vec![], false));
+    }
+
+    #[test]
+    fn an_instance_the_loader_will_not_inline_roots_its_own_record() {
+        let (mut s, g) = scopes();
+        s[1].top_level = true;
+        // s1's copy goes to its function's own record, and s2 under it there.
+        assert_eq!(place(&s, &g, 1, 20), (20, vec![], true));
+        assert_eq!(place(&s, &g, 2, 30), (20, vec![(7, 30)], true));
+        assert_eq!(place(&s, &g, 0, 10), (10, vec![], true));
+        // Below it, a scope the loader will not inline into s1's function.
+        let (mut s, g) = scopes();
+        s[2].top_level = true;
+        assert_eq!(place(&s, &g, 2, 30), (30, vec![], true));
+        assert_eq!(place(&s, &g, 1, 20), (10, vec![(3, 20)], true));
     }
 
     #[test]

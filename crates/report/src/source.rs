@@ -866,6 +866,7 @@ mod tests {
                     parent: ScopeIdx(0),
                     call: Loc::default(),
                     call_probe: 0,
+                    top_level: false,
                 },
                 ScopeMeta {
                     func: Some(SourceFnIdx(1)),
@@ -875,6 +876,7 @@ mod tests {
                         line: 5,
                     },
                     call_probe: 0,
+                    top_level: false,
                 },
             ],
             lines,
@@ -1019,6 +1021,7 @@ mod tests {
                     line: 5,
                 },
                 call_probe: 0,
+                top_level: false,
             });
         }
         meta.lines[1] = (0..N).map(|i| run(10 + i % 7, i)).collect();

@@ -12,8 +12,11 @@
 //!   attaches are the flat profile's heads; with it on, it inlines more than 100 call sites to
 //!   match their records, applies every record (the coverage check is silent) and the program
 //!   prints what it printed.
+//! - A call the training build inlined and the loader cannot (a function of other target
+//!   attributes whose callee calls the SSE2 intrinsics' wrappers, as zstd's `_bmi2` decoders
+//!   call `ZSTD_copy16`) is written as its callee's own record, which the loader applies.
 
-use crate::pgo::{assert_heads_attached, heads, tally_cc, train_small};
+use crate::pgo::{assert_heads_attached, export, heads, tally_cc, train_small};
 use crate::support::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -262,6 +265,111 @@ fn nested_records_give_each_inlined_copy_its_own_counts() {
         w(sum)
     );
     assert!(!flat_dump.contains(&w(weights(0)[0])));
+    let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
+    assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
+}
+
+/// A function of other target attributes (`sse3`, which every x86-64 processor has) calls a
+/// copy loop whose 16-byte copies go through the SSE2 intrinsics' wrappers; the program counts
+/// its copies and short copies and prints them.
+const WIDE: &str = r#"#include <emmintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+static unsigned long copies, shorts;
+static void copy16(void *d, const void *s) {
+    copies++;
+    _mm_storeu_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
+}
+static void copy_n(unsigned char *d, const unsigned char *s, int n) {
+    if (n < 16) {
+        shorts++;
+        while (n--) *d++ = *s++;
+        return;
+    }
+    for (int i = 0; i + 16 <= n; i += 16) copy16(d + i, s + i);
+}
+__attribute__((target("sse3"))) static unsigned long run(unsigned char *buf, int n) {
+    unsigned long s = 0;
+    for (int i = 0; i < n; i++) {
+        int len = (i * 7) % 64;
+        copy_n(buf + 4096, buf + (i % 1024), len);
+        s += buf[4096 + (len ? len - 1 : 0)];
+    }
+    return s;
+}
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 1000;
+    unsigned char *buf = calloc(8192, 1);
+    for (int i = 0; i < 4096; i++) buf[i] = (unsigned char)(i * 31);
+    unsigned long s = run(buf, n);
+    printf("%d %lu %lu %lu\n", n, copies, shorts, s);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_call_the_loader_cannot_inline_again_is_its_callees_own_record() {
+    let dir = scratch("pgo-reinline");
+    let (prof, out, c) = train_small(&dir, "wide", WIDE, &[]);
+    let (copies, shorts) = (c[1], c[2]);
+    let nested = export_nested(&dir, &prof);
+    let h = heads(&nested);
+    let head = |f: &str| {
+        h.iter()
+            .find(|(n, _)| n.contains(f))
+            .map(|(_, &(_, head))| head)
+            .unwrap_or_else(|| panic!("no record of {f}:\n{nested}"))
+    };
+    // The training build inlined copy_n into run, and copy16 into copy_n first. The loader
+    // inlines copy_n again from its nested record, but not copy16 (run's features are not
+    // copy16's, and copy16 still calls the wrappers then): its counts are its own record's.
+    assert!(
+        nested
+            .lines()
+            .any(|l| l.starts_with(' ') && l.contains(": _ZL6copy_n")),
+        "copy_n nested under run:\n{nested}"
+    );
+    assert!(
+        !nested
+            .lines()
+            .any(|l| l.starts_with(' ') && l.contains(": _ZL6copy16")),
+        "copy16 nested:\n{nested}"
+    );
+    assert_eq!(head("_ZL6copy16"), copies, "copy16's head:\n{nested}");
+    assert_eq!(
+        flatten(&nested),
+        flatten(&export(&dir, &prof).0),
+        "the nested profile's records do not add up to the flat profile"
+    );
+    // The loader applies every record (it merged copy16's nested record into copy16's own and
+    // said 17 of 18 before), and weighs copy_n's `n < 16` with the program's own count.
+    let err = tally_cc(
+        &dir,
+        &[
+            "--tally-use=train.tally",
+            "-O2",
+            "wide.c",
+            "-o",
+            "fast",
+            "-mllvm",
+            "-sample-profile-check-record-coverage=100",
+            "-mllvm",
+            "-print-after=sample-profile",
+        ],
+    );
+    assert!(
+        !err.contains("available profile records"),
+        "records left unused:\n{}",
+        err.lines()
+            .filter(|l| l.contains("available profile records"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let w = format!(
+        "!{{!\"branch_weights\", i32 {shorts}, i32 {}}}",
+        c[0] - shorts
+    );
+    assert!(err.contains(&w), "no {w} in the loader's output");
     let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
     assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
 }

@@ -33,6 +33,9 @@ pub(crate) struct Tables {
     /// Record the indirect calls whose targets a `--tally-pgo` build counts
     /// ([`SourceMeta::call_targets`], filled in by `module::call_targets`).
     pub indirect_calls: bool,
+    /// `--tally-pgo` with pre-inlining: the inline instances the rebuild's loader will not
+    /// inline again ([`ScopeMeta::top_level`], `module::reinline`).
+    pub refusals: Option<crate::module::reinline::Refusals>,
 }
 
 impl Tables {
@@ -150,6 +153,9 @@ struct Scopes<'t> {
     index: HashMap<usize, u32>,
     /// Call location (by address) -> the scope of a callee without debug info inlined there.
     nodebug: HashMap<usize, u32>,
+    /// Per scope: the attributes of its root, the function whose record holds it
+    /// (`module::reinline`); `None` without [`Tables::refusals`].
+    roots: Vec<Option<u32>>,
 }
 
 impl Scopes<'_> {
@@ -173,14 +179,23 @@ impl Scopes<'_> {
             at = unsafe { di::LLVMDILocationGetInlinedAt(at) };
         }
         for &(at, scope) in chain.iter().rev() {
-            let func = subprogram_of(self.ctx, scope).map(|sp| self.tables.source_fn(self.ctx, sp));
+            let sp = subprogram_of(self.ctx, scope);
+            let func = sp.map(|sp| self.tables.source_fn(self.ctx, sp));
             let call = self.tables.loc(&ir::location_pos(at));
             let i = self.scopes.len() as u32;
+            // A callee the loader will not inline here roots its own record (`module::reinline`).
+            let root = self.roots.get(parent as usize).copied().flatten();
+            let refused = match (&self.tables.refusals, root, sp) {
+                (Some(r), Some(root), Some(sp)) => r.refused(root, sp as usize),
+                _ => None,
+            };
+            self.roots.push(refused.or(root));
             self.scopes.push(ScopeMeta {
                 func,
                 parent: ScopeIdx(parent),
                 call,
                 call_probe: call_probe(at),
+                top_level: refused.is_some(),
             });
             self.index.insert(at as usize, i);
             parent = i;
@@ -203,11 +218,14 @@ impl Scopes<'_> {
             return Some(ScopeIdx(i));
         }
         let i = self.scopes.len() as u32;
+        self.roots
+            .push(self.roots.get(outer.0 as usize).copied().flatten());
         self.scopes.push(ScopeMeta {
             func: None,
             parent: outer,
             call: self.tables.loc(&ir::location_pos(dl)),
             call_probe: id,
+            top_level: false,
         });
         self.nodebug.insert(dl as usize, i);
         Some(ScopeIdx(i))
@@ -264,6 +282,7 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
     // read them.
     let ctx = unsafe { c::LLVMGetTypeContext(c::LLVMTypeOf(func.0)) };
     let own = tables.source_fn(ctx, sp);
+    let root = tables.refusals.as_mut().map(|r| r.attrs(func.0));
     let mut s = Scopes {
         ctx,
         tables,
@@ -272,9 +291,11 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
             parent: ScopeIdx(0),
             call: Loc::default(),
             call_probe: 0,
+            top_level: false,
         }],
         index: HashMap::new(),
         nodebug: HashMap::new(),
+        roots: vec![root],
     };
     let mut call_targets = Vec::new();
     if s.tables.indirect_calls {

@@ -11,6 +11,7 @@ pub(crate) mod call_targets;
 pub(crate) mod localize;
 pub(crate) mod pre_inline;
 pub(crate) mod redirect;
+pub(crate) mod reinline;
 
 use crate::emit::{cname, Globals};
 use llvm_sys::core as c;

@@ -364,6 +364,7 @@ pub(crate) fn source_meta(rng: &mut Rng, cfg: &Cfg) -> SourceMeta {
                 line: if i == 0 { 0 } else { 1 + rng.below(40) as u32 },
             },
             call_probe: if i == 0 { 0 } else { rng.below(8) as u32 },
+            top_level: i > 0 && rng.below(4) == 0,
         })
         .collect();
     let lines = cfg
