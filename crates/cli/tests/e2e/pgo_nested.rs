@@ -14,7 +14,8 @@
 //!   prints what it printed.
 //! - A call the training build inlined and the loader cannot (a function of other target
 //!   attributes whose callee calls the SSE2 intrinsics' wrappers, as zstd's `_bmi2` decoders
-//!   call `ZSTD_copy16`) is written as its callee's own record, which the loader applies.
+//!   call `ZSTD_copy16`) is written as its callee's own record, which the loader applies; an
+//!   `always_inline` one stays nested, and the loader inlines it.
 
 use crate::pgo::{assert_heads_attached, export, heads, tally_cc, train_small};
 use crate::support::*;
@@ -343,20 +344,7 @@ fn a_call_the_loader_cannot_inline_again_is_its_callees_own_record() {
     );
     // The loader applies every record (it merged copy16's nested record into copy16's own and
     // said 17 of 18 before), and weighs copy_n's `n < 16` with the program's own count.
-    let err = tally_cc(
-        &dir,
-        &[
-            "--tally-use=train.tally",
-            "-O2",
-            "wide.c",
-            "-o",
-            "fast",
-            "-mllvm",
-            "-sample-profile-check-record-coverage=100",
-            "-mllvm",
-            "-print-after=sample-profile",
-        ],
-    );
+    let err = rebuild_wide(&dir, &["-mllvm", "-print-after=sample-profile"]);
     assert!(
         !err.contains("available profile records"),
         "records left unused:\n{}",
@@ -372,4 +360,40 @@ fn a_call_the_loader_cannot_inline_again_is_its_callees_own_record() {
     assert!(err.contains(&w), "no {w} in the loader's output");
     let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
     assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
+
+    // `always_inline`, the same callee is inlined whatever the attributes: it stays nested,
+    // and the loader inlines it there and applies every record.
+    let forced = WIDE.replace(
+        "static void copy16",
+        "__attribute__((always_inline)) static inline void copy16",
+    );
+    let dir = scratch("pgo-reinline-forced");
+    let (prof, out, _) = train_small(&dir, "wide", &forced, &[]);
+    let nested = export_nested(&dir, &prof);
+    assert!(
+        nested
+            .lines()
+            .any(|l| l.starts_with("  ") && l.contains(": _ZL6copy16")),
+        "copy16 nested under copy_n:\n{nested}"
+    );
+    let err = rebuild_wide(&dir, &[]);
+    assert!(!err.contains("available profile records"), "{err}");
+    let fast = Command::new(dir.join("fast")).arg("1000").output().unwrap();
+    assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
+}
+
+/// `wide.c` rebuilt from `train.tally` into `fast` with the loader's coverage check and `extra`:
+/// the compiler's stderr.
+fn rebuild_wide(dir: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "--tally-use=train.tally",
+        "-O2",
+        "wide.c",
+        "-o",
+        "fast",
+        "-mllvm",
+        "-sample-profile-check-record-coverage=100",
+    ];
+    args.extend(extra);
+    tally_cc(dir, &args)
 }

@@ -158,6 +158,7 @@ impl Val {
         !v.is_null() && !unsafe { c::LLVMIsAInlineAsm(v.0) }.is_null()
     }
     pub fn intrinsic_id(self) -> u32 {
+        // SAFETY: `self` is a live handle of the module (module doc); the call only reads it.
         unsafe { c::LLVMGetIntrinsicID(self.0) }
     }
     /// Tail-call marker of a call instruction.

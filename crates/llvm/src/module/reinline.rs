@@ -6,23 +6,27 @@
 //! inliner: a callee's own calls are inlined into it first. The loader works top-down: it
 //! inlines a call to match a nested record while the callee still has its own calls, so it
 //! judges the callee's body as written. On x86 the two judgments differ for a caller and callee
-//! of different target attributes (`__attribute__((target("bmi2")))`): LLVM then inlines only a
-//! callee none of whose calls passes or returns a vector or an aggregate to a function whose
-//! attributes differ from the caller's (`X86TTIImpl::areInlineCompatible`, whose check of such
-//! calls is `areTypesABICompatible`: the same `target-cpu` and `target-features`). zstd's
+//! of different target attributes (`__attribute__((target("bmi2")))`): LLVM then inlines a
+//! callee that is not `always_inline` only if none of its calls that pass or return a vector or
+//! an aggregate goes through a pointer or to a function (not an intrinsic) whose attributes
+//! differ from the caller's (`X86TTIImpl::areInlineCompatible`, whose check of such calls is
+//! `areTypesABICompatible`: the same `target-cpu` and `target-features`). zstd's
 //! `ZSTD_copy16` calls the SSE2 intrinsics' wrappers `_mm_loadu_si128` and `_mm_storeu_si128`:
 //! inlined into it first, they are gone when pre-inlining inlines it into a `_bmi2` decoder; the
 //! loader sees them, refuses, and merges the nested record into `ZSTD_copy16`'s own, which its
 //! coverage check counts as records not applied (docs/pgo.md).
 //!
-//! [`Refusals`] is read from the module before pre-inlining. An inline instance of `g` under
-//! root `f` is refused when `f`'s and `g`'s attributes differ and one of `g`'s calls with a
-//! vector or aggregate goes through a pointer or to a function (not an intrinsic) whose
-//! attributes differ from `f`'s. The root is the function the instance was inlined into or,
-//! under a refused instance, that instance's callee, whose own record the loader applies when
-//! it handles it. Equal attribute strings are equal features; different strings may still be
-//! equal features, where LLVM would inline and the instance is written top-level all the same:
-//! the loader then inlines by its own rules, as it does everywhere without a nested profile.
+//! [`Refusals`] is read from the module before pre-inlining (x86 targets only; elsewhere
+//! nothing is refused). An inline instance of `g` under root `f` is refused by that rule, `f`
+//! being the outermost function of the instance's inline chain (the one the loader inlines
+//! into) or, under a refused instance, that instance's callee, whose own record the loader
+//! applies when it handles it. Equal attribute strings are equal features; different strings
+//! may still be equal features, where LLVM would inline and the instance is written top-level
+//! all the same: the loader then inlines by its own rules, as it does everywhere without a
+//! nested profile. Not modelled: x86's refusal of equal attributes whose use of 512-bit vector
+//! registers differs (AVX-512 code), a callee without debug info (an inline scope has no
+//! function to judge), and calls that the loader's early simplification makes direct (judged
+//! here as through a pointer, so refused where the loader may inline).
 
 use crate::ir::Val;
 use llvm_sys::core as c;
@@ -37,6 +41,8 @@ type Attrs = u32;
 /// its calls that pass or return a vector or aggregate (`None`: through a pointer).
 struct Callee {
     attrs: Attrs,
+    /// `always_inline`: inlined whatever the attributes.
+    always: bool,
     wide_calls: Vec<Option<Attrs>>,
 }
 
@@ -49,9 +55,17 @@ pub(crate) struct Refusals {
 }
 
 impl Refusals {
-    /// Reads every defined function with debug info (call before inlining).
+    /// Reads every defined function with debug info (call before inlining); nothing outside
+    /// x86.
     pub(crate) fn of(m: LLVMModuleRef) -> Refusals {
         let mut r = Refusals::default();
+        // SAFETY: `m` is the live module (`crate::ir`'s module doc); the triple is read at once.
+        let triple = crate::ir::cstr(unsafe { c::LLVMGetTarget(m) });
+        let arch = triple.split('-').next().unwrap_or("");
+        if !matches!(arch, "x86_64" | "i386" | "i486" | "i586" | "i686") {
+            return r;
+        }
+        let always = crate::ir::attr_kind("alwaysinline");
         for f in crate::emit::build::functions(m) {
             let fv = Val(f);
             let Some(sp) = crate::ir::subprogram(fv) else {
@@ -67,15 +81,24 @@ impl Refusals {
                     if !v.is_call_like() || v.calls_inline_asm() || !wide(v) {
                         continue;
                     }
-                    match v.called_function() {
+                    // LLVM's `getCalledFunction`: none when the call's type is not the
+                    // function's (then judged as a call through a pointer).
+                    match v.called_function().filter(|&g| same_type(v, g)) {
                         Some(g) if g.intrinsic_id() != 0 => {}
                         Some(g) => wide_calls.push(Some(r.attrs(g.0))),
                         None => wide_calls.push(None),
                     }
                 }
             }
-            r.by_subprogram
-                .insert(sp as usize, Callee { attrs, wide_calls });
+            let always = fv.fn_has_attr(always);
+            r.by_subprogram.insert(
+                sp as usize,
+                Callee {
+                    attrs,
+                    always,
+                    wide_calls,
+                },
+            );
         }
         r
     }
@@ -95,7 +118,7 @@ impl Refusals {
     /// root's.
     pub(crate) fn refused(&self, root: Attrs, sp: usize) -> Option<Attrs> {
         let g = self.by_subprogram.get(&sp)?;
-        let refused = g.attrs != root && g.wide_calls.iter().any(|&c| c != Some(root));
+        let refused = !g.always && g.attrs != root && g.wide_calls.iter().any(|&c| c != Some(root));
         refused.then_some(g.attrs)
     }
 }
@@ -118,6 +141,13 @@ fn wide(v: Val) -> bool {
         is_wide(c::LLVMTypeOf(v.0))
             || (0..args).any(|i| is_wide(c::LLVMTypeOf(c::LLVMGetOperand(v.0, i))))
     }
+}
+
+/// Whether call `v` has the type of function `g`.
+fn same_type(v: Val, g: Val) -> bool {
+    // SAFETY: `v` is a live call and `g` a live function of the module (`crate::ir`'s module
+    // doc); read only.
+    unsafe { c::LLVMGetCalledFunctionType(v.0) == c::LLVMGlobalGetValueType(g.0) }
 }
 
 /// The value of string function attribute `name` of `f`, empty without it.
@@ -150,9 +180,10 @@ mod tests {
     use inkwell::context::Context;
     use inkwell::memory_buffer::MemoryBuffer;
 
-    /// `copy16` passes vectors to the intrinsics' wrappers (`load`, `store`); `count` calls
-    /// only an intrinsic; `via_bmi2` passes a vector to a function of `bmi2`'s attributes;
-    /// `indirect` passes one through a pointer. `bmi2` and `plain` are roots.
+    /// `copy16` passes vectors to the intrinsics' wrappers (`load`, `store`), and so does
+    /// `forced`, `always_inline`; `count` calls only an intrinsic; `via_bmi2` passes a vector
+    /// to a function of `bmi2`'s attributes; `indirect` passes one through a pointer. `bmi2`
+    /// and `plain` are roots.
     const IR: &str = r#"
 define <2 x i64> @load(ptr %p) #2 !dbg !10 {
   %v = load <2 x i64>, ptr %p
@@ -182,6 +213,11 @@ define void @indirect(ptr %f, <2 x i64> %v) #0 !dbg !16 {
   call void %f(<2 x i64> %v), !dbg !22
   ret void
 }
+define void @forced(ptr %d, ptr %s) #3 !dbg !19 {
+  %v = call <2 x i64> @load(ptr %s), !dbg !23
+  call void @store(ptr %d, <2 x i64> %v), !dbg !23
+  ret void
+}
 define void @bmi2() #1 !dbg !17 {
   ret void
 }
@@ -192,6 +228,7 @@ declare i64 @llvm.ctpop.i64(i64)
 attributes #0 = { "target-cpu"="x86-64" "target-features"="+sse2" }
 attributes #1 = { "target-cpu"="x86-64" "target-features"="+sse2,+bmi2" }
 attributes #2 = { "target-cpu"="x86-64" "target-features"="+sse2" "min-legal-vector-width"="128" }
+attributes #3 = { alwaysinline "target-cpu"="x86-64" "target-features"="+sse2" }
 !llvm.dbg.cu = !{!0}
 !llvm.module.flags = !{!2}
 !0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, isOptimized: true, runtimeVersion: 0, emissionKind: FullDebug)
@@ -207,34 +244,58 @@ attributes #2 = { "target-cpu"="x86-64" "target-features"="+sse2" "min-legal-vec
 !16 = distinct !DISubprogram(name: "indirect", scope: !1, file: !1, line: 7, type: !3, spFlags: DISPFlagDefinition, unit: !0)
 !17 = distinct !DISubprogram(name: "bmi2", scope: !1, file: !1, line: 8, type: !3, spFlags: DISPFlagDefinition, unit: !0)
 !18 = distinct !DISubprogram(name: "plain", scope: !1, file: !1, line: 9, type: !3, spFlags: DISPFlagDefinition, unit: !0)
+!19 = distinct !DISubprogram(name: "forced", scope: !1, file: !1, line: 10, type: !3, spFlags: DISPFlagDefinition, unit: !0)
 !20 = !DILocation(line: 3, scope: !12)
 !21 = !DILocation(line: 6, scope: !15)
 !22 = !DILocation(line: 7, scope: !16)
+!23 = !DILocation(line: 10, scope: !19)
 "#;
 
-    #[test]
-    fn a_callee_passing_vectors_to_other_attributes_is_refused() {
+    /// The test IR for `triple`, parsed, and a lookup of its functions by name, handed to
+    /// `check`.
+    fn with_module(triple: &str, check: impl FnOnce(LLVMModuleRef, &dyn Fn(&str) -> LLVMValueRef)) {
         let context = Context::create();
-        let buf = MemoryBuffer::create_from_memory_range_copy(IR.as_bytes(), "t");
+        let ir = format!("target triple = \"{triple}\"\n{IR}");
+        let buf = MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
         let module = context
             .create_module_from_ir(buf)
             .expect("the test IR parses");
-        let m = module.as_mut_ptr();
-        let mut r = Refusals::of(m);
         let f = |name: &str| {
             inkwell::values::AsValueRef::as_value_ref(&module.get_function(name).expect(name))
         };
-        let sp = |name: &str| crate::ir::subprogram(Val(f(name))).expect(name) as usize;
-        let (bmi2, plain) = (r.attrs(f("bmi2")), r.attrs(f("plain")));
-        assert_ne!(bmi2, plain);
-        // Refused under a root of other attributes; its own become the new root's.
-        assert_eq!(r.refused(bmi2, sp("copy16")), Some(plain));
-        assert_eq!(r.refused(bmi2, sp("indirect")), Some(plain));
-        // Not refused: the same attributes as the root's, only an intrinsic, or the wide
-        // call's callee has the root's attributes.
-        assert_eq!(r.refused(plain, sp("copy16")), None);
-        assert_eq!(r.refused(bmi2, sp("count")), None);
-        assert_eq!(r.refused(bmi2, sp("via_bmi2")), None);
-        assert_eq!(r.refused(plain, sp("via_bmi2")), None);
+        check(module.as_mut_ptr(), &f);
+    }
+
+    /// The `DISubprogram` of function `f`, as [`Refusals`] keys it.
+    fn sp(f: LLVMValueRef) -> usize {
+        crate::ir::subprogram(Val(f)).expect("a subprogram") as usize
+    }
+
+    #[test]
+    fn a_callee_passing_vectors_to_other_attributes_is_refused() {
+        with_module("x86_64-unknown-linux-gnu", |m, f| {
+            let mut r = Refusals::of(m);
+            let (bmi2, plain) = (r.attrs(f("bmi2")), r.attrs(f("plain")));
+            assert_ne!(bmi2, plain);
+            // Refused under a root of other attributes; its own become the new root's.
+            assert_eq!(r.refused(bmi2, sp(f("copy16"))), Some(plain));
+            assert_eq!(r.refused(bmi2, sp(f("indirect"))), Some(plain));
+            // Not refused: the same attributes as the root's, only an intrinsic, the wide
+            // call's callee has the root's attributes, or `always_inline`.
+            assert_eq!(r.refused(plain, sp(f("copy16"))), None);
+            assert_eq!(r.refused(bmi2, sp(f("count"))), None);
+            assert_eq!(r.refused(bmi2, sp(f("via_bmi2"))), None);
+            assert_eq!(r.refused(plain, sp(f("via_bmi2"))), None);
+            assert_eq!(r.refused(bmi2, sp(f("forced"))), None);
+        });
+    }
+
+    #[test]
+    fn nothing_is_refused_outside_x86() {
+        with_module("aarch64-unknown-linux-gnu", |m, f| {
+            let mut r = Refusals::of(m);
+            let bmi2 = r.attrs(f("bmi2"));
+            assert_eq!(r.refused(bmi2, sp(f("copy16"))), None);
+        });
     }
 }
