@@ -334,9 +334,10 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
         table += w.plan.num_tables();
     }
     let mut next = own as u64;
+    let mut target_tables = call_targets::Tables::default();
     for ((w, f), sites) in work.iter().zip(&mut functions).zip(&sites) {
         call_targets::record(&mut f.source.call_targets, sites, next);
-        next += call_targets::emit(&globals, w.func, sites, next);
+        next += call_targets::emit(&globals, &mut target_tables, w.func, sites, next);
     }
     mode.after_emit(&globals);
     if let Some(why) = ip_failure {
