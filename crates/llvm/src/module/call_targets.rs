@@ -7,14 +7,14 @@
 //! Here the candidates are known when the module is instrumented: without LTO the optimizer can
 //! promote a call only to a function its module names, so the candidates of a call are the
 //! module's functions whose address is taken and whose type is the call's (defined or
-//! declared). Each call site has a constant array of them and one counter per candidate in the
-//! module's counter array, so the counts are merged, summed and subtracted as every other
-//! counter is (`tally merge`, snapshots). Before the call, `tally.call_target` (inlined)
-//! compares the callee with the candidate that matched last time (a per-site hint) and
-//! increments its counter; on a miss, `tally.call_target.scan` (not inlined) asks the runtime
-//! (`__tally_call_target_find`, `runtime/c/targets.c`: a hash of the candidates' addresses,
-//! built on first use, when there are many). A call to a function that is not a candidate is
-//! counted by no target: the block's count less the targets' sum.
+//! declared). The calls of a type share a constant array of them ([`Tables`]), and each call
+//! has one counter per candidate in the module's counter array, so the counts are merged,
+//! summed and subtracted as every other counter is (`tally merge`, snapshots). Before the
+//! call, `tally.call_target` (inlined) compares the callee with the candidate that matched last
+//! time (a per-site hint) and increments its counter; on a miss, `tally.call_target.scan` (not
+//! inlined) asks the runtime (`__tally_call_target_find`, `runtime/c/targets.c`: a hash of the
+//! candidates' addresses, built on first use, when there are many). A call to a function that
+//! is not a candidate is counted by no target: the block's count less the targets' sum.
 
 use crate::emit::build::{
     self, add_global, const_array, const_int, const_null, const_struct_in, private_constant,
