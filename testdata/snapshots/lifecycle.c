@@ -9,6 +9,14 @@
  *                         works (2 times), takes snapshot 2 and exits
  *   lifecycle exec        work() 4 times, snapshot 1, work() 6 times, then exec /bin/true: the
  *                         exec writes the last part
+ *   lifecycle _exit       the same, ending with _exit(0)
+ *   lifecycle fork-exec   work() once, snapshot 1, then a fork: the child works (5 times) and
+ *                         execs /bin/true (its part starts at the parent's snapshot 1); the
+ *                         parent waits for it, works (2 times) and exits
+ *
+ * Built with a tally-built library linked in (plugin.c), the library's copy of the runtime is
+ * the one that takes the snapshots, and the exec and _exit, called here, write through this
+ * image's copy.
  *
  * Every snapshot is a raise(SIGWINCH) by the only thread, so the snapshot points and every
  * part's counts are deterministic. Prints what the work added up to. */
@@ -79,13 +87,21 @@ static int dl(const char *path) {
     return 0; /* the last part: nothing ran in the plugin */
 }
 
-static int forks(void) {
+/* fork, and fork-exec when `exec`. */
+static int forks(int exec) {
     works(1);
     snapshot();
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0)
         return 2;
+    if (pid == 0 && exec) {
+        works(5);
+        printf("child %ld\n", total);
+        fflush(stdout);
+        execl("/bin/true", "true", (char *)0);
+        _exit(4);
+    }
     if (pid == 0) {
         works(7);
         snapshot();
@@ -97,7 +113,8 @@ static int forks(void) {
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
         return 3;
     works(2);
-    snapshot();
+    if (!exec)
+        snapshot();
     printf("parent %ld\n", total);
     return 0;
 }
@@ -112,13 +129,26 @@ static int execs(void) {
     return 4;
 }
 
+static int exits(void) {
+    works(4);
+    snapshot();
+    works(6);
+    printf("%ld\n", total);
+    fflush(stdout);
+    _exit(0);
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "dl"))
         return dl(argv[2]);
     if (argc == 2 && !strcmp(argv[1], "fork"))
-        return forks();
+        return forks(0);
     if (argc == 2 && !strcmp(argv[1], "exec"))
         return execs();
-    fprintf(stderr, "usage: lifecycle dl PLUGIN | fork | exec\n");
+    if (argc == 2 && !strcmp(argv[1], "_exit"))
+        return exits();
+    if (argc == 2 && !strcmp(argv[1], "fork-exec"))
+        return forks(1);
+    fprintf(stderr, "usage: lifecycle dl PLUGIN | fork | exec | _exit | fork-exec\n");
     return 2;
 }

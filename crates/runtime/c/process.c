@@ -62,7 +62,7 @@ __asm__(".pushsection .note.tally,\"a\",@note\n"
 static int in_live;
 
 /* Fallback registry when no memory can be mapped (then this copy stays on its own). */
-static struct tally_registry local_registry = {TALLY_REGISTRY_MAGIC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static struct tally_registry local_registry = {.magic = TALLY_REGISTRY_MAGIC};
 
 /* Appends this copy to the registry's live list. Caller holds r->lock. */
 static void enter_live_locked(struct tally_registry *r) {
@@ -152,6 +152,7 @@ struct tally_registry *join_registry(void) {
         r->magic = TALLY_REGISTRY_MAGIC;
         r->owner = &tally__self;
         r->pid = getpid();
+        r->start_ns = prog.start_ns; /* read_env's, just before */
         owner = 1;
     }
     /* This image's code, for snapshots (threads.c): found here, before the registry's lock,

@@ -150,7 +150,7 @@
 #define snap_charge_self tally__snap_charge_self
 #define snapshots_init tally__snapshots_init
 #define snapshots_forked tally__snapshots_forked
-#define snap tally__snap
+#define snap_signal tally__snap_signal
 #define cont_register tally__cont_register
 #define cont_unregister tally__cont_unregister
 #define cont_final_path tally__cont_final_path
@@ -255,7 +255,7 @@ extern char reg_lock;
 #define TALLY_INSTANCE_MAGIC 0x534e49594c4c4154ull /* "TALLYINS" */
 /* The layout of struct tally_registry is shared by the copies of one process: change the magic
  * whenever it changes (a copy that finds no registry of its own layout keeps its own). */
-#define TALLY_REGISTRY_MAGIC 0x3547525943524154ull /* "TARCYRG5" */
+#define TALLY_REGISTRY_MAGIC 0x3647525943524154ull /* "TARCYRG6" */
 #define TALLY_NOTE_TYPE 0x7461u                    /* in notes named "tally" */
 
 struct tally_registry;
@@ -300,6 +300,14 @@ struct dead_module {
     size_t map_len;   /* of the mapping holding header and record */
 };
 
+/* The snapshots of the process (snapshot.c), which every writer reads (struct tally_registry). */
+struct tally_parts {
+    uint64_t seq;     /* snapshots written */
+    uint64_t writing; /* while a snapshot is written: its number (seq + 1); else 0 */
+    uint64_t from_ns; /* when the counts in the counters start: the last snapshot (0: the start) */
+    uint64_t now_ns;  /* the time of the snapshot being written */
+};
+
 struct tally_registry {
     uint64_t magic;   /* TALLY_REGISTRY_MAGIC */
     char lock;        /* guards everything here and every copy's module list */
@@ -321,6 +329,12 @@ struct tally_registry {
     char threaded;
     /* The fatal signal whose handler writes the profile (signals.c), else 0. */
     int fatal_signal;
+    /* When the process started (CLOCK_REALTIME ns, the owner's first registration; a fork
+     * child's is its parent's) and which part of it the counters hold (snapshot.c): here, not
+     * in one copy, because any copy may write the profile (an exec or `_exit` called from
+     * another image than the owner's writes through its own copy). */
+    uint64_t start_ns;
+    struct tally_parts parts;
 };
 
 extern struct tally_instance tally__self;
@@ -483,15 +497,8 @@ static inline uintptr_t interrupted_pc(void *uc) {
 
 /* ---- snapshot.c: snapshots of a long-running process ---------------------------------------- */
 
-/* The owner's snapshot state, which the writer reads. */
-struct tally_snap {
-    uint64_t seq;     /* snapshots written */
-    uint64_t writing; /* while a snapshot is written: its number (seq + 1); else 0 */
-    uint64_t from_ns; /* when the counts in the counters start: the last snapshot (0: the start) */
-    uint64_t now_ns;  /* the time of the snapshot being written */
-    int signal;       /* TALLY_SNAPSHOT_SIGNAL's number, or 0: signals_init leaves it alone */
-};
-extern struct tally_snap snap;
+/* TALLY_SNAPSHOT_SIGNAL's number, or 0: signals_init leaves it alone. */
+extern int snap_signal;
 /* At the owner's first registration, before signals_init: reads TALLY_SNAPSHOT_SIGNAL and
  * TALLY_SNAPSHOT_INTERVAL and sets up what they ask for. */
 void snapshots_init(void);

@@ -137,7 +137,7 @@ void signals_init(void) {
         struct sigaction k;
         if (sig <= 0 || sig >= NSIGS || sigaction(sig, 0, &k) != 0)
             continue;
-        if (sig == snap.signal) /* TALLY_SNAPSHOT_SIGNAL: snapshot.c's */
+        if (sig == snap_signal) /* TALLY_SNAPSHOT_SIGNAL: snapshot.c's */
             continue;
         managed[sig] = 1;
         if (k.sa_handler != SIG_DFL) /* SIG_IGN or a handler (sa_sigaction shares the field) */

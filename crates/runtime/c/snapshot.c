@@ -33,7 +33,7 @@
  */
 #include "rt.h"
 
-struct tally_snap snap;
+int snap_signal;
 
 static int tick_sig;          /* the timer's signal, 0 if none */
 static timer_t timer;
@@ -162,18 +162,19 @@ static int supported_locked(const struct tally_registry *r) {
 static int write_part_locked(struct tally_registry *r) {
     struct timespec ts = {0, 0};
     (void)clock_gettime(CLOCK_REALTIME, &ts);
-    snap.now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    __atomic_store_n(&snap.writing, snap.seq + 1, __ATOMIC_RELEASE);
+    struct tally_parts *s = &r->parts;
+    s->now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    __atomic_store_n(&s->writing, s->seq + 1, __ATOMIC_RELEASE);
     int err = write_profile_locked();
-    __atomic_store_n(&snap.writing, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->writing, 0, __ATOMIC_RELEASE);
     if (err) {
         /* Reported there (or TALLY_PROFILE=off, or %m: a merged profile has no parts): no more
          * snapshots, and the counts stay for the end's profile. */
         off = 1;
         return 0;
     }
-    snap.seq++;
-    snap.from_ns = snap.now_ns;
+    s->seq++;
+    s->from_ns = s->now_ns;
     reset_locked(r);
     return 1;
 }
@@ -253,7 +254,7 @@ void snapshots_init(void) {
             snap_report("no snapshots on a signal",
                         "the program handles or ignores TALLY_SNAPSHOT_SIGNAL");
         else if (install(sig) == 0)
-            snap.signal = sig;
+            snap_signal = sig;
     }
     if (want_int) {
         interval_ns = parse_interval(env.snap_interval.v);
@@ -261,7 +262,7 @@ void snapshots_init(void) {
             snap_report("no periodic snapshots",
                         "TALLY_SNAPSHOT_INTERVAL is not a positive number of seconds");
     }
-    if (!interval_ns && !snap.signal) {
+    if (!interval_ns && !snap_signal) {
         errno = saved_errno;
         return;
     }

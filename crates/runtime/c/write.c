@@ -962,8 +962,14 @@ void run_exit_status(int status) {
     run_status_kind = TALLY_RUN_STATUS_EXITED;
 }
 
+/* The snapshots of the process `r` (none without a registry). */
+static const struct tally_parts *parts_of(const struct tally_registry *r) {
+    static const struct tally_parts none;
+    return r ? &r->parts : &none;
+}
+
 /* The run record (version 5, tally.h): start and end time, exit status, host, TALLY_LABELS. */
-static void out_run(void) {
+static void out_run(const struct tally_registry *r) {
     static const unsigned char zeros[8];
     struct timespec ts = {0, 0};
     (void)clock_gettime(CLOCK_REALTIME, &ts);
@@ -974,10 +980,11 @@ static void out_run(void) {
         labels = 0;
     uint64_t host = prog.host_len <= TALLY_RUN_HOST_MAX ? prog.host_len : 0;
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    uint64_t part = __atomic_load_n(&snap.writing, __ATOMIC_ACQUIRE);
+    const struct tally_parts *s = parts_of(r);
+    uint64_t part = __atomic_load_n(&s->writing, __ATOMIC_ACQUIRE);
     /* After a snapshot, a part starts at the last one (snapshot.c). */
-    out_u64(snap.from_ns ? snap.from_ns : prog.start_ns);
-    out_u64(part ? snap.now_ns : now);
+    out_u64(s->from_ns ? s->from_ns : r && r->start_ns ? r->start_ns : prog.start_ns);
+    out_u64(part ? s->now_ns : now);
     if (part) {
         out_u32(TALLY_RUN_STATUS_SNAPSHOT);
         out_u32((uint32_t)part);
@@ -1007,7 +1014,7 @@ static uint32_t profile_flags(const struct tally_registry *r) {
     int sig = __atomic_load_n(&r->fatal_signal, __ATOMIC_RELAXED);
     if (sig > 0 && (uint32_t)sig <= (TALLY_PROFILE_SIGNAL_MASK >> TALLY_PROFILE_SIGNAL_SHIFT))
         flags |= TALLY_PROFILE_SIGNALED | ((uint32_t)sig << TALLY_PROFILE_SIGNAL_SHIFT);
-    if (snap.seq || __atomic_load_n(&snap.writing, __ATOMIC_ACQUIRE))
+    if (r->parts.seq || __atomic_load_n(&r->parts.writing, __ATOMIC_ACQUIRE))
         flags |= TALLY_PROFILE_DELTA; /* a part of a process that takes snapshots */
     return flags;
 }
@@ -1054,7 +1061,7 @@ int write_profile_locked(void) {
     int err = build_path(sig, &merge);
     if (err == 1)
         return 1;
-    uint64_t part = __atomic_load_n(&snap.writing, __ATOMIC_ACQUIRE);
+    uint64_t part = __atomic_load_n(&parts_of(r)->writing, __ATOMIC_ACQUIRE);
     if (!err && part && merge) {
         profile_report(out.line, sizeof out.line, "no snapshots of", out.path,
                        "a merged profile (%m) holds no parts; name one per process (%p)");
@@ -1100,7 +1107,7 @@ int write_profile_locked(void) {
     out_u64((uint64_t)getpid());
     out_program(live, dead, count);
     if (!merge)
-        out_run();
+        out_run(r);
     /* Records in ascending module hash (list order among equal hashes), whatever the order the
      * images registered or were closed in, which depends on how the process ends (atexit
      * order at exit(), load order at _exit or a signal): profiles of one program list their

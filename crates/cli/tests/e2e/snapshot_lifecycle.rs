@@ -4,7 +4,8 @@
 //! the next part) and loaded again; a `fork` (the child's parts start where its parent's last
 //! snapshot ended); an `exec` (it writes the last part). Every part against the same-run
 //! oracle and against the program's own counts, and the parts of each process against a run
-//! without snapshots.
+//! without snapshots. Also with a tally-built library linked in, whose copy of the runtime
+//! takes the snapshots while an `exec` or `_exit` in the executable writes through its own.
 
 use crate::long_running::{assert_oracle_equal, entries, header, is_delta, merge, only};
 use crate::support::*;
@@ -40,6 +41,25 @@ fn build_lifecycle(dir: &Path) -> (PathBuf, PathBuf) {
     );
     let exe = tally_cc(dir, &[life.to_str().unwrap(), "-ldl"], "lifecycle");
     (exe, so)
+}
+
+/// The program linked with its plugin as a library (loaded before the program's own code, so
+/// the plugin's copy of the runtime is the one that registers first and takes snapshots).
+fn build_lifecycle_with_library(dir: &Path) -> PathBuf {
+    let (_, so) = build_lifecycle(dir);
+    let life = repo().join("testdata/snapshots/lifecycle.c");
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    tally_cc(
+        dir,
+        &[
+            life.to_str().unwrap(),
+            "-Wl,--no-as-needed",
+            so.to_str().unwrap(),
+            &rpath,
+            "-ldl",
+        ],
+        "lifecycle-lib",
+    )
 }
 
 /// Runs the program in a directory of its own, `dir/NAME`, its profiles at `r.%p.tally`,
@@ -128,6 +148,26 @@ fn checked_parts(what: &str, parts: &[PathBuf], first: u32) -> Vec<(u64, u64)> {
     times
 }
 
+/// The parts of the two processes a run left in `out`, a parent whose first snapshot is number
+/// 1 and a fork child made after it, `lens` parts each, checked: the child's first part starts
+/// at the parent's snapshot 1 (and, after a snapshot of its own, is numbered 2).
+fn parent_and_child(what: &str, out: &Path, lens: (usize, usize)) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let procs = processes(out);
+    assert_eq!(procs.len(), 2, "{what}: {procs:?}");
+    let (mut parent, mut child): (Vec<_>, Vec<_>) = procs
+        .into_values()
+        .partition(|ps| header(&ps[0]).1 == Some(1));
+    let (parent, child) = (parent.remove(0), child.remove(0));
+    assert_eq!((parent.len(), child.len()), lens, "{parent:?} {child:?}");
+    let pt = checked_parts(&format!("{what}: parent"), &parent, 1);
+    let ct = checked_parts(&format!("{what}: child"), &child, 2);
+    assert_eq!(
+        ct[0].0, pt[0].1,
+        "{what}: the child's first part does not start at the parent's snapshot 1"
+    );
+    (parent, child)
+}
+
 /// The parts of the one process a run left in `out`, `n` of them.
 fn one_process(out: &Path, n: usize) -> Vec<PathBuf> {
     let procs = processes(out);
@@ -201,20 +241,8 @@ fn snapshots_of_a_fork_child_start_at_its_parents_last() {
     let dir = scratch("snap-life-fork");
     let (exe, _) = build_lifecycle(&dir);
     let (got, out) = run_lifecycle(&exe, &["fork"], &dir, "snap", true);
-    let procs = processes(&out);
-    assert_eq!(procs.len(), 2, "{procs:?}");
     // The parent took snapshot 1; the child's first is number 2.
-    let (parent, child): (Vec<_>, Vec<_>) = procs
-        .into_values()
-        .partition(|ps| header(&ps[0]).1 == Some(1));
-    let (parent, child) = (&parent[0], &child[0]);
-    assert_eq!((parent.len(), child.len()), (3, 2), "{parent:?} {child:?}");
-    let pt = checked_parts("fork: parent", parent, 1);
-    let ct = checked_parts("fork: child", child, 2);
-    assert_eq!(
-        ct[0].0, pt[0].1,
-        "the child's first part does not start at the parent's snapshot 1"
-    );
+    let (parent, child) = &parent_and_child("fork", &out, (3, 2));
     assert_eq!(entries_in(parent, "work"), [1, 2, 0]);
     assert_eq!(entries_in(child, "work"), [7, 3]);
 
@@ -260,4 +288,38 @@ fn snapshots_end_at_an_exec() {
     checked_parts("exec", &parts, 1);
     assert_eq!(entries_in(&parts, "work"), [4, 6]);
     assert_parts_add_up(&dir, &exe, &["exec"], &got, &parts);
+}
+
+/// An exec and an `_exit` in the executable write the last part through the executable's copy
+/// of the runtime while the library's copy took the snapshots: the part is one (delta flag,
+/// starting at the last snapshot), and the parts add up to the process's profile.
+#[test]
+fn the_last_part_is_a_part_whichever_image_writes_it() {
+    let dir = scratch("snap-life-owner");
+    let exe = build_lifecycle_with_library(&dir);
+    for mode in ["exec", "_exit"] {
+        let (got, out) = run_lifecycle(&exe, &[mode], &dir, "snap", true);
+        let parts = one_process(&out, 2);
+        checked_parts(mode, &parts, 1);
+        assert_eq!(entries_in(&parts, "work"), [4, 6], "{mode}");
+        assert_parts_add_up(&dir, &exe, &[mode], &got, &parts);
+    }
+}
+
+/// A fork child that execs, as test runners start their tests (libuv's): its profile, written
+/// before the exec, holds what it did after its parent's last snapshot, so it is a part, and
+/// with the parent's parts the sum of the two processes stays one of parts (early exits
+/// unknown), never a profile with negative counts.
+#[test]
+fn a_fork_child_that_execs_writes_a_part() {
+    let dir = scratch("snap-life-fork-exec");
+    let exe = build_lifecycle_with_library(&dir);
+    let (_, out) = run_lifecycle(&exe, &["fork-exec"], &dir, "snap", true);
+    let (parent, child) = &parent_and_child("fork-exec", &out, (2, 1));
+    assert_eq!(entries_in(parent, "work"), [1, 2]);
+    assert_eq!(entries_in(child, "work"), [5]);
+    let all: Vec<PathBuf> = parent.iter().chain(child).cloned().collect();
+    let sum = merge(&dir, &all, "fork-exec-sum.tally");
+    assert!(is_delta(&sum), "a fork child's part made the sum whole");
+    assert_oracle_equal("fork-exec: sum", &sum);
 }
