@@ -10,7 +10,11 @@
 #   oracle CC="tally cc"   CXX="tally c++"   TALLY_MODE=edge TALLY_ORACLE=on (the same-run oracle)
 # all with CFLAGS=CXXFLAGS="-O2 -g". For each project it checks
 #   1. configure results identical to the plain build (config.status + config header, or CMakeCache.txt),
-#   2. test-suite results identical to the plain build (every PASS/FAIL/SKIP/... line, or ctest's),
+#   2. test-suite results identical to the plain build (every PASS/FAIL/SKIP/... line, or ctest's);
+#      projects with <p>_rerun (libuv) run each test whose result differs again on its own, RERUNS
+#      (20) times in each build: when its result varies from run to run in the plain build and the
+#      other build gave no result the plain one did not, the difference is the test's own (reported
+#      with the counts, e.g. a test that races a timer against a connection to 1.2.3.4),
 #   3. edge == edges-naive over the whole test suite: every process writes TALLY_PROFILE=<dir>/%p.tally;
 #      the profiles are grouped by the build that wrote them, each group merged with `tally merge`, and
 #      every block and edge count of every function compared between the two modes,
@@ -425,6 +429,12 @@ libuv_check() {
   return $rc
 }
 libuv_conffiles="build/CMakeCache.txt"
+# One test, for the reruns of a test whose result differs from the plain build's: its TAP line.
+libuv_rerun() { # name
+  RES_OPTIONS=attempts:0 UV_TEST_TIMEOUT_MULTIPLIER=4 UV_RUN_AS_ROOT=1 build/uv_run_tests "$1" 2>&1 |
+    sed -nE 's/^ok [0-9]+ - ([^ ]+) # SKIP.*/SKIP: \1/p; t
+              s/^ok [0-9]+ - ([^ ]+).*/PASS: \1/p; s/^not ok [0-9]+ - ([^ ]+).*/FAIL: \1/p'
+}
 
 redis_pkg=redis; redis_system="make (no configure), threads"
 redis_atomic=yes
@@ -564,6 +574,42 @@ check_parts() { # out det
   echo "$parts parts of $procs processes checked each on its own, $bad differ"
 }
 
+# Whether every test whose result differs between the plain build and variant $3 (in
+# $2/$3.tests.diff) varies from run to run in the plain build itself, and gave nothing in the
+# variant that the plain build did not: each is run again on its own (<p>_rerun NAME, RERUNS
+# times in each build; details to $4), and then the difference is the test's, not the build's.
+# Prints the tests with what each build gave, e.g.
+# "tcp_close_while_connecting (plain: FAIL 3, PASS 3; oracle: FAIL 1, PASS 5)".
+RERUNS=${RERUNS:-20}
+flaky_only() { # project out variant det
+  local p=$1 out=$2 v=$3 det=$4 name b i bad=0 list=""
+  declare -F "${p}_rerun" >/dev/null || return 1
+  for name in $(sed -nE 's/^[<>] [A-Z]+: (.*)/\1/p' "$out/$v.tests.diff" | sort -u); do
+    local seen="" plain_kinds="" kinds
+    for b in plain $v; do
+      local got
+      got=$(grep -h -E "^[A-Z]+: $name\$" "$out/$b.tests" | cut -d: -f1)
+      for i in $(seq "$RERUNS"); do
+        got="$got
+$( (cd "$out/$b" && TALLY_PROFILE=off "${p}_rerun" "$name") | cut -d: -f1)"
+      done
+      got=$(echo "$got" | grep -v '^$' | sort)
+      kinds=$(echo "$got" | uniq)
+      seen="$seen${seen:+; }$b: $(echo "$got" | uniq -c | awk '{printf "%s%s %d", (NR > 1 ? ", " : ""), $2, $1}')"
+      if [ $b = plain ]; then
+        plain_kinds=$kinds
+        [ "$(echo "$kinds" | wc -l)" -ge 2 ] || bad=1
+      elif [ -n "$(comm -13 <(echo "$plain_kinds") <(echo "$kinds"))" ]; then
+        bad=1
+      fi
+    done
+    echo "rerun $RERUNS times on its own: $name ($seen)" >>"$det"
+    list="$list${list:+, }$name ($seen)"
+  done
+  echo "$list"
+  return $bad
+}
+
 # Writes $WORK/results/<p>.row (a markdown table row) and <p>.txt (details). Returns 0 if all checks pass.
 run_project() {
   local p=$1 pkg sys src v dir rc t0 t1 status=ok reason="" conf="?" tests="?" eq="?"
@@ -625,8 +671,13 @@ run_project() {
       [ $v = plain ] && continue
       test_lines "$out/$v.check.log" >"$out/$v.tests"
       if ! diff "$out/plain.tests" "$out/$v.tests" >"$out/$v.tests.diff"; then
-        tests=NO
         { echo "tests: $v differs from plain:"; cat "$out/$v.tests.diff"; } >>"$det"
+        local flaky
+        if flaky=$(flaky_only "$p" "$out" $v "$det"); then
+          tests="yes, but for tests whose result varies from run to run in both builds: $flaky"
+        else
+          tests=NO
+        fi
       fi
     done
     if [ -n "$(eval echo "\${${p}_oracle:-}")" ]; then
