@@ -497,28 +497,46 @@ fn the_loop_gives_a_programs_own_counts_to_its_branches() {
     assert_eq!(String::from_utf8(fast.stdout).unwrap(), out);
     // The inliner's cost-benefit analysis is turned on, unless the command sets it (LLVM
     // refuses an option given twice).
-    const CB: &str = "-inline-enable-cost-benefit-analysis";
-    for (own, want) in [
-        (None, CB),
-        (Some("=false"), "-inline-enable-cost-benefit-analysis=false"),
-    ] {
-        let mut args = vec![
-            "--tally-verbose",
-            "--tally-use=train.tally",
-            "-O2",
-            "classify.c",
-        ];
-        let mine = own.map(|v| format!("{CB}{v}"));
-        if let Some(m) = &mine {
-            args.extend(["-mllvm", m]);
-        }
-        args.extend(["-o", "fast2"]);
-        let err = cc(&args);
+    let base = [
+        "--tally-verbose",
+        "--tally-use=train.tally",
+        "-O2",
+        "classify.c",
+        "-o",
+        "fast2",
+    ];
+    assert_mllvm_once(
+        &dir,
+        &base,
+        "-fprofile-sample-use=",
+        "-inline-enable-cost-benefit-analysis",
+    );
+    // The training build generates code from the instrumented IR without LICM's promotion of
+    // memory to registers, unless the command says otherwise.
+    let base = [
+        "--tally-verbose",
+        "--tally-pgo",
+        "-O2",
+        "-c",
+        "classify.c",
+        "-o",
+        "classify.o",
+    ];
+    assert_mllvm_once(&dir, &base, " -x ir ", "-disable-licm-promotion");
+}
+
+/// `tally cc BASE` runs clang (its line in the verbose output holds `marker`) with `-mllvm
+/// FLAG` once; `tally cc BASE -mllvm FLAG=false` with the command's own, once.
+fn assert_mllvm_once(dir: &Path, base: &[&str], marker: &str, flag: &str) {
+    let own = format!("{flag}=false");
+    for (extra, want) in [(vec![], flag), (vec!["-mllvm", own.as_str()], own.as_str())] {
+        let args: Vec<&str> = base.iter().copied().chain(extra).collect();
+        let err = tally_cc(dir, &args);
         let line = err
             .lines()
-            .find(|l| l.contains("-fprofile-sample-use="))
-            .unwrap_or_else(|| panic!("no clang line: {err}"));
-        let given: Vec<&str> = line.split(' ').filter(|w| w.starts_with(CB)).collect();
+            .find(|l| l.contains(marker))
+            .unwrap_or_else(|| panic!("no clang line with {marker}: {err}"));
+        let given: Vec<&str> = line.split(' ').filter(|w| w.starts_with(flag)).collect();
         assert_eq!(given, [want], "{line}");
     }
 }
