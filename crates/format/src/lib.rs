@@ -23,10 +23,10 @@ pub mod trace;
 pub mod validate;
 
 pub use meta::{
-    BlockIdx, BranchMeta, CallSiteMeta, CallTargets, CounterIdx, EdgeIdx, EventMeta, FileIdx,
-    FunctionMeta, FunctionModeMeta, IpathArray, IpathCall, IpathFunction, IpathMeta, LineRun,
-    Linkage, Loc, MetaError, Mode, ModeParts, ModuleMeta, ModuleModeMeta, PathMeta, PathStorage,
-    Probe, ProbeAt, ProbeDesc, ScopeIdx, ScopeMeta, SkippedFunction, SourceFn, SourceFnIdx,
-    SourceMeta, StoredKind, WCallee, WtraceMeta,
+    BlockIdx, BranchMeta, CallSiteMeta, CallTargets, CounterIdx, DirectCall, EdgeIdx, EventMeta,
+    FileIdx, FunctionMeta, FunctionModeMeta, IpathArray, IpathCall, IpathFunction, IpathMeta,
+    LineRun, Linkage, Loc, MetaError, Mode, ModeParts, ModuleMeta, ModuleModeMeta, PathMeta,
+    PathStorage, Probe, ProbeAt, ProbeDesc, ScopeIdx, ScopeMeta, SkippedFunction, SourceFn,
+    SourceFnIdx, SourceMeta, StoredKind, WCallee, WtraceMeta,
 };
 pub use validate::{InvalidMeta, Problem};

@@ -26,7 +26,7 @@ mod probes;
 mod tests;
 mod wire;
 
-pub use probes::{CallTargets, ProbeAt, ProbeDesc};
+pub use probes::{CallTargets, DirectCall, ProbeAt, ProbeDesc};
 
 pub use crate::validate::{InvalidMeta, Problem};
 
@@ -57,7 +57,8 @@ pub const META_MAGIC: &[u8; 8] = b"TALLYMD\0";
 /// sample profile).
 /// 15: [`SourceMeta::call_targets`], the targets of indirect calls in a `--tally-pgo` build.
 /// 16: [`ScopeMeta::top_level`], inline instances the rebuild's loader will not inline again.
-pub const META_VERSION: u32 = 16;
+/// 17: [`SourceMeta::direct_calls`], the direct calls of a `--tally-pgo` build.
+pub const META_VERSION: u32 = 17;
 
 macro_rules! index_type {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -425,6 +426,10 @@ pub struct SourceMeta {
     /// instruction order ([`CallTargets`]; empty elsewhere).
     #[serde(default)]
     pub call_targets: Vec<CallTargets>,
+    /// The direct calls with a call-site probe of a `--tally-pgo` build, in block and
+    /// instruction order ([`DirectCall`]; empty elsewhere).
+    #[serde(default)]
+    pub direct_calls: Vec<DirectCall>,
 }
 
 /// One function of a module. Serialized through its wire layout (`meta::wire`).

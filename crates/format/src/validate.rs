@@ -828,7 +828,32 @@ fn probes(m: &ModuleMeta, f: &FunctionMeta) -> Result<(), Problem> {
             }
         }
     }
-    call_targets(m, f)
+    call_targets(m, f)?;
+    direct_calls(f)
+}
+
+/// Checks a function's direct calls (`crate::meta::DirectCall`): each in a block of the
+/// function, with a probe id from 1, a scope of the function and a callee's name.
+fn direct_calls(f: &FunctionMeta) -> Result<(), Problem> {
+    let bad = |why: String| Err(Problem::Probes { why });
+    for (i, d) in f.source.direct_calls.iter().enumerate() {
+        if d.block >= f.num_blocks {
+            return bad(format!(
+                "direct call #{i} is in block n{} of {}",
+                d.block, f.num_blocks
+            ));
+        }
+        if d.probe == 0 {
+            return bad(format!("direct call #{i} has probe id 0"));
+        }
+        if d.scope.index() >= f.source.scopes.len().max(1) {
+            return bad(format!("direct call #{i} names scope {}", d.scope));
+        }
+        if d.callee.is_empty() {
+            return bad(format!("direct call #{i} names no callee"));
+        }
+    }
+    Ok(())
 }
 
 /// Checks a function's indirect calls with counted targets (`crate::meta::CallTargets`): each

@@ -234,6 +234,7 @@ pub fn instrument(input: &[u8], opts: &Options) -> Result<Instrumented, Error> {
     let mut files = lines::Tables::default();
     files.probes = ir::probes::Descs::of(module.as_mut_ptr());
     files.refusals = refusals;
+    files.direct_calls = opts.pgo;
     files.indirect_calls = opts.pgo
         && opts.pgo_targets
         && matches!(

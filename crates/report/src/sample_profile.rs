@@ -31,11 +31,13 @@
 //!
 //! The text format is the one `llvm/include/llvm/ProfileData/SampleProfReader.h` documents, with
 //! probe ids where line offsets would be (`llvm/test/Transforms/SampleProfile/Inputs/
-//! pseudo-probe-profile.prof`): `name:total:head`, then ` id: count` per probe and
-//! ` !CFGChecksum: n`. Functions whose probes never ran are listed with zero counts, so the
-//! loader knows them cold rather than unknown; in the extensible binary format (`tally report
-//! --extbinary`, written by `llvm-profdata`) they are named by the profile symbol list instead
-//! ([`SampleProfile::symbols`]) and have no record. What cannot be exact is left out and said:
+//! pseudo-probe-profile.prof`): `name:total:head`, then ` id: count` per probe,
+//! ` id: count name:count ...` per call-site probe of an indirect call that called something
+//! (a `--tally-pgo` build's counted targets; its direct calls too when asked:
+//! [`sample_profile_with`]), and ` !CFGChecksum: n`. Functions whose probes never ran are
+//! listed with zero counts, so the loader knows them cold rather than unknown; in the
+//! extensible binary format (`tally report --extbinary`, written by `llvm-profdata`) they are
+//! named by the profile symbol list instead ([`SampleProfile::symbols`]) and have no record. What cannot be exact is left out and said:
 //! a function whose counts the profile does not determine, and a name whose copies disagree
 //! on the checksum (two static functions of one name, or one built with different flags).
 
@@ -43,7 +45,7 @@ use crate::Report;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::Arc;
-use tally_format::{ProbeDesc, ScopeMeta};
+use tally_format::{ProbeAt, ProbeDesc, ScopeMeta};
 
 /// LLVM's `ContextShouldBeInlined` (`llvm/include/llvm/ProfileData/SampleProf.h`,
 /// `ContextAttributeMask`), on every nested record: the training build inlined this call, so the
@@ -66,8 +68,9 @@ struct Instance {
     whole: bool,
 }
 
-/// The exact count of an indirect call (its call-site probe) and of each of its targets that
-/// it called (`--tally-pgo`: `tally_format::CallTargets`), summed over the call's copies.
+/// The exact count of a call (its call-site probe) and of each of its targets that it called
+/// (`--tally-pgo`: an indirect call's `tally_format::CallTargets`, or a direct call's one
+/// callee, `tally_format::DirectCall`), summed over the call's copies.
 #[derive(Default)]
 struct CallLine {
     count: u64,
@@ -109,7 +112,7 @@ struct Owner {
     name: String,
     checksum: u64,
     instances: Vec<Instance>,
-    /// Its indirect calls with counted targets, by call-site probe id.
+    /// Its calls that called a target, by call-site probe id.
     calls: BTreeMap<u32, CallLine>,
 }
 
@@ -159,7 +162,7 @@ struct Context {
     probes: BTreeMap<u32, u64>,
     /// The callees inlined here: (call-site probe id, callee GUID) -> their counts there.
     calls: BTreeMap<(u32, u64), Context>,
-    /// Its indirect calls with counted targets, by call-site probe id.
+    /// Its calls that called a target, by call-site probe id.
     targets: BTreeMap<u32, CallLine>,
 }
 
@@ -216,6 +219,16 @@ impl Context {
             let _ = writeln!(text, "{pad}!Attributes: {SHOULD_BE_INLINED}");
         }
     }
+}
+
+/// The call an inlined copy's entry probe counts: (caller's GUID, call-site probe id), when
+/// `at` is probe 1 in an inline scope whose call has a probe id and whose caller is known.
+fn inlined_call(scopes: &[ScopeMeta], guids: &[Option<u64>], at: &ProbeAt) -> Option<(u64, u32)> {
+    let s = scopes
+        .get(at.scope.0 as usize)
+        .filter(|_| at.id == 1 && at.scope.0 != 0)?;
+    let caller = (*guids.get(s.parent.0 as usize)?)?;
+    (s.call_probe != 0).then_some((caller, s.call_probe))
 }
 
 /// Where the copy of a probe of function `guid` in inline scope `s` goes in a nested profile:
@@ -306,6 +319,17 @@ pub struct SampleProfile {
 /// The sample profile of a report; `None` when the profile holds no pseudo-probes (the program
 /// was not built with `-fpseudo-probe-for-profiling`).
 pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
+    sample_profile_with(r, false)
+}
+
+/// [`sample_profile`], with the lines of direct calls when `direct_calls` (`tally report
+/// --export sample-profile --direct-calls`): ` id: count callee:count` at each call-site probe
+/// of a call a `--tally-pgo` build's pre-inlining left (`tally_format::DirectCall`), and, in the
+/// flat records, of each call it inlined (the inlined copy's entry count, as `llvm-profdata`
+/// flattens a nested profile). Left out by default: the rebuild measured no better with them,
+/// and the loader then merges some nested records it does not inline otherwise (docs/pgo.md,
+/// "Direct calls").
+pub fn sample_profile_with(r: &Report, direct_calls: bool) -> Option<SampleProfile> {
     // GUID -> its instances; GUIDs whose counts cannot be exact, and why.
     let mut owners: HashMap<u64, Owner> = HashMap::new();
     let mut unknown: BTreeMap<u64, (String, String)> = BTreeMap::new();
@@ -347,6 +371,8 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
         }
         // (owner GUID, scope) -> index in the owner's instances, for this function.
         let mut here: HashMap<(u64, u32), usize> = HashMap::new();
+        // The calls the training build inlined: ((caller GUID, call-site probe), callee, count).
+        let mut inlined: Vec<((u64, u32), String, u64)> = Vec::new();
         for (b, list) in probes.iter().enumerate() {
             let count = f.blocks.get(b).and_then(|bc| bc.count);
             // Every probe of a block runs as often as the block is entered: a later probe (of
@@ -390,6 +416,14 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
                         let e = inst.probes.entry(at.id).or_insert(0);
                         *e = e.saturating_add(c);
                         inst.ran |= c > 0;
+                        // The entry probe of an inlined copy counts the calls it replaced
+                        // (exactly in a module counted before optimization).
+                        let whole = f.source.tables.probes_before_optimization;
+                        if let Some(call) =
+                            inlined_call(scopes, &scope_guids, at).filter(|_| direct_calls && whole)
+                        {
+                            inlined.push((call, d.name.clone(), c));
+                        }
                         if let Some(roots) = nested.as_mut() {
                             let s = at.scope.0 as usize;
                             let (root, path, whole) = place(scopes, &scope_guids, s, d.guid);
@@ -406,6 +440,17 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
                             .or_insert_with(|| (owner.name.clone(), why));
                     }
                 }
+            }
+        }
+        // In the flat records, a call the training build inlined is a call like the others
+        // (as `llvm-profdata` flattens a nested profile); the nested ones write the copy.
+        for ((caller, probe), callee, c) in inlined {
+            if let Some(owner) = owners.get_mut(&caller) {
+                owner
+                    .calls
+                    .entry(probe)
+                    .or_default()
+                    .add(c, &[(&callee, c)]);
             }
         }
         // The targets of its indirect calls, under the call-site probe of the function whose
@@ -431,6 +476,30 @@ pub fn sample_profile(r: &Report) -> Option<SampleProfile> {
                 let (root, path, _) = place(scopes, &scope_guids, t.scope.0 as usize, guid);
                 let c = roots.entry(root).or_default().at(&path);
                 c.targets.entry(t.probe).or_default().add(count, &targets);
+            }
+        }
+        // Its direct calls: every entry of the call's block calls the callee once.
+        let direct = if direct_calls {
+            &f.source.meta.direct_calls[..]
+        } else {
+            &[]
+        };
+        for d in direct {
+            let count = f.blocks.get(d.block as usize).and_then(|b| b.count);
+            let (Some(count), Some(Some(guid))) = (
+                count.filter(|_| f.inconsistent.is_none()),
+                scope_guids.get(d.scope.0 as usize).copied(),
+            ) else {
+                continue;
+            };
+            let target = [(d.callee.as_str(), count)];
+            if let Some(owner) = owners.get_mut(&guid) {
+                owner.calls.entry(d.probe).or_default().add(count, &target);
+            }
+            if let Some(roots) = nested.as_mut() {
+                let (root, path, _) = place(scopes, &scope_guids, d.scope.0 as usize, guid);
+                let c = roots.entry(root).or_default().at(&path);
+                c.targets.entry(d.probe).or_default().add(count, &target);
             }
         }
     }

@@ -883,6 +883,7 @@ mod tests {
             branches: vec![],
             probes: vec![],
             call_targets: vec![],
+            direct_calls: vec![],
         };
         let tables = Tables {
             files: Arc::new(vec!["/t.c".into()]),

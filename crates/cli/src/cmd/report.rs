@@ -55,6 +55,11 @@ pub struct Args {
     /// call site (docs/pgo.md).
     #[arg(long)]
     pub flat: bool,
+    /// With `--export sample-profile`: also a line per direct call (` id: count callee:count`,
+    /// as LLVM's profile generator writes them); left out by default, as the rebuild measured
+    /// worse with them (docs/pgo.md, "Direct calls").
+    #[arg(long)]
+    pub direct_calls: bool,
     /// A witness trace (`--tally-mode=trace`) of the run that wrote the profile: the counts are
     /// those of its regenerated execution, as an `edge` profile would give them.
     #[arg(long, value_name = "FILE")]
@@ -115,7 +120,7 @@ pub fn run(a: Args) -> Result<Exit> {
 
 /// `--export sample-profile`: the profile, and what was left out of it on stderr.
 fn sample_profile(a: &Args, r: &tally_report::Report, stopped: &[(u32, String)]) -> Result<Exit> {
-    let Some(p) = tally_report::sample_profile::sample_profile(r) else {
+    let Some(p) = tally_report::sample_profile::sample_profile_with(r, a.direct_calls) else {
         anyhow::bail!(
             "the profile has no pseudo-probes: build the program with \
              `tally cc --tally-pgo`"

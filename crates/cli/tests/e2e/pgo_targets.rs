@@ -13,6 +13,12 @@
 //!   what the trained one did;
 //! - they are counted by default; with `--tally-pgo-targets=off` none are, and the profile has
 //!   none.
+//!
+//! Direct calls have their line too when asked (`--direct-calls`: ` id: count callee:count`):
+//! on a program whose last call of one function ends it, the calls after that one in the same
+//! block are counted as the program counts them, and a call the training build inlined is one
+//! line of the flat profile and a nested record of the nested one; without the flag there are
+//! none.
 
 use crate::pgo::{export, tally_cc, train_small};
 use crate::support::*;
@@ -208,4 +214,129 @@ fn a_call_with_many_candidates_counts_each_exactly() {
     want.sort();
     assert_eq!(got, want, "{text}");
     assert!(want.len() > 16, "{want:?}");
+}
+
+/// `check` ends the program at the last iteration, between the calls of the block before
+/// `record` and `help` run: they are called once fewer than `check`.
+const EARLY: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+static unsigned long checks, records, helps;
+__attribute__((noinline)) static void check(unsigned i, unsigned n) {
+    checks++;
+    if (i + 1 == n) {
+        printf("%lu %lu %lu\n", checks, records, helps);
+        exit(0);
+    }
+}
+__attribute__((noinline)) static void record(void) { records++; }
+static inline unsigned help(unsigned i) { helps++; return i * 3; }
+int main(int argc, char **argv) {
+    unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
+    unsigned s = 0;
+    for (unsigned i = 0; i < n; i++) {
+        check(i, n);
+        record();
+        s += help(i);
+    }
+    return (int)(s & 1);
+}
+"#;
+
+/// A call line: the callee (without its `.__uniq.` suffix), the line's count and the callee's.
+type CallLine = (String, (u64, u64));
+
+/// `main`'s call lines, sorted, and the names of its nested records.
+fn calls_of_main(text: &str) -> (Vec<CallLine>, Vec<String>) {
+    let (mut calls, mut nested, mut in_main) = (Vec::new(), Vec::new(), false);
+    for l in text.lines() {
+        if !l.starts_with(' ') {
+            in_main = l.starts_with("main:");
+            continue;
+        }
+        if !in_main || l.starts_with("  ") {
+            continue;
+        }
+        let words: Vec<&str> = l.split_whitespace().collect();
+        let strip = |n: &str| n.split(".__uniq.").next().unwrap().to_string();
+        match words[..] {
+            [_, count, target] => {
+                let (name, c) = target.rsplit_once(':').unwrap();
+                let pair = (count.parse().unwrap(), c.parse().unwrap());
+                calls.push((strip(name), pair));
+            }
+            [_, record] if !record.starts_with(|c: char| c.is_ascii_digit()) => {
+                nested.push(strip(record.rsplit_once(':').unwrap().0));
+            }
+            _ => {}
+        }
+    }
+    calls.sort();
+    (calls, nested)
+}
+
+/// `tally report --export sample-profile ARGS PROFILE`'s text.
+fn sample_profile(prof: &std::path::Path, args: &[&str]) -> String {
+    let o = std::process::Command::new(tally())
+        .args(["report", "--export", "sample-profile"])
+        .args(args)
+        .arg(prof)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn direct_calls_count_the_calls_made_even_when_the_program_ends_between_them() {
+    let dir = scratch("pgo-direct");
+    let (prof, out, n) = train_small(&dir, "early", EARLY, &[]);
+    assert_eq!(n, [1000, 999, 999], "{out}");
+    let (checks, records, helps) = (n[0], n[1], n[2]);
+    let line = |name: &str, c: u64| (name.to_string(), (c, c));
+
+    // Flat: the inlined `help` is a call like the others.
+    let flat = sample_profile(&prof, &["--flat", "--direct-calls"]);
+    let (calls, _) = calls_of_main(&flat);
+    for want in [
+        line("_ZL5checkjj", checks),
+        line("_ZL6recordv", records),
+        line("_ZL4helpj", helps),
+    ] {
+        assert!(
+            calls.contains(&want),
+            "no {want:?} in main's calls {calls:?}:\n{flat}"
+        );
+    }
+
+    // Nested: `help` is a record under its call site, not a call line.
+    let text = sample_profile(&prof, &["--direct-calls"]);
+    let (calls, nested) = calls_of_main(&text);
+    assert!(calls.contains(&line("_ZL6recordv", records)), "{text}");
+    assert!(!calls.iter().any(|(c, _)| c == "_ZL4helpj"), "{text}");
+    assert!(nested.iter().any(|n| n == "_ZL4helpj"), "{text}");
+
+    // Without the flag, no call lines (the program makes no indirect call).
+    for args in [&[][..], &["--flat"][..]] {
+        let text = sample_profile(&prof, args);
+        assert_eq!(calls_of_main(&text).0, [], "{args:?}:\n{text}");
+    }
+
+    // The same lines without pre-inlining, where `help` is called.
+    tally_cc(
+        &dir,
+        &[
+            "--tally-pgo",
+            "--tally-pgo-inline=off",
+            "-O2",
+            "early.c",
+            "-o",
+            "whole",
+        ],
+    );
+    let whole = dir.join("whole.tally");
+    let o = run(&dir.join("whole"), &["1000"], &dir, &whole);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), out);
+    let t = sample_profile(&whole, &["--flat", "--direct-calls"]);
+    assert_eq!(calls_of_main(&t).0, calls_of_main(&flat).0, "{t}");
 }

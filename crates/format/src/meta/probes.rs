@@ -14,7 +14,8 @@
 //! A `--tally-pgo` training build also counts where its indirect calls go ([`CallTargets`]):
 //! what clang's IR PGO learns by value profiling (`__llvm_profile_instrument_target`) and its
 //! indirect-call promotion uses. The sample profile gives them as the call-site probe's targets
-//! (` id: count name:count ...`).
+//! (` id: count name:count ...`). Its direct calls ([`DirectCall`]) go there too, as LLVM's
+//! own profile generator writes a sampled call that was not inlined: ` id: count callee:count`.
 
 use serde::{Deserialize, Serialize};
 
@@ -64,4 +65,19 @@ pub struct CallTargets {
     pub counter: super::CounterIdx,
     /// The candidate functions, by name (at least one).
     pub targets: Vec<String>,
+}
+
+/// A direct call with a call-site probe in a `--tally-pgo` training build, which its
+/// pre-inlining left a call. Every entry of its block makes the call (a call that may end the
+/// frame ends a block: `META_VERSION` 13), so the block's count is the callee's count there.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct DirectCall {
+    /// The block holding the call.
+    pub block: u32,
+    /// The call's own pseudo-probe id (a direct-call probe of the function of `scope`).
+    pub probe: u32,
+    /// The inline scope of the call's location (`s0` without debug info).
+    pub scope: super::ScopeIdx,
+    /// The callee's name, as the sample profile names functions.
+    pub callee: String,
 }

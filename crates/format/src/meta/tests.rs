@@ -434,3 +434,29 @@ fn call_targets_round_trip_and_bad_ones_are_refused_in_one_line() {
         assert!(e.ends_with(&format!("pseudo-probes: {why}")), "{e}");
     }
 }
+
+#[test]
+fn direct_calls_round_trip_and_bad_ones_are_refused_in_one_line() {
+    let mut f = function(FunctionModeMeta::Counters);
+    f.source.direct_calls = vec![DirectCall {
+        block: 3,
+        probe: 7,
+        scope: ScopeIdx(0),
+        callee: "g".into(),
+    }];
+    let m = module(Mode::Edge, vec![f]);
+    assert_eq!(ModuleMeta::decode(&m.encode()).expect("valid"), m);
+    type Edit = fn(&mut DirectCall);
+    let cases: [(Edit, &str); 4] = [
+        (|d| d.block = 4, "direct call #0 is in block n4 of 4"),
+        (|d| d.probe = 0, "direct call #0 has probe id 0"),
+        (|d| d.scope = ScopeIdx(1), "direct call #0 names scope s1"),
+        (|d| d.callee.clear(), "direct call #0 names no callee"),
+    ];
+    for (edit, why) in cases {
+        let mut bad = m.clone();
+        edit(&mut bad.functions[0].source.direct_calls[0]);
+        let e = refusal(&bad);
+        assert!(e.ends_with(&format!("pseudo-probes: {why}")), "{e}");
+    }
+}

@@ -16,8 +16,8 @@ use llvm_sys::prelude::{LLVMContextRef, LLVMMetadataRef, LLVMValueRef};
 use llvm_sys::LLVMOpcode;
 use std::collections::HashMap;
 use tally_format::{
-    BranchMeta, CallTargets, CounterIdx, EdgeIdx, FileIdx, LineRun, Loc, ProbeAt, ScopeIdx,
-    ScopeMeta, SourceFn, SourceFnIdx, SourceMeta,
+    BranchMeta, CallTargets, CounterIdx, DirectCall, EdgeIdx, FileIdx, LineRun, Loc, ProbeAt,
+    ScopeIdx, ScopeMeta, SourceFn, SourceFnIdx, SourceMeta,
 };
 
 /// The module's file and source-function tables, shared by its functions.
@@ -33,6 +33,9 @@ pub(crate) struct Tables {
     /// Record the indirect calls whose targets a `--tally-pgo` build counts
     /// ([`SourceMeta::call_targets`], filled in by `module::call_targets`).
     pub indirect_calls: bool,
+    /// Record the direct calls with a call-site probe (`--tally-pgo`,
+    /// [`SourceMeta::direct_calls`]).
+    pub direct_calls: bool,
     /// `--tally-pgo` with pre-inlining: the inline instances the rebuild's loader will not
     /// inline again ([`ScopeMeta::top_level`], `module::reinline`).
     pub refusals: Option<crate::module::reinline::Refusals>,
@@ -309,6 +312,17 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
             });
         }
     }
+    let mut direct_calls = Vec::new();
+    if s.tables.direct_calls {
+        for (block, call, probe, callee) in probed_direct_calls(l) {
+            direct_calls.push(DirectCall {
+                block,
+                probe,
+                scope: s.scope_of(call).unwrap_or_default(),
+                callee,
+            });
+        }
+    }
     let mut lines = Vec::with_capacity(l.nodes.len());
     let mut probes = Vec::with_capacity(l.nodes.len());
     for n in &l.nodes {
@@ -365,6 +379,7 @@ pub(crate) fn source_meta(func: Val, l: &Lowered, tables: &mut Tables) -> Source
         branches,
         probes: nonempty(probes),
         call_targets,
+        direct_calls,
     }
 }
 
@@ -381,6 +396,35 @@ pub(crate) fn indirect_calls(l: &Lowered) -> Vec<(u32, Val, u32)> {
             let probe = v.debug_loc().map_or(0, call_probe);
             if probe != 0 {
                 out.push((b as u32, v, probe));
+            }
+        }
+    }
+    out
+}
+
+/// The direct calls of a function with a call-site probe: (block, call, probe id, callee's
+/// name) (`probes::has_call_probe`); a call of a runtime wrapper
+/// (`module::redirect`) is named by the libc function the program calls.
+fn probed_direct_calls(l: &Lowered) -> Vec<(u32, Val, u32, String)> {
+    let mut out = Vec::new();
+    for (b, n) in l.nodes.iter().enumerate() {
+        for &v in &n.instrs {
+            if !crate::ir::probes::has_call_probe(v) {
+                continue;
+            }
+            let Some(callee) = v.called_function() else {
+                continue;
+            };
+            let probe = v.debug_loc().map_or(0, call_probe);
+            let mut name = callee.name();
+            if let Some(r) = tally_format::abi::REDIRECTS
+                .iter()
+                .find(|r| r.wrapper == name)
+            {
+                name = r.real.to_string();
+            }
+            if probe != 0 && !name.is_empty() {
+                out.push((b as u32, v, probe, name));
             }
         }
     }

@@ -168,6 +168,12 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
     let mut first_node: HashMap<Bb, usize> = HashMap::new();
     let mut has_landing_pads = false;
     let mut has_setjmp = false;
+    // A build with pseudo-probes: its calls carry call-site probe ids too.
+    let probed = blocks.iter().any(|bb| {
+        bb.instructions()
+            .into_iter()
+            .any(crate::ir::probes::is_probe)
+    });
     for &bb in &blocks {
         let instrs = bb.instructions();
         let Some(&term) = instrs.last() else {
@@ -200,8 +206,13 @@ pub(crate) fn lower(f: Val, kinds: &AttrKinds, safe: &NeverEndsCaller) -> Result
             }
             // A pseudo-probe after a call that may end the frame (blocks merged by the early
             // simplification) starts a vertex: it runs as often as the calls before it return,
-            // not as often as the block is entered (docs/pgo.md).
-            if may_end && crate::ir::probes::is_probe(v) {
+            // not as often as the block is entered (docs/pgo.md). So does a call with a
+            // call-site probe, whose count is the number of calls (a sample profile's call
+            // lines, `tally_format::DirectCall`).
+            if may_end
+                && (crate::ir::probes::is_probe(v)
+                    || (probed && crate::ir::probes::has_call_probe(v)))
+            {
                 segs.push(Seg {
                     bb,
                     instrs: std::mem::take(&mut cur),

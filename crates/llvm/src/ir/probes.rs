@@ -138,6 +138,17 @@ pub(crate) fn is_probe(v: Val) -> bool {
             .is_some_and(|f| f.name() == "llvm.pseudoprobe")
 }
 
+/// `v` is a call (or invoke) with a call-site probe id, in a build with pseudo-probes (elsewhere
+/// the discriminator it reads is a line discriminator). Intrinsics have none, but can carry
+/// the location of a call they were made at (the inliner's `llvm.experimental.noalias.scope.decl`).
+pub(crate) fn has_call_probe(v: Val) -> bool {
+    v.is_call_like()
+        && !v.calls_inline_asm()
+        && v.called_function().is_none_or(|f| f.intrinsic_id() == 0)
+        && v.debug_loc()
+            .is_some_and(|l| crate::shim::call_probe(l) != 0)
+}
+
 /// `v` is a call or invoke through a pointer: its callee is neither a function, nor inline
 /// assembly, nor any other constant (an alias).
 pub(crate) fn is_indirect_call(v: Val) -> bool {

@@ -422,6 +422,7 @@ pub(crate) fn source_meta(rng: &mut Rng, cfg: &Cfg) -> SourceMeta {
         branches,
         probes,
         call_targets: vec![],
+        direct_calls: vec![],
     }
 }
 
@@ -503,6 +504,17 @@ pub(crate) fn build_module(
                     count,
                 });
             }
+        }
+    }
+    // Direct calls with a call-site probe (`--tally-pgo`): counted by their blocks.
+    for f in &mut functions {
+        if rng.percent(30) {
+            f.source.direct_calls.push(DirectCall {
+                block: rng.below(f.num_blocks as usize) as u32,
+                probe: 1 + rng.below(6) as u32,
+                scope: ScopeIdx(rng.below(f.source.scopes.len().max(1)) as u32),
+                callee: format!("d{}", rng.below(3)),
+            });
         }
     }
     // Indirect calls with counted targets (`--tally-pgo`), after every function's counters.

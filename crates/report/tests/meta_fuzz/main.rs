@@ -30,8 +30,8 @@ use tally_format::{
     ModuleMeta, ModuleModeMeta, PathMeta, PathStorage, Probe, StoredKind, WCallee, WtraceMeta,
 };
 use tally_format::{
-    BranchMeta, CallTargets, LineRun, ProbeAt, ProbeDesc, ScopeIdx, ScopeMeta, SourceFn,
-    SourceFnIdx, SourceMeta,
+    BranchMeta, CallTargets, DirectCall, LineRun, ProbeAt, ProbeDesc, ScopeIdx, ScopeMeta,
+    SourceFn, SourceFnIdx, SourceMeta,
 };
 use tally_graph::paths::{number_paths_limited, NumberedDag};
 use tally_graph::testing::{random_cfg_with, simulate, GenConfig, Rng, SimConfig};
