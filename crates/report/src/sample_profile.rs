@@ -453,53 +453,44 @@ pub fn sample_profile_with(r: &Report, direct_calls: bool) -> Option<SampleProfi
                     .add(c, &[(&callee, c)]);
             }
         }
-        // The targets of its indirect calls, under the call-site probe of the function whose
-        // scope holds the call.
-        for (t, counts) in f.source.meta.call_targets.iter().zip(&f.call_targets) {
-            let count = f.blocks.get(t.block as usize).and_then(|b| b.count);
+        // Its calls' lines, under the call-site probe of the function whose scope holds the
+        // call: an indirect call's counted targets, and a direct call's callee when asked (every
+        // entry of the call's block calls it once).
+        let indirect = f.source.meta.call_targets.iter().zip(&f.call_targets);
+        let indirect = indirect.map(|(t, c)| (t.block, t.scope, t.probe, &t.targets[..], Some(c)));
+        let direct = f.source.meta.direct_calls.iter().filter(|_| direct_calls);
+        let direct = direct.map(|d| {
+            (
+                d.block,
+                d.scope,
+                d.probe,
+                std::slice::from_ref(&d.callee),
+                None,
+            )
+        });
+        for (block, scope, probe, names, counts) in indirect.chain(direct) {
+            let count = f.blocks.get(block as usize).and_then(|b| b.count);
             let (Some(count), Some(Some(guid))) = (
                 count.filter(|_| f.inconsistent.is_none()),
-                scope_guids.get(t.scope.0 as usize).copied(),
+                scope_guids.get(scope.0 as usize).copied(),
             ) else {
                 continue;
             };
-            let targets: Vec<(&str, u64)> = t
-                .targets
-                .iter()
-                .map(String::as_str)
-                .zip(counts.iter().copied())
-                .collect();
-            if let Some(owner) = owners.get_mut(&guid) {
-                owner.calls.entry(t.probe).or_default().add(count, &targets);
-            }
-            if let Some(roots) = nested.as_mut() {
-                let (root, path, _) = place(scopes, &scope_guids, t.scope.0 as usize, guid);
-                let c = roots.entry(root).or_default().at(&path);
-                c.targets.entry(t.probe).or_default().add(count, &targets);
-            }
-        }
-        // Its direct calls: every entry of the call's block calls the callee once.
-        let direct = if direct_calls {
-            &f.source.meta.direct_calls[..]
-        } else {
-            &[]
-        };
-        for d in direct {
-            let count = f.blocks.get(d.block as usize).and_then(|b| b.count);
-            let (Some(count), Some(Some(guid))) = (
-                count.filter(|_| f.inconsistent.is_none()),
-                scope_guids.get(d.scope.0 as usize).copied(),
-            ) else {
-                continue;
+            let targets: Vec<(&str, u64)> = match counts {
+                Some(c) => names
+                    .iter()
+                    .map(String::as_str)
+                    .zip(c.iter().copied())
+                    .collect(),
+                None => names.iter().map(|n| (n.as_str(), count)).collect(),
             };
-            let target = [(d.callee.as_str(), count)];
             if let Some(owner) = owners.get_mut(&guid) {
-                owner.calls.entry(d.probe).or_default().add(count, &target);
+                owner.calls.entry(probe).or_default().add(count, &targets);
             }
             if let Some(roots) = nested.as_mut() {
-                let (root, path, _) = place(scopes, &scope_guids, d.scope.0 as usize, guid);
+                let (root, path, _) = place(scopes, &scope_guids, scope.0 as usize, guid);
                 let c = roots.entry(root).or_default().at(&path);
-                c.targets.entry(d.probe).or_default().add(count, &target);
+                c.targets.entry(probe).or_default().add(count, &targets);
             }
         }
     }
